@@ -1,0 +1,25 @@
+# Two commands do all set-up on a fresh machine (see README.md):
+#   make book   install, execute every chapter with papermill (profile "book"), render _build/html
+#   make test   install, run the tests
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+
+.PHONY: book test install clean
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --upgrade pip
+	$(PY) -m pip install -e ".[book,test]"
+	touch $@
+
+install: $(VENV)/.installed
+
+book: install
+	$(PY) tools/build_book.py --profile book
+
+test: install
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+clean:
+	rm -rf _build

@@ -1,0 +1,18 @@
+"""nhtlab: see why neural networks abandon shortcuts.
+
+Datasets, models, training with norm tracking, sweeps, the NHT delay law, the
+clean-norm-separation score, DLR and its spectra, and charts, for the nhtlab book.
+"""
+
+__version__ = "0.1.0"
+
+from .device import pick_device, seed_everything  # noqa: E402
+from .events import Events, find_events  # noqa: E402
+from .experiment import ModularRun, run_modular  # noqa: E402
+from .models import EmbeddingMLP, Transformer, make_model  # noqa: E402
+from .modular import ModularData, modular_data  # noqa: E402
+from .norms import layer_norms, total_norm  # noqa: E402
+from .train import History, TrainConfig, train  # noqa: E402
+from .profiles import select_profile  # noqa: E402
+from .stamp import stamp  # noqa: E402
+from .delay import delay_summary, predicted_delay  # noqa: E402

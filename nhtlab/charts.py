@@ -1,0 +1,110 @@
+"""Altair charts for the book. No computation happens here: charts draw tidy records.
+
+Charts carry their data inline and use Vega-Lite params (zoom, hover, sliders)
+so they stay interactive in the static HTML book with no kernel behind them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import altair as alt
+
+from .events import Events
+from .train import History
+
+__all__ = ["long_records", "training_curves", "norm_curves", "event_rules", "layer_norm_curves", "compare_runs"]
+
+WIDTH = 560
+
+
+def long_records(history: History, columns: Mapping[str, str], **constants: Any) -> list[dict[str, Any]]:
+    """Melt ``columns`` (column → label) of a history into rows {step, series, value, …}."""
+    out = []
+    for row in history.rows:
+        for column, label in columns.items():
+            if column in row and row[column] is not None:
+                out.append({"step": row["step"], "series": label, "value": row[column], **constants})
+    return out
+
+
+def event_rules(events: Events) -> alt.Chart:
+    """Vertical rules at T_mem, T_grok and the norm peak, labelled."""
+    marks = [("T_mem (memorised)", events.t_mem), ("T_grok (generalised)", events.t_grok), ("norm peak", events.peak_step)]
+    data = [{"step": s, "event": name} for name, s in marks if s is not None]
+    base = alt.Chart(alt.Data(values=data))
+    rules = base.mark_rule(strokeDash=[4, 3]).encode(
+        x="step:Q",
+        color=alt.Color("event:N", scale=alt.Scale(domain=[m[0] for m in marks], range=["#e45756", "#54a24b", "#b279a2"]),
+                        legend=alt.Legend(title="event")),
+        tooltip=["event:N", "step:Q"],
+    )
+    return rules
+
+
+def training_curves(history: History, events: Events | None = None, title: str = "") -> alt.VConcatChart:
+    """Train/test accuracy over ‖θ‖², on one zoomable step axis, with the events marked."""
+    zoom = alt.selection_interval(bind="scales", encodings=["x"])
+    acc = alt.Chart(alt.Data(values=long_records(history, {"train_acc": "train", "test_acc": "test"}))).mark_line().encode(
+        x=alt.X("step:Q", title="step"),
+        y=alt.Y("value:Q", title="accuracy", scale=alt.Scale(domain=[0, 1])),
+        color=alt.Color("series:N", title="split", scale=alt.Scale(range=["#4c78a8", "#f58518"])),
+        tooltip=["series:N", "step:Q", alt.Tooltip("value:Q", format=".3f")],
+    ).properties(width=WIDTH, height=180, title=title or "accuracy")
+    norm = alt.Chart(alt.Data(values=long_records(history, {"norm": "‖θ‖²"}))).mark_line(color="#333").encode(
+        x=alt.X("step:Q", title="step"),
+        y=alt.Y("value:Q", title="‖θ‖²", scale=alt.Scale(zero=False)),
+        tooltip=["step:Q", alt.Tooltip("value:Q", format=",.0f", title="‖θ‖²")],
+    ).properties(width=WIDTH, height=180, title="squared weight norm")
+    if events is not None:
+        acc = acc + event_rules(events)
+        norm = norm + event_rules(events)
+    return alt.vconcat(acc.add_params(zoom), norm).resolve_scale(color="independent")
+
+
+def norm_curves(histories: Sequence[tuple[str, History]], column: str = "norm", title: str = "‖θ‖²") -> alt.Chart:
+    """One line per labelled history for ``column`` (hover a line to highlight it)."""
+    records = []
+    for label, history in histories:
+        records += long_records(history, {column: label})
+    hover = alt.selection_point(fields=["series"], on="pointerover", bind="legend")
+    return alt.Chart(alt.Data(values=records)).mark_line().encode(
+        x=alt.X("step:Q"),
+        y=alt.Y("value:Q", title=title),
+        color=alt.Color("series:N", title="run"),
+        opacity=alt.condition(hover, alt.value(1.0), alt.value(0.25)),
+        tooltip=["series:N", "step:Q", alt.Tooltip("value:Q", format=",.1f")],
+    ).add_params(hover).properties(width=WIDTH, height=220, title=title)
+
+
+def layer_norm_curves(history: History, title: str = "‖θ_ℓ‖² per layer") -> alt.Chart:
+    """Squared norm of every layer against step (click a legend entry to highlight a layer)."""
+    columns = {f"norm/{name}": name for name in history.layers}
+    pick = alt.selection_point(fields=["series"], bind="legend")
+    return alt.Chart(alt.Data(values=long_records(history, columns))).mark_line().encode(
+        x=alt.X("step:Q"),
+        y=alt.Y("value:Q", title="‖θ_ℓ‖²"),
+        color=alt.Color("series:N", title="layer"),
+        opacity=alt.condition(pick, alt.value(1.0), alt.value(0.2)),
+        tooltip=["series:N", "step:Q", alt.Tooltip("value:Q", format=",.0f")],
+    ).add_params(pick).properties(width=WIDTH, height=220, title=title)
+
+
+def compare_runs(runs: Sequence[tuple[str, History]]) -> alt.VConcatChart:
+    """Test accuracy and ‖θ‖² of several labelled runs, one colour per run, shared zoom."""
+    zoom = alt.selection_interval(bind="scales", encodings=["x"])
+    acc, norm = [], []
+    for label, history in runs:
+        acc += long_records(history, {"test_acc": label})
+        norm += long_records(history, {"norm": label})
+    color = alt.Color("series:N", title="run")
+    top = alt.Chart(alt.Data(values=acc)).mark_line().encode(
+        x="step:Q", y=alt.Y("value:Q", title="test accuracy", scale=alt.Scale(domain=[0, 1])), color=color,
+        tooltip=["series:N", "step:Q", alt.Tooltip("value:Q", format=".3f")],
+    ).properties(width=WIDTH, height=160).add_params(zoom)
+    bottom = alt.Chart(alt.Data(values=norm)).mark_line().encode(
+        x="step:Q", y=alt.Y("value:Q", title="‖θ‖²"), color=color,
+        tooltip=["series:N", "step:Q", alt.Tooltip("value:Q", format=",.0f")],
+    ).properties(width=WIDTH, height=160)
+    return alt.vconcat(top, bottom)

@@ -1,0 +1,154 @@
+"""Small models for modular arithmetic, written to be read top to bottom.
+
+Every model follows one contract, used by the rest of nhtlab:
+
+* ``features(x)`` returns the penultimate representation, shape (n, d);
+* ``readout`` is the final ``nn.Linear`` mapping features to logits;
+* ``forward(x) == readout(features(x))``; ``forward(x, return_features=True)``
+  returns ``(logits, features)`` so that ``torch.func.functional_call`` reaches both.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from .validation import check_choice, check_int, check_real
+
+__all__ = ["EmbeddingMLP", "Transformer", "make_model", "MODELS"]
+
+
+class EmbeddingMLP(nn.Module):
+    """MLP on learned embeddings of the two operands: the fast CPU grokker.
+
+    ``h = ReLU(E_a[a] + E_b[b])`` (equivalently a linear layer on the concatenated
+    one-hot codes), then ``depth - 1`` hidden ``Linear + ReLU`` layers, then the
+    read-out. A small embedding init (``embed_std``) lets the weight norm *rise*
+    during memorisation before weight decay contracts it, which is the story the
+    book tells; PyTorch's default N(0, 1) would start the norm at its maximum.
+
+    Parameters
+    ----------
+    p : int
+        Number of input tokens and of classes.
+    width : int
+        Hidden width, also the feature dimension d.
+    depth : int
+        Number of hidden layers (1 = embeddings straight into the read-out).
+    embed_std : float
+        Standard deviation of the embedding initialisation.
+    """
+
+    def __init__(self, p: int, width: int = 256, depth: int = 1, embed_std: float = 0.1):
+        super().__init__()
+        check_int(p, "p", low=2, owner="EmbeddingMLP")
+        check_int(width, "width", low=1, owner="EmbeddingMLP")
+        check_int(depth, "depth", low=1, owner="EmbeddingMLP")
+        check_real(embed_std, "embed_std", 0.0, low_open=True, owner="EmbeddingMLP")
+        self.p = p
+        self.embed_a = nn.Embedding(p, width)
+        self.embed_b = nn.Embedding(p, width)
+        nn.init.normal_(self.embed_a.weight, std=embed_std)
+        nn.init.normal_(self.embed_b.weight, std=embed_std)
+        self.hidden = nn.ModuleList(nn.Linear(width, width) for _ in range(depth - 1))
+        self.readout = nn.Linear(width, p)
+
+    def features(self, x: torch.Tensor) -> torch.Tensor:
+        h = F.relu(self.embed_a(x[:, 0]) + self.embed_b(x[:, 1]))  # (n, width)
+        for layer in self.hidden:
+            h = F.relu(layer(h))
+        return h
+
+    def forward(self, x: torch.Tensor, return_features: bool = False):
+        h = self.features(x)
+        logits = self.readout(h)  # (n, p)
+        return (logits, h) if return_features else logits
+
+
+class SelfAttention(nn.Module):
+    """Multi-head self-attention without a causal mask (both tokens see each other)."""
+
+    def __init__(self, d_model: int, n_heads: int):
+        super().__init__()
+        self.n_heads = n_heads
+        self.qkv = nn.Linear(d_model, 3 * d_model)
+        self.proj = nn.Linear(d_model, d_model)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        B, T, C = x.shape
+        q, k, v = self.qkv(x).split(C, dim=2)
+        q = q.view(B, T, self.n_heads, C // self.n_heads).transpose(1, 2)  # (B, nh, T, hs)
+        k = k.view(B, T, self.n_heads, C // self.n_heads).transpose(1, 2)
+        v = v.view(B, T, self.n_heads, C // self.n_heads).transpose(1, 2)
+        att = (q @ k.transpose(-2, -1)) / math.sqrt(k.size(-1))  # (B, nh, T, T)
+        y = att.softmax(dim=-1) @ v  # (B, nh, T, hs)
+        y = y.transpose(1, 2).reshape(B, T, C)
+        return self.proj(y)
+
+
+class Block(nn.Module):
+    """Post-norm encoder block, as ``nn.TransformerEncoderLayer`` (no dropout, GELU)."""
+
+    def __init__(self, d_model: int, n_heads: int, d_ff: int):
+        super().__init__()
+        self.attn = SelfAttention(d_model, n_heads)
+        self.ln_1 = nn.LayerNorm(d_model)
+        self.fc = nn.Linear(d_model, d_ff)
+        self.fc_out = nn.Linear(d_ff, d_model)
+        self.ln_2 = nn.LayerNorm(d_model)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = self.ln_1(x + self.attn(x))
+        x = self.ln_2(x + self.fc_out(F.gelu(self.fc(x))))
+        return x
+
+
+class Transformer(nn.Module):
+    """The NHT companion paper's model: tokens [a, b] → transformer → LayerNorm → head.
+
+    Defaults follow arXiv 2603.13331: one layer, d_model 128, 4 heads, FFN 512,
+    GELU, learned position embeddings, a final LayerNorm and a linear head read
+    at the last position. The features are the final LayerNorm's output there.
+    """
+
+    def __init__(self, p: int, d_model: int = 128, n_heads: int = 4, d_ff: int = 512, n_layers: int = 1):
+        super().__init__()
+        check_int(p, "p", low=2, owner="Transformer")
+        check_int(d_model, "d_model", low=1, owner="Transformer")
+        check_int(n_heads, "n_heads", low=1, owner="Transformer")
+        check_int(d_ff, "d_ff", low=1, owner="Transformer")
+        check_int(n_layers, "n_layers", low=1, owner="Transformer")
+        if d_model % n_heads:
+            raise ValueError(
+                f"The 'd_model' parameter of Transformer must be divisible by n_heads={n_heads}. Got {d_model} instead."
+            )
+        self.p = p
+        self.tok = nn.Embedding(p, d_model)
+        self.pos = nn.Embedding(2, d_model)
+        self.blocks = nn.ModuleList(Block(d_model, n_heads, d_ff) for _ in range(n_layers))
+        self.ln_f = nn.LayerNorm(d_model)
+        self.readout = nn.Linear(d_model, p)
+
+    def features(self, x: torch.Tensor) -> torch.Tensor:
+        positions = torch.arange(x.shape[1], device=x.device)
+        h = self.tok(x) + self.pos(positions)  # (n, 2, d_model)
+        for block in self.blocks:
+            h = block(h)
+        return self.ln_f(h[:, -1])  # (n, d_model)
+
+    def forward(self, x: torch.Tensor, return_features: bool = False):
+        h = self.features(x)
+        logits = self.readout(h)
+        return (logits, h) if return_features else logits
+
+
+MODELS = {"mlp": EmbeddingMLP, "transformer": Transformer}
+
+
+def make_model(name: str, p: int, **kwargs) -> nn.Module:
+    """Build a modular-arithmetic model by name (``"mlp"`` or ``"transformer"``)."""
+    check_choice(name, "name", MODELS, owner="make_model")
+    return MODELS[name](p, **kwargs)

@@ -1,0 +1,56 @@
+"""A reproducibility stamp: what a chapter ran with, shown collapsed in the book."""
+
+from __future__ import annotations
+
+import html
+import platform
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import torch
+
+__all__ = ["Stamp", "stamp", "git_commit"]
+
+
+def git_commit() -> str:
+    """Short hash of the repository's HEAD (with ``+dirty`` when modified), or ``"unknown"``."""
+    root = Path(__file__).resolve().parent.parent
+    try:
+        sha = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True, timeout=5)
+        if sha.returncode != 0:
+            return "unknown"
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root, capture_output=True, text=True, timeout=5)
+        return sha.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+class Stamp(dict):
+    """A dict of run facts that renders as a collapsed ``<details>`` block in HTML."""
+
+    def _repr_html_(self) -> str:
+        rows = "".join(f"<tr><td><code>{html.escape(str(k))}</code></td><td><code>{html.escape(str(v))}</code></td></tr>" for k, v in self.items())
+        return f"<details class='nhtlab-stamp'><summary>Run details (profile <b>{html.escape(str(self.get('profile')))}</b>)</summary><table>{rows}</table></details>"
+
+    def __repr__(self) -> str:
+        return "\n".join(f"{k}: {v}" for k, v in self.items())
+
+
+def stamp(profile: str, settings: Any = None, device: torch.device | str | None = None) -> Stamp:
+    """Collect profile, settings, nhtlab/torch versions, git commit and device of a chapter run."""
+    from . import __version__
+
+    if device is None:
+        from .device import pick_device
+        device = pick_device()
+    values = vars(settings) if settings is not None and hasattr(settings, "__dict__") else (settings or {})
+    return Stamp(
+        profile=profile,
+        settings={k: v for k, v in values.items() if k != "profile"},
+        nhtlab=__version__,
+        commit=git_commit(),
+        torch=torch.__version__,
+        python=platform.python_version(),
+        device=str(device) + (f" ({torch.cuda.get_device_name()})" if str(device).startswith("cuda") else f" ({torch.get_num_threads()} threads)"),
+    )

@@ -1,0 +1,320 @@
+"""The training loop: AdamW with decoupled weight decay, norm tracking, a tidy history.
+
+The loop is deliberately plain. Measurements that are not needed by every run
+(DLR, checkpoints, live charts) plug in as callbacks that receive a small
+:class:`TrainState` after each evaluation.
+
+Update rule (PyTorch AdamW, Loshchilov & Hutter 2019): θ ← θ − η·λ·θ − η·Adam(∇L).
+The NHT theory writes the decay as ``2λθ`` for plain gradient descent; with
+AdamW the effective contraction rate γ_eff is at least ηλ (arXiv 2603.07323).
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from .device import pick_device
+from .norms import layer_norms
+from .progress import Progress
+from .validation import check_choice, check_int, check_real, check_type
+
+__all__ = ["TrainConfig", "History", "TrainState", "train", "evaluate", "SCHEDULES"]
+
+SCHEDULES = ("constant", "cosine")
+
+
+@dataclass
+class TrainConfig:
+    """Hyper-parameters of one training run.
+
+    Attributes
+    ----------
+    steps : int
+        Number of optimiser steps.
+    lr : float
+        AdamW learning rate η.
+    weight_decay : float
+        Decoupled weight decay λ (PyTorch's AdamW convention).
+    betas : tuple of float
+        AdamW betas.
+    batch_size : int or None
+        None trains full batch; an int samples that many training examples
+        *with replacement* at each step (the NHT companion paper's protocol).
+    eval_every : int
+        Evaluate (losses, accuracies, norms) every this many steps, and at step 0.
+    schedule : {"constant", "cosine"}
+        Learning-rate schedule; cosine decays to zero over ``steps``.
+    seed : int
+        Seed of the minibatch sampler. (Seed the model's init before building it.)
+    device : {"auto", "cpu", "cuda"}
+        Where to train; ``"auto"`` uses CUDA when present.
+    stop_after : int or None
+        Stop this many steps after the test accuracy first reaches 99%, to save
+        time in sweeps; None trains for ``steps``.
+    eval_batch_size : int
+        Evaluation batch size (bounds memory on image data).
+    """
+
+    steps: int = 3000
+    lr: float = 1e-3
+    weight_decay: float = 1.0
+    betas: tuple[float, float] = (0.9, 0.98)
+    batch_size: int | None = None
+    eval_every: int = 25
+    schedule: str = "constant"
+    seed: int = 0
+    device: str = "auto"
+    stop_after: int | None = None
+    eval_batch_size: int = 8192
+
+    def __post_init__(self) -> None:
+        owner = "TrainConfig"
+        check_int(self.steps, "steps", low=1, owner=owner)
+        check_real(self.lr, "lr", 0.0, low_open=True, owner=owner)
+        check_real(self.weight_decay, "weight_decay", 0.0, owner=owner)
+        check_type(self.betas, "betas", (tuple, list), owner=owner)
+        if len(self.betas) != 2:
+            raise ValueError(f"The 'betas' parameter of TrainConfig must hold two floats in [0, 1). Got {self.betas!r} instead.")
+        for b in self.betas:
+            check_real(b, "betas", 0.0, 1.0, high_open=True, owner=owner)
+        self.betas = (float(self.betas[0]), float(self.betas[1]))
+        if self.batch_size is not None:
+            check_int(self.batch_size, "batch_size", low=1, owner=owner)
+        check_int(self.eval_every, "eval_every", low=1, owner=owner)
+        check_choice(self.schedule, "schedule", SCHEDULES, owner=owner)
+        check_int(self.seed, "seed", low=0, owner=owner)
+        check_choice(self.device, "device", ("auto", "cpu", "cuda"), owner=owner)
+        if self.stop_after is not None:
+            check_int(self.stop_after, "stop_after", low=0, owner=owner)
+        check_int(self.eval_batch_size, "eval_batch_size", low=1, owner=owner)
+
+
+@dataclass
+class History:
+    """What a run measured: one row per evaluation.
+
+    Each row holds ``step``, ``lr``, ``<set>_loss`` and ``<set>_acc`` for every
+    evaluation set (``train``, ``test``, …), ``norm`` (‖θ‖²) and ``norm/<layer>``
+    (‖θ_ℓ‖²) for every layer, plus whatever callbacks added.
+
+    Attributes
+    ----------
+    rows : list of dict
+    status : {"running", "completed", "stopped", "diverged"}
+    message : str
+        Why the run ended early, if it did.
+    config : dict
+        The training configuration and any extra settings the caller recorded.
+    """
+
+    rows: list[dict[str, float]] = field(default_factory=list)
+    status: str = "running"
+    message: str = ""
+    config: dict[str, Any] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    @property
+    def columns(self) -> list[str]:
+        seen: dict[str, None] = {}
+        for row in self.rows:
+            seen.update(dict.fromkeys(row))
+        return list(seen)
+
+    @property
+    def layers(self) -> list[str]:
+        """Layer names, in the model's order."""
+        return [c[len("norm/"):] for c in self.columns if c.startswith("norm/")]
+
+    @property
+    def diverged(self) -> bool:
+        return self.status == "diverged"
+
+    def column(self, name: str) -> np.ndarray:
+        """One column as a float array (NaN where a row lacks it)."""
+        if name not in self.columns:
+            raise KeyError(f"History has no column {name!r}; columns are {self.columns}.")
+        return np.array([row.get(name, np.nan) for row in self.rows], dtype=float)
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        return self.column(name)
+
+    def to_records(self, columns: Sequence[str] | None = None, **constants: Any) -> list[dict[str, Any]]:
+        """Rows as plain dicts (optionally only ``columns``), each extended by ``constants``."""
+        keep = list(columns) if columns is not None else self.columns
+        return [{**{c: row.get(c) for c in keep}, **constants} for row in self.rows]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"rows": self.rows, "status": self.status, "message": self.message, "config": self.config}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "History":
+        return cls(rows=list(d["rows"]), status=d["status"], message=d["message"], config=dict(d["config"]))
+
+
+@dataclass
+class TrainState:
+    """Handed to callbacks after each evaluation. Set ``stop = True`` to end the run."""
+
+    step: int
+    model: nn.Module
+    optimizer: torch.optim.Optimizer
+    row: dict[str, float]
+    history: History
+    stop: bool = False
+
+
+Callback = Callable[[TrainState], None]
+
+
+@torch.no_grad()
+def evaluate(model: nn.Module, x: torch.Tensor, y: torch.Tensor, batch_size: int = 8192) -> tuple[float, float]:
+    """Mean cross-entropy and accuracy of ``model`` on ``(x, y)``, in batches."""
+    was_training = model.training
+    model.eval()
+    loss_sum, correct = 0.0, 0
+    for start in range(0, len(y), batch_size):
+        logits = model(x[start:start + batch_size])
+        target = y[start:start + batch_size]
+        loss_sum += float(F.cross_entropy(logits.double(), target, reduction="sum"))
+        correct += int((logits.argmax(-1) == target).sum())
+    model.train(was_training)
+    return loss_sum / len(y), correct / len(y)
+
+
+def _lr_factor(schedule: str, steps: int) -> Callable[[int], float]:
+    if schedule == "cosine":
+        return lambda t: 0.5 * (1.0 + math.cos(math.pi * min(t, steps) / steps))
+    return lambda t: 1.0
+
+
+def _finite_params(model: nn.Module) -> bool:
+    return all(bool(torch.isfinite(p).all()) for p in model.parameters())
+
+
+def train(
+    model: nn.Module,
+    data: Any,
+    config: TrainConfig,
+    callbacks: Iterable[Callback] = (),
+    eval_sets: Mapping[str, tuple[torch.Tensor, torch.Tensor]] | None = None,
+    progress: str | None = None,
+    desc: str = "train",
+) -> History:
+    """Train ``model`` on ``data`` with AdamW and return its :class:`History`.
+
+    Parameters
+    ----------
+    model : nn.Module
+        Any classifier mapping a batch of inputs to logits (n, C).
+    data : object
+        Has ``x_train``, ``y_train`` and, unless ``eval_sets`` replaces them,
+        ``x_test``, ``y_test`` tensors (e.g. :class:`nhtlab.modular.ModularData`).
+    config : TrainConfig
+    callbacks : iterable of callables
+        Each is called with a :class:`TrainState` after every evaluation.
+    eval_sets : mapping name → (x, y), optional
+        Sets to evaluate besides ``train``; defaults to ``{"test": (x_test, y_test)}``.
+    progress : str, optional
+        Progress mode (see :mod:`nhtlab.progress`).
+    desc : str
+        Label of the progress bar.
+
+    Returns
+    -------
+    History
+        ``status`` is ``"completed"``, ``"stopped"`` (early stop or a callback),
+        or ``"diverged"`` when the loss or a parameter became NaN/inf; the rows
+        measured until then are kept.
+    """
+    check_type(model, "model", nn.Module, owner="train")
+    check_type(config, "config", TrainConfig, owner="train")
+    for attr in ("x_train", "y_train"):
+        if not hasattr(data, attr):
+            raise TypeError(f"The 'data' parameter of train must have 'x_train' and 'y_train' tensors. {type(data).__name__} lacks {attr!r}.")
+    device = pick_device(config.device)
+    model.to(device)
+    x_train, y_train = data.x_train.to(device), data.y_train.to(device)
+    if len(x_train) != len(y_train):
+        raise ValueError(f"The 'data' parameter of train has {len(x_train)} training inputs but {len(y_train)} labels.")
+    sets = {"train": (x_train, y_train)}
+    if eval_sets is None:
+        sets["test"] = (data.x_test.to(device), data.y_test.to(device))
+    else:
+        sets.update({k: (x.to(device), y.to(device)) for k, (x, y) in eval_sets.items()})
+    callbacks = list(callbacks)
+
+    optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, betas=config.betas, weight_decay=config.weight_decay)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, _lr_factor(config.schedule, config.steps))
+    sampler = torch.Generator(device=device).manual_seed(config.seed)
+    history = History(config=asdict(config))
+    bar = Progress(config.steps, desc, mode=progress)
+    grok_step: int | None = None
+    n = len(y_train)
+
+    def measure(step: int) -> bool:
+        """Evaluate, record a row and run callbacks; return False to stop."""
+        nonlocal grok_step
+        row: dict[str, float] = {"step": step, "lr": optimizer.param_groups[0]["lr"]}
+        for name, (x, y) in sets.items():
+            row[f"{name}_loss"], row[f"{name}_acc"] = evaluate(model, x, y, config.eval_batch_size)
+        per_layer = layer_norms(model)
+        row["norm"] = sum(per_layer.values())
+        row.update({f"norm/{k}": v for k, v in per_layer.items()})
+        history.rows.append(row)
+        if not (math.isfinite(row["train_loss"]) and math.isfinite(row["norm"])):
+            history.status, history.message = "diverged", f"non-finite loss or parameters at step {step}"
+            return False
+        state = TrainState(step, model, optimizer, row, history)
+        for callback in callbacks:
+            callback(state)
+        bar.update(0, train_acc=f"{row['train_acc']:.2f}", test_acc=f"{row.get('test_acc', float('nan')):.2f}")
+        if state.stop:
+            history.status, history.message = "stopped", f"stopped by a callback at step {step}"
+            return False
+        if grok_step is None and row.get("test_acc", 0.0) >= 0.99:
+            grok_step = step
+        if config.stop_after is not None and grok_step is not None and step >= grok_step + config.stop_after:
+            history.status, history.message = "stopped", f"stopped {config.stop_after} steps after test accuracy reached 99%"
+            return False
+        return True
+
+    model.train()
+    keep_going = measure(0)
+    step = 0
+    while keep_going and step < config.steps:
+        if config.batch_size is None:
+            xb, yb = x_train, y_train
+        else:
+            idx = torch.randint(0, n, (config.batch_size,), generator=sampler, device=device)
+            xb, yb = x_train[idx], y_train[idx]
+        loss = F.cross_entropy(model(xb), yb)
+        if not torch.isfinite(loss):
+            history.status, history.message = "diverged", f"non-finite training loss at step {step + 1}"
+            break
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+        scheduler.step()
+        step += 1
+        bar.update(1)
+        if step % config.eval_every == 0 or step == config.steps:
+            keep_going = measure(step)
+    if history.status == "running":
+        history.status = "completed"
+    if history.status == "diverged":
+        if not _finite_params(model) and "parameters" not in history.message:
+            history.message += " (parameters are no longer finite)"
+        warnings.warn(f"Training diverged: {history.message}. The history up to that point is kept.", RuntimeWarning, stacklevel=2)
+    bar.close(history.message if history.status != "completed" else "")
+    return history

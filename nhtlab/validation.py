@@ -1,0 +1,120 @@
+"""Checks for user-supplied parameters, with one error template.
+
+Every public entry point of nhtlab validates its arguments here so that a wrong
+value fails early with a message that names the parameter, the allowed values
+and what was given (the scikit-learn convention), instead of an obscure shape
+error deep inside PyTorch. ``assert`` is never used for user input: it vanishes
+under ``python -O``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from numbers import Integral, Real
+from typing import Any
+
+__all__ = ["check_choice", "check_int", "check_real", "check_bool", "check_type"]
+
+
+def _where(owner: str | None) -> str:
+    return f" of {owner}" if owner else ""
+
+
+def check_type(value: Any, name: str, types: type | tuple[type, ...], owner: str | None = None) -> Any:
+    """Raise TypeError unless ``value`` is an instance of ``types``."""
+    if not isinstance(value, types):
+        names = types.__name__ if isinstance(types, type) else " or ".join(t.__name__ for t in types)
+        raise TypeError(
+            f"The {name!r} parameter{_where(owner)} must be of type {names}. "
+            f"Got {value!r} of type {type(value).__name__} instead."
+        )
+    return value
+
+
+def check_choice(value: Any, name: str, allowed: Iterable[Any], owner: str | None = None) -> Any:
+    """Raise ValueError unless ``value`` is one of ``allowed``."""
+    allowed = list(allowed)
+    if value not in allowed:
+        shown = ", ".join(repr(a) for a in allowed)
+        raise ValueError(
+            f"The {name!r} parameter{_where(owner)} must be one of {shown}. Got {value!r} instead."
+        )
+    return value
+
+
+def check_bool(value: Any, name: str, owner: str | None = None) -> bool:
+    """Raise TypeError unless ``value`` is a bool."""
+    if not isinstance(value, bool):
+        raise TypeError(
+            f"The {name!r} parameter{_where(owner)} must be a bool. Got {value!r} instead."
+        )
+    return value
+
+
+def _range_text(low: float | None, high: float | None, low_open: bool, high_open: bool) -> str:
+    if low is None and high is None:
+        return ""
+    if high is None:
+        return f" {'>' if low_open else '>='} {low}"
+    if low is None:
+        return f" {'<' if high_open else '<='} {high}"
+    left = "(" if low_open else "["
+    right = ")" if high_open else "]"
+    return f" in the range {left}{low}, {high}{right}"
+
+
+def _in_range(x: float, low: float | None, high: float | None, low_open: bool, high_open: bool) -> bool:
+    if low is not None and (x <= low if low_open else x < low):
+        return False
+    if high is not None and (x >= high if high_open else x > high):
+        return False
+    return True
+
+
+def check_int(
+    value: Any,
+    name: str,
+    low: int | None = None,
+    high: int | None = None,
+    owner: str | None = None,
+) -> int:
+    """Raise unless ``value`` is an integer in ``[low, high]`` (bounds optional).
+
+    Booleans are refused: ``True`` is an ``int`` in Python but never a count.
+    """
+    if isinstance(value, bool) or not isinstance(value, Integral):
+        raise TypeError(
+            f"The {name!r} parameter{_where(owner)} must be an int"
+            f"{_range_text(low, high, False, False)}. Got {value!r} of type {type(value).__name__} instead."
+        )
+    if not _in_range(value, low, high, False, False):
+        raise ValueError(
+            f"The {name!r} parameter{_where(owner)} must be an int"
+            f"{_range_text(low, high, False, False)}. Got {value!r} instead."
+        )
+    return int(value)
+
+
+def check_real(
+    value: Any,
+    name: str,
+    low: float | None = None,
+    high: float | None = None,
+    low_open: bool = False,
+    high_open: bool = False,
+    owner: str | None = None,
+) -> float:
+    """Raise unless ``value`` is a finite real number in the given range."""
+    if isinstance(value, bool) or not isinstance(value, Real):
+        raise TypeError(
+            f"The {name!r} parameter{_where(owner)} must be a float"
+            f"{_range_text(low, high, low_open, high_open)}. Got {value!r} of type {type(value).__name__} instead."
+        )
+    value = float(value)
+    if not math.isfinite(value) or not _in_range(value, low, high, low_open, high_open):
+        raise ValueError(
+            f"The {name!r} parameter{_where(owner)} must be a finite float"
+            f"{_range_text(low, high, low_open, high_open)}. Got {value!r} instead."
+        )
+    return value

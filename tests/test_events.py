@@ -1,0 +1,50 @@
+import math
+
+import pytest
+
+from nhtlab.delay import delay_summary, predicted_delay
+from nhtlab.events import find_events
+from nhtlab.train import History
+
+
+def synthetic(train_acc, test_acc, norm, every=10, lr=1e-3, wd=1.0):
+    rows = [{"step": i * every, "train_acc": a, "test_acc": b, "norm": n} for i, (a, b, n) in enumerate(zip(train_acc, test_acc, norm))]
+    return History(rows=rows, status="completed", config={"lr": lr, "weight_decay": wd})
+
+
+def test_events_on_a_grokking_curve():
+    h = synthetic([0.1, 0.5, 0.995, 1, 1, 1, 1], [0, 0, 0.01, 0.2, 0.9, 0.99, 1.0], [10, 20, 40, 50, 30, 20, 15])
+    e = find_events(h)
+    assert (e.t_mem, e.t_grok, e.peak_step, e.peak_norm) == (20, 50, 30, 50)
+    assert e.delay == 30 and e.norm_at_mem == 40 and e.norm_at_grok == 20
+    assert e.contraction == pytest.approx(1 - 15 / 50)
+
+
+def test_missing_events_are_none():
+    e = find_events(synthetic([0.1, 0.2], [0, 0], [5, 6]))
+    assert e.t_mem is None and e.t_grok is None and e.delay is None
+    assert e.contraction == 0.0 and e.peak_step == 10
+
+
+def test_threshold_is_a_parameter_and_validated():
+    h = synthetic([0.9, 0.96], [0.5, 0.96], [1, 1])
+    assert find_events(h, threshold=0.95).t_mem == 10
+    with pytest.raises(ValueError, match="'threshold' parameter of find_events"):
+        find_events(h, threshold=1.5)
+    with pytest.raises(ValueError, match="is empty"):
+        find_events(History())
+
+
+def test_predicted_delay_closed_form():
+    assert predicted_delay(math.e ** 2 * 10, 10, lr=1e-3, weight_decay=2.0) == pytest.approx(1000.0)
+    assert predicted_delay(5, 10, lr=1e-3, weight_decay=1.0) == 0.0
+    assert predicted_delay(10, 5, lr=1e-3, weight_decay=0.0) == math.inf
+    with pytest.raises(ValueError, match="'v_st' parameter of predicted_delay"):
+        predicted_delay(10, 0, lr=1e-3, weight_decay=1.0)
+
+
+def test_delay_summary_reads_eta_lambda_from_config():
+    h = synthetic([1, 1, 1], [0, 1, 1], [100 * math.e, 100 * math.e, 100], lr=1e-2, wd=0.5)
+    s = delay_summary(h)
+    assert s["ηλ"] == pytest.approx(5e-3)
+    assert s["law's time scale log(V_sc/V_st)/(ηλ)"] == pytest.approx(200.0)

@@ -1,0 +1,31 @@
+import pytest
+import torch
+from torch.func import functional_call
+
+from nhtlab.models import EmbeddingMLP, Transformer, make_model
+
+
+@pytest.mark.parametrize("model", [EmbeddingMLP(11, width=32, depth=2), Transformer(11, d_model=32, n_heads=4, d_ff=64)])
+def test_forward_is_readout_of_features(model):
+    x = torch.randint(0, 11, (20, 2))
+    features = model.features(x)
+    assert features.shape == (20, model.readout.in_features)
+    torch.testing.assert_close(model(x), model.readout(features))
+    logits, feats = functional_call(model, dict(model.named_parameters()), (x,), {"return_features": True})
+    torch.testing.assert_close(feats, features)
+    assert logits.shape == (20, 11)
+
+
+def test_transformer_defaults_follow_the_companion_paper():
+    model = Transformer(97)
+    assert model.tok.weight.shape == (97, 128) and model.pos.weight.shape == (2, 128)
+    assert len(model.blocks) == 1 and model.blocks[0].fc.out_features == 512 and model.blocks[0].attn.n_heads == 4
+
+
+def test_bad_model_arguments():
+    with pytest.raises(ValueError, match="'name' parameter of make_model must be one of 'mlp', 'transformer'. Got 'cnn'"):
+        make_model("cnn", 7)
+    with pytest.raises(ValueError, match="'d_model' parameter of Transformer must be divisible by n_heads=3"):
+        Transformer(7, d_model=16, n_heads=3)
+    with pytest.raises(ValueError, match="'embed_std' parameter of EmbeddingMLP"):
+        EmbeddingMLP(7, embed_std=0.0)

@@ -1,0 +1,50 @@
+"""Chapters: text form and .ipynb in sync, papermill parameters, Colab cell; executed in quick."""
+
+import json
+import re
+from pathlib import Path
+
+import jupytext
+import pytest
+
+import nhtlab
+
+ROOT = Path(__file__).resolve().parent.parent
+SOURCES = sorted((ROOT / "book").glob("[0-9][0-9]_*.py"))
+
+
+def test_every_chapter_is_in_the_toc():
+    toc = (ROOT / "_toc.yml").read_text()
+    assert SOURCES, "no chapter found"
+    for src in SOURCES:
+        assert f"file: book/{src.stem}" in toc, src.name
+
+
+@pytest.mark.parametrize("src", SOURCES, ids=lambda p: p.stem)
+def test_text_form_and_ipynb_are_in_sync(src):
+    ipynb = src.with_suffix(".ipynb")
+    assert ipynb.exists(), f"{ipynb.name} missing: run `jupytext --sync {src.relative_to(ROOT)}`"
+    text_cells = jupytext.read(src).cells
+    nb_cells = jupytext.read(ipynb).cells
+    assert [(c.cell_type, c.source) for c in text_cells] == [(c.cell_type, c.source) for c in nb_cells], (
+        f"{src.name} and {ipynb.name} drifted: run `jupytext --sync {src.relative_to(ROOT)}`")
+    assert all(not c.get("outputs") for c in json.loads(ipynb.read_text())["cells"] if c["cell_type"] == "code"), \
+        f"{ipynb.name} has committed outputs"
+
+
+@pytest.mark.parametrize("src", SOURCES, ids=lambda p: p.stem)
+def test_parameters_cell_and_colab_install(src):
+    cells = jupytext.read(src).cells
+    params = [c for c in cells if "parameters" in c.metadata.get("tags", [])]
+    assert len(params) == 1, "exactly one cell tagged 'parameters'"
+    assert re.search(r'^profile = "book"', params[0].source, re.M), "the parameters cell sets profile = \"book\""
+    first_code = next(c for c in cells if c.cell_type == "code")
+    assert "google.colab" in first_code.source, "first code cell installs nhtlab in Colab only"
+    assert f"@v{nhtlab.__version__}" in first_code.source, "Colab install pinned to the book's version"
+    assert "assert " in cells[-1].source, "the last cell asserts the chapter's claims"
+
+
+@pytest.mark.parametrize("src", SOURCES, ids=lambda p: p.stem)
+def test_chapter_executes_in_quick_profile(src, executed_chapters):
+    seconds = executed_chapters[src.stem]
+    assert seconds < 120, f"{src.stem} took {seconds:.0f} s in the quick profile (budget: 60 s on a free 2-core CPU)"

@@ -1,0 +1,101 @@
+import math
+import numpy as np
+import pytest
+import torch
+
+from nhtlab.experiment import ModularRun, run_modular
+from nhtlab.models import EmbeddingMLP
+from nhtlab.modular import modular_data
+from nhtlab.train import History, TrainConfig, train
+
+SMALL = ModularRun(p=11, model_kwargs=dict(width=32), steps=60, eval_every=10, seed=3, device="cpu")
+
+
+def test_same_seed_same_history():
+    a, b = run_modular(SMALL, progress="none"), run_modular(SMALL, progress="none")
+    assert a.rows == b.rows
+    c = run_modular(SMALL.replace(seed=4), progress="none")
+    assert c.rows != a.rows
+
+
+def test_minibatch_with_replacement_is_seeded_too():
+    run = SMALL.replace(batch_size=16)
+    assert run_modular(run, progress="none").rows == run_modular(run, progress="none").rows
+
+
+def test_history_columns_and_norm_tracking():
+    h = run_modular(SMALL, progress="none")
+    assert h.status == "completed"
+    assert list(h.column("step")) == [0, 10, 20, 30, 40, 50, 60]
+    for col in ("train_loss", "train_acc", "test_loss", "test_acc", "norm", "lr"):
+        assert col in h.columns
+    assert h.layers == ["embed_a", "embed_b", "readout"]
+    layers = sum(h.column(f"norm/{name}") for name in h.layers)
+    np.testing.assert_allclose(layers, h.column("norm"), rtol=1e-12)
+    assert h.config["p"] == 11 and h.config["seed"] == 3
+    assert History.from_dict(h.to_dict()).rows == h.rows
+
+
+def test_training_fits_and_weight_decay_shrinks_the_norm():
+    fit = run_modular(SMALL.replace(steps=200, weight_decay=0.0), progress="none")
+    assert fit.column("train_acc")[-1] == 1.0
+    decayed = run_modular(SMALL.replace(steps=200, weight_decay=5.0), progress="none")
+    assert decayed.column("norm")[-1] < fit.column("norm")[-1]
+
+
+def test_nan_loss_stops_cleanly_and_keeps_history():
+    data = modular_data(p=11, seed=0)
+    torch.manual_seed(0)
+    model = EmbeddingMLP(11, width=16)
+    calls = {"n": 0}
+
+    def poison(state):  # a callback that corrupts the weights after the second evaluation
+        calls["n"] += 1
+        if calls["n"] == 2:
+            with torch.no_grad():
+                state.model.readout.weight[0, 0] = math.nan
+
+    config = TrainConfig(steps=100, eval_every=10, device="cpu")
+    with pytest.warns(RuntimeWarning, match="Training diverged: non-finite training loss at step 11"):
+        h = train(model, data, config, callbacks=[poison], progress="none")
+    assert h.status == "diverged" and h.diverged
+    assert list(h.column("step")) == [0, 10]
+    assert "non-finite" in h.message
+
+
+def test_stop_after_grokking_and_callback_stop():
+    def stop_at_20(state):
+        if state.step >= 20:
+            state.stop = True
+
+    h = run_modular(SMALL, callbacks=[stop_at_20], progress="none")
+    assert h.status == "stopped" and h.column("step")[-1] == 20
+
+
+def test_cosine_schedule_ends_at_zero():
+    h = run_modular(SMALL.replace(schedule="cosine"), progress="none")
+    assert h.column("lr")[0] == pytest.approx(SMALL.lr)
+    assert h.column("lr")[-1] == pytest.approx(0.0, abs=1e-12)
+
+
+@pytest.mark.parametrize("kwargs,exc,message", [
+    (dict(steps=0), ValueError, "'steps' parameter of TrainConfig must be an int >= 1. Got 0"),
+    (dict(lr=-1.0), ValueError, "'lr' parameter of TrainConfig"),
+    (dict(weight_decay=float("nan")), ValueError, "'weight_decay' parameter of TrainConfig must be a finite float >= 0.0"),
+    (dict(schedule="linear"), ValueError, "'schedule' parameter of TrainConfig must be one of 'constant', 'cosine'. Got 'linear'"),
+    (dict(batch_size=0), ValueError, "'batch_size' parameter of TrainConfig"),
+    (dict(betas=(0.9,)), ValueError, "'betas' parameter of TrainConfig must hold two floats"),
+    (dict(device="tpu"), ValueError, "'device' parameter of TrainConfig must be one of 'auto', 'cpu', 'cuda'"),
+    (dict(steps="10"), TypeError, "'steps' parameter of TrainConfig must be an int"),
+])
+def test_bad_config_names_the_parameter(kwargs, exc, message):
+    with pytest.raises(exc) as info:
+        TrainConfig(**kwargs)
+    assert message in str(info.value)
+
+
+def test_bad_run_config():
+    with pytest.raises(ValueError, match="'model' parameter of ModularRun must be one of 'mlp', 'transformer'"):
+        ModularRun(model="rnn")
+    with pytest.raises(TypeError, match="'data' parameter of train must have 'x_train' and 'y_train'"):
+        train(EmbeddingMLP(5), object(), TrainConfig(steps=1), progress="none")

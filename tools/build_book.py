@@ -1,0 +1,160 @@
+"""Execute every chapter with papermill, then render the book with Jupyter Book 1.x.
+
+    python tools/build_book.py --profile book      # what `make book` runs
+    python tools/build_book.py --profile quick     # the tests' executions
+
+Executed notebooks are cached under ``_build/executed/<profile>/``, keyed on the
+notebook's own content, the profile and a hash of nhtlab's source, so a chapter
+is re-run only when something it depends on changed. Jupyter Book never
+executes anything itself (``execute_notebooks: off``): it renders a staging copy
+of the book in which each chapter is replaced by its executed version.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+BOOK = ROOT / "book"
+BUILD = ROOT / "_build"
+
+
+def chapters() -> list[Path]:
+    """The chapters' .ipynb files, in table-of-contents order."""
+    toc = (ROOT / "_toc.yml").read_text()
+    names = [line.split("file:")[1].strip() for line in toc.splitlines() if "file:" in line]
+    paths = [ROOT / f"{name}.ipynb" for name in names]
+    return [p for p in paths if p.exists()]
+
+
+def source_hash() -> str:
+    """Hash of nhtlab's source files (what a chapter's results depend on besides itself)."""
+    digest = hashlib.sha256()
+    for path in sorted((ROOT / "nhtlab").rglob("*.py")):
+        digest.update(path.relative_to(ROOT).as_posix().encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def cache_key(notebook: Path, profile: str) -> str:
+    digest = hashlib.sha256(notebook.read_bytes())
+    digest.update(profile.encode())
+    digest.update(source_hash().encode())
+    return digest.hexdigest()[:16]
+
+
+def hide_injected_parameters(path: Path) -> None:
+    """Tag papermill's injected-parameters cell ``remove-cell`` so the page stays clean."""
+    nb = json.loads(path.read_text())
+    for cell in nb["cells"]:
+        tags = cell.get("metadata", {}).get("tags", [])
+        if "injected-parameters" in tags and "remove-cell" not in tags:
+            tags.append("remove-cell")
+    path.write_text(json.dumps(nb, indent=1, ensure_ascii=False))
+
+
+def execute(notebook: Path, profile: str, force: bool = False) -> tuple[Path, float, bool]:
+    """Execute ``notebook`` in ``profile`` (cached). Returns (output, seconds, was_cached)."""
+    import papermill
+
+    out_dir = BUILD / "executed" / profile
+    out_dir.mkdir(parents=True, exist_ok=True)
+    out = out_dir / notebook.name
+    stamp = out.with_suffix(".key")
+    key = cache_key(notebook, profile)
+    if not force and out.exists() and stamp.exists() and stamp.read_text() == key:
+        return out, 0.0, True
+    stamp.unlink(missing_ok=True)
+    env_before = os.environ.get("NHTLAB_PROGRESS")
+    os.environ["NHTLAB_PROGRESS"] = "text"  # one summary line per loop in the HTML, no widget boxes
+    start = time.perf_counter()
+    try:
+        papermill.execute_notebook(
+            str(notebook), str(out), parameters={"profile": profile}, cwd=str(notebook.parent),
+            kernel_name="python3", progress_bar=False, request_save_on_cell_execute=False,
+        )
+    finally:
+        if env_before is None:
+            os.environ.pop("NHTLAB_PROGRESS", None)
+        else:
+            os.environ["NHTLAB_PROGRESS"] = env_before
+    seconds = time.perf_counter() - start
+    hide_injected_parameters(out)
+    stamp.write_text(key)
+    return out, seconds, False
+
+
+def _execute_one(args: tuple[str, str, bool]) -> tuple[str, float, bool]:
+    out, seconds, cached = execute(Path(args[0]), args[1], args[2])
+    return str(out), seconds, cached
+
+
+def execute_all(profile: str, jobs: int = 1, force: bool = False) -> dict[str, tuple[float, bool]]:
+    """Execute every chapter; ``jobs`` > 1 runs chapters in parallel processes."""
+    todo = [(str(nb), profile, force) for nb in chapters()]
+    results: dict[str, tuple[float, bool]] = {}
+    if jobs > 1:
+        with ProcessPoolExecutor(jobs) as pool:
+            for (nb, _, _), (_, seconds, cached) in zip(todo, pool.map(_execute_one, todo)):
+                results[Path(nb).stem] = (seconds, cached)
+    else:
+        for item in todo:
+            _, seconds, cached = _execute_one(item)
+            results[Path(item[0]).stem] = (seconds, cached)
+            print(f"  {Path(item[0]).stem}: {'cached' if cached else f'{seconds:.0f} s'}", flush=True)
+    return results
+
+
+def stage(profile: str) -> Path:
+    """Copy the book's sources to ``_build/stage/<profile>`` with executed chapters in place."""
+    target = BUILD / "stage" / profile
+    if target.exists():
+        shutil.rmtree(target)
+    target.mkdir(parents=True)
+    for name in ("_config.yml", "_toc.yml"):
+        shutil.copy(ROOT / name, target / name)
+    shutil.copytree(BOOK, target / "book", ignore=shutil.ignore_patterns("*.ipynb", "*.py", "__pycache__", ".ipynb_checkpoints"))
+    for nb in chapters():
+        executed = BUILD / "executed" / profile / nb.name
+        shutil.copy(executed, target / "book" / nb.name)
+    return target
+
+
+def render(profile: str, html_dir: Path | None = None) -> Path:
+    """Render the staged book to HTML; returns the html folder."""
+    target = stage(profile)
+    subprocess.run([str(Path(sys.executable).parent / "jupyter-book"), "build", str(target), "--path-output", str(target), "-q"],
+                   check=True, cwd=ROOT)
+    built = target / "_build" / "html"
+    html_dir = html_dir or BUILD / "html"
+    if html_dir.exists():
+        shutil.rmtree(html_dir)
+    shutil.copytree(built, html_dir)
+    return html_dir
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--profile", default="book", choices=["quick", "book", "full"])
+    parser.add_argument("--jobs", type=int, default=1, help="chapters executed in parallel")
+    parser.add_argument("--force", action="store_true", help="re-execute even when cached")
+    parser.add_argument("--html", type=Path, default=None, help="output folder (default _build/html)")
+    args = parser.parse_args()
+    start = time.perf_counter()
+    print(f"Executing {len(chapters())} chapters in profile {args.profile!r}…", flush=True)
+    execute_all(args.profile, jobs=args.jobs, force=args.force)
+    html = render(args.profile, args.html)
+    print(f"Book written to {html / 'index.html'} in {time.perf_counter() - start:.0f} s", flush=True)
+
+
+if __name__ == "__main__":
+    main()
