@@ -9,10 +9,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import altair as alt
+import altair as alt  # noqa: F401  (re-exported as charts.alt for notebooks)
 
-from .events import Events
-from .train import History
+from ..events import Events
+from ..train import History
 
 __all__ = ["long_records", "training_curves", "norm_curves", "event_rules", "layer_norm_curves", "compare_runs"]
 

@@ -1,0 +1,10 @@
+"""Altair charts for the book, one module per topic. Charts draw precomputed records only.
+
+Chart modules never train or measure: computation lives in the other nhtlab
+modules. Charts use Vega-Lite params (zoom, hover, sliders, dropdowns) over
+inline data so they stay interactive in the static HTML book.
+"""
+
+from .training import *  # noqa: F401,F403
+from .training import WIDTH, long_records  # noqa: F401
+from .training import alt  # noqa: F401
