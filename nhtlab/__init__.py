@@ -1,7 +1,4 @@
-"""nhtlab: see why neural networks abandon shortcuts.
 
-Datasets, models, training with norm tracking, sweeps, the NHT delay law, the
-clean-norm-separation score, DLR and its spectra, and charts, for the nhtlab book.
 """
 
 __version__ = "0.1.0"
@@ -15,4 +12,7 @@ from .norms import layer_norms, total_norm  # noqa: E402
 from .train import History, TrainConfig, train  # noqa: E402
 from .profiles import select_profile  # noqa: E402
 from .stamp import stamp  # noqa: E402
+from . import widgets  # noqa: E402,F401
 from .delay import delay_summary, predicted_delay  # noqa: E402
+from .cache import ResultCache, cached_run  # noqa: E402
+from .delay import contraction_rate, delay_fits, delay_point, linear_fit  # noqa: E402

@@ -1,8 +1,11 @@
 """The training loop: AdamW with decoupled weight decay, norm tracking, a tidy history.
 
 The loop is deliberately plain. Measurements that are not needed by every run
-(DLR, checkpoints, live charts) plug in as callbacks that receive a small
-:class:`TrainState` after each evaluation.
+(DLR, live charts) plug in as callbacks that receive a small
+:class:`TrainState` after each evaluation. Checkpoints (``checkpoint_dir``)
+are written by the loop itself, because resuming needs the optimiser,
+scheduler and sampler states that only the loop holds (see
+:mod:`nhtlab.checkpoint`).
 
 Update rule (PyTorch AdamW, Loshchilov & Hutter 2019): θ ← θ − η·λ·θ − η·Adam(∇L).
 The NHT theory writes the decay as ``2λθ`` for plain gradient descent; with
@@ -12,6 +15,7 @@ AdamW the effective contraction rate γ_eff is at least ηλ (arXiv 2603.07323).
 from __future__ import annotations
 
 import math
+import os
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -22,6 +26,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from .checkpoint import capture_rng_state, load_checkpoint, restore_rng_state, save_checkpoint
 from .device import pick_device
 from .norms import layer_norms
 from .progress import Progress
@@ -202,6 +207,37 @@ def _finite_params(model: nn.Module) -> bool:
     return all(bool(torch.isfinite(p).all()) for p in model.parameters())
 
 
+def _check_pair(x: Any, y: Any, parameter: str, what: str) -> None:
+    """Inputs and integer class labels of the same length, as train needs them."""
+    if not (isinstance(x, torch.Tensor) and isinstance(y, torch.Tensor)):
+        raise TypeError(f"The {parameter!r} parameter of train must hold tensors; the {what} inputs and labels are "
+                        f"{type(x).__name__} and {type(y).__name__}.")
+    if y.ndim != 1 or y.dtype.is_floating_point or y.dtype == torch.bool:
+        raise ValueError(f"The {parameter!r} parameter of train must hold {what} labels as a 1-d integer tensor of "
+                         f"class indices, shape (n,). Got dtype {y.dtype} and shape {tuple(y.shape)} instead.")
+    if len(x) != len(y):
+        raise ValueError(f"The {parameter!r} parameter of train has {len(x)} {what} inputs but {len(y)} labels; "
+                         f"they must match.")
+
+
+def _check_same_run(saved: Mapping[str, Any], config: TrainConfig, device: torch.device, checkpoint_dir: Any) -> None:
+    """Refuse to resume a checkpoint written by a different configuration or on another device."""
+    mine, theirs = asdict(config), dict(saved["config"])
+    mine["betas"], theirs["betas"] = list(mine["betas"]), list(theirs["betas"])
+    differ = {k: (theirs.get(k), v) for k, v in mine.items() if theirs.get(k) != v}
+    if differ:
+        shown = ", ".join(f"{k}: {old!r} there, {new!r} here" for k, (old, new) in differ.items())
+        raise ValueError(
+            f"The 'checkpoint_dir' parameter of train ({checkpoint_dir}) holds a checkpoint of a different "
+            f"configuration ({shown}). Use a new directory for a new configuration."
+        )
+    if saved["device"] != str(device):
+        raise ValueError(
+            f"The 'checkpoint_dir' parameter of train ({checkpoint_dir}) holds a checkpoint written on "
+            f"{saved['device']!r}; resuming it on {str(device)!r} is not supported (the sampler states differ)."
+        )
+
+
 def train(
     model: nn.Module,
     data: Any,
@@ -210,6 +246,8 @@ def train(
     eval_sets: Mapping[str, tuple[torch.Tensor, torch.Tensor]] | None = None,
     progress: str | None = None,
     desc: str = "train",
+    checkpoint_dir: str | os.PathLike | None = None,
+    checkpoint_every: int | None = None,
 ) -> History:
     """Train ``model`` on ``data`` with AdamW and return its :class:`History`.
 
@@ -229,6 +267,16 @@ def train(
         Progress mode (see :mod:`nhtlab.progress`).
     desc : str
         Label of the progress bar.
+    checkpoint_dir : str or path, optional
+        A run directory. The loop writes ``checkpoint.pt`` there (atomically)
+        every ``checkpoint_every`` steps and when the run ends. If the directory
+        already holds a checkpoint of the same ``config``, training *resumes*
+        from it (a finished run returns at once); on the CPU the result equals
+        the uninterrupted run bit for bit. Callbacks are not saved: one that
+        keeps its own state starts afresh on resume.
+    checkpoint_every : int, optional
+        Steps between checkpoints; defaults to ``10 * config.eval_every``.
+        Needs ``checkpoint_dir``.
 
     Returns
     -------
@@ -242,17 +290,31 @@ def train(
     for attr in ("x_train", "y_train"):
         if not hasattr(data, attr):
             raise TypeError(f"The 'data' parameter of train must have 'x_train' and 'y_train' tensors. {type(data).__name__} lacks {attr!r}.")
+    if eval_sets is None:
+        if not (hasattr(data, "x_test") and hasattr(data, "y_test")):
+            raise TypeError(f"The 'data' parameter of train must have 'x_test' and 'y_test' tensors unless 'eval_sets' "
+                            f"is given. {type(data).__name__} lacks them.")
+        eval_sets = {"test": (data.x_test, data.y_test)}
+    check_type(eval_sets, "eval_sets", Mapping, owner="train")
+    _check_pair(data.x_train, data.y_train, "data", "training")
+    for name, pair in eval_sets.items():
+        if not (isinstance(pair, (tuple, list)) and len(pair) == 2):
+            raise TypeError(f"The 'eval_sets' parameter of train must map names to (x, y) pairs of tensors. "
+                            f"Got {type(pair).__name__} for {name!r} instead.")
+        _check_pair(pair[0], pair[1], "eval_sets", repr(name))
     device = pick_device(config.device)
     model.to(device)
     x_train, y_train = data.x_train.to(device), data.y_train.to(device)
-    if len(x_train) != len(y_train):
-        raise ValueError(f"The 'data' parameter of train has {len(x_train)} training inputs but {len(y_train)} labels.")
     sets = {"train": (x_train, y_train)}
-    if eval_sets is None:
-        sets["test"] = (data.x_test.to(device), data.y_test.to(device))
-    else:
-        sets.update({k: (x.to(device), y.to(device)) for k, (x, y) in eval_sets.items()})
+    sets.update({k: (x.to(device), y.to(device)) for k, (x, y) in eval_sets.items()})
     callbacks = list(callbacks)
+    if checkpoint_dir is not None:
+        check_type(checkpoint_dir, "checkpoint_dir", (str, os.PathLike), owner="train")
+        checkpoint_every = check_int(10 * config.eval_every if checkpoint_every is None else checkpoint_every,
+                                     "checkpoint_every", low=1, owner="train")
+    elif checkpoint_every is not None:
+        raise ValueError("The 'checkpoint_every' parameter of train needs a 'checkpoint_dir' to write to. "
+                         f"Got checkpoint_every={checkpoint_every!r} and checkpoint_dir=None.")
 
     optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, betas=config.betas, weight_decay=config.weight_decay)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, _lr_factor(config.schedule, config.steps))
@@ -289,9 +351,31 @@ def train(
             return False
         return True
 
+    def save(step: int) -> None:
+        save_checkpoint(checkpoint_dir, {
+            "step": step, "config": asdict(config), "device": str(device), "history": history.to_dict(),
+            "model": model.state_dict(), "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
+            "sampler": sampler.get_state(), "rng": capture_rng_state(),
+        })
+
     model.train()
-    keep_going = measure(0)
-    step = 0
+    saved = None if checkpoint_dir is None else load_checkpoint(checkpoint_dir)
+    if saved is None:
+        step = 0
+        keep_going = measure(0)
+    else:  # resume: put back every piece of state the loop carries
+        _check_same_run(saved, config, device, checkpoint_dir)
+        model.load_state_dict(saved["model"])
+        optimizer.load_state_dict(saved["optimizer"])
+        scheduler.load_state_dict(saved["scheduler"])
+        sampler.set_state(saved["sampler"])
+        restore_rng_state(saved["rng"])
+        history = History.from_dict(saved["history"])
+        step = saved["step"]
+        grok_step = next((int(r["step"]) for r in history.rows if r.get("test_acc", 0.0) >= 0.99), None)
+        keep_going = history.status == "running"
+        bar.update(step)
+    finished_before = saved is not None and not keep_going
     while keep_going and step < config.steps:
         if config.batch_size is None:
             xb, yb = x_train, y_train
@@ -310,11 +394,19 @@ def train(
         bar.update(1)
         if step % config.eval_every == 0 or step == config.steps:
             keep_going = measure(step)
+        if checkpoint_dir is not None and keep_going and step % checkpoint_every == 0 and step < config.steps:
+            save(step)
     if history.status == "running":
         history.status = "completed"
     if history.status == "diverged":
         if not _finite_params(model) and "parameters" not in history.message:
             history.message += " (parameters are no longer finite)"
-        warnings.warn(f"Training diverged: {history.message}. The history up to that point is kept.", RuntimeWarning, stacklevel=2)
+        warnings.warn(
+            f"Training diverged: {history.message}. The history up to that point is kept and marked "
+            f"status='diverged' (lr={config.lr:g}, weight_decay={config.weight_decay:g}; a smaller lr usually helps).",
+            RuntimeWarning, stacklevel=2,
+        )
+    if checkpoint_dir is not None and not finished_before:
+        save(step)
     bar.close(history.message if history.status != "completed" else "")
     return history

@@ -1,0 +1,128 @@
+"""The result cache: hits, misses on any config or version change, damaged entries recomputed."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+import nhtlab
+from nhtlab.cache import ResultCache, cached_run, config_key, default_cache_dir
+from nhtlab.experiment import ModularRun
+from nhtlab.train import History
+
+RUN = ModularRun(p=11, model_kwargs=dict(width=16), steps=40, eval_every=10, seed=5, device="cpu")
+
+
+@pytest.fixture(autouse=True)
+def _no_default_cache(monkeypatch, tmp_path):
+    """Never touch the user's real cache directory from the tests."""
+    monkeypatch.setenv("NHTLAB_CACHE_DIR", str(tmp_path / "default-cache"))
+
+
+@pytest.fixture
+def cache(tmp_path) -> ResultCache:
+    return ResultCache(tmp_path / "cache")
+
+
+def _trained(cache, run=RUN):
+    """Run through the cache and say whether it trained (a fresh history carries the model)."""
+    history = cached_run(run, cache, use_cache=True, progress="none")
+    return history, not history.cached
+
+
+def test_hit_returns_the_same_history_without_training(cache):
+    first, trained = _trained(cache)
+    assert trained and hasattr(first, "model") and len(cache) == 1
+    second, trained = _trained(cache)
+    assert not trained and not hasattr(second, "model")
+    assert second.rows == first.rows and second.status == "completed" and second.config == RUN.to_dict()
+    assert cache.get(RUN.to_dict()).rows == first.rows
+
+
+def test_any_config_change_misses(cache):
+    _trained(cache)
+    for change in (dict(weight_decay=0.5), dict(seed=6), dict(model_kwargs=dict(width=17)), dict(steps=41)):
+        assert cache.get(RUN.replace(**change).to_dict()) is None, change
+    assert cache.get(RUN.to_dict()) is not None
+
+
+def test_key_is_canonical_and_version_dependent(monkeypatch, cache):
+    a = {"lr": 1e-3, "betas": (0.9, 0.98), "model_kwargs": {"width": 8, "depth": 1}}
+    b = {"model_kwargs": {"depth": 1, "width": 8}, "betas": [0.9, 0.98], "lr": 0.001}
+    assert config_key(a) == config_key(b)
+    history = History(rows=[{"step": 0, "x": 1.5}], status="completed", config=a)
+    cache.put(a, history)
+    assert cache.get(b).rows == history.rows
+    old_key = config_key(a)
+    monkeypatch.setattr(nhtlab, "__version__", "999.0.0")
+    assert config_key(a) != old_key
+    assert cache.get(a) is None  # a new nhtlab version never reuses old results
+
+
+def test_version_change_retrains_a_run(monkeypatch, cache):
+    _trained(cache)
+    monkeypatch.setattr(nhtlab, "__version__", "0.0.0-test")
+    _, trained = _trained(cache)
+    assert trained and len(cache) == 2
+
+
+def _damage(cache: ResultCache, path: Path, how: str) -> None:
+    text = path.read_text()
+    if how == "partial":
+        path.write_text(text[: len(text) // 2])
+    elif how == "empty":
+        path.write_text("")
+    elif how == "bitflip":  # still valid JSON, but one measured value changed
+        entry = json.loads(text)
+        entry["body"]["history"]["rows"][1]["test_acc"] += 0.25
+        path.write_text(json.dumps(entry))
+    elif how == "swapped":  # a whole, valid entry of another config copied over this one
+        other = cache.put({"another": "config"}, History(rows=[{"step": 0}], status="completed"))
+        path.write_bytes(other.read_bytes())
+
+
+@pytest.mark.parametrize("how", ["partial", "empty", "bitflip", "swapped"])
+def test_damaged_entries_are_recomputed_never_used(cache, how):
+    first, _ = _trained(cache)
+    path = cache.path(RUN.to_dict())
+    _damage(cache, path, how)
+    with pytest.warns(RuntimeWarning, match="Ignoring a damaged result-cache entry .* will be recomputed"):
+        again, trained = _trained(cache)
+    assert trained and again.rows == first.rows
+    assert path.with_name(path.name + ".corrupt").exists()
+    assert cache.get(RUN.to_dict()).rows == first.rows  # the recomputed entry is whole again
+
+
+def test_diverged_and_nan_histories_round_trip(cache):
+    rows = [{"step": 0, "train_loss": 1.0}, {"step": 10, "train_loss": math.nan, "norm": math.inf}]
+    cache.put({"k": 1}, History(rows=rows, status="diverged", message="non-finite", config={}))
+    back = cache.get({"k": 1})
+    assert back.status == "diverged" and math.isnan(back.rows[1]["train_loss"]) and back.rows[1]["norm"] == math.inf
+
+
+def test_running_histories_and_bad_arguments_are_refused(cache, tmp_path):
+    with pytest.raises(ValueError, match="'history' parameter of ResultCache.put must be a finished run .* Got status 'running'"):
+        cache.put({"k": 1}, History())
+    with pytest.raises(TypeError, match="'run' parameter of cached_run must be of type ModularRun"):
+        cached_run({"p": 11}, cache)
+    with pytest.raises(TypeError, match="'root' parameter of ResultCache must be of type str or PathLike"):
+        ResultCache(3)
+    with pytest.raises(ValueError, match="'callbacks' parameter of cached_run is not supported"):
+        cached_run(RUN, cache, callbacks=[print])
+
+
+def test_default_location_and_switches(monkeypatch, tmp_path, cache):
+    monkeypatch.delenv("NHTLAB_CACHE_DIR", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert default_cache_dir() == tmp_path / "xdg" / "nhtlab"
+    monkeypatch.setenv("NHTLAB_CACHE_DIR", str(tmp_path / "drive"))
+    assert ResultCache().root == tmp_path / "drive"
+    monkeypatch.setenv("NHTLAB_CACHE", "off")
+    cached_run(RUN, cache, progress="none")
+    assert len(cache) == 0  # NHTLAB_CACHE=off neither reads nor writes
+    monkeypatch.setenv("NHTLAB_CACHE", "on")
+    cached_run(RUN, cache, progress="none")
+    assert len(cache) == 1 and cache.clear() == 1 and len(cache) == 0
