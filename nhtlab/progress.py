@@ -28,7 +28,8 @@ PROGRESS_MODES = ("auto", "text", "bar", "widget", "none")
 def progress_mode(mode: str | None = None) -> str:
     """Resolve a progress mode: explicit argument, else ``NHTLAB_PROGRESS``, else ``"auto"``."""
     if mode is None:
-        mode = os.environ.get("NHTLAB_PROGRESS", "auto")
+        # The book build (NHTLAB_BOOK=1) wants one summary line, never a widget box.
+        mode = os.environ.get("NHTLAB_PROGRESS", "text" if os.environ.get("NHTLAB_BOOK") == "1" else "auto")
         check_choice(mode, "NHTLAB_PROGRESS", PROGRESS_MODES, owner="the environment")
     else:
         check_choice(mode, "progress", PROGRESS_MODES)

@@ -16,6 +16,7 @@ import argparse
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -24,16 +25,21 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 BOOK = ROOT / "book"
 BUILD = ROOT / "_build"
+# What the kernel sees while a chapter is executed for the book: offline chart
+# renderer and static stand-ins for widgets (NHTLAB_BOOK), one summary line per
+# training loop instead of a widget or dozens of partial bars (NHTLAB_PROGRESS).
+BOOK_ENV = {"NHTLAB_BOOK": "1", "NHTLAB_PROGRESS": "text"}
 
 
-def chapters() -> list[Path]:
-    """The chapters' .ipynb files, in table-of-contents order."""
+def chapters(only: list[str] | None = None) -> list[Path]:
+    """The chapters' .ipynb files, in table-of-contents order (``only``: a subset of stems)."""
     toc = (ROOT / "_toc.yml").read_text()
     names = [line.split("file:")[1].strip() for line in toc.splitlines() if "file:" in line]
     paths = [ROOT / f"{name}.ipynb" for name in names]
-    return [p for p in paths if p.exists()]
+    return [p for p in paths if p.exists() and (only is None or p.stem in only)]
 
 
 def source_hash() -> str:
@@ -74,8 +80,8 @@ def execute(notebook: Path, profile: str, force: bool = False) -> tuple[Path, fl
     if not force and out.exists() and stamp.exists() and stamp.read_text() == key:
         return out, 0.0, True
     stamp.unlink(missing_ok=True)
-    env_before = os.environ.get("NHTLAB_PROGRESS")
-    os.environ["NHTLAB_PROGRESS"] = "text"  # one summary line per loop in the HTML, no widget boxes
+    saved = {k: os.environ.get(k) for k in BOOK_ENV}
+    os.environ.update(BOOK_ENV)
     start = time.perf_counter()
     try:
         papermill.execute_notebook(
@@ -83,10 +89,11 @@ def execute(notebook: Path, profile: str, force: bool = False) -> tuple[Path, fl
             kernel_name="python3", progress_bar=False, request_save_on_cell_execute=False,
         )
     finally:
-        if env_before is None:
-            os.environ.pop("NHTLAB_PROGRESS", None)
-        else:
-            os.environ["NHTLAB_PROGRESS"] = env_before
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
     seconds = time.perf_counter() - start
     hide_injected_parameters(out)
     stamp.write_text(key)
@@ -98,9 +105,9 @@ def _execute_one(args: tuple[str, str, bool]) -> tuple[str, float, bool]:
     return str(out), seconds, cached
 
 
-def execute_all(profile: str, jobs: int = 1, force: bool = False) -> dict[str, tuple[float, bool]]:
+def execute_all(profile: str, jobs: int = 1, force: bool = False, only: list[str] | None = None) -> dict[str, tuple[float, bool]]:
     """Execute every chapter; ``jobs`` > 1 runs chapters in parallel processes."""
-    todo = [(str(nb), profile, force) for nb in chapters()]
+    todo = [(str(nb), profile, force) for nb in chapters(only)]
     results: dict[str, tuple[float, bool]] = {}
     if jobs > 1:
         with ProcessPoolExecutor(jobs) as pool:
@@ -114,24 +121,30 @@ def execute_all(profile: str, jobs: int = 1, force: bool = False) -> dict[str, t
     return results
 
 
-def stage(profile: str) -> Path:
+def stage(profile: str, only: list[str] | None = None) -> Path:
     """Copy the book's sources to ``_build/stage/<profile>`` with executed chapters in place."""
     target = BUILD / "stage" / profile
     if target.exists():
         shutil.rmtree(target)
     target.mkdir(parents=True)
-    for name in ("_config.yml", "_toc.yml"):
-        shutil.copy(ROOT / name, target / name)
+    shutil.copy(ROOT / "_config.yml", target / "_config.yml")
+    built = {nb.stem for nb in chapters(only)}
+    toc = [line for line in (ROOT / "_toc.yml").read_text().splitlines()
+           if not re.search(r"file: book/\d\d_", line) or line.split("book/")[1].strip() in built]
+    (target / "_toc.yml").write_text("\n".join(toc) + "\n")
     shutil.copytree(BOOK, target / "book", ignore=shutil.ignore_patterns("*.ipynb", "*.py", "__pycache__", ".ipynb_checkpoints"))
-    for nb in chapters():
+    from vendor_js import vendor
+
+    shutil.copytree(vendor(), target / "_static" / "vendor")
+    for nb in chapters(only):
         executed = BUILD / "executed" / profile / nb.name
         shutil.copy(executed, target / "book" / nb.name)
     return target
 
 
-def render(profile: str, html_dir: Path | None = None) -> Path:
+def render(profile: str, html_dir: Path | None = None, only: list[str] | None = None) -> Path:
     """Render the staged book to HTML; returns the html folder."""
-    target = stage(profile)
+    target = stage(profile, only)
     subprocess.run([str(Path(sys.executable).parent / "jupyter-book"), "build", str(target), "--path-output", str(target), "-q"],
                    check=True, cwd=ROOT)
     built = target / "_build" / "html"
@@ -148,11 +161,12 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=1, help="chapters executed in parallel")
     parser.add_argument("--force", action="store_true", help="re-execute even when cached")
     parser.add_argument("--html", type=Path, default=None, help="output folder (default _build/html)")
+    parser.add_argument("--only", nargs="*", default=None, help="chapter stems to build (default: all)")
     args = parser.parse_args()
     start = time.perf_counter()
-    print(f"Executing {len(chapters())} chapters in profile {args.profile!r}…", flush=True)
-    execute_all(args.profile, jobs=args.jobs, force=args.force)
-    html = render(args.profile, args.html)
+    print(f"Executing {len(chapters(args.only))} chapters in profile {args.profile!r}…", flush=True)
+    execute_all(args.profile, jobs=args.jobs, force=args.force, only=args.only)
+    html = render(args.profile, args.html, args.only)
     print(f"Book written to {html / 'index.html'} in {time.perf_counter() - start:.0f} s", flush=True)
 
 

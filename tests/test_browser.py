@@ -1,0 +1,66 @@
+"""The rendered book in a real browser, offline: charts draw, no console errors, Colab links right.
+
+Builds the book from the quick-profile executions, opens every page in headless
+Chromium with the network off, and saves a screenshot per page under
+``_build/screenshots/`` (with ``report.json``). Skips when Chromium is missing,
+unless ``NHTLAB_REQUIRE_BROWSER=1`` (set by ``.ci/run``) demands it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+COLAB = "https://colab.research.google.com/github/nhtlab/nhtlab/blob/main/book/{stem}.ipynb"
+
+
+@pytest.fixture(scope="module")
+def page_reports(executed_chapters):
+    import browser_check
+    import build_book
+
+    if browser_check.find_chromium() is None:
+        if os.environ.get("NHTLAB_REQUIRE_BROWSER") == "1":
+            pytest.fail("NHTLAB_REQUIRE_BROWSER=1 but Chromium is not installed (Debian package 'chromium').")
+        pytest.skip("Chromium is not installed (apt-get install chromium); .ci/run installs it and sets NHTLAB_REQUIRE_BROWSER=1.")
+    html = build_book.render("quick", build_book.BUILD / "html-quick")
+    shots = build_book.BUILD / "screenshots"
+    reports = browser_check.check_book(html, screenshots=shots)
+    (shots / "report.json").write_text(json.dumps([asdict(r) for r in reports], indent=1))
+    return {Path(r.page).stem: r for r in reports}
+
+
+def test_no_console_errors_offline(page_reports):
+    assert page_reports, "no page checked"
+    bad = {page: r.errors for page, r in page_reports.items() if r.errors}
+    assert not bad, bad
+
+
+def test_every_chart_draws_and_chapters_have_charts(page_reports, executed_chapters):
+    for stem in executed_chapters:
+        report = page_reports[stem]
+        assert report.charts > 0, f"{stem}: no chart on the page"
+        assert report.drawn == report.charts, f"{stem}: {report.drawn} of {report.charts} charts drew marks"
+    for page, report in page_reports.items():
+        assert report.drawn == report.charts, f"{page}: {report.drawn} of {report.charts} charts drew marks"
+
+
+def test_interactive_controls_and_no_dead_widgets(page_reports):
+    assert sum(r.controls for r in page_reports.values()) > 0, "no Vega-Lite slider or dropdown anywhere in the book"
+    dead = {page: r.widgets for page, r in page_reports.items() if r.widgets}
+    assert not dead, f"widget outputs in the static book: {dead}"
+
+
+def test_colab_links_open_the_chapter_notebook(page_reports, executed_chapters):
+    for stem in executed_chapters:
+        assert COLAB.format(stem=stem) in page_reports[stem].colab, (stem, page_reports[stem].colab)
+
+
+def test_screenshots_saved(page_reports):
+    for page, report in page_reports.items():
+        assert Path(report.screenshot).stat().st_size > 10_000, page

@@ -1,0 +1,207 @@
+"""Open every page of the built book in headless Chromium with the network off and check it.
+
+For each page: console errors and uncaught exceptions (none allowed), altair
+charts present and drawn (an ``svg``/``canvas`` with marks inside each chart),
+interactive controls (Vega-Lite bindings), the Colab launch link, and a
+full-page screenshot. Talks to Chromium over the DevTools protocol with
+tornado's websocket client (already installed with Jupyter), so no browser
+driver is needed.
+
+    python tools/browser_check.py _build/html --screenshots _build/screenshots
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import json
+import re
+import shutil
+import subprocess
+import tempfile
+import time
+import urllib.request
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from tornado.ioloop import IOLoop
+from tornado.websocket import websocket_connect
+
+CHROMIUM_FLAGS = [
+    "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    "--disable-extensions", "--hide-scrollbars", "--window-size=1280,900",
+    # No name resolves: a page that tries to reach any host fails loudly.
+    "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",
+]
+
+PROBE = """(() => {
+  const charts = Array.from(document.querySelectorAll('.nhtlab-chart'));
+  const drawn = charts.filter(c => c.querySelector('svg.marks [class^="mark-"], svg.marks .mark-line, canvas.marks, svg.marks path'));
+  const controls = document.querySelectorAll('.vega-bindings input, .vega-bindings select').length;
+  const colab = Array.from(document.querySelectorAll('a[href*="colab.research.google.com"]')).map(a => a.href);
+  const widgets = document.querySelectorAll('.jupyter-widgets, [data-mime-type="application/vnd.jupyter.widget-view+json"], script[type="application/vnd.jupyter.widget-view+json"]').length;
+  return JSON.stringify({charts: charts.length, drawn: drawn.length, controls: controls, colab: colab, widgets: widgets,
+                         title: document.title});
+})()"""
+
+
+@dataclass
+class PageReport:
+    page: str
+    title: str = ""
+    charts: int = 0
+    drawn: int = 0
+    controls: int = 0
+    widgets: int = 0
+    colab: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    screenshot: str = ""
+
+
+def find_chromium() -> str | None:
+    for name in ("chromium", "chromium-browser", "google-chrome", "chrome"):
+        path = shutil.which(name)
+        if path:
+            return path
+    return None
+
+
+class DevTools:
+    """A minimal Chrome DevTools Protocol session on one page target."""
+
+    def __init__(self, chromium: str):
+        self.profile = tempfile.mkdtemp(prefix="nhtlab-chromium-")
+        self.proc = subprocess.Popen(
+            [chromium, *CHROMIUM_FLAGS, f"--user-data-dir={self.profile}", "--remote-debugging-port=0", "about:blank"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        )
+        deadline = time.time() + 60
+        self.browser_ws = None
+        while time.time() < deadline:
+            line = self.proc.stderr.readline()
+            match = re.search(r"DevTools listening on (ws://\S+)", line)
+            if match:
+                self.browser_ws = match.group(1)
+                break
+            if not line and self.proc.poll() is not None:
+                break
+        if self.browser_ws is None:
+            self.close()
+            raise RuntimeError("Chromium did not start its DevTools endpoint within 60 s")
+        port = re.search(r":(\d+)/", self.browser_ws).group(1)
+        targets = json.loads(urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list", timeout=10).read())
+        self.page_ws = next(t["webSocketDebuggerUrl"] for t in targets if t["type"] == "page")
+        self.conn = None
+        self.next_id = 0
+        self.events: list[dict] = []
+
+    async def connect(self) -> None:
+        self.conn = await websocket_connect(self.page_ws, max_message_size=256 * 1024 * 1024)
+
+    async def call(self, method: str, **params) -> dict:
+        self.next_id += 1
+        my_id = self.next_id
+        await self.conn.write_message(json.dumps({"id": my_id, "method": method, "params": params}))
+        while True:
+            message = json.loads(await self.conn.read_message())
+            if message.get("id") == my_id:
+                if "error" in message:
+                    raise RuntimeError(f"{method}: {message['error']}")
+                return message.get("result", {})
+            self.events.append(message)
+
+    async def pump(self, seconds: float) -> None:
+        """Collect events for a while."""
+        import asyncio
+
+        end = time.time() + seconds
+        while time.time() < end:
+            try:
+                message = await asyncio.wait_for(self.conn.read_message(), timeout=max(0.05, end - time.time()))
+            except asyncio.TimeoutError:
+                break
+            if message is None:
+                break
+            self.events.append(json.loads(message))
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        shutil.rmtree(self.profile, ignore_errors=True)
+
+
+def _errors(events: list[dict]) -> list[str]:
+    out = []
+    for e in events:
+        method, params = e.get("method"), e.get("params", {})
+        if method == "Runtime.exceptionThrown":
+            details = params.get("exceptionDetails", {})
+            out.append("exception: " + details.get("exception", {}).get("description", details.get("text", "?"))[:300])
+        elif method == "Runtime.consoleAPICalled" and params.get("type") in ("error", "assert"):
+            out.append("console.error: " + " ".join(str(a.get("value", a.get("description", ""))) for a in params.get("args", []))[:300])
+        elif method == "Log.entryAdded" and params.get("entry", {}).get("level") == "error":
+            entry = params["entry"]
+            out.append(f"log: {entry.get('text', '')[:200]} {entry.get('url', '')}")
+    return out
+
+
+async def _check_pages(tools: DevTools, pages: list[Path], shots: Path | None, settle: float) -> list[PageReport]:
+    await tools.connect()
+    for method in ("Page.enable", "Runtime.enable", "Log.enable", "Network.enable"):
+        await tools.call(method)
+    await tools.call("Network.emulateNetworkConditions", offline=True, latency=0, downloadThroughput=-1, uploadThroughput=-1)
+    reports = []
+    for page in pages:
+        tools.events.clear()
+        await tools.call("Page.navigate", url=page.resolve().as_uri())
+        await tools.pump(settle)
+        report = PageReport(page=str(page))
+        # Charts draw asynchronously: poll until every chart has marks (or time runs out).
+        for _ in range(40):
+            result = await tools.call("Runtime.evaluate", expression=PROBE, returnByValue=True)
+            probe = json.loads(result["result"]["value"])
+            if probe["drawn"] >= probe["charts"]:
+                break
+            await tools.pump(0.25)
+        report.title, report.charts, report.drawn = probe["title"], probe["charts"], probe["drawn"]
+        report.controls, report.colab, report.widgets = probe["controls"], probe["colab"], probe["widgets"]
+        report.errors = _errors(tools.events)
+        if shots is not None:
+            shot = await tools.call("Page.captureScreenshot", format="png", captureBeyondViewport=True)
+            out = shots / (page.stem + ".png")
+            out.write_bytes(base64.b64decode(shot["data"]))
+            report.screenshot = str(out)
+        reports.append(report)
+    tools.conn.close()
+    return reports
+
+
+def check_book(html_dir: Path, screenshots: Path | None = None, settle: float = 1.5) -> list[PageReport]:
+    """Check every ``*.html`` page under ``html_dir`` (search and genindex excluded)."""
+    chromium = find_chromium()
+    if chromium is None:
+        raise FileNotFoundError("Chromium is not installed (Debian package 'chromium').")
+    pages = sorted(p for p in html_dir.rglob("*.html") if p.name not in ("search.html", "genindex.html", "py-modindex.html")
+                   and "_static" not in p.parts and "_sources" not in p.parts)
+    if screenshots is not None:
+        screenshots.mkdir(parents=True, exist_ok=True)
+    tools = DevTools(chromium)
+    try:
+        return IOLoop.current().run_sync(lambda: _check_pages(tools, pages, screenshots, settle), timeout=600)
+    finally:
+        tools.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("html", type=Path)
+    parser.add_argument("--screenshots", type=Path, default=None)
+    args = parser.parse_args()
+    for report in check_book(args.html, args.screenshots):
+        print(json.dumps(asdict(report)))
+
+
+if __name__ == "__main__":
+    main()
