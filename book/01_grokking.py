@@ -136,6 +136,44 @@ summary = nhtlab.delay_summary(history, events)
 summary
 
 # %% [markdown]
+# Be honest about the size of the two numbers. On this small MLP the norm gap is modest
+# ($V_\text{sc}/V_\text{st}$ is close to 1), so $\log(V_\text{sc}/V_\text{st})/(\eta\lambda)$ is a few
+# dozen to a few hundred steps, while the measured delay is thousands: the law's time scale
+# underestimates this delay by more than an order of magnitude. AdamW normalises its updates,
+# so $\gamma_\text{eff}$ is not simply $\eta\lambda$ here, and the norm at the peak is not the norm
+# of a pure shortcut. What the law does claim, and what the next chapters test on sweeps, is how
+# the delay *scales* with $\eta\lambda$ and with the norm gap.
+
+# %%
+law_scale = summary["law's time scale log(V_sc/V_st)/(ηλ)"]
+print(f"measured delay / law's time scale = {summary['measured delay'] / law_scale:.0f}")
+
+# %% [markdown]
+# ```{admonition} Exercise: the time scale of a contraction
+# Suppose a shortcut sits at $V_\text{sc} = 4\,V_\text{st}$ and you train with η = 10⁻³ and
+# λ = 0.5. How many steps does the law's time scale $\log(V_\text{sc}/V_\text{st})/(\eta\lambda)$ give?
+# Put your number in place of `None` and run the cell.
+# ```
+#
+# ```{dropdown} Hint
+# $\log 4 \approx 1.386$ and $\eta\lambda = 5\times10^{-4}$.
+# ```
+
+# %%
+your_answer = None
+nhtlab.exercises.check_answer(your_answer, expected=nhtlab.predicted_delay(4.0, 1.0, lr=1e-3, weight_decay=0.5))
+
+# %% [markdown]
+# ## Try it live
+#
+# In Jupyter or Colab the cell below gives a λ slider and a *Train* button: retrain this model
+# with another weight decay and watch the norm and the accuracy move. (In the static book it
+# only says so; the interactive charts above work without a kernel.)
+
+# %%
+nhtlab.widgets.train_panel(run)
+
+# %% [markdown]
 # ## Checks
 #
 # The chapter's claims, asserted on this run so that executing the notebook fails if the

@@ -12,7 +12,6 @@ from .norms import layer_norms, total_norm  # noqa: E402
 from .train import History, TrainConfig, train  # noqa: E402
 from .profiles import select_profile  # noqa: E402
 from .stamp import stamp  # noqa: E402
-from . import widgets  # noqa: E402,F401
+from . import exercises, widgets  # noqa: E402,F401
 from .delay import delay_summary, predicted_delay  # noqa: E402
 from .cache import ResultCache, cached_run  # noqa: E402
-from .delay import contraction_rate, delay_fits, delay_point, linear_fit  # noqa: E402

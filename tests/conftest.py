@@ -15,6 +15,8 @@ sys.path.insert(0, str(ROOT / "tools"))
 # Small models train faster on one thread, and one thread keeps results bit-reproducible.
 torch.set_num_threads(1)
 os.environ.setdefault("NHTLAB_PROGRESS", "none")
+# Tests and the chapters they execute never reuse results from the user's result cache.
+os.environ.setdefault("NHTLAB_CACHE", "off")
 
 
 @pytest.fixture(scope="session")

@@ -48,3 +48,14 @@ def test_delay_summary_reads_eta_lambda_from_config():
     s = delay_summary(h)
     assert s["ηλ"] == pytest.approx(5e-3)
     assert s["law's time scale log(V_sc/V_st)/(ηλ)"] == pytest.approx(200.0)
+
+
+def test_exercise_checks():
+    from nhtlab.exercises import check_answer
+
+    assert check_answer(None, 100.0).status == "unanswered"
+    assert check_answer(103.0, 100.0).status == "correct"
+    assert check_answer(120.0, 100.0).status == "wrong"
+    assert "100" not in check_answer(120.0, 100.0).message  # the verdict never gives the answer away
+    with pytest.raises(TypeError, match="'answer' parameter of check_answer must be a float"):
+        check_answer("2772", 2772.0)

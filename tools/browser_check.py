@@ -169,7 +169,11 @@ async def _check_pages(tools: DevTools, pages: list[Path], shots: Path | None, s
         report.controls, report.colab, report.widgets = probe["controls"], probe["colab"], probe["widgets"]
         report.errors = _errors(tools.events)
         if shots is not None:
-            shot = await tools.call("Page.captureScreenshot", format="png", captureBeyondViewport=True)
+            metrics = await tools.call("Page.getLayoutMetrics")
+            height = int(min(metrics["cssContentSize"]["height"], 16000))
+            await tools.call("Emulation.setDeviceMetricsOverride", width=1280, height=height, deviceScaleFactor=1, mobile=False)
+            shot = await tools.call("Page.captureScreenshot", format="png")
+            await tools.call("Emulation.clearDeviceMetricsOverride")
             out = shots / (page.stem + ".png")
             out.write_bytes(base64.b64decode(shot["data"]))
             report.screenshot = str(out)

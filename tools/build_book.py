@@ -100,7 +100,10 @@ def execute(notebook: Path, profile: str, force: bool = False) -> tuple[Path, fl
     return out, seconds, False
 
 
-def _execute_one(args: tuple[str, str, bool]) -> tuple[str, float, bool]:
+def _execute_one(args: tuple[str, str, bool], threads: int | None = None) -> tuple[str, float, bool]:
+    if threads is not None:
+        # Parallel chapters: one BLAS/OpenMP thread per kernel, or the threads spin against each other.
+        os.environ["OMP_NUM_THREADS"] = os.environ["MKL_NUM_THREADS"] = str(threads)
     out, seconds, cached = execute(Path(args[0]), args[1], args[2])
     return str(out), seconds, cached
 
@@ -111,7 +114,7 @@ def execute_all(profile: str, jobs: int = 1, force: bool = False, only: list[str
     results: dict[str, tuple[float, bool]] = {}
     if jobs > 1:
         with ProcessPoolExecutor(jobs) as pool:
-            for (nb, _, _), (_, seconds, cached) in zip(todo, pool.map(_execute_one, todo)):
+            for (nb, _, _), (_, seconds, cached) in zip(todo, pool.map(_execute_one, todo, [1] * len(todo))):
                 results[Path(nb).stem] = (seconds, cached)
     else:
         for item in todo:
@@ -145,8 +148,9 @@ def stage(profile: str, only: list[str] | None = None) -> Path:
 def render(profile: str, html_dir: Path | None = None, only: list[str] | None = None) -> Path:
     """Render the staged book to HTML; returns the html folder."""
     target = stage(profile, only)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT / "tools"), os.environ.get("PYTHONPATH")]))}
     subprocess.run([str(Path(sys.executable).parent / "jupyter-book"), "build", str(target), "--path-output", str(target), "-q"],
-                   check=True, cwd=ROOT)
+                   check=True, cwd=ROOT, env=env)
     built = target / "_build" / "html"
     html_dir = html_dir or BUILD / "html"
     if html_dir.exists():

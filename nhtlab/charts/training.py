@@ -16,7 +16,7 @@ from ..train import History
 
 __all__ = ["long_records", "training_curves", "norm_curves", "event_rules", "layer_norm_curves", "compare_runs"]
 
-WIDTH = 560
+WIDTH = 480
 
 
 def long_records(history: History, columns: Mapping[str, str], **constants: Any) -> list[dict[str, Any]]:
@@ -51,16 +51,17 @@ def training_curves(history: History, events: Events | None = None, title: str =
         y=alt.Y("value:Q", title="accuracy", scale=alt.Scale(domain=[0, 1])),
         color=alt.Color("series:N", title="split", scale=alt.Scale(range=["#4c78a8", "#f58518"])),
         tooltip=["series:N", "step:Q", alt.Tooltip("value:Q", format=".3f")],
-    ).properties(width=WIDTH, height=180, title=title or "accuracy")
+    ).properties(width=WIDTH, height=180, title=title or "accuracy").add_params(zoom)
     norm = alt.Chart(alt.Data(values=long_records(history, {"norm": "‖θ‖²"}))).mark_line(color="#333").encode(
         x=alt.X("step:Q", title="step"),
         y=alt.Y("value:Q", title="‖θ‖²", scale=alt.Scale(zero=False)),
         tooltip=["step:Q", alt.Tooltip("value:Q", format=",.0f", title="‖θ‖²")],
     ).properties(width=WIDTH, height=180, title="squared weight norm")
     if events is not None:
-        acc = acc + event_rules(events)
-        norm = norm + event_rules(events)
-    return alt.vconcat(acc.add_params(zoom), norm).resolve_scale(color="independent")
+        # Lines and event rules keep separate colour scales, or the rules' domain hides the lines.
+        acc = alt.layer(acc, event_rules(events)).resolve_scale(color="independent")
+        norm = alt.layer(norm, event_rules(events)).resolve_scale(color="independent")
+    return alt.vconcat(acc, norm).resolve_scale(color="independent")
 
 
 def norm_curves(histories: Sequence[tuple[str, History]], column: str = "norm", title: str = "‖θ‖²") -> alt.Chart:
