@@ -1,0 +1,229 @@
+import math
+import time
+
+import pytest
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+import nhtlab
+from nhtlab.models import EmbeddingMLP
+from nhtlab.monitor import Monitor, online_regime
+
+
+def hand_built() -> nn.Sequential:
+    model = nn.Sequential(nn.Linear(3, 2), nn.ReLU(), nn.Linear(2, 4))
+    with torch.no_grad():
+        model[0].weight.fill_(1.0)   # 6 → 6
+        model[0].bias.fill_(2.0)     # 2 × 4 → 8
+        model[2].weight.fill_(3.0)   # 8 × 9 → 72
+        model[2].bias.fill_(0.0)
+    return model
+
+
+def test_norm_values_and_ratios_on_a_hand_built_model():
+    model = hand_built()
+    monitor = Monitor(model, every=5)
+    row = monitor.rows[0]
+    assert row["step"] == 0
+    assert row["norm/0"] == 14.0 and row["norm/2"] == 72.0 and row["norm"] == 86.0
+    assert row["head_ratio"] == pytest.approx(72.0 / 14.0)
+    assert row["head_rel"] == 1.0
+    with torch.no_grad():
+        model[2].weight.mul_(0.5)    # head norm / 4
+    assert monitor(3) is None        # not a multiple of every: nothing recorded
+    row = monitor(5, loss=0.25)
+    assert row["norm/2"] == 18.0 and row["head_rel"] == pytest.approx(0.25)
+    assert row["head_ratio"] == pytest.approx(18.0 / 14.0)
+    assert row["loss"] == 0.25
+    assert [r["step"] for r in monitor.rows] == [0, 5]
+
+
+def test_default_head_is_the_readout_of_nhtlab_models_and_last_layer_otherwise():
+    torch.manual_seed(0)
+    assert Monitor(EmbeddingMLP(7, width=8)).head == "readout"
+    assert Monitor(EmbeddingMLP(7, width=8)).first == "embed_a"
+    assert Monitor(hand_built()).head == "2"
+
+
+def test_step_counter_defaults_to_number_of_calls_and_records_every_k():
+    monitor = Monitor(hand_built(), every=3)
+    for _ in range(10):
+        monitor()
+    assert [r["step"] for r in monitor.rows] == [0, 3, 6, 9]
+    assert len(monitor.history) == 4
+    assert list(monitor.column("norm")) == [86.0] * 4
+
+
+def test_early_warning_fires_once_when_the_head_contracts():
+    model = hand_built()
+    messages = []
+    monitor = Monitor(model, every=1, warn_drop=0.1, on_warning=lambda s, m: messages.append((s, m)))
+    with torch.no_grad():
+        model[2].weight.mul_(1.1)    # grows: no warning
+        monitor(1)
+        model[2].weight.mul_(0.97)   # 6% below peak: under the threshold
+        monitor(2)
+        model[2].weight.mul_(0.9)    # now > 10% below the peak
+        monitor(3)
+        model[2].weight.mul_(0.5)
+        monitor(4)
+    assert monitor.head_contracting_step == 3
+    assert len(messages) == 1 and messages[0][0] == 3 and "'2'" in messages[0][1]
+    assert monitor.warnings == messages
+
+
+@pytest.mark.parametrize("norm, acc, expected", [
+    ([1, 2, 3, 4, 5, 6, 7], None, "weak"),
+    ([1, 2, 3, 4, 5, 6, 7], [0.2, 0.5, 1, 1, 1, 1, 1], "weak"),
+    ([1, 5, 9, 10, 9, 8, 7], [0.2, 0.9, 1, 1, 1, 1, 1], "intermediate"),
+    ([1, 5, 9, 10, 9, 8, 7], None, "intermediate"),
+    ([10, 8, 6, 5, 4, 3, 3], [0.1] * 7, "strong"),
+    ([1, 2, 3], None, "too early"),
+    ([1, 5, 9, 10, 9.9, 9.8, 9.7], [1] * 7, "weak"),   # 3% below the peak: not a contraction at 5%
+])
+def test_online_regime_on_synthetic_curves(norm, acc, expected):
+    assert online_regime(norm, acc) == expected
+
+
+def test_online_regime_on_smooth_synthetic_norm_shapes():
+    t = torch.linspace(0, 1, 50)
+    rising = (1 - torch.exp(-3 * t)).tolist()
+    peaked = (t * torch.exp(-4 * t)).tolist()                  # peaks at t = 0.25, then decays
+    assert online_regime(rising) == "weak"
+    assert online_regime(peaked, [1.0] * 50) == "intermediate"
+    assert online_regime(peaked[:10], [1.0] * 10) == "weak"     # seen online before the peak
+
+
+def test_monitor_regime_reads_recorded_accuracy():
+    model = hand_built()
+    monitor = Monitor(model, every=1)
+    with torch.no_grad():
+        for step in range(1, 8):
+            model[2].weight.mul_(0.8)
+            monitor(step, train_acc=0.1)
+    assert monitor.regime() == "strong"
+    assert monitor.summary()["regime"] == "strong"
+    assert monitor.summary()["norm peak step"] == 0
+
+
+def test_validation_errors_name_the_parameter():
+    with pytest.raises(TypeError, match="'model' parameter of Monitor"):
+        Monitor("not a model")
+    with pytest.raises(ValueError, match="'every' parameter of Monitor"):
+        Monitor(hand_built(), every=0)
+    with pytest.raises(ValueError, match="'head' parameter of Monitor must be one of"):
+        Monitor(hand_built(), head="fc")
+    with pytest.raises(TypeError, match="'probe' parameter of Monitor"):
+        Monitor(hand_built(), probe=([1, 2],), dlr=lambda f, y: 0.0)
+    with pytest.raises(ValueError, match="'train_acc' parameter of online_regime"):
+        online_regime([1, 2, 3], [1, 1])
+
+
+def test_probe_hands_readout_input_and_output_to_dlr():
+    torch.manual_seed(0)
+    model = EmbeddingMLP(11, width=16)
+    x_probe = torch.randint(0, 11, (30, 2))
+    seen = {}
+
+    def fake_dlr(features, logits):
+        seen["features"], seen["logits"] = features, logits
+        return 0.5
+
+    model.train()
+    monitor = Monitor(model, probe=(x_probe,), every=2, dlr=fake_dlr)
+    logits, features = model(x_probe, return_features=True)
+    assert torch.allclose(seen["features"], features.detach()) and torch.allclose(seen["logits"], logits.detach())
+    assert monitor.rows[0]["dlr"] == 0.5
+    assert model.training, "the monitor must restore the training mode"
+    assert not model.readout._forward_hooks, "the probe hook must be removed"
+
+
+def test_dlr_on_a_probe_batch_with_nhtlab_dlr():
+    dlr_module = pytest.importorskip("nhtlab.dlr")
+    torch.manual_seed(0)
+    model = EmbeddingMLP(11, width=16)
+    x_probe = torch.randint(0, 11, (64, 2))
+    monitor = Monitor(model, probe=(x_probe,), every=1)
+    logits, features = model(x_probe, return_features=True)
+    expected = float(dlr_module.dlr(features.detach(), logits.detach()))
+    assert monitor.rows[0]["dlr"] == pytest.approx(expected)
+    assert 0.0 <= monitor.rows[0]["dlr"] <= 1.0
+
+
+def test_monitor_follows_a_real_training_loop():
+    torch.manual_seed(0)
+    data = nhtlab.modular_data(11, train_fraction=0.6, seed=0)
+    model = EmbeddingMLP(11, width=32, embed_std=0.1)
+    opt = torch.optim.AdamW(model.parameters(), lr=3e-3, weight_decay=1.0)
+    monitor = Monitor(model, every=10)
+    for step in range(1, 101):
+        loss = F.cross_entropy(model(data.x_train), data.y_train)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        monitor(step, loss=loss.item())
+    assert len(monitor.rows) == 11
+    assert monitor.rows[-1]["norm"] == pytest.approx(nhtlab.total_norm(model))
+    assert monitor.rows[-1]["norm"] > monitor.rows[0]["norm"], "a small init grows while fitting"
+    assert not math.isnan(monitor.rows[-1]["loss"])
+
+
+def test_overhead_is_small_when_recording_every_k_steps():
+    torch.manual_seed(0)
+    data = nhtlab.modular_data(23, train_fraction=0.5, seed=0)
+    model = EmbeddingMLP(23, width=64)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=1.0)
+    monitor = Monitor(model, every=20)
+
+    def loop(watch: bool, steps: int = 200) -> float:
+        start = time.process_time()
+        for step in range(1, steps + 1):
+            loss = F.cross_entropy(model(data.x_train), data.y_train)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            if watch:
+                monitor(step)
+        return time.process_time() - start
+
+    bare = min(loop(False) for _ in range(3))
+    watched = min(loop(True) for _ in range(3))
+    assert watched < 1.5 * bare, f"monitor overhead {watched / bare:.2f}× the bare loop"
+
+
+def test_diagnose_delegates_to_regimes_with_recorded_accuracies():
+    regimes = pytest.importorskip("nhtlab.regimes")
+    model = hand_built()
+    monitor = Monitor(model, every=1)
+    with pytest.raises(ValueError, match="needs \\['train_acc', 'test_acc'\\]"):
+        monitor.diagnose()
+    with torch.no_grad():
+        for step in range(1, 8):
+            model[2].weight.mul_(1.2)          # the norm keeps growing, test accuracy stays low
+            monitor(step, train_acc=1.0, test_acc=0.1)
+    verdict = monitor.diagnose()
+    assert verdict.regime == "weak" == monitor.regime()
+    assert verdict.regime == regimes.diagnose_regime(monitor.history).regime
+
+
+def test_monitor_readings_chart_has_a_panel_per_reading():
+    from nhtlab import charts
+
+    monitor = Monitor(hand_built(), every=1, probe=(torch.randn(8, 3),), dlr=lambda f, y: 0.3)
+    for step in range(1, 4):
+        monitor(step, train_acc=0.5, test_acc=0.4)
+    spec = charts.monitor_readings(monitor.history).to_dict()
+    assert len(spec["vconcat"]) == 4  # accuracy, norm, head signals, DLR
+    bare = charts.monitor_readings(Monitor(hand_built()).history).to_dict()
+    assert len(bare["vconcat"]) == 2  # norm and head signals only
+
+
+def test_dlr_is_nan_when_the_probe_features_are_constant():
+    pytest.importorskip("nhtlab.dlr")
+    model = nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 2))
+    with torch.no_grad():
+        model[0].weight.zero_()
+        model[0].bias.fill_(-1.0)   # every hidden unit dead: constant features
+    monitor = Monitor(model, probe=(torch.randn(16, 3),))
+    assert math.isnan(monitor.rows[0]["dlr"])
