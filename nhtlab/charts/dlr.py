@@ -1,0 +1,127 @@
+"""Charts for DLR and its spectra. They draw precomputed records; nothing is measured here.
+
+Every chart carries its data inline and uses Vega-Lite params (zoom, legend
+selection, a step slider) so it stays interactive in the static HTML book.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import altair as alt
+
+from ..events import Events
+from ..train import History
+from .training import WIDTH, event_rules, long_records
+
+__all__ = ["dlr_timeline", "dlr_decomposition", "dlr_curves", "rank_rule_curves", "spectra_explorer", "compare_measures", "toy_curve"]
+
+
+def dlr_timeline(history: History, events: Events | None = None, title: str = "") -> alt.VConcatChart:
+    """DLR and test accuracy (top) over ‖θ‖² (bottom) on one zoomable step axis."""
+    zoom = alt.selection_interval(bind="scales", encodings=["x"])
+    top = alt.Chart(alt.Data(values=long_records(history, {"dlr": "DLR", "test_acc": "test accuracy", "train_acc": "train accuracy"}))).mark_line().encode(
+        x=alt.X("step:Q"),
+        y=alt.Y("value:Q", title="DLR / accuracy", scale=alt.Scale(domain=[0, 1])),
+        color=alt.Color("series:N", title="", scale=alt.Scale(domain=["DLR", "test accuracy", "train accuracy"], range=["#d62728", "#f58518", "#9ecae9"])),
+        tooltip=["series:N", "step:Q", alt.Tooltip("value:Q", format=".3f")],
+    ).properties(width=WIDTH, height=200, title=title or "DLR and accuracy")
+    norm = alt.Chart(alt.Data(values=long_records(history, {"norm": "‖θ‖²"}))).mark_line(color="#333").encode(
+        x=alt.X("step:Q"),
+        y=alt.Y("value:Q", title="‖θ‖²", scale=alt.Scale(zero=False)),
+        tooltip=["step:Q", alt.Tooltip("value:Q", format=",.0f", title="‖θ‖²")],
+    ).properties(width=WIDTH, height=140, title="squared weight norm")
+    if events is not None:
+        top, norm = top + event_rules(events), norm + event_rules(events)
+    return alt.vconcat(top.add_params(zoom), norm).resolve_scale(color="independent")
+
+
+def dlr_decomposition(history: History, title: str = "DLR = 1 − f_in · √(PR / r)") -> alt.VConcatChart:
+    """The three numbers DLR is made of, over training: f_in, √(PR / r) with PR and r."""
+    records = long_records(history, {"dlr": "DLR", "dlr_f_in": "f_in (feature energy inside the output span)",
+                                     "dlr_balance": "√(PR / r)"})
+    top = alt.Chart(alt.Data(values=records)).mark_line().encode(
+        x="step:Q", y=alt.Y("value:Q", title="value"), color=alt.Color("series:N", title=""),
+        tooltip=["series:N", "step:Q", alt.Tooltip("value:Q", format=".3f")],
+    ).properties(width=WIDTH, height=200, title=title)
+    dims = alt.Chart(alt.Data(values=long_records(history, {"dlr_pr": "PR (effective number of features)", "dlr_rank": "r (output span dimension)"}))).mark_line().encode(
+        x="step:Q", y=alt.Y("value:Q", title="dimensions"), color=alt.Color("series:N", title=""),
+        tooltip=["series:N", "step:Q", alt.Tooltip("value:Q", format=".1f")],
+    ).properties(width=WIDTH, height=140)
+    return alt.vconcat(top, dims).resolve_scale(color="independent")
+
+
+def dlr_curves(history: History, columns: Mapping[str, str], title: str = "DLR", legend: str = "") -> alt.Chart:
+    """Several DLR columns (column → label) of one history; click a legend entry to highlight one."""
+    records = long_records(history, columns)
+    pick = alt.selection_point(fields=["series"], bind="legend")
+    return alt.Chart(alt.Data(values=records)).mark_line().encode(
+        x="step:Q",
+        y=alt.Y("value:Q", title="DLR", scale=alt.Scale(domain=[0, 1])),
+        color=alt.Color("series:N", title=legend, sort=list(columns.values())),
+        opacity=alt.condition(pick, alt.value(1.0), alt.value(0.15)),
+        tooltip=["series:N", "step:Q", alt.Tooltip("value:Q", format=".3f")],
+    ).add_params(pick).properties(width=WIDTH, height=220, title=title)
+
+
+def rank_rule_curves(history: History, rules: Sequence[str], title: str = "DLR under each rank rule") -> alt.Chart:
+    """DLR for the rules recorded as ``dlr[<rule>]`` (see :class:`nhtlab.dlr.DLRTracker`)."""
+    return dlr_curves(history, {f"dlr[{rule}]": rule for rule in rules}, title=title, legend="rank rule")
+
+
+def spectra_explorer(records: Sequence[Mapping[str, Any]], title: str = "") -> alt.VConcatChart:
+    """Relative eigenvalues, cumulative quality Π* and utilisation Π̂ against k, with a step slider.
+
+    ``records`` are :meth:`nhtlab.dlr.Spectrum.to_records` rows with a ``step``
+    field, for evenly spaced steps (the slider moves in that spacing).
+    """
+    steps = sorted({r["step"] for r in records})
+    spacing = steps[1] - steps[0] if len(steps) > 1 else 1
+    slider = alt.param(name="step_shown", value=steps[0],
+                       bind=alt.binding_range(min=steps[0], max=steps[-1], step=spacing, name="training step "))
+    base = alt.Chart(alt.Data(values=list(records))).add_params(slider).transform_filter(alt.datum.step == slider)
+    eig = base.mark_line(point=True, color="#4c78a8").encode(
+        x=alt.X("k:Q", title="k (eigenfunction index)"),
+        y=alt.Y("relative:Q", title="ρ_k / ρ_1", scale=alt.Scale(type="log", domain=[1e-4, 1])),
+        tooltip=["k:Q", alt.Tooltip("relative:Q", format=".2e")],
+    ).properties(width=WIDTH, height=170, title=title or "relative eigenvalues of the feature covariance")
+    shares = base.transform_fold(["quality", "utilisation"], as_=["measure", "share"]).mark_line(point=True).encode(
+        x=alt.X("k:Q", title="k (top-k eigenfunctions)"),
+        y=alt.Y("share:Q", title="cumulative share", scale=alt.Scale(domain=[0, 1])),
+        color=alt.Color("measure:N", title="", scale=alt.Scale(domain=["quality", "utilisation"], range=["#54a24b", "#e45756"]),
+                        legend=alt.Legend(labelExpr="datum.label == 'quality' ? 'quality Π*(k) (target)' : 'utilisation Π̂(k) (learned)'")),
+        tooltip=["measure:N", "k:Q", alt.Tooltip("share:Q", format=".3f")],
+    ).properties(width=WIDTH, height=170, title="how much of the target (Π*) and of the learned function (Π̂) the top-k eigenfunctions express")
+    return alt.vconcat(eig, shares)
+
+
+def compare_measures(runs: Sequence[tuple[str, History]], measures: Mapping[str, str] | None = None,
+                     log: Sequence[str] = ("nc1",)) -> alt.VConcatChart:
+    """Small multiples, one panel per measure (DLR, NC1, ‖θ‖², accuracy), one colour per labelled run."""
+    measures = dict(measures or {"dlr": "DLR", "nc1": "NC1 (labels needed)", "norm": "‖θ‖²", "test_acc": "test accuracy"})
+    pick = alt.selection_point(fields=["run"], bind="legend")
+    panels = []
+    for column, label in measures.items():
+        records = []
+        for name, history in runs:
+            records += [{**r, "run": name} for r in long_records(history, {column: label})]
+        scale = alt.Scale(type="log") if column in log else alt.Scale(zero=False)
+        panels.append(alt.Chart(alt.Data(values=records)).mark_line().encode(
+            x="step:Q", y=alt.Y("value:Q", title=label, scale=scale), color=alt.Color("run:N", title="run"),
+            opacity=alt.condition(pick, alt.value(1.0), alt.value(0.15)),
+            tooltip=["run:N", "step:Q", alt.Tooltip("value:Q", format=".4g")],
+        ).properties(width=WIDTH, height=130))
+    panels[0] = panels[0].add_params(pick)  # one selection, defined once, used by every panel
+    return alt.vconcat(*panels)
+
+
+def toy_curve(records: Sequence[Mapping[str, Any]], x: str = "alpha", title: str = "") -> alt.Chart:
+    """DLR (and any other numeric fields named in the records) against the toy's mixing knob ``x``."""
+    fields = [k for k in records[0] if k != x]
+    return alt.Chart(alt.Data(values=list(records))).transform_fold(fields, as_=["series", "value"]).mark_line(point=True).encode(
+        x=alt.X(f"{x}:Q", title=x),
+        y=alt.Y("value:Q", title="value", scale=alt.Scale(domain=[0, 1])),
+        color=alt.Color("series:N", title=""),
+        tooltip=["series:N", f"{x}:Q", alt.Tooltip("value:Q", format=".3f")],
+    ).properties(width=WIDTH, height=220, title=title)
