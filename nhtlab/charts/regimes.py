@@ -1,0 +1,121 @@
+"""Charts for the weight-decay regimes and the delay law. They draw precomputed records only.
+
+Inputs come from :func:`nhtlab.regimes.regime_table`, :func:`nhtlab.regimes.regime_curves`,
+:func:`nhtlab.delay.delay_point`, :func:`nhtlab.delay.delay_fits` and
+:func:`nhtlab.delay.contraction_rate`. The λ slider is a Vega-Lite param bound to
+a range input, so it works in the static book with no kernel behind it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import altair as alt
+
+from .training import WIDTH
+
+__all__ = ["REGIME_COLORS", "regime_norm_curves", "lambda_slider", "phase_diagram", "delay_fit_chart", "contraction_chart"]
+
+REGIME_COLORS = {"weak": "#4c78a8", "intermediate": "#f58518", "strong": "#e45756"}
+
+
+def _regime_color(title: str = "regime") -> alt.Color:
+    return alt.Color("regime:N", title=title,
+                     scale=alt.Scale(domain=list(REGIME_COLORS), range=list(REGIME_COLORS.values())))
+
+
+def regime_norm_curves(curves: Sequence[Mapping[str, Any]], title: str = "‖θ‖² of every run, coloured by diagnosed regime") -> alt.Chart:
+    """One ‖θ‖² line per run (log scale), coloured by regime; click a legend entry to highlight a regime."""
+    pick = alt.selection_point(fields=["regime"], bind="legend")
+    return alt.Chart(alt.Data(values=list(curves))).mark_line().encode(
+        x=alt.X("step:Q", title="step"),
+        y=alt.Y("norm:Q", title="‖θ‖²", scale=alt.Scale(type="log")),
+        color=_regime_color(),
+        detail="run:N",
+        opacity=alt.condition(pick, alt.value(0.9), alt.value(0.1)),
+        tooltip=[alt.Tooltip("weight_decay:Q", title="λ"), "seed:Q", "regime:N", "step:Q", alt.Tooltip("norm:Q", format=",.0f")],
+    ).add_params(pick).properties(width=WIDTH, height=260, title=title)
+
+
+def lambda_slider(curves: Sequence[Mapping[str, Any]], lams: Sequence[float]) -> alt.VConcatChart:
+    """Accuracy and ‖θ‖² of the runs at one λ, chosen with a slider over the precomputed sweep.
+
+    ``lams`` are the sweep's distinct λ in increasing order (the slider moves over
+    their index, ``lam_index`` in the records).
+    """
+    lam_labels = [{"lam_index": i, "label": f"λ = {lam:g}"} for i, lam in enumerate(lams)]
+    slider = alt.param(name="lam_index", value=len(lams) // 2,
+                       bind=alt.binding_range(min=0, max=len(lams) - 1, step=1, name="λ (index into the sweep) "))
+    base = alt.Chart(alt.Data(values=list(curves))).transform_filter(alt.datum.lam_index == slider)
+    acc = base.transform_fold(["train_acc", "test_acc"], as_=["split", "accuracy"]).mark_line().encode(
+        x=alt.X("step:Q", title="step"),
+        y=alt.Y("accuracy:Q", title="accuracy", scale=alt.Scale(domain=[0, 1])),
+        color=alt.Color("split:N", scale=alt.Scale(domain=["train_acc", "test_acc"], range=["#4c78a8", "#f58518"])),
+        detail="run:N",
+        tooltip=[alt.Tooltip("weight_decay:Q", title="λ"), "seed:Q", "regime:N", "split:N", "step:Q", alt.Tooltip("accuracy:Q", format=".3f")],
+    ).properties(width=WIDTH, height=170)
+    norm = base.mark_line().encode(
+        x=alt.X("step:Q", title="step"),
+        y=alt.Y("norm:Q", title="‖θ‖²", scale=alt.Scale(zero=False)),
+        color=_regime_color(),
+        detail="run:N",
+        tooltip=[alt.Tooltip("weight_decay:Q", title="λ"), "seed:Q", "regime:N", "step:Q", alt.Tooltip("norm:Q", format=",.0f")],
+    ).properties(width=WIDTH, height=170)
+    label = alt.Chart(alt.Data(values=lam_labels)).transform_filter(alt.datum.lam_index == slider).mark_text(
+        align="left", fontSize=15, fontWeight="bold").encode(text="label:N").properties(width=WIDTH, height=20)
+    return alt.vconcat(label, acc, norm).add_params(slider).resolve_scale(color="independent")
+
+
+def phase_diagram(table: Sequence[Mapping[str, Any]], y: str = "train_fraction", y_title: str = "train fraction",
+                  title: str = "regime over (λ, train fraction)") -> alt.LayerChart:
+    """Heatmap of the diagnosed regime over λ (x) and ``y``; cells show T_grok when the run grokked.
+
+    Several seeds in one cell are drawn on top of each other (the tooltip lists each).
+    """
+    base = alt.Chart(alt.Data(values=list(table))).encode(
+        x=alt.X("weight_decay:O", title="weight decay λ"),
+        y=alt.Y(f"{y}:O", title=y_title, sort="descending"),
+    )
+    cells = base.mark_rect(opacity=0.85).encode(
+        color=_regime_color(),
+        tooltip=[alt.Tooltip("weight_decay:Q", title="λ"), f"{y}:Q", "seed:Q", "regime:N", "t_mem:Q", "t_grok:Q", "reason:N"],
+    )
+    text = base.mark_text(fontSize=10).encode(text=alt.Text("t_grok:Q", format="d"))
+    return (cells + text).properties(width=WIDTH, height=180, title=title)
+
+
+def delay_fit_chart(points: Sequence[Mapping[str, Any]], fit: Any, x: str = "predicted",
+                    x_title: str = "predicted delay log(V_sc/V_st)/(ηλ) (steps)") -> alt.LayerChart:
+    """Measured delay against ``x`` (``"predicted"`` or ``"inv_lambda"``) with the fitted line and its R²."""
+    xs = [p[x] for p in points]
+    line = [{x: v, "fit": fit.slope * v + fit.intercept} for v in (min(xs), max(xs))]
+    title = f"measured = {fit.slope:.3g} × {x_title.split(' (')[0]} + {fit.intercept:.0f}   (R² = {fit.r2:.3f}, n = {fit.n})"
+    dots = alt.Chart(alt.Data(values=list(points))).mark_circle(size=70).encode(
+        x=alt.X(f"{x}:Q", title=x_title),
+        y=alt.Y("measured:Q", title="measured delay T_grok − T_mem (steps)"),
+        color=alt.Color("weight_decay:O", title="λ"),
+        tooltip=[alt.Tooltip("weight_decay:Q", title="λ"), alt.Tooltip("lr:Q", title="η"), "seed:Q", "t_mem:Q", "t_grok:Q",
+                 "measured:Q", alt.Tooltip("predicted:Q", format=",.0f"), alt.Tooltip("log_ratio:Q", format=".3f")],
+    )
+    fitted = alt.Chart(alt.Data(values=line)).mark_line(color="#333", strokeDash=[5, 3]).encode(x=f"{x}:Q", y="fit:Q")
+    return (fitted + dots).properties(width=WIDTH, height=260, title=title)
+
+
+def contraction_chart(records: Sequence[Mapping[str, Any]]) -> alt.LayerChart:
+    """Measured contraction rate of ‖θ‖² after its peak against ηλ, with the lines rate = ηλ and rate = 2ηλ.
+
+    ``records``: dicts with ``eta_lambda``, ``rate``, ``weight_decay``, ``seed`` (from
+    :meth:`nhtlab.delay.ContractionFit.to_dict` plus the run's λ and seed).
+    """
+    top = max(r["eta_lambda"] for r in records)
+    refs = [{"eta_lambda": v, "rate": k * v, "line": name} for k, name in [(1, "rate = ηλ"), (2, "rate = 2ηλ (pure decay)")] for v in (0.0, top)]
+    lines = alt.Chart(alt.Data(values=refs)).mark_line(strokeDash=[4, 3]).encode(
+        x="eta_lambda:Q", y="rate:Q", color=alt.Color("line:N", title="reference", scale=alt.Scale(range=["#999", "#333"])))
+    dots = alt.Chart(alt.Data(values=list(records))).mark_circle(size=70, color="#f58518").encode(
+        x=alt.X("eta_lambda:Q", title="ηλ (per step)"),
+        y=alt.Y("rate:Q", title="measured contraction rate of ‖θ‖² (per step)"),
+        tooltip=[alt.Tooltip("weight_decay:Q", title="λ"), "seed:Q", alt.Tooltip("rate:Q", format=".2e"),
+                 alt.Tooltip("ratio:Q", format=".2f", title="rate/(ηλ)"), alt.Tooltip("r2:Q", format=".3f")],
+    )
+    return (lines + dots).properties(width=WIDTH, height=260, title="how fast ‖θ‖² contracts after its peak")

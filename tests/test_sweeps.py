@@ -1,0 +1,109 @@
+"""Sweeps: one call, three strategies giving the same histories, a cache hook, divergence kept."""
+
+import warnings
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import pytest
+
+import nhtlab
+from nhtlab.sweeps import grid, sweep
+
+BASE = nhtlab.ModularRun(p=11, model_kwargs=dict(width=32, embed_std=0.5), steps=20, eval_every=5, lr=3e-3, device="cpu")
+
+
+def test_grid_is_the_cartesian_product_last_axis_fastest():
+    runs = grid(BASE, weight_decay=[0.0, 1.0], seed=[0, 1, 2])
+    assert [(r.weight_decay, r.seed) for r in runs] == [(w, s) for w in (0.0, 1.0) for s in (0, 1, 2)]
+    assert all(r.p == 11 for r in runs)
+    with pytest.raises(ValueError, match="'weight_dcay' of grid is not a field"):
+        grid(BASE, weight_dcay=[1.0])
+    with pytest.raises(ValueError, match="at least one value"):
+        grid(BASE, seed=[])
+
+
+def test_strategies_agree_and_results_are_tidy():
+    runs = grid(BASE, weight_decay=[0.0, 2.0], seed=[0, 1])
+    seq = sweep(runs, strategy="sequential", progress="none")
+    par = sweep(runs, strategy="parallel", workers=2, progress="none")
+    bat = sweep(runs, strategy="batched", progress="none")
+    bat2 = sweep(runs, strategy="batched", workers=2, progress="none")  # two stacks in two processes
+    assert [r.history.rows for r in bat2] == [r.history.rows for r in sweep(runs[:2], strategy="batched", progress="none")] + \
+        [r.history.rows for r in sweep(runs[2:], strategy="batched", progress="none")]
+    for a, b, c, run in zip(seq, par, bat, runs):
+        assert a.run == b.run == c.run == run
+        assert a.history.rows == b.history.rows  # separate processes, same seeds: bit-identical
+        np.testing.assert_allclose(c.history["norm"], a.history["norm"], rtol=1e-6)
+        np.testing.assert_allclose(c.history["train_loss"], a.history["train_loss"], rtol=1e-5)
+    records = seq.records()
+    assert len(records) == 4
+    for key in ("weight_decay", "seed", "model.width", "t_mem", "t_grok", "delay", "peak_norm", "status", "final_test_acc"):
+        assert key in records[0]
+    assert [r["weight_decay"] for r in records] == [0.0, 0.0, 2.0, 2.0]
+    assert len(seq.where(seed=1)) == 2 and seq.diverged == []
+
+
+def test_any_executor_can_run_the_sweep():
+    runs = grid(BASE, weight_decay=[0.5, 1.0])
+    with ThreadPoolExecutor(2) as pool:
+        result = sweep(runs, strategy="parallel", executor=pool, progress="none")
+    ref = sweep(runs, strategy="sequential", progress="none")
+    assert [r.history.rows for r in result] == [r.history.rows for r in ref]
+
+
+class FakeCache:
+    """The cache interface in memory: get(config) -> History | None, put(config, history)."""
+
+    def __init__(self):
+        self.store, self.gets, self.puts = {}, 0, 0
+
+    @staticmethod
+    def key(config):
+        return repr(sorted(config.items()))
+
+    def get(self, config):
+        self.gets += 1
+        return self.store.get(self.key(config))
+
+    def put(self, config, history):
+        self.puts += 1
+        self.store[self.key(config)] = history
+
+
+@pytest.mark.parametrize("strategy", ["sequential", "batched"])
+def test_cache_hook_skips_runs_it_holds(strategy):
+    cache = FakeCache()
+    runs = grid(BASE, weight_decay=[0.0, 1.0])
+    first = sweep(runs, strategy=strategy, cache=cache, progress="none")
+    assert cache.puts == 2 and [r.source for r in first] == ["computed", "computed"]
+    more = runs + [BASE.replace(weight_decay=3.0)]
+    second = sweep(more, strategy=strategy, cache=cache, progress="none")
+    assert cache.puts == 3, "only the new run is trained and stored"
+    assert [r.source for r in second] == ["cache", "cache", "computed"]
+    assert second[0].history is first[0].history
+    with pytest.raises(TypeError, match="'cache' parameter of sweep"):
+        sweep(runs, cache=object())
+
+
+@pytest.mark.parametrize("strategy", ["sequential", "batched"])
+def test_a_diverging_run_is_reported_and_the_sweep_carries_on(strategy):
+    bad = BASE.replace(lr=10.0, weight_decay=100.0)  # θ ← θ·(1 − 1000) every step
+    runs = [BASE, bad, BASE.replace(seed=1)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        result = sweep(runs, strategy=strategy, progress="none")
+    assert result.diverged == [bad]
+    assert [r["status"] for r in result.records()] == ["completed", "diverged", "completed"]
+    assert result[2].history.column("step")[-1] == 20
+    assert "1 diverged" in repr(result)
+
+
+def test_bad_arguments_are_named():
+    with pytest.raises(ValueError, match="'strategy' parameter of sweep must be one of"):
+        sweep([BASE], strategy="threads")
+    with pytest.raises(TypeError, match="'runs' parameter of sweep"):
+        sweep([BASE, {"p": 11}])
+    with pytest.raises(TypeError, match="'executor' parameter of sweep"):
+        sweep([BASE], executor="pool")
+    with pytest.raises(ValueError, match="'workers' parameter of sweep"):
+        sweep([BASE], workers=0)
