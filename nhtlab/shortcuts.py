@@ -1,0 +1,461 @@
+"""Spurious cues added to any image dataset: class-coloured borders and tints.
+
+The NHT paper's vision experiment (arXiv 2603.07323) gives every CIFAR-10 class
+its own border colour; in training the correct colour appears with probability
+ρ. A network can then fit most of the training set by reading the border (the
+*shortcut*) or by learning the objects (the *structure*). The paper leaves the
+details open; nhtlab's choices, all parameters, are:
+
+* **colours**: one distinct, saturated RGB colour per class (``CLASS_COLOURS``,
+  the Tableau-10 palette: none is black or white, the digits' own colours);
+* **border**: the outer ``width`` pixels of the image are painted over
+  (``pad=False``), or the image is first padded by ``width`` pixels so no
+  content is lost (``pad=True``);
+* **otherwise** (probability 1 − ρ in training): ``"other"`` (default) paints
+  the colour of a uniformly random *other* class, so the border is a misleading
+  cue on those images and the shortcut alone caps training accuracy at ρ;
+  ``"none"`` leaves those images without a border; ``"random"`` draws any
+  class's colour uniformly.
+
+Test sets, all built from the base test images:
+
+* ``coloured``: the training distribution (same ρ rule, its own random draw);
+* ``clean``: no class information in the border. ``clean="none"`` (the paper's
+  definition) removes the border. A network that never saw a border-less image
+  meets an unseen border colour there (black for the digits), so it is
+  off-distribution; ``clean="mean"`` (nhtlab's default) paints the border in
+  the mean of the class colours instead — the border is present, as in
+  training, but says nothing about the class;
+* ``shortcut``: the border of class y on an uninformative image (a constant
+  grey at the base data's mean intensity), labelled y: accuracy here measures
+  how far the network reads the border alone;
+* ``conflict``: the border of a random *other* class on every image, labelled by
+  the image: the worst group, where following the border is always wrong;
+* ``cue``: the same conflicting images labelled by their *border's* class:
+  accuracy here is the share of natural images on which the network follows the
+  border against the image — nhtlab's measure of shortcut reliance φ.
+
+The *entangled* variant (:func:`tint_shortcut`) spreads the cue over the whole
+image at every scale: each image is blended with its class colour,
+``x ← (1 − α) x + α c``, so no crop, filter size or pooling level can see the
+image without the cue. That is the failure case of the NHT delay law.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+
+from .images import ImageData
+from .validation import check_bool, check_choice, check_int, check_real, check_type
+
+__all__ = ["CLASS_COLOURS", "OTHERWISE", "CLEAN", "ShortcutData", "border_shortcut", "tint_shortcut",
+           "paint_border", "draw_cue_classes"]
+
+# Tableau-10, as RGB in [0, 1]; class k gets colour k (cycled for more classes).
+CLASS_COLOURS = (
+    (0.306, 0.475, 0.655), (0.949, 0.557, 0.169), (0.882, 0.341, 0.349), (0.463, 0.718, 0.698),
+    (0.349, 0.631, 0.310), (0.929, 0.788, 0.282), (0.690, 0.478, 0.631), (1.000, 0.616, 0.655),
+    (0.612, 0.459, 0.373), (0.729, 0.690, 0.675),
+)
+OTHERWISE = ("other", "none", "random")
+CLEAN = ("mean", "none")
+
+
+@dataclass
+class ShortcutData:
+    """Images with a class-correlated cue, and the test sets that measure reliance on it.
+
+    Attributes
+    ----------
+    x_train : FloatTensor, shape (n, 3, H, W)
+    y_train : LongTensor, shape (n,)
+    cue_train : LongTensor, shape (n,)
+        The class whose colour each training image carries (−1: none).
+    test_sets : dict name → (x, y)
+        ``coloured``, ``clean``, ``shortcut``, ``conflict``, ``cue`` (see the module doc).
+    num_classes : int
+    colours : FloatTensor, shape (num_classes, 3)
+    rho : float
+    kind : {"border", "tint"}
+    settings : dict
+        Everything else that built the data (width, otherwise, clean, seed, …).
+    """
+
+    x_train: torch.Tensor
+    y_train: torch.Tensor
+    cue_train: torch.Tensor
+    test_sets: dict[str, tuple[torch.Tensor, torch.Tensor]]
+    num_classes: int
+    colours: torch.Tensor
+    rho: float
+    kind: str
+    settings: dict = field(default_factory=dict)
+
+    @property
+    def x_test(self) -> torch.Tensor:
+        """The coloured test images (training distribution)."""
+        return self.test_sets["coloured"][0]
+
+    @property
+    def y_test(self) -> torch.Tensor:
+        return self.test_sets["coloured"][1]
+
+    def eval_sets(self) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
+        """The test sets as :func:`nhtlab.train.train` takes them (``eval_sets=``)."""
+        return dict(self.test_sets)
+
+    @property
+    def cue_agreement(self) -> float:
+        """Share of training images whose cue is their own class's colour (≈ ρ)."""
+        return float((self.cue_train == self.y_train).float().mean())
+
+
+def _colours(num_classes: int, colours, contrast: float = 1.0) -> torch.Tensor:
+    if colours is None:
+        table = torch.tensor([CLASS_COLOURS[k % len(CLASS_COLOURS)] for k in range(num_classes)], dtype=torch.float32)
+        grey = table.mean(0, keepdim=True)
+        return grey + contrast * (table - grey)
+    colours = torch.as_tensor(colours, dtype=torch.float32)
+    if colours.shape != (num_classes, 3):
+        raise ValueError(f"The 'colours' parameter must have shape ({num_classes}, 3), one RGB triple per class. "
+                         f"Got shape {tuple(colours.shape)} instead.")
+    if colours.min() < 0 or colours.max() > 1:
+        raise ValueError("The 'colours' parameter must hold RGB values in [0, 1].")
+    grey = colours.mean(0, keepdim=True)
+    return grey + contrast * (colours - grey)
+
+
+def draw_cue_classes(y: torch.Tensor, rho: float, num_classes: int, otherwise: str,
+                     generator: torch.Generator) -> torch.Tensor:
+    """The class whose colour each image carries: its own with probability ρ.
+
+    Otherwise ``"other"`` picks a uniformly random different class, ``"random"``
+    any class, ``"none"`` returns −1 (no cue).
+
+    Returns
+    -------
+    LongTensor, shape (n,)
+    """
+    n = len(y)
+    own = torch.rand(n, generator=generator) < rho
+    if otherwise == "other":
+        shift = torch.randint(1, num_classes, (n,), generator=generator)
+        alt = (y + shift) % num_classes
+    elif otherwise == "random":
+        alt = torch.randint(0, num_classes, (n,), generator=generator)
+    else:
+        alt = torch.full((n,), -1, dtype=torch.long)
+    return torch.where(own, y, alt)
+
+
+def paint_border(x: torch.Tensor, rgb: torch.Tensor, width: int) -> torch.Tensor:
+    """Copy of ``x`` (n, 3, H, W) with its outer ``width`` pixels set to ``rgb`` (n, 3).
+
+    Rows of ``rgb`` that are NaN leave that image's border untouched.
+    """
+    out = x.clone()
+    mask = torch.zeros(x.shape[-2:], dtype=torch.bool)
+    mask[:width, :] = mask[-width:, :] = True
+    mask[:, :width] = mask[:, -width:] = True
+    keep = ~torch.isnan(rgb[:, 0])
+    fill = rgb[keep][:, :, None, None].expand(-1, -1, *x.shape[-2:])
+    sub = out[keep]
+    sub[:, :, mask] = fill[:, :, mask]
+    out[keep] = sub
+    return out
+
+
+def _cue_rgb(cue: torch.Tensor, colours: torch.Tensor) -> torch.Tensor:
+    rgb = torch.full((len(cue), 3), float("nan"))
+    has = cue >= 0
+    rgb[has] = colours[cue[has]]
+    return rgb
+
+
+def _check_common(base, rho, seed, owner):
+    check_type(base, "base", ImageData, owner=owner)
+    check_real(rho, "rho", 0.0, 1.0, owner=owner)
+    check_int(seed, "seed", low=0, owner=owner)
+    if base.x_train.ndim != 4 or base.x_train.shape[1] != 3:
+        raise ValueError(f"The 'base' parameter of {owner} must hold RGB images (n, 3, H, W). "
+                         f"Got x_train of shape {tuple(base.x_train.shape)} instead.")
+
+
+def border_shortcut(base: ImageData, rho: float = 0.95, width: int = 2, otherwise: str = "other",
+                    clean: str = "mean", pad: bool = False, colours=None, contrast: float = 1.0,
+                    seed: int = 0) -> ShortcutData:
+    """Add a class-coloured border to ``base`` (the NHT paper's coloured-border data).
+
+    Parameters
+    ----------
+    base : ImageData
+        Any RGB image dataset (e.g. :func:`nhtlab.images.digits`, :func:`nhtlab.images.cifar10`).
+    rho : float in [0, 1]
+        Probability that a training (and ``coloured`` test) image carries its own
+        class's colour.
+    width : int >= 1
+        Border width in pixels.
+    otherwise : {"other", "none", "random"}
+        What a training image carries with probability 1 − ρ (see the module doc).
+    clean : {"mean", "none"}
+        How the ``clean`` test set is built: a border in the mean class colour
+        (default), or no border at all (the paper's wording).
+    pad : bool
+        Pad images by ``width`` pixels before painting (keeps all content; the
+        images grow to H + 2·width), instead of painting over the edge.
+    colours : array (num_classes, 3), optional
+        RGB colours in [0, 1]; defaults to ``CLASS_COLOURS``.
+    contrast : float in (0, 1]
+        Pulls every colour towards the palette's mean grey: c ← ḡ + contrast·(c − ḡ).
+        Low contrast makes the cue faint, so reading it takes *large weights*:
+        the knob that sets the norm cost of the shortcut.
+    seed : int
+        Seed of every random draw (which images keep their colour, the other colours).
+
+    Returns
+    -------
+    ShortcutData
+    """
+    owner = "border_shortcut"
+    _check_common(base, rho, seed, owner)
+    check_int(width, "width", low=1, owner=owner)
+    check_choice(otherwise, "otherwise", OTHERWISE, owner=owner)
+    check_choice(clean, "clean", CLEAN, owner=owner)
+    check_bool(pad, "pad", owner=owner)
+    check_real(contrast, "contrast", 0.0, 1.0, low_open=True, owner=owner)
+    h, w = base.x_train.shape[-2:]
+    if not pad and 2 * width >= min(h, w):
+        raise ValueError(f"The 'width' parameter of border_shortcut must leave some image inside the border: "
+                         f"2·width < {min(h, w)}. Got {width} instead.")
+    k = base.num_classes
+    palette = _colours(k, colours, contrast)
+    gen = torch.Generator().manual_seed(seed)
+
+    def prepare(x):
+        return torch.nn.functional.pad(x, (width,) * 4) if pad else x
+
+    def paint(x, rgb):
+        return paint_border(prepare(x), rgb, width)
+
+    return _assemble(base, rho, otherwise, clean, palette, gen, paint, prepare, "border",
+                     dict(width=width, otherwise=otherwise, clean=clean, pad=pad, contrast=contrast, seed=seed))
+
+
+def tint_shortcut(base: ImageData, rho: float = 0.95, strength: float = 0.3, otherwise: str = "other",
+                  clean: str = "mean", colours=None, contrast: float = 1.0, seed: int = 0) -> ShortcutData:
+    """The entangled variant: blend every pixel with the cue colour, ``x ← (1 − α) x + α c``.
+
+    The cue covers the whole image, at every position and every scale, so the
+    network cannot look at the object without also seeing the cue. Parameters
+    and test sets (and ``contrast``) are as in :func:`border_shortcut`, with ``strength`` α in (0, 1]
+    instead of a border width; ``clean="mean"`` tints with the mean class colour.
+    """
+    owner = "tint_shortcut"
+    _check_common(base, rho, seed, owner)
+    check_real(strength, "strength", 0.0, 1.0, low_open=True, owner=owner)
+    check_choice(otherwise, "otherwise", OTHERWISE, owner=owner)
+    check_choice(clean, "clean", CLEAN, owner=owner)
+    check_real(contrast, "contrast", 0.0, 1.0, low_open=True, owner=owner)
+    k = base.num_classes
+    palette = _colours(k, colours, contrast)
+    gen = torch.Generator().manual_seed(seed)
+
+    def paint(x, rgb):
+        has = ~torch.isnan(rgb[:, 0])
+        out = x.clone()
+        out[has] = (1 - strength) * x[has] + strength * rgb[has][:, :, None, None]
+        return out
+
+    return _assemble(base, rho, otherwise, clean, palette, gen, paint, lambda x: x, "tint",
+                     dict(strength=strength, otherwise=otherwise, clean=clean, contrast=contrast, seed=seed))
+
+
+def _assemble(base, rho, otherwise, clean, palette, gen, paint, prepare, kind, settings) -> ShortcutData:
+    """Draw the cues and build the training images and the four test sets."""
+    k = base.num_classes
+    cue_train = draw_cue_classes(base.y_train, rho, k, otherwise, gen)
+    x_train = paint(base.x_train, _cue_rgb(cue_train, palette))
+    y_test = base.y_test
+    coloured = paint(base.x_test, _cue_rgb(draw_cue_classes(y_test, rho, k, otherwise, gen), palette))
+    if clean == "none":
+        clean_x = prepare(base.x_test).clone()
+    else:
+        clean_x = paint(base.x_test, palette.mean(0, keepdim=True).expand(len(y_test), 3))
+    conflict_cue = (y_test + torch.randint(1, k, (len(y_test),), generator=gen)) % k
+    conflict = paint(base.x_test, _cue_rgb(conflict_cue, palette))
+    y_sc = torch.randint(0, k, (len(y_test),), generator=gen)
+    grey = torch.full((len(y_test), *base.x_test.shape[1:]), float(base.x_train.mean()))
+    shortcut = paint(grey, _cue_rgb(y_sc, palette))
+    test_sets = {"coloured": (coloured, y_test.clone()), "clean": (clean_x, y_test.clone()),
+                 "shortcut": (shortcut, y_sc), "conflict": (conflict, y_test.clone()), "cue": (conflict, conflict_cue)}
+    return ShortcutData(x_train, base.y_train.clone(), cue_train, test_sets, k, palette, float(rho), kind,
+                        {**settings, "base": base.name})
+
+
+# --------------------------------------------------------------------------------------------
+# One run on shortcut images, described by a flat config, and a small process pool for sweeps.
+
+BASES = ("digits", "cifar10")
+KINDS = ("border", "tint")
+MODELS = ("simple", "resnet18")
+
+
+@dataclass(frozen=True)
+class ShortcutRun:
+    """Everything that defines one training run on shortcut images.
+
+    Data: ``base`` ("digits", offline; or "cifar10", opt-in through ``root`` and
+    ``download``), ``size`` (digits only), ``kind`` ("border" or the entangled
+    "tint"), ``rho``, ``width``, ``pad``, ``otherwise``, ``clean``, ``contrast``,
+    ``strength``. Model: ``model`` ("simple" = :class:`~nhtlab.cnn.SimpleCNN`,
+    "resnet18" = :class:`~nhtlab.cnn.ResNet18`), ``norm`` and ``channels``
+    (SimpleCNN). Training: the :class:`~nhtlab.train.TrainConfig` fields.
+    ``seed`` seeds the digits split, the cues, the init and the sampler.
+    """
+
+    base: str = "digits"
+    size: int = 10
+    root: str = "data"
+    download: bool = False
+    kind: str = "border"
+    rho: float = 0.95
+    width: int = 1
+    pad: bool = True
+    otherwise: str = "none"
+    clean: str = "none"
+    contrast: float = 1.0
+    strength: float = 0.3
+    model: str = "simple"
+    norm: str = "none"
+    channels: tuple[int, ...] = (8, 8, 16, 16, 32, 32)
+    steps: int = 2000
+    lr: float = 3e-3
+    weight_decay: float = 0.3
+    betas: tuple[float, float] = (0.9, 0.999)
+    batch_size: int | None = 64
+    eval_every: int = 100
+    schedule: str = "cosine"
+    seed: int = 0
+    device: str = "auto"
+
+    def __post_init__(self) -> None:
+        owner = "ShortcutRun"
+        check_choice(self.base, "base", BASES, owner=owner)
+        check_choice(self.kind, "kind", KINDS, owner=owner)
+        check_choice(self.model, "model", MODELS, owner=owner)
+        check_real(self.rho, "rho", 0.0, 1.0, owner=owner)
+        object.__setattr__(self, "channels", tuple(self.channels))
+        object.__setattr__(self, "betas", tuple(self.betas))
+        self.train_config()
+
+    def train_config(self):
+        from dataclasses import asdict, fields
+
+        from .train import TrainConfig
+
+        names = {f.name for f in fields(TrainConfig)}
+        return TrainConfig(**{k: v for k, v in asdict(self).items() if k in names})
+
+    def replace(self, **changes) -> "ShortcutRun":
+        """A copy with some fields changed (validated again)."""
+        from dataclasses import replace
+
+        return replace(self, **changes)
+
+    def to_dict(self) -> dict:
+        from dataclasses import asdict
+
+        d = asdict(self)
+        d["channels"], d["betas"] = list(d["channels"]), list(d["betas"])
+        return d
+
+    def data(self) -> ShortcutData:
+        """Build this run's shortcut data (deterministic given the config)."""
+        from .images import cifar10, digits
+
+        if self.base == "digits":
+            base = digits(self.size, seed=self.seed)
+        else:
+            base = cifar10(self.root, download=self.download)
+        if self.kind == "border":
+            return border_shortcut(base, self.rho, self.width, self.otherwise, self.clean, self.pad,
+                                   contrast=self.contrast, seed=self.seed)
+        return tint_shortcut(base, self.rho, self.strength, self.otherwise, self.clean,
+                             contrast=self.contrast, seed=self.seed)
+
+    def build_model(self, num_classes: int = 10):
+        from .cnn import ResNet18, SimpleCNN
+        from .device import seed_everything
+
+        seed_everything(self.seed)
+        if self.model == "simple":
+            return SimpleCNN(num_classes, norm=self.norm, channels=self.channels)
+        return ResNet18(num_classes, norm=self.norm)
+
+
+def run_shortcut(run: ShortcutRun, callbacks=(), progress: str | None = None, desc: str | None = None):
+    """Build data and model of ``run``, train with every test set evaluated, return the History.
+
+    Rows hold ``train_acc`` and ``coloured_acc``, ``clean_acc``, ``shortcut_acc``,
+    ``conflict_acc``, ``cue_acc`` (and losses), ``norm`` and ``norm/<layer>``; the history's
+    ``config`` is ``run.to_dict()``. The trained model is attached as
+    ``history.model`` (not serialised, dropped by :func:`run_shortcuts`).
+    """
+    from .train import train
+
+    check_type(run, "run", ShortcutRun, owner="run_shortcut")
+    data = run.data()
+    model = run.build_model(data.num_classes)
+    label = desc or f"{run.kind} ρ={run.rho:g} λ={run.weight_decay:g} {run.norm}"
+    history = train(model, data, run.train_config(), callbacks=callbacks, eval_sets=data.eval_sets(),
+                    progress=progress, desc=label)
+    history.config = run.to_dict()
+    history.model = model  # type: ignore[attr-defined]
+    return history
+
+
+def _worker_init() -> None:
+    torch.set_num_threads(1)
+
+
+def _call(item):
+    fn, arg = item
+    if fn is None:
+        from .experiment import ModularRun, run_modular
+
+        fn = run_modular if isinstance(arg, ModularRun) else run_shortcut
+    history = fn(arg, progress="none")
+    if hasattr(history, "model"):
+        del history.model
+    return history
+
+
+def run_shortcuts(runs, workers: int = 2, fn=None) -> list:
+    """Run several configs in a pool of ``workers`` processes (one torch thread each).
+
+    Parameters
+    ----------
+    runs : sequence of ShortcutRun or ModularRun (or of any config ``fn`` accepts)
+    workers : int >= 1
+        1 runs in this process, in order.
+    fn : callable, optional
+        ``fn(run, progress=...) -> History``; by default :func:`run_shortcut` for a
+        ShortcutRun and :func:`nhtlab.run_modular` for a ModularRun, so one pool
+        can train both. Must be importable for the pool.
+
+    Returns
+    -------
+    list of History, in the order of ``runs`` (models dropped).
+    """
+    check_int(workers, "workers", low=1, owner="run_shortcuts")
+    items = [(fn, r) for r in runs]
+    if workers == 1 or len(items) <= 1:
+        return [_call(item) for item in items]
+    import multiprocessing as mp
+    from concurrent.futures import ProcessPoolExecutor
+
+    with ProcessPoolExecutor(min(workers, len(items)), mp_context=mp.get_context("spawn"),
+                             initializer=_worker_init) as pool:
+        return list(pool.map(_call, items))

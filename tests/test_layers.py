@@ -1,0 +1,105 @@
+"""Layerwise analysis on histories with known answers."""
+
+import numpy as np
+import pytest
+
+from nhtlab.layers import (default_head_and_first, early_warning, head_to_first_ratio, is_backward,
+                           layer_records, layer_transitions, normalised_layer_norms, peak_order)
+from nhtlab.train import History
+
+
+def bump(steps, peak_step, height, start=1.0, end_fraction=0.5):
+    """Rises linearly from ``start`` to ``height`` at ``peak_step``, then decays to end_fraction·height."""
+    steps = np.asarray(steps, float)
+    up = start + (height - start) * steps / peak_step
+    down = height * (1 - (1 - end_fraction) * (steps - peak_step) / (steps[-1] - peak_step))
+    return np.where(steps <= peak_step, up, down)
+
+
+def synthetic_history():
+    steps = np.arange(0, 1001, 50)
+    curves = {
+        "conv1": bump(steps, 700, 4.0, end_fraction=0.8),   # peaks late, contracts 20%
+        "norm1": np.linspace(1, 2, len(steps)),             # a normalisation layer, never contracts
+        "conv2": np.linspace(2, 6, len(steps)),             # never contracts
+        "readout": bump(steps, 300, 10.0, end_fraction=0.4),  # peaks first, contracts 60%
+    }
+    rows = []
+    for i, s in enumerate(steps):
+        row = {"step": int(s), "norm": float(sum(c[i] for c in curves.values()))}
+        row.update({f"norm/{k}": float(v[i]) for k, v in curves.items()})
+        rows.append(row)
+    return History(rows=rows, status="completed")
+
+
+def test_transitions_peaks_and_contractions():
+    h = synthetic_history()
+    t = {x.layer: x for x in layer_transitions(h)}
+    assert t["readout"].peak_step == 300 and t["readout"].contraction == pytest.approx(0.6)
+    assert t["conv1"].peak_step == 700 and t["conv1"].contraction == pytest.approx(0.2)
+    assert not t["conv2"].peaked and t["conv2"].peak_step == 1000 and t["conv2"].contraction == 0.0
+    assert t["readout"].initial_norm == pytest.approx(1.0)
+
+
+def test_peak_order_and_backward_transition():
+    h = synthetic_history()
+    transitions = layer_transitions(h)
+    assert peak_order(transitions) == ["readout", "conv1", "norm1", "conv2"]
+    assert default_head_and_first(h) == ("readout", "conv1")
+    assert is_backward(transitions, "readout", "conv1")
+    assert not is_backward(transitions, "conv1", "readout")
+    # a layer that never contracted cannot be the one that transitioned first
+    assert not is_backward(transitions, "conv2", "conv1")
+
+
+def test_normalised_curves_peak_at_one_and_end_at_one_minus_contraction():
+    h = synthetic_history()
+    curves = normalised_layer_norms(h)
+    for t in layer_transitions(h):
+        assert curves[t.layer].max() == pytest.approx(1.0)
+        assert curves[t.layer][-1] == pytest.approx(1 - t.contraction)
+
+
+def test_head_to_first_ratio_and_early_warning():
+    h = synthetic_history()
+    signals = head_to_first_ratio(h)
+    np.testing.assert_allclose(signals["head_over_first"], h["norm/readout"] / h["norm/conv1"])
+    assert signals["head_over_init"][0] == 1.0
+    warn = early_warning(h)
+    assert warn["head"] == "readout" and warn["first"] == "conv1"
+    assert warn["ratio_peak_step"] == 300 and warn["head_peak_step"] == 300 and warn["first_peak_step"] == 700
+    assert warn["lead"] == warn["total_peak_step"] - 300
+
+
+def test_layer_records_are_tidy():
+    h = synthetic_history()
+    rows = layer_records(h, ["readout"], lam=0.1)
+    assert len(rows) == len(h) and rows[0] == {"step": 0, "layer": "readout", "norm": 1.0,
+                                               "normalised": pytest.approx(0.1), "lam": 0.1}
+
+
+def test_bad_inputs():
+    with pytest.raises(ValueError, match="'layers' parameter of layer_transitions must name layers"):
+        layer_transitions(synthetic_history(), ["fc"])
+    with pytest.raises(ValueError, match="'history' parameter of layer_transitions must have evaluated rows"):
+        layer_transitions(History())
+    with pytest.raises(TypeError, match="'history' parameter of normalised_layer_norms must be of type History"):
+        normalised_layer_norms({"rows": []})
+
+
+def test_layer_charts_are_interactive_vega_lite():
+    from nhtlab.charts.layers import head_ratio_curves, layer_peak_steps, layerwise_norms
+
+    h = synthetic_history()
+    records = layer_records(h, lam=0.1) + layer_records(h, lam=1.0)
+    peaks = [{**t.to_dict(), "lam": lam} for lam in (0.1, 1.0) for t in layer_transitions(h)]
+    spec = layerwise_norms(records, peaks).to_dict()
+    text = str(spec)
+    assert "binding_select" not in text  # serialised as a Vega-Lite bind, not a Python object
+    params = {p["name"]: p for p in spec["params"]}
+    assert params["lam"]["bind"]["input"] == "select" and params["lam"]["bind"]["options"] == [0.1, 1.0]
+    assert params["scale"]["bind"]["input"] == "radio"
+    assert any(p.get("bind") == "legend" for p in spec["params"])  # click a layer in the legend
+    assert layer_peak_steps(peaks).to_dict()["mark"]["type"] == "point"
+    ratio = [{"step": s, "ratio": r, "lam": 0.1} for s, r in zip(h["step"], head_to_first_ratio(h)["head_over_first"])]
+    assert head_ratio_curves(ratio).to_dict()["encoding"]["y"]["scale"]["type"] == "log"

@@ -1,0 +1,169 @@
+"""The coloured-border wrapper and the entangled tint: colours, ρ statistics, the test sets."""
+
+import pytest
+import torch
+
+from nhtlab.images import ImageData, digits
+from nhtlab.shortcuts import CLASS_COLOURS, border_shortcut, draw_cue_classes, paint_border, tint_shortcut
+
+
+def tiny(n_train=2000, n_test=300, size=8, k=10, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    x = lambda n: torch.rand(n, 3, size, size, generator=g) * 0.5
+    y = lambda n: torch.randint(0, k, (n,), generator=g)
+    return ImageData(x(n_train), y(n_train), x(n_test), y(n_test), k, name="tiny")
+
+
+def border_of(x, width):
+    """(n, 3) colour of the top-left border pixel and whether the whole border is that colour."""
+    mask = torch.zeros(x.shape[-2:], dtype=torch.bool)
+    mask[:width], mask[-width:], mask[:, :width], mask[:, -width:] = True, True, True, True
+    pixels = x[:, :, mask]  # (n, 3, m)
+    uniform = (pixels == pixels[:, :, :1]).all(dim=2).all(dim=1)
+    return pixels[:, :, 0], uniform
+
+
+def test_paint_border_paints_only_the_border():
+    x = torch.zeros(2, 3, 6, 6)
+    rgb = torch.tensor([[1.0, 0.5, 0.0], [float("nan")] * 3])
+    out = paint_border(x, rgb, width=1)
+    assert torch.equal(out[0, :, 0, 0], rgb[0]) and torch.equal(out[0, :, 5, 3], rgb[0])
+    assert torch.equal(out[0, :, 1:5, 1:5], torch.zeros(3, 4, 4))  # inside untouched
+    assert torch.equal(out[1], x[1])  # NaN row: no border
+    assert torch.equal(x, torch.zeros(2, 3, 6, 6))  # input not modified
+
+
+def test_training_border_carries_own_colour_with_probability_rho():
+    data = border_shortcut(tiny(), rho=0.8, width=2, seed=0)
+    colour, uniform = border_of(data.x_train, 2)
+    assert bool(uniform.all())
+    palette = torch.tensor(CLASS_COLOURS)
+    own = (colour - palette[data.y_train]).abs().sum(1) < 1e-6
+    assert torch.equal(own, data.cue_train == data.y_train)
+    # binomial(2000, 0.8): sd ≈ 0.009
+    assert abs(float(own.float().mean()) - 0.8) < 0.03
+    # "other": the remaining borders carry a *different* class's colour, spread over the classes
+    others = data.cue_train[~own]
+    assert bool((others != data.y_train[~own]).all()) and len(set(others.tolist())) == 10
+
+
+@pytest.mark.parametrize("rho", [0.0, 1.0])
+def test_rho_extremes(rho):
+    data = border_shortcut(tiny(), rho=rho, seed=3)
+    assert data.cue_agreement == rho
+
+
+def test_otherwise_none_leaves_image_unbordered():
+    base = tiny()
+    data = border_shortcut(base, rho=0.5, width=1, otherwise="none", seed=0)
+    none = data.cue_train < 0
+    assert 0.45 < float(none.float().mean()) < 0.55
+    assert torch.equal(data.x_train[none], base.x_train[none])
+
+
+def test_the_four_test_sets():
+    base = tiny()
+    data = border_shortcut(base, rho=0.9, width=1, clean="mean", seed=0)
+    sets = data.eval_sets()
+    assert set(sets) == {"coloured", "clean", "shortcut", "conflict", "cue"}
+    palette = torch.tensor(CLASS_COLOURS)
+    # cue: the conflicting images, labelled by their border's class
+    assert sets["cue"][0] is sets["conflict"][0]
+    colour, _ = border_of(sets["cue"][0], 1)
+    assert torch.allclose(colour, palette[sets["cue"][1]])
+    assert bool((sets["cue"][1] != base.y_test).all())
+    # clean: the border is the mean class colour for every image, labels are the images' labels
+    colour, uniform = border_of(sets["clean"][0], 1)
+    assert bool(uniform.all()) and torch.allclose(colour, palette.mean(0).expand_as(colour))
+    assert torch.equal(sets["clean"][1], base.y_test)
+    # shortcut: a constant image inside, the border's class is the label
+    x, y = sets["shortcut"]
+    inside = x[:, :, 1:-1, 1:-1]
+    assert bool((inside == inside.flatten(1)[:, :1, None, None]).all())
+    colour, _ = border_of(x, 1)
+    assert torch.allclose(colour, palette[y])
+    # conflict: always another class's colour
+    colour, _ = border_of(sets["conflict"][0], 1)
+    assert bool(((colour - palette[base.y_test]).abs().sum(1) > 1e-6).all())
+    # coloured: the training distribution, and x_test/y_test point at it
+    assert data.x_test is sets["coloured"][0]
+    colour, _ = border_of(data.x_test, 1)
+    agree = float(((colour - palette[base.y_test]).abs().sum(1) < 1e-6).float().mean())
+    assert 0.83 < agree < 0.96
+
+
+def test_clean_none_is_the_bare_image_and_pad_keeps_content():
+    base = tiny()
+    plain = border_shortcut(base, rho=1.0, width=2, clean="none", seed=0)
+    assert torch.equal(plain.test_sets["clean"][0], base.x_test)
+    padded = border_shortcut(base, rho=1.0, width=2, pad=True, clean="none", seed=0)
+    assert padded.x_train.shape[-2:] == (12, 12)
+    assert torch.equal(padded.x_train[:, :, 2:-2, 2:-2], base.x_train)
+    assert float(padded.test_sets["clean"][0][:, :, 0].abs().max()) == 0.0  # zero padding
+
+
+def test_same_seed_same_data():
+    a, b = border_shortcut(tiny(), seed=5), border_shortcut(tiny(), seed=5)
+    assert torch.equal(a.x_train, b.x_train) and torch.equal(a.test_sets["shortcut"][1], b.test_sets["shortcut"][1])
+
+
+def test_tint_spreads_the_cue_over_every_pixel():
+    base = tiny()
+    data = tint_shortcut(base, rho=1.0, strength=0.25, seed=0)
+    palette = torch.tensor(CLASS_COLOURS)
+    expected = 0.75 * base.x_train + 0.25 * palette[base.y_train][:, :, None, None]
+    torch.testing.assert_close(data.x_train, expected)
+    assert set(data.eval_sets()) == {"coloured", "clean", "shortcut", "conflict", "cue"}
+    assert data.kind == "tint"
+
+
+def test_draw_cue_classes_random_and_bad_arguments():
+    g = torch.Generator().manual_seed(0)
+    y = torch.zeros(5000, dtype=torch.long)
+    cue = draw_cue_classes(y, 0.0, 10, "random", g)
+    assert abs(float((cue == 0).float().mean()) - 0.1) < 0.02
+    with pytest.raises(ValueError, match="'rho' parameter of border_shortcut must be a finite float in the range \\[0.0, 1.0\\]. Got 1.5"):
+        border_shortcut(tiny(), rho=1.5)
+    with pytest.raises(ValueError, match="'otherwise' parameter of border_shortcut must be one of 'other', 'none', 'random'"):
+        border_shortcut(tiny(), otherwise="grey")
+    with pytest.raises(ValueError, match="'width' parameter of border_shortcut must leave some image"):
+        border_shortcut(tiny(size=8), width=4)
+    with pytest.raises(ValueError, match="'colours' parameter must have shape \\(10, 3\\)"):
+        border_shortcut(tiny(), colours=[[0, 0, 0]])
+
+
+def test_works_on_the_offline_digits():
+    data = border_shortcut(digits(size=10, seed=0), rho=0.95, width=1, pad=True)
+    assert data.x_train.shape[1:] == (3, 12, 12) and data.settings["base"] == "digits10"
+
+
+def test_shortcut_run_trains_every_test_set_reproducibly():
+    from nhtlab.shortcuts import ShortcutRun, run_shortcut, run_shortcuts
+
+    run = ShortcutRun(steps=6, eval_every=3, channels=(2, 2, 2, 2, 4, 4), device="cpu")
+    a = run_shortcut(run)
+    for name in ("train", "coloured", "clean", "shortcut", "conflict", "cue"):
+        assert f"{name}_acc" in a.columns
+    assert "norm/readout" in a.columns and a.config["rho"] == 0.95
+    (b,) = run_shortcuts([run], workers=1)
+    assert a.rows == b.rows and not hasattr(b, "model")
+    with pytest.raises(ValueError, match="'kind' parameter of ShortcutRun must be one of 'border', 'tint'"):
+        ShortcutRun(kind="texture")
+
+
+def test_run_shortcuts_dispatches_modular_runs():
+    from nhtlab import ModularRun, run_modular
+    from nhtlab.shortcuts import run_shortcuts
+
+    run = ModularRun(p=7, steps=4, eval_every=2, device="cpu")
+    (h,) = run_shortcuts([run], workers=1)
+    assert "test_acc" in h.columns and h.rows == run_modular(run).rows
+
+
+def test_offline_cifar_switch(tmp_path):
+    from nhtlab.images import DatasetUnavailableError
+    from nhtlab.shortcuts import ShortcutRun
+
+    assert ShortcutRun(size=10).data().settings["base"] == "digits10"  # the offline default
+    with pytest.raises(DatasetUnavailableError, match="download=True"):
+        ShortcutRun(base="cifar10", root=str(tmp_path), download=False).data()  # never a silent substitute
