@@ -69,6 +69,14 @@ if "google.colab" in sys.modules:
 profile = "book"  # "quick" (tests, < 1 min on CPU), "book" (rendered book), "full" (GPU, paper scale)
 seed = 0
 
+# %% [markdown]
+# ```{note} Profiles and run time
+# `profile` picks the scale: `"quick"` (under a minute on a CPU; the tests run it), `"book"`
+# (what this page shows, a few minutes on a 2-core CPU) and `"full"`, the companion paper's λ sweep (transformer, p = 97, λ ∈ {0.1, 0.3, 0.5, 1}, up to 50,000 steps each): expect one to two hours on a Colab T4.
+# These GPU times are estimates, not yet measured. In Colab, choose *Runtime → Change runtime type → GPU*,
+# set `profile = "full"` in the cell above and run all; nhtlab trains on the GPU when there is one.
+# ```
+
 # %%
 import nhtlab
 from nhtlab import charts

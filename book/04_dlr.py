@@ -38,6 +38,14 @@ if "google.colab" in sys.modules:
 profile = "book"  # "quick" (tests, < 1 min on CPU), "book" (rendered book), "full" (GPU, paper scale)
 seed = 0
 
+# %% [markdown]
+# ```{note} Profiles and run time
+# `profile` picks the scale: `"quick"` (under a minute on a CPU; the tests run it), `"book"`
+# (what this page shows, a few minutes on a 2-core CPU) and `"full"`, the DLR paper's 2-layer transformer on mod-97 arithmetic and CIFAR when it can be downloaded: expect about an hour on a Colab T4.
+# These GPU times are estimates, not yet measured. In Colab, choose *Runtime → Change runtime type → GPU*,
+# set `profile = "full"` in the cell above and run all; nhtlab trains on the GPU when there is one.
+# ```
+
 # %%
 import torch
 

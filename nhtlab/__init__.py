@@ -1,4 +1,7 @@
+"""nhtlab: see why neural networks abandon shortcuts.
 
+Datasets, models, training with norm tracking, sweeps, the NHT delay law, the
+clean-norm-separation score, DLR and its spectra, and charts, for the nhtlab book.
 """
 
 __version__ = "0.1.0"
@@ -15,3 +18,18 @@ from .stamp import stamp  # noqa: E402
 from . import exercises, widgets  # noqa: E402,F401
 from .delay import delay_summary, predicted_delay  # noqa: E402
 from .cache import ResultCache, cached_run  # noqa: E402
+from .monitor import Monitor, online_regime  # noqa: E402
+from . import emergence  # noqa: E402
+from .cka import linear_cka  # noqa: E402
+from .collapse import nc1  # noqa: E402
+from .features import Captured, capture, hooked  # noqa: E402
+from .dlr import DLRTracker, dlr, dlr_terms, eigenfunctions, feature_spectrum, output_rank  # noqa: E402
+from .images import ImageData, cifar10, digits  # noqa: E402
+from .cnn import ResNet18, SimpleCNN  # noqa: E402
+from .shortcuts import ShortcutRun, border_shortcut, run_shortcut, run_shortcuts, tint_shortcut  # noqa: E402
+from .layers import early_warning, head_to_first_ratio, is_backward, layer_records, layer_transitions, peak_order  # noqa: E402
+from .separation import clean_norm_separation, separation_from_history  # noqa: E402
+from .sweeps import SweepResult, grid, sweep  # noqa: E402
+from .batched import train_batched  # noqa: E402
+from .regimes import diagnose_regime, regime_curves, regime_order_ok, regime_table  # noqa: E402
+from .delay import contraction_rate, delay_fits, delay_point, linear_fit  # noqa: E402

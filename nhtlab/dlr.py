@@ -2,7 +2,7 @@
 
 Nam et al. (ICLR 2026, arXiv 2410.04264) compare two kernels on the data:
 
-* T = Σ_k |Φ_k⟩⟨Φ_k|, the kernel of the p penultimate features Φ;
+* T = Σ_k Φ_k Φ_kᵀ (the sum of outer products), the kernel of the p penultimate features Φ;
 * T_MP[u] = a₁⟨1|u⟩1 + a₂ P_Ĥ(u), the *minimum projection* onto Ĥ, the span of
   the learned output functions f̂_1 … f̂_C (plus constants),
 

@@ -52,7 +52,7 @@ def vendor(force: bool = False) -> Path:
         return VENDOR
     npm = shutil.which("npm")
     if npm is None:
-        raise SystemExit(
+        raise RuntimeError(
             "The book needs npm (Node.js) once at build time to fetch vega, vega-lite, vega-embed and MathJax "
             "from the npm registry for offline pages. Install it (e.g. `apt-get install npm`) and rerun."
         )
@@ -74,7 +74,7 @@ def vendor(force: bool = False) -> Path:
     missing = [p for p in ("vega/vega.min.js", "vega/vega-lite.min.js", "vega/vega-embed.min.js", "mathjax/tex-mml-chtml.js")
                if not (VENDOR / p).exists()]
     if missing:
-        raise SystemExit(f"npm pack did not provide {missing}")
+        raise RuntimeError(f"npm pack did not provide {missing}")
     stamp.write_text(wanted_stamp)
     return VENDOR
 

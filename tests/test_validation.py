@@ -1,0 +1,202 @@
+"""Every public entry point refuses bad input with a message that names the parameter and what is allowed.
+
+Each case calls one entry point with one bad value and checks the exception type, that the message
+quotes the parameter's name, and that it states the allowed values (or range). Entry points of
+modules that do not exist yet are skipped, so the table can list the whole package.
+"""
+
+from __future__ import annotations
+
+import importlib
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+import torch
+
+import nhtlab
+from nhtlab.train import History, TrainConfig
+
+
+def _data(**changes):
+    d = nhtlab.modular_data(p=7, seed=0)
+    return SimpleNamespace(**{**vars(d), **changes})
+
+
+def _mlp():
+    return nhtlab.EmbeddingMLP(7, width=8)
+
+
+def _history():
+    return History(rows=[{"step": s, "train_acc": 1.0, "test_acc": 0.5, "norm": 10.0 - s, "norm/a": 5.0 - s / 2,
+                          "norm/b": 5.0 - s / 2} for s in range(6)], status="completed", config={"lr": 1e-3, "weight_decay": 1.0})
+
+
+PROFILES = {"quick": {"steps": 1}, "book": {"steps": 2}, "full": {"steps": 3}}
+FEATURES = torch.randn(20, 5, generator=torch.Generator().manual_seed(0))
+OUTPUTS = torch.randn(20, 3, generator=torch.Generator().manual_seed(1))
+
+# (module, attribute, call, exception, parameter, allowed) — `call` gets the attribute and makes the bad call.
+CASES = [
+    # data
+    ("nhtlab.modular", "modular_data", lambda f: f(p=1), ValueError, "p", "int >= 2"),
+    ("nhtlab.modular", "modular_data", lambda f: f(p=7.5), TypeError, "p", "must be an int"),
+    ("nhtlab.modular", "modular_data", lambda f: f(operation="%"), ValueError, "operation", "'+', '-', '*', '/'"),
+    ("nhtlab.modular", "modular_data", lambda f: f(train_fraction=1.0), ValueError, "train_fraction", "(0.0, 1.0)"),
+    ("nhtlab.modular", "modular_data", lambda f: f(p=12, operation="/"), ValueError, "p", "prime"),
+    ("nhtlab.modular", "modular_data", lambda f: f(seed=-1), ValueError, "seed", ">= 0"),
+    ("nhtlab.images", "digits", lambda f: f(size=4), ValueError, "size", ">= 8"),
+    ("nhtlab.images", "digits", lambda f: f(test_fraction=0.0), ValueError, "test_fraction", "(0.0, 1.0)"),
+    ("nhtlab.images", "cifar10", lambda f: f(root=3), TypeError, "root", "str or Path"),
+    ("nhtlab.images", "cifar10", lambda f: f("data", download="yes"), TypeError, "download", "bool"),
+    ("nhtlab.shortcuts", "border_shortcut", lambda f: f("digits"), TypeError, "base", "ImageData"),
+    ("nhtlab.shortcuts", "border_shortcut", lambda f: f(nhtlab.digits(size=8), rho=1.5), ValueError, "rho", "[0.0, 1.0]"),
+    ("nhtlab.shortcuts", "border_shortcut", lambda f: f(nhtlab.digits(size=8), otherwise="x"), ValueError, "otherwise", "one of"),
+    ("nhtlab.shortcuts", "tint_shortcut", lambda f: f(nhtlab.digits(size=8), strength=0.0), ValueError, "strength", "(0.0, 1.0]"),
+    ("nhtlab.shortcuts", "ShortcutRun", lambda f: f(kind="stripes"), ValueError, "kind", "one of"),
+    ("nhtlab.shortcuts", "ShortcutRun", lambda f: f(base="imagenet"), ValueError, "base", "one of"),
+    # models
+    ("nhtlab.models", "EmbeddingMLP", lambda f: f(7, width=0), ValueError, "width", ">= 1"),
+    ("nhtlab.models", "EmbeddingMLP", lambda f: f(7, embed_std=0.0), ValueError, "embed_std", "> 0.0"),
+    ("nhtlab.models", "Transformer", lambda f: f(7, d_model=30, n_heads=4), ValueError, "d_model", "divisible by n_heads"),
+    ("nhtlab.models", "make_model", lambda f: f("rnn", 7), ValueError, "name", "'mlp', 'transformer'"),
+    ("nhtlab.cnn", "SimpleCNN", lambda f: f(num_classes=1), ValueError, "num_classes", ">= 2"),
+    ("nhtlab.cnn", "SimpleCNN", lambda f: f(norm="magic"), ValueError, "norm", "one of"),
+    ("nhtlab.cnn", "SimpleCNN", lambda f: f(channels=(8, 8)), ValueError, "channels", "6 ints"),
+    # training
+    ("nhtlab.train", "TrainConfig", lambda f: f(eval_every=0), ValueError, "eval_every", ">= 1"),
+    ("nhtlab.train", "TrainConfig", lambda f: f(stop_after=-1), ValueError, "stop_after", ">= 0"),
+    ("nhtlab.train", "TrainConfig", lambda f: f(betas=(0.9, 1.0)), ValueError, "betas", "[0.0, 1.0)"),
+    ("nhtlab.train", "TrainConfig", lambda f: f(lr=True), TypeError, "lr", "float"),
+    ("nhtlab.train", "train", lambda f: f("model", _data(), TrainConfig(steps=1)), TypeError, "model", "Module"),
+    ("nhtlab.train", "train", lambda f: f(_mlp(), _data(), {"steps": 1}), TypeError, "config", "TrainConfig"),
+    ("nhtlab.train", "train", lambda f: f(_mlp(), _data(y_train=_data().y_train.float()), TrainConfig(steps=1)),
+     ValueError, "data", "1-d integer tensor of class indices"),
+    ("nhtlab.train", "train", lambda f: f(_mlp(), _data(y_train=_data().y_train[:-1]), TrainConfig(steps=1)),
+     ValueError, "data", "must match"),
+    ("nhtlab.train", "train", lambda f: f(_mlp(), SimpleNamespace(x_train=1, y_train=2), TrainConfig(steps=1)),
+     TypeError, "data", "'x_test' and 'y_test'"),
+    ("nhtlab.train", "train", lambda f: f(_mlp(), _data(), TrainConfig(steps=1), eval_sets={"v": torch.zeros(3)}),
+     TypeError, "eval_sets", "(x, y) pairs"),
+    ("nhtlab.train", "train", lambda f: f(_mlp(), _data(), TrainConfig(steps=1), checkpoint_every=5),
+     ValueError, "checkpoint_every", "'checkpoint_dir'"),
+    ("nhtlab.train", "train", lambda f: f(_mlp(), _data(), TrainConfig(steps=1), checkpoint_dir=3), TypeError,
+     "checkpoint_dir", "str or PathLike"),
+    # experiment
+    ("nhtlab.experiment", "ModularRun", lambda f: f(p=1), ValueError, "p", ">= 2"),
+    ("nhtlab.experiment", "ModularRun", lambda f: f(operation="^"), ValueError, "operation", "'+', '-', '*', '/'"),
+    ("nhtlab.experiment", "ModularRun", lambda f: f(model="rnn"), ValueError, "model", "'mlp', 'transformer'"),
+    ("nhtlab.experiment", "ModularRun", lambda f: f(train_fraction=0.0), ValueError, "train_fraction", "(0.0, 1.0)"),
+    ("nhtlab.experiment", "ModularRun", lambda f: f(model_kwargs={"wdth": 8}), ValueError, "model_kwargs",
+     "'width', 'depth', 'embed_std'"),
+    ("nhtlab.experiment", "ModularRun", lambda f: f(model_kwargs=[("width", 8)]), TypeError, "model_kwargs", "dict"),
+    ("nhtlab.experiment", "ModularRun", lambda f: f(weight_decay=-1.0), ValueError, "weight_decay", ">= 0.0"),
+    ("nhtlab.experiment", "run_modular", lambda f: f({"p": 7}), TypeError, "run", "ModularRun"),
+    ("nhtlab.experiment", "run_modular", lambda f: f(nhtlab.ModularRun(p=7, steps=1), run_dir=5), TypeError, "run_dir",
+     "str or PathLike"),
+    # events, delay, profiles, progress, device, norms
+    ("nhtlab.events", "find_events", lambda f: f({"rows": []}), TypeError, "history", "History"),
+    ("nhtlab.events", "find_events", lambda f: f(_history(), threshold=0.0), ValueError, "threshold", "(0.0, 1.0]"),
+    ("nhtlab.events", "find_events", lambda f: f(History()), ValueError, "history", "no evaluated step"),
+    ("nhtlab.delay", "predicted_delay", lambda f: f(0.0, 1.0, 1e-3, 1.0), ValueError, "v_sc", "> 0.0"),
+    ("nhtlab.delay", "predicted_delay", lambda f: f(2.0, 1.0, 1e-3, -1.0), ValueError, "weight_decay", ">= 0.0"),
+    ("nhtlab.delay", "predicted_delay", lambda f: f(2.0, 1.0, "fast", 1.0), TypeError, "lr", "float"),
+    ("nhtlab.delay", "delay_summary", lambda f: f([]), TypeError, "history", "History"),
+    ("nhtlab.profiles", "select_profile", lambda f: f(PROFILES, "fast"), ValueError, "profile", "'quick', 'book', 'full'"),
+    ("nhtlab.profiles", "select_profile", lambda f: f({"quick": {}}, "quick"), ValueError, "profiles", "'book', 'full'"),
+    ("nhtlab.profiles", "select_profile", lambda f: f(PROFILES, "quick", stpes=3), ValueError, "stpes", "['steps']"),
+    ("nhtlab.profiles", "select_profile", lambda f: f([("quick", {})], "quick"), TypeError, "profiles", "Mapping"),
+    ("nhtlab.progress", "Progress", lambda f: f(10, "x", mode="loud"), ValueError, "progress", "'auto', 'text', 'bar'"),
+    ("nhtlab.device", "pick_device", lambda f: f("tpu"), ValueError, "preference", "'auto', 'cpu', 'cuda'"),
+    ("nhtlab.device", "seed_everything", lambda f: f(-3), ValueError, "seed", ">= 0"),
+    ("nhtlab.norms", "layer_norms", lambda f: f("model"), TypeError, "model", "Module"),
+    # checkpoints and cache
+    ("nhtlab.checkpoint", "save_checkpoint", lambda f: f("/tmp", ["not", "a", "dict"]), TypeError, "payload", "dict"),
+    ("nhtlab.checkpoint", "atomic_write_bytes", lambda f: f("/tmp/x", "text"), TypeError, "data", "bytes"),
+    ("nhtlab.cache", "ResultCache", lambda f: f(root=42), TypeError, "root", "str or PathLike"),
+    ("nhtlab.cache", "config_key", lambda f: f([1, 2]), TypeError, "config", "Mapping"),
+    ("nhtlab.cache", "cached_run", lambda f: f({"p": 7}), TypeError, "run", "ModularRun"),
+    ("nhtlab.cache", "cached_run", lambda f: f(nhtlab.ModularRun(p=7), use_cache="yes"), TypeError, "use_cache", "bool"),
+    ("nhtlab.cache", "cached_run", lambda f: f(nhtlab.ModularRun(p=7), cache="~/.cache"), TypeError, "cache", "ResultCache"),
+    # sweeps
+    ("nhtlab.sweeps", "sweep", lambda f: f([nhtlab.ModularRun(p=7)], strategy="fastest"), ValueError, "strategy",
+     "'sequential', 'parallel', 'batched'"),
+    ("nhtlab.sweeps", "sweep", lambda f: f(nhtlab.ModularRun(p=7)), TypeError, "runs", "list or tuple"),
+    ("nhtlab.sweeps", "sweep", lambda f: f([{"p": 7}]), TypeError, "runs", "ModularRun"),
+    ("nhtlab.sweeps", "sweep", lambda f: f([nhtlab.ModularRun(p=7)], executor="dask"), TypeError, "executor", "Executor"),
+    ("nhtlab.sweeps", "sweep", lambda f: f([nhtlab.ModularRun(p=7)], workers=0), ValueError, "workers", ">= 1"),
+    ("nhtlab.sweeps", "sweep", lambda f: f([nhtlab.ModularRun(p=7)], cache={}), TypeError, "cache", "get(config_dict)"),
+    ("nhtlab.sweeps", "grid", lambda f: f(nhtlab.ModularRun(p=7), lamda=[1.0]), ValueError, "lamda", "weight_decay"),
+    ("nhtlab.sweeps", "grid", lambda f: f(nhtlab.ModularRun(p=7), seed=[]), ValueError, "seed", "at least one value"),
+    ("nhtlab.batched", "train_batched", lambda f: f([]), ValueError, "runs", "at least one ModularRun"),
+    ("nhtlab.batched", "train_batched", lambda f: f([nhtlab.ModularRun(p=7), nhtlab.ModularRun(p=11)]), ValueError,
+     "runs", "must hold runs that share"),
+    # regimes and the delay law
+    ("nhtlab.regimes", "diagnose_regime", lambda f: f("history"), TypeError, "history", "History"),
+    ("nhtlab.regimes", "diagnose_regime", lambda f: f(_history(), fit_threshold=1.5), ValueError, "fit_threshold",
+     "(0.0, 1.0]"),
+    ("nhtlab.regimes", "diagnose_regime", lambda f: f(_history(), min_contraction=1.0), ValueError, "min_contraction",
+     "[0.0, 1.0)"),
+    ("nhtlab.regimes", "regime_order_ok", lambda f: f([0.1, 1.0], ["weak", "grokking"]), ValueError, "regimes",
+     "'weak', 'intermediate', 'strong'"),
+    ("nhtlab.delay", "linear_fit", lambda f: f([1.0, 2.0, 3.0], [1.0, 2.0]), ValueError, "y", "same length"),
+    ("nhtlab.delay", "linear_fit", lambda f: f([1.0], [1.0]), ValueError, "x", "at least 2 points"),
+    ("nhtlab.delay", "norm_gap", lambda f: f(_history(), v_sc="max"), ValueError, "v_sc", "'mem', 'peak'"),
+    ("nhtlab.delay", "contraction_rate", lambda f: f(_history(), stop="never"), ValueError, "stop", "'grok', 'end'"),
+    # DLR, CKA, features
+    ("nhtlab.dlr", "dlr", lambda f: f(FEATURES, OUTPUTS, rank="most"), ValueError, "rank", "or a positive int"),
+    ("nhtlab.dlr", "dlr", lambda f: f(FEATURES, OUTPUTS, rank=2.5), TypeError, "rank", "or a positive int"),
+    ("nhtlab.dlr", "dlr", lambda f: f(FEATURES, OUTPUTS, rank=0), ValueError, "rank", ">= 1"),
+    ("nhtlab.dlr", "dlr", lambda f: f(FEATURES.numpy(), OUTPUTS), TypeError, "features", "Tensor"),
+    ("nhtlab.dlr", "dlr", lambda f: f(FEATURES, OUTPUTS[:5]), ValueError, "outputs", "rows"),
+    ("nhtlab.dlr", "DLRTracker", lambda f: f(x=[1, 2, 3]), TypeError, "x", "Tensor"),
+    ("nhtlab.cka", "linear_cka", lambda f: f(FEATURES[:1], OUTPUTS[:1]), ValueError, "x", "at least 2 rows"),
+    ("nhtlab.cka", "linear_cka", lambda f: f("a", OUTPUTS), TypeError, "x", "Tensor"),
+    ("nhtlab.features", "capture", lambda f: f(_mlp(), torch.zeros(3, 2, dtype=torch.long), layer="nope"), ValueError,
+     "layer", "embed_a"),
+    ("nhtlab.features", "capture", lambda f: f(_mlp(), torch.zeros(3, 2, dtype=torch.long), which="middle"), ValueError,
+     "which", "one of"),
+    # layers, separation, monitor, emergence
+    ("nhtlab.layers", "layer_transitions", lambda f: f("history"), TypeError, "history", "History"),
+    ("nhtlab.layers", "layer_transitions", lambda f: f(_history(), min_contraction=1.0), ValueError, "min_contraction",
+     "[0.0, 1.0)"),
+    ("nhtlab.layers", "layer_transitions", lambda f: f(_history(), layers=["nope"]), ValueError, "layers", "'a'"),
+    ("nhtlab.separation", "clean_norm_separation", lambda f: f([0, 1, 2], [1.0, 2.0], [0.1, 0.2, 0.3]), ValueError,
+     "norm", "1-d arrays of one length"),
+    ("nhtlab.separation", "clean_norm_separation", lambda f: f(np.arange(5), np.ones(5), np.ones(5), min_points=2),
+     ValueError, "min_points", ">= 3"),
+    ("nhtlab.separation", "separation_from_history", lambda f: f(_history(), 10, kind="other"), ValueError, "kind",
+     "'shortcut'"),
+    ("nhtlab.monitor", "online_regime", lambda f: f([1.0, 2.0, 3.0], drop=0.0), ValueError, "drop", "(0.0, 1.0)"),
+    ("nhtlab.monitor", "Monitor", lambda f: f(_mlp(), every=0), ValueError, "every", ">= 1"),
+    ("nhtlab.monitor", "Monitor", lambda f: f(_mlp(), head="nope"), ValueError, "head", "'readout'"),
+    ("nhtlab.emergence", "fraction_generalised", lambda f: f([], budget=-5), ValueError, "budget", ">= 0"),
+]
+
+
+def _id(case) -> str:
+    module, attribute, _, _, parameter, _ = case
+    return f"{module.rsplit('.', 1)[-1]}.{attribute}:{parameter}"
+
+
+@pytest.mark.parametrize("case", CASES, ids=[f"{_id(c)}-{i}" for i, c in enumerate(CASES)])
+def test_bad_input_names_the_parameter_and_what_is_allowed(case, tmp_path, monkeypatch):
+    module_name, attribute, call, exception, parameter, allowed = case
+    monkeypatch.chdir(tmp_path)  # anything an entry point might write lands in a temporary directory
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError:
+        pytest.skip(f"{module_name} does not exist (yet)")
+    if not hasattr(module, attribute):
+        pytest.skip(f"{module_name}.{attribute} does not exist (yet)")
+    with pytest.raises(exception) as info:
+        call(getattr(module, attribute))
+    message = str(info.value)
+    assert f"'{parameter}'" in message, f"message does not name the parameter {parameter!r}: {message}"
+    assert allowed in message, f"message does not state what is allowed ({allowed!r}): {message}"
+
+
+def test_environment_settings_are_validated_too(monkeypatch):
+    monkeypatch.setenv("NHTLAB_PROGRESS", "loud")
+    with pytest.raises(ValueError, match=r"'NHTLAB_PROGRESS' parameter of the environment must be one of 'auto', 'text'"):
+        nhtlab.progress.progress_mode()
