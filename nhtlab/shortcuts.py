@@ -416,10 +416,6 @@ def run_shortcut(run: ShortcutRun, callbacks=(), progress: str | None = None, de
     return history
 
 
-def _worker_init() -> None:
-    torch.set_num_threads(1)
-
-
 def _call(item):
     fn, arg = item
     if fn is None:
@@ -453,9 +449,7 @@ def run_shortcuts(runs, workers: int = 2, fn=None) -> list:
     items = [(fn, r) for r in runs]
     if workers == 1 or len(items) <= 1:
         return [_call(item) for item in items]
-    import multiprocessing as mp
-    from concurrent.futures import ProcessPoolExecutor
+    from .sweeps import default_executor  # the same pool as sweeps: one torch thread per process
 
-    with ProcessPoolExecutor(min(workers, len(items)), mp_context=mp.get_context("spawn"),
-                             initializer=_worker_init) as pool:
+    with default_executor(min(workers, len(items))) as pool:
         return list(pool.map(_call, items))
