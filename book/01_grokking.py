@@ -89,7 +89,7 @@ print(f"p = {cfg.p}: {len(data.y_train)} training pairs, {len(data.y_test)} test
 run = nhtlab.ModularRun(p=cfg.p, train_fraction=0.5, model=cfg.model, model_kwargs=cfg.model_kwargs,
                         steps=cfg.steps, lr=cfg.lr, betas=cfg.betas, weight_decay=1.0,
                         batch_size=cfg.batch_size, eval_every=cfg.eval_every, seed=seed, stop_after=cfg.stop_after)
-history = nhtlab.run_modular(run, desc="λ = 1")
+history = nhtlab.cached_run(run, desc="λ = 1")  # reuses a finished run from the result cache
 events = nhtlab.find_events(history)
 events.to_dict()
 
@@ -125,7 +125,7 @@ charts.layer_norm_curves(history, title="squared norm of each layer, λ = 1")
 # accuracy stays low. This is the *weak* regime of the NHT paper, seen at its extreme.
 
 # %%
-history_no_decay = nhtlab.run_modular(run.replace(weight_decay=0.0, stop_after=None), desc="λ = 0")
+history_no_decay = nhtlab.cached_run(run.replace(weight_decay=0.0, stop_after=None), desc="λ = 0")
 events_no_decay = nhtlab.find_events(history_no_decay)
 charts.compare_runs([("λ = 1", history), ("λ = 0", history_no_decay)])
 

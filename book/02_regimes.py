@@ -87,7 +87,7 @@ base = nhtlab.ModularRun(p=cfg.p, train_fraction=cfg.train_fraction, model=cfg.m
                          steps=cfg.steps, lr=cfg.lr, betas=cfg.betas, batch_size=cfg.batch_size,
                          eval_every=cfg.eval_every, seed=seed)
 runs = nhtlab.grid(base, weight_decay=cfg.lams, seed=[seed + s for s in cfg.seeds])
-result = nhtlab.sweep(runs, strategy=cfg.strategy, workers=cfg.workers)
+result = nhtlab.sweep(runs, strategy=cfg.strategy, workers=cfg.workers, cache=nhtlab.default_cache())
 result
 
 # %% [markdown]
@@ -159,7 +159,7 @@ charts.lambda_slider(curves, lams)
 
 # %%
 phase_runs = nhtlab.grid(base, train_fraction=cfg.phase_fractions, weight_decay=cfg.phase_lams)
-phase = nhtlab.sweep(phase_runs, strategy=cfg.strategy, workers=cfg.workers)
+phase = nhtlab.sweep(phase_runs, strategy=cfg.strategy, workers=cfg.workers, cache=nhtlab.default_cache())
 phase_table = nhtlab.regime_table(phase) + [row for row in table if row["seed"] == seed and row["weight_decay"] in cfg.phase_lams]
 charts.phase_diagram(phase_table)
 

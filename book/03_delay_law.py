@@ -125,7 +125,7 @@ base = nhtlab.ModularRun(p=cfg.p, train_fraction=cfg.train_fraction, model=cfg.m
                          eval_every=cfg.eval_every, stop_after=cfg.stop_after, seed=seed)
 runs = nhtlab.grid(base, weight_decay=sorted(cfg.lams + cfg.outside), seed=[seed + s for s in cfg.seeds[:1]]) + \
     nhtlab.grid(base, weight_decay=cfg.lams, seed=[seed + s for s in cfg.seeds[1:]])
-result = nhtlab.sweep(runs, strategy=cfg.strategy, workers=cfg.workers)
+result = nhtlab.sweep(runs, strategy=cfg.strategy, workers=cfg.workers, cache=nhtlab.default_cache())
 table = nhtlab.regime_table(result)
 result
 
@@ -229,7 +229,7 @@ for row in table:
 if cfg.contrast_std is not None:
     contrast_runs = nhtlab.grid(base.replace(model_kwargs=dict(width=cfg.width, embed_std=cfg.contrast_std)),
                                 weight_decay=cfg.lams, seed=[seed + s for s in cfg.seeds[:2 if profile == "book" else 1]])
-    contrast = nhtlab.sweep(contrast_runs, strategy=cfg.strategy, workers=cfg.workers)
+    contrast = nhtlab.sweep(contrast_runs, strategy=cfg.strategy, workers=cfg.workers, cache=nhtlab.default_cache())
     contrast_points = [p for p in (nhtlab.delay_point(row.history, v_sc=cfg.v_sc, v_st=cfg.v_st) for row in contrast) if p is not None]
     for p in contrast_points:
         print(f"λ = {p['weight_decay']:g}, seed {p['seed']}: delay {p['measured']}, log(V_sc/V_st) = {p['log_ratio']:.3f}")

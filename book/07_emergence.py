@@ -85,7 +85,7 @@ runs = [nhtlab.ModularRun(p=cfg.p, train_fraction=0.5, model=cfg.model,
                           betas=cfg.betas, weight_decay=1.0, batch_size=cfg.batch_size, eval_every=25,
                           seed=seed + k, stop_after=200)
         for size in cfg.sizes for k in range(cfg.seeds)]
-result = sweep(runs, strategy="parallel")  # a process pool: every core trains
+result = sweep(runs, strategy="parallel", cache=nhtlab.default_cache())  # a process pool: every core trains
 histories = result.histories
 rows = nhtlab.emergence.scale_table(histories, key=cfg.size_key)
 result

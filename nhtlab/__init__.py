@@ -17,7 +17,7 @@ from .profiles import select_profile  # noqa: E402
 from .stamp import stamp  # noqa: E402
 from . import exercises, widgets  # noqa: E402,F401
 from .delay import delay_summary, predicted_delay  # noqa: E402
-from .cache import ResultCache, cached_run  # noqa: E402
+from .cache import ResultCache, cached_run, default_cache  # noqa: E402
 from .monitor import Monitor, online_regime  # noqa: E402
 from . import emergence  # noqa: E402
 from .cka import linear_cka  # noqa: E402

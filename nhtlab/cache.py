@@ -201,6 +201,15 @@ class ResultCache:
         )
 
 
+def default_cache() -> ResultCache | None:
+    """The cache chapters and sweeps use: ``ResultCache()``, or None when ``NHTLAB_CACHE`` is off.
+
+    Pass it as ``sweep(..., cache=nhtlab.default_cache())``: a reader who re-runs a
+    chapter (or a Colab session that reconnects) reuses every finished run.
+    """
+    return ResultCache() if cache_enabled() else None
+
+
 def cached_run(run: Any, cache: ResultCache | None = None, *, use_cache: bool | None = None, **kwargs: Any) -> History:
     """:func:`nhtlab.run_modular` through the result cache.
 

@@ -126,3 +126,14 @@ def test_default_location_and_switches(monkeypatch, tmp_path, cache):
     monkeypatch.setenv("NHTLAB_CACHE", "on")
     cached_run(RUN, cache, progress="none")
     assert len(cache) == 1 and cache.clear() == 1 and len(cache) == 0
+
+
+def test_default_cache_follows_the_environment(monkeypatch, tmp_path):
+    from nhtlab.cache import ResultCache, default_cache
+
+    monkeypatch.setenv("NHTLAB_CACHE", "off")
+    assert default_cache() is None
+    monkeypatch.setenv("NHTLAB_CACHE", "on")
+    monkeypatch.setenv("NHTLAB_CACHE_DIR", str(tmp_path / "c"))
+    cache = default_cache()
+    assert isinstance(cache, ResultCache) and cache.root == tmp_path / "c"

@@ -80,8 +80,10 @@ def execute(notebook: Path, profile: str, force: bool = False) -> tuple[Path, fl
     if not force and out.exists() and stamp.exists() and stamp.read_text() == key:
         return out, 0.0, True
     stamp.unlink(missing_ok=True)
-    saved = {k: os.environ.get(k) for k in BOOK_ENV}
-    os.environ.update(BOOK_ENV)
+    # Finished runs are cached per version of nhtlab's source, so an edit never reuses stale results.
+    env = {**BOOK_ENV, "NHTLAB_CACHE_DIR": str(BUILD / "run-cache" / source_hash())}
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
     start = time.perf_counter()
     try:
         papermill.execute_notebook(
