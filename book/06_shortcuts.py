@@ -236,31 +236,19 @@ charts.score_bars([{"domain": d, **s.to_dict()} for d, s in separations.items()]
 # %%
 run_separations = {domain: {lam: nhtlab.separation_from_history(h, 10) for lam, h in histories[domain].items()}
                    for domain in ("faint border", "bright border", "entangled tint")}
-escape = {domain: {lam: next((int(s) for s, p in zip(h.column("step"), h.column("cue_acc"))
-                              if s > seps[lam].peak_step and (p - 0.1) / 0.9 <= 0.5 * seps[lam].phi_at_peak), None)
-                   for lam, h in histories[domain].items()
+escape = {domain: {lam: nhtlab.cue_escape_step(h, seps[lam]) for lam, h in histories[domain].items()
                    if regimes[domain][lam] == "intermediate" and seps[lam].phi_at_peak > 0.1}
           for domain, seps in run_separations.items()}
 escape["modular arithmetic"] = {lam: nhtlab.find_events(h).delay for lam, h in histories["modular arithmetic"].items()
                                 if regimes["modular arithmetic"][lam] == "intermediate"}
-t_lambda = {domain: [t * lam for lam, t in times.items() if t] for domain, times in escape.items()}
 first_layer = {"modular arithmetic": "embed_a", "faint border": "conv1", "bright border": "conv1", "entangled tint": "conv1"}
 score = {"modular arithmetic": "test_acc", "faint border": "clean_acc", "bright border": "clean_acc", "entangled tint": "clean_acc"}
-scorecard = [{
-    "domain": d,
-    "P1 norm ordering": separations[d].phi_drop > 0.1 and separations[d].norm_contraction > 0.05,
-    "P2 three regimes": [r for r in dict.fromkeys(regimes[d][lam] for lam in sorted(regimes[d])) if r != "too early"]
-                        == ["weak", "intermediate", "strong"],
-    "P3 clean/worst-group": mains[d].rows[-1][score[d]] > histories[d][min(histories[d])].rows[-1][score[d]]
-                            and (d == "modular arithmetic"
-                                 or mains[d].rows[-1]["conflict_acc"] > histories[d][min(histories[d])].rows[-1]["conflict_acc"]),
-    "P4 layer hierarchy": nhtlab.is_backward(nhtlab.layer_transitions(mains[d]), "readout", first_layer[d]),
-    "P5 clean separation": separations[d].score >= 0.5,
-    "P6 delay scaling": len(t_lambda[d]) >= 2 and max(t_lambda[d]) / min(t_lambda[d]) < 1.5,
-} for d in mains]
-for row in scorecard:
-    print(f"{row['domain']:>20}: " + "  ".join(f"{k.split()[0]} {'✓' if v else '✗'}" for k, v in row.items() if k != "domain")
-          + f"   ({sum(v for k, v in row.items() if k != 'domain')}/6)")
+scorecard = {d: nhtlab.score_predictions(separation=separations[d], regimes=regimes[d], main=mains[d],
+                                         weakest=histories[d][min(histories[d])], score_column=score[d],
+                                         worst_column=None if d == "modular arithmetic" else "conflict_acc",
+                                         first_layer=first_layer[d], escape=escape[d])
+             for d in mains}
+print(nhtlab.scorecard_text(scorecard))
 print("escape times:", escape)
 
 # %% [markdown]
@@ -319,6 +307,6 @@ assert regimes["faint border"][min(cfg.lams)] != "strong" and regimes["bright bo
 assert rho_hist[min(cfg.rhos)].rows[-1]["clean_acc"] > rho_hist[max(cfg.rhos)].rows[-1]["clean_acc"] + 0.2, rho_table
 assert separations["modular arithmetic"].score > separations["entangled tint"].score, separations
 assert norm_hist["batch"].rows[-1]["clean_acc"] > norm_hist["none"].rows[-1]["clean_acc"], norm_table
-assert len(scorecard) == 4 and all(len(row) == 7 for row in scorecard)
+assert len(scorecard) == 4 and all(len(row) == 6 for row in scorecard.values())
 print("clean accuracy against ρ:", {row["rho"]: row["clean"] for row in rho_table})
-print("scorecard:", {row["domain"]: sum(v for k, v in row.items() if k != "domain") for row in scorecard})
+print("scorecard:", {domain: sum(row.values()) for domain, row in scorecard.items()})
