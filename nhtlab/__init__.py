@@ -34,3 +34,4 @@ from .batched import train_batched  # noqa: E402
 from .regimes import diagnose_regime, regime_curves, regime_order_ok, regime_table  # noqa: E402
 from .delay import contraction_rate, delay_fits, delay_point, linear_fit  # noqa: E402
 from .scorecard import cue_escape_step, score_predictions, scorecard_text  # noqa: E402
+from .presets import companion  # noqa: E402
