@@ -32,6 +32,7 @@ from .separation import clean_norm_separation, separation_from_history  # noqa: 
 from .sweeps import SweepResult, grid, sweep  # noqa: E402
 from .batched import train_batched  # noqa: E402
 from .regimes import diagnose_regime, regime_curves, regime_order_ok, regime_table  # noqa: E402
-from .delay import contraction_rate, delay_fits, delay_point, linear_fit  # noqa: E402
+from .delay import contraction_fit, delay_fits, delay_point, linear_fit  # noqa: E402
 from .scorecard import cue_escape_step, score_predictions, scorecard_text  # noqa: E402
 from .presets import companion  # noqa: E402
+from . import papers  # noqa: E402,F401

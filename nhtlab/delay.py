@@ -1,15 +1,40 @@
-"""The NHT delay law: T ≈ log(V_sc / V_st) / γ_eff with γ_eff = ηλ.
+"""The NHT delay law, computed the way the companion paper computes it.
 
-Khanh & Hoa (arXiv 2603.07323), Theorem on escape time: under gradient descent
-with weight decay, E[V_t] ≤ (1 − ηλ)^t V_0 + V_∞, so leaving a shortcut of
-squared norm V_sc for a structure of squared norm V_st takes
-Θ(log(V_sc/V_st) / (ηλ)) steps. For AdamW the paper bounds γ_eff ≥ ηλ, so the
-prediction is a time *scale*; its agreement with measured delays is a fit
-(slope, R²), not an identity.
+Khanh & Hoa (arXiv 2603.07323) bound the escape from a shortcut of squared norm
+V_sc to a structure of squared norm V_st by Θ(log(V_sc/V_st)/γ_eff), with
+γ_eff = ηλ for gradient descent and γ_eff ≥ ηλ for AdamW. The companion paper
+on grokking (arXiv 2603.13331, code ClevixLab/grokking-norm-separation) turns
+that into numbers with definitions this module reproduces, so that a chapter's
+"law" means exactly what the paper's does.
+
+Definitions (``definition=`` in :func:`delay_point`)
+----------------------------------------------------
+``"companion"`` (the default; the paper's code):
+    V_mem = ‖θ‖² at T_mem; V_final = ‖θ‖² at the end of the run (the companion
+    trains 2,000 steps past T_grok; the run's own window is reported as
+    ``final_window``); T_escape = the first evaluated step ≥ T_mem with
+    ‖θ‖² ≤ 1.5·V_final (an absolute step, as in the paper);
+    T_escape_theory = log(V_mem/V_final) / (2ηλ). In the companion's own data
+    the theory is 0.34–0.85 of T_escape.
+``"grok"``:
+    measured delay T_grok − T_mem against log(V_mem/V_grok)/(ηλ), with V_grok =
+    ‖θ‖² at T_grok: the form the paper's abstract states
+    (T_grok − T_mem = Θ(log(‖θ_mem‖²/‖θ_post‖²)/(ηλ))), and one that needs no
+    window after T_grok.
+
+Both compare a measured time with a predicted one; :func:`delay_fits` fits one
+against the other over many runs, next to the two simpler laws that every
+prediction contains (delay ∝ 1/λ and delay ∝ 1/(ηλ)): a λ-only sweep cannot tell
+the law from 1/λ; varying η and the norm gap can.
+
+Contraction (:func:`contraction_fit`): the companion fits V_t = A·r^t + C on the
+evaluations from T_mem to the end of the run and compares r with
+r_theory = 1 − 2ηλ; its "≈ 1.41 ηλ" is (1 − r_fit)/(ηλ) (1.30–1.69 over its λ sweep).
 """
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
@@ -17,62 +42,131 @@ from typing import Any
 
 import numpy as np
 
-from .events import Events, find_events
+from .events import find_events
 from .train import History
-from .validation import check_bool, check_choice, check_real, check_type
+from .validation import check_bool, check_choice, check_int, check_real, check_type
 
-__all__ = ["predicted_delay", "delay_summary", "LinearFit", "linear_fit", "norm_gap", "delay_point",
-           "delay_fits", "ContractionFit", "contraction_rate"]
+__all__ = ["DEFINITIONS", "ESCAPE_FACTOR", "predicted_delay", "delay_point", "delay_summary", "LinearFit",
+           "linear_fit", "delay_fits", "ContractionFit", "contraction_fit"]
+
+#: The two definitions of "measured" and "predicted" that :func:`delay_point` knows, in words.
+DEFINITIONS = {
+    "companion": ("T_escape: first step ≥ T_mem with ‖θ‖² ≤ 1.5·V_final",
+                  "log(V_mem/V_final)/(2ηλ), V_final = ‖θ‖² at the end of the run"),
+    "grok": ("T_grok − T_mem", "log(V_mem/V_grok)/(ηλ)"),
+}
+#: T_escape is the first step at which ‖θ‖² is within this factor of V_final (companion: 1.5).
+ESCAPE_FACTOR = 1.5
 
 
-def predicted_delay(v_sc: float, v_st: float, lr: float, weight_decay: float) -> float:
-    """log(V_sc / V_st) / (η λ), in steps.
+def predicted_delay(v_sc: float, v_st: float, lr: float, weight_decay: float, rate_factor: float = 1.0) -> float:
+    """log(V_sc / V_st) / (rate_factor · η λ), in steps.
 
-    Returns 0 when V_sc ≤ V_st (no norm gap to close) and ``inf`` when λ = 0
-    (nothing contracts the norm).
+    ``rate_factor`` is 1 for the abstract's form and 2 for the companion's
+    T_escape_theory (‖θ‖² shrinks by (1 − ηλ)² ≈ 1 − 2ηλ per step under pure
+    decay). Returns 0 when V_sc ≤ V_st (no gap to close) and ``inf`` when λ = 0.
 
     Examples
     --------
     >>> round(predicted_delay(math.e * 100, 100, lr=1e-3, weight_decay=1.0))
     1000
+    >>> round(predicted_delay(math.e * 100, 100, lr=1e-3, weight_decay=1.0, rate_factor=2))
+    500
     """
     check_real(v_sc, "v_sc", 0.0, low_open=True, owner="predicted_delay")
     check_real(v_st, "v_st", 0.0, low_open=True, owner="predicted_delay")
     check_real(lr, "lr", 0.0, low_open=True, owner="predicted_delay")
     check_real(weight_decay, "weight_decay", 0.0, owner="predicted_delay")
+    check_real(rate_factor, "rate_factor", 0.0, low_open=True, owner="predicted_delay")
     if v_sc <= v_st:
         return 0.0
     if weight_decay == 0.0:
         return math.inf
-    return math.log(v_sc / v_st) / (lr * weight_decay)
+    return math.log(v_sc / v_st) / (rate_factor * lr * weight_decay)
 
 
-def delay_summary(history: History, events: Events | None = None) -> dict[str, float | int | None]:
-    """Measured delay next to the law's time scale for one run.
+def _setting(config: Mapping[str, Any]) -> str:
+    """A run's config without its seed: the key under which seeds are averaged."""
+    keep = {k: v for k, v in config.items() if k not in ("seed", "steps", "stop_after", "device")}
+    return json.dumps(keep, sort_keys=True, default=str)
 
-    V_sc is ‖θ‖² at its peak, V_st ‖θ‖² at the end of the run; η and λ are read
-    from the history's config.
+
+def delay_point(history: History, definition: str = "companion", escape_factor: float = ESCAPE_FACTOR) -> dict[str, Any] | None:
+    """One run's measured and predicted delay under ``definition``, or None if it did not grok.
+
+    Parameters
+    ----------
+    history : History
+        Needs ``step``, ``train_acc``, ``test_acc``, ``norm`` and ``lr``,
+        ``weight_decay`` in its config.
+    definition : {"companion", "grok"}
+        See the module docstring and :data:`DEFINITIONS`.
+    escape_factor : float > 1
+        T_escape threshold: ‖θ‖² ≤ escape_factor · V_final.
+
+    Returns
+    -------
+    dict or None
+        ``definition``, ``measured``, ``predicted``, ``weight_decay``, ``lr``,
+        ``seed``, ``setting`` (the config without its seed), ``inv_lambda``,
+        ``inv_eta_lambda``, ``t_mem``, ``t_grok``, ``t_end``, ``final_window``
+        (t_end − T_grok), ``v_mem``, ``v_grok``, ``v_final``, ``t_escape`` (None
+        when ‖θ‖² never came within the factor) and ``escape_theory``
+        (log(V_mem/V_final)/(2ηλ)). None when the run never memorised or never
+        generalised, or λ = 0.
     """
-    check_type(history, "history", History, owner="delay_summary")
-    events = events or find_events(history)
-    lr, wd = history.config["lr"], history.config["weight_decay"]
+    check_type(history, "history", History, owner="delay_point")
+    check_choice(definition, "definition", DEFINITIONS, owner="delay_point")
+    check_real(escape_factor, "escape_factor", 1.0, low_open=True, owner="delay_point")
+    events = find_events(history)
+    lr, wd = float(history.config["lr"]), float(history.config["weight_decay"])
+    if events.delay is None or wd == 0.0:
+        return None
+    steps, norm = history.column("step"), history.column("norm")
+    v_mem, v_grok, v_final = float(events.norm_at_mem), float(events.norm_at_grok), float(norm[-1])
+    escaped = np.flatnonzero((steps >= events.t_mem) & (norm <= escape_factor * v_final))
+    t_escape = int(steps[escaped[0]]) if escaped.size else None
+    escape_theory = predicted_delay(v_mem, v_final, lr, wd, rate_factor=2.0)
+    if definition == "companion":
+        measured, predicted = t_escape, escape_theory
+    else:
+        measured, predicted = events.delay, predicted_delay(v_mem, v_grok, lr, wd)
+    if measured is None:
+        return None
     return {
-        "T_mem": events.t_mem,
-        "T_grok": events.t_grok,
-        "measured delay": events.delay,
-        "V_sc (peak ‖θ‖²)": round(events.peak_norm, 1),
-        "V_st (final ‖θ‖²)": round(events.final_norm, 1),
-        "log(V_sc/V_st)": round(math.log(events.peak_norm / events.final_norm), 4),
-        "ηλ": lr * wd,
-        "law's time scale log(V_sc/V_st)/(ηλ)": round(predicted_delay(events.peak_norm, events.final_norm, lr, wd), 1) if wd > 0 else math.inf,
+        "definition": definition, "measured": measured, "predicted": predicted,
+        "weight_decay": wd, "lr": lr, "seed": history.config.get("seed"), "setting": _setting(history.config),
+        "inv_lambda": 1.0 / wd, "inv_eta_lambda": 1.0 / (lr * wd),
+        "t_mem": events.t_mem, "t_grok": events.t_grok, "t_end": int(steps[-1]),
+        "final_window": int(steps[-1]) - events.t_grok,
+        "v_mem": v_mem, "v_grok": v_grok, "v_final": v_final,
+        "t_escape": t_escape, "escape_theory": escape_theory,
     }
 
 
+def delay_summary(history: History) -> dict[str, Any]:
+    """Both definitions for one run, as a small table a chapter can print.
+
+    Returns
+    -------
+    dict
+        T_mem, T_grok, the norms and, per definition, measured vs predicted and
+        their ratio. Values are None where the run never grokked.
+    """
+    check_type(history, "history", History, owner="delay_summary")
+    out: dict[str, Any] = {}
+    for name in DEFINITIONS:
+        p = delay_point(history, name)
+        if p is None:
+            out[name] = None
+            continue
+        out.update({k: p[k] for k in ("t_mem", "t_grok", "t_end", "v_mem", "v_grok", "v_final", "t_escape")})
+        ratio = p["predicted"] / p["measured"] if p["measured"] else math.nan
+        out[name] = {"measured": p["measured"], "predicted": round(p["predicted"], 1), "predicted/measured": round(ratio, 3)}
+    return out
+
+
 # --- Fits over sweeps -------------------------------------------------------------------------
-
-V_SC_CHOICES = ("mem", "peak")
-V_ST_CHOICES = ("grok", "end")
-
 
 @dataclass
 class LinearFit:
@@ -128,118 +222,84 @@ def linear_fit(x: Sequence[float], y: Sequence[float]) -> LinearFit:
     return LinearFit(float(slope), float(intercept), r2, len(xa))
 
 
-def norm_gap(history: History, events: Events | None = None, v_sc: str = "mem", v_st: str = "end") -> tuple[float, float]:
-    """(V_sc, V_st) read from one run's ‖θ‖² curve.
+#: What :func:`delay_fits` regresses the measured delay on.
+FIT_AXES = {"vs_predicted": "predicted", "vs_inverse_lambda": "inv_lambda", "vs_inverse_eta_lambda": "inv_eta_lambda"}
+
+
+def delay_fits(points: Sequence[Mapping[str, Any] | None], average_seeds: bool = False) -> dict[str, LinearFit]:
+    """Measured delay against the law's prediction, against 1/λ and against 1/(ηλ).
 
     Parameters
     ----------
-    history : History
-    events : Events, optional
-        Computed from ``history`` when omitted.
-    v_sc : {"mem", "peak"}
-        The shortcut's norm: ‖θ‖² at T_mem (the issue's definition, the default)
-        or at the norm peak.
-    v_st : {"grok", "end"}
-        The structure's norm: ‖θ‖² at T_grok or at the last evaluated step
-        (the default: the run has settled on the structured solution there).
-    """
-    check_type(history, "history", History, owner="norm_gap")
-    check_choice(v_sc, "v_sc", V_SC_CHOICES, owner="norm_gap")
-    check_choice(v_st, "v_st", V_ST_CHOICES, owner="norm_gap")
-    events = events or find_events(history)
-    sc = events.norm_at_mem if v_sc == "mem" else events.peak_norm
-    st = events.norm_at_grok if v_st == "grok" else events.final_norm
-    if sc is None or st is None:
-        raise ValueError(f"norm_gap needs a run that memorised and generalised; got T_mem={events.t_mem}, T_grok={events.t_grok}.")
-    return float(sc), float(st)
-
-
-def delay_point(history: History, v_sc: str = "mem", v_st: str = "end") -> dict[str, Any] | None:
-    """One run's measured delay next to the law's prediction, or None if it did not grok.
-
-    Returns
-    -------
-    dict or None
-        ``weight_decay``, ``lr``, ``seed``, ``inv_lambda`` (1/λ), ``t_mem``,
-        ``t_grok``, ``measured`` (T_grok − T_mem), ``v_sc``, ``v_st``,
-        ``log_ratio`` (log V_sc/V_st) and ``predicted`` (log(V_sc/V_st)/(ηλ)).
-    """
-    check_type(history, "history", History, owner="delay_point")
-    events = find_events(history)
-    if events.delay is None:
-        return None
-    sc, st = norm_gap(history, events, v_sc, v_st)
-    lr, wd = float(history.config["lr"]), float(history.config["weight_decay"])
-    return {
-        "weight_decay": wd,
-        "lr": lr,
-        "seed": history.config.get("seed"),
-        "inv_lambda": 1.0 / wd if wd > 0 else math.inf,
-        "t_mem": events.t_mem,
-        "t_grok": events.t_grok,
-        "measured": events.delay,
-        "v_sc": sc,
-        "v_st": st,
-        "log_ratio": math.log(sc / st) if sc > 0 and st > 0 else math.nan,
-        "predicted": predicted_delay(sc, st, lr, wd) if sc > 0 and st > 0 else math.nan,
-    }
-
-
-def delay_fits(points: Sequence[Mapping[str, Any]], average_seeds: bool = False) -> dict[str, LinearFit]:
-    """Fits over :func:`delay_point` records: measured vs predicted, and measured vs 1/λ.
-
-    Parameters
-    ----------
-    points : sequence of dict (None entries are skipped)
+    points : sequence of dict
+        :func:`delay_point` records of one definition (None entries are skipped).
     average_seeds : bool
-        Fit the per-(λ, η) means of measured and predicted delays over seeds
-        instead of every run (the companion paper fits seed means).
+        Fit the per-setting means over seeds (the companion fits seed means).
 
     Returns
     -------
-    dict
-        ``"vs_predicted"``: measured ≈ slope · predicted + intercept (the slope
-        absorbs AdamW's γ_eff/(ηλ) factor); ``"vs_inverse_lambda"``:
-        measured ≈ slope / λ + intercept.
+    dict of LinearFit
+        ``"vs_predicted"`` (the law, slope free: AdamW's γ_eff/(ηλ) is unknown),
+        ``"vs_inverse_lambda"`` and ``"vs_inverse_eta_lambda"``. An axis that does
+        not vary across the points (1/λ at fixed λ) has no fit and is left out.
+
+    Examples
+    --------
+    >>> pts = [{"measured": 2 * d, "predicted": d, "inv_lambda": 1.0, "inv_eta_lambda": 1e3, "setting": str(d),
+    ...         "definition": "grok"} for d in (100.0, 200.0, 300.0)]
+    >>> fits = delay_fits(pts)
+    >>> sorted(fits), round(fits["vs_predicted"].slope, 6)
+    (['vs_predicted'], 2.0)
     """
     check_bool(average_seeds, "average_seeds", owner="delay_fits")
-    usable = [p for p in points if p is not None and math.isfinite(p["predicted"]) and math.isfinite(p["inv_lambda"])]
+    usable = [p for p in points if p is not None and math.isfinite(p["predicted"])]
+    if len({p["definition"] for p in usable}) > 1:
+        raise ValueError("The 'points' parameter of delay_fits mixes definitions "
+                         f"{sorted({p['definition'] for p in usable})}; fit one definition at a time.")
     if average_seeds:
-        groups: dict[tuple[float, float], list[Mapping[str, Any]]] = {}
+        groups: dict[str, list[Mapping[str, Any]]] = {}
         for p in usable:
-            groups.setdefault((p["weight_decay"], p["lr"]), []).append(p)
-        usable = [{key: float(np.mean([p[key] for p in members])) for key in ("measured", "predicted", "inv_lambda")}
+            groups.setdefault(p["setting"], []).append(p)
+        usable = [{key: float(np.mean([p[key] for p in members])) for key in ("measured", *FIT_AXES.values())}
                   for members in groups.values()]
     if len(usable) < 2:
-        raise ValueError(f"The 'points' parameter of delay_fits must hold at least 2 grokked runs (or λ values) with λ > 0. Got {len(usable)}.")
+        raise ValueError(f"The 'points' parameter of delay_fits must hold at least 2 grokked runs (or settings). Got {len(usable)}.")
     measured = [p["measured"] for p in usable]
-    return {
-        "vs_predicted": linear_fit([p["predicted"] for p in usable], measured),
-        "vs_inverse_lambda": linear_fit([p["inv_lambda"] for p in usable], measured),
-    }
+    fits = {}
+    for name, axis in FIT_AXES.items():
+        x = [p[axis] for p in usable]
+        if np.ptp(x) > 0:
+            fits[name] = linear_fit(x, measured)
+    return fits
 
+
+# --- Contraction ------------------------------------------------------------------------------
 
 @dataclass
 class ContractionFit:
-    """Exponential fit ‖θ_t‖² ≈ A · exp(−rate · t) over a window after the norm peak.
+    """The companion's fit ‖θ_t‖² ≈ A·r^(t − start) + C over the evaluations from T_mem on.
 
     Attributes
     ----------
-    rate : float
-        Contraction rate of ‖θ‖² per step.
-    eta_lambda : float
-        ηλ of the run; pure weight decay gives rate ≈ 2ηλ.
+    r : float
+        Fitted contraction factor per step.
+    r_theory : float
+        1 − 2ηλ, pure decay of ‖θ‖².
     ratio : float
-        rate / (ηλ) (the companion paper reports ≈ 1.41 for its transformer).
+        (1 − r)/(ηλ): the companion reports 1.30–1.69 (≈ 1.41) for its transformer.
+    amplitude, offset : float
+        A and C.
     r2 : float
-        R² of the straight-line fit of log ‖θ‖² against step.
+        R² of the fit on ‖θ‖² itself.
     start, stop : int
-        The window's first and last steps.
+        First and last fitted steps.
     """
 
-    rate: float
-    eta_lambda: float
+    r: float
+    r_theory: float
     ratio: float
+    amplitude: float
+    offset: float
     r2: float
     start: int
     stop: int
@@ -248,40 +308,80 @@ class ContractionFit:
         return asdict(self)
 
 
-def contraction_rate(history: History, stop: str = "grok", min_points: int = 3) -> ContractionFit | None:
-    """Fit the exponential contraction of ‖θ‖² from its peak to ``stop``.
+def _fit_offset_exponential(t: np.ndarray, v: np.ndarray, max_offset: float) -> tuple[float, float, float, float]:
+    """Least squares for v ≈ A·exp(k·t) + C with A ≥ 0, 0 ≤ C ≤ max_offset, −1 ≤ k ≤ 0 (the companion's bounds).
 
-    The window starts at the later of the norm peak and T_mem: the derivation
-    of the law assumes the training loss's gradient is already small, which it
-    is not before memorisation (with a large init the peak is at step 0).
+    For a fixed k the model is linear in (A, C); k is found by a log-spaced scan
+    refined by golden-section search on the residual. Returns (A, k, C, ssr).
+    """
+    def solve(k: float) -> tuple[float, float, float]:
+        e = np.exp(k * t)
+        best = (0.0, 0.0, math.inf)
+        for fix in (None, "A0", "C0", "Cmax"):  # unconstrained, then each active bound
+            if fix is None:
+                a, c = np.linalg.lstsq(np.column_stack([e, np.ones_like(e)]), v, rcond=None)[0]
+            elif fix == "A0":
+                a, c = 0.0, float(np.clip(v.mean(), 0.0, max_offset))
+            else:
+                c = 0.0 if fix == "C0" else max_offset
+                a = max(0.0, float(e @ (v - c)) / float(e @ e))
+            if a < 0 or not (0.0 <= c <= max_offset):
+                continue
+            ssr = float(((a * e + c - v) ** 2).sum())
+            if ssr < best[2]:
+                best = (float(a), float(c), ssr)
+        return best
+
+    ks = -np.logspace(-7, 0, 141)
+    ssrs = [solve(k)[2] for k in ks]
+    i = int(np.argmin(ssrs))
+    lo, hi = ks[min(i + 1, len(ks) - 1)], ks[max(i - 1, 0)]  # bracket (ks decreasing)
+    golden = (math.sqrt(5) - 1) / 2
+    a, b = lo, hi
+    for _ in range(60):
+        c1, c2 = b - golden * (b - a), a + golden * (b - a)
+        if solve(c1)[2] < solve(c2)[2]:
+            b = c2
+        else:
+            a = c1
+    k = (a + b) / 2
+    amp, off, ssr = solve(k)
+    return amp, k, off, ssr
+
+
+def contraction_fit(history: History, stop: str = "end", min_points: int = 5) -> ContractionFit | None:
+    """Fit ‖θ_t‖² ≈ A·r^t + C from T_mem to ``stop``, as the companion does.
 
     Parameters
     ----------
     history : History
-    stop : {"grok", "end"}
-        Window end: T_grok (the contraction that drives the transition; the
-        end of the run when it never grokked) or the last evaluated step.
+    stop : {"end", "grok"}
+        Last fitted step: the end of the run (the companion's choice) or T_grok.
     min_points : int
-        Fewest evaluations in the window for a fit.
+        Fewest evaluations in the window for a fit (the companion needs 5).
 
     Returns
     -------
     ContractionFit or None
-        None when the window holds fewer than ``min_points`` evaluations (for
-        instance when the norm peaks at the end: the weak regime).
+        None when the run never memorised or the window is too short.
     """
-    check_type(history, "history", History, owner="contraction_rate")
-    check_choice(stop, "stop", ("grok", "end"), owner="contraction_rate")
+    check_type(history, "history", History, owner="contraction_fit")
+    check_choice(stop, "stop", ("end", "grok"), owner="contraction_fit")
+    check_int(min_points, "min_points", low=3, owner="contraction_fit")
     events = find_events(history)
-    steps = history.column("step")
-    norm = history.column("norm")
-    end = events.t_grok if (stop == "grok" and events.t_grok is not None) else int(steps[-1])
-    start = max(events.peak_step, events.t_mem if events.t_mem is not None else events.peak_step)
-    window = (steps >= start) & (steps <= end) & np.isfinite(norm) & (norm > 0)
-    if window.sum() < min_points or end <= start:
+    if events.t_mem is None:
         return None
-    fit = linear_fit(steps[window], np.log(norm[window]))
+    steps, norm = history.column("step"), history.column("norm")
+    end = events.t_grok if (stop == "grok" and events.t_grok is not None) else int(steps[-1])
+    window = (steps >= events.t_mem) & (steps <= end) & np.isfinite(norm)
+    if window.sum() < min_points:
+        return None
+    t = steps[window] - steps[window][0]
+    v = norm[window]
+    amp, k, off, ssr = _fit_offset_exponential(t, v, max_offset=1.1 * float(v[0]))
+    ss_tot = float(((v - v.mean()) ** 2).sum())
     eta_lambda = float(history.config["lr"]) * float(history.config["weight_decay"])
-    rate = -fit.slope
-    return ContractionFit(rate, eta_lambda, rate / eta_lambda if eta_lambda > 0 else math.inf, fit.r2,
-                          int(start), int(end))
+    r = math.exp(k)
+    return ContractionFit(r, 1.0 - 2.0 * eta_lambda, (1.0 - r) / eta_lambda if eta_lambda > 0 else math.inf,
+                          amp, off, 1.0 - ssr / ss_tot if ss_tot > 0 else math.nan,
+                          int(steps[window][0]), int(steps[window][-1]))

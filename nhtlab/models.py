@@ -112,15 +112,30 @@ class Transformer(nn.Module):
     Defaults follow arXiv 2603.13331: one layer, d_model 128, 4 heads, FFN 512,
     GELU, learned position embeddings, a final LayerNorm and a linear head read
     at the last position. The features are the final LayerNorm's output there.
+
+    Parameters
+    ----------
+    p : int
+        Number of input tokens and of classes.
+    d_model, n_heads, d_ff, n_layers : int
+        Width, attention heads, feed-forward width and number of blocks.
+    init_scale : float
+        Multiplies every weight matrix and embedding after PyTorch's default
+        init (LayerNorm gains and all biases are left alone). 1 keeps the
+        companion's init; other values move ‖θ‖² at initialisation, and with it
+        the norm the network memorises at, which is how the delay law's norm
+        gap is varied at fixed ηλ.
     """
 
-    def __init__(self, p: int, d_model: int = 128, n_heads: int = 4, d_ff: int = 512, n_layers: int = 1):
+    def __init__(self, p: int, d_model: int = 128, n_heads: int = 4, d_ff: int = 512, n_layers: int = 1,
+                 init_scale: float = 1.0):
         super().__init__()
         check_int(p, "p", low=2, owner="Transformer")
         check_int(d_model, "d_model", low=1, owner="Transformer")
         check_int(n_heads, "n_heads", low=1, owner="Transformer")
         check_int(d_ff, "d_ff", low=1, owner="Transformer")
         check_int(n_layers, "n_layers", low=1, owner="Transformer")
+        check_real(init_scale, "init_scale", 0.0, low_open=True, owner="Transformer")
         if d_model % n_heads:
             raise ValueError(
                 f"The 'd_model' parameter of Transformer must be divisible by n_heads={n_heads}. Got {d_model} instead."
@@ -131,6 +146,11 @@ class Transformer(nn.Module):
         self.blocks = nn.ModuleList(Block(d_model, n_heads, d_ff) for _ in range(n_layers))
         self.ln_f = nn.LayerNorm(d_model)
         self.readout = nn.Linear(d_model, p)
+        if init_scale != 1.0:
+            with torch.no_grad():
+                for name, param in self.named_parameters():
+                    if name.endswith("weight") and param.ndim == 2:  # matrices and embeddings, not LayerNorm gains
+                        param.mul_(init_scale)
 
     def features(self, x: torch.Tensor) -> torch.Tensor:
         positions = torch.arange(x.shape[1], device=x.device)

@@ -1,41 +1,36 @@
-"""Weight-decay regimes: weak, intermediate, strong, read off one training history.
+"""Weight-decay regimes: weak, intermediate, strong, read off one training history after T_mem.
 
 The NHT paper (Khanh & Hoa, arXiv 2603.07323) predicts three regimes in the
 weight decay λ:
 
-* **weak**: the network memorises and stays on its shortcut: the squared norm
-  ‖θ‖² keeps growing (or stays flat) and the test accuracy stays low;
-* **intermediate**: the network memorises, ‖θ‖² peaks and then contracts, and the
-  network generalises late (grokking);
-* **strong**: the decay suppresses learning: the network never fits its
-  training set (the paper's wording), or, as we measure it here, fits it but
-  never leaves it.
+* **weak**: the network memorises and stays on its shortcut: after T_mem the
+  squared norm ‖θ‖² keeps growing or stays flat, and the test accuracy stays low;
+* **intermediate**: the network memorises, then ‖θ‖² contracts and the network
+  generalises late (grokking);
+* **strong**: the decay keeps the network from fitting its training set.
 
-:func:`diagnose_regime` applies these rules with explicit thresholds, in order:
+The paper says the norm "peaks then decays" in the intermediate regime. In the
+companion setting (transformer, default init) ‖θ‖² is largest at
+initialisation and falls from step 0, so the peak is step 0 for every λ and
+says nothing; what separates the regimes is what the norm does *after* the
+network has memorised. :func:`diagnose_regime` therefore reads everything from
+T_mem on, with explicit, documented thresholds:
 
-1. train accuracy never reaches ``fit_threshold`` → **strong** (never fits);
-2. test accuracy reaches ``generalise_threshold`` → **intermediate** (the
-   transition happened within the budget); or it reaches
-   ``transition_threshold`` → **intermediate**, transition under way (a run on
-   its shortcut stays near chance on the test set);
-3. after T_mem, ‖θ‖² rose by at least ``min_growth`` and then fell by at least
-   ``min_contraction`` from its peak → **intermediate** with
-   ``generalised = False``: the norm has turned over, the budget ended first;
-4. after T_mem, ‖θ‖² rose by at least ``min_growth`` and did not turn over →
-   **weak** (the shortcut inflates);
-5. otherwise the network fitted its training set but the decay held ‖θ‖²
-   within ``min_growth`` of its value at T_mem and no transition followed →
-   **strong** (the decay suppresses learning of the structure).
+1. train accuracy never reaches ``fit_threshold`` within the budget → **strong**;
+2. memorised and generalised (test accuracy ≥ ``generalise_threshold``), with a
+   delay T_grok − T_mem ≥ ``min_delay`` steps and ‖θ‖² contracted by at least
+   ``min_contraction`` between T_mem and T_grok → **intermediate**;
+3. memorised, not generalised, and ‖θ‖² never fell more than ``min_contraction``
+   below its value at T_mem → **weak**;
+4. anything else → **undetermined**, with the reason: a run that generalised
+   without a delay or without its norm contracting (no shortcut phase to speak
+   of), or one whose norm is contracting when the budget ends without having
+   generalised yet (a transition possibly under way). Such runs are shown, never
+   forced into a regime, and the order checks skip them.
 
-Rules 2 (its second half), 3 and 5 are our choices and worth saying plainly.
-Rules 2 and 3 keep a run that has clearly left its shortcut (test accuracy far
-above chance, or a norm that has turned over) from being called "weak" only
-because the step budget ended a little early; near both edges of the
-intermediate band runs are slow, so the budget always matters there. Rule 5 covers what we measure with AdamW at this scale: above the
-intermediate band the network still memorises, but the decay pins the norm near
-its memorisation value (AdamW's equilibrium scale shrinks like 1/λ) and the
-test accuracy stalls; the paper's "decay suppresses learning" fits that better
-than "weak", whose signature is a growing norm.
+"Within the budget" always applies: a run called strong because it had not
+memorised after 3,000 steps may memorise later (the companion's λ = 2 memorises
+after about 21,000 steps).
 """
 
 from __future__ import annotations
@@ -47,11 +42,13 @@ import numpy as np
 
 from .events import Events, find_events
 from .train import History
-from .validation import check_real, check_type
+from .validation import check_int, check_real, check_type
 
-__all__ = ["REGIMES", "Regime", "diagnose_regime", "regime_order_ok", "regime_table", "regime_curves"]
+__all__ = ["REGIMES", "UNDETERMINED", "Regime", "diagnose_regime", "regime_order_ok", "regime_table", "regime_curves"]
 
 REGIMES = ("weak", "intermediate", "strong")
+#: The label of a run that fits none of the three regimes' definitions (rule 4).
+UNDETERMINED = "undetermined"
 
 
 @dataclass
@@ -60,16 +57,16 @@ class Regime:
 
     Attributes
     ----------
-    regime : {"weak", "intermediate", "strong"}
+    regime : {"weak", "intermediate", "strong", "undetermined"}
     memorised : bool
         Train accuracy reached ``fit_threshold``.
     generalised : bool
         Test accuracy reached ``generalise_threshold``.
-    contraction : float
-        Fraction by which ‖θ‖² fell from its peak to the end of the run.
+    contraction : float or None
+        1 − min ‖θ‖² / ‖θ‖²(T_mem), the minimum taken from T_mem to T_grok (to the
+        end of the run when it never generalised); None when never memorised.
     growth : float or None
-        Relative rise of ‖θ‖² after T_mem: max ‖θ‖² from T_mem on over ‖θ‖² at
-        T_mem, minus 1 (None when never memorised).
+        max ‖θ‖² / ‖θ‖²(T_mem) − 1 over the same window; None when never memorised.
     reason : str
         The rule that decided, in words.
     events : Events
@@ -78,7 +75,7 @@ class Regime:
     regime: str
     memorised: bool
     generalised: bool
-    contraction: float
+    contraction: float | None
     growth: float | None
     reason: str
     events: Events
@@ -93,29 +90,26 @@ def diagnose_regime(
     history: History,
     fit_threshold: float = 0.99,
     generalise_threshold: float = 0.99,
-    min_growth: float = 0.25,
-    min_contraction: float = 0.05,
-    transition_threshold: float = 0.9,
+    min_contraction: float = 0.2,
+    min_delay: int = 200,
 ) -> Regime:
-    """Classify a run as weak, intermediate or strong (rules in the module docstring).
+    """Classify a run as weak, intermediate, strong or undetermined (rules in the module docstring).
 
     Parameters
     ----------
     history : History
         Needs ``step``, ``train_acc``, ``test_acc`` and ``norm`` columns.
     fit_threshold : float in (0, 1], default 0.99
-        Train accuracy that counts as "fitted" (memorised).
+        Train accuracy that counts as memorised (the companion's T_mem threshold).
     generalise_threshold : float in (0, 1], default 0.99
-        Test accuracy that counts as "generalised".
-    min_growth : float ≥ 0, default 0.25
-        Least relative rise of ‖θ‖² above its value at T_mem (peak / V(T_mem) − 1)
-        that counts as "the norm grew".
-    min_contraction : float in [0, 1), default 0.05
-        Least fall of ‖θ‖² from its post-T_mem peak to the end that counts as
-        "the norm peaked and decayed".
-    transition_threshold : float in (0, 1], default 0.9
-        Test accuracy that shows the transition is under way even if it has not
-        reached ``generalise_threshold`` within the budget.
+        Test accuracy that counts as generalised (the companion's T_grok threshold).
+    min_contraction : float in [0, 1), default 0.2
+        Least fall of ‖θ‖² below its value at T_mem that counts as "contracted".
+        The companion's runs contract by 70–85% between T_mem and T_grok; a
+        weak run drifts by a few percent.
+    min_delay : int ≥ 0, default 200
+        Least T_grok − T_mem, in steps, that counts as a delayed transition (one
+        evaluation interval of the companion's code).
 
     Returns
     -------
@@ -124,49 +118,45 @@ def diagnose_regime(
     check_type(history, "history", History, owner="diagnose_regime")
     check_real(fit_threshold, "fit_threshold", 0.0, 1.0, low_open=True, owner="diagnose_regime")
     check_real(generalise_threshold, "generalise_threshold", 0.0, 1.0, low_open=True, owner="diagnose_regime")
-    check_real(min_growth, "min_growth", 0.0, owner="diagnose_regime")
     check_real(min_contraction, "min_contraction", 0.0, 1.0, high_open=True, owner="diagnose_regime")
-    check_real(transition_threshold, "transition_threshold", 0.0, 1.0, low_open=True, owner="diagnose_regime")
+    check_int(min_delay, "min_delay", low=0, owner="diagnose_regime")
     if len(history) == 0:
         raise ValueError("The 'history' parameter of diagnose_regime is empty: it has no evaluated step.")
     events = find_events(history, threshold=fit_threshold)
-    steps = history.column("step")
-    norm = history.column("norm")
-    train_acc = history.column("train_acc")
-    test_acc = history.column("test_acc")
-    memorised = events.t_mem is not None
-    generalised = bool(np.nanmax(test_acc) >= generalise_threshold)
-    if memorised:
-        after = steps >= events.t_mem
-        peak_after = float(np.nanmax(norm[after]))
-        contraction = max(0.0, 1.0 - float(norm[-1]) / peak_after) if peak_after > 0 else 0.0
-        growth = peak_after / events.norm_at_mem - 1.0 if events.norm_at_mem else 0.0
-    else:
-        contraction, growth = events.contraction, None
-
-    if not memorised:
-        regime, reason = "strong", f"train accuracy never reached {fit_threshold:.0%} (max {np.nanmax(train_acc):.1%})"
+    steps, norm = history.column("step"), history.column("norm")
+    train_acc, test_acc = history.column("train_acc"), history.column("test_acc")
+    t_grok = next((int(s) for s, a in zip(steps, test_acc) if a >= generalise_threshold), None)
+    generalised = t_grok is not None
+    if events.t_mem is None:
+        return Regime("strong", False, generalised, None, None,
+                      f"train accuracy never reached {fit_threshold:.0%} within {int(steps[-1]):,} steps "
+                      f"(best {np.nanmax(train_acc):.1%})", events)
+    end = t_grok if (generalised and t_grok >= events.t_mem) else int(steps[-1])
+    window = norm[(steps >= events.t_mem) & (steps <= end)]
+    v_mem = float(events.norm_at_mem)
+    contraction = 1.0 - float(np.nanmin(window)) / v_mem
+    growth = float(np.nanmax(window)) / v_mem - 1.0
+    delay = None if not generalised else t_grok - events.t_mem
+    if generalised and delay >= min_delay and contraction >= min_contraction:
+        regime, reason = "intermediate", (f"memorised at {events.t_mem:,}; ‖θ‖² fell {contraction:.0%} and the test "
+                                          f"set followed {delay:,} steps later")
+    elif not generalised and contraction < min_contraction:
+        regime, reason = "weak", (f"memorised at {events.t_mem:,}; ‖θ‖² then changed by {growth:+.0%} at most "
+                                  f"(fell {contraction:.0%} at most) and the test accuracy stayed at "
+                                  f"{np.nanmax(test_acc):.0%} or below")
     elif generalised:
-        regime, reason = "intermediate", f"memorised, then test accuracy reached {generalise_threshold:.0%}"
-    elif np.nanmax(test_acc) >= transition_threshold:
-        regime, reason = "intermediate", (
-            f"memorised, then test accuracy rose to {np.nanmax(test_acc):.0%} (≥ {transition_threshold:.0%}): "
-            "transition under way when the budget ended")
-    elif growth >= min_growth and contraction >= min_contraction:
-        regime, reason = "intermediate", (
-            f"memorised; ‖θ‖² rose {growth:.0%} then fell {contraction:.0%} from its peak, "
-            "but the budget ended before generalisation")
-    elif growth >= min_growth:
-        regime, reason = "weak", f"memorised; ‖θ‖² kept rising ({growth:+.0%} after T_mem) and no generalisation"
+        regime, reason = UNDETERMINED, (f"generalised {delay:,} steps after memorising with ‖θ‖² down {contraction:.0%}: "
+                                        f"{'no delay' if delay < min_delay else 'no contraction'} to call it a transition")
     else:
-        regime, reason = "strong", (
-            f"memorised, but the decay held ‖θ‖² within {min_growth:.0%} of its T_mem value "
-            f"({growth:+.0%}) and the test accuracy stalled at {np.nanmax(test_acc):.0%}")
-    return Regime(regime, memorised, generalised, contraction, growth, reason, events)
+        regime, reason = UNDETERMINED, (f"memorised at {events.t_mem:,}; ‖θ‖² down {contraction:.0%} but no "
+                                        f"generalisation within the budget (test accuracy {np.nanmax(test_acc):.0%})")
+    return Regime(regime, True, generalised, contraction, growth, reason, events)
 
 
 def regime_order_ok(lams: list[float], regimes: list[str]) -> bool:
     """True when, sorted by λ, the regimes never step backwards in weak → intermediate → strong.
+
+    Undetermined runs are skipped.
 
     Several runs may share a λ (seeds); they are compared by the order of λ only,
     so two seeds of one λ in different regimes count as a boundary, not a violation,
@@ -182,10 +172,10 @@ def regime_order_ok(lams: list[float], regimes: list[str]) -> bool:
     if len(lams) != len(regimes):
         raise ValueError(f"The 'lams' and 'regimes' parameters of regime_order_ok must have the same length. Got {len(lams)} and {len(regimes)}.")
     for r in regimes:
-        if r not in REGIMES:
-            raise ValueError(f"The 'regimes' parameter of regime_order_ok must hold only {REGIMES}. Got {r!r}.")
+        if r not in REGIMES and r != UNDETERMINED:
+            raise ValueError(f"The 'regimes' parameter of regime_order_ok must hold only {REGIMES + (UNDETERMINED,)}. Got {r!r}.")
     rank = {name: i for i, name in enumerate(REGIMES)}
-    pairs = sorted(zip(lams, (rank[r] for r in regimes)))
+    pairs = sorted((lam, rank[r]) for lam, r in zip(lams, regimes) if r != UNDETERMINED)
     # every run at a strictly larger λ must have rank ≥ the max rank at smaller λ
     best = -1
     i = 0
@@ -228,7 +218,8 @@ def regime_table(result: Any, **thresholds: Any) -> list[dict[str, Any]]:
             "train_fraction": row.run.train_fraction, "seed": row.run.seed,
             "regime": d.regime, "reason": d.reason, "t_mem": ev.t_mem, "t_grok": ev.t_grok, "delay": ev.delay,
             "peak_step": ev.peak_step, "peak_norm": round(ev.peak_norm, 1), "final_norm": round(ev.final_norm, 1),
-            "growth": None if d.growth is None else round(d.growth, 3), "contraction": round(d.contraction, 3),
+            "growth": None if d.growth is None else round(d.growth, 3),
+            "contraction": None if d.contraction is None else round(d.contraction, 3),
             "max_test_acc": round(float(np.nanmax(row.history.column("test_acc"))), 4), "status": row.history.status,
         })
     return rows

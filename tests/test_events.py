@@ -44,10 +44,14 @@ def test_predicted_delay_closed_form():
 
 
 def test_delay_summary_reads_eta_lambda_from_config():
-    h = synthetic([1, 1, 1], [0, 1, 1], [100 * math.e, 100 * math.e, 100], lr=1e-2, wd=0.5)
+    # memorised at step 0 with V = 100e, generalised at step 10 with V = 100, ended at V = 100
+    h = synthetic([1, 1, 1], [0, 1, 1], [100 * math.e, 100, 100], lr=1e-2, wd=0.5)
     s = delay_summary(h)
-    assert s["ηλ"] == pytest.approx(5e-3)
-    assert s["law's time scale log(V_sc/V_st)/(ηλ)"] == pytest.approx(200.0)
+    assert s["grok"]["measured"] == 10 and s["grok"]["predicted"] == pytest.approx(200.0)  # log(e)/(ηλ)
+    assert s["companion"]["predicted"] == pytest.approx(100.0)  # log(e)/(2ηλ)
+    assert s["t_escape"] == 10 and s["companion"]["measured"] == 10  # first step with V ≤ 1.5·V_final
+    never = synthetic([1, 1], [0, 0], [10, 10])
+    assert delay_summary(never) == {"companion": None, "grok": None}
 
 
 def test_exercise_checks():

@@ -141,8 +141,8 @@ CASES = [
      "'weak', 'intermediate', 'strong'"),
     ("nhtlab.delay", "linear_fit", lambda f: f([1.0, 2.0, 3.0], [1.0, 2.0]), ValueError, "y", "same length"),
     ("nhtlab.delay", "linear_fit", lambda f: f([1.0], [1.0]), ValueError, "x", "at least 2 points"),
-    ("nhtlab.delay", "norm_gap", lambda f: f(_history(), v_sc="max"), ValueError, "v_sc", "'mem', 'peak'"),
-    ("nhtlab.delay", "contraction_rate", lambda f: f(_history(), stop="never"), ValueError, "stop", "'grok', 'end'"),
+    ("nhtlab.delay", "delay_point", lambda f: f(_history(), definition="peak"), ValueError, "definition", "'companion', 'grok'"),
+    ("nhtlab.delay", "contraction_fit", lambda f: f(_history(), stop="never"), ValueError, "stop", "'end', 'grok'"),
     # DLR, CKA, features
     ("nhtlab.dlr", "dlr", lambda f: f(FEATURES, OUTPUTS, rank="most"), ValueError, "rank", "or a positive int"),
     ("nhtlab.dlr", "dlr", lambda f: f(FEATURES, OUTPUTS, rank=2.5), TypeError, "rank", "or a positive int"),

@@ -2,7 +2,7 @@
 
 Inputs come from :func:`nhtlab.regimes.regime_table`, :func:`nhtlab.regimes.regime_curves`,
 :func:`nhtlab.delay.delay_point`, :func:`nhtlab.delay.delay_fits` and
-:func:`nhtlab.delay.contraction_rate`. The λ slider is a Vega-Lite param bound to
+:func:`nhtlab.delay.contraction_fit`. The λ slider is a Vega-Lite param bound to
 a range input, so it works in the static book with no kernel behind it.
 """
 
@@ -17,7 +17,7 @@ from .training import WIDTH
 
 __all__ = ["REGIME_COLORS", "regime_norm_curves", "lambda_slider", "phase_diagram", "delay_fit_chart", "contraction_chart"]
 
-REGIME_COLORS = {"weak": "#4c78a8", "intermediate": "#f58518", "strong": "#e45756"}
+REGIME_COLORS = {"weak": "#4c78a8", "intermediate": "#f58518", "strong": "#e45756", "undetermined": "#9d9d9d"}
 
 
 def _regime_color(title: str = "regime") -> alt.Color:
@@ -85,37 +85,46 @@ def phase_diagram(table: Sequence[Mapping[str, Any]], y: str = "train_fraction",
     return (cells + text).properties(width=WIDTH, height=180, title=title)
 
 
-def delay_fit_chart(points: Sequence[Mapping[str, Any]], fit: Any, x: str = "predicted",
-                    x_title: str = "predicted delay log(V_sc/V_st)/(ηλ) (steps)") -> alt.LayerChart:
-    """Measured delay against ``x`` (``"predicted"`` or ``"inv_lambda"``) with the fitted line and its R²."""
+def delay_fit_chart(points: Sequence[Mapping[str, Any]], fit: Any, x: str = "predicted", x_title: str = "predicted (steps)",
+                    y_title: str = "measured (steps)", color: str = "weight_decay", color_title: str = "λ") -> alt.LayerChart:
+    """Measured delay against ``x`` (a key of :func:`nhtlab.delay.delay_point` records) with the fitted line and its R².
+
+    ``color`` names the field that colours the dots (``"weight_decay"``, or a
+    ``"family"`` label the chapter adds: which quantity a run varied).
+    """
     xs = [p[x] for p in points]
     line = [{x: v, "fit": fit.slope * v + fit.intercept} for v in (min(xs), max(xs))]
-    title = f"measured = {fit.slope:.3g} × {x_title.split(' (')[0]} + {fit.intercept:.0f}   (R² = {fit.r2:.3f}, n = {fit.n})"
+    title = f"measured = {fit.slope:.3g} × x + {fit.intercept:,.0f}   (R² = {fit.r2:.3f}, n = {fit.n})"
     dots = alt.Chart(alt.Data(values=list(points))).mark_circle(size=70).encode(
         x=alt.X(f"{x}:Q", title=x_title),
-        y=alt.Y("measured:Q", title="measured delay T_grok − T_mem (steps)"),
-        color=alt.Color("weight_decay:O", title="λ"),
+        y=alt.Y("measured:Q", title=y_title),
+        color=alt.Color(f"{color}:N", title=color_title),
         tooltip=[alt.Tooltip("weight_decay:Q", title="λ"), alt.Tooltip("lr:Q", title="η"), "seed:Q", "t_mem:Q", "t_grok:Q",
-                 "measured:Q", alt.Tooltip("predicted:Q", format=",.0f"), alt.Tooltip("log_ratio:Q", format=".3f")],
+                 "measured:Q", alt.Tooltip("predicted:Q", format=",.0f"), alt.Tooltip("v_mem:Q", format=",.0f"),
+                 alt.Tooltip("v_final:Q", format=",.0f")],
     )
     fitted = alt.Chart(alt.Data(values=line)).mark_line(color="#333", strokeDash=[5, 3]).encode(x=f"{x}:Q", y="fit:Q")
     return (fitted + dots).properties(width=WIDTH, height=260, title=title)
 
 
-def contraction_chart(records: Sequence[Mapping[str, Any]]) -> alt.LayerChart:
-    """Measured contraction rate of ‖θ‖² after its peak against ηλ, with the lines rate = ηλ and rate = 2ηλ.
+def contraction_chart(records: Sequence[Mapping[str, Any]], paper_ratio: float = 1.41) -> alt.LayerChart:
+    """Fitted contraction 1 − r per step against ηλ, with the lines 1 − r = ηλ, 2ηλ and the paper's ratio.
 
-    ``records``: dicts with ``eta_lambda``, ``rate``, ``weight_decay``, ``seed`` (from
-    :meth:`nhtlab.delay.ContractionFit.to_dict` plus the run's λ and seed).
+    ``records``: dicts with ``eta_lambda``, ``ratio`` ((1 − r)/(ηλ)), ``weight_decay``,
+    ``seed`` (from :meth:`nhtlab.delay.ContractionFit.to_dict` plus the run's ηλ, λ and seed).
     """
-    top = max(r["eta_lambda"] for r in records)
-    refs = [{"eta_lambda": v, "rate": k * v, "line": name} for k, name in [(1, "rate = ηλ"), (2, "rate = 2ηλ (pure decay)")] for v in (0.0, top)]
+    data = [{**r, "one_minus_r": r["ratio"] * r["eta_lambda"]} for r in records]
+    top = max(r["eta_lambda"] for r in data)
+    refs = [{"eta_lambda": v, "one_minus_r": k * v, "line": name}
+            for k, name in [(1.0, "1 − r = ηλ"), (2.0, "1 − r = 2ηλ (pure decay)"), (paper_ratio, f"companion: {paper_ratio} ηλ")]
+            for v in (0.0, top)]
     lines = alt.Chart(alt.Data(values=refs)).mark_line(strokeDash=[4, 3]).encode(
-        x="eta_lambda:Q", y="rate:Q", color=alt.Color("line:N", title="reference", scale=alt.Scale(range=["#999", "#333"])))
-    dots = alt.Chart(alt.Data(values=list(records))).mark_circle(size=70, color="#f58518").encode(
+        x="eta_lambda:Q", y="one_minus_r:Q",
+        color=alt.Color("line:N", title="reference", scale=alt.Scale(range=["#999", "#333", "#54a24b"])))
+    dots = alt.Chart(alt.Data(values=data)).mark_circle(size=70, color="#f58518").encode(
         x=alt.X("eta_lambda:Q", title="ηλ (per step)"),
-        y=alt.Y("rate:Q", title="measured contraction rate of ‖θ‖² (per step)"),
-        tooltip=[alt.Tooltip("weight_decay:Q", title="λ"), "seed:Q", alt.Tooltip("rate:Q", format=".2e"),
-                 alt.Tooltip("ratio:Q", format=".2f", title="rate/(ηλ)"), alt.Tooltip("r2:Q", format=".3f")],
+        y=alt.Y("one_minus_r:Q", title="fitted 1 − r (per step)"),
+        tooltip=[alt.Tooltip("weight_decay:Q", title="λ"), "seed:Q", alt.Tooltip("ratio:Q", format=".2f", title="(1 − r)/(ηλ)"),
+                 alt.Tooltip("r2:Q", format=".3f")],
     )
-    return (lines + dots).properties(width=WIDTH, height=260, title="how fast ‖θ‖² contracts after its peak")
+    return (lines + dots).properties(width=WIDTH, height=260, title="how fast ‖θ‖² contracts after T_mem: V ≈ A·rᵗ + C")

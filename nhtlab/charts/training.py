@@ -30,8 +30,12 @@ def long_records(history: History, columns: Mapping[str, str], **constants: Any)
 
 
 def event_rules(events: Events) -> alt.Chart:
-    """Vertical rules at T_mem, T_grok and the norm peak, labelled."""
-    marks = [("T_mem (memorised)", events.t_mem), ("T_grok (generalised)", events.t_grok), ("norm peak", events.peak_step)]
+    """Vertical rules at T_mem, T_grok and the norm peak, labelled.
+
+    A peak at step 0 (the initialisation, as in the companion's transformer) is no event and is not drawn.
+    """
+    marks = [("T_mem (memorised)", events.t_mem), ("T_grok (generalised)", events.t_grok),
+             ("norm peak", events.peak_step or None)]
     data = [{"step": s, "event": name} for name, s in marks if s is not None]
     base = alt.Chart(alt.Data(values=data))
     rules = base.mark_rule(strokeDash=[4, 3]).encode(
