@@ -46,7 +46,7 @@ from .events import find_events
 from .train import History
 from .validation import check_bool, check_choice, check_int, check_real, check_type
 
-__all__ = ["DEFINITIONS", "ESCAPE_FACTOR", "predicted_delay", "delay_point", "delay_summary", "LinearFit",
+__all__ = ["DEFINITIONS", "ESCAPE_FACTOR", "predicted_delay", "delay_point", "delay_summary", "mean_std", "LinearFit",
            "linear_fit", "delay_fits", "ContractionFit", "contraction_fit"]
 
 #: The two definitions of "measured" and "predicted" that :func:`delay_point` knows, in words.
@@ -164,6 +164,33 @@ def delay_summary(history: History) -> dict[str, Any]:
         ratio = p["predicted"] / p["measured"] if p["measured"] else math.nan
         out[name] = {"measured": p["measured"], "predicted": round(p["predicted"], 1), "predicted/measured": round(ratio, 3)}
     return out
+
+
+def mean_std(points: Sequence[Mapping[str, Any]], key: str, **where: Any) -> tuple[float, float] | None:
+    """Mean and standard deviation of ``key`` over the points whose fields equal ``where``.
+
+    Parameters
+    ----------
+    points : sequence of dict
+        :func:`delay_point` records (or any dicts).
+    key : str
+        The field to summarise, e.g. ``"t_grok"`` or ``"measured"``.
+    **where
+        Field values a point must have, e.g. ``weight_decay=0.5``.
+
+    Returns
+    -------
+    (mean, std) or None
+        None when no point matches (the population standard deviation, as numpy's default).
+
+    Examples
+    --------
+    >>> pts = [{"lam": 1.0, "t": 10}, {"lam": 1.0, "t": 30}, {"lam": 0.5, "t": 99}]
+    >>> mean_std(pts, "t", lam=1.0), mean_std(pts, "t", lam=2.0)
+    ((20.0, 10.0), None)
+    """
+    values = [p[key] for p in points if all(p.get(k) == v for k, v in where.items())]
+    return (float(np.mean(values)), float(np.std(values))) if values else None
 
 
 # --- Fits over sweeps -------------------------------------------------------------------------

@@ -20,28 +20,31 @@ from typing import Any
 
 import numpy as np
 
-from .delay import predicted_delay
+from .delay import delay_point
 from .events import find_events
 from .train import History
-from .validation import check_choice, check_int, check_type
+from .validation import check_int, check_type
 
-__all__ = ["run_row", "scale_table", "size_summary", "fraction_generalised", "fit_gamma", "law_records"]
+__all__ = ["run_row", "scale_table", "size_summary", "fraction_generalised", "fit_gamma", "law_records",
+           "rank_correlation", "between_and_within"]
 
-V_SC = ("peak", "mem")
-V_ST = ("final", "grok")
-
-
-def _size(history: History, key: str) -> Any:
+def _size(history: History, key: str, default: Any = None) -> Any:
     config = history.config
     if key in config.get("model_kwargs", {}):
         return config["model_kwargs"][key]
     if key in config:
         return config[key]
+    if default is not None:
+        return default
     raise KeyError(f"The history's config has no {key!r} (neither in model_kwargs nor at top level).")
 
 
-def run_row(history: History, key: str = "width", v_sc: str = "peak", v_st: str = "final") -> dict[str, Any]:
+def run_row(history: History, key: str = "d_model", default_size: Any = None) -> dict[str, Any]:
     """One run as a flat record: size, seed, events, norm gap and the law's delay.
+
+    The norms and the prediction are :func:`nhtlab.delay.delay_point`'s ``"grok"``
+    definition: V_sc = ‖θ‖² at T_mem, V_st = ‖θ‖² at T_grok, predicted delay
+    log(V_sc/V_st)/(ηλ), measured delay T_grok − T_mem.
 
     Parameters
     ----------
@@ -49,46 +52,40 @@ def run_row(history: History, key: str = "width", v_sc: str = "peak", v_st: str 
         A run of :func:`nhtlab.run_modular` (its config names η, λ and the size).
     key : str
         The size setting, looked up in ``config["model_kwargs"]`` then ``config``.
-    v_sc : {"peak", "mem"}
-        V_sc is ‖θ‖² at its peak, or at T_mem.
-    v_st : {"final", "grok"}
-        V_st is ‖θ‖² at the end of the run, or at T_grok.
+    default_size : optional
+        The size of a run whose config does not name ``key`` (the model's default).
 
     Returns
     -------
     dict
-        ``size, seed, T_mem, T_grok, delay, V_sc, V_st, ratio, log_gap,
-        predicted`` (the law's log(V_sc/V_st)/(ηλ); None without a transition).
+        ``size, seed, T_mem, T_grok, delay, steps, V_sc, V_st, ratio, log_gap,
+        predicted, eta_lambda`` (gap and prediction None without a transition).
     """
     check_type(history, "history", History, owner="run_row")
-    check_choice(v_sc, "v_sc", V_SC, owner="run_row")
-    check_choice(v_st, "v_st", V_ST, owner="run_row")
     events = find_events(history)
-    sc = events.peak_norm if v_sc == "peak" else events.norm_at_mem
-    st = events.final_norm if v_st == "final" else events.norm_at_grok
-    grokked = events.t_grok is not None
-    ratio = sc / st if (grokked and sc and st) else None
+    point = delay_point(history, definition="grok")
     lr, wd = history.config["lr"], history.config["weight_decay"]
+    ratio = point["v_mem"] / point["v_grok"] if point else None
     return {
-        "size": _size(history, key),
+        "size": _size(history, key, default_size),
         "seed": history.config.get("seed"),
         "T_mem": events.t_mem,
         "T_grok": events.t_grok,
         "delay": events.delay,
         "steps": int(history.column("step")[-1]),
-        "V_sc": sc,
-        "V_st": st if grokked else None,
+        "V_sc": events.norm_at_mem,
+        "V_st": point["v_grok"] if point else None,
         "ratio": ratio,
         "log_gap": math.log(ratio) if ratio else None,
-        "predicted": predicted_delay(sc, st, lr, wd) if ratio else None,
+        "predicted": point["predicted"] if point else None,
         "eta_lambda": lr * wd,
     }
 
 
-def scale_table(histories: Sequence[History], key: str = "width", v_sc: str = "peak", v_st: str = "final") -> list[dict[str, Any]]:
+def scale_table(histories: Sequence[History], key: str = "d_model", default_size: Any = None) -> list[dict[str, Any]]:
     """:func:`run_row` for every history, sorted by size then seed."""
     check_type(histories, "histories", (list, tuple), owner="scale_table")
-    rows = [run_row(h, key, v_sc, v_st) for h in histories]
+    rows = [run_row(h, key, default_size) for h in histories]
     return sorted(rows, key=lambda r: (r["size"], r["seed"] if r["seed"] is not None else -1))
 
 
@@ -180,3 +177,60 @@ def law_records(summary: Sequence[dict[str, Any]], fit: dict[str, float] | None 
             if fit is not None:
                 out.append({"size": s["size"], "series": "law, fitted γ", "delay": s["predicted"] / fit["gamma / eta_lambda"]})
     return out
+
+
+def rank_correlation(x: Sequence[float], y: Sequence[float]) -> float:
+    """Spearman's rank correlation of ``x`` and ``y`` (ties get their mean rank).
+
+    Examples
+    --------
+    >>> round(rank_correlation([1, 2, 3, 4], [10, 20, 15, 40]), 6)
+    0.8
+    >>> rank_correlation([1, 2, 3], [3, 2, 1])
+    -1.0
+    """
+    xa, ya = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    if xa.shape != ya.shape or xa.ndim != 1 or len(xa) < 3:
+        raise ValueError(f"The 'x' and 'y' parameters of rank_correlation must be 1-D, of one length ≥ 3. "
+                         f"Got shapes {xa.shape} and {ya.shape}.")
+
+    def ranks(v: np.ndarray) -> np.ndarray:
+        order = np.argsort(v, kind="stable")
+        r = np.empty(len(v))
+        r[order] = np.arange(len(v), dtype=float)
+        for value in np.unique(v):  # ties: mean rank
+            r[v == value] = r[v == value].mean()
+        return r
+
+    rx, ry = ranks(xa), ranks(ya)
+    if rx.std() == 0 or ry.std() == 0:
+        return float("nan")
+    return float(np.corrcoef(rx, ry)[0, 1])
+
+
+def between_and_within(rows: Sequence[dict[str, Any]], key: str) -> dict[str, float]:
+    """How much ``key`` differs between the smallest and largest size, against its seed spread.
+
+    Returns
+    -------
+    dict
+        ``difference``: median at the largest size minus median at the smallest
+        (sizes with at least one value); ``seed_spread``: the largest range
+        (max − min over seeds) within any size. A difference smaller than the
+        seed spread is within seed noise.
+
+    Examples
+    --------
+    >>> rows = [{"size": 1, "g": 1.0}, {"size": 1, "g": 1.2}, {"size": 2, "g": 2.0}, {"size": 2, "g": 2.1}]
+    >>> {k: round(v, 3) for k, v in between_and_within(rows, "g").items()}
+    {'difference': 0.95, 'seed_spread': 0.2}
+    """
+    by_size: dict[Any, list[float]] = {}
+    for r in rows:
+        if r.get(key) is not None:
+            by_size.setdefault(r["size"], []).append(float(r[key]))
+    if len(by_size) < 2:
+        raise ValueError(f"The 'rows' parameter of between_and_within needs {key!r} at two sizes or more. Got {sorted(by_size)}.")
+    sizes = sorted(by_size)
+    spread = max(max(v) - min(v) for v in by_size.values())
+    return {"difference": float(np.median(by_size[sizes[-1]]) - np.median(by_size[sizes[0]])), "seed_spread": float(spread)}

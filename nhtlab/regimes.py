@@ -206,7 +206,8 @@ def regime_table(result: Any, **thresholds: Any) -> list[dict[str, Any]]:
     list of dict
         ``run`` (index in the sweep), ``weight_decay``, ``lr``, ``train_fraction``,
         ``seed``, ``regime``, ``reason``, ``t_mem``, ``t_grok``, ``delay``,
-        ``peak_step``, ``peak_norm``, ``final_norm``, ``growth``, ``contraction``,
+        ``peak_step``, ``peak_norm``, ``final_norm``, ``v_mem`` (‖θ‖² at T_mem),
+        ``last_step``, ``growth``, ``contraction``,
         ``max_test_acc``, ``status``.
     """
     rows = []
@@ -218,6 +219,8 @@ def regime_table(result: Any, **thresholds: Any) -> list[dict[str, Any]]:
             "train_fraction": row.run.train_fraction, "seed": row.run.seed,
             "regime": d.regime, "reason": d.reason, "t_mem": ev.t_mem, "t_grok": ev.t_grok, "delay": ev.delay,
             "peak_step": ev.peak_step, "peak_norm": round(ev.peak_norm, 1), "final_norm": round(ev.final_norm, 1),
+            "v_mem": None if ev.norm_at_mem is None else round(ev.norm_at_mem, 1),
+            "last_step": int(row.history.column("step")[-1]),
             "growth": None if d.growth is None else round(d.growth, 3),
             "contraction": None if d.contraction is None else round(d.contraction, 3),
             "max_test_acc": round(float(np.nanmax(row.history.column("test_acc"))), 4), "status": row.history.status,
