@@ -5,7 +5,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 
-.PHONY: book test install clean
+.PHONY: book test install clean reproduce
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -20,6 +20,10 @@ book: install
 
 test: install
 	$(PY) -m pytest $(PYTEST_ARGS)
+
+# The companion paper's λ sweep (Table 3) on this machine: about 300k training steps.
+reproduce: install
+	$(PY) scripts/reproduce_table3.py $(REPRODUCE_ARGS)
 
 clean:
 	rm -rf _build
