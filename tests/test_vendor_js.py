@@ -94,3 +94,30 @@ def test_unbundled_vega_lite_version_is_named(monkeypatch):
     monkeypatch.setattr(alt, "VEGALITE_VERSION", "9.9.0")
     with pytest.raises(RuntimeError, match=r"targets Vega-Lite 9\.9\.0, but vl-convert-python .* bundles Vega-Lite \["):
         vendor_js.versions()
+
+
+def test_vendored_scripts_draw_a_chart_and_a_formula_offline(tmp_path):
+    """A page that loads only the vendor folder draws an altair chart and typesets TeX in Chromium, offline."""
+    import altair as alt
+    import browser_check
+    import vendor_js
+
+    from nhtlab.charts.offline import offline_html
+
+    if browser_check.find_chromium() is None:
+        if os.environ.get("NHTLAB_REQUIRE_BROWSER") == "1":
+            pytest.fail("NHTLAB_REQUIRE_BROWSER=1 but Chromium is not installed (Debian package 'chromium').")
+        pytest.skip("Chromium is not installed (apt-get install chromium).")
+    site = tmp_path / "site"
+    vendor_js.vendor(out=site / "vendor")
+    slider = alt.param(value=1.0, bind=alt.binding_range(min=0, max=2, step=0.1, name="scale "))
+    chart = alt.Chart(alt.Data(values=[{"x": x, "y": x * x} for x in range(5)])).mark_line().encode(
+        x="x:Q", y=alt.Y("z:Q")).transform_calculate(z=f"datum.y * {slider.name}").add_params(slider)
+    (site / "page.html").write_text(f"""<!DOCTYPE html><html><head><meta charset="utf-8"><title>vendor check</title>
+<script src="vendor/vega/vega-bundle.js"></script>
+<script defer src="vendor/mathjax/tex-mml-chtml.js"></script></head>
+<body><p><span class="math">\\(V = \\|\\theta\\|^2\\)</span></p>{offline_html(chart.to_dict())}</body></html>""")
+    [report] = browser_check.check_book(site)
+    assert report.errors == [], report.errors
+    assert (report.charts, report.drawn, report.controls) == (1, 1, 1), report
+    assert (report.math, report.formulas) == (1, 1), report
