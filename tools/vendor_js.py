@@ -7,8 +7,8 @@ Node.js, npm or network is needed at build time:
   (``vl_convert.javascript_bundle``) at the Vega-Lite minor version that the
   installed altair targets; the bundle defines the globals ``vega``,
   ``vegaLite`` and ``vegaEmbed`` that nhtlab's offline chart renderer calls.
-- ``sphinx-mathjax-offline`` ships MathJax 3 (``tex-mml-chtml.js``, its TeX
-  extensions and CHTML fonts).
+- ``sphinx-mathjax-offline`` ships MathJax 3 (``tex-mml-chtml.js`` and its CHTML
+  fonts).
 
 They are copied into ``_build/vendor``, which ``tools/build_book.py`` places at
 ``_static/vendor`` of the book (``_config.yml`` points the pages there), with a
@@ -29,9 +29,10 @@ VENDOR = ROOT / "_build" / "vendor"
 VEGA_BUNDLE = "vega/vega-bundle.js"
 MATHJAX = "mathjax/tex-mml-chtml.js"
 MATHJAX_PACKAGE = "sphinx-mathjax-offline"
-# MathJax files (relative to the package's static/mathjax) the pages may load: the combined
-# component, the TeX extensions it autoloads on demand and the CHTML web fonts.
-MATHJAX_FILES = ("tex-mml-chtml.js", "input/tex/extensions/", "output/chtml/fonts/woff-v2/")
+# MathJax files (relative to the package's static/mathjax) the pages load: the combined component
+# (TeX with the common packages, MathML, CHTML output) and its web fonts. Nothing else: Jupyter
+# Book adds every .js file under _static to every page, so an extra script would run on each page.
+MATHJAX_FILES = ("tex-mml-chtml.js", "output/chtml/fonts/woff-v2/")
 REQUIRED = (VEGA_BUNDLE, MATHJAX, "LICENSES.md")
 
 
