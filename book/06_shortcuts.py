@@ -39,7 +39,8 @@ import sys
 
 if "google.colab" in sys.modules:
     # %pip install -q "nhtlab @ git+https://github.com/nhtlab/nhtlab@v0.1.0"
-    pass
+    print('Launch note: profile = "full" takes many hours on a Colab T4 GPU, more than a free session allows (an estimate, not yet measured).\n'
+          'To run it: Runtime > Change runtime type > T4 GPU, set profile = "full" in the next cell, run all.')
 
 # %% tags=["parameters"]
 profile = "book"  # "quick" (tests, < 1 min on CPU), "book" (rendered book), "full" (GPU, paper scale)

@@ -1,4 +1,5 @@
-"""The rendered book in a real browser, offline: charts draw, no console errors, Colab links right.
+"""The rendered book in a real browser, offline: charts draw, formulas typeset, no console errors,
+Colab links right, each chapter's executed notebook downloadable.
 
 Builds the book from the quick-profile executions, opens every page in headless
 Chromium with the network off, and saves a screenshot per page under
@@ -10,13 +11,13 @@ from __future__ import annotations
 
 import json
 import os
+import urllib.parse
 from dataclasses import asdict
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-COLAB = "https://colab.research.google.com/github/nhtlab/nhtlab/blob/main/book/{stem}.ipynb"
 
 
 @pytest.fixture(scope="module")
@@ -57,8 +58,32 @@ def test_interactive_controls_and_no_dead_widgets(page_reports):
 
 
 def test_colab_links_open_the_chapter_notebook(page_reports, executed_chapters):
+    import sync_repo
+
+    repo = sync_repo.repository()  # _config.yml's repository section, the one place that names it
     for stem in executed_chapters:
-        assert COLAB.format(stem=stem) in page_reports[stem].colab, (stem, page_reports[stem].colab)
+        assert repo.colab_url(stem) in page_reports[stem].colab, (stem, page_reports[stem].colab)
+
+
+def test_formulas_typeset_offline(page_reports):
+    assert sum(r.math for r in page_reports.values()) > 0, "no formula anywhere in the book"
+    untypeset = {page: (r.formulas, r.math) for page, r in page_reports.items() if r.formulas < r.math}
+    assert not untypeset, f"formulas MathJax did not typeset (typeset, found): {untypeset}"
+
+
+def test_download_offers_the_executed_notebook(page_reports, executed_chapters):
+    """The page's download menu links the .ipynb with the outputs shown on the page."""
+    for stem in executed_chapters:
+        links = [u for u in page_reports[stem].downloads if u.endswith(f"/{stem}.ipynb")]
+        assert links, f"{stem}: no .ipynb download link, found {page_reports[stem].downloads}"
+        assert links[0].startswith("file://"), links[0]
+        notebook = json.loads(Path(urllib.parse.unquote(urllib.parse.urlparse(links[0]).path)).read_text())
+        code = [c for c in notebook["cells"] if c["cell_type"] == "code"]
+        outputs = [o for c in code for o in c.get("outputs", [])]
+        charts = [o for o in outputs if "nhtlab-chart" in "".join(o.get("data", {}).get("text/html", []))]
+        assert outputs and charts, f"{stem}: the downloadable notebook has {len(outputs)} outputs, {len(charts)} charts"
+        assert notebook["metadata"].get("papermill", {}).get("parameters", {}).get("profile") == "quick", (
+            f"{stem}: the download is not the notebook executed for this page")
 
 
 def test_screenshots_saved(page_reports):

@@ -2,10 +2,11 @@
 
 For each page: console errors and uncaught exceptions (none allowed), altair
 charts present and drawn (an ``svg``/``canvas`` with marks inside each chart),
-interactive controls (Vega-Lite bindings), the Colab launch link, and a
-full-page screenshot. Talks to Chromium over the DevTools protocol with
-tornado's websocket client (already installed with Jupyter), so no browser
-driver is needed.
+interactive controls (Vega-Lite bindings), the Colab launch link, the
+notebook download link, typeset formulas (MathJax) and a full-page
+screenshot. Talks to Chromium over the DevTools protocol with tornado's
+websocket client (already installed with Jupyter), so no browser driver is
+needed.
 
     python tools/browser_check.py _build/html --screenshots _build/screenshots
 """
@@ -40,9 +41,13 @@ PROBE = """(() => {
   const drawn = charts.filter(c => c.querySelector('svg.marks [class^="mark-"], svg.marks .mark-line, canvas.marks, svg.marks path'));
   const controls = document.querySelectorAll('.vega-bindings input, .vega-bindings select').length;
   const colab = Array.from(document.querySelectorAll('a[href*="colab.research.google.com"]')).map(a => a.href);
+  const downloads = Array.from(document.querySelectorAll('a[href$=".ipynb"]')).filter(a => !a.href.includes('colab.research'))
+                         .map(a => a.href);
+  const math = document.querySelectorAll('.math').length;
+  const formulas = document.querySelectorAll('.math mjx-container').length;
   const widgets = document.querySelectorAll('.jupyter-widgets, [data-mime-type="application/vnd.jupyter.widget-view+json"], script[type="application/vnd.jupyter.widget-view+json"]').length;
   return JSON.stringify({charts: charts.length, drawn: drawn.length, controls: controls, colab: colab, widgets: widgets,
-                         title: document.title});
+                         downloads: downloads, math: math, formulas: formulas, title: document.title});
 })()"""
 
 
@@ -55,6 +60,9 @@ class PageReport:
     controls: int = 0
     widgets: int = 0
     colab: list[str] = field(default_factory=list)
+    downloads: list[str] = field(default_factory=list)
+    math: int = 0
+    formulas: int = 0
     errors: list[str] = field(default_factory=list)
     screenshot: str = ""
 
@@ -158,15 +166,17 @@ async def _check_pages(tools: DevTools, pages: list[Path], shots: Path | None, s
         await tools.call("Page.navigate", url=page.resolve().as_uri())
         await tools.pump(settle)
         report = PageReport(page=str(page))
-        # Charts draw asynchronously: poll until every chart has marks (or time runs out).
+        # Charts draw and MathJax typesets asynchronously: poll until every chart has marks and
+        # every formula is typeset (or time runs out).
         for _ in range(40):
             result = await tools.call("Runtime.evaluate", expression=PROBE, returnByValue=True)
             probe = json.loads(result["result"]["value"])
-            if probe["drawn"] >= probe["charts"]:
+            if probe["drawn"] >= probe["charts"] and probe["formulas"] >= probe["math"]:
                 break
             await tools.pump(0.25)
         report.title, report.charts, report.drawn = probe["title"], probe["charts"], probe["drawn"]
         report.controls, report.colab, report.widgets = probe["controls"], probe["colab"], probe["widgets"]
+        report.downloads, report.math, report.formulas = probe["downloads"], probe["math"], probe["formulas"]
         report.errors = _errors(tools.events)
         if shots is not None:
             metrics = await tools.call("Page.getLayoutMetrics")

@@ -1,83 +1,186 @@
-"""Fetch the JavaScript the static book needs, so pages work with no network at view time.
+"""Gather the JavaScript the static book needs, so pages work with no network at view time.
 
-Vega, Vega-Lite and vega-embed (at the versions the installed altair targets)
-and MathJax 3 are taken from the npm package registry with ``npm pack`` at build
-time and copied into ``_build/vendor``; the book's pages then load them from
-``_static/vendor``. Nothing is fetched from a CDN when a page is viewed.
+Everything comes from Python packages that the ``book`` extra installs; no
+Node.js, npm or network is needed at build time:
+
+- ``vl-convert-python`` bundles Vega, Vega-Lite and vega-embed in one script
+  (``vl_convert.javascript_bundle``) at the Vega-Lite minor version that the
+  installed altair targets; the bundle defines the globals ``vega``,
+  ``vegaLite`` and ``vegaEmbed`` that nhtlab's offline chart renderer calls.
+- ``sphinx-mathjax-offline`` ships MathJax 3 (``tex-mml-chtml.js`` and its CHTML
+  fonts).
+
+They are copied into ``_build/vendor``, which ``tools/build_book.py`` places at
+``_static/vendor`` of the book (``_config.yml`` points the pages there), with a
+``LICENSES.md`` naming each library, its version, licence and source package.
+
+    python tools/vendor_js.py [--force] [--out FOLDER]
 """
 
 from __future__ import annotations
 
+import importlib.metadata
+import re
 import shutil
-import subprocess
-import sys
-import tarfile
-import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 VENDOR = ROOT / "_build" / "vendor"
+VEGA_BUNDLE = "vega/vega-bundle.js"
+MATHJAX = "mathjax/tex-mml-chtml.js"
+MATHJAX_PACKAGE = "sphinx-mathjax-offline"
+# MathJax files (relative to the package's static/mathjax) the pages load: the combined component
+# (TeX with the common packages, MathML, CHTML output) and its web fonts. Nothing else: Jupyter
+# Book adds every .js file under _static to every page, so an extra script would run on each page.
+MATHJAX_FILES = ("tex-mml-chtml.js", "output/chtml/fonts/woff-v2/")
+REQUIRED = (VEGA_BUNDLE, MATHJAX, "LICENSES.md")
 
 
-def packages() -> dict[str, str]:
-    """npm package → version spec, following the installed altair."""
+def vega_lite_minor() -> str:
+    """The Vega-Lite ``major.minor`` that the installed altair targets (e.g. ``"6.4"``)."""
     import altair as alt
 
+    return ".".join(alt.VEGALITE_VERSION.split(".")[:2])
+
+
+def versions() -> dict[str, str]:
+    """Library → version that ``vendor()`` provides, checked against what altair targets.
+
+    Raises
+    ------
+    RuntimeError
+        When vl-convert-python does not bundle the Vega-Lite minor version altair targets, or
+        its Vega / vega-embed major version differs from altair's.
+    """
+    import altair as alt
+    import vl_convert as vlc
+
+    wanted = vega_lite_minor()
+    available = vlc.get_vegalite_versions()
+    if wanted not in available:
+        raise RuntimeError(
+            f"altair {alt.__version__} targets Vega-Lite {alt.VEGALITE_VERSION}, but vl-convert-python "
+            f"{importlib.metadata.version('vl-convert-python')} bundles Vega-Lite {available}: "
+            "upgrade vl-convert-python (pip install -U vl-convert-python) or pin altair to a version it bundles.")
+    for name, ours, theirs in (("Vega", vlc.get_vega_version(), alt.VEGA_VERSION),
+                               ("vega-embed", vlc.get_vega_embed_version(), alt.VEGAEMBED_VERSION)):
+        if ours.split(".")[0] != theirs.split(".")[0]:
+            raise RuntimeError(f"altair {alt.__version__} targets {name} {theirs}, but vl-convert-python bundles "
+                               f"{name} {ours}: upgrade vl-convert-python or pin altair to match.")
     return {
-        "vega": f"{alt.VEGA_VERSION}",
-        "vega-lite": f"{alt.VEGALITE_VERSION}",
-        "vega-embed": f"{alt.VEGAEMBED_VERSION}",
-        "mathjax": "3",
+        "vega": vlc.get_vega_version(),
+        "vega-lite": wanted,
+        "vega-embed": vlc.get_vega_embed_version(),
+        "mathjax": _mathjax_version(),
+        "vl-convert-python": importlib.metadata.version("vl-convert-python"),
+        MATHJAX_PACKAGE: importlib.metadata.version(MATHJAX_PACKAGE),
     }
 
 
-def _wanted(package: str, member: str) -> str | None:
-    """Where a tarball member goes under the vendor folder, or None to skip it."""
-    if package in ("vega", "vega-lite", "vega-embed") and member == f"package/build/{package}.min.js":
-        return f"vega/{package}.min.js"
-    if package == "mathjax":
-        if member == "package/es5/tex-mml-chtml.js":
-            return "mathjax/tex-mml-chtml.js"
-        if member.startswith("package/es5/output/chtml/fonts/woff-v2/"):
-            return "mathjax/output/chtml/fonts/woff-v2/" + member.rsplit("/", 1)[1]
-    return None
+def _mathjax_dir() -> Path:
+    """``static/mathjax`` inside the installed sphinx-mathjax-offline package."""
+    try:
+        dist = importlib.metadata.distribution(MATHJAX_PACKAGE)
+    except importlib.metadata.PackageNotFoundError:
+        raise RuntimeError(f"{MATHJAX_PACKAGE} is not installed; it is part of the book extra: "
+                           "pip install -e '.[book]'") from None
+    folder = Path(dist.locate_file("sphinx-mathjax-offline/static/mathjax"))
+    if not (folder / "tex-mml-chtml.js").is_file():
+        raise RuntimeError(f"{MATHJAX_PACKAGE} {dist.version} has no static/mathjax/tex-mml-chtml.js under {folder}")
+    return folder
 
 
-def vendor(force: bool = False) -> Path:
-    """Populate ``_build/vendor`` (skipped when already complete) and return it."""
-    specs = packages()
-    stamp = VENDOR / "versions.txt"
+def _mathjax_version() -> str:
+    """MathJax's version as recorded in its startup code (``MathJax.version``)."""
+
+    text = (_mathjax_dir() / "tex-mml-chtml.js").read_text(encoding="utf-8", errors="replace")
+    match = re.search(r'\.VERSION="(3\.[0-9.]+)"', text) or re.search(r'version:"(3\.[0-9.]+)"', text)
+    if match is None:
+        raise RuntimeError(f"{MATHJAX_PACKAGE}: cannot find a MathJax 3 version in tex-mml-chtml.js")
+    return match.group(1)
+
+
+def _vega_bundle() -> str:
+    """vega, vega-lite and vega-embed as one classic script that sets the three globals.
+
+    The bundle's top-level ``const`` names would share the page's global scope with every other
+    classic script (a clash throws "Identifier has already been declared"), so it is wrapped in a
+    function; its last statements assign ``window.vegaEmbed``, ``window.vega``, ``window.vegaLite``.
+    """
+    import vl_convert as vlc
+
+    bundle = vlc.javascript_bundle(vl_version=vega_lite_minor())
+    if "window.vegaEmbed=" not in bundle.replace(" ", ""):
+        raise RuntimeError("vl_convert.javascript_bundle() no longer assigns window.vegaEmbed; check tools/vendor_js.py")
+    return "(function () {\n" + bundle + "\n})();\n"
+
+
+def _licences(specs: dict[str, str]) -> str:
+    def licence_file(package: str) -> str:
+        files = importlib.metadata.distribution(package).files or []
+        found = [f for f in files if f.name.upper().startswith(("LICENSE", "LICENCE", "COPYING"))]
+        return found[0].read_text() if found else "(no licence file shipped in the package)"
+
+    return f"""# Third-party JavaScript in this folder
+
+Copied at build time by tools/vendor_js.py from Python packages (no npm, no network).
+
+| library | version | licence | taken from |
+| --- | --- | --- | --- |
+| Vega | {specs['vega']} | BSD-3-Clause | vl-convert-python {specs['vl-convert-python']} (`vega/vega-bundle.js`) |
+| Vega-Lite | {specs['vega-lite']} | BSD-3-Clause | vl-convert-python {specs['vl-convert-python']} (`vega/vega-bundle.js`) |
+| vega-embed | {specs['vega-embed']} | BSD-3-Clause | vl-convert-python {specs['vl-convert-python']} (`vega/vega-bundle.js`) |
+| MathJax | {specs['mathjax']} | Apache-2.0 | {MATHJAX_PACKAGE} {specs[MATHJAX_PACKAGE]} (`mathjax/`) |
+
+Vega, Vega-Lite and vega-embed: Copyright (c) the University of Washington Interactive Data Lab,
+BSD-3-Clause (https://github.com/vega). MathJax: Copyright (c) the MathJax Consortium,
+Apache License 2.0 (https://github.com/mathjax/MathJax).
+
+## vl-convert-python's licence
+
+{licence_file('vl-convert-python')}
+"""
+
+
+def vendor(force: bool = False, out: Path = VENDOR) -> Path:
+    """Populate ``out`` (default ``_build/vendor``) from the installed Python packages; return it.
+
+    Skipped when ``out`` already holds the files for the installed versions, unless ``force``.
+    Needs no network, no Node.js and no npm.
+    """
+    target = Path(out)
+    specs = versions()
+    stamp = target / "versions.txt"
     wanted_stamp = "\n".join(f"{k}@{v}" for k, v in specs.items())
-    if not force and stamp.exists() and stamp.read_text() == wanted_stamp:
-        return VENDOR
-    npm = shutil.which("npm")
-    if npm is None:
-        raise RuntimeError(
-            "The book needs npm (Node.js) once at build time to fetch vega, vega-lite, vega-embed and MathJax "
-            "from the npm registry for offline pages. Install it (e.g. `apt-get install npm`) and rerun."
-        )
-    if VENDOR.exists():
-        shutil.rmtree(VENDOR)
-    VENDOR.mkdir(parents=True)
-    with tempfile.TemporaryDirectory() as tmp:
-        args = [npm, "pack", "--silent", *(f"{k}@{v}" for k, v in specs.items())]
-        subprocess.run(args, cwd=tmp, check=True, stdout=subprocess.DEVNULL, timeout=600)
-        for tgz in Path(tmp).glob("*.tgz"):
-            package = next(k for k in sorted(specs, key=len, reverse=True) if tgz.name.startswith(k + "-"))
-            with tarfile.open(tgz) as archive:
-                for member in archive.getmembers():
-                    target = _wanted(package, member.name)
-                    if target and member.isfile():
-                        out = VENDOR / target
-                        out.parent.mkdir(parents=True, exist_ok=True)
-                        out.write_bytes(archive.extractfile(member).read())
-    missing = [p for p in ("vega/vega.min.js", "vega/vega-lite.min.js", "vega/vega-embed.min.js", "mathjax/tex-mml-chtml.js")
-               if not (VENDOR / p).exists()]
-    if missing:
-        raise RuntimeError(f"npm pack did not provide {missing}")
+    if (not force and stamp.exists() and stamp.read_text() == wanted_stamp
+            and all((target / p).is_file() for p in REQUIRED)):
+        return target
+    if target.exists():
+        shutil.rmtree(target)
+    (target / "vega").mkdir(parents=True)
+    (target / VEGA_BUNDLE).write_text(_vega_bundle(), encoding="utf-8")
+    source = _mathjax_dir()
+    for item in MATHJAX_FILES:
+        src, dst = source / item, target / "mathjax" / item
+        if item.endswith("/"):
+            shutil.copytree(src, dst)
+        else:
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(src, dst)
+    (target / "LICENSES.md").write_text(_licences(specs), encoding="utf-8")
     stamp.write_text(wanted_stamp)
-    return VENDOR
+    return target
+
+
+def main() -> None:
+    import argparse
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--force", action="store_true", help="rebuild even when up to date")
+    parser.add_argument("--out", type=Path, default=VENDOR, help="target folder (default _build/vendor)")
+    args = parser.parse_args()
+    print(vendor(force=args.force, out=args.out))
 
 
 if __name__ == "__main__":
-    print(vendor(force="--force" in sys.argv))
+    main()

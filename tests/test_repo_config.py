@@ -1,0 +1,111 @@
+"""One place names the repository (_config.yml); the copies in chapters and CITATION.cff follow it."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import jupytext
+import pytest
+import yaml
+
+import nhtlab
+
+ROOT = Path(__file__).resolve().parent.parent
+SOURCES = sorted((ROOT / "book").glob("[0-9][0-9]_*.py"))
+
+
+def test_release_tag_is_the_package_version():
+    import sync_repo
+
+    assert sync_repo.repository().release_tag == f"v{nhtlab.__version__}"
+
+
+def test_install_cells_and_citation_are_in_sync():
+    import sync_repo
+
+    stale = sync_repo.sync(check=True)
+    assert not stale, f"run `python tools/sync_repo.py`: {[p.name for p in stale]}"
+
+
+@pytest.mark.parametrize("src", SOURCES, ids=lambda p: p.stem)
+def test_colab_cell_installs_from_the_config_and_gives_a_t4_estimate(src):
+    import sync_repo
+
+    repo = sync_repo.repository()
+    first_code = next(c for c in jupytext.read(src).cells if c.cell_type == "code")
+    assert f'%pip install -q "{repo.install_requirement}"' in first_code.source, first_code.source
+    note = re.search(r"Launch note: (.*?)\(an estimate, not yet measured\)", first_code.source)
+    assert note and "Colab T4" in note.group(1) and 'profile = "full"' in note.group(1), first_code.source
+
+
+def test_changing_the_owner_is_one_line_and_the_sync_command(tmp_path):
+    for name in ("_config.yml", "CITATION.cff"):
+        shutil.copy(ROOT / name, tmp_path / name)
+    shutil.copytree(ROOT / "book", tmp_path / "book", ignore=shutil.ignore_patterns("*.md", "*.bib", "__pycache__"))
+    config = tmp_path / "_config.yml"
+    old = yaml.safe_load(config.read_text())["repository"]["url"]
+    lines = config.read_text().splitlines(keepends=True)
+    url_lines = [i for i, line in enumerate(lines) if line.strip() == f"url: {old}"]
+    assert len(url_lines) == 1, "repository.url is set on exactly one line"
+    lines[url_lines[0]] = lines[url_lines[0]].replace(old, "https://github.com/someone-else/nht-book")
+    config.write_text("".join(lines))
+
+    check = subprocess.run([sys.executable, str(ROOT / "tools" / "sync_repo.py"), "--check", "--root", str(tmp_path)],
+                           capture_output=True, text=True, timeout=60)
+    assert check.returncode == 1 and "stale: book/01_grokking.py" in check.stdout, check.stdout + check.stderr
+    assert "stale: CITATION.cff" in check.stdout, check.stdout
+
+    import sync_repo
+
+    stale = sync_repo.sync(root=tmp_path)
+    assert len(stale) == 2 * len(SOURCES) + 1, [p.name for p in stale]
+    assert sync_repo.sync(root=tmp_path, check=True) == []
+    for src in sorted((tmp_path / "book").glob("[0-9][0-9]_*.py")):
+        for path in (src, src.with_suffix(".ipynb")):
+            text = path.read_text()
+            assert "git+https://github.com/someone-else/nht-book@v" in text and old not in text, path.name
+        # The rewritten pair still matches cell by cell, and the notebook is still valid JSON.
+        json.loads(src.with_suffix(".ipynb").read_text())
+        assert [c.source for c in jupytext.read(src).cells] == [c.source for c in jupytext.read(src.with_suffix(".ipynb")).cells]
+    citation = yaml.safe_load((tmp_path / "CITATION.cff").read_text())
+    assert citation["repository-code"] == "https://github.com/someone-else/nht-book"
+    repo = sync_repo.repository(tmp_path)
+    assert repo.colab_url("04_dlr") == ("https://colab.research.google.com/github/someone-else/nht-book/blob/main/"
+                                        "book/04_dlr.ipynb")
+
+
+@pytest.mark.parametrize("url", ["https://gitlab.com/a/b", "github.com/a/b", "https://github.com/a"])
+def test_bad_repository_url_is_named(tmp_path, url):
+    import sync_repo
+
+    (tmp_path / "_config.yml").write_text(f"repository:\n  url: {url}\n  branch: main\n  release_tag: v0.1.0\n")
+    with pytest.raises(ValueError, match=r"repository\.url must be https://github\.com/<owner>/<name>; got '"
+                       + re.escape(url)):
+        sync_repo.repository(tmp_path)
+
+
+def test_missing_release_tag_is_named(tmp_path):
+    import sync_repo
+
+    (tmp_path / "_config.yml").write_text("repository:\n  url: https://github.com/a/b\n  branch: main\n")
+    with pytest.raises(ValueError, match=r"repository\.release_tag must be set .* got None"):
+        sync_repo.repository(tmp_path)
+
+
+def test_citation_cites_nhtlab_and_the_papers():
+    citation = yaml.safe_load((ROOT / "CITATION.cff").read_text())
+    assert citation["cff-version"] == "1.2.0" and citation["type"] == "software"
+    assert citation["title"].startswith("nhtlab") and citation["license"] == "MIT"
+    assert citation["version"] == nhtlab.__version__
+    cited = {ident["value"] for ref in citation["references"] for ident in ref["identifiers"]}
+    assert cited == {"arXiv:2603.07323", "arXiv:2603.13331", "arXiv:2410.04264"}
+    for arxiv in sorted(cited):
+        assert arxiv in " ".join(citation["message"].split()), f"the message does not ask readers to cite {arxiv}"
+    bib = (ROOT / "book" / "references.bib").read_text()
+    for ref in citation["references"]:
+        assert ref["title"] in " ".join(bib.split()), f"{ref['title']!r} is not in book/references.bib"
