@@ -90,9 +90,11 @@ def test_drift_is_weekly_with_the_newest_releases_and_fails_loudly():
     cron = workflow["on"]["schedule"][0]["cron"].split()
     assert len(cron) == 5 and cron[2] == "*" and cron[3] == "*" and cron[4] != "*", cron  # one day a week
     job = next(iter(workflow["jobs"].values()))
-    # Each watched package alone, then all together; bare names, so no version pin applies.
+    # Each watched package alone, then all together; bare names, so no version pin applies, except
+    # jupyter-book, held below 2 (Jupyter Book 2 is another tool, not a release of this one).
     upgrades = job["strategy"]["matrix"]["upgrade"]
-    assert upgrades == [*WATCHED, " ".join(WATCHED)], upgrades
+    watched = [name if name != "jupyter-book" else "jupyter-book<2" for name in WATCHED]
+    assert upgrades == [*watched, " ".join(watched)], upgrades
     assert job["strategy"]["fail-fast"] is False, "one package's drift must not cancel the others' runs"
     assert job["env"]["UPGRADE"] == "${{ matrix.upgrade }}"
     text = runs(workflow)
