@@ -35,3 +35,4 @@ from .regimes import diagnose_regime, regime_curves, regime_order_ok, regime_tab
 from .delay import contraction_rate, delay_fits, delay_point, linear_fit  # noqa: E402
 from .scorecard import cue_escape_step, score_predictions, scorecard_text  # noqa: E402
 from .presets import companion  # noqa: E402
+from .smoke import science_checks, smoke_enabled  # noqa: E402

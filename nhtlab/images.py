@@ -16,6 +16,7 @@ needs no DataLoader (:func:`nhtlab.train.train` samples minibatches by index).
 
 from __future__ import annotations
 
+import os
 import socket
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -125,7 +126,10 @@ def cifar10(root: str | Path, download: bool = False, timeout: float = 20.0,
     Parameters
     ----------
     root : str or Path
-        Folder holding (or receiving) ``cifar-10-batches-py``.
+        Folder holding (or receiving) ``cifar-10-batches-py``. The environment
+        variable ``NHTLAB_CIFAR_ROOT``, when set, replaces it (a local copy, or
+        the tests' small archive in CIFAR-10's format); the returned data's
+        ``name`` then says where it came from.
     download : bool
         Fetch the archive (about 170 MB) when it is missing. Off by default so
         that nothing touches the network unless asked.
@@ -134,6 +138,9 @@ def cifar10(root: str | Path, download: bool = False, timeout: float = 20.0,
         fast instead of hanging.
     train_limit, test_limit : int, optional
         Keep only the first this many images of each split (smoke tests).
+        Under the smoke cap (``NHTLAB_SMOKE=1``, :mod:`nhtlab.smoke`) both are
+        at most ``NHTLAB_SMOKE_IMAGES`` and ``download`` is treated as False, so
+        a capped run never touches the network.
 
     Returns
     -------
@@ -152,6 +159,16 @@ def cifar10(root: str | Path, download: bool = False, timeout: float = 20.0,
     for name, limit in (("train_limit", train_limit), ("test_limit", test_limit)):
         if limit is not None:
             check_int(limit, name, low=1, owner="cifar10")
+    from .smoke import smoke_enabled, smoke_images
+
+    name = "cifar10"
+    if os.environ.get("NHTLAB_CIFAR_ROOT"):
+        root = os.environ["NHTLAB_CIFAR_ROOT"]
+        name = f"cifar10 (NHTLAB_CIFAR_ROOT={root})"
+    if smoke_enabled():
+        cap = smoke_images()
+        train_limit, test_limit = min(train_limit or cap, cap), min(test_limit or cap, cap)
+        download = False
     root = Path(root).expanduser()
     try:
         import torchvision
@@ -184,4 +201,4 @@ def cifar10(root: str | Path, download: bool = False, timeout: float = 20.0,
 
     x_train, y_train = as_tensors(train_set, train_limit)
     x_test, y_test = as_tensors(test_set, test_limit)
-    return ImageData(x_train, y_train, x_test, y_test, 10, name="cifar10", class_names=CIFAR10_CLASSES)
+    return ImageData(x_train, y_train, x_test, y_test, 10, name=name, class_names=CIFAR10_CLASSES)
