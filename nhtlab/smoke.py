@@ -12,14 +12,16 @@ kernel, a process-pool worker and the test process all agree):
 ``NHTLAB_SMOKE``
     ``1``/``on``/``true``/``yes`` turns the cap on. Anything else (or unset):
     off, and nothing below has any effect.
-``NHTLAB_SMOKE_STEPS`` (default 20)
-    Training steps per run. ``eval_every`` is capped at ``max(1, steps // 4)``
-    so a capped run still records a few evaluation rows.
+``NHTLAB_SMOKE_STEPS`` (default 8)
+    Training steps per run. ``eval_every`` is capped at ``max(1, steps // 2)``
+    so a capped run still records three evaluation rows (0, 4, 8). At paper
+    scale a smoke run's time goes mostly into evaluations (a transformer on all
+    9,409 pairs of p = 97, a CNN on five test sets), hence so few.
 ``NHTLAB_SMOKE_SEEDS`` (default 1)
     Seeds per sweep point.
-``NHTLAB_SMOKE_IMAGES`` (default 256)
+``NHTLAB_SMOKE_IMAGES`` (default 32)
     Images per split of a downloaded image dataset (CIFAR-10).
-``NHTLAB_SMOKE_BATCH`` (default 64)
+``NHTLAB_SMOKE_BATCH`` (default 16)
     Largest training minibatch.
 
 What is capped, and where:
@@ -30,7 +32,7 @@ What is capped, and where:
 
   - ``steps``, ``*_steps``, ``budget``: at most ``NHTLAB_SMOKE_STEPS``;
   - ``stop_after``: at most ``NHTLAB_SMOKE_STEPS`` (None stays None);
-  - ``eval_every``, ``every``: at most ``max(1, NHTLAB_SMOKE_STEPS // 4)``;
+  - ``eval_every``, ``every``: at most ``max(1, NHTLAB_SMOKE_STEPS // 2)``;
   - ``seeds``: a list keeps its first ``NHTLAB_SMOKE_SEEDS`` entries, an int
     becomes ``min(seeds, NHTLAB_SMOKE_SEEDS)``;
   - ``batch_size``, ``batch``: at most ``NHTLAB_SMOKE_BATCH`` (None = full batch stays);
@@ -57,7 +59,7 @@ In a chapter, guard the closing scientific checks (and only them)::
         ...
 
 :func:`science_checks` returns True on a real run, and on a smoke run prints
-``smoke run (NHTLAB_SMOKE=1, capped at 20 steps): the scientific checks of
+``smoke run (NHTLAB_SMOKE=1, capped at 8 steps): the scientific checks of
 this chapter are skipped`` and returns False. Structural checks (shapes,
 names, table sizes) belong outside the ``if``, so a smoke run still runs them.
 """
@@ -76,7 +78,7 @@ __all__ = [
 
 SMOKE_ENV = "NHTLAB_SMOKE"
 _ON = ("1", "on", "true", "yes")
-_DEFAULTS = {"NHTLAB_SMOKE_STEPS": 20, "NHTLAB_SMOKE_SEEDS": 1, "NHTLAB_SMOKE_IMAGES": 256, "NHTLAB_SMOKE_BATCH": 64}
+_DEFAULTS = {"NHTLAB_SMOKE_STEPS": 8, "NHTLAB_SMOKE_SEEDS": 1, "NHTLAB_SMOKE_IMAGES": 32, "NHTLAB_SMOKE_BATCH": 16}
 
 STEP_KEYS = ("steps", "budget", "stop_after")
 EVAL_KEYS = ("eval_every", "every")
@@ -103,7 +105,7 @@ def _positive(name: str) -> int:
 
 
 def smoke_steps() -> int:
-    """Training steps per run under the cap (``NHTLAB_SMOKE_STEPS``, default 20)."""
+    """Training steps per run under the cap (``NHTLAB_SMOKE_STEPS``, default 8)."""
     return _positive("NHTLAB_SMOKE_STEPS")
 
 
@@ -113,18 +115,18 @@ def smoke_seeds() -> int:
 
 
 def smoke_images() -> int:
-    """Images per split of a downloaded dataset under the cap (``NHTLAB_SMOKE_IMAGES``, default 256)."""
+    """Images per split of a downloaded dataset under the cap (``NHTLAB_SMOKE_IMAGES``, default 32)."""
     return _positive("NHTLAB_SMOKE_IMAGES")
 
 
 def smoke_batch() -> int:
-    """Largest training minibatch under the cap (``NHTLAB_SMOKE_BATCH``, default 64)."""
+    """Largest training minibatch under the cap (``NHTLAB_SMOKE_BATCH``, default 16)."""
     return _positive("NHTLAB_SMOKE_BATCH")
 
 
 def smoke_eval_every() -> int:
-    """Largest evaluation interval under the cap: ``max(1, smoke_steps() // 4)``."""
-    return max(1, smoke_steps() // 4)
+    """Largest evaluation interval under the cap: ``max(1, smoke_steps() // 2)``."""
+    return max(1, smoke_steps() // 2)
 
 
 def smoke_signature() -> dict[str, int] | None:
@@ -176,7 +178,7 @@ def cap_settings(settings: Mapping[str, Any]) -> dict[str, Any]:
     >>> import os
     >>> os.environ["NHTLAB_SMOKE"] = "1"
     >>> cap_settings({"steps": 50_000, "seeds": [0, 1, 2], "lams": [0.1, 1.0], "run": {"eval_every": 780}})
-    {'steps': 20, 'seeds': [0], 'lams': [0.1, 1.0], 'run': {'eval_every': 5}}
+    {'steps': 8, 'seeds': [0], 'lams': [0.1, 1.0], 'run': {'eval_every': 4}}
     >>> del os.environ["NHTLAB_SMOKE"]
     """
     if not smoke_enabled():

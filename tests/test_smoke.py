@@ -39,10 +39,10 @@ def test_select_profile_caps_by_name(smoke):
     cfg = nhtlab.select_profile(PROFILES, "full")
     assert cfg.smoke is True and cfg.profile == "full"
     assert cfg.steps == 8 and cfg.shuffle_steps == 8 and cfg.budget == 8
-    assert cfg.eval_every == 2 and cfg.every == 2  # max(1, 8 // 4)
+    assert cfg.eval_every == 4 and cfg.every == 4  # max(1, 8 // 2)
     assert cfg.seeds == [0] and cfg.lams == [0.1, 1.0]  # sweeps keep their shape
-    assert cfg.stop_after is None and cfg.batch_size == 64 and cfg.batch == 64
-    assert cfg.run == dict(steps=8, eval_every=2, batch_size=None, channels=(32, 64))  # nested dicts too
+    assert cfg.stop_after is None and cfg.batch_size == 16 and cfg.batch == 16
+    assert cfg.run == dict(steps=8, eval_every=4, batch_size=None, channels=(32, 64))  # nested dicts too
     assert cfg.n_seeds == 7  # only the documented names are capped
 
 
@@ -65,13 +65,13 @@ def test_profile_may_not_define_smoke():
 
 def test_train_and_stacked_training_are_capped(smoke):
     alone = nhtlab.run_modular(RUN, progress="none")
-    assert alone.column("step").tolist() == [0, 2, 4, 6, 8]
+    assert alone.column("step").tolist() == [0, 4, 8]
     stacked = nhtlab.train_batched([RUN, RUN.replace(seed=1, weight_decay=0.1)], progress="none")
     for h in stacked:
-        assert h.column("step").tolist() == [0, 2, 4, 6, 8] and h.status == "completed"
+        assert h.column("step").tolist() == [0, 4, 8] and h.status == "completed"
     history = nhtlab.train(nhtlab.make_model("mlp", 11, width=16), nhtlab.modular_data(11, seed=0),
                            TrainConfig(steps=1000, eval_every=500, batch_size=512, device="cpu"))
-    assert history.config["steps"] == 8 and history.config["batch_size"] == 64 and history.config["smoke_steps"] == 8
+    assert history.config["steps"] == 8 and history.config["batch_size"] == 16 and history.config["smoke_steps"] == 8
 
 
 def test_cap_train_config_is_identity_when_off(monkeypatch):
@@ -115,12 +115,13 @@ def test_cache_never_mixes_capped_and_real_runs(tmp_path, monkeypatch):
     real = nhtlab.run_modular(RUN, progress="none")
     cache.put(config, real)
     monkeypatch.setenv("NHTLAB_SMOKE", "1")
+    monkeypatch.delenv("NHTLAB_SMOKE_STEPS", raising=False)
     assert config_key(config) != real_key
     assert cache.get(config) is None  # a capped run does not read the real entry
     capped = nhtlab.cached_run(RUN, cache, use_cache=True, progress="none")
-    assert capped.column("step")[-1] == 20 and capped.cached is False
+    assert capped.column("step")[-1] == 8 and capped.cached is False
     assert nhtlab.cached_run(RUN, cache, use_cache=True).cached is True
-    monkeypatch.setenv("NHTLAB_SMOKE_STEPS", "10")
+    monkeypatch.setenv("NHTLAB_SMOKE_STEPS", "6")
     assert cache.get(config) is None  # another cap, another key
     monkeypatch.delenv("NHTLAB_SMOKE")
     assert config_key(config) == real_key  # real keys are unchanged by the smoke machinery
