@@ -23,7 +23,8 @@ from torch.overrides import TorchFunctionMode
 from .validation import check_choice, check_int
 
 __all__ = ["pick_device", "seed_everything", "in_colab", "DeviceAudit", "DeviceMixError", "device_audit",
-           "device_audit_enabled", "AUDIT_DEVICE", "DEVICE_CHECK_ENV"]
+           "device_audit_enabled", "AUDIT_DEVICE", "DEVICE_CHECK_ENV", "activation_bytes", "estimate_eval_bytes",
+           "estimate_train_bytes", "suggest_eval_batch_size", "EVAL_BUDGET_BYTES"]
 
 
 def pick_device(preference: str = "auto") -> torch.device:
@@ -283,3 +284,108 @@ def _audit_from_environment() -> None:
 
 
 _audit_from_environment()
+
+
+# ----------------------------------------------------------------------------------------------
+# Memory: activation sizes, and an evaluation batch that fits.
+
+#: The default memory budget of one evaluation pass: a quarter of a Colab T4's 16 GB, leaving room for the
+#: datasets on the device (CIFAR-10 as float32: 0.6 GB for training, 0.12 GB per test set), the model,
+#: the optimiser and cuDNN's workspace.
+EVAL_BUDGET_BYTES = 4 * 2**30
+
+
+@torch.no_grad()
+def activation_bytes(model: torch.nn.Module, example: torch.Tensor) -> dict[str, int]:
+    """Bytes per example of the activations of ``model`` on ``example`` (measured with forward hooks).
+
+    Parameters
+    ----------
+    model : nn.Module
+    example : Tensor, shape (n, …)
+        A small batch of inputs (n ≥ 1) on the model's device.
+
+    Returns
+    -------
+    dict
+        ``largest``: the largest output of any leaf module, per example;
+        ``total``: the sum of every leaf module's output, per example (what
+        training keeps for the backward pass, roughly); ``params``: bytes of
+        the parameters.
+    """
+    check_int(len(example), "example", low=1, owner="activation_bytes")
+    sizes: list[int] = []
+
+    def hook(_module, _inputs, output):
+        for t in ([output] if isinstance(output, torch.Tensor) else list(output) if isinstance(output, (tuple, list)) else []):
+            if isinstance(t, torch.Tensor):
+                sizes.append(t.numel() * t.element_size())
+
+    leaves = [m for m in model.modules() if not list(m.children())]
+    handles = [m.register_forward_hook(hook) for m in leaves]
+    was_training = model.training
+    model.eval()
+    try:
+        model(example)
+    finally:
+        for h in handles:
+            h.remove()
+        model.train(was_training)
+    n = len(example)
+    params = sum(p.numel() * p.element_size() for p in model.parameters())
+    return {"largest": -(-max(sizes, default=0) // n), "total": -(-sum(sizes) // n), "params": params}
+
+
+def estimate_eval_bytes(model: torch.nn.Module, example: torch.Tensor, batch_size: int, num_classes: int | None = None) -> int:
+    """Peak bytes of one evaluation batch (no gradients): a rough upper bound.
+
+    Three times the largest activation (a layer's input, its output and a
+    residual branch alive together), plus the logits in float64 (as
+    :func:`nhtlab.train.evaluate` computes the loss), times ``batch_size``.
+    """
+    check_int(batch_size, "batch_size", low=1, owner="estimate_eval_bytes")
+    sizes = activation_bytes(model, example)
+    with torch.no_grad():
+        classes = num_classes if num_classes is not None else int(model(example[:1]).shape[-1])
+    return batch_size * (3 * sizes["largest"] + 8 * classes)
+
+
+def estimate_train_bytes(model: torch.nn.Module, example: torch.Tensor, batch_size: int) -> int:
+    """Peak bytes of one AdamW training step: saved activations plus parameters, gradients and two moments."""
+    check_int(batch_size, "batch_size", low=1, owner="estimate_train_bytes")
+    sizes = activation_bytes(model, example)
+    return batch_size * (sizes["total"] + 2 * sizes["largest"]) + 4 * sizes["params"]
+
+
+def suggest_eval_batch_size(model: torch.nn.Module, example: torch.Tensor, budget_bytes: int = EVAL_BUDGET_BYTES,
+                            max_batch: int = 8192) -> int:
+    """The largest power of two ≤ ``max_batch`` whose evaluation fits ``budget_bytes`` (see :func:`estimate_eval_bytes`).
+
+    Parameters
+    ----------
+    model : nn.Module
+    example : Tensor, shape (n, …)
+        A few inputs of the real size (e.g. ``data.x_test[:2]``), on the model's device.
+    budget_bytes : int
+        Memory for one evaluation batch; default :data:`EVAL_BUDGET_BYTES` (4 GiB, a quarter of a T4).
+    max_batch : int
+        Upper bound (the default evaluation batch of :class:`nhtlab.train.TrainConfig`).
+
+    Returns
+    -------
+    int
+        At least 1.
+
+    Examples
+    --------
+    >>> from nhtlab.cnn import ResNet18
+    >>> suggest_eval_batch_size(ResNet18(10), torch.zeros(2, 3, 32, 32))  # 6 GB at 8,192: too much for a T4
+    4096
+    """
+    check_int(budget_bytes, "budget_bytes", low=1, owner="suggest_eval_batch_size")
+    check_int(max_batch, "max_batch", low=1, owner="suggest_eval_batch_size")
+    per_example = estimate_eval_bytes(model, example, 1)
+    batch = 1
+    while batch * 2 <= max_batch and per_example * batch * 2 <= budget_bytes:
+        batch *= 2
+    return batch
