@@ -259,6 +259,8 @@ def train_batched(runs: Sequence[ModularRun], progress: str | None = None, desc:
         per_layer = {layer: sum(params[k].detach().double().pow(2).flatten(1).sum(1) for k in names).tolist()
                      for layer, names in layers.items()}
         for k, r in enumerate(live):
+            if k in finished:  # diverged in training since the last evaluation
+                continue
             row: dict[str, Any] = {"step": step, "lr": float(current_lr[k])}
             for split in ("train", "test"):
                 row[f"{split}_loss"], row[f"{split}_acc"] = stats[split][0][k], stats[split][1][k]
@@ -280,6 +282,7 @@ def train_batched(runs: Sequence[ModularRun], progress: str | None = None, desc:
     measure(0)
     if finished:
         compact()
+    first_bad = torch.zeros(len(live), dtype=torch.long, device=device)  # step of each live run's first non-finite loss
     step = 0
     while live and step < steps:
         if batch_size is None:
@@ -290,20 +293,25 @@ def train_batched(runs: Sequence[ModularRun], progress: str | None = None, desc:
             yb = torch.gather(y_train, 1, idx)
         logits = forward(params, buffers, xb)  # (R_live, b, p)
         losses = F.cross_entropy(logits.transpose(1, 2), yb, reduction="none").mean(dim=1)  # (R_live,)
-        finite = torch.isfinite(losses).tolist()
-        for k, r in enumerate(live):
-            if not finite[k]:
-                histories[r].status, histories[r].message = "diverged", f"non-finite training loss at step {step + 1}"
-                finish(k)
+        # No host sync per step: the first non-finite loss of each run is noted on the device and read
+        # at the next evaluation (a diverged run cannot touch the others, so it may step until then).
+        first_bad = torch.where(torch.isfinite(losses) | (first_bad > 0), first_bad, torch.full_like(first_bad, step + 1))
         optimizer.zero_grad()
         losses.sum().backward()
         optimizer.step(factor(step))
         step += 1
         bar.update(1)
         if step % eval_every == 0 or step == steps:
+            for k, bad_step in enumerate(first_bad.tolist()):
+                if bad_step:
+                    r = live[k]
+                    histories[r].status, histories[r].message = "diverged", f"non-finite training loss at step {bad_step}"
+                    final[r] = {name: v[k].detach().clone() for name, v in params.items()}
+                    finished.append(k)
             measure(step)
         if finished:
             compact()
+            first_bad = torch.zeros(len(live), dtype=torch.long, device=device)
     for k, r in enumerate(live):  # runs that went the whole way
         final[r] = {name: v[k].detach().clone() for name, v in params.items()}
     with torch.no_grad():  # hand each run its own trained model, as run_modular does
