@@ -107,7 +107,7 @@ def test_harness_runs_a_notebook_under_the_cap(tmp_path, cifar_root):
     seconds = execute_smoke(src, tmp_path / "out.ipynb", env)
     text = outputs_text(tmp_path / "out.ipynb")
     assert "SMOKE RUN (NHTLAB_SMOKE=1)" in text
-    assert "steps [0, 4, 8] seeds [0] cached False cifar 32" in text
+    assert "steps [0, 4, 8] seeds [0] cached False cifar 16" in text
     assert "the scientific checks of this chapter are skipped" in text
     print(f"tiny notebook under the cap: {seconds:.1f} s")
 

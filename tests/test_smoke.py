@@ -41,7 +41,7 @@ def test_select_profile_caps_by_name(smoke):
     assert cfg.steps == 8 and cfg.shuffle_steps == 8 and cfg.budget == 8
     assert cfg.eval_every == 4 and cfg.every == 4  # max(1, 8 // 2)
     assert cfg.seeds == [0] and cfg.lams == [0.1, 1.0]  # sweeps keep their shape
-    assert cfg.stop_after is None and cfg.batch_size == 16 and cfg.batch == 16
+    assert cfg.stop_after is None and cfg.batch_size == 8 and cfg.batch == 8
     assert cfg.run == dict(steps=8, eval_every=4, batch_size=None, channels=(32, 64))  # nested dicts too
     assert cfg.n_seeds == 7  # only the documented names are capped
 
@@ -71,7 +71,7 @@ def test_train_and_stacked_training_are_capped(smoke):
         assert h.column("step").tolist() == [0, 4, 8] and h.status == "completed"
     history = nhtlab.train(nhtlab.make_model("mlp", 11, width=16), nhtlab.modular_data(11, seed=0),
                            TrainConfig(steps=1000, eval_every=500, batch_size=512, device="cpu"))
-    assert history.config["steps"] == 8 and history.config["batch_size"] == 16 and history.config["smoke_steps"] == 8
+    assert history.config["steps"] == 8 and history.config["batch_size"] == 8 and history.config["smoke_steps"] == 8
 
 
 def test_cap_train_config_is_identity_when_off(monkeypatch):
