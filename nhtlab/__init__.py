@@ -36,3 +36,4 @@ from .delay import contraction_fit, delay_fits, delay_point, linear_fit  # noqa:
 from .scorecard import cue_escape_step, score_predictions, scorecard_text  # noqa: E402
 from .presets import companion  # noqa: E402
 from . import papers  # noqa: E402,F401
+from .smoke import science_checks, smoke_enabled  # noqa: E402

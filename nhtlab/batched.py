@@ -42,6 +42,7 @@ from .experiment import ModularRun
 from .models import make_model
 from .modular import modular_data
 from .progress import Progress
+from .smoke import cap_train_config
 from .train import History, _lr_factor
 from .validation import check_type
 
@@ -113,6 +114,16 @@ class StackedAdamW:
             denom = (self.exp_avg_sq[name].sqrt() / bias_correction2_sqrt).add_(self.eps)
             param.sub_(self._per_run(step_size, param) * (self.exp_avg[name] / denom))
 
+    def compact(self, params: dict[str, torch.Tensor], keep: Sequence[int]) -> None:
+        """Keep only the runs at positions ``keep`` (``params``: the new, smaller stacked leaves)."""
+        index = torch.tensor(list(keep))
+        self.params = params
+        self.base_lr = self.base_lr[index]
+        self.weight_decay = self.weight_decay[index]
+        for state in (self.exp_avg, self.exp_avg_sq):
+            for name, value in state.items():
+                state[name] = value.index_select(0, index.to(value.device))
+
     def zero_grad(self) -> None:
         for param in self.params.values():
             param.grad = None
@@ -133,8 +144,10 @@ def train_batched(runs: Sequence[ModularRun], progress: str | None = None, desc:
     (``step``, ``lr``, ``train_loss``, ``train_acc``, ``test_loss``, ``test_acc``,
     ``norm``, ``norm/<layer>``) and the same ``status`` rules: ``"stopped"`` when
     ``stop_after`` ends a run early, ``"diverged"`` when its loss or norm becomes
-    non-finite. A finished run stops being recorded; the stack keeps stepping
-    until every run has finished.
+    non-finite. A finished run (stopped or diverged) is dropped from the stack
+    at once, so it stops costing compute; the stack steps until every run has
+    finished. Under the smoke cap (:mod:`nhtlab.smoke`) steps, evaluation
+    interval and batch are capped as in :func:`nhtlab.train.train`.
 
     Parameters
     ----------
@@ -167,6 +180,9 @@ def train_batched(runs: Sequence[ModularRun], progress: str | None = None, desc:
     first = runs[0]
     device = pick_device(first.device)
     R = len(runs)
+    # the smoke cap (nhtlab.smoke) shortens every run alike; a no-op when it is off
+    capped = cap_train_config(first.train_config())
+    steps, eval_every, batch_size = capped.steps, capped.eval_every, capped.batch_size
 
     models, xs_train, ys_train, xs_test, ys_test = [], [], [], [], []
     for run in runs:  # exactly as run_modular builds them: split, then seed, then init
@@ -196,79 +212,112 @@ def train_batched(runs: Sequence[ModularRun], progress: str | None = None, desc:
     lr = torch.tensor([r.lr for r in runs], dtype=torch.float64)
     wd = torch.tensor([r.weight_decay for r in runs], dtype=torch.float64)
     optimizer = StackedAdamW(params, lr, wd, betas=first.betas)
-    factor = _lr_factor(first.schedule, first.steps)
+    factor = _lr_factor(first.schedule, steps)
     samplers = [torch.Generator(device=device).manual_seed(r.seed) for r in runs]
     layers = _layer_groups(list(params))
 
     histories = [History(config=run.to_dict()) for run in runs]
-    active = [True] * R
+    live = list(range(R))  # the runs still in the stack, by their index in ``runs``; position k holds run live[k]
     final: list[dict[str, torch.Tensor] | None] = [None] * R  # parameters of a run when it finished
+    finished: list[int] = []  # positions (in the stack) of runs that finished since the last compaction
 
-    def finish(r: int) -> None:
-        active[r] = False
-        final[r] = {k: v[r].detach().clone() for k, v in params.items()}
+    def finish(k: int) -> None:
+        final[live[k]] = {name: v[k].detach().clone() for name, v in params.items()}
+        finished.append(k)
+
+    def compact() -> None:
+        """Drop finished runs from the stack: they stop costing compute."""
+        nonlocal params, buffers, x_train, y_train, x_test, y_test, lr, live, samplers
+        keep = [k for k in range(len(live)) if k not in finished]
+        finished.clear()
+        if not keep:
+            live = []
+            return
+        index = torch.tensor(keep, device=device)
+        with torch.no_grad():
+            params = {name: v.detach().index_select(0, index).requires_grad_(True) for name, v in params.items()}
+            buffers = {name: v.index_select(0, index) for name, v in buffers.items()}
+            optimizer.compact(params, keep)
+        x_train, y_train = x_train.index_select(0, index), y_train.index_select(0, index)
+        x_test, y_test = x_test.index_select(0, index), y_test.index_select(0, index)
+        lr = lr[keep]
+        samplers = [samplers[k] for k in keep]
+        live = [live[k] for k in keep]
+
     grok_step: list[int | None] = [None] * R
-    bar = Progress(first.steps, f"{desc} ({R} runs)", mode=progress)
+    bar = Progress(steps, f"{desc} ({R} runs)", mode=progress)
 
     @torch.no_grad()
     def measure(step: int) -> None:
         current_lr = lr * factor(step)
         stats = {}
         for split, (x, y) in {"train": (x_train, y_train), "test": (x_test, y_test)}.items():
-            logits = forward(params, buffers, x)  # (R, n, p)
-            loss = F.cross_entropy(logits.double().transpose(1, 2), y, reduction="none").mean(dim=1)  # (R,)
+            logits = forward(params, buffers, x)  # (R_live, n, p)
+            loss = F.cross_entropy(logits.double().transpose(1, 2), y, reduction="none").mean(dim=1)  # (R_live,)
             acc = (logits.argmax(-1) == y).double().mean(dim=1)
             stats[split] = (loss.tolist(), acc.tolist())
         per_layer = {layer: sum(params[k].detach().double().pow(2).flatten(1).sum(1) for k in names).tolist()
                      for layer, names in layers.items()}
-        for r in range(R):
-            if not active[r]:
+        for k, r in enumerate(live):
+            if k in finished:  # diverged in training since the last evaluation
                 continue
-            row: dict[str, Any] = {"step": step, "lr": float(current_lr[r])}
+            row: dict[str, Any] = {"step": step, "lr": float(current_lr[k])}
             for split in ("train", "test"):
-                row[f"{split}_loss"], row[f"{split}_acc"] = stats[split][0][r], stats[split][1][r]
-            norms = {layer: values[r] for layer, values in per_layer.items()}
+                row[f"{split}_loss"], row[f"{split}_acc"] = stats[split][0][k], stats[split][1][k]
+            norms = {layer: values[k] for layer, values in per_layer.items()}
             row["norm"] = sum(norms.values())
-            row.update({f"norm/{k}": v for k, v in norms.items()})
+            row.update({f"norm/{name}": v for name, v in norms.items()})
             histories[r].rows.append(row)
             h, run = histories[r], runs[r]
             if not (math.isfinite(row["train_loss"]) and math.isfinite(row["norm"])):
                 h.status, h.message = "diverged", f"non-finite loss or parameters at step {step}"
-                finish(r)
+                finish(k)
                 continue
             if grok_step[r] is None and row["test_acc"] >= 0.99:
                 grok_step[r] = step
             if run.stop_after is not None and grok_step[r] is not None and step >= grok_step[r] + run.stop_after:
                 h.status, h.message = "stopped", f"stopped {run.stop_after} steps after test accuracy reached 99%"
-                finish(r)
+                finish(k)
 
     measure(0)
+    if finished:
+        compact()
+    first_bad = torch.zeros(len(live), dtype=torch.long, device=device)  # step of each live run's first non-finite loss
     step = 0
-    while any(active) and step < first.steps:
-        if first.batch_size is None:
+    while live and step < steps:
+        if batch_size is None:
             xb, yb = x_train, y_train
         else:
-            idx = torch.stack([torch.randint(0, n, (first.batch_size,), generator=g, device=device) for g in samplers])
+            idx = torch.stack([torch.randint(0, n, (batch_size,), generator=g, device=device) for g in samplers])
             xb = torch.gather(x_train, 1, idx.unsqueeze(-1).expand(-1, -1, x_train.shape[-1]))
             yb = torch.gather(y_train, 1, idx)
-        logits = forward(params, buffers, xb)  # (R, b, p)
-        losses = F.cross_entropy(logits.transpose(1, 2), yb, reduction="none").mean(dim=1)  # (R,)
-        finite = torch.isfinite(losses).tolist()
-        for r in range(R):
-            if active[r] and not finite[r]:
-                histories[r].status, histories[r].message = "diverged", f"non-finite training loss at step {step + 1}"
-                finish(r)
+        logits = forward(params, buffers, xb)  # (R_live, b, p)
+        losses = F.cross_entropy(logits.transpose(1, 2), yb, reduction="none").mean(dim=1)  # (R_live,)
+        # No host sync per step: the first non-finite loss of each run is noted on the device and read
+        # at the next evaluation (a diverged run cannot touch the others, so it may step until then).
+        first_bad = torch.where(torch.isfinite(losses) | (first_bad > 0), first_bad, torch.full_like(first_bad, step + 1))
         optimizer.zero_grad()
         losses.sum().backward()
         optimizer.step(factor(step))
         step += 1
         bar.update(1)
-        if step % first.eval_every == 0 or step == first.steps:
+        if step % eval_every == 0 or step == steps:
+            for k, bad_step in enumerate(first_bad.tolist()):
+                if bad_step:
+                    r = live[k]
+                    histories[r].status, histories[r].message = "diverged", f"non-finite training loss at step {bad_step}"
+                    final[r] = {name: v[k].detach().clone() for name, v in params.items()}
+                    finished.append(k)
             measure(step)
+        if finished:
+            compact()
+            first_bad = torch.zeros(len(live), dtype=torch.long, device=device)
+    for k, r in enumerate(live):  # runs that went the whole way
+        final[r] = {name: v[k].detach().clone() for name, v in params.items()}
     with torch.no_grad():  # hand each run its own trained model, as run_modular does
         for r, (model, h) in enumerate(zip(models, histories)):
             for name, param in model.named_parameters():
-                param.copy_(final[r][name] if final[r] is not None else params[name][r])
+                param.copy_(final[r][name])
             h.model = model  # type: ignore[attr-defined]  # not serialised
             if h.status == "running":
                 h.status = "completed"

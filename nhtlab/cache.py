@@ -1,7 +1,8 @@
 """A result cache: finished runs are kept on disk and reused instead of retrained.
 
 An entry is keyed by the SHA-256 of the canonical JSON (sorted keys, no
-spaces) of the run's *full* configuration together with ``nhtlab.__version__``:
+spaces) of the run's *full* configuration together with ``nhtlab.__version__``
+(and, under the smoke cap of :mod:`nhtlab.smoke`, the cap's settings):
 changing any setting, or upgrading nhtlab, misses the cache and trains again.
 Each entry is one JSON file holding the key, the configuration, the history
 and a SHA-256 checksum of its content, written atomically (temporary file +
@@ -84,6 +85,9 @@ def _sha256(text: str) -> str:
 def config_key(config: Mapping[str, Any]) -> str:
     """SHA-256 (hex) of the canonical JSON of ``config`` and ``nhtlab.__version__``.
 
+    Under the smoke cap (``NHTLAB_SMOKE=1``, :mod:`nhtlab.smoke`) the cap's
+    settings are hashed too, so capped and real runs never share an entry.
+
     Examples
     --------
     >>> config_key({"a": 1, "b": [1, 2]}) == config_key({"b": (1, 2), "a": 1})
@@ -91,8 +95,13 @@ def config_key(config: Mapping[str, Any]) -> str:
     """
     check_type(config, "config", Mapping, owner="config_key")
     from . import __version__  # read at call time, so a new version misses the cache
+    from .smoke import smoke_signature
 
-    return _sha256(_canonical({"config": dict(config), "nhtlab": __version__}))
+    keyed: dict[str, Any] = {"config": dict(config), "nhtlab": __version__}
+    smoke = smoke_signature()
+    if smoke is not None:  # a capped run never shares an entry with a real one; real keys are unchanged
+        keyed["smoke"] = smoke
+    return _sha256(_canonical(keyed))
 
 
 class ResultCache:
@@ -168,7 +177,11 @@ class ResultCache:
         from . import __version__
 
         path = self.path(config)
+        from .smoke import smoke_signature
+
         body = {"key": path.stem, "nhtlab": __version__, "config": dict(config), "history": history.to_dict()}
+        if smoke_signature() is not None:
+            body["smoke"] = smoke_signature()
         body = json.loads(_canonical(body))  # the stored form: what get() will checksum
         entry = {"checksum": _sha256(_canonical(body)), "body": body}
         atomic_write_bytes(path, _canonical(entry).encode("utf-8"))

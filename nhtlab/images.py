@@ -5,7 +5,7 @@
   ``size`` × ``size``, scaled to [0, 1] and copied to three channels (white
   strokes on black), so every image model and the coloured-border wrapper of
   :mod:`nhtlab.shortcuts` work on them unchanged.
-* :func:`cifar10` loads CIFAR-10 through torchvision. It never downloads unless
+* :func:`cifar10` reads CIFAR-10's python batches (torchvision downloads them). It never downloads unless
   asked (``download=True``), never waits for a dead network longer than a short
   socket timeout, and never substitutes another dataset: when the files cannot be
   found or fetched it raises :class:`DatasetUnavailableError` saying how to fix it.
@@ -16,6 +16,7 @@ needs no DataLoader (:func:`nhtlab.train.train` samples minibatches by index).
 
 from __future__ import annotations
 
+import os
 import socket
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,7 +27,7 @@ import torch.nn.functional as F
 
 from .validation import check_bool, check_int, check_real, check_type
 
-__all__ = ["ImageData", "DatasetUnavailableError", "digits", "cifar10", "CIFAR10_CLASSES"]
+__all__ = ["ImageData", "DatasetUnavailableError", "digits", "cifar10", "read_cifar10_batches", "CIFAR10_CLASSES"]
 
 CIFAR10_CLASSES = ("airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck")
 
@@ -118,14 +119,88 @@ def digits(size: int = 16, test_fraction: float = 0.3, seed: int = 0) -> ImageDa
                      class_names=tuple(str(k) for k in range(10)))
 
 
+CIFAR10_FOLDER = "cifar-10-batches-py"
+CIFAR10_TRAIN = tuple(f"data_batch_{i}" for i in range(1, 6))
+CIFAR10_FILES = (*CIFAR10_TRAIN, "test_batch", "batches.meta")
+
+
+def _download_cifar10(root: Path, timeout: float) -> None:
+    """Download and extract CIFAR-10 into ``root`` with torchvision (checks the archive's MD5)."""
+    try:
+        import torchvision
+    except ImportError as exc:  # pragma: no cover - torchvision is a dependency
+        raise DatasetUnavailableError("cifar10(download=True) needs torchvision: `pip install torchvision`.") from exc
+    previous = socket.getdefaulttimeout()
+    socket.setdefaulttimeout(timeout)
+    try:
+        torchvision.datasets.CIFAR10(str(root), train=True, download=True)
+    except (RuntimeError, OSError, ValueError) as exc:
+        raise DatasetUnavailableError(
+            f"CIFAR-10 is unavailable: the download into {str(root)!r} failed ({type(exc).__name__}: {exc}). "
+            f"Check the network connection, or download https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz "
+            f"by hand and extract it into {str(root)!r}.") from exc
+    finally:
+        socket.setdefaulttimeout(previous)
+
+
+def read_cifar10_batches(folder: str | Path, train: bool = True, limit: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """Read CIFAR-10's python batches (``data_batch_1..5`` or ``test_batch``) as tensors.
+
+    The format is the one torchvision reads: each file is a pickled dict with
+    ``data`` (uint8, (n, 3072), channel-major rows) and ``labels``. The images
+    come out exactly as ``torchvision.datasets.CIFAR10`` gives them, moved to
+    channels-first.
+
+    Parameters
+    ----------
+    folder : str or Path
+        The ``cifar-10-batches-py`` folder.
+    train : bool
+        The five training batches, or the test batch.
+    limit : int, optional
+        Keep only the first this many images.
+
+    Returns
+    -------
+    x : FloatTensor, shape (n, 3, 32, 32), values in [0, 1]
+    y : LongTensor, shape (n,)
+    """
+    import pickle
+
+    folder = Path(folder)
+    xs, ys = [], []
+    for name in CIFAR10_TRAIN if train else ("test_batch",):
+        try:
+            with open(folder / name, "rb") as f:
+                entry = pickle.load(f, encoding="latin1")
+            xs.append(np.asarray(entry["data"], dtype=np.uint8).reshape(-1, 3, 32, 32))
+            ys.extend(entry["labels"] if "labels" in entry else entry["fine_labels"])
+        except Exception as exc:  # noqa: BLE001 - any damage is reported the same way
+            raise DatasetUnavailableError(
+                f"CIFAR-10 is unavailable: {folder / name} is damaged or not in CIFAR-10's python format "
+                f"({type(exc).__name__}: {exc}). Delete {folder} and extract cifar-10-python.tar.gz again.") from exc
+        if limit is not None and sum(len(x) for x in xs) >= limit:
+            break
+    x = torch.from_numpy(np.concatenate(xs)[:limit]).float().div_(255.0).contiguous()
+    y = torch.tensor(ys[:limit], dtype=torch.long)
+    return x, y
+
+
 def cifar10(root: str | Path, download: bool = False, timeout: float = 20.0,
             train_limit: int | None = None, test_limit: int | None = None) -> ImageData:
-    """CIFAR-10 through torchvision, as in-memory tensors (opt-in download).
+    """CIFAR-10 as in-memory tensors (opt-in download through torchvision).
+
+    The extracted batches are read by :func:`read_cifar10_batches` (the same
+    decoding as ``torchvision.datasets.CIFAR10``); torchvision only downloads,
+    checks and extracts the archive when ``download=True`` and files are missing.
 
     Parameters
     ----------
     root : str or Path
-        Folder holding (or receiving) ``cifar-10-batches-py``.
+        Folder holding (or receiving) ``cifar-10-batches-py``. The environment
+        variable ``NHTLAB_CIFAR_ROOT``, when set, replaces it (a local copy, or
+        the tests' small archive in CIFAR-10's format); the returned data's
+        ``name`` then says where it came from.
     download : bool
         Fetch the archive (about 170 MB) when it is missing. Off by default so
         that nothing touches the network unless asked.
@@ -134,6 +209,9 @@ def cifar10(root: str | Path, download: bool = False, timeout: float = 20.0,
         fast instead of hanging.
     train_limit, test_limit : int, optional
         Keep only the first this many images of each split (smoke tests).
+        Under the smoke cap (``NHTLAB_SMOKE=1``, :mod:`nhtlab.smoke`) both are
+        at most ``NHTLAB_SMOKE_IMAGES`` and ``download`` is treated as False, so
+        a capped run never touches the network.
 
     Returns
     -------
@@ -143,8 +221,8 @@ def cifar10(root: str | Path, download: bool = False, timeout: float = 20.0,
     Raises
     ------
     DatasetUnavailableError
-        When the files are missing and ``download`` is False, or the download
-        fails; the message names the fix. No other dataset is substituted.
+        When the files are missing and ``download`` is False, the download
+        fails, or a batch file is damaged; the message names the fix. No other dataset is substituted.
     """
     check_type(root, "root", (str, Path), owner="cifar10")
     check_bool(download, "download", owner="cifar10")
@@ -152,36 +230,28 @@ def cifar10(root: str | Path, download: bool = False, timeout: float = 20.0,
     for name, limit in (("train_limit", train_limit), ("test_limit", test_limit)):
         if limit is not None:
             check_int(limit, name, low=1, owner="cifar10")
+    from .smoke import smoke_enabled, smoke_images
+
+    name = "cifar10"
+    if os.environ.get("NHTLAB_CIFAR_ROOT"):
+        root = os.environ["NHTLAB_CIFAR_ROOT"]
+        name = f"cifar10 (NHTLAB_CIFAR_ROOT={root})"
+    if smoke_enabled():
+        cap = smoke_images()
+        train_limit, test_limit = min(train_limit or cap, cap), min(test_limit or cap, cap)
+        download = False
     root = Path(root).expanduser()
-    try:
-        import torchvision
-    except ImportError as exc:  # pragma: no cover - torchvision is a dependency
-        raise DatasetUnavailableError("cifar10 needs torchvision: `pip install torchvision`.") from exc
-
-    previous = socket.getdefaulttimeout()
-    socket.setdefaulttimeout(timeout)
-    try:
-        train_set = torchvision.datasets.CIFAR10(str(root), train=True, download=download)
-        test_set = torchvision.datasets.CIFAR10(str(root), train=False, download=download)
-    except (RuntimeError, OSError, ValueError) as exc:
-        if download:
-            fix = (f"the download into {str(root)!r} failed ({type(exc).__name__}: {exc}). Check the network "
-                   f"connection, or download https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz by hand "
-                   f"and extract it into {str(root)!r}.")
-        else:
-            fix = (f"it was not found under {str(root)!r} and download=False. Call "
-                   f"nhtlab.images.cifar10({str(root)!r}, download=True) with network access (about 170 MB), "
-                   f"or extract cifar-10-python.tar.gz into {str(root)!r}; or use the offline "
-                   f"nhtlab.images.digits() instead.")
-        raise DatasetUnavailableError(f"CIFAR-10 is unavailable: {fix}") from exc
-    finally:
-        socket.setdefaulttimeout(previous)
-
-    def as_tensors(ds, limit):
-        x = torch.from_numpy(np.asarray(ds.data[:limit])).permute(0, 3, 1, 2).float().div_(255.0)
-        y = torch.tensor(ds.targets[:limit], dtype=torch.long)
-        return x.contiguous(), y
-
-    x_train, y_train = as_tensors(train_set, train_limit)
-    x_test, y_test = as_tensors(test_set, test_limit)
-    return ImageData(x_train, y_train, x_test, y_test, 10, name="cifar10", class_names=CIFAR10_CLASSES)
+    folder = root / CIFAR10_FOLDER
+    if download and not all((folder / f).exists() for f in CIFAR10_FILES):
+        _download_cifar10(root, timeout)
+    missing = [f for f in CIFAR10_FILES if not (folder / f).exists()]
+    if missing:
+        fix = (f"it was not found under {str(root)!r} (missing {', '.join(missing)} in {CIFAR10_FOLDER}) and "
+               f"download=False{' (the smoke cap never downloads)' if smoke_enabled() else ''}. Call "
+               f"nhtlab.images.cifar10({str(root)!r}, download=True) with network access (about 170 MB), "
+               f"or extract cifar-10-python.tar.gz into {str(root)!r}, or point NHTLAB_CIFAR_ROOT at a folder "
+               f"holding {CIFAR10_FOLDER}; or use the offline nhtlab.images.digits() instead.")
+        raise DatasetUnavailableError(f"CIFAR-10 is unavailable: {fix}")
+    x_train, y_train = read_cifar10_batches(folder, train=True, limit=train_limit)
+    x_test, y_test = read_cifar10_batches(folder, train=False, limit=test_limit)
+    return ImageData(x_train, y_train, x_test, y_test, 10, name=name, class_names=CIFAR10_CLASSES)

@@ -5,6 +5,10 @@ Every chapter defines a ``PROFILES`` dict next to its papermill parameters:
 * ``quick``: the tests, under 60 s on a 2-core CPU, still showing the effect;
 * ``book``: the rendered book, a few minutes on a 2-core CPU;
 * ``full``: paper scale, for a GPU (Colab).
+
+Under the smoke cap (``NHTLAB_SMOKE=1``, see :mod:`nhtlab.smoke`) the selected
+settings are capped by name (steps, seeds, evaluation interval, batch, image
+counts) and ``cfg.smoke`` is True; otherwise ``cfg.smoke`` is False.
 """
 
 from __future__ import annotations
@@ -31,6 +35,12 @@ def select_profile(profiles: Mapping[str, Mapping[str, Any]], profile: str, **ov
     **overrides
         Settings that replace the profile's (each must already exist in it, so a
         typo fails loudly rather than being ignored).
+
+    Returns
+    -------
+    SimpleNamespace
+        The settings as attributes, plus ``profile`` and ``smoke`` (True when the
+        smoke cap of :mod:`nhtlab.smoke` rewrote them).
     """
     check_type(profiles, "profiles", Mapping, owner="select_profile")
     check_choice(profile, "profile", PROFILE_NAMES, owner="select_profile")
@@ -45,4 +55,9 @@ def select_profile(profiles: Mapping[str, Mapping[str, Any]], profile: str, **ov
                 f"settings are {sorted(settings)}."
             )
         settings[key] = value
-    return SimpleNamespace(profile=profile, **settings)
+    for reserved in ("profile", "smoke"):
+        if reserved in settings:
+            raise ValueError(f"The profile {profile!r} of select_profile defines {reserved!r}, a name select_profile sets itself; rename it.")
+    from .smoke import cap_settings, smoke_enabled
+
+    return SimpleNamespace(profile=profile, smoke=smoke_enabled(), **cap_settings(settings))

@@ -31,26 +31,42 @@ class Stamp(dict):
 
     def _repr_html_(self) -> str:
         rows = "".join(f"<tr><td><code>{html.escape(str(k))}</code></td><td><code>{html.escape(str(v))}</code></td></tr>" for k, v in self.items())
-        return f"<details class='nhtlab-stamp'><summary>Run details (profile <b>{html.escape(str(self.get('profile')))}</b>)</summary><table>{rows}</table></details>"
+        summary = f"Run details (profile <b>{html.escape(str(self.get('profile')))}</b>)"
+        if "SMOKE RUN" in self:
+            summary = (f"<b style='color:#c00'>{html.escape(str(self['SMOKE RUN']))}</b> — " + summary)
+        return f"<details class='nhtlab-stamp'><summary>{summary}</summary><table>{rows}</table></details>"
 
     def __repr__(self) -> str:
         return "\n".join(f"{k}: {v}" for k, v in self.items())
 
 
 def stamp(profile: str, settings: Any = None, device: torch.device | str | None = None) -> Stamp:
-    """Collect profile, settings, nhtlab/torch versions, git commit and device of a chapter run."""
+    """Collect profile, settings, nhtlab/torch versions, git commit and device of a chapter run.
+
+    Under the smoke cap (:mod:`nhtlab.smoke`) the first entry is ``SMOKE RUN``
+    with the cap's settings, the text form starts with it and the HTML summary
+    shows it in red, so a capped run is never mistaken for a real one.
+    """
     from . import __version__
+    from .smoke import smoke_banner
 
     if device is None:
         from .device import pick_device
         device = pick_device()
     values = vars(settings) if settings is not None and hasattr(settings, "__dict__") else (settings or {})
-    return Stamp(
+    banner = smoke_banner()
+    if not banner and getattr(settings, "smoke", False):
+        banner = "SMOKE RUN: settings capped by nhtlab.select_profile; its numbers are not results"
+    facts = Stamp({"SMOKE RUN": banner}) if banner else Stamp()
+    facts.update(
         profile=profile,
-        settings={k: v for k, v in values.items() if k != "profile"},
+        settings={k: v for k, v in values.items() if k not in ("profile", "smoke")},
         nhtlab=__version__,
         commit=git_commit(),
         torch=torch.__version__,
         python=platform.python_version(),
         device=str(device) + (f" ({torch.cuda.get_device_name()})" if str(device).startswith("cuda") else f" ({torch.get_num_threads()} threads)"),
     )
+    if banner:
+        print(banner)
+    return facts

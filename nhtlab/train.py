@@ -30,6 +30,7 @@ from .checkpoint import capture_rng_state, load_checkpoint, restore_rng_state, s
 from .device import pick_device
 from .norms import layer_norms
 from .progress import Progress
+from .smoke import cap_train_config, smoke_enabled, smoke_steps
 from .validation import check_choice, check_int, check_real, check_type
 
 __all__ = ["TrainConfig", "History", "TrainState", "train", "evaluate", "SCHEDULES"]
@@ -278,6 +279,10 @@ def train(
         Steps between checkpoints; defaults to ``10 * config.eval_every``.
         Needs ``checkpoint_dir``.
 
+    Under the smoke cap (``NHTLAB_SMOKE=1``, :mod:`nhtlab.smoke`) ``steps``,
+    ``eval_every`` and ``batch_size`` are capped before anything else and the
+    history's ``config`` records ``smoke_steps``.
+
     Returns
     -------
     History
@@ -287,6 +292,7 @@ def train(
     """
     check_type(model, "model", nn.Module, owner="train")
     check_type(config, "config", TrainConfig, owner="train")
+    config = cap_train_config(config)  # the smoke cap (nhtlab.smoke); the same config when it is off
     for attr in ("x_train", "y_train"):
         if not hasattr(data, attr):
             raise TypeError(f"The 'data' parameter of train must have 'x_train' and 'y_train' tensors. {type(data).__name__} lacks {attr!r}.")
@@ -320,6 +326,8 @@ def train(
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, _lr_factor(config.schedule, config.steps))
     sampler = torch.Generator(device=device).manual_seed(config.seed)
     history = History(config=asdict(config))
+    if smoke_enabled():
+        history.config["smoke_steps"] = smoke_steps()
     bar = Progress(config.steps, desc, mode=progress)
     grok_step: int | None = None
     n = len(y_train)

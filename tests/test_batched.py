@@ -93,3 +93,76 @@ def test_runs_that_cannot_share_a_stack_are_refused():
         train_batched([], progress="none")
     with pytest.raises(TypeError, match="'runs' parameter of train_batched"):
         train_batched([BASE, "not a run"], progress="none")
+
+
+TRANSFORMER = nhtlab.companion(1.0, p=13, steps=30, eval_every=10, device="cpu", batch_size=16, stop_after=None,
+                               model_kwargs=dict(d_model=32, n_heads=4, d_ff=64))
+
+
+def test_stacked_transformers_equal_separate_adamw_runs():
+    """The companion transformer, stacked: different λ, η and seeds, against separate torch.optim.AdamW runs.
+
+    Every parameter agrees within 1e-6 except the attention's key bias: its gradient is zero in exact
+    arithmetic (softmax ignores a shift shared by all keys), so Adam turns float noise into steps of
+    size ≤ η; it differs by O(η) and, as the logits show, changes nothing the model computes.
+    """
+    runs = [TRANSFORMER.replace(weight_decay=wd, seed=seed, lr=lr) for wd, seed, lr in [(0.0, 0, 1e-3), (1.0, 1, 3e-3), (5.0, 2, 1e-3)]]
+    stacked = train_batched(runs, progress="none")
+    x = nhtlab.modular_data(13, seed=0)
+    inputs = torch.cat([x.x_train, x.x_test])
+    for run, h in zip(runs, stacked):
+        alone = nhtlab.run_modular(run, progress="none")
+        sa, sb = h.model.state_dict(), alone.model.state_dict()
+        assert sa.keys() == sb.keys()
+        d = 32
+        for name in sa:
+            a, b = sa[name], sb[name]
+            if name.endswith("attn.qkv.bias"):
+                assert float((a[d:2 * d] - b[d:2 * d]).abs().max()) <= 2 * run.lr * run.steps  # the key bias: O(η) noise
+                a, b = torch.cat([a[:d], a[2 * d:]]), torch.cat([b[:d], b[2 * d:]])
+            assert float((a - b).abs().max()) < 1e-6, name
+        with torch.no_grad():
+            assert float((h.model(inputs) - alone.model(inputs)).abs().max()) < 1e-4
+        assert h.column("step").tolist() == alone.column("step").tolist() == [0, 10, 20, 30]
+        np.testing.assert_allclose(h["train_loss"], alone["train_loss"], rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(h["norm"], alone["norm"], rtol=1e-5)
+        assert h.columns == alone.columns
+    assert _max_param_gap(stacked[0].model, stacked[1].model) > 1e-2
+
+
+def test_finished_runs_leave_the_stack(monkeypatch):
+    """A run that stopped (stop_after) or diverged stops costing compute; the others are unchanged."""
+    widths = []
+    real_vmap = torch.vmap
+
+    def counting_vmap(fn, *args, **kwargs):
+        batched = real_vmap(fn, *args, **kwargs)
+
+        def call(params, buffers, x):
+            widths.append(x.shape[0])  # runs in the stack for this forward pass
+            return batched(params, buffers, x)
+        return call
+
+    monkeypatch.setattr(torch, "vmap", counting_vmap)
+    fast = nhtlab.ModularRun(p=31, train_fraction=0.7, model_kwargs=dict(width=128, embed_std=1.0), steps=1500,
+                             eval_every=25, lr=1e-2, weight_decay=1.0, stop_after=0, device="cpu")
+    slow = fast.replace(weight_decay=0.0, seed=3)
+    bad = fast.replace(lr=10.0, weight_decay=100.0, seed=1, stop_after=None)  # overflows at once
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        h_fast, h_slow, h_bad = train_batched([fast, slow, bad], progress="none")
+    monkeypatch.setattr(torch, "vmap", real_vmap)
+    assert h_bad.status == "diverged" and h_fast.status == "stopped" and h_slow.status == "completed"
+    stop = int(h_fast.column("step")[-1])
+    assert stop < 1500
+    assert max(widths) == 3 and widths[-1] == 1  # only the slow run is left at the end
+    # after the bad run diverged (first evaluation at step 25 at the latest) the stack is at most 2 wide
+    assert widths.count(3) <= 2 * 2 + 25 and 3 not in widths[60:]
+    assert sum(widths) < 3 * len(widths) - (1500 - stop)  # the stopped run took no more steps
+    # dropping runs changes nothing for the others: each run equals its own one-run stack. (Against
+    # run_modular, 850 steps at lr 1e-2 amplify float rounding enough to move T_grok by a few evaluations,
+    # with or without dropping; the first test checks the stacked step itself.)
+    for run, h in ((fast, h_fast), (slow, h_slow)):
+        (alone,) = train_batched([run], progress="none")
+        assert h.status == alone.status and h.column("step").tolist() == alone.column("step").tolist()
+        assert _max_param_gap(h.model, alone.model) < 1e-5

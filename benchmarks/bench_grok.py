@@ -1,0 +1,184 @@
+"""Benchmark (not a test): the companion transformer's training speed against the machine's matmul limit.
+
+Usage: ``python benchmarks/bench_grok.py [--steps 60] [--sweep-steps 300] [--skip-sweep]``
+
+On one CPU thread it prints
+
+1. training steps per second of the companion paper's transformer
+   (:func:`nhtlab.companion`: p = 97, d_model 128, batch 512), for the bare
+   AdamW step and for :func:`nhtlab.train.train` with its evaluations
+   (every 100 steps, on all 9,409 pairs);
+2. the step's matmul FLOPs (counted by ``torch.utils.flop_counter``: forward
+   and backward, every mm/bmm/addmm) and the achieved GFLOP/s;
+3. the single-thread throughput of ``torch.mm`` on the same shapes (the limit),
+   and the fraction of it the step reaches;
+4. a small book-like λ sweep (4 runs × ``--sweep-steps`` steps of the ``book``
+   MLP of chapter 2) trained sequentially and in a 2-process pool.
+
+On a machine with CUDA it also times all seeds of one λ as one stacked model
+(:func:`nhtlab.train_batched`) against one run at a time.
+
+Under other load the wall times are inflated: compare the ratios of one run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import time
+from collections import Counter
+
+import torch
+import torch.nn.functional as F
+
+import nhtlab
+from nhtlab.sweeps import grid, sweep
+
+
+def _step_fn(model, opt, x, y, idx_gen, batch):
+    def step():
+        idx = torch.randint(0, len(y), (batch,), generator=idx_gen, device=x.device)
+        loss = F.cross_entropy(model(x[idx]), y[idx])
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        return loss
+    return step
+
+
+def count_matmuls(model, x, y, batch) -> tuple[int, Counter]:
+    """Matmul FLOPs of one training step (forward + backward) and the (M, K, N) shapes they come from."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+    from torch.utils.flop_counter import FlopCounterMode
+
+    shapes: Counter = Counter()
+
+    class Shapes(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            name = func.overloadpacket.__name__
+            if name in ("mm", "addmm", "bmm", "baddbmm"):
+                a, b = (args[1], args[2]) if name in ("addmm", "baddbmm") else (args[0], args[1])
+                batch_dims = a.shape[0] if a.dim() == 3 else 1
+                shapes[(batch_dims, a.shape[-2], a.shape[-1], b.shape[-1])] += 1
+            return func(*args, **(kwargs or {}))
+
+    xb, yb = x[:batch], y[:batch]
+    with FlopCounterMode(display=False) as counter, Shapes():
+        loss = F.cross_entropy(model(xb), yb)
+        loss.backward()
+    model.zero_grad(set_to_none=True)
+    return counter.get_total_flops(), shapes
+
+
+def matmul_limit(shapes: Counter, seconds: float = 0.3) -> float:
+    """Single-thread GFLOP/s of torch.mm/bmm over ``shapes`` (FLOP-weighted, each timed alone)."""
+    total_flops, total_time = 0.0, 0.0
+    for (b, m, k, n), count in shapes.items():
+        a = torch.randn(b, m, k) if b > 1 else torch.randn(m, k)
+        w = torch.randn(b, k, n) if b > 1 else torch.randn(k, n)
+        op = torch.bmm if b > 1 else torch.mm
+        for _ in range(3):
+            op(a, w)
+        reps, t0 = 0, time.thread_time()  # CPU time of this thread: other load on the machine does not count
+        while time.thread_time() - t0 < seconds:
+            op(a, w)
+            reps += 1
+        per_call = (time.thread_time() - t0) / reps
+        flops = 2.0 * b * m * k * n
+        total_flops += flops * count
+        total_time += per_call * count
+    return total_flops / total_time / 1e9
+
+
+def bench_cpu(args) -> None:
+    torch.set_num_threads(1)
+    run = nhtlab.companion(1.0, seed=0, device="cpu")
+    data = nhtlab.modular_data(run.p, run.operation, run.train_fraction, seed=run.seed)
+    nhtlab.seed_everything(0)
+    model = nhtlab.make_model(run.model, run.p, **run.model_kwargs)
+    opt = torch.optim.AdamW(model.parameters(), lr=run.lr, betas=run.betas, weight_decay=run.weight_decay)
+    gen = torch.Generator().manual_seed(0)
+    step = _step_fn(model, opt, data.x_train, data.y_train, gen, run.batch_size)
+    flops, shapes = count_matmuls(model, data.x_train, data.y_train, run.batch_size)
+    for _ in range(5):
+        step()
+    t0, c0 = time.perf_counter(), time.thread_time()
+    for _ in range(args.steps):
+        step()
+    wall, cpu = time.perf_counter() - t0, time.thread_time() - c0
+    sps, sps_cpu = args.steps / wall, args.steps / cpu
+    achieved = flops * sps_cpu / 1e9
+    limit = matmul_limit(shapes)
+    print(f"companion transformer (p=97, d_model 128, batch 512), 1 thread, {args.steps} steps:")
+    print(f"  bare AdamW step:         {sps_cpu:6.1f} steps per CPU second ({cpu / args.steps * 1e3:.1f} ms CPU/step); "
+          f"wall {sps:.1f} steps/s ({wall / args.steps * 1e3:.1f} ms/step)")
+    print(f"  matmul FLOPs per step:   {flops / 1e9:.3f} GFLOP (forward + backward)")
+    print(f"  achieved:                {achieved:6.2f} GFLOP per CPU second")
+    print(f"  torch.mm/bmm on the same shapes, 1 thread: {limit:6.2f} GFLOP per CPU second  →  {achieved / limit:.0%} of the limit")
+    print("  matmul shapes (batch, M, K, N) × count:", dict(shapes))
+
+    # the real loop, with its evaluations (every 100 steps on all pairs); 300 steps = 3 evaluations + step 0
+    for label, every in (("train(), eval_every=100", 100), ("train(), eval_every=25", 25)):
+        r = run.replace(steps=args.loop_steps, eval_every=every, stop_after=None)
+        t0, c0 = time.perf_counter(), time.thread_time()
+        nhtlab.run_modular(r, progress="none")
+        wall, cpu = time.perf_counter() - t0, time.thread_time() - c0
+        print(f"  {label:<26} {args.loop_steps / cpu:6.1f} steps per CPU second, wall {args.loop_steps / wall:.1f} steps/s "
+              f"over {args.loop_steps} steps (evaluations included)")
+
+
+def bench_sweep(args) -> None:
+    base = nhtlab.ModularRun(model="mlp", p=31, model_kwargs=dict(width=128, embed_std=0.3), lr=1e-2, betas=(0.9, 0.98),
+                             train_fraction=0.7, steps=args.sweep_steps, eval_every=25, device="cpu")
+    runs = grid(base, weight_decay=[0.1, 0.3, 1.0, 3.0])
+    print(f"\nbook-like λ sweep: {len(runs)} runs × {args.sweep_steps} steps (chapter 2's book MLP):")
+    times = {}
+    for label, kwargs in (("sequential", dict(strategy="sequential")), ("2-process pool", dict(strategy="parallel", workers=2)),
+                          ("batched, 1 process", dict(strategy="batched", workers=1))):
+        t0 = time.perf_counter()
+        sweep(runs, progress="none", **kwargs)
+        times[label] = time.perf_counter() - t0
+        print(f"  {label:<20} {times[label]:6.1f} s  (×{times['sequential'] / times[label]:.2f} vs sequential)", flush=True)
+
+
+def bench_cuda(args) -> None:
+    if not torch.cuda.is_available():
+        print("\nno CUDA: the stacked-vs-one-at-a-time GPU comparison is skipped")
+        return
+    seeds = list(range(args.gpu_seeds))
+    runs = [nhtlab.companion(1.0, seed=s, steps=args.gpu_steps, stop_after=None, device="cuda") for s in seeds]
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    nhtlab.train_batched(runs, progress="none")
+    torch.cuda.synchronize()
+    stacked = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    for r in runs:
+        nhtlab.run_modular(r, progress="none")
+    torch.cuda.synchronize()
+    single = time.perf_counter() - t0
+    print(f"\n{torch.cuda.get_device_name()}: {len(runs)} seeds of λ = 1 × {args.gpu_steps} steps: "
+          f"stacked {stacked:.1f} s, one at a time {single:.1f} s (×{single / stacked:.1f})")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=60, help="timed bare steps")
+    parser.add_argument("--loop-steps", type=int, default=300, help="steps of the train() timings")
+    parser.add_argument("--sweep-steps", type=int, default=300)
+    parser.add_argument("--skip-sweep", action="store_true")
+    parser.add_argument("--gpu-seeds", type=int, default=10)
+    parser.add_argument("--gpu-steps", type=int, default=2000)
+    args = parser.parse_args()
+    os.environ.setdefault("NHTLAB_PROGRESS", "none")
+    print(f"torch {torch.__version__}, {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs; "
+          f"load average {os.getloadavg()[0]:.1f} (inflated timings when > 0)\n")
+    bench_cpu(args)
+    if not args.skip_sweep:
+        bench_sweep(args)
+    bench_cuda(args)
+
+
+if __name__ == "__main__":
+    main()

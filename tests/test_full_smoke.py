@@ -1,0 +1,135 @@
+"""Every chapter's ``full`` profile executed end to end under the smoke cap (nhtlab.smoke).
+
+Each chapter runs with papermill (``profile = "full"``) in a kernel that sees
+``NHTLAB_SMOKE=1``: the same models, loaders, sweeps and layer names as the
+real ``full``, a few steps each. ``NHTLAB_CACHE=off`` keeps real results out;
+CIFAR-10 comes from a small archive in CIFAR-10's format written by the test
+(``NHTLAB_CIFAR_ROOT``); ``NHTLAB_DEVICE_CHECK=1`` turns on nhtlab's device
+audit (:mod:`nhtlab.device`) in the kernel. On a machine with CUDA the kernels
+train on the GPU (``pick_device`` picks it) and the audit is left off.
+
+Budget: all chapters together at most ``SMOKE_BUDGET_S`` seconds (5 minutes on
+the project's 2-core CPU; ``NHTLAB_SMOKE_BUDGET`` overrides it on a slower machine).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+from test_cifar_offline import write_fake_cifar10
+
+ROOT = Path(__file__).resolve().parent.parent
+CHAPTERS = sorted((ROOT / "book").glob("[0-9][0-9]_*.ipynb"))
+SMOKE_BUDGET_S = float(os.environ.get("NHTLAB_SMOKE_BUDGET", "300"))
+SECONDS: dict[str, float] = {}
+
+
+def smoke_env(cifar_root: Path) -> dict[str, str]:
+    """What the kernel of a smoke execution sees (on top of the test process's environment)."""
+    env = {
+        "NHTLAB_SMOKE": "1", "NHTLAB_CACHE": "off", "NHTLAB_PROGRESS": "none", "NHTLAB_BOOK": "1",
+        "NHTLAB_CIFAR_ROOT": str(cifar_root), "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+    }
+    if not torch.cuda.is_available():
+        env["NHTLAB_DEVICE_CHECK"] = "1"
+    return env
+
+
+def execute_smoke(notebook: Path, out: Path, env: dict[str, str], profile: str = "full") -> float:
+    """Execute ``notebook`` with papermill in ``profile`` under ``env``; return the seconds it took."""
+    import papermill
+
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)  # the kernel inherits this process's environment
+    start = time.perf_counter()
+    try:
+        papermill.execute_notebook(str(notebook), str(out), parameters={"profile": profile}, cwd=str(notebook.parent),
+                                   kernel_name="python3", progress_bar=False, request_save_on_cell_execute=False)
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+    return time.perf_counter() - start
+
+
+def outputs_text(path: Path) -> str:
+    """All stream and plain-text outputs of an executed notebook, joined."""
+    nb = json.loads(path.read_text())
+    parts = []
+    for cell in nb["cells"]:
+        for output in cell.get("outputs", []):
+            parts.append("".join(output.get("text", "")))
+            parts.append("".join(output.get("data", {}).get("text/plain", "")))
+    return "\n".join(parts)
+
+
+@pytest.fixture(scope="module")
+def cifar_root(tmp_path_factory) -> Path:
+    return write_fake_cifar10(tmp_path_factory.mktemp("cifar"), per_class=4)
+
+
+def test_harness_runs_a_notebook_under_the_cap(tmp_path, cifar_root):
+    """The harness itself: the cap, the cache switch and the CIFAR root reach the kernel."""
+    import nbformat
+
+    nb = nbformat.v4.new_notebook(metadata={"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"},
+                                            "language_info": {"name": "python"}})
+    nb.cells = [
+        nbformat.v4.new_code_cell('profile = "book"', metadata={"tags": ["parameters"]}),
+        nbformat.v4.new_code_cell(
+            "import os, nhtlab\n"
+            "PROFILES = {'quick': dict(steps=10), 'book': dict(steps=10),\n"
+            "            'full': dict(steps=50_000, seeds=[0, 1, 2], eval_every=500)}\n"
+            "cfg = nhtlab.select_profile(PROFILES, profile)\n"
+            "nhtlab.stamp(profile, cfg)"),
+        nbformat.v4.new_code_cell(
+            "run = nhtlab.companion(1.0, seed=cfg.seeds[0], steps=cfg.steps, eval_every=cfg.eval_every, device='cpu')\n"
+            "history = nhtlab.cached_run(run)\n"
+            "data = nhtlab.cifar10('data', download=True)\n"
+            "print('steps', [int(s) for s in history.column('step')], 'seeds', cfg.seeds, 'cached', history.cached,\n"
+            "      'cifar', len(data.y_train))"),
+        nbformat.v4.new_code_cell("if nhtlab.science_checks(cfg):\n    assert False, 'a capped run must skip this'"),
+    ]
+    src = tmp_path / "tiny.ipynb"
+    nbformat.write(nb, src)
+    env = smoke_env(cifar_root)
+    env["NHTLAB_CACHE"] = "on"
+    env["NHTLAB_CACHE_DIR"] = str(tmp_path / "cache")  # a real-run entry there must not be read
+    seconds = execute_smoke(src, tmp_path / "out.ipynb", env)
+    text = outputs_text(tmp_path / "out.ipynb")
+    assert "SMOKE RUN (NHTLAB_SMOKE=1)" in text
+    assert "steps [0, 4, 8] seeds [0] cached False cifar 16" in text
+    assert "the scientific checks of this chapter are skipped" in text
+    print(f"tiny notebook under the cap: {seconds:.1f} s")
+
+
+@pytest.mark.parametrize("notebook", CHAPTERS, ids=lambda p: p.stem)
+def test_full_profile_runs_under_the_smoke_cap(notebook, tmp_path, cifar_root):
+    out = tmp_path / notebook.name
+    try:
+        seconds = execute_smoke(notebook, out, smoke_env(cifar_root))
+    finally:
+        if out.exists():
+            SECONDS.setdefault(notebook.stem, float("nan"))
+    SECONDS[notebook.stem] = seconds
+    print(f"{notebook.stem}: full profile under the smoke cap in {seconds:.1f} s")
+    text = outputs_text(out)
+    assert "SMOKE RUN" in text, "the stamp must show that the run is capped"
+    assert "scientific checks of this chapter are skipped" in text, "the closing checks must go through nhtlab.science_checks(cfg)"
+
+
+def test_all_smoke_runs_fit_the_budget():
+    if len([s for s in SECONDS.values() if s == s]) < len(CHAPTERS):
+        pytest.skip(f"only {len(SECONDS)} of {len(CHAPTERS)} chapters ran in this session; the budget is for all of them")
+    total = sum(SECONDS.values())
+    print("smoke seconds per chapter:", {k: round(v, 1) for k, v in SECONDS.items()}, f"total {total:.0f} s")
+    assert total <= SMOKE_BUDGET_S, f"the smoke runs took {total:.0f} s together; the budget is {SMOKE_BUDGET_S:.0f} s"

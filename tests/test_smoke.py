@@ -1,0 +1,128 @@
+"""The smoke cap: select_profile, the training loops, the stamp and the cache all honour NHTLAB_SMOKE."""
+
+import pytest
+
+import nhtlab
+from nhtlab.cache import ResultCache, config_key
+from nhtlab.smoke import cap_settings, cap_train_config, science_checks, smoke_enabled
+from nhtlab.train import TrainConfig
+
+PROFILES = {
+    "quick": dict(steps=100, seeds=[0]),
+    "book": dict(steps=200, seeds=[0, 1]),
+    "full": dict(steps=50_000, seeds=[0, 1, 2], eval_every=780, stop_after=None, lams=[0.1, 1.0],
+                 batch_size=512, run=dict(steps=78_000, eval_every=780, batch_size=None, channels=(32, 64)),
+                 shuffle_steps=4000, budget=10_000, every=50, batch=128, n_seeds=7),
+}
+RUN = nhtlab.ModularRun(p=11, model_kwargs=dict(width=16), steps=60, eval_every=10, device="cpu")
+
+
+@pytest.fixture
+def smoke(monkeypatch):
+    monkeypatch.setenv("NHTLAB_SMOKE", "1")
+    monkeypatch.setenv("NHTLAB_SMOKE_STEPS", "8")
+    monkeypatch.delenv("NHTLAB_SMOKE_SEEDS", raising=False)
+    monkeypatch.delenv("NHTLAB_SMOKE_BATCH", raising=False)
+
+
+def test_off_by_default_and_select_profile_untouched(monkeypatch):
+    monkeypatch.delenv("NHTLAB_SMOKE", raising=False)
+    assert not smoke_enabled()
+    cfg = nhtlab.select_profile(PROFILES, "full")
+    assert cfg.smoke is False
+    assert cfg.steps == 50_000 and cfg.seeds == [0, 1, 2] and cfg.run["steps"] == 78_000
+    monkeypatch.setenv("NHTLAB_SMOKE", "0")
+    assert not smoke_enabled() and nhtlab.select_profile(PROFILES, "full").steps == 50_000
+
+
+def test_select_profile_caps_by_name(smoke):
+    cfg = nhtlab.select_profile(PROFILES, "full")
+    assert cfg.smoke is True and cfg.profile == "full"
+    assert cfg.steps == 8 and cfg.shuffle_steps == 8 and cfg.budget == 8
+    assert cfg.eval_every == 4 and cfg.every == 4  # max(1, 8 // 2)
+    assert cfg.seeds == [0] and cfg.lams == [0.1, 1.0]  # sweeps keep their shape
+    assert cfg.stop_after is None and cfg.batch_size == 8 and cfg.batch == 8
+    assert cfg.run == dict(steps=8, eval_every=4, batch_size=None, channels=(32, 64))  # nested dicts too
+    assert cfg.n_seeds == 7  # only the documented names are capped
+
+
+def test_cap_settings_rules(smoke, monkeypatch):
+    monkeypatch.setenv("NHTLAB_SMOKE_SEEDS", "2")
+    assert cap_settings({"seeds": 10, "stop_after": 3000, "warmup_steps": 5}) == {"seeds": 2, "stop_after": 8, "warmup_steps": 5}
+    assert cap_settings({"seeds": (4, 5, 6), "flag": True}) == {"seeds": (4, 5), "flag": True}
+
+
+def test_a_bad_cap_names_the_variable(smoke, monkeypatch):
+    monkeypatch.setenv("NHTLAB_SMOKE_STEPS", "zero")
+    with pytest.raises(ValueError, match="NHTLAB_SMOKE_STEPS must be a positive integer. Got 'zero'"):
+        nhtlab.select_profile(PROFILES, "full")
+
+
+def test_profile_may_not_define_smoke():
+    with pytest.raises(ValueError, match="defines 'smoke'"):
+        nhtlab.select_profile({k: dict(v, smoke=1) for k, v in PROFILES.items()}, "quick")
+
+
+def test_train_and_stacked_training_are_capped(smoke):
+    alone = nhtlab.run_modular(RUN, progress="none")
+    assert alone.column("step").tolist() == [0, 4, 8]
+    stacked = nhtlab.train_batched([RUN, RUN.replace(seed=1, weight_decay=0.1)], progress="none")
+    for h in stacked:
+        assert h.column("step").tolist() == [0, 4, 8] and h.status == "completed"
+    history = nhtlab.train(nhtlab.make_model("mlp", 11, width=16), nhtlab.modular_data(11, seed=0),
+                           TrainConfig(steps=1000, eval_every=500, batch_size=512, device="cpu"))
+    assert history.config["steps"] == 8 and history.config["batch_size"] == 8 and history.config["smoke_steps"] == 8
+
+
+def test_cap_train_config_is_identity_when_off(monkeypatch):
+    monkeypatch.delenv("NHTLAB_SMOKE", raising=False)
+    config = TrainConfig(steps=1000)
+    assert cap_train_config(config) is config
+    assert nhtlab.run_modular(RUN, progress="none").column("step")[-1] == 60
+
+
+def test_science_checks(smoke, capsys, monkeypatch):
+    cfg = nhtlab.select_profile(PROFILES, "full")
+    assert science_checks(cfg) is False
+    out = capsys.readouterr().out
+    assert "smoke run" in out and "scientific checks of this chapter are skipped" in out
+    monkeypatch.delenv("NHTLAB_SMOKE")
+    assert science_checks(nhtlab.select_profile(PROFILES, "full")) is True
+    assert capsys.readouterr().out == ""
+
+
+def test_stamp_shows_the_cap_loudly(smoke, capsys):
+    cfg = nhtlab.select_profile(PROFILES, "full")
+    facts = nhtlab.stamp("full", cfg, device="cpu")
+    assert list(facts)[0] == "SMOKE RUN" and "capped at 8 steps" in facts["SMOKE RUN"]
+    assert repr(facts).startswith("SMOKE RUN: SMOKE RUN (NHTLAB_SMOKE=1)")
+    assert "color:#c00" in facts._repr_html_() and "SMOKE RUN" in facts._repr_html_().split("</summary>")[0]
+    assert "SMOKE RUN" in capsys.readouterr().out
+    assert "smoke" not in facts["settings"]
+
+
+def test_stamp_of_a_real_run_has_no_banner(monkeypatch):
+    monkeypatch.delenv("NHTLAB_SMOKE", raising=False)
+    facts = nhtlab.stamp("full", nhtlab.select_profile(PROFILES, "full"), device="cpu")
+    assert "SMOKE RUN" not in facts and "SMOKE" not in facts._repr_html_()
+
+
+def test_cache_never_mixes_capped_and_real_runs(tmp_path, monkeypatch):
+    monkeypatch.delenv("NHTLAB_SMOKE", raising=False)
+    config = RUN.to_dict()
+    real_key = config_key(config)
+    cache = ResultCache(tmp_path)
+    real = nhtlab.run_modular(RUN, progress="none")
+    cache.put(config, real)
+    monkeypatch.setenv("NHTLAB_SMOKE", "1")
+    monkeypatch.delenv("NHTLAB_SMOKE_STEPS", raising=False)
+    assert config_key(config) != real_key
+    assert cache.get(config) is None  # a capped run does not read the real entry
+    capped = nhtlab.cached_run(RUN, cache, use_cache=True, progress="none")
+    assert capped.column("step")[-1] == 8 and capped.cached is False
+    assert nhtlab.cached_run(RUN, cache, use_cache=True).cached is True
+    monkeypatch.setenv("NHTLAB_SMOKE_STEPS", "6")
+    assert cache.get(config) is None  # another cap, another key
+    monkeypatch.delenv("NHTLAB_SMOKE")
+    assert config_key(config) == real_key  # real keys are unchanged by the smoke machinery
+    assert cache.get(config).rows == real.rows
