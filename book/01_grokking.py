@@ -102,8 +102,8 @@ paper = COMPANION_LAMBDA_SWEEP[1.0]  # the companion's λ sweep, η = 1e-3
 # At another η the reference is the companion's η sweep at λ = 1 (T_grok only).
 paper_t_grok = paper["t_grok"] if cfg.lr == 1e-3 else COMPANION_ETA_SWEEP[cfg.lr]
 print(f"λ = 1, η = {cfg.lr:g}{'ours':>8}{'companion (10 seeds)':>24}")
-print(f"{'T_mem':<17}{events.t_mem:>8,}{paper_cell(paper['t_mem'] if cfg.lr == 1e-3 else None):>24}")
-print(f"{'T_grok':<17}{events.t_grok:>8,}{paper_cell(paper_t_grok):>24}")
+print(f"{'T_mem':<17}{str(events.t_mem):>8}{paper_cell(paper['t_mem'] if cfg.lr == 1e-3 else None):>24}")
+print(f"{'T_grok':<17}{str(events.t_grok):>8}{paper_cell(paper_t_grok):>24}")
 
 # %% [markdown]
 # The top panel shows the two phases: training accuracy reaches 99% first ($T_\text{mem}$),
@@ -126,8 +126,11 @@ charts.training_curves(history, events, title=f"(a + b) mod {run.p}, λ = 1")
 
 # %%
 v_mem, v_grok = events.norm_at_mem, events.norm_at_grok
-print(f"‖θ‖² at init {history.column('norm')[0]:,.0f} → at T_mem {v_mem:,.0f} → at T_grok {v_grok:,.0f} "
-      f"({1 - v_grok / v_mem:.0%} smaller than at T_mem)")
+if v_grok is not None:
+    print(f"‖θ‖² at init {history.column('norm')[0]:,.0f} → at T_mem {v_mem:,.0f} → at T_grok {v_grok:,.0f} "
+          f"({1 - v_grok / v_mem:.0%} smaller than at T_mem)")
+else:
+    print(f"this run did not generalise within {history.column('step')[-1]:,.0f} steps")
 
 # %% [markdown]
 # Which weights shrink? The per-layer norms tell. Click a layer in the legend to pick it out.
@@ -171,12 +174,15 @@ print(f"λ = 0: {weak.regime} — {weak.reason}")
 # %%
 summary = nhtlab.delay_summary(history)
 comp, grok = summary["companion"], summary["grok"]
-print(f"run ends {summary['t_end'] - summary['t_grok']:,} steps after T_grok; V_final = {summary['v_final']:,.0f}")
-print(f"{'definition':<11}{'measured':>10}{'predicted':>11}{'pred/meas':>11}   companion (10 seeds, λ = 1)")
-print(f"{'companion':<11}{comp['measured']:>10,}{comp['predicted']:>11,.0f}{comp['predicted/measured']:>11.2f}   "
-      f"T_escape {paper_cell(paper['t_escape'])}, theory {paper_cell(paper['escape_theory'])}")
-print(f"{'grok':<11}{grok['measured']:>10,}{grok['predicted']:>11,.0f}{grok['predicted/measured']:>11.2f}   "
-      f"delay ≈ {paper['t_grok'][0] - paper['t_mem'][0]:,.0f} (difference of the means)")
+if comp is None or grok is None:
+    print("no delay to compare: the run did not memorise and generalise")
+else:
+    print(f"run ends {summary['t_end'] - summary['t_grok']:,} steps after T_grok; V_final = {summary['v_final']:,.0f}")
+    print(f"{'definition':<11}{'measured':>10}{'predicted':>11}{'pred/meas':>11}   companion (10 seeds, λ = 1)")
+    print(f"{'companion':<11}{comp['measured']:>10,}{comp['predicted']:>11,.0f}{comp['predicted/measured']:>11.2f}   "
+          f"T_escape {paper_cell(paper['t_escape'])}, theory {paper_cell(paper['escape_theory'])}")
+    print(f"{'grok':<11}{grok['measured']:>10,}{grok['predicted']:>11,.0f}{grok['predicted/measured']:>11.2f}   "
+          f"delay ≈ {paper['t_grok'][0] - paper['t_mem'][0]:,.0f} (difference of the means)")
 
 # %% [markdown]
 # In this setting the law has the right size: the norm contracts by a factor of several
@@ -228,13 +234,14 @@ nhtlab.widgets.train_panel(run)
 # How close $T_\text{grok}$ comes to the paper's is printed, not asserted: one seed is not a mean.
 
 # %%
-assert events.t_mem is not None, "the network never memorised its training set"
-assert events.t_grok is not None, f"test accuracy never reached 99% (best {history.column('test_acc').max():.1%})"
-assert events.delay >= 3 * run.eval_every, f"no real delay: T_mem={events.t_mem}, T_grok={events.t_grok}"
-assert v_grok <= (2 / 3) * v_mem, f"‖θ‖² fell only {1 - v_grok / v_mem:.0%} between T_mem and T_grok"
-assert events_no_decay.t_mem is not None, "without weight decay the network should still memorise"
-assert weak.regime == "weak", f"without weight decay: {weak.regime} ({weak.reason})"
-mean, std = paper_t_grok
-inside = abs(events.t_grok - mean) <= std
-print(f"T_mem = {events.t_mem}, T_grok = {events.t_grok} (companion at η = {cfg.lr:g}: {paper_cell(paper_t_grok)}; "
-      f"{'within' if inside else 'outside'} one standard deviation), ‖θ‖² {v_mem:,.0f} → {v_grok:,.0f}")
+if nhtlab.science_checks(cfg):  # skipped, with a notice, in a capped smoke run
+    assert events.t_mem is not None, "the network never memorised its training set"
+    assert events.t_grok is not None, f"test accuracy never reached 99% (best {history.column('test_acc').max():.1%})"
+    assert events.delay >= 3 * run.eval_every, f"no real delay: T_mem={events.t_mem}, T_grok={events.t_grok}"
+    assert v_grok <= (2 / 3) * v_mem, f"‖θ‖² fell only {1 - v_grok / v_mem:.0%} between T_mem and T_grok"
+    assert events_no_decay.t_mem is not None, "without weight decay the network should still memorise"
+    assert weak.regime == "weak", f"without weight decay: {weak.regime} ({weak.reason})"
+    mean, std = paper_t_grok
+    inside = abs(events.t_grok - mean) <= std
+    print(f"T_mem = {events.t_mem}, T_grok = {events.t_grok} (companion at η = {cfg.lr:g}: {paper_cell(paper_t_grok)}; "
+          f"{'within' if inside else 'outside'} one standard deviation), ‖θ‖² {v_mem:,.0f} → {v_grok:,.0f}")

@@ -167,10 +167,11 @@ charts.lambda_slider(curves, sorted(cfg.budgets))
 by_lam = {}
 for row in table:
     by_lam.setdefault(row["weight_decay"], []).append(row["regime"])
-smallest, largest = min(by_lam), max(by_lam)
-assert all(r == "weak" for r in by_lam[smallest]), f"λ = {smallest}: {by_lam[smallest]}"
-assert all(r == "intermediate" for r in by_lam[1.0]), f"λ = 1: {by_lam[1.0]}"
-assert all(r == "strong" for r in by_lam[largest]), f"λ = {largest}: {by_lam[largest]}"
-assert nhtlab.regime_order_ok([row["weight_decay"] for row in table], [row["regime"] for row in table]), by_lam
-assert not result.diverged, result.diverged
-print("λ → regimes:", by_lam)
+if nhtlab.science_checks(cfg):  # skipped, with a notice, in a capped smoke run
+    smallest, largest = min(by_lam), max(by_lam)
+    assert all(r == "weak" for r in by_lam[smallest]), f"λ = {smallest}: {by_lam[smallest]}"
+    assert all(r == "intermediate" for r in by_lam[1.0]), f"λ = 1: {by_lam[1.0]}"
+    assert all(r == "strong" for r in by_lam[largest]), f"λ = {largest}: {by_lam[largest]}"
+    assert nhtlab.regime_order_ok([row["weight_decay"] for row in table], [row["regime"] for row in table]), by_lam
+    assert not result.diverged, result.diverged
+    print("λ → regimes:", by_lam)

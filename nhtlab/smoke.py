@@ -31,10 +31,11 @@ What is capped, and where:
   ``cfg.smoke = False`` when off) and rewrites the profile's settings by name,
   recursively through nested dicts (see :func:`cap_settings`):
 
-  - ``steps``, ``*_steps``, ``budget``: at most ``NHTLAB_SMOKE_STEPS``;
+  - ``steps``, ``*_steps``, ``budget``, ``budgets``: at most ``NHTLAB_SMOKE_STEPS`` (a dict
+    keyed by values, such as ``budgets={0.1: 2000}``, has each of its values capped);
   - ``stop_after``: at most ``NHTLAB_SMOKE_STEPS`` (None stays None);
   - ``eval_every``, ``every``: at most ``max(1, NHTLAB_SMOKE_STEPS // 2)``;
-  - ``seeds``: a list keeps its first ``NHTLAB_SMOKE_SEEDS`` entries, an int
+  - ``seeds`` and ``*_seeds``: a list keeps its first ``NHTLAB_SMOKE_SEEDS`` entries, an int
     becomes ``min(seeds, NHTLAB_SMOKE_SEEDS)``;
   - ``batch_size``, ``batch``: at most ``NHTLAB_SMOKE_BATCH`` (None = full batch stays);
   - ``train_limit``, ``test_limit``, ``n_train``, ``n_test``: at most ``NHTLAB_SMOKE_IMAGES``.
@@ -81,7 +82,7 @@ SMOKE_ENV = "NHTLAB_SMOKE"
 _ON = ("1", "on", "true", "yes")
 _DEFAULTS = {"NHTLAB_SMOKE_STEPS": 8, "NHTLAB_SMOKE_SEEDS": 1, "NHTLAB_SMOKE_IMAGES": 16, "NHTLAB_SMOKE_BATCH": 8}
 
-STEP_KEYS = ("steps", "budget", "stop_after")
+STEP_KEYS = ("steps", "budget", "budgets", "stop_after")
 EVAL_KEYS = ("eval_every", "every")
 BATCH_KEYS = ("batch_size", "batch")
 IMAGE_KEYS = ("train_limit", "test_limit", "n_train", "n_test")
@@ -147,10 +148,12 @@ def smoke_banner() -> str:
 
 def _cap_value(key: str, value: Any) -> Any:
     if isinstance(value, Mapping):
-        return {k: _cap_value(k, v) for k, v in value.items()}
+        # A mapping keyed by settings is capped by its own keys; one keyed by values (λ → budget)
+        # takes its name's rule: budgets={0.1: 2000} caps each budget.
+        return {k: _cap_value(k if isinstance(k, str) else key, v) for k, v in value.items()}
     if isinstance(value, bool):
         return value
-    if key == "seeds":
+    if key == "seeds" or key.endswith("_seeds"):
         if isinstance(value, int):
             return min(value, smoke_seeds())
         if isinstance(value, (list, tuple)):

@@ -12,7 +12,7 @@ PROFILES = {
     "book": dict(steps=200, seeds=[0, 1]),
     "full": dict(steps=50_000, seeds=[0, 1, 2], eval_every=780, stop_after=None, lams=[0.1, 1.0],
                  batch_size=512, run=dict(steps=78_000, eval_every=780, batch_size=None, channels=(32, 64)),
-                 shuffle_steps=4000, budget=10_000, every=50, batch=128, n_seeds=7),
+                 shuffle_steps=4000, budget=10_000, every=50, batch=128, n_seeds=7, n_layers=7),
 }
 RUN = nhtlab.ModularRun(p=11, model_kwargs=dict(width=16), steps=60, eval_every=10, device="cpu")
 
@@ -43,13 +43,17 @@ def test_select_profile_caps_by_name(smoke):
     assert cfg.seeds == [0] and cfg.lams == [0.1, 1.0]  # sweeps keep their shape
     assert cfg.stop_after is None and cfg.batch_size == 8 and cfg.batch == 8
     assert cfg.run == dict(steps=8, eval_every=4, batch_size=None, channels=(32, 64))  # nested dicts too
-    assert cfg.n_seeds == 7  # only the documented names are capped
+    assert cfg.n_seeds == 1 and cfg.n_layers == 7  # *_seeds is capped; undocumented names are not
 
 
 def test_cap_settings_rules(smoke, monkeypatch):
     monkeypatch.setenv("NHTLAB_SMOKE_SEEDS", "2")
     assert cap_settings({"seeds": 10, "stop_after": 3000, "warmup_steps": 5}) == {"seeds": 2, "stop_after": 8, "warmup_steps": 5}
     assert cap_settings({"seeds": (4, 5, 6), "flag": True}) == {"seeds": (4, 5), "flag": True}
+    # a dict keyed by values takes its name's rule; one keyed by names is capped by those names
+    assert cap_settings({"budgets": {0.1: 2000, 2.0: 3}, "eta_seeds": [0, 1, 2]}) == {"budgets": {0.1: 8, 2.0: 3},
+                                                                                       "eta_seeds": [0, 1]}
+    assert cap_settings({"model": {"steps": 50, 1: 99}}) == {"model": {"steps": 8, 1: 99}}
 
 
 def test_a_bad_cap_names_the_variable(smoke, monkeypatch):
