@@ -60,8 +60,12 @@ only just: 10⁻³ noise sits at its threshold), and every rule passes 4 (lazy
 ≈ 0.47–0.55 against rich ≈ 0.04–0.10). Where several rules pass, the incumbent
 default stays rather than re-choosing with more results in view; the other rules
 are reported only as a sensitivity band (:func:`rule_band`). The rule was fixed
-before the chapter's transformer run. No rule makes *raw* log-probabilities
-agree with logits (the log-sum-exp term adds its own direction): feed logits.
+before the chapter's transformer run. Two caveats on that history: the
+incumbent had first been picked on MLP grokking runs (these properties could
+have overturned it and did not), and property 3 was first scored with *raw*
+log-probabilities, which no rule passes (the log-sum-exp term adds a direction of
+its own, |ΔDLR| 0.015–0.08 for every rule), then restated with class-centred
+ones. Feed DLR logits.
 Cost of the energy rule: a neurally collapsed network whose read-out gives some
 class direction less than 1% of the output variance gets a DLR slightly above 0
 (C = 10, one direction dropped: 1 − √(8/9) ≈ 0.06). Report the rule with every
