@@ -298,6 +298,11 @@ charts.dlr_decomposition(tf_history, title="transformer: DLR = 1 − f_in · √
 # features PR falls from 53 to 10 while the energy rule's $r$ falls from 68 to 10 with it, so
 # $\sqrt{\text{PR}/r}$ ends near 1, and $f_\text{in}$ climbs from 0.83 at $T_\text{mem}$ to 0.98.
 # A rule that keeps $r$ near $C - 1 = 96$ divides by a dimension the network no longer uses.
+#
+# The `quick` profile (lr 2·10⁻³, 1,000 steps) is weaker evidence: $T_\text{mem}$ = 500 and
+# $T_\text{grok}$ = 900, DLR stays at 0.23–0.24 through both and falls only *after*
+# $T_\text{grok}$ (0.10 at step 1,000), so the timing claim holds there by a hair (a fall of 0.007
+# against a rise of 0.02). With the faster learning rate the features lag the accuracy.
 
 # %% [markdown]
 # ## The spectra over training
@@ -535,5 +540,5 @@ print(f"rank rule: energy 0.99; lazy/rich DLR {lazy_run.dlr:.3f} (α = {lazy_run
 # $T_\text{grok}$ against a rise of 0.08 before $T_\text{mem}$). The one-hidden-layer MLP's DLR
 # rises through grokking (0.32 → 0.60): its read-out ignores the additive energy of its hidden
 # layer, so "the features" must be chosen with care. Chapter time in `book`: 750 s wall on a
-# 2-core machine shared with several other jobs (load ≈ 10), 215 s of CPU; in `quick`, see the
-# README.
+# 2-core machine shared with several other jobs (load ≈ 10), 215 s of CPU; `quick`: 140 s wall
+# under load ≈ 6–7, 54 s of CPU.
