@@ -469,38 +469,6 @@ charts.compare_measures([("transformer, mod 97", tf_history), ("MLP, 1 hidden la
 # transformer (13,600 → 400; largest at initialisation), rises then contracts in the MLP, and on
 # the CNNs orders the runs the *other* way round (BatchNorm and shuffled labels have the larger
 # norms): a large norm is not laziness. DLR stays in $[0, 1]$ and needs no labels.
-#
-# ## Checks
-#
-# Asserted on this chapter's runs, each decided before the runs: the toy goes from DLR ≈ 1 to 0
-# and falls monotonically; the chosen rule passes the three synthetic properties and `full`
-# fails the noise property; the lazy/rich ground truth is unambiguous by CKA and NC1, and there
-# DLR is at least 0.2 higher for the lazy run than for the rich one and does not fall with α; the
-# transformer memorises and (outside `quick`) generalises, and its DLR falls more between
-# $T_\text{mem}$ and $T_\text{grok}$ than before $T_\text{mem}$; BatchNorm gives the richer CNN.
-# The one-hidden-layer MLP's rising DLR is a finding, shown above, not a check.
-
-# %%
-assert toy[0]["DLR"] > 0.9 and toy[-1]["DLR"] < 1e-6, (toy[0], toy[-1])
-assert all(a["DLR"] >= b["DLR"] - 1e-9 for a, b in zip(toy, toy[1:])), "toy DLR should fall as α grows"
-by_rule = {row["rule"]: row for row in properties}
-assert by_rule["energy 0.99"]["passes"] and not by_rule["full"]["passes"], by_rule
-assert ground_truth, "the lazy/rich setting is not unambiguous by CKA to init and NC1"
-assert lazy_run.dlr >= rich_run.dlr + 0.2, f"lazy DLR {lazy_run.dlr:.3f} should exceed rich DLR {rich_run.dlr:.3f} by 0.2"
-assert all(b.dlr >= a.dlr - 0.02 for a, b in zip(lazy_rich, lazy_rich[1:])), [round(r.dlr, 3) for r in lazy_rich]
-assert tf_events.t_mem is not None, "the transformer should memorise"
-if profile != "quick":  # the quick run is too short to be sure of T_grok
-    assert tf_events.t_grok is not None, "the transformer should grok"
-if timing_holds is not None:
-    assert timing_holds, "DLR should fall more between T_mem and T_grok than before T_mem"
-cnn_end = {name: h.rows[-1] for name, h in cnn_runs.items()}
-assert cnn_end["BatchNorm"]["dlr"] < cnn_end["no normalisation"]["dlr"] - 0.1, "BatchNorm should give the richer CNN"
-assert cnn_end["BatchNorm"]["test_acc"] > cnn_end["no normalisation"]["test_acc"]
-if profile != "quick":
-    shuffled_cnn = cnn_end["BatchNorm, shuffled labels"]
-    assert shuffled_cnn["test_acc"] < 0.2 and shuffled_cnn["dlr"] < cnn_end["no normalisation"]["dlr"], shuffled_cnn
-print(f"rank rule: energy 0.99; lazy/rich DLR {lazy_run.dlr:.3f} (α = {lazy_run.alpha:g}) vs {rich_run.dlr:.3f} (α = {rich_run.alpha:g}); "
-      f"transformer DLR {tf_at[0]['dlr']:.3f} (init) → {tf_at[tf_events.t_mem]['dlr']:.3f} (T_mem) → {tf_last['dlr']:.3f} (step {tf_last['step']})")
 
 # %% [markdown]
 # ## Closing note
@@ -542,3 +510,36 @@ print(f"rank rule: energy 0.99; lazy/rich DLR {lazy_run.dlr:.3f} (α = {lazy_run
 # layer, so "the features" must be chosen with care. Chapter time in `book`: 750 s wall on a
 # 2-core machine shared with several other jobs (load ≈ 10), 215 s of CPU; `quick`: 140 s wall
 # under load ≈ 6–7, 54 s of CPU.
+
+# %% [markdown]
+# ## Checks
+#
+# Asserted on this chapter's runs, each decided before the runs: the toy goes from DLR ≈ 1 to 0
+# and falls monotonically; the chosen rule passes the three synthetic properties and `full`
+# fails the noise property; the lazy/rich ground truth is unambiguous by CKA and NC1, and there
+# DLR is at least 0.2 higher for the lazy run than for the rich one and does not fall with α; the
+# transformer memorises and (outside `quick`) generalises, and its DLR falls more between
+# $T_\text{mem}$ and $T_\text{grok}$ than before $T_\text{mem}$; BatchNorm gives the richer CNN.
+# The one-hidden-layer MLP's rising DLR is a finding, shown above, not a check.
+
+# %%
+assert toy[0]["DLR"] > 0.9 and toy[-1]["DLR"] < 1e-6, (toy[0], toy[-1])
+assert all(a["DLR"] >= b["DLR"] - 1e-9 for a, b in zip(toy, toy[1:])), "toy DLR should fall as α grows"
+by_rule = {row["rule"]: row for row in properties}
+assert by_rule["energy 0.99"]["passes"] and not by_rule["full"]["passes"], by_rule
+assert ground_truth, "the lazy/rich setting is not unambiguous by CKA to init and NC1"
+assert lazy_run.dlr >= rich_run.dlr + 0.2, f"lazy DLR {lazy_run.dlr:.3f} should exceed rich DLR {rich_run.dlr:.3f} by 0.2"
+assert all(b.dlr >= a.dlr - 0.02 for a, b in zip(lazy_rich, lazy_rich[1:])), [round(r.dlr, 3) for r in lazy_rich]
+assert tf_events.t_mem is not None, "the transformer should memorise"
+if profile != "quick":  # the quick run is too short to be sure of T_grok
+    assert tf_events.t_grok is not None, "the transformer should grok"
+if timing_holds is not None:
+    assert timing_holds, "DLR should fall more between T_mem and T_grok than before T_mem"
+cnn_end = {name: h.rows[-1] for name, h in cnn_runs.items()}
+assert cnn_end["BatchNorm"]["dlr"] < cnn_end["no normalisation"]["dlr"] - 0.1, "BatchNorm should give the richer CNN"
+assert cnn_end["BatchNorm"]["test_acc"] > cnn_end["no normalisation"]["test_acc"]
+if profile != "quick":
+    shuffled_cnn = cnn_end["BatchNorm, shuffled labels"]
+    assert shuffled_cnn["test_acc"] < 0.2 and shuffled_cnn["dlr"] < cnn_end["no normalisation"]["dlr"], shuffled_cnn
+print(f"rank rule: energy 0.99; lazy/rich DLR {lazy_run.dlr:.3f} (α = {lazy_run.alpha:g}) vs {rich_run.dlr:.3f} (α = {rich_run.alpha:g}); "
+      f"transformer DLR {tf_at[0]['dlr']:.3f} (init) → {tf_at[tf_events.t_mem]['dlr']:.3f} (T_mem) → {tf_last['dlr']:.3f} (step {tf_last['step']})")
