@@ -5,6 +5,8 @@
 #     text_representation:
 #       extension: .py
 #       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
 #   kernelspec:
 #     display_name: Python 3
 #     language: python
@@ -78,7 +80,9 @@ PROFILES = {
 }
 cfg = nhtlab.select_profile(PROFILES, profile)
 torch.set_num_threads(1)  # small models train fastest on one thread
+device = nhtlab.pick_device()  # the GPU when there is one; model, data and probe all live there
 nhtlab.stamp(profile, cfg)
+print(f"training on {device}")
 
 # %% [markdown]
 # ## Your data, with a shortcut in it
@@ -91,10 +95,10 @@ nhtlab.stamp(profile, cfg)
 # labels are clean.
 
 # %%
-data = digits(size=cfg.size, seed=seed)
+data = digits(size=cfg.size, seed=seed).to(device)
 noise_gen = torch.Generator().manual_seed(seed)
-flip = torch.rand(len(data.y_train), generator=noise_gen) < cfg.noise
-y_train = torch.where(flip, torch.randint(0, 10, data.y_train.shape, generator=noise_gen), data.y_train)
+flip = (torch.rand(len(data.y_train), generator=noise_gen) < cfg.noise).to(device)
+y_train = torch.where(flip, torch.randint(0, 10, data.y_train.shape, generator=noise_gen).to(device), data.y_train)
 print(f"{len(y_train)} training images, {int((y_train != data.y_train).sum())} with a wrong label; "
       f"{len(data.y_test)} test images")
 
@@ -121,12 +125,12 @@ for lam in cfg.lambdas:
         nn.Conv2d(16, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
         nn.Flatten(), nn.Linear(32 * (cfg.size // 4) ** 2, 64), nn.ReLU(),
         nn.Linear(64, 10),
-    )
+    ).to(device)
     optimizer = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=lam)
     monitor = nhtlab.Monitor(model, probe=(x_probe,), every=cfg.every)       # ← attach
     batches = torch.Generator().manual_seed(seed)
     for step in range(1, cfg.steps + 1):
-        idx = torch.randint(0, len(y_train), (cfg.batch,), generator=batches)
+        idx = torch.randint(0, len(y_train), (cfg.batch,), generator=batches).to(device)
         loss = F.cross_entropy(model(data.x_train[idx]), y_train[idx])
         optimizer.zero_grad()
         loss.backward()
@@ -220,7 +224,7 @@ charts.layer_norm_curves(chosen_monitor.history, title=f"squared norm of each la
 # |---|---|---|---|
 # | **norm shape** | `monitor.regime()` (online, norm curve only), the ‖θ‖² curve; after training, with test labels, `monitor.diagnose()` ({func}`nhtlab.regimes.diagnose_regime`) | rising without end: weak (shortcut kept); peak then decay: intermediate (the escape is under way); decay and no fit: strong | learning-rate schedules that go to zero freeze the norm; normalisation layers (BatchNorm, LayerNorm) make the loss blind to the scale of the weights before them, so their norm moves for reasons unrelated to the shortcut |
 # | **layer order** | `head_rel`, `head_ratio`, `monitor.head_contracting_step`, {func}`nhtlab.layers.layer_transitions` | the read-out contracting first (a "backward" transition) is the paper's early warning | at CPU scale on images the book has measured the reverse order (the first convolution contracting first); read the order, don't assume it |
-# | **DLR** | the `dlr` column (probe batch) | low: features are what the outputs need (rich); high: features carry much the read-out ignores (lazy) | DLR depends on which layer counts as "penultimate" and on the rank rule (see the DLR chapter); on the embedding MLP it *rises* at grokking |
+# | **DLR** | the `dlr` column (probe batch) | low: features are what the outputs need (rich); high: features carry much the read-out ignores (lazy) | DLR depends on which layer counts as "penultimate" and on the rank rule (see the DLR chapter); on the embedding MLP it *rises* at grokking (its read-out ignores additive hidden energy), on the companion transformer it falls between $T_\text{mem}$ and $T_\text{grok}$ |
 # | **separation score** | {func}`nhtlab.separation.clean_norm_separation` | how sharply reliance on the shortcut tracks ‖θ‖²: near 1 means the norm is a faithful clock of the escape | needs a way to measure shortcut reliance (a shortcut test set); near 0 the delay law's numbers should not be trusted |
 # | **delay** | T_grok − T_mem against log(V_sc/V_st)/(ηλ) | the law gives a time *scale*, γ_eff ≥ ηλ for AdamW | on CIFAR the paper itself finds T ∝ 1/λ fails; on our MLP the law underestimates the delay (see the emergence chapter) |
 #
@@ -253,7 +257,10 @@ charts.layer_norm_curves(chosen_monitor.history, title=f"squared norm of each la
 #
 # Asserted on this chapter's own runs: the smallest λ is weak (its norm still rising at the
 # end); the largest is strong (it never fits); at least one λ in between is intermediate; the
-# recipe's λ generalises better than the weakest one; DLR stays in [0, 1].
+# recipe's λ generalises better than the weakest one; and the monitor's DLR is the DLR of the
+# model's read-out input: recomputed here outside the monitor (features = everything before the
+# last layer, outputs = the last layer) with {func}`nhtlab.dlr.dlr` on the same probe, it must
+# agree to 1e-9. That fails if the monitor hooked the wrong layer or read a stale model.
 
 # %%
 regimes = {lam: row["regime"] for lam, row in zip(monitors, table)}
@@ -263,5 +270,11 @@ assert chosen is not None, f"no intermediate λ in the grid: {regimes}"
 assert min(monitors) < chosen < max(monitors), (chosen, regimes)
 chosen_test, weak_test = monitors[chosen].rows[-1]["test_acc"], monitors[weakest].rows[-1]["test_acc"]
 assert chosen_test > weak_test + 0.03, f"the recipe's λ = {chosen} did not beat λ = {weakest}: {chosen_test:.3f} vs {weak_test:.3f}"
-assert all(0.0 <= r["dlr"] <= 1.0 for m in monitors.values() for r in m.rows)
+with torch.no_grad():
+    probe_features = model[:-1](x_probe).flatten(1)  # the last λ's model, after its last recorded step
+    probe_dlr = nhtlab.dlr(probe_features.cpu(), model[-1](probe_features).cpu())
+monitor_dlr = monitors[cfg.lambdas[-1]].rows[-1]["dlr"]
+assert monitors[cfg.lambdas[-1]].rows[-1]["step"] == cfg.steps, "the last record should be the last step"
+assert abs(monitor_dlr - probe_dlr) < 1e-9, f"monitor DLR {monitor_dlr} vs nhtlab.dlr {probe_dlr}"
+print(f"DLR on the probe, λ = {cfg.lambdas[-1]}: monitor {monitor_dlr:.6f}, nhtlab.dlr {probe_dlr:.6f}")
 print(f"regimes {regimes}; chosen λ = {chosen}: test {chosen_test:.3f} vs {weak_test:.3f} at λ = {weakest}")

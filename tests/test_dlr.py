@@ -287,3 +287,17 @@ def test_cuda_matches_cpu():
     phi, out = realistic(gen(12))
     assert dlr(phi.cuda(), out.cuda()) == pytest.approx(dlr(phi, out), abs=1e-10)
     assert feature_spectrum(phi.cuda(), out.cuda()).utilisation[-1] == pytest.approx(1.0, abs=1e-10)
+
+
+def test_monitor_dlr_is_nhtlab_dlr_of_the_readout_input_and_a_wrong_layer_differs():
+    """Chapter 08's check: the monitor's DLR equals nhtlab.dlr recomputed outside it; it can fail."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(6, 16), nn.ReLU(), nn.Linear(16, 12), nn.ReLU(), nn.Linear(12, 5))
+    probe = torch.randn(64, 6, generator=gen(9))
+    monitor = nhtlab.Monitor(model, probe=(probe,), every=1)
+    with torch.no_grad():
+        features = model[:-1](probe)
+        expected = dlr(features, model[-1](features))
+    assert monitor.rows[-1]["dlr"] == pytest.approx(expected, abs=1e-12)
+    wrong = nhtlab.Monitor(model, probe=(probe,), every=1, head="2")  # a hidden Linear, not the read-out
+    assert abs(wrong.rows[-1]["dlr"] - expected) > 1e-3

@@ -15,7 +15,7 @@ from ..events import Events
 from ..train import History
 from .training import WIDTH, event_rules, long_records
 
-__all__ = ["dlr_timeline", "dlr_decomposition", "dlr_curves", "rank_rule_curves", "spectra_explorer", "compare_measures", "toy_curve"]
+__all__ = ["dlr_timeline", "dlr_decomposition", "dlr_curves", "rank_rule_curves", "spectra_explorer", "compare_measures", "toy_curve", "dlr_band"]
 
 
 def dlr_timeline(history: History, events: Events | None = None, title: str = "") -> alt.VConcatChart:
@@ -125,3 +125,24 @@ def toy_curve(records: Sequence[Mapping[str, Any]], x: str = "alpha", title: str
         color=alt.Color("series:N", title=""),
         tooltip=["series:N", f"{x}:Q", alt.Tooltip("value:Q", format=".3f")],
     ).properties(width=WIDTH, height=220, title=title)
+
+
+def dlr_band(records: Sequence[Mapping[str, Any]], events: Events | None = None, rule: str = "energy 0.99",
+             title: str = "") -> alt.LayerChart:
+    """DLR under the chosen rule (line) inside the band of the other rank rules (shaded).
+
+    ``records`` are :func:`nhtlab.dlr.rule_band` rows (``step``, ``dlr``, ``low``, ``high``).
+    """
+    zoom = alt.selection_interval(bind="scales", encodings=["x"])
+    base = alt.Chart(alt.Data(values=list(records)))
+    band = base.mark_area(opacity=0.25, color="#d62728").encode(
+        x=alt.X("step:Q"), y=alt.Y("low:Q", title="DLR", scale=alt.Scale(domain=[0, 1])), y2="high:Q",
+        tooltip=["step:Q", alt.Tooltip("low:Q", format=".3f"), alt.Tooltip("high:Q", format=".3f")],
+    )
+    line = base.mark_line(color="#d62728", point=True).encode(
+        x="step:Q", y="dlr:Q", tooltip=["step:Q", alt.Tooltip("dlr:Q", format=".3f", title=f"DLR ({rule})")],
+    )
+    chart = band + line
+    if events is not None:
+        chart = chart + event_rules(events)
+    return chart.add_params(zoom).properties(width=WIDTH, height=220, title=title or f"DLR ({rule}) and the band of the other rank rules")
