@@ -533,19 +533,20 @@ assert toy[0]["DLR"] > 0.9 and toy[-1]["DLR"] < 1e-6, (toy[0], toy[-1])
 assert all(a["DLR"] >= b["DLR"] - 1e-9 for a, b in zip(toy, toy[1:])), "toy DLR should fall as α grows"
 by_rule = {row["rule"]: row for row in properties}
 assert by_rule["energy 0.99"]["passes"] and not by_rule["full"]["passes"], by_rule
-assert ground_truth, "the lazy/rich setting is not unambiguous by CKA to init and NC1"
-assert lazy_run.dlr >= rich_run.dlr + 0.2, f"lazy DLR {lazy_run.dlr:.3f} should exceed rich DLR {rich_run.dlr:.3f} by 0.2"
-assert all(b.dlr >= a.dlr - 0.02 for a, b in zip(lazy_rich, lazy_rich[1:])), [round(r.dlr, 3) for r in lazy_rich]
-assert tf_events.t_mem is not None, "the transformer should memorise"
-if profile != "quick":  # the quick run is too short to be sure of T_grok
-    assert tf_events.t_grok is not None, "the transformer should grok"
-if timing_holds is not None:
-    assert timing_holds, "DLR should fall more between T_mem and T_grok than before T_mem"
-cnn_end = {name: h.rows[-1] for name, h in cnn_runs.items()}
-assert cnn_end["BatchNorm"]["dlr"] < cnn_end["no normalisation"]["dlr"] - 0.1, "BatchNorm should give the richer CNN"
-assert cnn_end["BatchNorm"]["test_acc"] > cnn_end["no normalisation"]["test_acc"]
-if profile != "quick":
-    shuffled_cnn = cnn_end["BatchNorm, shuffled labels"]
-    assert shuffled_cnn["test_acc"] < 0.2 and shuffled_cnn["dlr"] < cnn_end["no normalisation"]["dlr"], shuffled_cnn
-print(f"rank rule: energy 0.99; lazy/rich DLR {lazy_run.dlr:.3f} (α = {lazy_run.alpha:g}) vs {rich_run.dlr:.3f} (α = {rich_run.alpha:g}); "
-      f"transformer DLR {tf_at[0]['dlr']:.3f} (init) → {tf_at[tf_events.t_mem]['dlr']:.3f} (T_mem) → {tf_last['dlr']:.3f} (step {tf_last['step']})")
+if nhtlab.science_checks(cfg):  # skipped, with a notice, in a capped smoke run
+    assert ground_truth, "the lazy/rich setting is not unambiguous by CKA to init and NC1"
+    assert lazy_run.dlr >= rich_run.dlr + 0.2, f"lazy DLR {lazy_run.dlr:.3f} should exceed rich DLR {rich_run.dlr:.3f} by 0.2"
+    assert all(b.dlr >= a.dlr - 0.02 for a, b in zip(lazy_rich, lazy_rich[1:])), [round(r.dlr, 3) for r in lazy_rich]
+    assert tf_events.t_mem is not None, "the transformer should memorise"
+    if profile != "quick":  # the quick run is too short to be sure of T_grok
+        assert tf_events.t_grok is not None, "the transformer should grok"
+    if timing_holds is not None:
+        assert timing_holds, "DLR should fall more between T_mem and T_grok than before T_mem"
+    cnn_end = {name: h.rows[-1] for name, h in cnn_runs.items()}
+    assert cnn_end["BatchNorm"]["dlr"] < cnn_end["no normalisation"]["dlr"] - 0.1, "BatchNorm should give the richer CNN"
+    assert cnn_end["BatchNorm"]["test_acc"] > cnn_end["no normalisation"]["test_acc"]
+    if profile != "quick":
+        shuffled_cnn = cnn_end["BatchNorm, shuffled labels"]
+        assert shuffled_cnn["test_acc"] < 0.2 and shuffled_cnn["dlr"] < cnn_end["no normalisation"]["dlr"], shuffled_cnn
+    print(f"rank rule: energy 0.99; lazy/rich DLR {lazy_run.dlr:.3f} (α = {lazy_run.alpha:g}) vs {rich_run.dlr:.3f} (α = {rich_run.alpha:g}); "
+          f"transformer DLR {tf_at[0]['dlr']:.3f} (init) → {tf_at[tf_events.t_mem]['dlr']:.3f} (T_mem) → {tf_last['dlr']:.3f} (step {tf_last['step']})")

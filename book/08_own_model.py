@@ -184,9 +184,11 @@ intermediate = [lam for lam, row in zip(monitors, table) if row["regime"] == "in
 chosen = min(intermediate) if intermediate else None
 weakest = min(monitors)
 print(f"intermediate λ: {intermediate}; chosen λ = {chosen}")
-print(f"test accuracy: λ = {chosen}: {monitors[chosen].rows[-1]['test_acc']:.3f}   "
-      f"λ = {weakest}: {monitors[weakest].rows[-1]['test_acc']:.3f}   "
-      f"best over the grid: {max(row['test acc'] for row in table):.3f}")
+shown = chosen if chosen is not None else sorted(monitors)[len(monitors) // 2]  # none intermediate: the middle λ
+if chosen is not None:
+    print(f"test accuracy: λ = {chosen}: {monitors[chosen].rows[-1]['test_acc']:.3f}   "
+          f"λ = {weakest}: {monitors[weakest].rows[-1]['test_acc']:.3f}   "
+          f"best over the grid: {max(row['test acc'] for row in table):.3f}")
 
 # %% [markdown]
 # Step 4 matters: the recipe chooses λ from the norm curve alone, without test labels; the check
@@ -203,19 +205,19 @@ print(f"test accuracy: λ = {chosen}: {monitors[chosen].rows[-1]['test_acc']:.3f
 # looking at a single label.
 
 # %%
-chosen_monitor = monitors[chosen]
+chosen_monitor = monitors[shown]
 chosen_summary = chosen_monitor.summary(fit=fit)
 print(f"total norm peaked at step {chosen_summary['norm peak step']}; "
       f"read-out contracting from step {chosen_summary['head contracting from step']}")
 print(chosen_monitor.warnings)
-charts.monitor_readings(chosen_monitor.history, title=f"your CNN, λ = {chosen}")
+charts.monitor_readings(chosen_monitor.history, title=f"your CNN, λ = {shown}")
 
 # %% [markdown]
 # The per-layer norms, each layer's own curve (the monitor's history is an nhtlab `History`, so
 # the book's charts work on it):
 
 # %%
-charts.layer_norm_curves(chosen_monitor.history, title=f"squared norm of each layer, λ = {chosen}")
+charts.layer_norm_curves(chosen_monitor.history, title=f"squared norm of each layer, λ = {shown}")
 
 # %% [markdown]
 # ## A checklist of readings
@@ -264,12 +266,16 @@ charts.layer_norm_curves(chosen_monitor.history, title=f"squared norm of each la
 
 # %%
 regimes = {lam: row["regime"] for lam, row in zip(monitors, table)}
-assert regimes[min(monitors)] == "weak", regimes
-assert regimes[max(monitors)] == "strong", regimes
-assert chosen is not None, f"no intermediate λ in the grid: {regimes}"
-assert min(monitors) < chosen < max(monitors), (chosen, regimes)
-chosen_test, weak_test = monitors[chosen].rows[-1]["test_acc"], monitors[weakest].rows[-1]["test_acc"]
-assert chosen_test > weak_test + 0.03, f"the recipe's λ = {chosen} did not beat λ = {weakest}: {chosen_test:.3f} vs {weak_test:.3f}"
+if nhtlab.science_checks(cfg):  # skipped, with a notice, in a capped smoke run
+    assert regimes[min(monitors)] == "weak", regimes
+    assert regimes[max(monitors)] == "strong", regimes
+    assert chosen is not None, f"no intermediate λ in the grid: {regimes}"
+    assert min(monitors) < chosen < max(monitors), (chosen, regimes)
+    chosen_test, weak_test = monitors[chosen].rows[-1]["test_acc"], monitors[weakest].rows[-1]["test_acc"]
+    assert chosen_test > weak_test + 0.03, \
+        f"the recipe's λ = {chosen} did not beat λ = {weakest}: {chosen_test:.3f} vs {weak_test:.3f}"
+    print(f"regimes {regimes}; chosen λ = {chosen}: test {chosen_test:.3f} vs {weak_test:.3f} at λ = {weakest}")
+# The monitor's DLR is nhtlab.dlr of the read-out input: true of any run, capped or not.
 with torch.no_grad():
     probe_features = model[:-1](x_probe).flatten(1)  # the last λ's model, after its last recorded step
     probe_dlr = nhtlab.dlr(probe_features.cpu(), model[-1](probe_features).cpu())
@@ -277,4 +283,3 @@ monitor_dlr = monitors[cfg.lambdas[-1]].rows[-1]["dlr"]
 assert monitors[cfg.lambdas[-1]].rows[-1]["step"] == cfg.steps, "the last record should be the last step"
 assert abs(monitor_dlr - probe_dlr) < 1e-9, f"monitor DLR {monitor_dlr} vs nhtlab.dlr {probe_dlr}"
 print(f"DLR on the probe, λ = {cfg.lambdas[-1]}: monitor {monitor_dlr:.6f}, nhtlab.dlr {probe_dlr:.6f}")
-print(f"regimes {regimes}; chosen λ = {chosen}: test {chosen_test:.3f} vs {weak_test:.3f} at λ = {weakest}")

@@ -36,6 +36,7 @@ import torch.nn as nn
 
 from .cka import linear_cka
 from .collapse import nc1
+from .device import pick_device
 from .dlr import DEFAULT_RANK, _check_rank, _Prepared
 from .images import ImageData
 from .validation import check_int, check_real, check_type
@@ -168,11 +169,13 @@ def lazy_rich_run(
     lr = check_real(lr, "lr", 0.0, None, low_open=True, owner=owner)
     rank, tol = _check_rank(rank, tol, owner)
     compare = {name: _check_rank(r, t, owner) for name, (r, t) in (compare or {}).items()}
-    x_train, x_test = flat_inputs(data)
-    y_onehot = torch.nn.functional.one_hot(data.y_train, data.num_classes).float()
+    device = pick_device()  # inputs, labels and both networks live together on nhtlab's device
+    x_train, x_test = (x.to(device) for x in flat_inputs(data))
+    y_train, y_test = data.y_train.to(device), data.y_test.to(device)
+    y_onehot = torch.nn.functional.one_hot(y_train, data.num_classes).float()
     torch.manual_seed(check_int(seed, "seed", low=0, owner=owner))
-    net = mlp(x_train.shape[1], width, depth, data.num_classes)
-    init = copy.deepcopy(net).requires_grad_(False)
+    net = mlp(x_train.shape[1], width, depth, data.num_classes).to(device)
+    init = copy.deepcopy(net).requires_grad_(False).to(device)
     with torch.no_grad():
         g0_train, g0_test = init(x_train), init(x_test)
         phi0 = init.features(x_train).double()
@@ -192,9 +195,9 @@ def lazy_rich_run(
     terms = prepared.terms(rank, tol)
     return LazyRichResult(
         alpha=alpha, steps=steps, train_loss=train_loss,
-        train_acc=float((f_train.argmax(1) == data.y_train).float().mean()),
-        test_acc=float((f_test.argmax(1) == data.y_test).float().mean()),
-        cka_to_init=linear_cka(phi, phi0), nc1=nc1(phi, data.y_train), nc1_init=nc1(phi0, data.y_train),
+        train_acc=float((f_train.argmax(1) == y_train).float().mean()),
+        test_acc=float((f_test.argmax(1) == y_test).float().mean()),
+        cka_to_init=linear_cka(phi, phi0), nc1=nc1(phi, y_train), nc1_init=nc1(phi0, y_train),
         dlr=terms.dlr, f_in=terms.f_in, participation_ratio=terms.participation_ratio, rank=terms.rank,
         rule=terms.rule, compare={name: prepared.terms(r, t).dlr for name, (r, t) in compare.items()},
     )
