@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import os
-import time
 from pathlib import Path
 
 import pytest
@@ -44,21 +43,9 @@ def smoke_env(cifar_root: Path) -> dict[str, str]:
 
 def execute_smoke(notebook: Path, out: Path, env: dict[str, str], profile: str = "full") -> float:
     """Execute ``notebook`` with papermill in ``profile`` under ``env``; return the seconds it took."""
-    import papermill
+    import build_book  # tools/ is on sys.path (tests/conftest.py)
 
-    saved = {k: os.environ.get(k) for k in env}
-    os.environ.update(env)  # the kernel inherits this process's environment
-    start = time.perf_counter()
-    try:
-        papermill.execute_notebook(str(notebook), str(out), parameters={"profile": profile}, cwd=str(notebook.parent),
-                                   kernel_name="python3", progress_bar=False, request_save_on_cell_execute=False)
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
-    return time.perf_counter() - start
+    return build_book.run_papermill(notebook, out, profile, env)
 
 
 def outputs_text(path: Path) -> str:

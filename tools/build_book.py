@@ -68,27 +68,12 @@ def hide_injected_parameters(path: Path) -> None:
     path.write_text(json.dumps(nb, indent=1, ensure_ascii=False))
 
 
-def execute(notebook: Path, profile: str, force: bool = False) -> tuple[Path, float, bool]:
-    """Execute ``notebook`` in ``profile`` (cached). Returns (output, seconds, was_cached).
-
-    ``seconds`` is the time of the execution that produced the output, also on a cache hit.
-    """
+def run_papermill(notebook: Path, out: Path, profile: str, env: dict[str, str]) -> float:
+    """Execute ``notebook`` into ``out`` with papermill in ``profile``, the kernel seeing ``env``; return seconds."""
     import papermill
 
-    out_dir = BUILD / "executed" / profile
-    out_dir.mkdir(parents=True, exist_ok=True)
-    out = out_dir / notebook.name
-    stamp = out.with_suffix(".key")
-    key = cache_key(notebook, profile)
-    recorded = stamp.read_text().split() if stamp.exists() else []
-    if not force and out.exists() and len(recorded) == 2 and recorded[0] == key:
-        # A cached chapter reports the seconds its execution took, so timing checks see real work.
-        return out, float(recorded[1]), True
-    stamp.unlink(missing_ok=True)
-    # Finished runs are cached per version of nhtlab's source, so an edit never reuses stale results.
-    env = {**BOOK_ENV, "NHTLAB_CACHE_DIR": str(BUILD / "run-cache" / source_hash())}
     saved = {k: os.environ.get(k) for k in env}
-    os.environ.update(env)
+    os.environ.update(env)  # the kernel inherits this process's environment
     start = time.perf_counter()
     try:
         papermill.execute_notebook(
@@ -101,7 +86,27 @@ def execute(notebook: Path, profile: str, force: bool = False) -> tuple[Path, fl
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
-    seconds = time.perf_counter() - start
+    return time.perf_counter() - start
+
+
+def execute(notebook: Path, profile: str, force: bool = False) -> tuple[Path, float, bool]:
+    """Execute ``notebook`` in ``profile`` (cached). Returns (output, seconds, was_cached).
+
+    ``seconds`` is the time of the execution that produced the output, also on a cache hit.
+    """
+    out_dir = BUILD / "executed" / profile
+    out_dir.mkdir(parents=True, exist_ok=True)
+    out = out_dir / notebook.name
+    stamp = out.with_suffix(".key")
+    key = cache_key(notebook, profile)
+    recorded = stamp.read_text().split() if stamp.exists() else []
+    if not force and out.exists() and len(recorded) == 2 and recorded[0] == key:
+        # A cached chapter reports the seconds its execution took, so timing checks see real work.
+        return out, float(recorded[1]), True
+    stamp.unlink(missing_ok=True)
+    # Finished runs are cached per version of nhtlab's source, so an edit never reuses stale results.
+    env = {**BOOK_ENV, "NHTLAB_CACHE_DIR": str(BUILD / "run-cache" / source_hash())}
+    seconds = run_papermill(notebook, out, profile, env)
     hide_injected_parameters(out)
     stamp.write_text(f"{key} {seconds:.1f}")
     return out, seconds, False
