@@ -98,22 +98,34 @@ def norm_ordering(history: History, shortcut_step: int | None, structured_step: 
 def regimes_in_order(regimes: Mapping[float, str]) -> bool:
     """True when the regimes, read in increasing λ, are exactly weak → intermediate → strong.
 
-    Repeats collapse (weak, weak, intermediate, … counts) and ``"too early"``
-    calls (a run too short to judge) are ignored.
+    Consecutive repeats collapse (weak, weak, intermediate, … counts) and
+    ``"too early"`` calls (a run too short to judge) are ignored; a regime that
+    comes back after another (weak, intermediate, weak, strong) fails.
     """
-    sequence = [r for r in dict.fromkeys(regimes[lam] for lam in sorted(regimes)) if r != "too early"]
-    return sequence == ["weak", "intermediate", "strong"]
+    return _collapsed(regimes) == ["weak", "intermediate", "strong"]
+
+
+def _collapsed(regimes: Mapping[float, str]) -> list[str]:
+    """Regimes in increasing λ with "too early" dropped and *consecutive* repeats merged
+    (weak, intermediate, weak stays three entries: a non-monotone sweep)."""
+    out: list[str] = []
+    for lam in sorted(regimes):
+        r = regimes[lam]
+        if r != "too early" and (not out or out[-1] != r):
+            out.append(r)
+    return out
 
 
 def three_regimes(regimes: Mapping[float, str]) -> Verdict:
     """P2: the λ sweep shows weak, intermediate and strong, in that order of λ.
 
     Fails when any of the three is missing, or they come in another order
-    (:func:`regimes_in_order`). The value is the number of distinct regimes seen.
+    (:func:`regimes_in_order`), including a regime that returns at a larger λ
+    (weak → intermediate → weak → strong). The value is the number of distinct
+    regimes seen.
     """
-    ordered = [regimes[lam] for lam in sorted(regimes)]
-    seen = [r for r in dict.fromkeys(ordered) if r != "too early"]
-    return Verdict(regimes_in_order(regimes), float(len(seen)), " → ".join(seen) or "none")
+    seen = _collapsed(regimes)
+    return Verdict(regimes_in_order(regimes), float(len(set(seen))), " → ".join(seen) or "none")
 
 
 def worst_group_rise(history: History, column: str, start_step: int | None, level: float = 0.5) -> Verdict:

@@ -45,6 +45,9 @@ def test_p2_three_regimes():
     assert good.passed and good.value == 3 and good.text == "weak → intermediate → strong"
     bad = three_regimes({0.01: "weak", 0.3: "intermediate"})
     assert not bad.passed and bad.value == 2
+    # a regime that comes back at a larger λ is not the ordered sequence (all three are seen, still ✗)
+    back = three_regimes({0.01: "weak", 0.1: "intermediate", 0.3: "weak", 1.0: "strong"})
+    assert not back.passed and back.value == 3 and back.text == "weak → intermediate → weak → strong"
 
 
 def test_p3_worst_group_must_start_below_and_end_above_the_level():
