@@ -23,7 +23,7 @@ from .train import History
 from .validation import check_real, check_type
 
 __all__ = ["LayerTransition", "layer_transitions", "peak_order", "normalised_layer_norms",
-           "head_to_first_ratio", "early_warning", "default_head_and_first", "layer_records", "is_backward"]
+           "head_to_first_ratio", "early_warning", "default_head_and_first", "layer_records", "is_backward", "layer_order", "ORDERS", "warning_times"]
 
 
 @dataclass
@@ -75,11 +75,18 @@ def _select(history: History, layers: Sequence[str] | None, owner: str) -> list[
 def default_head_and_first(history: History) -> tuple[str, str]:
     """The read-out (``readout`` or ``…fc``, else the last layer) and the first layer, by name.
 
-    Normalisation layers (names containing ``norm`` or ``bn``) are skipped: the
-    paper compares weight layers.
+    Normalisation layers (last name part containing ``norm`` or ``bn``, or
+    starting with ``ln``) are skipped: the paper compares weight layers. The
+    names this gives for nhtlab's models: SimpleCNN ``readout``/``conv1``,
+    ResNet18 ``net.fc``/``net.conv1``, the transformer ``readout``/``tok``, the
+    embedding MLP ``readout``/``embed_a``.
     """
     _check_history(history, "default_head_and_first")
-    weights = [n for n in history.layers if "norm" not in n.split(".")[-1] and "bn" not in n.split(".")[-1]] or history.layers
+    def is_norm(name: str) -> bool:
+        last = name.split(".")[-1]
+        return "norm" in last or "bn" in last or last.startswith("ln")
+
+    weights = [n for n in history.layers if not is_norm(n)] or history.layers
     heads = [n for n in weights if n == "readout" or n.endswith("fc") or n.endswith("readout")]
     return (heads[-1] if heads else weights[-1]), weights[0]
 
@@ -151,6 +158,74 @@ def is_backward(transitions: Sequence[LayerTransition], head: str, first: str) -
     if not h.peaked:
         return False
     return (not f.peaked) or h.peak_step < f.peak_step
+
+
+ORDERS = ("backward", "forward", "simultaneous", "head only", "first only", "neither")
+
+
+def layer_order(transitions: Sequence[LayerTransition], head: str, first: str) -> str:
+    """Which of two layers peaked *and contracted* first.
+
+    Returns
+    -------
+    str, one of ``ORDERS``
+        ``"backward"``: both contracted and the head peaked strictly first (the
+        paper's order); ``"forward"``: both contracted and the first layer peaked
+        strictly first; ``"simultaneous"``: same peak step; ``"head only"`` /
+        ``"first only"``: only that one contracted (the other never did, so no
+        order between them was observed); ``"neither"``.
+
+    Unlike :func:`is_backward`, a first layer that never contracted does not
+    make the order backward: "conv1 never contracted" is not "the read-out
+    contracted first".
+    """
+    by_name = {t.layer: t for t in transitions}
+    for name in (head, first):
+        if name not in by_name:
+            raise ValueError(f"The 'head' and 'first' parameters of layer_order must name layers among the "
+                             f"transitions {list(by_name)}. Got {name!r}.")
+    h, f = by_name[head], by_name[first]
+    if h.peaked and f.peaked:
+        if h.peak_step == f.peak_step:
+            return "simultaneous"
+        return "backward" if h.peak_step < f.peak_step else "forward"
+    if h.peaked:
+        return "head only"
+    return "first only" if f.peaked else "neither"
+
+
+def warning_times(history: History, drop_step: int | None, head: str | None = None,
+                  first: str | None = None) -> dict[str, Any]:
+    """When the two early-warning signals turn down, against the step the shortcut is dropped.
+
+    The signals are ‖θ_L‖²/‖θ_L(0)‖² and ‖θ_L‖²/‖θ_1‖² (:func:`head_to_first_ratio`);
+    each "turns down" at its maximum over the run. A signal warns when it turns
+    down before ``drop_step``.
+
+    Parameters
+    ----------
+    history : History
+    drop_step : int or None
+        When the shortcut was dropped (e.g. :func:`nhtlab.shortcuts.border_times`'s second value).
+
+    Returns
+    -------
+    dict
+        ``head_over_init_peak``, ``head_over_first_peak``, ``total_peak`` (steps),
+        ``drop_step``, and ``head_over_init_lead``, ``head_over_first_lead``,
+        ``total_lead`` = drop_step − peak step (> 0: the signal turned down
+        first; None when ``drop_step`` is None).
+    """
+    _check_history(history, "warning_times")
+    signals = head_to_first_ratio(history, head, first)
+    steps = signals["step"].astype(int)
+    out: dict[str, Any] = {"drop_step": drop_step}
+    for key, values in (("head_over_init", signals["head_over_init"]), ("head_over_first", signals["head_over_first"]),
+                        ("total", history.column("norm"))):
+        peak = int(steps[int(np.nanargmax(values))])
+        out[f"{key}_peak"] = peak
+        out[f"{key}_lead"] = None if drop_step is None else int(drop_step) - peak
+    return out
 
 
 def head_to_first_ratio(history: History, head: str | None = None, first: str | None = None) -> dict[str, np.ndarray]:

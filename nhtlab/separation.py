@@ -22,15 +22,23 @@ operationalisation, not the paper's:
      computes the rule (:func:`reliance_from_generalisation`).
 
 2. **The score** is Spearman's rank correlation between ‖θ‖² and φ over the
-   checkpoints from the norm peak to the end (:func:`clean_norm_separation`):
-   +1 when every contraction of the norm comes with less reliance (clean
-   separation), ≈ 0 when reliance does not follow the norm, negative when
-   reliance *grows* while the norm shrinks. Rank correlation asks only for a
-   monotone relation, as the definition does. When φ or ‖θ‖² does not vary after
-   the peak the correlation is undefined; the score is then 0 (nothing
-   separates), and ``defined`` says so. The sharpness of the drop is reported
-   next to the score (``phi_drop``, the fall of φ from the peak to the end), not
-   folded into it.
+   checkpoints from the moment the shortcut is *fitted* to the end
+   (:func:`clean_norm_separation`): T_mem for a memorisation shortcut (training
+   accuracy ≥ 99%), the first step at which the network follows the border for
+   a border shortcut (:func:`nhtlab.shortcuts.border_times`). +1 when every
+   contraction of the norm comes with less reliance (clean separation), ≈ 0
+   when reliance does not follow the norm, negative when reliance *grows* while
+   the norm shrinks. Rank correlation asks only for a monotone relation, as the
+   definition does. The window starts at the fitted shortcut, not at the norm's
+   peak: on images the norm can peak after the cue is already dropped (or
+   never), and a window from the peak would then see nothing to separate.
+   When the shortcut was never fitted, or φ or ‖θ‖² does not vary in the
+   window, or it holds fewer than ``min_points`` checkpoints, the correlation is
+   **undefined**: the score is NaN (never 0, which would read as "measured, no
+   separation"), ``defined`` is False and ``reason`` says why;
+   :func:`format_score` shows it as "undefined". The sharpness of the drop is
+   reported next to the score (``phi_drop``, the fall of φ from the start of
+   the window to the end), not folded into it.
 """
 
 from __future__ import annotations
@@ -44,7 +52,7 @@ from .train import History
 from .validation import check_int, check_type
 
 __all__ = ["Separation", "clean_norm_separation", "separation_from_history", "spearman",
-           "reliance_from_shortcut", "reliance_from_generalisation"]
+           "reliance_from_shortcut", "reliance_from_generalisation", "format_score"]
 
 
 @dataclass
@@ -53,32 +61,62 @@ class Separation:
 
     Attributes
     ----------
-    score : float in [-1, 1]
-        Spearman correlation of ‖θ‖² and φ after the norm peak (0 when undefined).
+    score : float in [-1, 1], or NaN
+        Spearman correlation of ‖θ‖² and φ from ``start_step`` to the end; NaN when undefined.
     defined : bool
-        False when φ or the norm was constant after the peak (or too few points).
+        False when the score is NaN (``reason`` says why).
+    reason : str
+        Empty when defined; else "shortcut never fitted", "fewer than N checkpoints"
+        or "φ or ‖θ‖² constant in the window".
     n_points : int
-        Checkpoints used (from the peak on).
-    peak_step : int
-        Step at which ‖θ‖² peaked.
-    phi_at_peak, phi_final : float
+        Checkpoints in the window.
+    start_step : int or None
+        First step of the window (the shortcut fitted); None when it never was.
+    peak_step : int or None
+        Step at which ‖θ‖² was largest within the window.
+    phi_at_start, phi_final : float
+        φ at the window's first and last checkpoint (NaN without a window).
     phi_drop : float
-        phi_at_peak − phi_final (> 0: reliance fell).
+        phi_at_start − phi_final (> 0: reliance fell).
     norm_contraction : float
-        1 − final/peak norm.
+        1 − final / (largest norm in the window); NaN without a window.
     """
 
     score: float
     defined: bool
+    reason: str
     n_points: int
-    peak_step: int
-    phi_at_peak: float
+    start_step: int | None
+    peak_step: int | None
+    phi_at_start: float
     phi_final: float
     phi_drop: float
     norm_contraction: float
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    def __str__(self) -> str:
+        return format_score(self)
+
+
+def format_score(separation: "Separation | float", digits: int = 2) -> str:
+    """The score as text: the number, or "undefined (reason)" for NaN — never 0.
+
+    Examples
+    --------
+    >>> format_score(float("nan"))
+    'undefined'
+    >>> format_score(0.8712)
+    '0.87'
+    """
+    if isinstance(separation, Separation):
+        if not separation.defined:
+            return f"undefined ({separation.reason})"
+        value = separation.score
+    else:
+        value = float(separation)
+    return "undefined" if not np.isfinite(value) else f"{value:.{digits}f}"
 
 
 def _ranks(values: np.ndarray) -> np.ndarray:
@@ -132,23 +170,26 @@ def reliance_from_generalisation(test_acc: np.ndarray, num_classes: int) -> np.n
     return 1.0 - _rescale(test_acc, num_classes)
 
 
-def clean_norm_separation(steps: np.ndarray, norm: np.ndarray, phi: np.ndarray, min_points: int = 4,
-                          start_step: int | None = None) -> Separation:
-    """nhtlab's clean-norm-separation score: Spearman(‖θ‖², φ) from the norm peak on.
+def clean_norm_separation(steps: np.ndarray, norm: np.ndarray, phi: np.ndarray, start_step: int | None = None,
+                          min_points: int = 4) -> Separation:
+    """nhtlab's clean-norm-separation score: Spearman(‖θ‖², φ) from the fitted shortcut on.
 
     Parameters
     ----------
     steps, norm, phi : arrays (n,)
         Evaluated steps, ‖θ‖² and shortcut reliance φ at those steps.
+    start_step : int or None
+        The step at which the shortcut was fitted (T_mem, or the first step at
+        which the border is followed); the window runs from the first checkpoint
+        at or after it to the end. None means the shortcut was never fitted:
+        the score is undefined (NaN).
     min_points : int >= 3
-        Fewer checkpoints after the peak leave the score undefined (0).
-    start_step : int, optional
-        Only consider checkpoints at or after this step when locating the peak
-        (e.g. skip an initial transient).
+        Fewer checkpoints in the window leave the score undefined (NaN).
 
     Returns
     -------
     Separation
+        ``score`` is NaN (never 0) whenever it is undefined.
     """
     owner = "clean_norm_separation"
     steps, norm, phi = (np.asarray(a, dtype=float) for a in (steps, norm, phi))
@@ -156,22 +197,34 @@ def clean_norm_separation(steps: np.ndarray, norm: np.ndarray, phi: np.ndarray, 
         raise ValueError(f"The 'steps', 'norm' and 'phi' parameters of {owner} must be 1-d arrays of one length. "
                          f"Got shapes {steps.shape}, {norm.shape}, {phi.shape}.")
     check_int(min_points, "min_points", low=3, owner=owner)
-    window = np.ones(len(steps), dtype=bool) if start_step is None else steps >= start_step
+    nan = float("nan")
+    if start_step is None:
+        return Separation(nan, False, "shortcut never fitted", 0, None, None, nan, nan, nan, nan)
+    check_int(start_step, "start_step", owner=owner)
+    window = steps >= start_step
     if not window.any():
-        raise ValueError(f"The 'start_step' parameter of {owner} leaves no checkpoint. Got {start_step}.")
+        raise ValueError(f"The 'start_step' parameter of {owner} must be at most the last step {int(steps[-1])}. "
+                         f"Got {start_step}.")
     first = int(np.flatnonzero(window)[0])
-    k = first + int(np.nanargmax(norm[first:]))
-    after_norm, after_phi = norm[k:], phi[k:]
-    rho = spearman(after_norm, after_phi) if len(after_norm) >= min_points else float("nan")
-    defined = bool(np.isfinite(rho))
+    after_norm, after_phi = norm[first:], phi[first:]
+    k = first + int(np.nanargmax(after_norm))
     contraction = max(0.0, 1.0 - norm[-1] / norm[k]) if norm[k] > 0 else 0.0
-    return Separation(score=rho if defined else 0.0, defined=defined, n_points=len(after_norm),
-                      peak_step=int(steps[k]), phi_at_peak=float(phi[k]), phi_final=float(phi[-1]),
-                      phi_drop=float(phi[k] - phi[-1]), norm_contraction=float(contraction))
+    reason = ""
+    if len(after_norm) < min_points:
+        rho, reason = nan, f"fewer than {min_points} checkpoints"
+    else:
+        rho = spearman(after_norm, after_phi)
+        if not np.isfinite(rho):
+            reason = "φ or ‖θ‖² constant in the window"
+    return Separation(score=rho, defined=not reason, reason=reason, n_points=len(after_norm),
+                      start_step=int(steps[first]), peak_step=int(steps[k]), phi_at_start=float(phi[first]),
+                      phi_final=float(phi[-1]), phi_drop=float(phi[first] - phi[-1]),
+                      norm_contraction=float(contraction))
 
 
 def separation_from_history(history: History, num_classes: int, kind: str = "shortcut",
-                            column: str | None = None, min_points: int = 4) -> Separation:
+                            column: str | None = None, start_step: int | None | str = "auto",
+                            min_points: int = 4) -> Separation:
     """The score for a training history.
 
     Parameters
@@ -184,6 +237,11 @@ def separation_from_history(history: History, num_classes: int, kind: str = "sho
         (default ``test_acc``), for memorisation shortcuts such as modular arithmetic.
     column : str, optional
         The accuracy column to read.
+    start_step : int, None or "auto"
+        Where the window starts. ``"auto"``: the first step the border is fitted
+        (:func:`nhtlab.shortcuts.border_times`) for ``"shortcut"``, T_mem
+        (:func:`nhtlab.events.find_events`) for ``"generalisation"``.
+    min_points : int >= 3
     """
     check_type(history, "history", History, owner="separation_from_history")
     if kind not in ("shortcut", "generalisation"):
@@ -192,4 +250,17 @@ def separation_from_history(history: History, num_classes: int, kind: str = "sho
     column = column or ("cue_acc" if kind == "shortcut" else "test_acc")
     acc = history.column(column)
     phi = reliance_from_shortcut(acc, num_classes) if kind == "shortcut" else reliance_from_generalisation(acc, num_classes)
-    return clean_norm_separation(history.column("step"), history.column("norm"), phi, min_points=min_points)
+    if isinstance(start_step, str):
+        if start_step != "auto":
+            raise ValueError(f"The 'start_step' parameter of separation_from_history must be an int, None or 'auto'. "
+                             f"Got {start_step!r} instead.")
+        if kind == "shortcut":
+            from .shortcuts import border_times
+
+            start_step = border_times(history)[0]
+        else:
+            from .events import find_events
+
+            start_step = find_events(history).t_mem
+    return clean_norm_separation(history.column("step"), history.column("norm"), phi, start_step=start_step,
+                                 min_points=min_points)

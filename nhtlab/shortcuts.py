@@ -51,7 +51,7 @@ from .images import ImageData
 from .validation import check_bool, check_choice, check_int, check_real, check_type
 
 __all__ = ["CLASS_COLOURS", "OTHERWISE", "CLEAN", "ShortcutData", "border_shortcut", "tint_shortcut",
-           "paint_border", "draw_cue_classes"]
+           "paint_border", "draw_cue_classes", "harder", "border_times", "cache_config"]
 
 # Tableau-10, as RGB in [0, 1]; class k gets colour k (cycled for more classes).
 CLASS_COLOURS = (
@@ -307,7 +307,10 @@ class ShortcutRun:
     """Everything that defines one training run on shortcut images.
 
     Data: ``base`` ("digits", offline; or "cifar10", opt-in through ``root`` and
-    ``download``), ``size`` (digits only), ``kind`` ("border" or the entangled
+    ``download``), ``size`` (digits only), ``train_size`` (keep only the first
+    this many training images: a harder digit task), ``noise`` (standard
+    deviation of Gaussian pixel noise added to every image before the cue is
+    painted, clipped to [0, 1]: another way to make the digits harder), ``kind`` ("border" or the entangled
     "tint"), ``rho``, ``width``, ``pad``, ``otherwise``, ``clean``, ``contrast``,
     ``strength``. Model: ``model`` ("simple" = :class:`~nhtlab.cnn.SimpleCNN`,
     "resnet18" = :class:`~nhtlab.cnn.ResNet18`), ``norm`` and ``channels``
@@ -317,6 +320,8 @@ class ShortcutRun:
 
     base: str = "digits"
     size: int = 10
+    train_size: int | None = None
+    noise: float = 0.0
     root: str = "data"
     download: bool = False
     kind: str = "border"
@@ -346,6 +351,9 @@ class ShortcutRun:
         check_choice(self.kind, "kind", KINDS, owner=owner)
         check_choice(self.model, "model", MODELS, owner=owner)
         check_real(self.rho, "rho", 0.0, 1.0, owner=owner)
+        if self.train_size is not None:
+            check_int(self.train_size, "train_size", low=10, owner=owner)
+        check_real(self.noise, "noise", 0.0, owner=owner)
         object.__setattr__(self, "channels", tuple(self.channels))
         object.__setattr__(self, "betas", tuple(self.betas))
         self.train_config()
@@ -379,6 +387,7 @@ class ShortcutRun:
             base = digits(self.size, seed=self.seed)
         else:
             base = cifar10(self.root, download=self.download)
+        base = harder(base, self.train_size, self.noise, self.seed)
         if self.kind == "border":
             return border_shortcut(base, self.rho, self.width, self.otherwise, self.clean, self.pad,
                                    contrast=self.contrast, seed=self.seed)
@@ -393,6 +402,91 @@ class ShortcutRun:
         if self.model == "simple":
             return SimpleCNN(num_classes, norm=self.norm, channels=self.channels)
         return ResNet18(num_classes, norm=self.norm)
+
+
+def harder(base: ImageData, train_size: int | None = None, noise: float = 0.0, seed: int = 0) -> ImageData:
+    """A harder version of ``base``: fewer training images and/or Gaussian pixel noise.
+
+    Parameters
+    ----------
+    base : ImageData
+    train_size : int, optional
+        Keep only the first ``train_size`` training images (the split is already
+        random); None keeps them all. Test sets are never shrunk.
+    noise : float >= 0
+        Standard deviation of the N(0, noise²) noise added to every pixel of every
+        training and test image (one seeded draw), then clipped to [0, 1].
+    seed : int
+        Seed of the noise.
+
+    Returns
+    -------
+    ImageData
+        ``base`` itself when nothing changes.
+    """
+    owner = "harder"
+    check_type(base, "base", ImageData, owner=owner)
+    if train_size is not None:
+        check_int(train_size, "train_size", low=1, high=len(base.y_train), owner=owner)
+    check_real(noise, "noise", 0.0, owner=owner)
+    if train_size is None and noise == 0:
+        return base
+    n = len(base.y_train) if train_size is None else train_size
+    x_train, y_train, x_test = base.x_train[:n], base.y_train[:n], base.x_test
+    if noise > 0:
+        gen = torch.Generator().manual_seed(seed + 7919)
+        x_train = (x_train + noise * torch.randn(x_train.shape, generator=gen)).clamp(0.0, 1.0)
+        x_test = (x_test + noise * torch.randn(x_test.shape, generator=gen)).clamp(0.0, 1.0)
+    return ImageData(x_train.contiguous(), y_train.clone(), x_test.contiguous(), base.y_test.clone(), base.num_classes,
+                     name=f"{base.name}-n{n}-noise{noise:g}", class_names=base.class_names)
+
+
+def border_times(history, fit_level: float = 0.3, drop_level: float = 0.5) -> tuple[int | None, int | None]:
+    """When the border was fitted and when it was dropped, read off a history.
+
+    Both are read on the ``conflict`` test images (a wrong class's border on
+    every digit): ``cue_acc`` is the share on which the network answers the
+    border's class, ``conflict_acc`` the share on which it answers the digit.
+
+    * **fitted** (the shortcut's T_mem): the first evaluated step at which the
+      network follows the border on at least ``fit_level`` of those images
+      (three times chance by default) *and* more often than it reads the digit;
+    * **dropped** (the escape): the first evaluated step *after* ``fitted`` at
+      which it reads the digit on at least ``drop_level`` of them.
+
+    Parameters
+    ----------
+    history : History
+        Rows with ``step``, ``cue_acc`` and ``conflict_acc``.
+    fit_level, drop_level : float in (0, 1)
+
+    Returns
+    -------
+    (fitted, dropped) : tuple of int or None
+        None where the event never happened (``dropped`` is None whenever
+        ``fitted`` is).
+
+    Examples
+    --------
+    >>> from nhtlab.train import History
+    >>> rows = [dict(step=s, cue_acc=c, conflict_acc=d) for s, c, d in
+    ...         [(0, 0.1, 0.1), (100, 0.6, 0.2), (200, 0.3, 0.4), (300, 0.1, 0.7)]]
+    >>> border_times(History(rows))
+    (100, 300)
+    """
+    from .train import History
+
+    owner = "border_times"
+    check_type(history, "history", History, owner=owner)
+    check_real(fit_level, "fit_level", 0.0, 1.0, low_open=True, high_open=True, owner=owner)
+    check_real(drop_level, "drop_level", 0.0, 1.0, low_open=True, high_open=True, owner=owner)
+    steps = history.column("step")
+    cue, conflict = history.column("cue_acc"), history.column("conflict_acc")
+    fitted = next((int(s) for s, a, b in zip(steps, cue, conflict) if a >= fit_level and a > b), None)
+    if fitted is None:
+        return None, None
+    dropped = next((int(s) for s, b in zip(steps, conflict) if s > fitted and b >= drop_level), None)
+    return fitted, dropped
 
 
 def run_shortcut(run: ShortcutRun, callbacks=(), progress: str | None = None, desc: str | None = None):
@@ -428,7 +522,15 @@ def _call(item):
     return history
 
 
-def run_shortcuts(runs, workers: int = 2, fn=None) -> list:
+def cache_config(run) -> dict:
+    """The result-cache key of a run: ``ModularRun.to_dict()`` as :func:`nhtlab.cached_run` uses it, or
+    ``{"runner": "run_shortcut", **ShortcutRun.to_dict()}`` for shortcut images."""
+    if isinstance(run, ShortcutRun):
+        return {"runner": "run_shortcut", **run.to_dict()}
+    return run.to_dict()
+
+
+def run_shortcuts(runs, workers: int = 2, fn=None, cache=None) -> list:
     """Run several configs in a pool of ``workers`` processes (one torch thread each).
 
     Parameters
@@ -440,16 +542,37 @@ def run_shortcuts(runs, workers: int = 2, fn=None) -> list:
         ``fn(run, progress=...) -> History``; by default :func:`run_shortcut` for a
         ShortcutRun and :func:`nhtlab.run_modular` for a ModularRun, so one pool
         can train both. Must be importable for the pool.
+    cache : ResultCache, optional
+        Asked first for every run (:func:`cache_config` is the key, the same as
+        :func:`nhtlab.cached_run`'s for a ModularRun); every newly trained history is
+        put there. Not allowed together with ``fn`` (the cache could not tell
+        two functions' results apart).
 
     Returns
     -------
-    list of History, in the order of ``runs`` (models dropped).
+    list of History, in the order of ``runs`` (models dropped). A history served
+    from the cache has ``cached = True``.
     """
     check_int(workers, "workers", low=1, owner="run_shortcuts")
-    items = [(fn, r) for r in runs]
+    runs = list(runs)
+    if cache is not None and fn is not None:
+        raise ValueError("The 'cache' parameter of run_shortcuts cannot be used with 'fn': pass one of them.")
+    found = [cache.get(cache_config(r)) if cache is not None else None for r in runs]
+    todo = [i for i, h in enumerate(found) if h is None]
+    items = [(fn, runs[i]) for i in todo]
     if workers == 1 or len(items) <= 1:
-        return [_call(item) for item in items]
-    from .sweeps import default_executor  # the same pool as sweeps: one torch thread per process
+        trained = [_call(item) for item in items]
+    else:
+        from .sweeps import default_executor  # the same pool as sweeps: one torch thread per process
 
-    with default_executor(min(workers, len(items))) as pool:
-        return list(pool.map(_call, items))
+        with default_executor(min(workers, len(items))) as pool:
+            trained = list(pool.map(_call, items))
+    for i, history in zip(todo, trained):
+        if cache is not None:
+            cache.put(cache_config(runs[i]), history)
+        history.cached = False
+        found[i] = history
+    for h in found:
+        if not hasattr(h, "cached"):
+            h.cached = True
+    return found

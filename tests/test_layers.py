@@ -103,3 +103,55 @@ def test_layer_charts_are_interactive_vega_lite():
     assert layer_peak_steps(peaks).to_dict()["mark"]["type"] == "point"
     ratio = [{"step": s, "ratio": r, "lam": 0.1} for s, r in zip(h["step"], head_to_first_ratio(h)["head_over_first"])]
     assert head_ratio_curves(ratio).to_dict()["encoding"]["y"]["scale"]["type"] == "log"
+
+
+def test_layer_order_needs_both_layers_to_contract():
+    from nhtlab.layers import layer_order
+
+    ts = {t.layer: t for t in layer_transitions(synthetic_history())}
+    assert layer_order(list(ts.values()), "readout", "conv1") == "backward"
+    assert layer_order(list(ts.values()), "conv1", "readout") == "forward"
+    # conv2 never contracts: is_backward accepts that, layer_order does not call it backward
+    assert is_backward(list(ts.values()), "readout", "conv2")
+    assert layer_order(list(ts.values()), "readout", "conv2") == "head only"
+    assert layer_order(list(ts.values()), "conv2", "readout") == "first only"
+    assert layer_order(list(ts.values()), "conv2", "norm1") == "neither"
+    with pytest.raises(ValueError, match="'head' and 'first' parameters of layer_order"):
+        layer_order(list(ts.values()), "fc", "conv1")
+
+
+def test_warning_times_against_the_drop():
+    from nhtlab.layers import warning_times
+
+    h = synthetic_history()
+    w = warning_times(h, drop_step=600)
+    assert w["head_over_init_peak"] == 300 and w["head_over_init_lead"] == 300
+    # readout/conv1 peaks where readout does (conv1 still rising at 300): a warning 300 steps ahead
+    assert w["head_over_first_peak"] == 300 and w["total_lead"] == 600 - w["total_peak"]
+    assert warning_times(h, drop_step=None)["head_over_first_lead"] is None
+
+
+def test_warning_signals_chart_has_a_run_dropdown_and_event_rules():
+    from nhtlab.charts.layers import score_bars, warning_signals
+
+    records = [{"step": s, "run": run, "signal": "a", "value": 1.0 + s} for run in ("x", "y") for s in (0, 100)]
+    spec = warning_signals(records, [{"run": "x", "event": "dropped", "step": 50}]).to_dict()
+    assert spec["layer"][1]["mark"]["type"] == "rule"
+    assert spec["params"][0]["bind"]["options"] == ["x", "y"]
+    bars = score_bars([{"domain": "d", "score": float("nan"), "defined": False, "phi_drop": 0, "norm_contraction": 0}])
+    assert bars.to_dict()["data"]["values"][0]["domain"] == "d (undefined)"
+
+
+@pytest.mark.parametrize("model, expected", [("simple", ("readout", "conv1")), ("resnet18", ("net.fc", "net.conv1")),
+                                             ("transformer", ("readout", "tok")), ("mlp", ("readout", "embed_a"))])
+def test_default_head_and_first_names_exist_in_every_model(model, expected):
+    # chapter 06's `full` profile reads these names off ResNet18 and the companion transformer: they must exist
+    import nhtlab
+    from nhtlab.cnn import ResNet18, SimpleCNN
+    from nhtlab.models import make_model
+
+    net = {"simple": lambda: SimpleCNN(10, norm="batch"), "resnet18": lambda: ResNet18(10, norm="group"),
+           "transformer": lambda: make_model("transformer", 97), "mlp": lambda: make_model("mlp", 97)}[model]()
+    names = list(nhtlab.layer_norms(net))
+    h = History(rows=[{"step": 0, "norm": 1.0, **{f"norm/{n}": 1.0 for n in names}}])
+    assert default_head_and_first(h) == expected and set(expected) <= set(names)

@@ -1,35 +1,148 @@
+"""Each scorecard rule on a history that passes it and one that fails it."""
+
+import math
+
+import numpy as np
 import pytest
 
-from nhtlab.scorecard import PREDICTIONS, cue_escape_step, delay_scaling_ok, regimes_in_order, scorecard_text
-from nhtlab.separation import Separation
+from nhtlab.layers import LayerTransition, layer_transitions
+from nhtlab.scorecard import (PREDICTIONS, backward_order, cue_escape_step, delay_scaling, fit_delay_exponent,
+                              norm_ordering, regimes_in_order, score_predictions, scorecard_rows, scorecard_text,
+                              separation_rule, three_regimes, worst_group_rise)
+from nhtlab.separation import clean_norm_separation
 from nhtlab.train import History
 
 
-def test_regimes_in_order_collapses_repeats_and_ignores_too_early():
+def history(steps, **columns):
+    return History(rows=[{"step": int(s), **{k: float(v[i]) for k, v in columns.items()}} for i, s in enumerate(steps)],
+                   status="completed")
+
+
+STEPS = np.arange(0, 1001, 100)
+RISE_FALL = np.array([10, 50, 90, 100, 95, 80, 60, 50, 45, 42, 40.0])   # peaks at 300
+RISING = np.linspace(10, 100, len(STEPS))                                  # never contracts
+
+
+def test_p1_norm_ordering_passes_when_the_shortcut_norm_is_larger():
+    v = norm_ordering(history(STEPS, norm=RISE_FALL), shortcut_step=300, structured_step=1000)
+    assert v.passed and v.value == pytest.approx(100 / 40) and "100/40" in v.text
+
+
+def test_p1_fails_when_the_shortcut_is_the_cheaper_solution():
+    # the border is fitted at step 100 (norm 50) and the network ends at a larger norm: V_sc < V_st
+    v = norm_ordering(history(STEPS, norm=RISING), shortcut_step=100, structured_step=1000)
+    assert not v.passed and v.value < 1
+    unmeasured = norm_ordering(history(STEPS, norm=RISE_FALL), shortcut_step=300, structured_step=None)
+    assert not unmeasured.passed and math.isnan(unmeasured.value) and "structure never reached" in unmeasured.text
+    with pytest.raises(ValueError, match="after the history's last evaluated step"):
+        norm_ordering(history(STEPS, norm=RISE_FALL), 300, 5000)
+
+
+def test_p2_three_regimes():
     assert regimes_in_order({0.0: "weak", 0.1: "weak", 1.0: "intermediate", 3.0: "too early", 10.0: "strong"})
     assert not regimes_in_order({0.0: "weak", 1.0: "strong", 3.0: "intermediate"})
-    assert not regimes_in_order({0.0: "weak", 1.0: "intermediate"})
+    good = three_regimes({0.01: "weak", 0.3: "intermediate", 3.0: "strong"})
+    assert good.passed and good.value == 3 and good.text == "weak → intermediate → strong"
+    bad = three_regimes({0.01: "weak", 0.3: "intermediate"})
+    assert not bad.passed and bad.value == 2
+    # a regime that comes back at a larger λ is not the ordered sequence (all three are seen, still ✗)
+    back = three_regimes({0.01: "weak", 0.1: "intermediate", 0.3: "weak", 1.0: "strong"})
+    assert not back.passed and back.value == 3 and back.text == "weak → intermediate → weak → strong"
 
 
-def test_delay_scaling_is_t_times_lambda_within_tolerance():
-    assert delay_scaling_ok({0.5: 2000, 1.0: 1000, 2.0: 520})       # T·λ = 1000, 1000, 1040
-    assert not delay_scaling_ok({0.5: 1000, 1.0: 1000})             # T·λ = 500 vs 1000
-    assert not delay_scaling_ok({1.0: 1000, 2.0: None})             # one measured run shows nothing
-    with pytest.raises(ValueError, match="'tolerance' parameter of delay_scaling_ok"):
-        delay_scaling_ok({1.0: 1}, tolerance=1.0)
+def test_p3_worst_group_must_start_below_and_end_above_the_level():
+    escape = np.array([0.1, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.55, 0.6, 0.62, 0.65])
+    v = worst_group_rise(history(STEPS, conflict_acc=escape), "conflict_acc", start_step=100)
+    assert v.passed and v.value == pytest.approx(0.65) and "0.10 → 0.65" in v.text
+    # never escapes
+    stuck = worst_group_rise(history(STEPS, conflict_acc=np.full(11, 0.2)), "conflict_acc", start_step=100)
+    assert not stuck.passed
+    # already above the level when the shortcut was fitted: there was nothing to escape (the old, tautological P3)
+    high = worst_group_rise(history(STEPS, conflict_acc=np.linspace(0.6, 0.9, 11)), "conflict_acc", start_step=100)
+    assert not high.passed
+    never = worst_group_rise(history(STEPS, conflict_acc=escape), "conflict_acc", start_step=None)
+    assert not never.passed and "never fitted" in never.text
 
 
-def test_cue_escape_step_finds_the_halving_after_the_peak():
-    rows = [{"step": s, "cue_acc": a} for s, a in [(0, 1.0), (10, 1.0), (20, 0.8), (30, 0.5), (40, 0.2)]]
-    history = History(rows=rows, status="completed")
-    sep = Separation(score=1.0, defined=True, n_points=3, peak_step=10, phi_at_peak=1.0, phi_final=0.11,
-                     phi_drop=0.89, norm_contraction=0.3)
-    # φ = (acc − 0.1)/0.9: 1.0 → 1, 0.8 → 0.78, 0.5 → 0.44 ≤ 0.5
-    assert cue_escape_step(history, sep) == 30
-    assert cue_escape_step(history, sep, fraction=0.05) is None
+def _t(layer, peak_step, contraction, min_contraction=0.02):
+    return LayerTransition(layer, 1.0, 2.0, peak_step, 2.0 * (1 - contraction), contraction,
+                           contraction >= min_contraction)
 
 
-def test_scorecard_text_counts_the_passes():
-    row = dict.fromkeys(PREDICTIONS, False) | {"P2 three regimes": True, "P5 clean separation": True}
-    text = scorecard_text({"toy": row})
-    assert "P2 ✓" in text and "P1 ✗" in text and "(2/6)" in text
+def test_p4_needs_both_layers_to_contract_head_first():
+    assert backward_order([_t("conv1", 600, 0.3), _t("readout", 200, 0.4)], "readout", "conv1").passed
+    # conv1 never contracted: that is not "the read-out contracted first"
+    v = backward_order([_t("conv1", 1000, 0.0), _t("readout", 200, 0.4)], "readout", "conv1")
+    assert not v.passed and v.text.startswith("head only")
+    assert not backward_order([_t("conv1", 100, 0.5), _t("readout", 300, 0.1)], "readout", "conv1").passed
+    assert not backward_order([_t("conv1", 300, 0.5), _t("readout", 300, 0.1)], "readout", "conv1").passed
+    # read from a history: the head rises and falls first, conv1 later
+    h = history(STEPS, **{"norm/conv1": np.r_[np.linspace(1, 5, 8), [4.5, 4.0, 3.8]],
+                          "norm/readout": RISE_FALL})
+    assert backward_order(layer_transitions(h), "readout", "conv1").passed
+
+
+def test_p5_separation_rule():
+    steps = np.arange(0, 2001, 20.0)
+    norm = np.where(steps <= 500, 100 + steps, 600 * np.exp(-(steps - 500) / 600))
+    clean = clean_norm_separation(steps, norm, 1 / (1 + np.exp((steps - 1200) / 50)), start_step=500)
+    assert separation_rule(clean).passed and "1.00" in separation_rule(clean).text
+    undefined = clean_norm_separation(steps, norm, np.ones(len(steps)), start_step=500)
+    v = separation_rule(undefined)
+    assert not v.passed and math.isnan(v.value) and "undefined" in v.text
+    rng = np.random.default_rng(0)
+    assert not separation_rule(clean_norm_separation(steps, norm, rng.uniform(size=len(steps)), start_step=500)).passed
+
+
+def test_delay_exponent_recovers_a_power_law_with_an_interval():
+    lams = [0.3, 0.5, 1.0, 2.0]
+    rng = np.random.default_rng(1)
+    pairs = [(lam, 1000 / lam * math.exp(rng.normal(0, 0.05))) for lam in lams for _ in range(2)]
+    fit = fit_delay_exponent(pairs)
+    assert fit.low < 1 < fit.high and abs(fit.alpha - 1) < 0.1 and fit.n == 8 and fit.n_lams == 4
+    exact = fit_delay_exponent([(1.0, 1000), (2.0, 500), (4.0, 250)])
+    assert exact.alpha == pytest.approx(1.0) and exact.high - exact.low == pytest.approx(0, abs=1e-6)
+    with pytest.raises(ValueError, match="at least 3"):
+        fit_delay_exponent([(1.0, 10), (2.0, 5)])
+
+
+def test_p6_needs_three_lambdas_and_an_interval_around_one():
+    lams = [0.3, 0.5, 1.0, 2.0]
+    rng = np.random.default_rng(1)
+    law = {lam: [int(1000 / lam * math.exp(rng.normal(0, 0.05))) for _ in range(2)] for lam in lams}
+    v = delay_scaling(law)
+    assert v.passed and abs(v.value - 1) < 0.1 and "4 λ" in v.text
+    # two λ values, however well they fit, do not show a scaling (the old rule passed them)
+    assert not delay_scaling({0.5: [2000], 1.0: [1000]}).passed
+    assert not delay_scaling({0.5: [2000], 1.0: [1000], 2.0: [None]}).passed
+    # the delay falls as λ^(-0.5): the interval excludes 1
+    half = {lam: [int(1000 / math.sqrt(lam) * math.exp(rng.normal(0, 0.02))) for _ in range(2)] for lam in lams}
+    v = delay_scaling(half)
+    assert not v.passed and v.value == pytest.approx(0.5, abs=0.1)
+    # no dependence on λ: the interval contains 0
+    flat = {lam: [int(1000 * math.exp(rng.normal(0, 0.3))) for _ in range(2)] for lam in lams}
+    assert not delay_scaling(flat).passed
+
+
+def test_cue_escape_step_is_the_border_drop():
+    h = history(STEPS, cue_acc=np.r_[0.1, 0.6, 0.6, 0.5, 0.4, 0.3, 0.2, 0.2, 0.1, 0.1, 0.1],
+                conflict_acc=np.r_[0.1, 0.1, 0.2, 0.3, 0.4, 0.45, 0.55, 0.6, 0.7, 0.7, 0.7])
+    assert cue_escape_step(h) == 600
+    assert cue_escape_step(h, drop_level=0.9) is None
+
+
+def test_score_predictions_and_the_table_print_each_number():
+    h = history(STEPS, norm=RISE_FALL, conflict_acc=np.linspace(0.1, 0.7, 11), **{"norm/conv1": RISING,
+                "norm/readout": RISE_FALL})
+    sep = clean_norm_separation(STEPS, RISE_FALL, np.linspace(1, 0, 11), start_step=300)
+    card = score_predictions(main=h, regimes={0.01: "weak", 0.3: "intermediate", 3.0: "strong"}, shortcut_step=300,
+                             structured_step=1000, worst_column="conflict_acc", transitions=layer_transitions(h),
+                             head="readout", first="conv1", separation=sep, delays={0.3: [900], 1.0: [None]})
+    assert list(card) == list(PREDICTIONS)
+    passed = {name: v.passed for name, v in card.items()}
+    assert passed == {"P1 norm ordering": True, "P2 three regimes": True, "P3 clean/worst-group": True,
+                      "P4 layer hierarchy": False, "P5 clean separation": True, "P6 delay scaling": False}
+    text = scorecard_text({"toy": card})
+    assert "toy (4/6)" in text and "✓ V_sc/V_st = 100/40 = 2.50" in text and "✗ head only" in text
+    rows = scorecard_rows({"toy": card})
+    assert rows[-1] == {"prediction": "passed", "toy": "4/6"} and rows[0]["toy"].startswith("✓ V_sc/V_st")

@@ -167,3 +167,56 @@ def test_offline_cifar_switch(tmp_path):
     assert ShortcutRun(size=10).data().settings["base"] == "digits10"  # the offline default
     with pytest.raises(DatasetUnavailableError, match="download=True"):
         ShortcutRun(base="cifar10", root=str(tmp_path), download=False).data()  # never a silent substitute
+
+
+def test_harder_shrinks_the_training_set_and_adds_seeded_noise():
+    from nhtlab.shortcuts import harder
+
+    base = tiny(n_train=200, n_test=50)
+    assert harder(base) is base
+    small = harder(base, train_size=40)
+    assert len(small.y_train) == 40 and torch.equal(small.x_train, base.x_train[:40]) and len(small.y_test) == 50
+    noisy, again = harder(base, noise=0.2, seed=1), harder(base, noise=0.2, seed=1)
+    assert torch.equal(noisy.x_train, again.x_train) and not torch.equal(noisy.x_train, base.x_train)
+    assert float(noisy.x_train.min()) >= 0 and float(noisy.x_train.max()) <= 1
+    assert 0.1 < float((noisy.x_test - base.x_test).std()) < 0.25
+    with pytest.raises(ValueError, match="'train_size' parameter of harder"):
+        harder(base, train_size=201)
+    from nhtlab.shortcuts import ShortcutRun
+
+    data = ShortcutRun(train_size=300, noise=0.1, otherwise="other").data()
+    assert len(data.y_train) == 300 and data.settings["base"].startswith("digits10-n300")
+    with pytest.raises(ValueError, match="'noise' parameter of ShortcutRun"):
+        ShortcutRun(noise=-0.1)
+
+
+def test_border_times_fitted_then_dropped():
+    from nhtlab.shortcuts import border_times
+    from nhtlab.train import History
+
+    def h(cue, conflict):
+        return History(rows=[dict(step=100 * i, cue_acc=c, conflict_acc=d) for i, (c, d) in enumerate(zip(cue, conflict))])
+
+    assert border_times(h([0.1, 0.4, 0.6, 0.3, 0.1], [0.1, 0.2, 0.2, 0.5, 0.8])) == (100, 300)
+    # the digit read from the start: the border is never fitted, so it is never "dropped"
+    assert border_times(h([0.1, 0.1, 0.05], [0.3, 0.7, 0.9])) == (None, None)
+    # following the border on 35% but reading the digit on 40%: not fitted (the digit wins)
+    assert border_times(h([0.35, 0.35], [0.4, 0.4])) == (None, None)
+    # fitted and never dropped
+    assert border_times(h([0.1, 0.8, 0.8], [0.1, 0.1, 0.2])) == (100, None)
+    with pytest.raises(ValueError, match="'drop_level' parameter of border_times"):
+        border_times(h([0.1], [0.1]), drop_level=1.0)
+
+
+def test_run_shortcuts_uses_the_result_cache(tmp_path):
+    from nhtlab.cache import ResultCache
+    from nhtlab.shortcuts import ShortcutRun, cache_config, run_shortcuts
+
+    cache = ResultCache(tmp_path)
+    run = ShortcutRun(steps=4, eval_every=2, channels=(2, 2, 2, 2, 4, 4), device="cpu")
+    (a,) = run_shortcuts([run], workers=1, cache=cache)
+    assert a.cached is False and cache_config(run) in cache and cache_config(run)["runner"] == "run_shortcut"
+    (b,) = run_shortcuts([run], workers=1, cache=cache)
+    assert b.cached is True and b.rows == a.rows
+    with pytest.raises(ValueError, match="'cache' parameter of run_shortcuts"):
+        run_shortcuts([run], fn=len, cache=cache)

@@ -16,7 +16,7 @@ import altair as alt
 
 from .training import WIDTH
 
-__all__ = ["layerwise_norms", "layer_peak_steps", "head_ratio_curves", "sweep_lines", "score_bars"]
+__all__ = ["layerwise_norms", "layer_peak_steps", "head_ratio_curves", "warning_signals", "sweep_lines", "score_bars"]
 
 
 def _lam_param(values: Sequence[Any], name: str = "lam", label: str = "λ ") -> alt.Parameter:
@@ -99,6 +99,31 @@ def head_ratio_curves(records: Sequence[dict[str, Any]], title: str = "early war
     ).add_params(pick).properties(width=WIDTH, height=200, title=title)
 
 
+def warning_signals(records: Sequence[dict[str, Any]], events: Sequence[dict[str, Any]] = (),
+                    title: str = "early-warning signals and the border drop") -> alt.Chart:
+    """Early-warning signals against step for one run at a time (dropdown), with event rules.
+
+    Parameters
+    ----------
+    records : rows ``{step, run, signal, value}``; ``value`` is shown on a log axis.
+    events : rows ``{run, event, step}`` drawn as vertical rules (e.g. border fitted, dropped).
+    """
+    run = _lam_param([r["run"] for r in records], name="run", label="run ")
+    pick = alt.selection_point(fields=["signal"], bind="legend")
+    lines = alt.Chart(alt.Data(values=list(records))).transform_filter(alt.datum.run == run).mark_line().encode(
+        x=alt.X("step:Q"), y=alt.Y("value:Q", title="signal", scale=alt.Scale(type="log")),
+        color=alt.Color("signal:N", title="signal (click to pick)"),
+        opacity=alt.condition(pick, alt.value(1.0), alt.value(0.15)),
+        tooltip=["signal:N", "step:Q", alt.Tooltip("value:Q", format=".3f")],
+    ).add_params(run, pick)
+    chart = lines
+    if events:
+        rules = alt.Chart(alt.Data(values=list(events))).transform_filter(alt.datum.run == run).mark_rule(
+            strokeDash=[4, 3], color="black").encode(x="step:Q", tooltip=["event:N", "step:Q"])
+        chart = lines + rules
+    return chart.properties(width=WIDTH, height=220, title=title)
+
+
 def sweep_lines(records: Sequence[dict[str, Any]], x: str, x_title: str, log_x: bool = False,
                 y_title: str = "final accuracy", title: str = "") -> alt.Chart:
     """Final values of several test sets against a swept setting (λ, ρ, …).
@@ -124,10 +149,13 @@ def score_bars(records: Sequence[dict[str, Any]], title: str = "clean norm separ
 
     Parameters
     ----------
-    records : rows ``{domain, score, phi_drop, norm_contraction, defined}``.
+    records : rows ``{domain, score, phi_drop, norm_contraction, defined}``; an undefined score
+        (``score`` None or NaN) draws no bar and reads "undefined" in the label.
     """
+    records = [{**r, "score": r["score"] if r.get("defined") else None,
+                "domain": r["domain"] if r.get("defined") else f"{r['domain']} (undefined)"} for r in records]
     return alt.Chart(alt.Data(values=list(records))).mark_bar().encode(
-        x=alt.X("score:Q", title="Spearman(‖θ‖², φ) after the norm peak", scale=alt.Scale(domain=[-1, 1])),
+        x=alt.X("score:Q", title="Spearman(‖θ‖², φ) from the fitted shortcut on", scale=alt.Scale(domain=[-1, 1])),
         y=alt.Y("domain:N", title=None, sort=None),
         color=alt.condition(alt.datum.score > 0, alt.value("#4c78a8"), alt.value("#e45756")),
         tooltip=["domain:N", alt.Tooltip("score:Q", format=".2f"), alt.Tooltip("phi_drop:Q", format=".2f", title="φ drop"),
