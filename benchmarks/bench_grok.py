@@ -12,8 +12,9 @@ On one CPU thread it prints
    and backward, every mm/bmm/addmm) and the achieved GFLOP/s;
 3. the single-thread throughput of ``torch.mm`` on the same shapes (the limit),
    and the fraction of it the step reaches;
-4. a small book-like λ sweep (4 runs × ``--sweep-steps`` steps of the ``book``
-   MLP of chapter 2) trained sequentially and in a 2-process pool.
+4. a small book-like λ sweep (the companion transformer at λ = 0.3, 0.5, 1, 2,
+   ``--sweep-steps`` steps each) trained sequentially, in a 2-process pool and as
+   one stacked model.
 
 On a machine with CUDA it also times all seeds of one λ as one stacked model
 (:func:`nhtlab.train_batched`) against one run at a time.
@@ -129,10 +130,9 @@ def bench_cpu(args) -> None:
 
 
 def bench_sweep(args) -> None:
-    base = nhtlab.ModularRun(model="mlp", p=31, model_kwargs=dict(width=128, embed_std=0.3), lr=1e-2, betas=(0.9, 0.98),
-                             train_fraction=0.7, steps=args.sweep_steps, eval_every=25, device="cpu")
-    runs = grid(base, weight_decay=[0.1, 0.3, 1.0, 3.0])
-    print(f"\nbook-like λ sweep: {len(runs)} runs × {args.sweep_steps} steps (chapter 2's book MLP):")
+    base = nhtlab.companion(1.0, seed=0, steps=args.sweep_steps, stop_after=None, device="cpu")
+    runs = grid(base, weight_decay=[0.3, 0.5, 1.0, 2.0])
+    print(f"\nbook-like λ sweep: {len(runs)} runs × {args.sweep_steps} steps (chapter 3's companion transformer, λ 0.3–2):")
     times = {}
     for label, kwargs in (("sequential", dict(strategy="sequential")), ("2-process pool", dict(strategy="parallel", workers=2)),
                           ("batched, 1 process", dict(strategy="batched", workers=1))):
