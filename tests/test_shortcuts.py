@@ -220,3 +220,23 @@ def test_run_shortcuts_uses_the_result_cache(tmp_path):
     assert b.cached is True and b.rows == a.rows
     with pytest.raises(ValueError, match="'cache' parameter of run_shortcuts"):
         run_shortcuts([run], fn=len, cache=cache)
+
+
+def test_run_shortcut_sizes_its_evaluation_batch_for_a_t4(monkeypatch):
+    """ResNet18 on 32 px images evaluates in batches of 4,096 (6 GB at 8,192); SimpleCNN keeps 8,192."""
+    import importlib
+
+    from nhtlab.shortcuts import ShortcutRun, run_shortcut
+    from nhtlab.train import History
+
+    train_module = importlib.import_module("nhtlab.train")  # the attribute nhtlab.train is the function
+    seen = []
+
+    def record(model, data, config, **kwargs):  # stands in for the training loop: only the config matters here
+        seen.append(config.eval_batch_size)
+        return History()
+
+    monkeypatch.setattr(train_module, "train", record)
+    run_shortcut(ShortcutRun(size=30, model="resnet18", norm="batch", steps=1, device="cpu"))
+    run_shortcut(ShortcutRun(steps=1, device="cpu"))
+    assert seen == [4096, 8192], seen
