@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from .layers import LayerTransition, layer_order
+from .regimes import UNDETERMINED
 from .separation import Separation, format_score
 from .train import History
 from .validation import check_int, check_real, check_type
@@ -98,20 +99,22 @@ def norm_ordering(history: History, shortcut_step: int | None, structured_step: 
 def regimes_in_order(regimes: Mapping[float, str]) -> bool:
     """True when the regimes, read in increasing λ, are exactly weak → intermediate → strong.
 
-    Consecutive repeats collapse (weak, weak, intermediate, … counts) and
-    ``"too early"`` calls (a run too short to judge) are ignored; a regime that
-    comes back after another (weak, intermediate, weak, strong) fails.
+    Consecutive repeats collapse (weak, weak, intermediate, … counts) and the two
+    labels that judge nothing are ignored: ``"too early"`` (the online monitor: a
+    run too short to judge) and ``"undetermined"`` (:func:`nhtlab.diagnose_regime`,
+    which :func:`nhtlab.regimes.regime_order_ok` skips too); a regime that comes
+    back after another (weak, intermediate, weak, strong) fails.
     """
     return _collapsed(regimes) == ["weak", "intermediate", "strong"]
 
 
 def _collapsed(regimes: Mapping[float, str]) -> list[str]:
-    """Regimes in increasing λ with "too early" dropped and *consecutive* repeats merged
+    """Regimes in increasing λ with the unjudged labels dropped and *consecutive* repeats merged
     (weak, intermediate, weak stays three entries: a non-monotone sweep)."""
     out: list[str] = []
     for lam in sorted(regimes):
         r = regimes[lam]
-        if r != "too early" and (not out or out[-1] != r):
+        if r not in ("too early", UNDETERMINED) and (not out or out[-1] != r):
             out.append(r)
     return out
 

@@ -40,6 +40,9 @@ def test_p1_fails_when_the_shortcut_is_the_cheaper_solution():
 
 def test_p2_three_regimes():
     assert regimes_in_order({0.0: "weak", 0.1: "weak", 1.0: "intermediate", 3.0: "too early", 10.0: "strong"})
+    # diagnose_regime's unjudged label is skipped like the monitor's, as regime_order_ok skips it
+    assert regimes_in_order({0.01: "weak", 0.1: "undetermined", 1.0: "intermediate", 5.0: "strong"})
+    assert not regimes_in_order({0.01: "weak", 0.1: "undetermined", 5.0: "strong"})
     assert not regimes_in_order({0.0: "weak", 1.0: "strong", 3.0: "intermediate"})
     good = three_regimes({0.01: "weak", 0.3: "intermediate", 3.0: "strong"})
     assert good.passed and good.value == 3 and good.text == "weak → intermediate → strong"
