@@ -36,7 +36,7 @@
 import sys
 
 if "google.colab" in sys.modules:
-    # %pip install -q "nhtlab @ git+https://github.com/nhtlab/nhtlab@v0.1.0"
+    # %pip install -q "nhtlab @ git+https://github.com/nhtlab/nhtlab@v0.2.0"
     print('Launch note: profile = "full" takes one to two hours on a Colab T4 GPU (an estimate, not yet measured).\n'
           'To run it: Runtime > Change runtime type > T4 GPU, set profile = "full" in the next cell, run all.')
 

@@ -38,7 +38,7 @@
 import sys
 
 if "google.colab" in sys.modules:
-    # %pip install -q "nhtlab @ git+https://github.com/nhtlab/nhtlab@v0.1.0"
+    # %pip install -q "nhtlab @ git+https://github.com/nhtlab/nhtlab@v0.2.0"
     print('Launch note: profile = "full" takes many hours on a Colab T4 GPU, more than a free session allows (an estimate, not yet measured).\n'
           'To run it: Runtime > Change runtime type > T4 GPU, set profile = "full" in the next cell, run all.')
 

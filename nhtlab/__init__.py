@@ -4,7 +4,7 @@ Datasets, models, training with norm tracking, sweeps, the NHT delay law, the
 clean-norm-separation score, DLR and its spectra, and charts, for the nhtlab book.
 """
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 from .device import pick_device, seed_everything  # noqa: E402
 from .events import Events, find_events  # noqa: E402

@@ -77,15 +77,21 @@ class SelfAttention(nn.Module):
         self.qkv = nn.Linear(d_model, 3 * d_model)
         self.proj = nn.Linear(d_model, d_model)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, queries: int | None = None) -> torch.Tensor:
+        """Attend from the last ``queries`` positions (all when None) to every position."""
         B, T, C = x.shape
-        q, k, v = self.qkv(x).split(C, dim=2)
-        q = q.view(B, T, self.n_heads, C // self.n_heads).transpose(1, 2)  # (B, nh, T, hs)
-        k = k.view(B, T, self.n_heads, C // self.n_heads).transpose(1, 2)
-        v = v.view(B, T, self.n_heads, C // self.n_heads).transpose(1, 2)
-        att = (q @ k.transpose(-2, -1)) / math.sqrt(k.size(-1))  # (B, nh, T, T)
-        y = att.softmax(dim=-1) @ v  # (B, nh, T, hs)
-        y = y.transpose(1, 2).reshape(B, T, C)
+        Tq = T if queries is None else queries
+        hs = C // self.n_heads
+        w_q, w_kv = self.qkv.weight.split([C, 2 * C])
+        b_q, b_kv = self.qkv.bias.split([C, 2 * C])
+        q = F.linear(x[:, T - Tq:], w_q, b_q)
+        k, v = F.linear(x, w_kv, b_kv).split(C, dim=2)
+        q = q.view(B, Tq, self.n_heads, hs).transpose(1, 2)  # (B, nh, Tq, hs)
+        k = k.view(B, T, self.n_heads, hs).transpose(1, 2)  # (B, nh, T, hs)
+        v = v.view(B, T, self.n_heads, hs).transpose(1, 2)
+        att = (q @ k.transpose(-2, -1)) / math.sqrt(hs)  # (B, nh, Tq, T)
+        y = att.softmax(dim=-1) @ v  # (B, nh, Tq, hs)
+        y = y.transpose(1, 2).reshape(B, Tq, C)
         return self.proj(y)
 
 
@@ -100,8 +106,11 @@ class Block(nn.Module):
         self.fc_out = nn.Linear(d_ff, d_model)
         self.ln_2 = nn.LayerNorm(d_model)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        x = self.ln_1(x + self.attn(x))
+    def forward(self, x: torch.Tensor, last_only: bool = False) -> torch.Tensor:
+        """``last_only`` computes the block at the last position only (shape (B, 1, C)):
+        the same numbers there, for ~60% of the cost when nothing reads the others."""
+        attended = self.attn(x, queries=1 if last_only else None)
+        x = self.ln_1((x[:, -1:] if last_only else x) + attended)
         x = self.ln_2(x + self.fc_out(F.gelu(self.fc(x))))
         return x
 
@@ -155,8 +164,10 @@ class Transformer(nn.Module):
     def features(self, x: torch.Tensor) -> torch.Tensor:
         positions = torch.arange(x.shape[1], device=x.device)
         h = self.tok(x) + self.pos(positions)  # (n, 2, d_model)
-        for block in self.blocks:
+        *early, last = self.blocks
+        for block in early:
             h = block(h)
+        h = last(h, last_only=True)  # only the last position is read out
         return self.ln_f(h[:, -1])  # (n, d_model)
 
     def forward(self, x: torch.Tensor, return_features: bool = False):

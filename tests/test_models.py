@@ -29,3 +29,29 @@ def test_bad_model_arguments():
         Transformer(7, d_model=16, n_heads=3)
     with pytest.raises(ValueError, match="'embed_std' parameter of EmbeddingMLP"):
         EmbeddingMLP(7, embed_std=0.0)
+
+
+@pytest.mark.parametrize("n_layers", [1, 2])
+def test_last_block_at_the_last_position_only_matches_the_full_block(n_layers):
+    # The final block runs at the last position only (nothing reads the others); the logits
+    # and their gradients must equal those of every block run at every position.
+    torch.manual_seed(0)
+    model = Transformer(13, d_model=32, n_heads=4, d_ff=64, n_layers=n_layers)
+    x = torch.randint(0, 13, (50, 2))
+
+    def full_forward() -> torch.Tensor:
+        h = model.tok(x) + model.pos(torch.arange(2))
+        for block in model.blocks:
+            h = block(h)
+        return model.readout(model.ln_f(h[:, -1]))
+
+    reference = full_forward()
+    torch.testing.assert_close(model(x), reference, rtol=1e-6, atol=1e-6)
+    assert model.blocks[-1](torch.randn(5, 2, 32), last_only=True).shape == (5, 1, 32)
+    grads = []
+    for forward in (full_forward, lambda: model(x)):
+        model.zero_grad()
+        forward().square().sum().backward()
+        grads.append([p.grad.clone() for p in model.parameters()])
+    for g_full, g_last in zip(*grads):
+        torch.testing.assert_close(g_last, g_full, rtol=1e-5, atol=1e-6)
