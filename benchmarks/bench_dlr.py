@@ -8,10 +8,10 @@ Usage::
 Both paths compute the same number, DLR = 1 − CKA(ΦΦᵀ, QQᵀ) with Q the basis of
 the output span picked by the default rank rule:
 
-* feature space (:func:`nhtlab.dlr.dlr`): ‖QᵀΦ_c‖² / (‖Φ_cᵀΦ_c‖ √r), O(n p²) time,
+* feature space (:func:`nhtlab.measures.dlr.dlr`): ‖QᵀΦ_c‖² / (‖Φ_cᵀΦ_c‖ √r), O(n p²) time,
   O(n p) memory;
 * Gram: the n × n matrices K = ΦΦᵀ and L = QQᵀ, double-centred, then
-  ⟨K, L⟩ / (‖K‖ ‖L‖) (:func:`nhtlab.cka.linear_cka_gram`), O(n² p) time and about
+  ⟨K, L⟩ / (‖K‖ ‖L‖) (:func:`nhtlab.measures.cka.linear_cka_gram`), O(n² p) time and about
   three n × n float64 matrices of memory. It is skipped when that memory would
   exceed ``--gram-max-gb`` (default 4 GB), and the table says so.
 """
@@ -23,8 +23,8 @@ import time
 
 import torch
 
-from nhtlab.cka import centre, linear_cka_gram
-from nhtlab.dlr import dlr, output_rank
+from nhtlab.measures.cka import centre, linear_cka_gram
+from nhtlab.measures.dlr import dlr, output_rank
 
 
 def synthetic(n: int, p: int, c: int, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:

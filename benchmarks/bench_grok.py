@@ -6,7 +6,7 @@ On one CPU thread it prints
 
 1. training steps per second of the companion paper's transformer
    (:func:`nhtlab.companion`: p = 97, d_model 128, batch 512), for the bare
-   AdamW step and for :func:`nhtlab.train.train` with its evaluations
+   AdamW step and for :func:`nhtlab.training.loop.train` with its evaluations
    (every 100 steps, on all 9,409 pairs);
 2. the step's matmul FLOPs (counted by ``torch.utils.flop_counter``: forward
    and backward, every mm/bmm/addmm) and the achieved GFLOP/s;
@@ -34,7 +34,7 @@ import torch
 import torch.nn.functional as F
 
 import nhtlab
-from nhtlab.sweeps import grid, sweep
+from nhtlab.training.sweeps import grid, sweep
 
 
 def _step_fn(model, opt, x, y, idx_gen, batch):

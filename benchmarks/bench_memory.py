@@ -5,10 +5,10 @@ Usage: ``python benchmarks/bench_memory.py [--budget-gib 16]``
 For each paper-scale setting the chapters' ``full`` profiles use, prints the
 parameters, the training and evaluation batches, the memory of one training
 step and of one evaluation batch (the configured 8,192 and the batch
-:func:`nhtlab.device.suggest_eval_batch_size` picks), and the datasets kept on
+:func:`nhtlab.training.device.suggest_eval_batch_size` picks), and the datasets kept on
 the device. On CUDA the peaks are measured (``torch.cuda.max_memory_allocated``
 around one AdamW step and one evaluation batch); otherwise they are estimated
-from activation sizes measured with forward hooks (:mod:`nhtlab.device`), which
+from activation sizes measured with forward hooks (:mod:`nhtlab.training.device`), which
 is an upper bound for the evaluation and a rough figure for training
 (allocator caching and cuDNN workspaces come on top). Prints a Markdown table.
 """
@@ -21,8 +21,8 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from nhtlab.cnn import ResNet18, SimpleCNN
-from nhtlab.device import estimate_eval_bytes, estimate_train_bytes, suggest_eval_batch_size
+from nhtlab.models.cnn import ResNet18, SimpleCNN
+from nhtlab.training.device import estimate_eval_bytes, estimate_train_bytes, suggest_eval_batch_size
 from nhtlab.models import Transformer
 
 GIB = 2**30
@@ -40,7 +40,7 @@ class Config:
     train_batch: int
     eval_n: int  # examples per evaluation set
     eval_batch: int  # the configured TrainConfig.eval_batch_size
-    stacked: int = 1  # runs in one stacked model (nhtlab.batched)
+    stacked: int = 1  # runs in one stacked model (nhtlab.training.batched)
     data_bytes: int = 0  # datasets held on the device
 
 

@@ -19,7 +19,7 @@ import time
 import torch
 
 import nhtlab
-from nhtlab.sweeps import grid, sweep
+from nhtlab.training.sweeps import grid, sweep
 
 
 def timed(label: str, runs, **kwargs) -> tuple[str, float, float, object]:

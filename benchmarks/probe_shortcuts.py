@@ -5,7 +5,7 @@ Every run is a :class:`nhtlab.ShortcutRun` on the offline digits (10 × 10 + a 1
 19k-parameter SimpleCNN, AdamW lr 3e-3, batch 64, **constant** learning rate) that differs from
 ``BASE`` only in the grid's axes.
 
-Columns: ``fitted`` and ``dropped`` are :func:`nhtlab.shortcuts.border_times` (the border followed on
+Columns: ``fitted`` and ``dropped`` are :func:`nhtlab.analysis.events.border_times` (the border followed on
 ≥ 30% of the conflict images and more often than the digit; then the digit read on ≥ 50% of them);
 ``conflict min`` is the worst-group accuracy's minimum; the rest are final accuracies.
 
@@ -23,7 +23,8 @@ import time
 
 import torch
 
-from nhtlab.shortcuts import ShortcutRun, border_times, run_shortcut
+from nhtlab.training.image_runs import ShortcutRun, run_shortcut
+from nhtlab.analysis.events import border_times
 
 BASE = dict(base="digits", size=10, width=1, pad=True, clean="mean", channels=(8, 8, 16, 16, 32, 32),
             lr=3e-3, batch_size=64, schedule="constant", eval_every=100)

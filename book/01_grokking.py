@@ -157,7 +157,7 @@ print(f"λ = 0: {weak.regime} — {weak.reason}")
 # ## What the delay law says about this run
 #
 # The companion paper turns the law into numbers with definitions its code makes precise,
-# and `nhtlab.delay` computes them the same way (see the [delay-law chapter](03_delay_law.ipynb)):
+# and `nhtlab.analysis.delay` computes them the same way (see the [delay-law chapter](03_delay_law.ipynb)):
 #
 # * **companion**: $V_\text{mem}$ = $\|\theta\|^2$ at $T_\text{mem}$; $V_\text{final}$ = $\|\theta\|^2$ at the
 #   end of the run; $T_\text{escape}$ = the first step after $T_\text{mem}$ with
@@ -206,7 +206,7 @@ else:
 
 # %%
 your_answer = None
-nhtlab.exercises.check_answer(your_answer, expected=nhtlab.predicted_delay(4.0, 1.0, lr=1e-3, weight_decay=0.5))
+nhtlab.notebook.exercises.check_answer(your_answer, expected=nhtlab.predicted_delay(4.0, 1.0, lr=1e-3, weight_decay=0.5))
 
 # %% [markdown]
 # ## Try it live
@@ -216,7 +216,7 @@ nhtlab.exercises.check_answer(your_answer, expected=nhtlab.predicted_delay(4.0, 
 # only says so; the interactive charts above work without a kernel.)
 
 # %%
-nhtlab.widgets.train_panel(run)
+nhtlab.notebook.widgets.train_panel(run)
 
 # %% [markdown]
 # ## Checks

@@ -45,7 +45,7 @@
 #
 # ## Two definitions, stated once
 #
-# `nhtlab.delay` computes the law's terms exactly as the companion's code does, and one
+# `nhtlab.analysis.delay` computes the law's terms exactly as the companion's code does, and one
 # variant; every number below says which it uses.
 #
 # * **companion** (the default): $V_\text{mem}$ = $\|\theta\|^2$ at $T_\text{mem}$, $V_\text{final}$ =
@@ -91,8 +91,7 @@ import numpy as np
 
 import nhtlab
 from nhtlab import charts
-from nhtlab.papers import (COMPANION_CONTRACTION, COMPANION_ETA_SWEEP, COMPANION_GROK_FIT, COMPANION_LAMBDA_SWEEP,
-                           paper_cell)
+from nhtlab.papers import COMPANION_CONTRACTION, COMPANION_ETA_SWEEP, COMPANION_GROK_FIT, COMPANION_LAMBDA_SWEEP, paper_cell
 
 PROFILES = {
     # quick: η = 3e-3 as the base so that runs grok within about 1,000 steps (a stand-in: the
@@ -141,7 +140,7 @@ result
 # $\log(V_\text{mem}/V_\text{grok})/(\eta\lambda)$.
 
 # %%
-points = {name: [] for name in nhtlab.delay.DEFINITIONS}
+points = {name: [] for name in nhtlab.analysis.delay.DEFINITIONS}
 for row in result:
     for name in points:
         p = nhtlab.delay_point(row.history, definition=name)
@@ -173,10 +172,10 @@ for lam in cfg.lams:
     theirs = COMPANION_LAMBDA_SWEEP.get(lam, {})
     n_runs = sum(1 for r in lam_runs if r.weight_decay == lam)
     for key, label in (("t_mem", "T_mem"), ("t_grok", "T_grok"), ("measured", "T_escape"), ("predicted", "theory")):
-        ours = nhtlab.delay.mean_std(lam_points, key, weight_decay=lam)
+        ours = nhtlab.analysis.delay.mean_std(lam_points, key, weight_decay=lam)
         print(f"{lam:>5g}  {label:<14}{paper_cell(ours) if ours else f'no grok ({n_runs} runs)':>16}"
               f"{paper_cell(theirs.get({'measured': 't_escape', 'predicted': 'escape_theory'}.get(key, key))):>18}")
-grok_means = {lam: nhtlab.delay.mean_std(lam_points, "t_grok", weight_decay=lam) for lam in cfg.lams}
+grok_means = {lam: nhtlab.analysis.delay.mean_std(lam_points, "t_grok", weight_decay=lam) for lam in cfg.lams}
 grok_means = {lam: m[0] for lam, m in grok_means.items() if m is not None}
 fit_lams = [lam for lam in grok_means if 0.1 <= lam <= 1.0]
 if len(fit_lams) >= 3:
@@ -190,7 +189,7 @@ else:
           f"{COMPANION_GROK_FIT['slope']:,}, R² {COMPANION_GROK_FIT['r2']})")
 eta_points = [p for p in points["grok"] if p["weight_decay"] == 1.0 and p["init_scale"] == 1.0]
 for lr in sorted({p["lr"] for p in eta_points}):
-    ours = nhtlab.delay.mean_std(eta_points, "t_grok", lr=lr)
+    ours = nhtlab.analysis.delay.mean_std(eta_points, "t_grok", lr=lr)
     print(f"η = {lr:g}, λ = 1: T_grok {paper_cell(ours)} (companion's η sweep: {paper_cell(COMPANION_ETA_SWEEP.get(lr))})")
 
 # %% [markdown]
@@ -238,7 +237,7 @@ if "vs_inverse_lambda" in fits.get("grok", {}):
 #
 # The companion fits $\|\theta_t\|^2 \approx A\,r^t + C$ on every evaluation from $T_\text{mem}$ to the
 # end of the run and compares $r$ with $1 - 2\eta\lambda$; its "≈ 1.41 ηλ" is $(1-r)/(\eta\lambda)$,
-# 1.30–1.69 across its λ sweep. `nhtlab.delay.contraction_fit` does the same fit.
+# 1.30–1.69 across its λ sweep. `nhtlab.analysis.delay.contraction_fit` does the same fit.
 
 # %%
 contraction = []
@@ -267,7 +266,7 @@ for name, pts in points.items():
     if not ratios:
         continue
     print(f"{name:<10} predicted/measured: median {np.median(ratios):.2f}, range {min(ratios):.2f}–{max(ratios):.2f} "
-          f"over {len(ratios)} runs ({nhtlab.delay.DEFINITIONS[name][0]} vs {nhtlab.delay.DEFINITIONS[name][1]})")
+          f"over {len(ratios)} runs ({nhtlab.analysis.delay.DEFINITIONS[name][0]} vs {nhtlab.analysis.delay.DEFINITIONS[name][1]})")
 
 # %% [markdown]
 # ## What holds here
@@ -315,10 +314,10 @@ if nhtlab.science_checks(cfg):  # skipped, with a notice, in a capped smoke run
             n_grok = sum(1 for p in points["grok"] if p["family"] == "λ sweep" and p["weight_decay"] == lam)
             assert n_grok == n_runs, f"λ = {lam}: {n_grok} of {n_runs} runs grokked"
     gp = points["grok"]
-    lam_delays = [nhtlab.delay.mean_std(gp, "measured", family="λ sweep", weight_decay=lam)[0]
+    lam_delays = [nhtlab.analysis.delay.mean_std(gp, "measured", family="λ sweep", weight_decay=lam)[0]
                   for lam in sorted(cfg.lams) if lam <= 1.0]
     assert all(a > b for a, b in zip(lam_delays, lam_delays[1:])), f"delay does not fall with λ: {lam_delays}"
-    eta_delays = [nhtlab.delay.mean_std(gp, "measured", weight_decay=1.0, init_scale=1.0, lr=lr)[0]
+    eta_delays = [nhtlab.analysis.delay.mean_std(gp, "measured", weight_decay=1.0, init_scale=1.0, lr=lr)[0]
                   for lr in sorted({cfg.lr, *cfg.etas})]
     assert all(a > b for a, b in zip(eta_delays, eta_delays[1:])), f"delay does not fall with η: {eta_delays}"
     gap = sorted((p["init_scale"], p["v_mem"], p["measured"]) for p in gp

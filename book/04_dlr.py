@@ -57,16 +57,16 @@ import torch
 
 import nhtlab
 from nhtlab import charts
-from nhtlab.cnn import SimpleCNN
-from nhtlab.dlr import CANDIDATE_RULES, rule_band, rule_properties
-from nhtlab.lazy_rich import lazy_rich_run
-from nhtlab.images import ImageData, digits
+from nhtlab.models.cnn import SimpleCNN
+from nhtlab.measures.dlr import CANDIDATE_RULES, rule_band, rule_properties
+from nhtlab.training.lazy_rich import lazy_rich_run
+from nhtlab.data.images import ImageData, digits
 
 torch.set_num_threads(1)  # these small models train fastest on one CPU thread
 
 PROFILES = {
     # transformer: nhtlab.companion at λ = 1 (p = 97, AdamW, batch 512); quick uses lr 2e-3 (groks sooner).
-    # lazy_rich: nhtlab.lazy_rich scales α. MLP: chapter 1's embedding MLP on (a + b) mod p, full batch.
+    # lazy_rich: nhtlab.training.lazy_rich scales α. MLP: chapter 1's embedding MLP on (a + b) mod p, full batch.
     "quick": dict(p=47, steps=600, eval_every=100, top=48,
                   transformer=dict(lr=2e-3, steps=1000),
                   lazy_rich=dict(alphas=[0.3, 1.0, 10.0, 100.0], steps=100, width=128),
@@ -143,7 +143,7 @@ charts.toy_curve(toy, title="toy: features = α · (output span) + (1 − α) ·
 # project's notes) found that with $r$ = the full numerical rank DLR *rises* through grokking, and
 # with $r$ from an energy or relative threshold it *falls*: the rule decides the story. So the rule
 # cannot be chosen by which story it tells. nhtlab fixes it by properties that say nothing about
-# grokking, stated (with their pass thresholds, `nhtlab.dlr.RULE_THRESHOLDS`) before any rule
+# grokking, stated (with their pass thresholds, `nhtlab.measures.dlr.RULE_THRESHOLDS`) before any rule
 # was scored, and each pinned by a unit test (`tests/test_dlr_rank.py`):
 #
 # 1. **noise**: appending output directions that carry 10⁻³ of the outputs' energy, as pure noise
@@ -191,7 +191,7 @@ for row in properties:
 # parameters need to move only $O(1/\alpha)$, the network stays at its linearisation and keeps its
 # initial features (lazy); for small α they move far (rich). The network: a three-hidden-layer
 # ReLU MLP on scikit-learn's digits (8 × 8 pixels, standardised), squared loss to one-hot targets,
-# full-batch gradient descent ({func}`nhtlab.lazy_rich.lazy_rich_run`). Two independent signals on the training
+# full-batch gradient descent ({func}`nhtlab.training.lazy_rich.lazy_rich_run`). Two independent signals on the training
 # images decide lazy or rich: the linear CKA between the final and the initial features (≈ 1: the
 # kernel did not move) and NC1 (≪ 1: neural collapse). The claims, fixed before the runs: the
 # smallest α is rich (CKA to init ≤ 0.6 and NC1 at most a tenth of the largest α's), the largest

@@ -65,7 +65,7 @@ seed = 0
 # %%
 import nhtlab
 from nhtlab import charts
-from nhtlab.shortcuts import border_times
+from nhtlab.analysis.events import border_times
 
 # The setting chapter 06 chooses from its probe grid: a bright one-pixel border on 10×10 digits, its class's
 # colour on ρ = 0.95 of the training images and a wrong class's colour on the rest, a constant learning rate.
@@ -95,14 +95,14 @@ nhtlab.stamp(profile, cfg)
 # ## The data and the runs
 #
 # Every class gets its own border colour. The test sets (all built from held-out digits,
-# {mod}`nhtlab.shortcuts`): `clean` carries the mean of the class colours as its border (a border
+# {mod}`nhtlab.data.cues`): `clean` carries the mean of the class colours as its border (a border
 # is present, as on every training image, but says nothing), `conflict` a wrong class's border on
 # every digit (the worst group: following the border is always wrong there; `cue` is the same
 # images scored by the border's class) and `shortcut` a class border on a plain grey image
 # (reading the border alone). The border counts as **fitted** from the first step at which the
 # network follows it on at least 30% of the conflict images and more often than it reads the
 # digit, and as **dropped** from the first later step at which it reads the digit on at least half
-# of them ({func}`nhtlab.shortcuts.border_times`).
+# of them ({func}`nhtlab.analysis.events.border_times`).
 
 # %%
 def make_run(change: dict) -> nhtlab.ShortcutRun:
@@ -158,13 +158,13 @@ charts.layer_peak_steps(peaks)
 # %% [markdown]
 # The order in which the layers peaked and contracted (a layer that lost less than 2% of its peak by
 # the end counts as never contracted), and the order between the read-out and conv1
-# ({func}`nhtlab.layers.layer_order`: "backward" only when both contracted and the read-out peaked
+# ({func}`nhtlab.analysis.layers.layer_order`: "backward" only when both contracted and the read-out peaked
 # first; "first only" or "head only" when one of them never contracted, so no order between them
 # was seen):
 
 # %%
 orders = {label: nhtlab.peak_order(ts) for label, ts in transitions.items()}
-head_first = {label: nhtlab.layers.layer_order(ts, "readout", "conv1") for label, ts in transitions.items()}
+head_first = {label: nhtlab.analysis.layers.layer_order(ts, "readout", "conv1") for label, ts in transitions.items()}
 for label, ts in transitions.items():
     by_layer = {t.layer: t for t in ts}
     print(f"{label} (border fitted {times[label][0]}, dropped {times[label][1]}): read-out vs conv1 = {head_first[label]}\n"
@@ -179,7 +179,7 @@ for label, ts in transitions.items():
 # and against the first layer's $\|\theta_L\|^2/\|\theta_1\|^2$, next to the total norm, with the
 # steps at which the border was fitted and dropped as dashed lines. A signal *warns* if it turns
 # down (reaches its maximum) before the border is dropped
-# ({func}`nhtlab.layers.warning_times`).
+# ({func}`nhtlab.analysis.layers.warning_times`).
 
 # %%
 signal_records, events = [], []
@@ -194,7 +194,7 @@ for label, h in runs.items():
 charts.warning_signals(signal_records, events)
 
 # %%
-warnings_ = {label: nhtlab.layers.warning_times(h, times[label][1]) for label, h in runs.items()}
+warnings_ = {label: nhtlab.analysis.layers.warning_times(h, times[label][1]) for label, h in runs.items()}
 [{"run": label, **w} for label, w in warnings_.items()]
 
 # %% [markdown]

@@ -60,8 +60,8 @@ import math
 
 import nhtlab
 from nhtlab import charts
-from nhtlab.monitor import online_regime
-from nhtlab.shortcuts import border_times
+from nhtlab.training.monitor import online_regime
+from nhtlab.analysis.events import border_times
 
 # The chosen design (see "Choosing the border" below): a bright border naming the class on ρ = 0.95 of the
 # training images and a wrong class on the rest; constant learning rate.
@@ -173,7 +173,7 @@ small_grid
 # %% [markdown]
 # ## The test sets
 #
-# All are built from held-out digits ({mod}`nhtlab.shortcuts`):
+# All are built from held-out digits ({mod}`nhtlab.data.cues`):
 #
 # * **clean**: the border in the mean of the class colours — a border is present, as on every
 #   training image of this design, but it names no class. It measures the digit reader on
@@ -199,7 +199,7 @@ charts.norm_curves([(f"λ = {lam:g}", trained[run]) for lam, run in sweep.items(
 # The paper's three regimes: **weak** decay lets the norm grow and the shortcut stay;
 # **intermediate** decay makes the norm peak and fall while the network keeps fitting;
 # **strong** decay stops it from fitting. Image runs are read by
-# {func}`nhtlab.monitor.online_regime` off the norm and the training accuracy (a contraction of at
+# {func}`nhtlab.training.monitor.online_regime` off the norm and the training accuracy (a contraction of at
 # least 5% below the peak; "fitted" means training accuracy ≥ 0.97, above the border's ceiling
 # ρ = 0.95: the exceptions are fitted too).
 
@@ -278,7 +278,7 @@ else:
 # ## Clean norm separation across domains
 #
 # The paper defines clean norm separation only in words. nhtlab's estimator
-# ({func}`nhtlab.separation.clean_norm_separation`) measures a shortcut reliance φ at every
+# ({func}`nhtlab.analysis.separation.clean_norm_separation`) measures a shortcut reliance φ at every
 # checkpoint — how often the network follows the border against the digit (images), or
 # 1 − test accuracy (modular arithmetic), both rescaled so chance is 0 — and scores the Spearman
 # rank correlation between $\|\theta\|^2$ and φ **from the step the shortcut is fitted** (the
@@ -291,7 +291,7 @@ mains = {domain: hs[cfg.modular_main if domain == "modular arithmetic" else cfg.
          for domain, hs in histories.items() if hs}
 separations = {domain: nhtlab.separation_from_history(h, 97, kind="generalisation") if domain == "modular arithmetic"
                else nhtlab.separation_from_history(h, 10) for domain, h in mains.items()}
-[{"domain": d, "score": nhtlab.separation.format_score(s), "window from step": s.start_step, "points": s.n_points,
+[{"domain": d, "score": nhtlab.analysis.separation.format_score(s), "window from step": s.start_step, "points": s.n_points,
   "φ drop": round(s.phi_drop, 3) if s.defined else None} for d, s in separations.items()]
 
 # %%
@@ -300,19 +300,19 @@ charts.score_bars([{"domain": d, **s.to_dict()} for d, s in separations.items()]
 # %% [markdown]
 # ## Scorecard: the paper's six predictions on this chapter's runs
 #
-# Each rule is a function of {mod}`nhtlab.scorecard`, whose docstring says what makes it fail; each
+# Each rule is a function of {mod}`nhtlab.analysis.scorecard`, whose docstring says what makes it fail; each
 # cell prints the number the rule compared.
 #
-# * **P1 norm ordering** ({func}`~nhtlab.scorecard.norm_ordering`): ‖θ‖² when the shortcut is fitted
+# * **P1 norm ordering** ({func}`~nhtlab.analysis.scorecard.norm_ordering`): ‖θ‖² when the shortcut is fitted
 #   (border fitted; T_mem) is larger than ‖θ‖² at the end of the run, once the structure is reached
 #   (border dropped; T_grok). Not measured (✗) if either never happened.
-# * **P2 three regimes** ({func}`~nhtlab.scorecard.three_regimes`): weak → intermediate → strong in λ.
-# * **P3 worst group** ({func}`~nhtlab.scorecard.worst_group_rise`): the worst-group accuracy
+# * **P2 three regimes** ({func}`~nhtlab.analysis.scorecard.three_regimes`): weak → intermediate → strong in λ.
+# * **P3 worst group** ({func}`~nhtlab.analysis.scorecard.worst_group_rise`): the worst-group accuracy
 #   (`conflict`; modular: test) is below 0.5 when the shortcut is fitted and above 0.5 at the end.
-# * **P4 layer hierarchy** ({func}`~nhtlab.scorecard.backward_order`): the read-out and the first
+# * **P4 layer hierarchy** ({func}`~nhtlab.analysis.scorecard.backward_order`): the read-out and the first
 #   layer both contract, the read-out first.
-# * **P5 clean separation** ({func}`~nhtlab.scorecard.separation_rule`): the score above is defined and ≥ 0.5.
-# * **P6 delay scaling** ({func}`~nhtlab.scorecard.delay_scaling`): at least three λ with a measured
+# * **P5 clean separation** ({func}`~nhtlab.analysis.scorecard.separation_rule`): the score above is defined and ≥ 0.5.
+# * **P6 delay scaling** ({func}`~nhtlab.analysis.scorecard.delay_scaling`): at least three λ with a measured
 #   delay (dropped − fitted; T_grok − T_mem), and the 95% interval of the fitted exponent α in
 #   T ∝ λ^(−α) contains 1 and excludes 0.
 
@@ -334,14 +334,14 @@ for domain, main_h in mains.items():
     else:
         delays = {lam: [d - f if f is not None and d is not None else None for f, d in [border_times(h)]]
                   for lam, h in runs_of.items()}
-    head, first = nhtlab.layers.default_head_and_first(main_h)
+    head, first = nhtlab.analysis.layers.default_head_and_first(main_h)
     scorecard[domain] = nhtlab.score_predictions(
         main=main_h, regimes=regimes[domain], shortcut_step=fitted,
         structured_step=int(main_h.rows[-1]["step"]) if dropped is not None else None,
         worst_column="test_acc" if domain == "modular arithmetic" else "conflict_acc",
         transitions=nhtlab.layer_transitions(main_h), head=head, first=first, separation=separations[domain],
         delays=delays)
-nhtlab.scorecard.scorecard_rows(scorecard)
+nhtlab.analysis.scorecard.scorecard_rows(scorecard)
 
 # %%
 print(nhtlab.scorecard_text(scorecard))
@@ -424,6 +424,6 @@ if nhtlab.science_checks(cfg):  # skipped, with a notice, in a capped smoke run
     print(f"border fitted at {fitted}, dropped at {dropped}; conflict accuracy ρ = {low:g}: "
           f"{rho_hist[low].rows[-1]['conflict_acc']:.2f}, ρ = {high:g}: {rho_hist[high].rows[-1]['conflict_acc']:.2f} "
           f"(paper, clean accuracy on CIFAR-10: 0.78 at ρ = 0.5, 0.10 at ρ = 1)")
-    print("separation:", {d: nhtlab.separation.format_score(s) for d, s in separations.items()},
+    print("separation:", {d: nhtlab.analysis.separation.format_score(s) for d, s in separations.items()},
           "(paper: ≈ 1 modular, 0.5–0.7 CIFAR-10 border, ≈ 0 Waterbirds, −0.11 CelebA)")
     print("scorecard:", {d: f"{sum(v.passed for v in row.values())}/6" for d, row in scorecard.items()})

@@ -85,7 +85,7 @@ runs = [nhtlab.companion(1.0, seed + k, lr=cfg.lr, steps=cfg.steps, stop_after=c
                          model_kwargs=dict(d_model=size, d_ff=4 * size))
         for size in cfg.sizes for k in cfg.seeds]
 result = nhtlab.sweep(runs, strategy="parallel", workers=2, cache=nhtlab.default_cache())
-rows = nhtlab.emergence.scale_table(result.histories, key="d_model")
+rows = nhtlab.analysis.emergence.scale_table(result.histories, key="d_model")
 result
 
 # %% [markdown]
@@ -97,7 +97,7 @@ result
 # budget.
 
 # %%
-summary = nhtlab.emergence.size_summary(rows, budget=cfg.budget)
+summary = nhtlab.analysis.emergence.size_summary(rows, budget=cfg.budget)
 print(f"{'d_model':>7} {'runs':>4} {'grokked':>7} {'T_mem':>6} {'V_mem':>7} {'V_grok':>7} {'gap':>6} {'delay':>6} "
       f"{'law':>6} {'in budget':>9}")
 for s in summary:
@@ -116,8 +116,8 @@ for s in summary:
 
 # %%
 grokked = [r for r in rows if r["delay"] is not None]
-fit = nhtlab.emergence.fit_gamma(rows) if len(grokked) >= 2 else None  # a capped smoke run has none
-charts.gap_and_delay(rows, nhtlab.emergence.law_records(summary, fit), size_title="d_model")
+fit = nhtlab.analysis.emergence.fit_gamma(rows) if len(grokked) >= 2 else None  # a capped smoke run has none
+charts.gap_and_delay(rows, nhtlab.analysis.emergence.law_records(summary, fit), size_title="d_model")
 
 # %% [markdown]
 # ## The two links, measured
@@ -129,12 +129,12 @@ charts.gap_and_delay(rows, nhtlab.emergence.law_records(summary, fit), size_titl
 
 # %%
 sizes_grokked = {r["size"] for r in grokked}
-link = (nhtlab.emergence.rank_correlation([r["log_gap"] for r in grokked], [r["delay"] for r in grokked])
+link = (nhtlab.analysis.emergence.rank_correlation([r["log_gap"] for r in grokked], [r["delay"] for r in grokked])
         if len(grokked) >= 3 else float("nan"))
 print(f"law's link: rank correlation of log gap and delay over {len(grokked)} runs = {link:.2f}")
 if len(sizes_grokked) >= 2:
     for name, key in (("log gap", "log_gap"), ("delay", "delay")):
-        change = nhtlab.emergence.between_and_within(rows, key)
+        change = nhtlab.analysis.emergence.between_and_within(rows, key)
         verdict = "within seed noise" if abs(change["difference"]) <= change["seed_spread"] else (
             "shrinks" if change["difference"] < 0 else "GROWS")
         print(f"{name}: largest − smallest width = {change['difference']:+,.3f}, seed spread "
@@ -153,7 +153,7 @@ if fit is not None:
 
 # %%
 budgets = list(range(250, cfg.steps + 1, 250)) or [cfg.budget]  # a capped smoke run has a tiny budget
-fractions = [f for b in budgets for f in nhtlab.emergence.fraction_generalised(rows, b)]
+fractions = [f for b in budgets for f in nhtlab.analysis.emergence.fraction_generalised(rows, b)]
 charts.fraction_threshold(fractions, budgets, start=cfg.budget, size_title="d_model")
 
 # %% [markdown]

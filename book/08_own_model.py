@@ -19,7 +19,7 @@
 # The earlier chapters trained nhtlab's own models with nhtlab's own loop. Your model is
 # different, and so is your training loop. This chapter shows the readings of the book on a
 # model nhtlab has never seen, trained by a plain PyTorch loop of the kind you already write,
-# with one small object attached to it: {class}`nhtlab.monitor.Monitor`.
+# with one small object attached to it: {class}`nhtlab.training.monitor.Monitor`.
 #
 # After every optimiser step you call `monitor(step)`. Every `every` steps it records
 #
@@ -66,7 +66,7 @@ import torch.nn.functional as F
 
 import nhtlab
 from nhtlab import charts
-from nhtlab.images import digits
+from nhtlab.data.images import digits
 
 PROFILES = {
     # 8 × 8 digits, a small CNN, a λ grid of short minibatch runs.
@@ -224,10 +224,10 @@ charts.layer_norm_curves(chosen_monitor.history, title=f"squared norm of each la
 #
 # | reading | what to look at | what it means | when the theory does not apply |
 # |---|---|---|---|
-# | **norm shape** | `monitor.regime()` (online, norm curve only), the ‖θ‖² curve; after training, with test labels, `monitor.diagnose()` ({func}`nhtlab.regimes.diagnose_regime`) | rising without end: weak (shortcut kept); peak then decay: intermediate (the escape is under way); decay and no fit: strong | learning-rate schedules that go to zero freeze the norm; normalisation layers (BatchNorm, LayerNorm) make the loss blind to the scale of the weights before them, so their norm moves for reasons unrelated to the shortcut |
-# | **layer order** | `head_rel`, `head_ratio`, `monitor.head_contracting_step`, {func}`nhtlab.layers.layer_transitions` | the read-out contracting first (a "backward" transition) is the paper's early warning | at CPU scale on images the book has measured the reverse order (the first convolution contracting first); read the order, don't assume it |
+# | **norm shape** | `monitor.regime()` (online, norm curve only), the ‖θ‖² curve; after training, with test labels, `monitor.diagnose()` ({func}`nhtlab.analysis.regimes.diagnose_regime`) | rising without end: weak (shortcut kept); peak then decay: intermediate (the escape is under way); decay and no fit: strong | learning-rate schedules that go to zero freeze the norm; normalisation layers (BatchNorm, LayerNorm) make the loss blind to the scale of the weights before them, so their norm moves for reasons unrelated to the shortcut |
+# | **layer order** | `head_rel`, `head_ratio`, `monitor.head_contracting_step`, {func}`nhtlab.analysis.layers.layer_transitions` | the read-out contracting first (a "backward" transition) is the paper's early warning | at CPU scale on images the book has measured the reverse order (the first convolution contracting first); read the order, don't assume it |
 # | **DLR** | the `dlr` column (probe batch) | low: features are what the outputs need (rich); high: features carry much the read-out ignores (lazy) | DLR depends on which layer counts as "penultimate" and on the rank rule (see the DLR chapter); on the embedding MLP it *rises* at grokking (its read-out ignores additive hidden energy), on the companion transformer it falls between $T_\text{mem}$ and $T_\text{grok}$ |
-# | **separation score** | {func}`nhtlab.separation.clean_norm_separation` | how sharply reliance on the shortcut tracks ‖θ‖²: near 1 means the norm is a faithful clock of the escape | needs a way to measure shortcut reliance (a shortcut test set); near 0 the delay law's numbers should not be trusted |
+# | **separation score** | {func}`nhtlab.analysis.separation.clean_norm_separation` | how sharply reliance on the shortcut tracks ‖θ‖²: near 1 means the norm is a faithful clock of the escape | needs a way to measure shortcut reliance (a shortcut test set); near 0 the delay law's numbers should not be trusted |
 # | **delay** | T_grok − T_mem against log(V_sc/V_st)/(ηλ) | the law gives a time *scale*, γ_eff ≥ ηλ for AdamW | on CIFAR the paper itself finds T ∝ 1/λ fails; on our MLP the law underestimates the delay (see the emergence chapter) |
 #
 # The theory is about a network that *has* a high-norm shortcut and a lower-norm structured
@@ -261,7 +261,7 @@ charts.layer_norm_curves(chosen_monitor.history, title=f"squared norm of each la
 # end); the largest is strong (it never fits); at least one λ in between is intermediate; the
 # recipe's λ generalises better than the weakest one; and the monitor's DLR is the DLR of the
 # model's read-out input: recomputed here outside the monitor (features = everything before the
-# last layer, outputs = the last layer) with {func}`nhtlab.dlr.dlr` on the same probe, it must
+# last layer, outputs = the last layer) with {func}`nhtlab.measures.dlr.dlr` on the same probe, it must
 # agree to 1e-9. That fails if the monitor hooked the wrong layer or read a stale model.
 
 # %%

@@ -2,38 +2,100 @@
 
 Datasets, models, training with norm tracking, sweeps, the NHT delay law, the
 clean-norm-separation score, DLR and its spectra, and charts, for the nhtlab book.
+
+The package is layered; imports only point down the list:
+
+* ground: :mod:`nhtlab.history` (the record of a run), :mod:`nhtlab.validation`,
+  :mod:`nhtlab.smoke`, :mod:`nhtlab.flags`, :mod:`nhtlab.papers`, the version;
+* :mod:`nhtlab.data`, :mod:`nhtlab.models`, :mod:`nhtlab.measures` (tensors in, numbers out);
+* :mod:`nhtlab.analysis` (numpy over histories);
+* :mod:`nhtlab.training` (running experiments: loop, runs, sweeps, cache, callbacks);
+* :mod:`nhtlab.charts`, then :mod:`nhtlab.notebook` (what the chapters need around the science).
+
+The names below are the public surface; every one is also importable from its module.
 """
 
-__version__ = "0.2.0"
+from . import charts, papers
+from ._version import __version__
+from .analysis import delay, emergence, layers, regimes, scorecard, separation
+from .analysis.delay import (
+                              contraction_fit,
+                              delay_fits,
+                              delay_point,
+                              delay_summary,
+                              linear_fit,
+                              predicted_delay,
+)
+from .analysis.events import Events, border_times, find_events
+from .analysis.layers import (
+                              early_warning,
+                              head_to_first_ratio,
+                              is_backward,
+                              layer_records,
+                              layer_transitions,
+                              peak_order,
+)
+from .analysis.regimes import (
+                              diagnose_regime,
+                              regime_curves,
+                              regime_order_ok,
+                              regime_table,
+)
+from .analysis.scorecard import cue_escape_step, score_predictions, scorecard_text
+from .analysis.separation import clean_norm_separation, separation_from_history
+from .data.cues import border_shortcut, tint_shortcut
+from .data.images import ImageData, cifar10, digits
+from .data.modular import ModularData, modular_data
+from .history import History
+from .measures.cka import linear_cka
+from .measures.collapse import nc1
+from .measures.dlr import dlr, dlr_terms, output_rank
+from .measures.features import Captured, capture, hooked
+from .measures.norms import layer_norms, total_norm
+from .measures.spectra import eigenfunctions, feature_spectrum
+from .models import EmbeddingMLP, ResNet18, SimpleCNN, Transformer, make_model
+from .notebook import exercises, widgets
+from .notebook.profiles import select_profile
+from .notebook.stamp import stamp
+from .smoke import science_checks, smoke_enabled
+from .training import lazy_rich, monitor
+from .training.batched import train_batched
+from .training.cache import ResultCache, cached_run, default_cache
+from .training.device import pick_device, seed_everything
+from .training.dlr_tracker import DLRTracker
+from .training.image_runs import ShortcutRun, run_shortcut, run_shortcuts
+from .training.loop import TrainConfig, train
+from .training.monitor import Monitor, online_regime
+from .training.presets import companion
+from .training.runs import ModularRun, run_modular
+from .training.sweeps import SweepResult, grid, sweep
 
-from .device import pick_device, seed_everything  # noqa: E402
-from .events import Events, find_events  # noqa: E402
-from .experiment import ModularRun, run_modular  # noqa: E402
-from .models import EmbeddingMLP, Transformer, make_model  # noqa: E402
-from .modular import ModularData, modular_data  # noqa: E402
-from .norms import layer_norms, total_norm  # noqa: E402
-from .train import History, TrainConfig, train  # noqa: E402
-from .profiles import select_profile  # noqa: E402
-from .stamp import stamp  # noqa: E402
-from . import exercises, widgets  # noqa: E402,F401
-from .delay import delay_summary, predicted_delay  # noqa: E402
-from .cache import ResultCache, cached_run, default_cache  # noqa: E402
-from .monitor import Monitor, online_regime  # noqa: E402
-from . import emergence  # noqa: E402
-from .cka import linear_cka  # noqa: E402
-from .collapse import nc1  # noqa: E402
-from .features import Captured, capture, hooked  # noqa: E402
-from .dlr import DLRTracker, dlr, dlr_terms, eigenfunctions, feature_spectrum, output_rank  # noqa: E402
-from .images import ImageData, cifar10, digits  # noqa: E402
-from .cnn import ResNet18, SimpleCNN  # noqa: E402
-from .shortcuts import ShortcutRun, border_shortcut, run_shortcut, run_shortcuts, tint_shortcut  # noqa: E402
-from .layers import early_warning, head_to_first_ratio, is_backward, layer_records, layer_transitions, peak_order  # noqa: E402
-from .separation import clean_norm_separation, separation_from_history  # noqa: E402
-from .sweeps import SweepResult, grid, sweep  # noqa: E402
-from .batched import train_batched  # noqa: E402
-from .regimes import diagnose_regime, regime_curves, regime_order_ok, regime_table  # noqa: E402
-from .delay import contraction_fit, delay_fits, delay_point, linear_fit  # noqa: E402
-from .scorecard import cue_escape_step, score_predictions, scorecard_text  # noqa: E402
-from .presets import companion  # noqa: E402
-from . import papers  # noqa: E402,F401
-from .smoke import science_checks, smoke_enabled  # noqa: E402
+__all__ = [
+    "__version__",
+    # the record of a run
+    "History",
+    # data
+    "ModularData", "modular_data", "ImageData", "digits", "cifar10", "border_shortcut", "tint_shortcut",
+    # models
+    "EmbeddingMLP", "Transformer", "SimpleCNN", "ResNet18", "make_model",
+    # measures
+    "total_norm", "layer_norms", "linear_cka", "nc1", "capture", "hooked", "Captured",
+    "dlr", "dlr_terms", "output_rank", "feature_spectrum", "eigenfunctions",
+    # analysis
+    "Events", "find_events", "border_times",
+    "delay_point", "delay_summary", "delay_fits", "linear_fit", "contraction_fit", "predicted_delay",
+    "diagnose_regime", "regime_curves", "regime_table", "regime_order_ok",
+    "layer_records", "layer_transitions", "peak_order", "is_backward", "head_to_first_ratio", "early_warning",
+    "clean_norm_separation", "separation_from_history",
+    "score_predictions", "scorecard_text", "cue_escape_step",
+    # training
+    "TrainConfig", "train", "ModularRun", "run_modular", "ShortcutRun", "run_shortcut", "run_shortcuts", "companion",
+    "grid", "sweep", "SweepResult", "train_batched", "ResultCache", "cached_run", "default_cache",
+    "Monitor", "online_regime", "DLRTracker", "pick_device", "seed_everything",
+    "science_checks", "smoke_enabled",
+    # notebook
+    "select_profile", "stamp",
+    # modules the chapters reach by attribute (nhtlab.delay.mean_std, …)
+    "charts", "papers", "delay", "emergence", "layers", "regimes", "scorecard", "separation", "lazy_rich", "monitor",
+    "exercises", "widgets",
+]

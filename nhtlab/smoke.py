@@ -42,16 +42,16 @@ What is capped, and where:
 
   Every other setting (λ grids, widths, model names, image size, p…) is
   untouched: the sweep has the real shape, each run is just short.
-* :func:`nhtlab.train.train` and :func:`nhtlab.batched.train_batched` cap
+* :func:`nhtlab.training.loop.train` and :func:`nhtlab.training.batched.train_batched` cap
   ``steps`` and ``eval_every`` themselves (:func:`cap_train_config`), so runs
   built outside ``select_profile`` (presets, a chapter's own configs) are
   capped too, and the history's ``config`` records ``smoke_steps``.
-* :func:`nhtlab.images.cifar10` keeps the first ``NHTLAB_SMOKE_IMAGES``
+* :func:`nhtlab.data.images.cifar10` keeps the first ``NHTLAB_SMOKE_IMAGES``
   images of each split and never downloads (``download=True`` is ignored under
   the cap; ``NHTLAB_CIFAR_ROOT`` points it at a local archive).
 * :func:`nhtlab.stamp` puts ``SMOKE RUN`` first in the stamp, in its summary
   line and in red.
-* :mod:`nhtlab.cache`: the cap is part of every key, so a capped run never
+* :mod:`nhtlab.training.cache`: the cap is part of every key, so a capped run never
   reads or writes a real run's entry (and real keys are unchanged).
 
 In a chapter, guard the closing scientific checks (and only them)::
@@ -191,7 +191,7 @@ def cap_settings(settings: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def cap_train_config(config: Any) -> Any:
-    """A :class:`~nhtlab.train.TrainConfig` (or any dataclass with ``steps``/``eval_every``) under the cap.
+    """A :class:`~nhtlab.training.loop.TrainConfig` (or any dataclass with ``steps``/``eval_every``) under the cap.
 
     Returns ``config`` itself when the cap is off or changes nothing.
     """

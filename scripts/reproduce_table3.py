@@ -56,11 +56,11 @@ def main() -> None:
         count = COMPANION_GROK_COUNTS.get(lam)
         cells = [f"{len(mine)}/{n} ({'—' if count is None else f'{count[0]}/{count[1]}'})"]
         for key, paper_key in (("t_mem", "t_mem"), ("t_grok", "t_grok"), ("measured", "t_escape"), ("predicted", "escape_theory")):
-            ours = nhtlab.delay.mean_std(mine, key)
+            ours = nhtlab.analysis.delay.mean_std(mine, key)
             cells.append(f"{paper_cell(ours)} ({paper_cell(theirs.get(paper_key))})" if key != "t_mem" else paper_cell(ours))
         cells.append(f"{sum(ratios) / len(ratios):.2f} ({COMPANION_CONTRACTION.get(lam, '—')})" if ratios else "—")
         lines.append(f"| {lam:g} | " + " | ".join(cells) + " |")
-    means = {lam: nhtlab.delay.mean_std(points, "t_grok", weight_decay=lam) for lam in args.lams if 0.1 <= lam <= 1.0}
+    means = {lam: nhtlab.analysis.delay.mean_std(points, "t_grok", weight_decay=lam) for lam in args.lams if 0.1 <= lam <= 1.0}
     means = {lam: m[0] for lam, m in means.items() if m is not None}
     if len(means) >= 2:
         fit = nhtlab.linear_fit([1 / lam for lam in means], list(means.values()))

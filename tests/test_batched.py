@@ -7,7 +7,7 @@ import pytest
 import torch
 
 import nhtlab
-from nhtlab.batched import StackedAdamW, batch_key, train_batched
+from nhtlab.training.batched import StackedAdamW, batch_key, train_batched
 
 BASE = nhtlab.ModularRun(p=11, model_kwargs=dict(width=32, embed_std=0.5), steps=25, eval_every=5, lr=3e-3, device="cpu")
 

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 import nhtlab
-from nhtlab.cache import ResultCache, cached_run, config_key, default_cache_dir
-from nhtlab.experiment import ModularRun
-from nhtlab.train import History
+from nhtlab.training.cache import ResultCache, cached_run, config_key, default_cache_dir
+from nhtlab.training.runs import ModularRun
+from nhtlab.history import History
 
 RUN = ModularRun(p=11, model_kwargs=dict(width=16), steps=40, eval_every=10, seed=5, device="cpu")
 
@@ -57,14 +57,14 @@ def test_key_is_canonical_and_version_dependent(monkeypatch, cache):
     cache.put(a, history)
     assert cache.get(b).rows == history.rows
     old_key = config_key(a)
-    monkeypatch.setattr(nhtlab, "__version__", "999.0.0")
+    monkeypatch.setattr(nhtlab._version, "__version__", "999.0.0")
     assert config_key(a) != old_key
     assert cache.get(a) is None  # a new nhtlab version never reuses old results
 
 
 def test_version_change_retrains_a_run(monkeypatch, cache):
     _trained(cache)
-    monkeypatch.setattr(nhtlab, "__version__", "0.0.0-test")
+    monkeypatch.setattr(nhtlab._version, "__version__", "0.0.0-test")
     _, trained = _trained(cache)
     assert trained and len(cache) == 2
 
@@ -129,7 +129,7 @@ def test_default_location_and_switches(monkeypatch, tmp_path, cache):
 
 
 def test_default_cache_follows_the_environment(monkeypatch, tmp_path):
-    from nhtlab.cache import ResultCache, default_cache
+    from nhtlab.training.cache import ResultCache, default_cache
 
     monkeypatch.setenv("NHTLAB_CACHE", "off")
     assert default_cache() is None

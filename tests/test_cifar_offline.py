@@ -10,7 +10,7 @@ import pytest
 import torch
 
 import nhtlab
-from nhtlab.images import CIFAR10_CLASSES, DatasetUnavailableError, cifar10, read_cifar10_batches
+from nhtlab.data.images import CIFAR10_CLASSES, DatasetUnavailableError, cifar10, read_cifar10_batches
 
 PER_CLASS = 3  # images per class in each batch file
 

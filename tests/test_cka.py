@@ -5,7 +5,7 @@ import math
 import pytest
 import torch
 
-from nhtlab.cka import linear_cka, linear_cka_gram
+from nhtlab.measures.cka import linear_cka, linear_cka_gram
 
 
 def gen(seed: int) -> torch.Generator:

@@ -4,8 +4,8 @@ import pytest
 import torch
 import torch.nn as nn
 
-from nhtlab.cnn import ResNet18, SimpleCNN, count_parameters
-from nhtlab.norms import layer_norms
+from nhtlab.models.cnn import ResNet18, SimpleCNN, count_parameters
+from nhtlab.measures.norms import layer_norms
 
 
 def test_simple_cnn_has_the_papers_size():

@@ -8,8 +8,8 @@ import warnings
 import pytest
 
 import nhtlab
-from nhtlab.experiment import ModularRun
-from nhtlab.sweeps import sweep
+from nhtlab.training.runs import ModularRun
+from nhtlab.training.sweeps import sweep
 
 distributed = pytest.importorskip("distributed", reason="dask[distributed] is not installed (pip install 'nhtlab[test]')")
 

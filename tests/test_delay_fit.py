@@ -5,8 +5,8 @@ import math
 import numpy as np
 import pytest
 
-from nhtlab.delay import DEFINITIONS, contraction_fit, delay_fits, delay_point, linear_fit, predicted_delay
-from nhtlab.train import History
+from nhtlab.analysis.delay import DEFINITIONS, contraction_fit, delay_fits, delay_point, linear_fit, predicted_delay
+from nhtlab.history import History
 
 
 def law_history(t_mem=200, v_mem=4000.0, v_final=1000.0, lr=1e-3, wd=1.0, rate_factor=2.0, window=500, every=100,

@@ -9,10 +9,12 @@ import torch
 import torch.nn as nn
 
 import nhtlab
-from nhtlab.cka import linear_cka_gram
-from nhtlab.collapse import nc1
-from nhtlab.dlr import DLRTracker, dlr, dlr_terms, eigenfunctions, feature_spectrum, output_rank, participation_ratio
-from nhtlab.features import capture, hooked
+from nhtlab.measures.cka import linear_cka_gram
+from nhtlab.measures.collapse import nc1
+from nhtlab.training.dlr_tracker import DLRTracker
+from nhtlab.measures.dlr import dlr, dlr_terms, output_rank
+from nhtlab.measures.spectra import eigenfunctions, feature_spectrum, participation_ratio
+from nhtlab.measures.features import capture, hooked
 
 F64 = torch.float64
 
@@ -290,7 +292,7 @@ def test_cuda_matches_cpu():
 
 
 def test_monitor_dlr_is_nhtlab_dlr_of_the_readout_input_and_a_wrong_layer_differs():
-    """Chapter 08's check: the monitor's DLR equals nhtlab.dlr recomputed outside it; it can fail."""
+    """Chapter 08's check: the monitor's DLR equals nhtlab.measures.dlr recomputed outside it; it can fail."""
     torch.manual_seed(0)
     model = nn.Sequential(nn.Linear(6, 16), nn.ReLU(), nn.Linear(16, 12), nn.ReLU(), nn.Linear(12, 5))
     probe = torch.randn(64, 6, generator=gen(9))

@@ -1,4 +1,4 @@
-"""The properties that fix DLR's default rank rule, one test each (see nhtlab.dlr's docstring).
+"""The properties that fix DLR's default rank rule, one test each (see nhtlab.measures.dlr's docstring).
 
 The rule was chosen by these properties before the chapter's transformer run; each test shows the
 default passes and that the property can fail (a rule that fails it exists).
@@ -7,9 +7,7 @@ default passes and that the property can fail (a rule that fails it exists).
 import pytest
 import torch
 
-from nhtlab.dlr import (
-    CANDIDATE_RULES, DEFAULT_RANK, DEFAULT_TOL, RULE_THRESHOLDS, dlr, output_rank, rule_band, rule_properties,
-)
+from nhtlab.measures.dlr import CANDIDATE_RULES, DEFAULT_RANK, DEFAULT_TOL, RULE_THRESHOLDS, dlr, output_rank, rule_band, rule_properties
 
 DEFAULT = f"{DEFAULT_RANK} {DEFAULT_TOL[DEFAULT_RANK]:g}"
 SEEDS = (0, 1, 2, 3)

@@ -2,9 +2,8 @@ import math
 
 import pytest
 
-from nhtlab.emergence import (between_and_within, fit_gamma, fraction_generalised, law_records, rank_correlation, run_row,
-                              scale_table, size_summary)
-from nhtlab.train import History
+from nhtlab.analysis.emergence import between_and_within, fit_gamma, fraction_generalised, law_records, rank_correlation, run_row, scale_table, size_summary
+from nhtlab.history import History
 
 
 def synthetic(width, seed, t_mem, t_grok, peak, final, steps=1000, lr=1e-3, wd=1.0, every=50):

@@ -2,9 +2,9 @@ import math
 
 import pytest
 
-from nhtlab.delay import delay_summary, predicted_delay
-from nhtlab.events import find_events
-from nhtlab.train import History
+from nhtlab.analysis.delay import delay_summary, predicted_delay
+from nhtlab.analysis.events import find_events
+from nhtlab.history import History
 
 
 def synthetic(train_acc, test_acc, norm, every=10, lr=1e-3, wd=1.0):
@@ -55,7 +55,7 @@ def test_delay_summary_reads_eta_lambda_from_config():
 
 
 def test_exercise_checks():
-    from nhtlab.exercises import check_answer
+    from nhtlab.notebook.exercises import check_answer
 
     assert check_answer(None, 100.0).status == "unanswered"
     assert check_answer(103.0, 100.0).status == "correct"

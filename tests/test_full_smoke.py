@@ -5,7 +5,7 @@ Each chapter runs with papermill (``profile = "full"``) in a kernel that sees
 real ``full``, a few steps each. ``NHTLAB_CACHE=off`` keeps real results out;
 CIFAR-10 comes from a small archive in CIFAR-10's format written by the test
 (``NHTLAB_CIFAR_ROOT``); ``NHTLAB_DEVICE_CHECK=1`` turns on nhtlab's device
-audit (:mod:`nhtlab.device`) in the kernel. On a machine with CUDA the kernels
+audit (:mod:`nhtlab.training.device`) in the kernel. On a machine with CUDA the kernels
 train on the GPU (``pick_device`` picks it) and the audit is left off.
 
 Budget: all chapters together at most ``SMOKE_BUDGET_S`` seconds (5 minutes on

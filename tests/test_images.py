@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from nhtlab.images import DatasetUnavailableError, ImageData, cifar10, digits
+from nhtlab.data.images import DatasetUnavailableError, ImageData, cifar10, digits
 
 
 def test_digits_shapes_range_and_split():

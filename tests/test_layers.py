@@ -3,9 +3,8 @@
 import numpy as np
 import pytest
 
-from nhtlab.layers import (default_head_and_first, early_warning, head_to_first_ratio, is_backward,
-                           layer_records, layer_transitions, normalised_layer_norms, peak_order)
-from nhtlab.train import History
+from nhtlab.analysis.layers import default_head_and_first, early_warning, head_to_first_ratio, is_backward, layer_records, layer_transitions, normalised_layer_norms, peak_order
+from nhtlab.history import History
 
 
 def bump(steps, peak_step, height, start=1.0, end_fraction=0.5):
@@ -106,7 +105,7 @@ def test_layer_charts_are_interactive_vega_lite():
 
 
 def test_layer_order_needs_both_layers_to_contract():
-    from nhtlab.layers import layer_order
+    from nhtlab.analysis.layers import layer_order
 
     ts = {t.layer: t for t in layer_transitions(synthetic_history())}
     assert layer_order(list(ts.values()), "readout", "conv1") == "backward"
@@ -121,7 +120,7 @@ def test_layer_order_needs_both_layers_to_contract():
 
 
 def test_warning_times_against_the_drop():
-    from nhtlab.layers import warning_times
+    from nhtlab.analysis.layers import warning_times
 
     h = synthetic_history()
     w = warning_times(h, drop_step=600)
@@ -147,7 +146,7 @@ def test_warning_signals_chart_has_a_run_dropdown_and_event_rules():
 def test_default_head_and_first_names_exist_in_every_model(model, expected):
     # chapter 06's `full` profile reads these names off ResNet18 and the companion transformer: they must exist
     import nhtlab
-    from nhtlab.cnn import ResNet18, SimpleCNN
+    from nhtlab.models.cnn import ResNet18, SimpleCNN
     from nhtlab.models import make_model
 
     net = {"simple": lambda: SimpleCNN(10, norm="batch"), "resnet18": lambda: ResNet18(10, norm="group"),

@@ -3,8 +3,8 @@
 import pytest
 import torch
 
-from nhtlab.images import digits
-from nhtlab.lazy_rich import flat_inputs, lazy_rich_run, mlp
+from nhtlab.data.images import digits
+from nhtlab.training.lazy_rich import flat_inputs, lazy_rich_run, mlp
 
 
 @pytest.fixture(scope="module")

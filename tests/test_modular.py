@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from nhtlab.modular import is_prime, modular_data
+from nhtlab.data.modular import is_prime, modular_data
 
 
 @pytest.mark.parametrize("op,fn", [("+", lambda a, b, p: (a + b) % p), ("-", lambda a, b, p: (a - b) % p),

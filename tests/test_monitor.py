@@ -9,7 +9,7 @@ import torch.nn.functional as F
 
 import nhtlab
 from nhtlab.models import EmbeddingMLP
-from nhtlab.monitor import Monitor, online_regime
+from nhtlab.training.monitor import Monitor, online_regime
 
 
 def hand_built() -> nn.Sequential:
@@ -141,7 +141,7 @@ def test_probe_hands_readout_input_and_output_to_dlr():
 
 
 def test_dlr_on_a_probe_batch_with_nhtlab_dlr():
-    dlr_module = importlib.import_module("nhtlab.dlr")  # the attribute nhtlab.dlr is the function
+    dlr_module = importlib.import_module("nhtlab.measures.dlr")  # the attribute nhtlab.measures.dlr is the function
     torch.manual_seed(0)
     model = EmbeddingMLP(11, width=16)
     x_probe = torch.randint(0, 11, (64, 2))
@@ -194,7 +194,7 @@ def test_overhead_is_small_when_recording_every_k_steps():
 
 
 def test_diagnose_delegates_to_regimes_with_recorded_accuracies():
-    import nhtlab.regimes as regimes
+    import nhtlab.analysis.regimes as regimes
     model = hand_built()
     monitor = Monitor(model, every=1)
     with pytest.raises(ValueError, match="needs \\['train_acc', 'test_acc'\\]"):

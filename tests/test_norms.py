@@ -3,7 +3,7 @@ import torch
 import torch.nn as nn
 
 from nhtlab.models import EmbeddingMLP, Transformer
-from nhtlab.norms import layer_names, layer_norms, total_norm
+from nhtlab.measures.norms import layer_names, layer_norms, total_norm
 
 
 def hand_built() -> nn.Module:

@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 import nhtlab
-from nhtlab.regimes import diagnose_regime, regime_order_ok, regime_table
-from nhtlab.train import History
+from nhtlab.analysis.regimes import diagnose_regime, regime_order_ok, regime_table
+from nhtlab.history import History
 
 STEPS = np.arange(0, 3001, 50)
 

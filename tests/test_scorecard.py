@@ -5,12 +5,10 @@ import math
 import numpy as np
 import pytest
 
-from nhtlab.layers import LayerTransition, layer_transitions
-from nhtlab.scorecard import (PREDICTIONS, backward_order, cue_escape_step, delay_scaling, fit_delay_exponent,
-                              norm_ordering, regimes_in_order, score_predictions, scorecard_rows, scorecard_text,
-                              separation_rule, three_regimes, worst_group_rise)
-from nhtlab.separation import clean_norm_separation
-from nhtlab.train import History
+from nhtlab.analysis.layers import LayerTransition, layer_transitions
+from nhtlab.analysis.scorecard import PREDICTIONS, backward_order, cue_escape_step, delay_scaling, fit_delay_exponent, norm_ordering, regimes_in_order, score_predictions, scorecard_rows, scorecard_text, separation_rule, three_regimes, worst_group_rise
+from nhtlab.analysis.separation import clean_norm_separation
+from nhtlab.history import History
 
 
 def history(steps, **columns):

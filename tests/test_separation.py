@@ -3,9 +3,8 @@
 import numpy as np
 import pytest
 
-from nhtlab.separation import (clean_norm_separation, reliance_from_generalisation, reliance_from_shortcut,
-                               separation_from_history, spearman, format_score)
-from nhtlab.train import History
+from nhtlab.analysis.separation import clean_norm_separation, reliance_from_generalisation, reliance_from_shortcut, separation_from_history, spearman, format_score
+from nhtlab.history import History
 
 STEPS = np.arange(0, 2001, 20)
 # the norm rises until step 500, then contracts exponentially

@@ -3,8 +3,8 @@
 import pytest
 import torch
 
-from nhtlab.images import ImageData, digits
-from nhtlab.shortcuts import CLASS_COLOURS, border_shortcut, draw_cue_classes, paint_border, tint_shortcut
+from nhtlab.data.images import ImageData, digits
+from nhtlab.data.cues import CLASS_COLOURS, border_shortcut, draw_cue_classes, paint_border, tint_shortcut
 
 
 def tiny(n_train=2000, n_test=300, size=8, k=10, seed=0):
@@ -138,7 +138,7 @@ def test_works_on_the_offline_digits():
 
 
 def test_shortcut_run_trains_every_test_set_reproducibly():
-    from nhtlab.shortcuts import ShortcutRun, run_shortcut, run_shortcuts
+    from nhtlab.training.image_runs import ShortcutRun, run_shortcut, run_shortcuts
 
     run = ShortcutRun(steps=6, eval_every=3, channels=(2, 2, 2, 2, 4, 4), device="cpu")
     a = run_shortcut(run)
@@ -153,7 +153,7 @@ def test_shortcut_run_trains_every_test_set_reproducibly():
 
 def test_run_shortcuts_dispatches_modular_runs():
     from nhtlab import ModularRun, run_modular
-    from nhtlab.shortcuts import run_shortcuts
+    from nhtlab.training.image_runs import run_shortcuts
 
     run = ModularRun(p=7, steps=4, eval_every=2, device="cpu")
     (h,) = run_shortcuts([run], workers=1)
@@ -161,8 +161,8 @@ def test_run_shortcuts_dispatches_modular_runs():
 
 
 def test_offline_cifar_switch(tmp_path):
-    from nhtlab.images import DatasetUnavailableError
-    from nhtlab.shortcuts import ShortcutRun
+    from nhtlab.data.images import DatasetUnavailableError
+    from nhtlab.training.image_runs import ShortcutRun
 
     assert ShortcutRun(size=10).data().settings["base"] == "digits10"  # the offline default
     with pytest.raises(DatasetUnavailableError, match="download=True"):
@@ -170,7 +170,7 @@ def test_offline_cifar_switch(tmp_path):
 
 
 def test_harder_shrinks_the_training_set_and_adds_seeded_noise():
-    from nhtlab.shortcuts import harder
+    from nhtlab.data.cues import harder
 
     base = tiny(n_train=200, n_test=50)
     assert harder(base) is base
@@ -182,7 +182,7 @@ def test_harder_shrinks_the_training_set_and_adds_seeded_noise():
     assert 0.1 < float((noisy.x_test - base.x_test).std()) < 0.25
     with pytest.raises(ValueError, match="'train_size' parameter of harder"):
         harder(base, train_size=201)
-    from nhtlab.shortcuts import ShortcutRun
+    from nhtlab.training.image_runs import ShortcutRun
 
     data = ShortcutRun(train_size=300, noise=0.1, otherwise="other").data()
     assert len(data.y_train) == 300 and data.settings["base"].startswith("digits10-n300")
@@ -191,8 +191,8 @@ def test_harder_shrinks_the_training_set_and_adds_seeded_noise():
 
 
 def test_border_times_fitted_then_dropped():
-    from nhtlab.shortcuts import border_times
-    from nhtlab.train import History
+    from nhtlab.analysis.events import border_times
+    from nhtlab.history import History
 
     def h(cue, conflict):
         return History(rows=[dict(step=100 * i, cue_acc=c, conflict_acc=d) for i, (c, d) in enumerate(zip(cue, conflict))])
@@ -209,8 +209,8 @@ def test_border_times_fitted_then_dropped():
 
 
 def test_run_shortcuts_uses_the_result_cache(tmp_path):
-    from nhtlab.cache import ResultCache
-    from nhtlab.shortcuts import ShortcutRun, cache_config, run_shortcuts
+    from nhtlab.training.cache import ResultCache
+    from nhtlab.training.image_runs import ShortcutRun, cache_config, run_shortcuts
 
     cache = ResultCache(tmp_path)
     run = ShortcutRun(steps=4, eval_every=2, channels=(2, 2, 2, 2, 4, 4), device="cpu")
@@ -224,19 +224,17 @@ def test_run_shortcuts_uses_the_result_cache(tmp_path):
 
 def test_run_shortcut_sizes_its_evaluation_batch_for_a_t4(monkeypatch):
     """ResNet18 on 32 px images evaluates in batches of 4,096 (6 GB at 8,192); SimpleCNN keeps 8,192."""
-    import importlib
+    from nhtlab.history import History
+    from nhtlab.training import image_runs
+    from nhtlab.training.image_runs import ShortcutRun, run_shortcut
 
-    from nhtlab.shortcuts import ShortcutRun, run_shortcut
-    from nhtlab.train import History
-
-    train_module = importlib.import_module("nhtlab.train")  # the attribute nhtlab.train is the function
     seen = []
 
     def record(model, data, config, **kwargs):  # stands in for the training loop: only the config matters here
         seen.append(config.eval_batch_size)
         return History()
 
-    monkeypatch.setattr(train_module, "train", record)
+    monkeypatch.setattr(image_runs, "train", record)  # the loop as image runs call it
     run_shortcut(ShortcutRun(size=30, model="resnet18", norm="batch", steps=1, device="cpu"))
     run_shortcut(ShortcutRun(steps=1, device="cpu"))
     assert seen == [4096, 8192], seen

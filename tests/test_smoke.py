@@ -3,9 +3,9 @@
 import pytest
 
 import nhtlab
-from nhtlab.cache import ResultCache, config_key
+from nhtlab.training.cache import ResultCache, config_key
 from nhtlab.smoke import cap_settings, cap_train_config, science_checks, smoke_enabled
-from nhtlab.train import TrainConfig
+from nhtlab.training.loop import TrainConfig
 
 PROFILES = {
     "quick": dict(steps=100, seeds=[0]),

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import nhtlab
-from nhtlab.sweeps import grid, sweep
+from nhtlab.training.sweeps import grid, sweep
 
 BASE = nhtlab.ModularRun(p=11, model_kwargs=dict(width=32, embed_std=0.5), steps=20, eval_every=5, lr=3e-3, device="cpu")
 

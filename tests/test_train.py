@@ -3,10 +3,11 @@ import numpy as np
 import pytest
 import torch
 
-from nhtlab.experiment import ModularRun, run_modular
+from nhtlab.training.runs import ModularRun, run_modular
 from nhtlab.models import EmbeddingMLP
-from nhtlab.modular import modular_data
-from nhtlab.train import History, TrainConfig, train
+from nhtlab.data.modular import modular_data
+from nhtlab.history import History
+from nhtlab.training.loop import TrainConfig, train
 
 SMALL = ModularRun(p=11, model_kwargs=dict(width=32), steps=60, eval_every=10, seed=3, device="cpu")
 

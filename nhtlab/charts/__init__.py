@@ -5,11 +5,10 @@ modules. Charts use Vega-Lite params (zoom, hover, sliders, dropdowns) over
 inline data so they stay interactive in the static HTML book.
 """
 
-from .training import *  # noqa: F401,F403
-from .training import WIDTH, long_records  # noqa: F401
-from .training import alt  # noqa: F401
-from .emergence import *  # noqa: F401,F403
 from .dlr import *  # noqa: F401,F403
-from .offline import in_book_build, use_offline_renderer  # noqa: F401,E402
+from .emergence import *  # noqa: F401,F403
 from .layers import *  # noqa: F401,F403
+from .offline import use_offline_renderer  # noqa: F401
 from .regimes import *  # noqa: F401,F403
+from .training import *  # noqa: F401,F403
+from .training import WIDTH, alt, long_records  # noqa: F401  (notebooks use charts.alt and the shared width)

@@ -11,8 +11,8 @@ from typing import Any
 
 import altair as alt
 
-from ..events import Events
-from ..train import History
+from ..analysis.events import Events
+from ..history import History
 from .training import WIDTH, event_rules, long_records
 
 __all__ = ["dlr_timeline", "dlr_decomposition", "dlr_curves", "rank_rule_curves", "spectra_explorer", "compare_measures", "toy_curve", "dlr_band"]
@@ -66,14 +66,14 @@ def dlr_curves(history: History, columns: Mapping[str, str], title: str = "DLR",
 
 
 def rank_rule_curves(history: History, rules: Sequence[str], title: str = "DLR under each rank rule") -> alt.Chart:
-    """DLR for the rules recorded as ``dlr[<rule>]`` (see :class:`nhtlab.dlr.DLRTracker`)."""
+    """DLR for the rules recorded as ``dlr[<rule>]`` (see :class:`nhtlab.training.dlr_tracker.DLRTracker`)."""
     return dlr_curves(history, {f"dlr[{rule}]": rule for rule in rules}, title=title, legend="rank rule")
 
 
 def spectra_explorer(records: Sequence[Mapping[str, Any]], title: str = "") -> alt.VConcatChart:
     """Relative eigenvalues, cumulative quality Π* and utilisation Π̂ against k, with a step slider.
 
-    ``records`` are :meth:`nhtlab.dlr.Spectrum.to_records` rows with a ``step``
+    ``records`` are :meth:`nhtlab.measures.spectra.Spectrum.to_records` rows with a ``step``
     field, for evenly spaced steps (the slider moves in that spacing).
     """
     steps = sorted({r["step"] for r in records})
@@ -131,7 +131,7 @@ def dlr_band(records: Sequence[Mapping[str, Any]], events: Events | None = None,
              title: str = "") -> alt.LayerChart:
     """DLR under the chosen rule (line) inside the band of the other rank rules (shaded).
 
-    ``records`` are :func:`nhtlab.dlr.rule_band` rows (``step``, ``dlr``, ``low``, ``high``).
+    ``records`` are :func:`nhtlab.measures.dlr.rule_band` rows (``step``, ``dlr``, ``low``, ``high``).
     """
     zoom = alt.selection_interval(bind="scales", encodings=["x"])
     base = alt.Chart(alt.Data(values=list(records)))

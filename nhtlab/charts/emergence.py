@@ -1,7 +1,7 @@
 """Charts for emergence with scale and for the monitor. They draw precomputed records only.
 
-Inputs come from :mod:`nhtlab.emergence` (per-size rows, fractions generalised
-per budget, law curves) and from :class:`nhtlab.monitor.Monitor` histories.
+Inputs come from :mod:`nhtlab.analysis.emergence` (per-size rows, fractions generalised
+per budget, law curves) and from :class:`nhtlab.training.monitor.Monitor` histories.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import Any
 
 import altair as alt
 
-from ..train import History
+from ..history import History
 from .regimes import REGIME_COLORS
 from .training import WIDTH, long_records
 
@@ -53,7 +53,7 @@ def fraction_threshold(fractions: Sequence[dict[str, Any]], budgets: Sequence[in
 
     ``fractions`` holds one record per (budget, size) with ``budget``, ``size``,
     ``fraction``, ``generalised``, ``runs`` (from
-    :func:`nhtlab.emergence.fraction_generalised` over several budgets).
+    :func:`nhtlab.analysis.emergence.fraction_generalised` over several budgets).
     """
     budgets = sorted(budgets)
     step = min((b - a for a, b in zip(budgets, budgets[1:])), default=1)
@@ -68,7 +68,7 @@ def fraction_threshold(fractions: Sequence[dict[str, Any]], budgets: Sequence[in
 
 
 def monitor_readings(history: History, title: str = "") -> alt.VConcatChart:
-    """What a :class:`~nhtlab.monitor.Monitor` recorded: accuracy (if any), ‖θ‖², head signals, DLR."""
+    """What a :class:`~nhtlab.training.monitor.Monitor` recorded: accuracy (if any), ‖θ‖², head signals, DLR."""
     zoom = alt.selection_interval(bind="scales", encodings=["x"])
     cols = history.columns
 

@@ -1,7 +1,7 @@
 """Charts of layerwise norms and of shortcut sweeps. They draw precomputed records only.
 
-Records come from :func:`nhtlab.layers.layer_records` (one row per step and
-layer, tagged with λ), :func:`nhtlab.layers.layer_transitions` and the sweep
+Records come from :func:`nhtlab.analysis.layers.layer_records` (one row per step and
+layer, tagged with λ), :func:`nhtlab.analysis.layers.layer_transitions` and the sweep
 tables a chapter builds. Every chart keeps its interactivity in the static
 book: a λ dropdown (``alt.binding_select``), a legend that selects layers, a
 radio button between raw and peak-normalised norms.

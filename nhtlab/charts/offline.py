@@ -14,11 +14,12 @@ usual altair renderer is kept.
 from __future__ import annotations
 
 import json
-import os
 import uuid
 from typing import Any
 
 import altair as alt
+
+from ..flags import in_book_build
 
 __all__ = ["offline_html", "use_offline_renderer", "RENDERER"]
 
@@ -59,11 +60,6 @@ alt.renderers.register(RENDERER, _render)
 def use_offline_renderer() -> None:
     """Make altair charts render with the offline book renderer."""
     alt.renderers.enable(RENDERER)
-
-
-def in_book_build() -> bool:
-    """True while the book build executes chapters (``NHTLAB_BOOK=1``)."""
-    return os.environ.get("NHTLAB_BOOK") == "1"
 
 
 if in_book_build():

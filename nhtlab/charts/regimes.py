@@ -1,8 +1,8 @@
 """Charts for the weight-decay regimes and the delay law. They draw precomputed records only.
 
-Inputs come from :func:`nhtlab.regimes.regime_table`, :func:`nhtlab.regimes.regime_curves`,
-:func:`nhtlab.delay.delay_point`, :func:`nhtlab.delay.delay_fits` and
-:func:`nhtlab.delay.contraction_fit`. The λ slider is a Vega-Lite param bound to
+Inputs come from :func:`nhtlab.analysis.regimes.regime_table`, :func:`nhtlab.analysis.regimes.regime_curves`,
+:func:`nhtlab.analysis.delay.delay_point`, :func:`nhtlab.analysis.delay.delay_fits` and
+:func:`nhtlab.analysis.delay.contraction_fit`. The λ slider is a Vega-Lite param bound to
 a range input, so it works in the static book with no kernel behind it.
 """
 
@@ -87,7 +87,7 @@ def phase_diagram(table: Sequence[Mapping[str, Any]], y: str = "train_fraction",
 
 def delay_fit_chart(points: Sequence[Mapping[str, Any]], fit: Any, x: str = "predicted", x_title: str = "predicted (steps)",
                     y_title: str = "measured (steps)", color: str = "weight_decay", color_title: str = "λ") -> alt.LayerChart:
-    """Measured delay against ``x`` (a key of :func:`nhtlab.delay.delay_point` records) with the fitted line and its R².
+    """Measured delay against ``x`` (a key of :func:`nhtlab.analysis.delay.delay_point` records) with the fitted line and its R².
 
     ``color`` names the field that colours the dots (``"weight_decay"``, or a
     ``"family"`` label the chapter adds: which quantity a run varied).
@@ -111,7 +111,7 @@ def contraction_chart(records: Sequence[Mapping[str, Any]], paper_ratio: float =
     """Fitted contraction 1 − r per step against ηλ, with the lines 1 − r = ηλ, 2ηλ and the paper's ratio.
 
     ``records``: dicts with ``eta_lambda``, ``ratio`` ((1 − r)/(ηλ)), ``weight_decay``,
-    ``seed`` (from :meth:`nhtlab.delay.ContractionFit.to_dict` plus the run's ηλ, λ and seed).
+    ``seed`` (from :meth:`nhtlab.analysis.delay.ContractionFit.to_dict` plus the run's ηλ, λ and seed).
     """
     data = [{**r, "one_minus_r": r["ratio"] * r["eta_lambda"]} for r in records]
     top = max(r["eta_lambda"] for r in data)

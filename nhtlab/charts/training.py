@@ -11,8 +11,8 @@ from typing import Any
 
 import altair as alt  # noqa: F401  (re-exported as charts.alt for notebooks)
 
-from ..events import Events
-from ..train import History
+from ..analysis.events import Events
+from ..history import History
 
 __all__ = ["long_records", "training_curves", "norm_curves", "event_rules", "layer_norm_curves", "compare_runs"]
 

@@ -1,0 +1,414 @@
+"""The NHT delay law, computed the way the companion paper computes it.
+
+Khanh & Hoa (arXiv 2603.07323) bound the escape from a shortcut of squared norm
+V_sc to a structure of squared norm V_st by Θ(log(V_sc/V_st)/γ_eff), with
+γ_eff = ηλ for gradient descent and γ_eff ≥ ηλ for AdamW. The companion paper
+on grokking (arXiv 2603.13331, code ClevixLab/grokking-norm-separation) turns
+that into numbers with definitions this module reproduces, so that a chapter's
+"law" means exactly what the paper's does.
+
+Definitions (``definition=`` in :func:`delay_point`)
+----------------------------------------------------
+``"companion"`` (the default; the paper's code):
+    V_mem = ‖θ‖² at T_mem; V_final = ‖θ‖² at the end of the run (the companion
+    trains 2,000 steps past T_grok; the run's own window is reported as
+    ``final_window``); T_escape = the first evaluated step ≥ T_mem with
+    ‖θ‖² ≤ 1.5·V_final (an absolute step, as in the paper);
+    T_escape_theory = log(V_mem/V_final) / (2ηλ). In the companion's own data
+    the theory is 0.34–0.85 of T_escape.
+``"grok"``:
+    measured delay T_grok − T_mem against log(V_mem/V_grok)/(ηλ), with V_grok =
+    ‖θ‖² at T_grok: the form the paper's abstract states
+    (T_grok − T_mem = Θ(log(‖θ_mem‖²/‖θ_post‖²)/(ηλ))), and one that needs no
+    window after T_grok.
+
+Both compare a measured time with a predicted one; :func:`delay_fits` fits one
+against the other over many runs, next to the two simpler laws that every
+prediction contains (delay ∝ 1/λ and delay ∝ 1/(ηλ)): a λ-only sweep cannot tell
+the law from 1/λ; varying η and the norm gap can.
+
+Contraction (:func:`contraction_fit`): the companion fits V_t = A·r^t + C on the
+evaluations from T_mem to the end of the run and compares r with
+r_theory = 1 − 2ηλ; its "≈ 1.41 ηλ" is (1 − r_fit)/(ηλ) (1.30–1.69 over its λ sweep).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+
+from ..history import History
+from ..validation import check_bool, check_choice, check_int, check_real, check_type
+from .events import find_events
+
+__all__ = ["DEFINITIONS", "ESCAPE_FACTOR", "predicted_delay", "delay_point", "delay_summary", "mean_std", "LinearFit",
+           "linear_fit", "delay_fits", "ContractionFit", "contraction_fit"]
+
+#: The two definitions of "measured" and "predicted" that :func:`delay_point` knows, in words.
+DEFINITIONS = {
+    "companion": ("T_escape: first step ≥ T_mem with ‖θ‖² ≤ 1.5·V_final",
+                  "log(V_mem/V_final)/(2ηλ), V_final = ‖θ‖² at the end of the run"),
+    "grok": ("T_grok − T_mem", "log(V_mem/V_grok)/(ηλ)"),
+}
+#: T_escape is the first step at which ‖θ‖² is within this factor of V_final (companion: 1.5).
+ESCAPE_FACTOR = 1.5
+
+
+def predicted_delay(v_sc: float, v_st: float, lr: float, weight_decay: float, rate_factor: float = 1.0) -> float:
+    """log(V_sc / V_st) / (rate_factor · η λ), in steps.
+
+    ``rate_factor`` is 1 for the abstract's form and 2 for the companion's
+    T_escape_theory (‖θ‖² shrinks by (1 − ηλ)² ≈ 1 − 2ηλ per step under pure
+    decay). Returns 0 when V_sc ≤ V_st (no gap to close) and ``inf`` when λ = 0.
+
+    Examples
+    --------
+    >>> round(predicted_delay(math.e * 100, 100, lr=1e-3, weight_decay=1.0))
+    1000
+    >>> round(predicted_delay(math.e * 100, 100, lr=1e-3, weight_decay=1.0, rate_factor=2))
+    500
+    """
+    check_real(v_sc, "v_sc", 0.0, low_open=True, owner="predicted_delay")
+    check_real(v_st, "v_st", 0.0, low_open=True, owner="predicted_delay")
+    check_real(lr, "lr", 0.0, low_open=True, owner="predicted_delay")
+    check_real(weight_decay, "weight_decay", 0.0, owner="predicted_delay")
+    check_real(rate_factor, "rate_factor", 0.0, low_open=True, owner="predicted_delay")
+    if v_sc <= v_st:
+        return 0.0
+    if weight_decay == 0.0:
+        return math.inf
+    return math.log(v_sc / v_st) / (rate_factor * lr * weight_decay)
+
+
+def _setting(config: Mapping[str, Any]) -> str:
+    """A run's config without its seed: the key under which seeds are averaged."""
+    keep = {k: v for k, v in config.items() if k not in ("seed", "steps", "stop_after", "device")}
+    return json.dumps(keep, sort_keys=True, default=str)
+
+
+def delay_point(history: History, definition: str = "companion", escape_factor: float = ESCAPE_FACTOR) -> dict[str, Any] | None:
+    """One run's measured and predicted delay under ``definition``, or None if it did not grok.
+
+    Parameters
+    ----------
+    history : History
+        Needs ``step``, ``train_acc``, ``test_acc``, ``norm`` and ``lr``,
+        ``weight_decay`` in its config.
+    definition : {"companion", "grok"}
+        See the module docstring and :data:`DEFINITIONS`.
+    escape_factor : float > 1
+        T_escape threshold: ‖θ‖² ≤ escape_factor · V_final.
+
+    Returns
+    -------
+    dict or None
+        ``definition``, ``measured``, ``predicted``, ``weight_decay``, ``lr``,
+        ``seed``, ``setting`` (the config without its seed), ``inv_lambda``,
+        ``inv_eta_lambda``, ``t_mem``, ``t_grok``, ``t_end``, ``final_window``
+        (t_end − T_grok), ``v_mem``, ``v_grok``, ``v_final``, ``t_escape`` (None
+        when ‖θ‖² never came within the factor) and ``escape_theory``
+        (log(V_mem/V_final)/(2ηλ)). None when the run never memorised or never
+        generalised, or λ = 0.
+    """
+    check_type(history, "history", History, owner="delay_point")
+    check_choice(definition, "definition", DEFINITIONS, owner="delay_point")
+    check_real(escape_factor, "escape_factor", 1.0, low_open=True, owner="delay_point")
+    events = find_events(history)
+    lr, wd = float(history.config["lr"]), float(history.config["weight_decay"])
+    if events.delay is None or wd == 0.0:
+        return None
+    steps, norm = history.column("step"), history.column("norm")
+    v_mem, v_grok, v_final = float(events.norm_at_mem), float(events.norm_at_grok), float(norm[-1])
+    escaped = np.flatnonzero((steps >= events.t_mem) & (norm <= escape_factor * v_final))
+    t_escape = int(steps[escaped[0]]) if escaped.size else None
+    escape_theory = predicted_delay(v_mem, v_final, lr, wd, rate_factor=2.0)
+    if definition == "companion":
+        measured, predicted = t_escape, escape_theory
+    else:
+        measured, predicted = events.delay, predicted_delay(v_mem, v_grok, lr, wd)
+    if measured is None:
+        return None
+    return {
+        "definition": definition, "measured": measured, "predicted": predicted,
+        "weight_decay": wd, "lr": lr, "seed": history.config.get("seed"), "setting": _setting(history.config),
+        "inv_lambda": 1.0 / wd, "inv_eta_lambda": 1.0 / (lr * wd),
+        "t_mem": events.t_mem, "t_grok": events.t_grok, "t_end": int(steps[-1]),
+        "final_window": int(steps[-1]) - events.t_grok,
+        "v_mem": v_mem, "v_grok": v_grok, "v_final": v_final,
+        "t_escape": t_escape, "escape_theory": escape_theory,
+    }
+
+
+def delay_summary(history: History) -> dict[str, Any]:
+    """Both definitions for one run, as a small table a chapter can print.
+
+    Returns
+    -------
+    dict
+        T_mem, T_grok, the norms and, per definition, measured vs predicted and
+        their ratio. Values are None where the run never grokked.
+    """
+    check_type(history, "history", History, owner="delay_summary")
+    out: dict[str, Any] = {}
+    for name in DEFINITIONS:
+        p = delay_point(history, name)
+        if p is None:
+            out[name] = None
+            continue
+        out.update({k: p[k] for k in ("t_mem", "t_grok", "t_end", "v_mem", "v_grok", "v_final", "t_escape")})
+        ratio = p["predicted"] / p["measured"] if p["measured"] else math.nan
+        out[name] = {"measured": p["measured"], "predicted": round(p["predicted"], 1), "predicted/measured": round(ratio, 3)}
+    return out
+
+
+def mean_std(points: Sequence[Mapping[str, Any]], key: str, **where: Any) -> tuple[float, float] | None:
+    """Mean and standard deviation of ``key`` over the points whose fields equal ``where``.
+
+    Parameters
+    ----------
+    points : sequence of dict
+        :func:`delay_point` records (or any dicts).
+    key : str
+        The field to summarise, e.g. ``"t_grok"`` or ``"measured"``.
+    **where
+        Field values a point must have, e.g. ``weight_decay=0.5``.
+
+    Returns
+    -------
+    (mean, std) or None
+        None when no point matches (the population standard deviation, as numpy's default).
+
+    Examples
+    --------
+    >>> pts = [{"lam": 1.0, "t": 10}, {"lam": 1.0, "t": 30}, {"lam": 0.5, "t": 99}]
+    >>> mean_std(pts, "t", lam=1.0), mean_std(pts, "t", lam=2.0)
+    ((20.0, 10.0), None)
+    """
+    values = [p[key] for p in points if all(p.get(k) == v for k, v in where.items())]
+    return (float(np.mean(values)), float(np.std(values))) if values else None
+
+
+# --- Fits over sweeps -------------------------------------------------------------------------
+
+@dataclass
+class LinearFit:
+    """Least-squares line ``y ≈ slope · x + intercept`` and its coefficient of determination.
+
+    Attributes
+    ----------
+    slope, intercept : float
+    r2 : float
+        1 − SS_res/SS_tot (NaN when y is constant).
+    n : int
+        Number of points.
+    """
+
+    slope: float
+    intercept: float
+    r2: float
+    n: int
+
+    def predict(self, x: np.ndarray | float) -> np.ndarray:
+        return self.slope * np.asarray(x, dtype=float) + self.intercept
+
+    def to_dict(self) -> dict[str, float]:
+        return asdict(self)
+
+
+def linear_fit(x: Sequence[float], y: Sequence[float]) -> LinearFit:
+    """Fit ``y ≈ slope · x + intercept`` by least squares.
+
+    Parameters
+    ----------
+    x, y : sequences of float, shape (n,), n ≥ 2, finite
+
+    Examples
+    --------
+    >>> fit = linear_fit([1, 2, 3], [3, 5, 7])
+    >>> round(fit.slope, 6), round(fit.intercept, 6), round(fit.r2, 6)
+    (2.0, 1.0, 1.0)
+    """
+    xa, ya = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    if xa.ndim != 1 or xa.shape != ya.shape:
+        raise ValueError(f"The 'x' and 'y' parameters of linear_fit must be 1-D of the same length. Got shapes {xa.shape} and {ya.shape}.")
+    if len(xa) < 2:
+        raise ValueError(f"The 'x' parameter of linear_fit must hold at least 2 points. Got {len(xa)}.")
+    if not (np.isfinite(xa).all() and np.isfinite(ya).all()):
+        raise ValueError("The 'x' and 'y' parameters of linear_fit must be finite (no NaN or inf).")
+    if np.ptp(xa) == 0:
+        raise ValueError("The 'x' parameter of linear_fit must hold at least two distinct values.")
+    slope, intercept = np.polyfit(xa, ya, 1)
+    residual = ya - (slope * xa + intercept)
+    ss_tot = float(((ya - ya.mean()) ** 2).sum())
+    r2 = 1.0 - float((residual ** 2).sum()) / ss_tot if ss_tot > 0 else float("nan")
+    return LinearFit(float(slope), float(intercept), r2, len(xa))
+
+
+#: What :func:`delay_fits` regresses the measured delay on.
+FIT_AXES = {"vs_predicted": "predicted", "vs_inverse_lambda": "inv_lambda", "vs_inverse_eta_lambda": "inv_eta_lambda"}
+
+
+def delay_fits(points: Sequence[Mapping[str, Any] | None], average_seeds: bool = False) -> dict[str, LinearFit]:
+    """Measured delay against the law's prediction, against 1/λ and against 1/(ηλ).
+
+    Parameters
+    ----------
+    points : sequence of dict
+        :func:`delay_point` records of one definition (None entries are skipped).
+    average_seeds : bool
+        Fit the per-setting means over seeds (the companion fits seed means).
+
+    Returns
+    -------
+    dict of LinearFit
+        ``"vs_predicted"`` (the law, slope free: AdamW's γ_eff/(ηλ) is unknown),
+        ``"vs_inverse_lambda"`` and ``"vs_inverse_eta_lambda"``. An axis that does
+        not vary across the points (1/λ at fixed λ) has no fit and is left out.
+
+    Examples
+    --------
+    >>> pts = [{"measured": 2 * d, "predicted": d, "inv_lambda": 1.0, "inv_eta_lambda": 1e3, "setting": str(d),
+    ...         "definition": "grok"} for d in (100.0, 200.0, 300.0)]
+    >>> fits = delay_fits(pts)
+    >>> sorted(fits), round(fits["vs_predicted"].slope, 6)
+    (['vs_predicted'], 2.0)
+    """
+    check_bool(average_seeds, "average_seeds", owner="delay_fits")
+    usable = [p for p in points if p is not None and math.isfinite(p["predicted"])]
+    if len({p["definition"] for p in usable}) > 1:
+        raise ValueError("The 'points' parameter of delay_fits mixes definitions "
+                         f"{sorted({p['definition'] for p in usable})}; fit one definition at a time.")
+    if average_seeds:
+        groups: dict[str, list[Mapping[str, Any]]] = {}
+        for p in usable:
+            groups.setdefault(p["setting"], []).append(p)
+        usable = [{key: float(np.mean([p[key] for p in members])) for key in ("measured", *FIT_AXES.values())}
+                  for members in groups.values()]
+    if len(usable) < 2:
+        raise ValueError(f"The 'points' parameter of delay_fits must hold at least 2 grokked runs (or settings). Got {len(usable)}.")
+    measured = [p["measured"] for p in usable]
+    fits = {}
+    for name, axis in FIT_AXES.items():
+        x = [p[axis] for p in usable]
+        if np.ptp(x) > 0:
+            fits[name] = linear_fit(x, measured)
+    return fits
+
+
+# --- Contraction ------------------------------------------------------------------------------
+
+@dataclass
+class ContractionFit:
+    """The companion's fit ‖θ_t‖² ≈ A·r^(t − start) + C over the evaluations from T_mem on.
+
+    Attributes
+    ----------
+    r : float
+        Fitted contraction factor per step.
+    r_theory : float
+        1 − 2ηλ, pure decay of ‖θ‖².
+    ratio : float
+        (1 − r)/(ηλ): the companion reports 1.30–1.69 (≈ 1.41) for its transformer.
+    amplitude, offset : float
+        A and C.
+    r2 : float
+        R² of the fit on ‖θ‖² itself.
+    start, stop : int
+        First and last fitted steps.
+    """
+
+    r: float
+    r_theory: float
+    ratio: float
+    amplitude: float
+    offset: float
+    r2: float
+    start: int
+    stop: int
+
+    def to_dict(self) -> dict[str, float]:
+        return asdict(self)
+
+
+def _fit_offset_exponential(t: np.ndarray, v: np.ndarray, max_offset: float) -> tuple[float, float, float, float]:
+    """Least squares for v ≈ A·exp(k·t) + C with A ≥ 0, 0 ≤ C ≤ max_offset, −1 ≤ k ≤ 0 (the companion's bounds).
+
+    For a fixed k the model is linear in (A, C); k is found by a log-spaced scan
+    refined by golden-section search on the residual. Returns (A, k, C, ssr).
+    """
+    def solve(k: float) -> tuple[float, float, float]:
+        e = np.exp(k * t)
+        best = (0.0, 0.0, math.inf)
+        for fix in (None, "A0", "C0", "Cmax"):  # unconstrained, then each active bound
+            if fix is None:
+                a, c = np.linalg.lstsq(np.column_stack([e, np.ones_like(e)]), v, rcond=None)[0]
+            elif fix == "A0":
+                a, c = 0.0, float(np.clip(v.mean(), 0.0, max_offset))
+            else:
+                c = 0.0 if fix == "C0" else max_offset
+                a = max(0.0, float(e @ (v - c)) / float(e @ e))
+            if a < 0 or not (0.0 <= c <= max_offset):
+                continue
+            ssr = float(((a * e + c - v) ** 2).sum())
+            if ssr < best[2]:
+                best = (float(a), float(c), ssr)
+        return best
+
+    ks = -np.logspace(-7, 0, 141)
+    ssrs = [solve(k)[2] for k in ks]
+    i = int(np.argmin(ssrs))
+    lo, hi = ks[min(i + 1, len(ks) - 1)], ks[max(i - 1, 0)]  # bracket (ks decreasing)
+    golden = (math.sqrt(5) - 1) / 2
+    a, b = lo, hi
+    for _ in range(60):
+        c1, c2 = b - golden * (b - a), a + golden * (b - a)
+        if solve(c1)[2] < solve(c2)[2]:
+            b = c2
+        else:
+            a = c1
+    k = (a + b) / 2
+    amp, off, ssr = solve(k)
+    return amp, k, off, ssr
+
+
+def contraction_fit(history: History, stop: str = "end", min_points: int = 5) -> ContractionFit | None:
+    """Fit ‖θ_t‖² ≈ A·r^t + C from T_mem to ``stop``, as the companion does.
+
+    Parameters
+    ----------
+    history : History
+    stop : {"end", "grok"}
+        Last fitted step: the end of the run (the companion's choice) or T_grok.
+    min_points : int
+        Fewest evaluations in the window for a fit (the companion needs 5).
+
+    Returns
+    -------
+    ContractionFit or None
+        None when the run never memorised or the window is too short.
+    """
+    check_type(history, "history", History, owner="contraction_fit")
+    check_choice(stop, "stop", ("end", "grok"), owner="contraction_fit")
+    check_int(min_points, "min_points", low=3, owner="contraction_fit")
+    events = find_events(history)
+    if events.t_mem is None:
+        return None
+    steps, norm = history.column("step"), history.column("norm")
+    end = events.t_grok if (stop == "grok" and events.t_grok is not None) else int(steps[-1])
+    window = (steps >= events.t_mem) & (steps <= end) & np.isfinite(norm)
+    if window.sum() < min_points:
+        return None
+    t = steps[window] - steps[window][0]
+    v = norm[window]
+    amp, k, off, ssr = _fit_offset_exponential(t, v, max_offset=1.1 * float(v[0]))
+    ss_tot = float(((v - v.mean()) ** 2).sum())
+    eta_lambda = float(history.config["lr"]) * float(history.config["weight_decay"])
+    r = math.exp(k)
+    return ContractionFit(r, 1.0 - 2.0 * eta_lambda, (1.0 - r) / eta_lambda if eta_lambda > 0 else math.inf,
+                          amp, off, 1.0 - ssr / ss_tot if ss_tot > 0 else math.nan,
+                          int(steps[window][0]), int(steps[window][-1]))

@@ -1,0 +1,135 @@
+"""Events along a training history: memorisation, grokking, the norm peak.
+
+Definitions (NHT companion paper, arXiv 2603.13331): T_mem is the first
+evaluated step with train accuracy ≥ 99%, T_grok the first with test accuracy
+≥ 99%; the delay is T_grok − T_mem.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from ..history import History
+from ..validation import check_real, check_type
+
+__all__ = ["Events", "find_events", "first_step_at_least"]
+
+
+@dataclass
+class Events:
+    """Key moments of a run. Steps are None when the event never happened."""
+
+    t_mem: int | None
+    t_grok: int | None
+    peak_step: int
+    peak_norm: float
+    final_norm: float
+    norm_at_mem: float | None
+    norm_at_grok: float | None
+
+    @property
+    def delay(self) -> int | None:
+        """T_grok − T_mem, or None if either is missing."""
+        if self.t_mem is None or self.t_grok is None:
+            return None
+        return self.t_grok - self.t_mem
+
+    @property
+    def contraction(self) -> float:
+        """Fraction by which ‖θ‖² fell from its peak to the end of the run (0 if it never fell)."""
+        if self.peak_norm <= 0:
+            return 0.0
+        return max(0.0, 1.0 - self.final_norm / self.peak_norm)
+
+    def to_dict(self) -> dict:
+        return {**asdict(self), "delay": self.delay, "contraction": self.contraction}
+
+
+def first_step_at_least(steps: np.ndarray, values: np.ndarray, threshold: float) -> int | None:
+    """First step whose value is ≥ threshold, or None."""
+    hits = np.flatnonzero(np.asarray(values) >= threshold)
+    return int(steps[hits[0]]) if hits.size else None
+
+
+def find_events(history: History, threshold: float = 0.99) -> Events:
+    """Locate T_mem, T_grok and the peak of ‖θ‖² in ``history``.
+
+    Parameters
+    ----------
+    history : History
+        Needs ``step``, ``train_acc``, ``test_acc`` and ``norm`` columns.
+    threshold : float in (0, 1]
+        Accuracy that counts as "fitted" (0.99 in the papers).
+    """
+    check_type(history, "history", History, owner="find_events")
+    check_real(threshold, "threshold", 0.0, 1.0, low_open=True, owner="find_events")
+    if len(history) == 0:
+        raise ValueError("The 'history' parameter of find_events is empty: it has no evaluated step.")
+    steps = history.column("step").astype(int)
+    norm = history.column("norm")
+    t_mem = first_step_at_least(steps, history.column("train_acc"), threshold)
+    t_grok = first_step_at_least(steps, history.column("test_acc"), threshold)
+    peak = int(np.nanargmax(norm))
+
+    def norm_at(step: int | None) -> float | None:
+        return None if step is None else float(norm[np.flatnonzero(steps == step)[0]])
+
+    return Events(
+        t_mem=t_mem,
+        t_grok=t_grok,
+        peak_step=int(steps[peak]),
+        peak_norm=float(norm[peak]),
+        final_norm=float(norm[-1]),
+        norm_at_mem=norm_at(t_mem),
+        norm_at_grok=norm_at(t_grok),
+    )
+
+
+def border_times(history, fit_level: float = 0.3, drop_level: float = 0.5) -> tuple[int | None, int | None]:
+    """When the border was fitted and when it was dropped, read off a history.
+
+    Both are read on the ``conflict`` test images (a wrong class's border on
+    every digit): ``cue_acc`` is the share on which the network answers the
+    border's class, ``conflict_acc`` the share on which it answers the digit.
+
+    * **fitted** (the shortcut's T_mem): the first evaluated step at which the
+      network follows the border on at least ``fit_level`` of those images
+      (three times chance by default) *and* more often than it reads the digit;
+    * **dropped** (the escape): the first evaluated step *after* ``fitted`` at
+      which it reads the digit on at least ``drop_level`` of them.
+
+    Parameters
+    ----------
+    history : History
+        Rows with ``step``, ``cue_acc`` and ``conflict_acc``.
+    fit_level, drop_level : float in (0, 1)
+
+    Returns
+    -------
+    (fitted, dropped) : tuple of int or None
+        None where the event never happened (``dropped`` is None whenever
+        ``fitted`` is).
+
+    Examples
+    --------
+    >>> from nhtlab.training.loop import History
+    >>> rows = [dict(step=s, cue_acc=c, conflict_acc=d) for s, c, d in
+    ...         [(0, 0.1, 0.1), (100, 0.6, 0.2), (200, 0.3, 0.4), (300, 0.1, 0.7)]]
+    >>> border_times(History(rows))
+    (100, 300)
+    """
+
+    owner = "border_times"
+    check_type(history, "history", History, owner=owner)
+    check_real(fit_level, "fit_level", 0.0, 1.0, low_open=True, high_open=True, owner=owner)
+    check_real(drop_level, "drop_level", 0.0, 1.0, low_open=True, high_open=True, owner=owner)
+    steps = history.column("step")
+    cue, conflict = history.column("cue_acc"), history.column("conflict_acc")
+    fitted = next((int(s) for s, a, b in zip(steps, cue, conflict) if a >= fit_level and a > b), None)
+    if fitted is None:
+        return None, None
+    dropped = next((int(s) for s, b in zip(steps, conflict) if s > fitted and b >= drop_level), None)
+    return fitted, dropped
+

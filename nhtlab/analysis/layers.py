@@ -1,0 +1,286 @@
+"""Layerwise norm transitions: which layer's ‖θ_ℓ‖² peaks and contracts first.
+
+The NHT paper (arXiv 2603.07323) follows each layer's squared norm ‖θ_ℓ‖²
+normalised to that layer's own peak. On coloured-border CIFAR-10 the read-out
+(``fc``) peaks first and contracts most, the first convolution later and less:
+a *backward* transition, from the head towards the input. It suggests two
+early-warning signals: the head's norm relative to its start, ‖θ_L‖²/‖θ_L(0)‖²,
+and the head-to-first-layer ratio ‖θ_L‖²/‖θ_1‖².
+
+Everything here reads a :class:`~nhtlab.history.History`, whose ``norm/<layer>``
+columns the training loop records at every evaluation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+
+from ..history import History
+from ..validation import check_real, check_type
+
+__all__ = ["LayerTransition", "layer_transitions", "peak_order", "normalised_layer_norms",
+           "head_to_first_ratio", "early_warning", "default_head_and_first", "layer_records", "is_backward", "layer_order", "ORDERS", "warning_times"]
+
+
+@dataclass
+class LayerTransition:
+    """How one layer's ‖θ_ℓ‖² moved during a run.
+
+    Attributes
+    ----------
+    layer : str
+    initial_norm, peak_norm, final_norm : float
+    peak_step : int
+        Evaluated step at which ‖θ_ℓ‖² was largest.
+    contraction : float
+        1 − final/peak, the share of the peak lost by the end (0 if none).
+    peaked : bool
+        True when the layer contracted by at least ``min_contraction`` after its
+        peak; a layer still at (or near) its maximum at the end has not peaked.
+    """
+
+    layer: str
+    initial_norm: float
+    peak_norm: float
+    peak_step: int
+    final_norm: float
+    contraction: float
+    peaked: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _check_history(history: History, owner: str) -> None:
+    check_type(history, "history", History, owner=owner)
+    if len(history) == 0 or not history.layers:
+        raise ValueError(f"The 'history' parameter of {owner} must have evaluated rows with norm/<layer> columns. "
+                         f"Got {len(history)} rows and layers {history.layers}.")
+
+
+def _select(history: History, layers: Sequence[str] | None, owner: str) -> list[str]:
+    if layers is None:
+        return history.layers
+    unknown = [name for name in layers if name not in history.layers]
+    if unknown:
+        raise ValueError(f"The 'layers' parameter of {owner} must name layers of the history, "
+                         f"one of {history.layers}. Got unknown {unknown} instead.")
+    return list(layers)
+
+
+def default_head_and_first(history: History) -> tuple[str, str]:
+    """The read-out (``readout`` or ``…fc``, else the last layer) and the first layer, by name.
+
+    Normalisation layers (last name part containing ``norm`` or ``bn``, or
+    starting with ``ln``) are skipped: the paper compares weight layers. The
+    names this gives for nhtlab's models: SimpleCNN ``readout``/``conv1``,
+    ResNet18 ``net.fc``/``net.conv1``, the transformer ``readout``/``tok``, the
+    embedding MLP ``readout``/``embed_a``.
+    """
+    _check_history(history, "default_head_and_first")
+    def is_norm(name: str) -> bool:
+        last = name.split(".")[-1]
+        return "norm" in last or "bn" in last or last.startswith("ln")
+
+    weights = [n for n in history.layers if not is_norm(n)] or history.layers
+    heads = [n for n in weights if n == "readout" or n.endswith("fc") or n.endswith("readout")]
+    return (heads[-1] if heads else weights[-1]), weights[0]
+
+
+def normalised_layer_norms(history: History, layers: Sequence[str] | None = None) -> dict[str, np.ndarray]:
+    """‖θ_ℓ‖² divided by its own maximum over the run, one array (n_evals,) per layer.
+
+    Each curve ends at 1 if the layer never contracted; its distance below 1 at
+    the end is the layer's contraction.
+    """
+    _check_history(history, "normalised_layer_norms")
+    out = {}
+    for name in _select(history, layers, "normalised_layer_norms"):
+        values = history.column(f"norm/{name}")
+        peak = np.nanmax(values)
+        out[name] = values / peak if peak > 0 else np.zeros_like(values)
+    return out
+
+
+def layer_transitions(history: History, layers: Sequence[str] | None = None,
+                      min_contraction: float = 0.02) -> list[LayerTransition]:
+    """Peak step, peak and final norm, and contraction of every layer.
+
+    Parameters
+    ----------
+    history : History
+    layers : sequence of str, optional
+        Layers to analyse (default: all, in model order).
+    min_contraction : float in [0, 1)
+        A layer counts as having peaked only if it lost at least this share of
+        its peak by the end.
+
+    Returns
+    -------
+    list of LayerTransition, in the order of ``layers``.
+    """
+    _check_history(history, "layer_transitions")
+    check_real(min_contraction, "min_contraction", 0.0, 1.0, high_open=True, owner="layer_transitions")
+    steps = history.column("step").astype(int)
+    out = []
+    for name in _select(history, layers, "layer_transitions"):
+        values = history.column(f"norm/{name}")
+        k = int(np.nanargmax(values))
+        peak, final = float(values[k]), float(values[-1])
+        contraction = max(0.0, 1.0 - final / peak) if peak > 0 else 0.0
+        out.append(LayerTransition(name, float(values[0]), peak, int(steps[k]), final, contraction,
+                                   contraction >= min_contraction))
+    return out
+
+
+def peak_order(transitions: Sequence[LayerTransition]) -> list[str]:
+    """Layer names in the order in which they peaked.
+
+    Layers that peaked come first, by peak step (ties keep model order); layers
+    that never contracted follow, in model order.
+    """
+    check_type(transitions, "transitions", (list, tuple), owner="peak_order")
+    peaked = sorted((t for t in transitions if t.peaked), key=lambda t: t.peak_step)
+    return [t.layer for t in peaked] + [t.layer for t in transitions if not t.peaked]
+
+
+def is_backward(transitions: Sequence[LayerTransition], head: str, first: str) -> bool:
+    """True when ``head`` peaked (and contracted) strictly before ``first`` peaked, or ``first`` never peaked."""
+    by_name = {t.layer: t for t in transitions}
+    for name in (head, first):
+        if name not in by_name:
+            raise ValueError(f"is_backward: layer {name!r} is not among the transitions {list(by_name)}.")
+    h, f = by_name[head], by_name[first]
+    if not h.peaked:
+        return False
+    return (not f.peaked) or h.peak_step < f.peak_step
+
+
+ORDERS = ("backward", "forward", "simultaneous", "head only", "first only", "neither")
+
+
+def layer_order(transitions: Sequence[LayerTransition], head: str, first: str) -> str:
+    """Which of two layers peaked *and contracted* first.
+
+    Returns
+    -------
+    str, one of ``ORDERS``
+        ``"backward"``: both contracted and the head peaked strictly first (the
+        paper's order); ``"forward"``: both contracted and the first layer peaked
+        strictly first; ``"simultaneous"``: same peak step; ``"head only"`` /
+        ``"first only"``: only that one contracted (the other never did, so no
+        order between them was observed); ``"neither"``.
+
+    Unlike :func:`is_backward`, a first layer that never contracted does not
+    make the order backward: "conv1 never contracted" is not "the read-out
+    contracted first".
+    """
+    by_name = {t.layer: t for t in transitions}
+    for name in (head, first):
+        if name not in by_name:
+            raise ValueError(f"The 'head' and 'first' parameters of layer_order must name layers among the "
+                             f"transitions {list(by_name)}. Got {name!r}.")
+    h, f = by_name[head], by_name[first]
+    if h.peaked and f.peaked:
+        if h.peak_step == f.peak_step:
+            return "simultaneous"
+        return "backward" if h.peak_step < f.peak_step else "forward"
+    if h.peaked:
+        return "head only"
+    return "first only" if f.peaked else "neither"
+
+
+def warning_times(history: History, drop_step: int | None, head: str | None = None,
+                  first: str | None = None) -> dict[str, Any]:
+    """When the two early-warning signals turn down, against the step the shortcut is dropped.
+
+    The signals are ‖θ_L‖²/‖θ_L(0)‖² and ‖θ_L‖²/‖θ_1‖² (:func:`head_to_first_ratio`);
+    each "turns down" at its maximum over the run. A signal warns when it turns
+    down before ``drop_step``.
+
+    Parameters
+    ----------
+    history : History
+    drop_step : int or None
+        When the shortcut was dropped (e.g. :func:`nhtlab.analysis.events.border_times`'s second value).
+
+    Returns
+    -------
+    dict
+        ``head_over_init_peak``, ``head_over_first_peak``, ``total_peak`` (steps),
+        ``drop_step``, and ``head_over_init_lead``, ``head_over_first_lead``,
+        ``total_lead`` = drop_step − peak step (> 0: the signal turned down
+        first; None when ``drop_step`` is None).
+    """
+    _check_history(history, "warning_times")
+    signals = head_to_first_ratio(history, head, first)
+    steps = signals["step"].astype(int)
+    out: dict[str, Any] = {"drop_step": drop_step}
+    for key, values in (("head_over_init", signals["head_over_init"]), ("head_over_first", signals["head_over_first"]),
+                        ("total", history.column("norm"))):
+        peak = int(steps[int(np.nanargmax(values))])
+        out[f"{key}_peak"] = peak
+        out[f"{key}_lead"] = None if drop_step is None else int(drop_step) - peak
+    return out
+
+
+def head_to_first_ratio(history: History, head: str | None = None, first: str | None = None) -> dict[str, np.ndarray]:
+    """The paper's two early-warning signals along the run.
+
+    Returns
+    -------
+    dict with arrays (n_evals,)
+        ``step``; ``head_over_first`` = ‖θ_L‖²/‖θ_1‖²; ``head_over_init`` =
+        ‖θ_L‖²/‖θ_L(0)‖².
+    """
+    _check_history(history, "head_to_first_ratio")
+    d_head, d_first = default_head_and_first(history)
+    head, first = head or d_head, first or d_first
+    _select(history, [head, first], "head_to_first_ratio")
+    h, f = history.column(f"norm/{head}"), history.column(f"norm/{first}")
+    return {"step": history.column("step"), "head_over_first": h / f, "head_over_init": h / h[0]}
+
+
+def early_warning(history: History, head: str | None = None, first: str | None = None) -> dict[str, Any]:
+    """When the head-to-first-layer ratio peaks, next to when the total norm and each layer peak.
+
+    A ratio that turns down before the total norm does is an early warning: the
+    head has started to contract while the network as a whole still grows.
+
+    Returns
+    -------
+    dict
+        ``ratio_peak_step``, ``total_peak_step``, ``head_peak_step``,
+        ``first_peak_step``, ``lead`` (total_peak_step − ratio_peak_step; > 0
+        means the ratio warned first), ``head`` and ``first`` names.
+    """
+    _check_history(history, "early_warning")
+    d_head, d_first = default_head_and_first(history)
+    head, first = head or d_head, first or d_first
+    signals = head_to_first_ratio(history, head, first)
+    steps = signals["step"].astype(int)
+    ratio_peak = int(steps[int(np.nanargmax(signals["head_over_first"]))])
+    total_peak = int(steps[int(np.nanargmax(history.column("norm")))])
+    by_name = {t.layer: t for t in layer_transitions(history, [head, first])}
+    return {"head": head, "first": first, "ratio_peak_step": ratio_peak, "total_peak_step": total_peak,
+            "head_peak_step": by_name[head].peak_step, "first_peak_step": by_name[first].peak_step,
+            "lead": total_peak - ratio_peak}
+
+
+def layer_records(history: History, layers: Sequence[str] | None = None, **constants: Any) -> list[dict[str, Any]]:
+    """Tidy rows {step, layer, norm, normalised, …constants} for charts."""
+    _check_history(history, "layer_records")
+    names = _select(history, layers, "layer_records")
+    normalised = normalised_layer_norms(history, names)
+    steps = history.column("step")
+    rows = []
+    for name in names:
+        raw = history.column(f"norm/{name}")
+        for i, step in enumerate(steps):
+            rows.append({"step": int(step), "layer": name, "norm": float(raw[i]),
+                         "normalised": float(normalised[name][i]), **constants})
+    return rows

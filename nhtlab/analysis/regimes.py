@@ -1,0 +1,247 @@
+"""Weight-decay regimes: weak, intermediate, strong, read off one training history after T_mem.
+
+The NHT paper (Khanh & Hoa, arXiv 2603.07323) predicts three regimes in the
+weight decay λ:
+
+* **weak**: the network memorises and stays on its shortcut: after T_mem the
+  squared norm ‖θ‖² keeps growing or stays flat, and the test accuracy stays low;
+* **intermediate**: the network memorises, then ‖θ‖² contracts and the network
+  generalises late (grokking);
+* **strong**: the decay keeps the network from fitting its training set.
+
+The paper says the norm "peaks then decays" in the intermediate regime. In the
+companion setting (transformer, default init) ‖θ‖² is largest at
+initialisation and falls from step 0, so the peak is step 0 for every λ and
+says nothing; what separates the regimes is what the norm does *after* the
+network has memorised. :func:`diagnose_regime` therefore reads everything from
+T_mem on, with explicit, documented thresholds:
+
+1. train accuracy never reaches ``fit_threshold`` within the budget → **strong**;
+2. memorised and generalised (test accuracy ≥ ``generalise_threshold``), with a
+   delay T_grok − T_mem ≥ ``min_delay`` steps and ‖θ‖² contracted by at least
+   ``min_contraction`` between T_mem and T_grok → **intermediate**;
+3. memorised, not generalised, and ‖θ‖² never fell more than ``min_contraction``
+   below its value at T_mem → **weak**;
+4. anything else → **undetermined**, with the reason: a run that generalised
+   without a delay or without its norm contracting (no shortcut phase to speak
+   of), or one whose norm is contracting when the budget ends without having
+   generalised yet (a transition possibly under way). Such runs are shown, never
+   forced into a regime, and the order checks skip them.
+
+"Within the budget" always applies: a run called strong because it had not
+memorised after 3,000 steps may memorise later (the companion's λ = 2 memorises
+after about 21,000 steps).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+
+from ..history import History
+from ..validation import check_int, check_real, check_type
+from .events import Events, find_events
+
+__all__ = ["REGIMES", "UNDETERMINED", "Regime", "diagnose_regime", "regime_order_ok", "regime_table", "regime_curves"]
+
+REGIMES = ("weak", "intermediate", "strong")
+#: The label of a run that fits none of the three regimes' definitions (rule 4).
+UNDETERMINED = "undetermined"
+
+
+@dataclass
+class Regime:
+    """The diagnosis of one run.
+
+    Attributes
+    ----------
+    regime : {"weak", "intermediate", "strong", "undetermined"}
+    memorised : bool
+        Train accuracy reached ``fit_threshold``.
+    generalised : bool
+        Test accuracy reached ``generalise_threshold``.
+    contraction : float or None
+        1 − min ‖θ‖² / ‖θ‖²(T_mem), the minimum taken from T_mem to T_grok (to the
+        end of the run when it never generalised); None when never memorised.
+    growth : float or None
+        max ‖θ‖² / ‖θ‖²(T_mem) − 1 over the same window; None when never memorised.
+    reason : str
+        The rule that decided, in words.
+    events : Events
+    """
+
+    regime: str
+    memorised: bool
+    generalised: bool
+    contraction: float | None
+    growth: float | None
+    reason: str
+    events: Events
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["events"] = self.events.to_dict()
+        return d
+
+
+def diagnose_regime(
+    history: History,
+    fit_threshold: float = 0.99,
+    generalise_threshold: float = 0.99,
+    min_contraction: float = 0.2,
+    min_delay: int = 200,
+) -> Regime:
+    """Classify a run as weak, intermediate, strong or undetermined (rules in the module docstring).
+
+    Parameters
+    ----------
+    history : History
+        Needs ``step``, ``train_acc``, ``test_acc`` and ``norm`` columns.
+    fit_threshold : float in (0, 1], default 0.99
+        Train accuracy that counts as memorised (the companion's T_mem threshold).
+    generalise_threshold : float in (0, 1], default 0.99
+        Test accuracy that counts as generalised (the companion's T_grok threshold).
+    min_contraction : float in [0, 1), default 0.2
+        Least fall of ‖θ‖² below its value at T_mem that counts as "contracted".
+        The companion's runs contract by 70–85% between T_mem and T_grok; a
+        weak run drifts by a few percent.
+    min_delay : int ≥ 0, default 200
+        Least T_grok − T_mem, in steps, that counts as a delayed transition (one
+        evaluation interval of the companion's code).
+
+    Returns
+    -------
+    Regime
+    """
+    check_type(history, "history", History, owner="diagnose_regime")
+    check_real(fit_threshold, "fit_threshold", 0.0, 1.0, low_open=True, owner="diagnose_regime")
+    check_real(generalise_threshold, "generalise_threshold", 0.0, 1.0, low_open=True, owner="diagnose_regime")
+    check_real(min_contraction, "min_contraction", 0.0, 1.0, high_open=True, owner="diagnose_regime")
+    check_int(min_delay, "min_delay", low=0, owner="diagnose_regime")
+    if len(history) == 0:
+        raise ValueError("The 'history' parameter of diagnose_regime is empty: it has no evaluated step.")
+    events = find_events(history, threshold=fit_threshold)
+    steps, norm = history.column("step"), history.column("norm")
+    train_acc, test_acc = history.column("train_acc"), history.column("test_acc")
+    t_grok = next((int(s) for s, a in zip(steps, test_acc) if a >= generalise_threshold), None)
+    generalised = t_grok is not None
+    if events.t_mem is None:
+        return Regime("strong", False, generalised, None, None,
+                      f"train accuracy never reached {fit_threshold:.0%} within {int(steps[-1]):,} steps "
+                      f"(best {np.nanmax(train_acc):.1%})", events)
+    end = t_grok if (generalised and t_grok >= events.t_mem) else int(steps[-1])
+    window = norm[(steps >= events.t_mem) & (steps <= end)]
+    v_mem = float(events.norm_at_mem)
+    contraction = 1.0 - float(np.nanmin(window)) / v_mem
+    growth = float(np.nanmax(window)) / v_mem - 1.0
+    delay = None if not generalised else t_grok - events.t_mem
+    if generalised and delay >= min_delay and contraction >= min_contraction:
+        regime, reason = "intermediate", (f"memorised at {events.t_mem:,}; ‖θ‖² fell {contraction:.0%} and the test "
+                                          f"set followed {delay:,} steps later")
+    elif not generalised and contraction < min_contraction:
+        regime, reason = "weak", (f"memorised at {events.t_mem:,}; ‖θ‖² then changed by {growth:+.0%} at most "
+                                  f"(fell {contraction:.0%} at most) and the test accuracy stayed at "
+                                  f"{np.nanmax(test_acc):.0%} or below")
+    elif generalised:
+        regime, reason = UNDETERMINED, (f"generalised {delay:,} steps after memorising with ‖θ‖² down {contraction:.0%}: "
+                                        f"{'no delay' if delay < min_delay else 'no contraction'} to call it a transition")
+    else:
+        regime, reason = UNDETERMINED, (f"memorised at {events.t_mem:,}; ‖θ‖² down {contraction:.0%} but no "
+                                        f"generalisation within the budget (test accuracy {np.nanmax(test_acc):.0%})")
+    return Regime(regime, True, generalised, contraction, growth, reason, events)
+
+
+def regime_order_ok(lams: list[float], regimes: list[str]) -> bool:
+    """True when, sorted by λ, the regimes never step backwards in weak → intermediate → strong.
+
+    Undetermined runs are skipped.
+
+    Several runs may share a λ (seeds); they are compared by the order of λ only,
+    so two seeds of one λ in different regimes count as a boundary, not a violation,
+    as long as every run at a larger λ is at least as far along.
+
+    Examples
+    --------
+    >>> regime_order_ok([0.0, 1.0, 10.0], ["weak", "intermediate", "strong"])
+    True
+    >>> regime_order_ok([0.0, 1.0, 10.0], ["intermediate", "weak", "strong"])
+    False
+    """
+    if len(lams) != len(regimes):
+        raise ValueError(f"The 'lams' and 'regimes' parameters of regime_order_ok must have the same length. Got {len(lams)} and {len(regimes)}.")
+    for r in regimes:
+        if r not in REGIMES and r != UNDETERMINED:
+            raise ValueError(f"The 'regimes' parameter of regime_order_ok must hold only {REGIMES + (UNDETERMINED,)}. Got {r!r}.")
+    rank = {name: i for i, name in enumerate(REGIMES)}
+    pairs = sorted((lam, rank[r]) for lam, r in zip(lams, regimes) if r != UNDETERMINED)
+    # every run at a strictly larger λ must have rank ≥ the max rank at smaller λ
+    best = -1
+    i = 0
+    while i < len(pairs):
+        j = i
+        while j < len(pairs) and pairs[j][0] == pairs[i][0]:
+            j += 1
+        group = [r for _, r in pairs[i:j]]
+        if min(group) < best:
+            return False
+        best = max(best, max(group))
+        i = j
+    return True
+
+
+def regime_table(result: Any, **thresholds: Any) -> list[dict[str, Any]]:
+    """Diagnose every run of a sweep: one tidy row per run.
+
+    Parameters
+    ----------
+    result : SweepResult
+        From :func:`nhtlab.sweep`.
+    **thresholds
+        Passed to :func:`diagnose_regime`.
+
+    Returns
+    -------
+    list of dict
+        ``run`` (index in the sweep), ``weight_decay``, ``lr``, ``train_fraction``,
+        ``seed``, ``regime``, ``reason``, ``t_mem``, ``t_grok``, ``delay``,
+        ``peak_step``, ``peak_norm``, ``final_norm``, ``v_mem`` (‖θ‖² at T_mem),
+        ``last_step``, ``growth``, ``contraction``,
+        ``max_test_acc``, ``status``.
+    """
+    rows = []
+    for i, row in enumerate(result):
+        d = diagnose_regime(row.history, **thresholds)
+        ev = d.events
+        rows.append({
+            "run": i, "weight_decay": row.run.weight_decay, "lr": row.run.lr,
+            "train_fraction": row.run.train_fraction, "seed": row.run.seed,
+            "regime": d.regime, "reason": d.reason, "t_mem": ev.t_mem, "t_grok": ev.t_grok, "delay": ev.delay,
+            "peak_step": ev.peak_step, "peak_norm": round(ev.peak_norm, 1), "final_norm": round(ev.final_norm, 1),
+            "v_mem": None if ev.norm_at_mem is None else round(ev.norm_at_mem, 1),
+            "last_step": int(row.history.column("step")[-1]),
+            "growth": None if d.growth is None else round(d.growth, 3),
+            "contraction": None if d.contraction is None else round(d.contraction, 3),
+            "max_test_acc": round(float(np.nanmax(row.history.column("test_acc"))), 4), "status": row.history.status,
+        })
+    return rows
+
+
+def regime_curves(result: Any, table: list[dict[str, Any]], every: int = 1) -> list[dict[str, Any]]:
+    """Long records of every run's curves, tagged with its λ, seed and regime, for charts.
+
+    Each record: ``run``, ``weight_decay``, ``lam_index`` (rank of its λ among the
+    sweep's distinct λ, for sliders), ``seed``, ``regime``, ``step``, ``norm``,
+    ``train_acc``, ``test_acc``. ``every`` keeps one evaluation in ``every``.
+    """
+    lams = sorted({row.run.weight_decay for row in result})
+    out = []
+    for i, (row, info) in enumerate(zip(result, table)):
+        for k, r in enumerate(row.history.rows):
+            if k % every and k != len(row.history.rows) - 1:
+                continue
+            out.append({"run": i, "weight_decay": row.run.weight_decay, "lam_index": lams.index(row.run.weight_decay),
+                        "seed": row.run.seed, "regime": info["regime"], "step": r["step"], "norm": r["norm"],
+                        "train_acc": r["train_acc"], "test_acc": r.get("test_acc")})
+    return out

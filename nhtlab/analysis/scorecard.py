@@ -1,0 +1,333 @@
+"""The NHT paper's six predictions, scored on a domain's own runs with rules that can fail.
+
+Khanh & Hoa (arXiv 2603.07323) score six predictions per domain (P1 norm
+ordering, P2 three regimes, P3 clean/worst-group ordering, P4 layer hierarchy,
+P5 clean norm separation, P6 delay scaling) but give no operational rules. These
+are nhtlab's. Each rule is a function returning a :class:`Verdict`: pass or fail
+*and* the number it was decided on, so a ✓ or ✗ can be checked. Each function's
+docstring says what makes it fail.
+
+* P1 :func:`norm_ordering`: ‖θ‖² on the shortcut solution (at the step it is
+  fitted) exceeds ‖θ‖² on the structured solution (at a stated later step);
+* P2 :func:`three_regimes`: the λ sweep reads weak → intermediate → strong;
+* P3 :func:`worst_group_rise`: the worst-group accuracy starts below a stated
+  level (when the shortcut is fitted) and ends above it;
+* P4 :func:`backward_order`: the read-out peaks *and contracts* strictly before
+  the first layer does (a first layer that never contracts is not enough);
+* P5 :func:`separation_rule`: nhtlab's separation score (from the fitted
+  shortcut on, :mod:`nhtlab.analysis.separation`) is defined and at least 0.5;
+* P6 :func:`delay_scaling`: over at least three λ values, the fitted exponent
+  of T ∝ λ^(−α) has a 95% confidence interval that contains 1 and excludes 0.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+
+from ..history import History
+from ..validation import check_int, check_real, check_type
+from .events import border_times
+from .layers import LayerTransition, layer_order
+from .regimes import UNDETERMINED
+from .separation import Separation, format_score
+
+__all__ = ["PREDICTIONS", "Verdict", "norm_ordering", "three_regimes", "regimes_in_order", "worst_group_rise",
+           "backward_order", "separation_rule", "delay_scaling", "DelayExponent", "fit_delay_exponent",
+           "cue_escape_step", "score_predictions", "scorecard_text", "scorecard_rows"]
+
+PREDICTIONS = ("P1 norm ordering", "P2 three regimes", "P3 clean/worst-group", "P4 layer hierarchy",
+               "P5 clean separation", "P6 delay scaling")
+
+
+@dataclass
+class Verdict:
+    """One prediction on one domain: pass/fail and the measurement behind it.
+
+    Attributes
+    ----------
+    passed : bool
+    value : float
+        The number the rule compared (NaN when it could not be measured).
+    text : str
+        The measurement in words, printed beside ✓/✗ (e.g. "V_sc/V_st = 3.1").
+    """
+
+    passed: bool
+    value: float
+    text: str
+
+    def __str__(self) -> str:
+        return f"{'✓' if self.passed else '✗'} {self.text}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _norm_at(history: History, step: int) -> float:
+    steps = history.column("step")
+    k = int(np.searchsorted(steps, step))
+    if k >= len(steps):
+        raise ValueError(f"The step {step} is after the history's last evaluated step {int(steps[-1])}.")
+    return float(history.column("norm")[k])
+
+
+def norm_ordering(history: History, shortcut_step: int | None, structured_step: int | None) -> Verdict:
+    """P1: ‖θ‖² on the shortcut solution is larger than on the structured one.
+
+    V_sc is ‖θ‖² at ``shortcut_step`` (the first evaluated step at or after it:
+    T_mem, or the step the border is first fitted); V_st is ‖θ‖² at
+    ``structured_step`` (the end of the run, after the structure was reached).
+    The value is V_sc / V_st.
+
+    Fails when V_sc ≤ V_st (the shortcut was the *cheaper* solution in norm), or
+    when either step is None (the shortcut was never fitted or the structure
+    never reached: nothing to compare).
+    """
+    check_type(history, "history", History, owner="norm_ordering")
+    if shortcut_step is None or structured_step is None:
+        missing = "shortcut never fitted" if shortcut_step is None else "structure never reached"
+        return Verdict(False, float("nan"), f"not measured ({missing})")
+    v_sc, v_st = _norm_at(history, shortcut_step), _norm_at(history, structured_step)
+    ratio = v_sc / v_st if v_st > 0 else float("inf")
+    return Verdict(bool(ratio > 1.0), ratio, f"V_sc/V_st = {v_sc:.0f}/{v_st:.0f} = {ratio:.2f}")
+
+
+def regimes_in_order(regimes: Mapping[float, str]) -> bool:
+    """True when the regimes, read in increasing λ, are exactly weak → intermediate → strong.
+
+    Consecutive repeats collapse (weak, weak, intermediate, … counts) and the two
+    labels that judge nothing are ignored: ``"too early"`` (the online monitor: a
+    run too short to judge) and ``"undetermined"`` (:func:`nhtlab.diagnose_regime`,
+    which :func:`nhtlab.analysis.regimes.regime_order_ok` skips too); a regime that comes
+    back after another (weak, intermediate, weak, strong) fails.
+    """
+    return _collapsed(regimes) == ["weak", "intermediate", "strong"]
+
+
+def _collapsed(regimes: Mapping[float, str]) -> list[str]:
+    """Regimes in increasing λ with the unjudged labels dropped and *consecutive* repeats merged
+    (weak, intermediate, weak stays three entries: a non-monotone sweep)."""
+    out: list[str] = []
+    for lam in sorted(regimes):
+        r = regimes[lam]
+        if r not in ("too early", UNDETERMINED) and (not out or out[-1] != r):
+            out.append(r)
+    return out
+
+
+def three_regimes(regimes: Mapping[float, str]) -> Verdict:
+    """P2: the λ sweep shows weak, intermediate and strong, in that order of λ.
+
+    Fails when any of the three is missing, or they come in another order
+    (:func:`regimes_in_order`), including a regime that returns at a larger λ
+    (weak → intermediate → weak → strong). The value is the number of distinct
+    regimes seen.
+    """
+    seen = _collapsed(regimes)
+    return Verdict(regimes_in_order(regimes), float(len(set(seen))), " → ".join(seen) or "none")
+
+
+def worst_group_rise(history: History, column: str, start_step: int | None, level: float = 0.5) -> Verdict:
+    """P3: the worst group's accuracy starts below ``level`` and ends above it.
+
+    "Starts" is the value at ``start_step`` (the first evaluated step at or
+    after it: when the shortcut is fitted); "ends" is the last evaluated value.
+    The worst group is the ``conflict`` test set on images (a wrong class's
+    border: following the border is always wrong there) and the test set on
+    modular arithmetic (what the memorised table gets wrong).
+
+    Fails when the accuracy was already at or above ``level`` when the shortcut
+    was fitted (nothing to escape), when it ends at or below ``level`` (no
+    escape), or when ``start_step`` is None (the shortcut was never fitted).
+    The value is the final accuracy.
+    """
+    check_type(history, "history", History, owner="worst_group_rise")
+    check_real(level, "level", 0.0, 1.0, low_open=True, high_open=True, owner="worst_group_rise")
+    values, steps = history.column(column), history.column("step")
+    end = float(values[-1])
+    if start_step is None:
+        return Verdict(False, end, f"shortcut never fitted; ends {end:.2f}")
+    start = float(values[min(int(np.searchsorted(steps, start_step)), len(values) - 1)])
+    return Verdict(bool(start < level < end), end, f"{start:.2f} → {end:.2f} (level {level:g})")
+
+
+def backward_order(transitions: Sequence[LayerTransition], head: str, first: str) -> Verdict:
+    """P4: the read-out peaks and contracts strictly before the first layer does.
+
+    Fails unless :func:`nhtlab.analysis.layers.layer_order` says ``"backward"``: both
+    layers contracted after their peak (by at least the transitions'
+    ``min_contraction``) and the head peaked first. A first layer that never
+    contracted, a head that never contracted, simultaneous peaks and the forward
+    order all fail. The value is the first layer's peak step minus the head's.
+    """
+    order = layer_order(transitions, head, first)
+    by = {t.layer: t for t in transitions}
+    h, f = by[head], by[first]
+    lead = float(f.peak_step - h.peak_step)
+    text = (f"{order}: {head} peak {h.peak_step} (−{h.contraction:.0%}), "
+            f"{first} peak {f.peak_step} (−{f.contraction:.0%})")
+    return Verdict(order == "backward", lead, text)
+
+
+def separation_rule(separation: Separation, threshold: float = 0.5) -> Verdict:
+    """P5: nhtlab's clean-norm-separation score is defined and at least ``threshold``.
+
+    Fails when the score is below ``threshold`` or undefined (NaN: the shortcut
+    was never fitted, or reliance or the norm did not move afterwards).
+    """
+    check_type(separation, "separation", Separation, owner="separation_rule")
+    ok = separation.defined and separation.score >= threshold
+    return Verdict(bool(ok), separation.score, f"score {format_score(separation)}")
+
+
+@dataclass
+class DelayExponent:
+    """Least-squares fit of log T = c − α log λ, with a confidence interval for α.
+
+    Attributes
+    ----------
+    alpha : float
+        The exponent (1 for the law's T ∝ 1/λ).
+    low, high : float
+        The ``confidence`` interval for α (Student t with n − 2 degrees of freedom).
+    n : int
+        Points fitted; ``n_lams`` distinct λ values among them.
+    """
+
+    alpha: float
+    low: float
+    high: float
+    n: int
+    n_lams: int
+    confidence: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def fit_delay_exponent(delays: Sequence[tuple[float, float]], confidence: float = 0.95) -> DelayExponent:
+    """Fit T ∝ λ^(−α) to (λ, T) pairs (several seeds per λ allowed).
+
+    Parameters
+    ----------
+    delays : sequence of (λ, T) with λ > 0, T > 0; at least 3 points and 2 distinct λ
+    confidence : float in (0, 1)
+
+    Returns
+    -------
+    DelayExponent
+        With exactly 2 points' worth of freedom gone, n = 3 leaves one degree of
+        freedom: the interval is then wide, as it should be.
+    """
+    from scipy import (
+        stats,  # local: scipy (via scikit-learn) is slow to import; only this test uses it
+    )
+
+    owner = "fit_delay_exponent"
+    check_real(confidence, "confidence", 0.0, 1.0, low_open=True, high_open=True, owner=owner)
+    pairs = np.asarray(list(delays), dtype=float).reshape(-1, 2)
+    if len(pairs) < 3 or (pairs <= 0).any() or not np.isfinite(pairs).all():
+        raise ValueError(f"The 'delays' parameter of {owner} must hold at least 3 (λ, T) pairs, all positive and "
+                         f"finite. Got {pairs.tolist()}.")
+    x, y = np.log(pairs[:, 0]), np.log(pairs[:, 1])
+    n_lams = len(np.unique(pairs[:, 0]))
+    if n_lams < 2:
+        raise ValueError(f"The 'delays' parameter of {owner} must hold at least 2 distinct λ values. Got {n_lams}.")
+    slope, intercept = np.polyfit(x, y, 1)
+    residual = y - (slope * x + intercept)
+    dof = len(x) - 2
+    se = math.sqrt(float(residual @ residual) / dof / float(((x - x.mean()) ** 2).sum()))
+    half = float(stats.t.ppf(0.5 + confidence / 2, dof)) * se
+    return DelayExponent(alpha=float(-slope), low=float(-slope - half), high=float(-slope + half), n=len(x),
+                         n_lams=n_lams, confidence=confidence)
+
+
+def delay_scaling(delays: Mapping[float, Sequence[int | None]], min_lams: int = 3) -> Verdict:
+    """P6: the delay scales as 1/λ, by a fitted exponent and its 95% interval.
+
+    Parameters
+    ----------
+    delays : mapping λ → delays measured at that λ (one per seed; None where
+        the escape never happened, which drops that seed)
+    min_lams : int >= 3
+        Distinct λ values with at least one measured delay that the rule needs.
+
+    Fails when fewer than ``min_lams`` λ values have a measured delay (scaling
+    not shown), when the 95% interval of α excludes 1 (the delay does not scale
+    as 1/λ), or when it contains 0 (the delay is not shown to depend on λ at
+    all). The value is α.
+    """
+    check_int(min_lams, "min_lams", low=3, owner="delay_scaling")
+    pairs = [(lam, t) for lam, ts in delays.items() for t in ts if t]
+    n_lams = len({lam for lam, _ in pairs})
+    if n_lams < min_lams or len(pairs) < 3:
+        return Verdict(False, float("nan"), f"{n_lams} λ with a measured delay (needs {min_lams})")
+    fit = fit_delay_exponent(pairs)
+    ok = fit.low <= 1.0 <= fit.high and fit.low > 0
+    return Verdict(bool(ok), fit.alpha, f"α = {fit.alpha:.2f} [{fit.low:.2f}, {fit.high:.2f}] ({fit.n} runs, {n_lams} λ)")
+
+
+def cue_escape_step(history: History, fit_level: float = 0.3, drop_level: float = 0.5) -> int | None:
+    """The step at which the border is dropped (:func:`nhtlab.analysis.events.border_times`), or None."""
+
+    return border_times(history, fit_level, drop_level)[1]
+
+
+def score_predictions(*, main: History, regimes: Mapping[float, str], shortcut_step: int | None,
+                      structured_step: int | None, worst_column: str, transitions: Sequence[LayerTransition],
+                      head: str, first: str, separation: Separation, delays: Mapping[float, Sequence[int | None]],
+                      level: float = 0.5) -> dict[str, Verdict]:
+    """The six predictions for one domain, by the rules of this module.
+
+    Parameters
+    ----------
+    main : History
+        The run at the domain's main λ.
+    regimes : mapping λ → regime name
+        The domain's λ sweep, diagnosed.
+    shortcut_step, structured_step : int or None
+        When the main run fitted the shortcut (T_mem, border fitted) and a step
+        on the structured solution (the run's end, if the structure was reached;
+        None otherwise). P1 compares the norm at the two; P3 starts at the first.
+    worst_column : str
+        The worst group's accuracy column (``conflict_acc`` on images, ``test_acc`` on modular arithmetic).
+    transitions, head, first : per-layer transitions of ``main`` and the two layers P4 compares.
+    separation : Separation
+        The main run's score (P5).
+    delays : mapping λ → delays (one per seed)
+        Escape delays over the λ sweep (P6).
+    level : float
+        P3's level.
+    """
+    return {
+        "P1 norm ordering": norm_ordering(main, shortcut_step, structured_step),
+        "P2 three regimes": three_regimes(regimes),
+        "P3 clean/worst-group": worst_group_rise(main, worst_column, shortcut_step, level),
+        "P4 layer hierarchy": backward_order(transitions, head, first),
+        "P5 clean separation": separation_rule(separation),
+        "P6 delay scaling": delay_scaling(delays),
+    }
+
+
+def scorecard_rows(scorecard: Mapping[str, Mapping[str, Verdict]]) -> list[dict[str, str]]:
+    """One row per prediction, one column per domain, each cell "✓ number" or "✗ number" (for a table)."""
+    names = list(dict.fromkeys(name for row in scorecard.values() for name in row))
+    rows = [{"prediction": name, **{domain: str(row[name]) for domain, row in scorecard.items() if name in row}}
+            for name in names]
+    rows.append({"prediction": "passed", **{domain: f"{sum(v.passed for v in row.values())}/{len(row)}"
+                                            for domain, row in scorecard.items()}})
+    return rows
+
+
+def scorecard_text(scorecard: Mapping[str, Mapping[str, Verdict]]) -> str:
+    """The scorecard as text: per domain, each prediction's ✓/✗ with its measured number, and the total."""
+    lines = []
+    for domain, row in scorecard.items():
+        lines.append(f"{domain} ({sum(v.passed for v in row.values())}/{len(row)}):")
+        lines += [f"    {name:<22} {verdict}" for name, verdict in row.items()]
+    return "\n".join(lines)

@@ -1,0 +1,265 @@
+"""Clean norm separation: does shortcut reliance fall with ‖θ‖²?
+
+The NHT paper (arXiv 2603.07323) says the delay law applies when there is
+*clean norm separation*: a scalar φ(θ), 1 on the shortcut solutions and 0 on the
+structured ones, monotonically related to ‖θ‖² near the solution sets and
+dropping sharply as the network escapes. It reports scores (≈ 1 on modular
+arithmetic, 0.5–0.7 on coloured-border CIFAR-10, ≈ 0 on Waterbirds, −0.11 on
+CelebA) but gives **no formula**. What follows is nhtlab's own
+operationalisation, not the paper's:
+
+1. **Shortcut reliance φ** is measured at each evaluated step from accuracies,
+   rescaled so that chance is 0 and perfect is 1:
+
+   * images with a spurious cue: φ = accuracy on the ``cue`` test set of
+     :mod:`nhtlab.data.cues` (natural images whose cue names a *wrong* class,
+     labelled by the cue), rescaled — 1 when the network follows the cue against
+     the image every time, 0 when it never does more than chance
+     (:func:`reliance_from_shortcut`). The ``shortcut`` set (the cue on a grey
+     image) is an alternative column; it is off-distribution and noisier;
+   * modular arithmetic: the memorised table *is* the shortcut, so φ = 1 −
+     rescaled test accuracy — 1 while the network only memorises, 0 once it
+     computes the rule (:func:`reliance_from_generalisation`).
+
+2. **The score** is Spearman's rank correlation between ‖θ‖² and φ over the
+   checkpoints from the moment the shortcut is *fitted* to the end
+   (:func:`clean_norm_separation`): T_mem for a memorisation shortcut (training
+   accuracy ≥ 99%), the first step at which the network follows the border for
+   a border shortcut (:func:`nhtlab.analysis.events.border_times`). +1 when every
+   contraction of the norm comes with less reliance (clean separation), ≈ 0
+   when reliance does not follow the norm, negative when reliance *grows* while
+   the norm shrinks. Rank correlation asks only for a monotone relation, as the
+   definition does. The window starts at the fitted shortcut, not at the norm's
+   peak: on images the norm can peak after the cue is already dropped (or
+   never), and a window from the peak would then see nothing to separate.
+   When the shortcut was never fitted, or φ or ‖θ‖² does not vary in the
+   window, or it holds fewer than ``min_points`` checkpoints, the correlation is
+   **undefined**: the score is NaN (never 0, which would read as "measured, no
+   separation"), ``defined`` is False and ``reason`` says why;
+   :func:`format_score` shows it as "undefined". The sharpness of the drop is
+   reported next to the score (``phi_drop``, the fall of φ from the start of
+   the window to the end), not folded into it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+
+from ..history import History
+from ..validation import check_int, check_type
+from .events import border_times, find_events
+
+__all__ = ["Separation", "clean_norm_separation", "separation_from_history", "spearman",
+           "reliance_from_shortcut", "reliance_from_generalisation", "format_score"]
+
+
+@dataclass
+class Separation:
+    """A clean-norm-separation score and what it was computed from.
+
+    Attributes
+    ----------
+    score : float in [-1, 1], or NaN
+        Spearman correlation of ‖θ‖² and φ from ``start_step`` to the end; NaN when undefined.
+    defined : bool
+        False when the score is NaN (``reason`` says why).
+    reason : str
+        Empty when defined; else "shortcut never fitted", "fewer than N checkpoints"
+        or "φ or ‖θ‖² constant in the window".
+    n_points : int
+        Checkpoints in the window.
+    start_step : int or None
+        First step of the window (the shortcut fitted); None when it never was.
+    peak_step : int or None
+        Step at which ‖θ‖² was largest within the window.
+    phi_at_start, phi_final : float
+        φ at the window's first and last checkpoint (NaN without a window).
+    phi_drop : float
+        phi_at_start − phi_final (> 0: reliance fell).
+    norm_contraction : float
+        1 − final / (largest norm in the window); NaN without a window.
+    """
+
+    score: float
+    defined: bool
+    reason: str
+    n_points: int
+    start_step: int | None
+    peak_step: int | None
+    phi_at_start: float
+    phi_final: float
+    phi_drop: float
+    norm_contraction: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def __str__(self) -> str:
+        return format_score(self)
+
+
+def format_score(separation: "Separation | float", digits: int = 2) -> str:
+    """The score as text: the number, or "undefined (reason)" for NaN — never 0.
+
+    Examples
+    --------
+    >>> format_score(float("nan"))
+    'undefined'
+    >>> format_score(0.8712)
+    '0.87'
+    """
+    if isinstance(separation, Separation):
+        if not separation.defined:
+            return f"undefined ({separation.reason})"
+        value = separation.score
+    else:
+        value = float(separation)
+    return "undefined" if not np.isfinite(value) else f"{value:.{digits}f}"
+
+
+def _ranks(values: np.ndarray) -> np.ndarray:
+    """Ranks 1..n with ties given their average rank."""
+    order = np.argsort(values, kind="mergesort")
+    ranks = np.empty(len(values), dtype=float)
+    sorted_vals = values[order]
+    i = 0
+    while i < len(values):
+        j = i
+        while j + 1 < len(values) and sorted_vals[j + 1] == sorted_vals[i]:
+            j += 1
+        ranks[order[i:j + 1]] = (i + j) / 2.0 + 1.0
+        i = j + 1
+    return ranks
+
+
+def spearman(x: np.ndarray, y: np.ndarray) -> float:
+    """Spearman's rank correlation (average ranks for ties); NaN if either input is constant.
+
+    Examples
+    --------
+    >>> spearman(np.array([1.0, 2.0, 3.0]), np.array([10.0, 20.0, 25.0]))
+    1.0
+    """
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    if x.shape != y.shape or x.ndim != 1:
+        raise ValueError(f"spearman needs two 1-d arrays of the same length. Got shapes {x.shape} and {y.shape}.")
+    rx, ry = _ranks(x), _ranks(y)
+    rx, ry = rx - rx.mean(), ry - ry.mean()
+    denom = np.sqrt((rx ** 2).sum() * (ry ** 2).sum())
+    if denom == 0:
+        return float("nan")
+    return float(np.clip((rx * ry).sum() / denom, -1.0, 1.0))
+
+
+def _rescale(acc: np.ndarray, num_classes: int) -> np.ndarray:
+    chance = 1.0 / num_classes
+    return np.clip((np.asarray(acc, dtype=float) - chance) / (1.0 - chance), 0.0, 1.0)
+
+
+def reliance_from_shortcut(shortcut_acc: np.ndarray, num_classes: int) -> np.ndarray:
+    """φ from the accuracy of following the cue: (acc − 1/C)/(1 − 1/C), clipped to [0, 1]."""
+    check_int(num_classes, "num_classes", low=2, owner="reliance_from_shortcut")
+    return _rescale(shortcut_acc, num_classes)
+
+
+def reliance_from_generalisation(test_acc: np.ndarray, num_classes: int) -> np.ndarray:
+    """φ for memorisation shortcuts: 1 − (acc − 1/C)/(1 − 1/C), clipped to [0, 1]."""
+    check_int(num_classes, "num_classes", low=2, owner="reliance_from_generalisation")
+    return 1.0 - _rescale(test_acc, num_classes)
+
+
+def clean_norm_separation(steps: np.ndarray, norm: np.ndarray, phi: np.ndarray, start_step: int | None = None,
+                          min_points: int = 4) -> Separation:
+    """nhtlab's clean-norm-separation score: Spearman(‖θ‖², φ) from the fitted shortcut on.
+
+    Parameters
+    ----------
+    steps, norm, phi : arrays (n,)
+        Evaluated steps, ‖θ‖² and shortcut reliance φ at those steps.
+    start_step : int or None
+        The step at which the shortcut was fitted (T_mem, or the first step at
+        which the border is followed); the window runs from the first checkpoint
+        at or after it to the end. None means the shortcut was never fitted:
+        the score is undefined (NaN).
+    min_points : int >= 3
+        Fewer checkpoints in the window leave the score undefined (NaN).
+
+    Returns
+    -------
+    Separation
+        ``score`` is NaN (never 0) whenever it is undefined.
+    """
+    owner = "clean_norm_separation"
+    steps, norm, phi = (np.asarray(a, dtype=float) for a in (steps, norm, phi))
+    if not (steps.shape == norm.shape == phi.shape) or steps.ndim != 1 or len(steps) == 0:
+        raise ValueError(f"The 'steps', 'norm' and 'phi' parameters of {owner} must be 1-d arrays of one length. "
+                         f"Got shapes {steps.shape}, {norm.shape}, {phi.shape}.")
+    check_int(min_points, "min_points", low=3, owner=owner)
+    nan = float("nan")
+    if start_step is None:
+        return Separation(nan, False, "shortcut never fitted", 0, None, None, nan, nan, nan, nan)
+    check_int(start_step, "start_step", owner=owner)
+    window = steps >= start_step
+    if not window.any():
+        raise ValueError(f"The 'start_step' parameter of {owner} must be at most the last step {int(steps[-1])}. "
+                         f"Got {start_step}.")
+    first = int(np.flatnonzero(window)[0])
+    after_norm, after_phi = norm[first:], phi[first:]
+    k = first + int(np.nanargmax(after_norm))
+    contraction = max(0.0, 1.0 - norm[-1] / norm[k]) if norm[k] > 0 else 0.0
+    reason = ""
+    if len(after_norm) < min_points:
+        rho, reason = nan, f"fewer than {min_points} checkpoints"
+    else:
+        rho = spearman(after_norm, after_phi)
+        if not np.isfinite(rho):
+            reason = "φ or ‖θ‖² constant in the window"
+    return Separation(score=rho, defined=not reason, reason=reason, n_points=len(after_norm),
+                      start_step=int(steps[first]), peak_step=int(steps[k]), phi_at_start=float(phi[first]),
+                      phi_final=float(phi[-1]), phi_drop=float(phi[first] - phi[-1]),
+                      norm_contraction=float(contraction))
+
+
+def separation_from_history(history: History, num_classes: int, kind: str = "shortcut",
+                            column: str | None = None, start_step: int | None | str = "auto",
+                            min_points: int = 4) -> Separation:
+    """The score for a training history.
+
+    Parameters
+    ----------
+    history : History
+    num_classes : int
+    kind : {"shortcut", "generalisation"}
+        ``"shortcut"`` reads φ from a cue-following accuracy column (default
+        ``cue_acc``); ``"generalisation"`` from a test accuracy column
+        (default ``test_acc``), for memorisation shortcuts such as modular arithmetic.
+    column : str, optional
+        The accuracy column to read.
+    start_step : int, None or "auto"
+        Where the window starts. ``"auto"``: the first step the border is fitted
+        (:func:`nhtlab.analysis.events.border_times`) for ``"shortcut"``, T_mem
+        (:func:`nhtlab.analysis.events.find_events`) for ``"generalisation"``.
+    min_points : int >= 3
+    """
+    check_type(history, "history", History, owner="separation_from_history")
+    if kind not in ("shortcut", "generalisation"):
+        raise ValueError(f"The 'kind' parameter of separation_from_history must be one of 'shortcut', "
+                         f"'generalisation'. Got {kind!r} instead.")
+    column = column or ("cue_acc" if kind == "shortcut" else "test_acc")
+    acc = history.column(column)
+    phi = reliance_from_shortcut(acc, num_classes) if kind == "shortcut" else reliance_from_generalisation(acc, num_classes)
+    if isinstance(start_step, str):
+        if start_step != "auto":
+            raise ValueError(f"The 'start_step' parameter of separation_from_history must be an int, None or 'auto'. "
+                             f"Got {start_step!r} instead.")
+        if kind == "shortcut":
+
+            start_step = border_times(history)[0]
+        else:
+
+            start_step = find_events(history).t_mem
+    return clean_norm_separation(history.column("step"), history.column("norm"), phi, start_step=start_step,
+                                 min_points=min_points)

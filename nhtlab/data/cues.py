@@ -1,0 +1,336 @@
+"""Spurious cues added to any image dataset: class-coloured borders and tints.
+
+The NHT paper's vision experiment (arXiv 2603.07323) gives every CIFAR-10 class
+its own border colour; in training the correct colour appears with probability
+ρ. A network can then fit most of the training set by reading the border (the
+*shortcut*) or by learning the objects (the *structure*). The paper leaves the
+details open; nhtlab's choices, all parameters, are:
+
+* **colours**: one distinct, saturated RGB colour per class (``CLASS_COLOURS``,
+  the Tableau-10 palette: none is black or white, the digits' own colours);
+* **border**: the outer ``width`` pixels of the image are painted over
+  (``pad=False``), or the image is first padded by ``width`` pixels so no
+  content is lost (``pad=True``);
+* **otherwise** (probability 1 − ρ in training): ``"other"`` (default) paints
+  the colour of a uniformly random *other* class, so the border is a misleading
+  cue on those images and the shortcut alone caps training accuracy at ρ;
+  ``"none"`` leaves those images without a border; ``"random"`` draws any
+  class's colour uniformly.
+
+Test sets, all built from the base test images:
+
+* ``coloured``: the training distribution (same ρ rule, its own random draw);
+* ``clean``: no class information in the border. ``clean="none"`` (the paper's
+  definition) removes the border. A network that never saw a border-less image
+  meets an unseen border colour there (black for the digits), so it is
+  off-distribution; ``clean="mean"`` (nhtlab's default) paints the border in
+  the mean of the class colours instead — the border is present, as in
+  training, but says nothing about the class;
+* ``shortcut``: the border of class y on an uninformative image (a constant
+  grey at the base data's mean intensity), labelled y: accuracy here measures
+  how far the network reads the border alone;
+* ``conflict``: the border of a random *other* class on every image, labelled by
+  the image: the worst group, where following the border is always wrong;
+* ``cue``: the same conflicting images labelled by their *border's* class:
+  accuracy here is the share of natural images on which the network follows the
+  border against the image — nhtlab's measure of shortcut reliance φ.
+
+The *entangled* variant (:func:`tint_shortcut`) spreads the cue over the whole
+image at every scale: each image is blended with its class colour,
+``x ← (1 − α) x + α c``, so no crop, filter size or pooling level can see the
+image without the cue. That is the failure case of the NHT delay law.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+
+from ..validation import check_bool, check_choice, check_int, check_real, check_type
+from .images import ImageData
+
+__all__ = ["CLASS_COLOURS", "OTHERWISE", "CLEAN", "ShortcutData", "border_shortcut", "tint_shortcut", "paint_border", "draw_cue_classes", "harder"]
+
+# Tableau-10, as RGB in [0, 1]; class k gets colour k (cycled for more classes).
+CLASS_COLOURS = (
+    (0.306, 0.475, 0.655), (0.949, 0.557, 0.169), (0.882, 0.341, 0.349), (0.463, 0.718, 0.698),
+    (0.349, 0.631, 0.310), (0.929, 0.788, 0.282), (0.690, 0.478, 0.631), (1.000, 0.616, 0.655),
+    (0.612, 0.459, 0.373), (0.729, 0.690, 0.675),
+)
+OTHERWISE = ("other", "none", "random")
+CLEAN = ("mean", "none")
+
+
+@dataclass
+class ShortcutData:
+    """Images with a class-correlated cue, and the test sets that measure reliance on it.
+
+    Attributes
+    ----------
+    x_train : FloatTensor, shape (n, 3, H, W)
+    y_train : LongTensor, shape (n,)
+    cue_train : LongTensor, shape (n,)
+        The class whose colour each training image carries (−1: none).
+    test_sets : dict name → (x, y)
+        ``coloured``, ``clean``, ``shortcut``, ``conflict``, ``cue`` (see the module doc).
+    num_classes : int
+    colours : FloatTensor, shape (num_classes, 3)
+    rho : float
+    kind : {"border", "tint"}
+    settings : dict
+        Everything else that built the data (width, otherwise, clean, seed, …).
+    """
+
+    x_train: torch.Tensor
+    y_train: torch.Tensor
+    cue_train: torch.Tensor
+    test_sets: dict[str, tuple[torch.Tensor, torch.Tensor]]
+    num_classes: int
+    colours: torch.Tensor
+    rho: float
+    kind: str
+    settings: dict = field(default_factory=dict)
+
+    @property
+    def x_test(self) -> torch.Tensor:
+        """The coloured test images (training distribution)."""
+        return self.test_sets["coloured"][0]
+
+    @property
+    def y_test(self) -> torch.Tensor:
+        return self.test_sets["coloured"][1]
+
+    def eval_sets(self) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
+        """The test sets as :func:`nhtlab.training.loop.train` takes them (``eval_sets=``)."""
+        return dict(self.test_sets)
+
+    @property
+    def cue_agreement(self) -> float:
+        """Share of training images whose cue is their own class's colour (≈ ρ)."""
+        return float((self.cue_train == self.y_train).float().mean())
+
+
+def _colours(num_classes: int, colours, contrast: float = 1.0) -> torch.Tensor:
+    if colours is None:
+        table = torch.tensor([CLASS_COLOURS[k % len(CLASS_COLOURS)] for k in range(num_classes)], dtype=torch.float32)
+        grey = table.mean(0, keepdim=True)
+        return grey + contrast * (table - grey)
+    colours = torch.as_tensor(colours, dtype=torch.float32)
+    if colours.shape != (num_classes, 3):
+        raise ValueError(f"The 'colours' parameter must have shape ({num_classes}, 3), one RGB triple per class. "
+                         f"Got shape {tuple(colours.shape)} instead.")
+    if colours.min() < 0 or colours.max() > 1:
+        raise ValueError("The 'colours' parameter must hold RGB values in [0, 1].")
+    grey = colours.mean(0, keepdim=True)
+    return grey + contrast * (colours - grey)
+
+
+def draw_cue_classes(y: torch.Tensor, rho: float, num_classes: int, otherwise: str,
+                     generator: torch.Generator) -> torch.Tensor:
+    """The class whose colour each image carries: its own with probability ρ.
+
+    Otherwise ``"other"`` picks a uniformly random different class, ``"random"``
+    any class, ``"none"`` returns −1 (no cue).
+
+    Returns
+    -------
+    LongTensor, shape (n,)
+    """
+    n = len(y)
+    own = torch.rand(n, generator=generator) < rho
+    if otherwise == "other":
+        shift = torch.randint(1, num_classes, (n,), generator=generator)
+        alt = (y + shift) % num_classes
+    elif otherwise == "random":
+        alt = torch.randint(0, num_classes, (n,), generator=generator)
+    else:
+        alt = torch.full((n,), -1, dtype=torch.long)
+    return torch.where(own, y, alt)
+
+
+def paint_border(x: torch.Tensor, rgb: torch.Tensor, width: int) -> torch.Tensor:
+    """Copy of ``x`` (n, 3, H, W) with its outer ``width`` pixels set to ``rgb`` (n, 3).
+
+    Rows of ``rgb`` that are NaN leave that image's border untouched.
+    """
+    out = x.clone()
+    mask = torch.zeros(x.shape[-2:], dtype=torch.bool)
+    mask[:width, :] = mask[-width:, :] = True
+    mask[:, :width] = mask[:, -width:] = True
+    keep = ~torch.isnan(rgb[:, 0])
+    fill = rgb[keep][:, :, None, None].expand(-1, -1, *x.shape[-2:])
+    sub = out[keep]
+    sub[:, :, mask] = fill[:, :, mask]
+    out[keep] = sub
+    return out
+
+
+def _cue_rgb(cue: torch.Tensor, colours: torch.Tensor) -> torch.Tensor:
+    rgb = torch.full((len(cue), 3), float("nan"))
+    has = cue >= 0
+    rgb[has] = colours[cue[has]]
+    return rgb
+
+
+def _check_common(base, rho, seed, owner):
+    check_type(base, "base", ImageData, owner=owner)
+    check_real(rho, "rho", 0.0, 1.0, owner=owner)
+    check_int(seed, "seed", low=0, owner=owner)
+    if base.x_train.ndim != 4 or base.x_train.shape[1] != 3:
+        raise ValueError(f"The 'base' parameter of {owner} must hold RGB images (n, 3, H, W). "
+                         f"Got x_train of shape {tuple(base.x_train.shape)} instead.")
+
+
+def border_shortcut(base: ImageData, rho: float = 0.95, width: int = 2, otherwise: str = "other",
+                    clean: str = "mean", pad: bool = False, colours=None, contrast: float = 1.0,
+                    seed: int = 0) -> ShortcutData:
+    """Add a class-coloured border to ``base`` (the NHT paper's coloured-border data).
+
+    Parameters
+    ----------
+    base : ImageData
+        Any RGB image dataset (e.g. :func:`nhtlab.data.images.digits`, :func:`nhtlab.data.images.cifar10`).
+    rho : float in [0, 1]
+        Probability that a training (and ``coloured`` test) image carries its own
+        class's colour.
+    width : int >= 1
+        Border width in pixels.
+    otherwise : {"other", "none", "random"}
+        What a training image carries with probability 1 − ρ (see the module doc).
+    clean : {"mean", "none"}
+        How the ``clean`` test set is built: a border in the mean class colour
+        (default), or no border at all (the paper's wording).
+    pad : bool
+        Pad images by ``width`` pixels before painting (keeps all content; the
+        images grow to H + 2·width), instead of painting over the edge.
+    colours : array (num_classes, 3), optional
+        RGB colours in [0, 1]; defaults to ``CLASS_COLOURS``.
+    contrast : float in (0, 1]
+        Pulls every colour towards the palette's mean grey: c ← ḡ + contrast·(c − ḡ).
+        Low contrast makes the cue faint, so reading it takes *large weights*:
+        the knob that sets the norm cost of the shortcut.
+    seed : int
+        Seed of every random draw (which images keep their colour, the other colours).
+
+    Returns
+    -------
+    ShortcutData
+    """
+    owner = "border_shortcut"
+    _check_common(base, rho, seed, owner)
+    check_int(width, "width", low=1, owner=owner)
+    check_choice(otherwise, "otherwise", OTHERWISE, owner=owner)
+    check_choice(clean, "clean", CLEAN, owner=owner)
+    check_bool(pad, "pad", owner=owner)
+    check_real(contrast, "contrast", 0.0, 1.0, low_open=True, owner=owner)
+    h, w = base.x_train.shape[-2:]
+    if not pad and 2 * width >= min(h, w):
+        raise ValueError(f"The 'width' parameter of border_shortcut must leave some image inside the border: "
+                         f"2·width < {min(h, w)}. Got {width} instead.")
+    k = base.num_classes
+    palette = _colours(k, colours, contrast)
+    gen = torch.Generator().manual_seed(seed)
+
+    def prepare(x):
+        return torch.nn.functional.pad(x, (width,) * 4) if pad else x
+
+    def paint(x, rgb):
+        return paint_border(prepare(x), rgb, width)
+
+    return _assemble(base, rho, otherwise, clean, palette, gen, paint, prepare, "border",
+                     dict(width=width, otherwise=otherwise, clean=clean, pad=pad, contrast=contrast, seed=seed))
+
+
+def tint_shortcut(base: ImageData, rho: float = 0.95, strength: float = 0.3, otherwise: str = "other",
+                  clean: str = "mean", colours=None, contrast: float = 1.0, seed: int = 0) -> ShortcutData:
+    """The entangled variant: blend every pixel with the cue colour, ``x ← (1 − α) x + α c``.
+
+    The cue covers the whole image, at every position and every scale, so the
+    network cannot look at the object without also seeing the cue. Parameters
+    and test sets (and ``contrast``) are as in :func:`border_shortcut`, with ``strength`` α in (0, 1]
+    instead of a border width; ``clean="mean"`` tints with the mean class colour.
+    """
+    owner = "tint_shortcut"
+    _check_common(base, rho, seed, owner)
+    check_real(strength, "strength", 0.0, 1.0, low_open=True, owner=owner)
+    check_choice(otherwise, "otherwise", OTHERWISE, owner=owner)
+    check_choice(clean, "clean", CLEAN, owner=owner)
+    check_real(contrast, "contrast", 0.0, 1.0, low_open=True, owner=owner)
+    k = base.num_classes
+    palette = _colours(k, colours, contrast)
+    gen = torch.Generator().manual_seed(seed)
+
+    def paint(x, rgb):
+        has = ~torch.isnan(rgb[:, 0])
+        out = x.clone()
+        out[has] = (1 - strength) * x[has] + strength * rgb[has][:, :, None, None]
+        return out
+
+    return _assemble(base, rho, otherwise, clean, palette, gen, paint, lambda x: x, "tint",
+                     dict(strength=strength, otherwise=otherwise, clean=clean, contrast=contrast, seed=seed))
+
+
+def _assemble(base, rho, otherwise, clean, palette, gen, paint, prepare, kind, settings) -> ShortcutData:
+    """Draw the cues and build the training images and the four test sets."""
+    k = base.num_classes
+    cue_train = draw_cue_classes(base.y_train, rho, k, otherwise, gen)
+    x_train = paint(base.x_train, _cue_rgb(cue_train, palette))
+    y_test = base.y_test
+    coloured = paint(base.x_test, _cue_rgb(draw_cue_classes(y_test, rho, k, otherwise, gen), palette))
+    if clean == "none":
+        clean_x = prepare(base.x_test).clone()
+    else:
+        clean_x = paint(base.x_test, palette.mean(0, keepdim=True).expand(len(y_test), 3))
+    conflict_cue = (y_test + torch.randint(1, k, (len(y_test),), generator=gen)) % k
+    conflict = paint(base.x_test, _cue_rgb(conflict_cue, palette))
+    y_sc = torch.randint(0, k, (len(y_test),), generator=gen)
+    grey = torch.full((len(y_test), *base.x_test.shape[1:]), float(base.x_train.mean()))
+    shortcut = paint(grey, _cue_rgb(y_sc, palette))
+    test_sets = {"coloured": (coloured, y_test.clone()), "clean": (clean_x, y_test.clone()),
+                 "shortcut": (shortcut, y_sc), "conflict": (conflict, y_test.clone()), "cue": (conflict, conflict_cue)}
+    return ShortcutData(x_train, base.y_train.clone(), cue_train, test_sets, k, palette, float(rho), kind,
+                        {**settings, "base": base.name})
+
+
+# --------------------------------------------------------------------------------------------
+# One run on shortcut images, described by a flat config, and a small process pool for sweeps.
+
+
+def harder(base: ImageData, train_size: int | None = None, noise: float = 0.0, seed: int = 0) -> ImageData:
+    """A harder version of ``base``: fewer training images and/or Gaussian pixel noise.
+
+    Parameters
+    ----------
+    base : ImageData
+    train_size : int, optional
+        Keep only the first ``train_size`` training images (the split is already
+        random); None keeps them all. Test sets are never shrunk.
+    noise : float >= 0
+        Standard deviation of the N(0, noise²) noise added to every pixel of every
+        training and test image (one seeded draw), then clipped to [0, 1].
+    seed : int
+        Seed of the noise.
+
+    Returns
+    -------
+    ImageData
+        ``base`` itself when nothing changes.
+    """
+    owner = "harder"
+    check_type(base, "base", ImageData, owner=owner)
+    if train_size is not None:
+        check_int(train_size, "train_size", low=1, high=len(base.y_train), owner=owner)
+    check_real(noise, "noise", 0.0, owner=owner)
+    if train_size is None and noise == 0:
+        return base
+    n = len(base.y_train) if train_size is None else train_size
+    x_train, y_train, x_test = base.x_train[:n], base.y_train[:n], base.x_test
+    if noise > 0:
+        gen = torch.Generator().manual_seed(seed + 7919)
+        x_train = (x_train + noise * torch.randn(x_train.shape, generator=gen)).clamp(0.0, 1.0)
+        x_test = (x_test + noise * torch.randn(x_test.shape, generator=gen)).clamp(0.0, 1.0)
+    return ImageData(x_train.contiguous(), y_train.clone(), x_test.contiguous(), base.y_test.clone(), base.num_classes,
+                     name=f"{base.name}-n{n}-noise{noise:g}", class_names=base.class_names)
+
+

@@ -1,0 +1,258 @@
+"""Image classification data as tensors: an offline default and CIFAR-10 (opt-in).
+
+* :func:`digits` needs no network: scikit-learn ships 1,797 handwritten digits
+  (8 × 8, grey levels 0–16) inside the package. They are upsampled bilinearly to
+  ``size`` × ``size``, scaled to [0, 1] and copied to three channels (white
+  strokes on black), so every image model and the coloured-border wrapper of
+  :mod:`nhtlab.data.cues` work on them unchanged.
+* :func:`cifar10` reads CIFAR-10's python batches (torchvision downloads them). It never downloads unless
+  asked (``download=True``), never waits for a dead network longer than a short
+  socket timeout, and never substitutes another dataset: when the files cannot be
+  found or fetched it raises :class:`DatasetUnavailableError` saying how to fix it.
+
+Both return an :class:`ImageData` whose tensors live in memory, so training
+needs no DataLoader (:func:`nhtlab.training.loop.train` samples minibatches by index).
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import socket
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from ..smoke import smoke_enabled, smoke_images
+from ..validation import check_bool, check_int, check_real, check_type
+
+__all__ = ["ImageData", "DatasetUnavailableError", "digits", "cifar10", "read_cifar10_batches", "CIFAR10_CLASSES"]
+
+CIFAR10_CLASSES = ("airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck")
+
+
+class DatasetUnavailableError(RuntimeError):
+    """A dataset could not be loaded or downloaded; the message says how to fix it."""
+
+
+@dataclass
+class ImageData:
+    """A train/test split of an image classification dataset.
+
+    Attributes
+    ----------
+    x_train, x_test : FloatTensor, shape (n, 3, H, W)
+        Images with values in [0, 1].
+    y_train, y_test : LongTensor, shape (n,)
+        Class indices in ``range(num_classes)``.
+    num_classes : int
+    name : str
+    class_names : tuple of str
+    """
+
+    x_train: torch.Tensor
+    y_train: torch.Tensor
+    x_test: torch.Tensor
+    y_test: torch.Tensor
+    num_classes: int
+    name: str = "images"
+    class_names: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def image_shape(self) -> tuple[int, int, int]:
+        """(channels, height, width)."""
+        return tuple(self.x_train.shape[1:])  # type: ignore[return-value]
+
+    def to(self, device: torch.device | str) -> "ImageData":
+        """Return a copy with every tensor on ``device``."""
+        return ImageData(self.x_train.to(device), self.y_train.to(device), self.x_test.to(device),
+                         self.y_test.to(device), self.num_classes, self.name, self.class_names)
+
+
+def _split(n: int, test_fraction: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    order = np.random.default_rng(seed).permutation(n)
+    n_test = int(round(n * test_fraction))
+    return order[n_test:], order[:n_test]
+
+
+def digits(size: int = 16, test_fraction: float = 0.3, seed: int = 0) -> ImageData:
+    """scikit-learn's bundled handwritten digits, upsampled to RGB ``size`` × ``size``.
+
+    Offline: the 1,797 images ship inside scikit-learn. Grey levels 0–16 are
+    scaled to [0, 1], upsampled bilinearly and repeated over three channels.
+
+    Parameters
+    ----------
+    size : int >= 8
+        Output height and width in pixels.
+    test_fraction : float in (0, 1)
+        Share of the images held out for testing (a seeded random split).
+    seed : int
+        Seed of the split.
+
+    Returns
+    -------
+    ImageData
+        ``x_train`` (n_train, 3, size, size), ``y_train`` (n_train,), likewise
+        for the test split; ten classes.
+
+    Examples
+    --------
+    >>> data = digits(size=16, seed=0)
+    >>> tuple(data.x_train.shape[1:]), data.num_classes
+    ((3, 16, 16), 10)
+    """
+    check_int(size, "size", low=8, owner="digits")
+    check_real(test_fraction, "test_fraction", 0.0, 1.0, low_open=True, high_open=True, owner="digits")
+    check_int(seed, "seed", low=0, owner="digits")
+    from sklearn.datasets import (
+        load_digits,  # local: scikit-learn takes ~1 s to import; only the digits need it
+    )
+
+    bunch = load_digits()
+    x = torch.tensor(bunch.images, dtype=torch.float32).unsqueeze(1) / 16.0  # (n, 1, 8, 8)
+    if size != 8:
+        x = F.interpolate(x, size=(size, size), mode="bilinear", align_corners=False)
+    x = x.clamp(0.0, 1.0).repeat(1, 3, 1, 1).contiguous()  # (n, 3, size, size)
+    y = torch.tensor(bunch.target, dtype=torch.long)
+    train_idx, test_idx = _split(len(y), test_fraction, seed)
+    return ImageData(x[train_idx], y[train_idx], x[test_idx], y[test_idx], 10, name=f"digits{size}",
+                     class_names=tuple(str(k) for k in range(10)))
+
+
+CIFAR10_FOLDER = "cifar-10-batches-py"
+CIFAR10_TRAIN = tuple(f"data_batch_{i}" for i in range(1, 6))
+CIFAR10_FILES = (*CIFAR10_TRAIN, "test_batch", "batches.meta")
+
+
+def _download_cifar10(root: Path, timeout: float) -> None:
+    """Download and extract CIFAR-10 into ``root`` with torchvision (checks the archive's MD5)."""
+    try:
+        import torchvision  # local: the optional 'vision' extra, needed only for CIFAR-10
+    except ImportError as exc:  # pragma: no cover - torchvision is a dependency
+        raise DatasetUnavailableError("cifar10(download=True) needs torchvision: `pip install torchvision`.") from exc
+    previous = socket.getdefaulttimeout()
+    socket.setdefaulttimeout(timeout)
+    try:
+        torchvision.datasets.CIFAR10(str(root), train=True, download=True)
+    except (RuntimeError, OSError, ValueError) as exc:
+        raise DatasetUnavailableError(
+            f"CIFAR-10 is unavailable: the download into {str(root)!r} failed ({type(exc).__name__}: {exc}). "
+            f"Check the network connection, or download https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz "
+            f"by hand and extract it into {str(root)!r}.") from exc
+    finally:
+        socket.setdefaulttimeout(previous)
+
+
+def read_cifar10_batches(folder: str | Path, train: bool = True, limit: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """Read CIFAR-10's python batches (``data_batch_1..5`` or ``test_batch``) as tensors.
+
+    The format is the one torchvision reads: each file is a pickled dict with
+    ``data`` (uint8, (n, 3072), channel-major rows) and ``labels``. The images
+    come out exactly as ``torchvision.datasets.CIFAR10`` gives them, moved to
+    channels-first.
+
+    Parameters
+    ----------
+    folder : str or Path
+        The ``cifar-10-batches-py`` folder.
+    train : bool
+        The five training batches, or the test batch.
+    limit : int, optional
+        Keep only the first this many images.
+
+    Returns
+    -------
+    x : FloatTensor, shape (n, 3, 32, 32), values in [0, 1]
+    y : LongTensor, shape (n,)
+    """
+    folder = Path(folder)
+    xs, ys = [], []
+    for name in CIFAR10_TRAIN if train else ("test_batch",):
+        try:
+            with open(folder / name, "rb") as f:
+                entry = pickle.load(f, encoding="latin1")
+            xs.append(np.asarray(entry["data"], dtype=np.uint8).reshape(-1, 3, 32, 32))
+            ys.extend(entry["labels"] if "labels" in entry else entry["fine_labels"])
+        except Exception as exc:  # noqa: BLE001 - any damage is reported the same way
+            raise DatasetUnavailableError(
+                f"CIFAR-10 is unavailable: {folder / name} is damaged or not in CIFAR-10's python format "
+                f"({type(exc).__name__}: {exc}). Delete {folder} and extract cifar-10-python.tar.gz again.") from exc
+        if limit is not None and sum(len(x) for x in xs) >= limit:
+            break
+    x = torch.from_numpy(np.concatenate(xs)[:limit]).float().div_(255.0).contiguous()
+    y = torch.tensor(ys[:limit], dtype=torch.long)
+    return x, y
+
+
+def cifar10(root: str | Path, download: bool = False, timeout: float = 20.0,
+            train_limit: int | None = None, test_limit: int | None = None) -> ImageData:
+    """CIFAR-10 as in-memory tensors (opt-in download through torchvision).
+
+    The extracted batches are read by :func:`read_cifar10_batches` (the same
+    decoding as ``torchvision.datasets.CIFAR10``); torchvision only downloads,
+    checks and extracts the archive when ``download=True`` and files are missing.
+
+    Parameters
+    ----------
+    root : str or Path
+        Folder holding (or receiving) ``cifar-10-batches-py``. The environment
+        variable ``NHTLAB_CIFAR_ROOT``, when set, replaces it (a local copy, or
+        the tests' small archive in CIFAR-10's format); the returned data's
+        ``name`` then says where it came from.
+    download : bool
+        Fetch the archive (about 170 MB) when it is missing. Off by default so
+        that nothing touches the network unless asked.
+    timeout : float > 0
+        Socket timeout in seconds while downloading, so a dead network fails
+        fast instead of hanging.
+    train_limit, test_limit : int, optional
+        Keep only the first this many images of each split (smoke tests).
+        Under the smoke cap (``NHTLAB_SMOKE=1``, :mod:`nhtlab.smoke`) both are
+        at most ``NHTLAB_SMOKE_IMAGES`` and ``download`` is treated as False, so
+        a capped run never touches the network.
+
+    Returns
+    -------
+    ImageData
+        ``x_train`` (50000, 3, 32, 32) in [0, 1], ``x_test`` (10000, 3, 32, 32).
+
+    Raises
+    ------
+    DatasetUnavailableError
+        When the files are missing and ``download`` is False, the download
+        fails, or a batch file is damaged; the message names the fix. No other dataset is substituted.
+    """
+    check_type(root, "root", (str, Path), owner="cifar10")
+    check_bool(download, "download", owner="cifar10")
+    check_real(timeout, "timeout", 0.0, low_open=True, owner="cifar10")
+    for name, limit in (("train_limit", train_limit), ("test_limit", test_limit)):
+        if limit is not None:
+            check_int(limit, name, low=1, owner="cifar10")
+
+    name = "cifar10"
+    if os.environ.get("NHTLAB_CIFAR_ROOT"):
+        root = os.environ["NHTLAB_CIFAR_ROOT"]
+        name = f"cifar10 (NHTLAB_CIFAR_ROOT={root})"
+    if smoke_enabled():
+        cap = smoke_images()
+        train_limit, test_limit = min(train_limit or cap, cap), min(test_limit or cap, cap)
+        download = False
+    root = Path(root).expanduser()
+    folder = root / CIFAR10_FOLDER
+    if download and not all((folder / f).exists() for f in CIFAR10_FILES):
+        _download_cifar10(root, timeout)
+    missing = [f for f in CIFAR10_FILES if not (folder / f).exists()]
+    if missing:
+        fix = (f"it was not found under {str(root)!r} (missing {', '.join(missing)} in {CIFAR10_FOLDER}) and "
+               f"download=False{' (the smoke cap never downloads)' if smoke_enabled() else ''}. Call "
+               f"nhtlab.data.images.cifar10({str(root)!r}, download=True) with network access (about 170 MB), "
+               f"or extract cifar-10-python.tar.gz into {str(root)!r}, or point NHTLAB_CIFAR_ROOT at a folder "
+               f"holding {CIFAR10_FOLDER}; or use the offline nhtlab.data.images.digits() instead.")
+        raise DatasetUnavailableError(f"CIFAR-10 is unavailable: {fix}")
+    x_train, y_train = read_cifar10_batches(folder, train=True, limit=train_limit)
+    x_test, y_test = read_cifar10_batches(folder, train=False, limit=test_limit)
+    return ImageData(x_train, y_train, x_test, y_test, 10, name=name, class_names=CIFAR10_CLASSES)

@@ -1,0 +1,80 @@
+"""What a run measured: :class:`History`, one row per evaluation.
+
+The record every part of nhtlab reads (analysis, charts, the cache) without
+importing the training loop that writes it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+__all__ = ["History"]
+
+
+@dataclass
+class History:
+    """What a run measured: one row per evaluation.
+
+    Each row holds ``step``, ``lr``, ``<set>_loss`` and ``<set>_acc`` for every
+    evaluation set (``train``, ``test``, …), ``norm`` (‖θ‖²) and ``norm/<layer>``
+    (‖θ_ℓ‖²) for every layer, plus whatever callbacks added.
+
+    Attributes
+    ----------
+    rows : list of dict
+    status : {"running", "completed", "stopped", "diverged"}
+    message : str
+        Why the run ended early, if it did.
+    config : dict
+        The training configuration and any extra settings the caller recorded.
+    """
+
+    rows: list[dict[str, float]] = field(default_factory=list)
+    status: str = "running"
+    message: str = ""
+    config: dict[str, Any] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    @property
+    def columns(self) -> list[str]:
+        seen: dict[str, None] = {}
+        for row in self.rows:
+            seen.update(dict.fromkeys(row))
+        return list(seen)
+
+    @property
+    def layers(self) -> list[str]:
+        """Layer names, in the model's order."""
+        return [c[len("norm/"):] for c in self.columns if c.startswith("norm/")]
+
+    @property
+    def diverged(self) -> bool:
+        return self.status == "diverged"
+
+    def column(self, name: str) -> np.ndarray:
+        """One column as a float array (NaN where a row lacks it)."""
+        if name not in self.columns:
+            raise KeyError(f"History has no column {name!r}; columns are {self.columns}.")
+        return np.array([row.get(name, np.nan) for row in self.rows], dtype=float)
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        return self.column(name)
+
+    def to_records(self, columns: Sequence[str] | None = None, **constants: Any) -> list[dict[str, Any]]:
+        """Rows as plain dicts (optionally only ``columns``), each extended by ``constants``."""
+        keep = list(columns) if columns is not None else self.columns
+        return [{**{c: row.get(c) for c in keep}, **constants} for row in self.rows]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"rows": self.rows, "status": self.status, "message": self.message, "config": self.config}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "History":
+        return cls(rows=list(d["rows"]), status=d["status"], message=d["message"], config=dict(d["config"]))
+

@@ -1,0 +1,81 @@
+"""Neural collapse NC1: within-class variability relative to between-class spread.
+
+Papyan, Han & Donoho (2020) define, for features h_i with labels y_i among C classes,
+
+    Σ_W = (1/n) Σ_i (h_i − μ_{y_i})(h_i − μ_{y_i})ᵀ,   Σ_B = (1/C) Σ_c (μ_c − μ_G)(μ_c − μ_G)ᵀ,
+    NC1 = tr(Σ_W Σ_B⁺) / C,
+
+with μ_c the class means, μ_G the global mean and ⁺ the Moore–Penrose inverse.
+NC1 → 0 as every sample collapses onto its class mean. Unlike DLR it needs labels,
+it is unbounded above, and scaling features does not change it but any
+within-class noise in a direction where class means barely differ blows it up.
+
+Computed without forming p × p matrices: with M = [μ_c − μ_G] = U S Vᵀ (thin SVD),
+Σ_B⁺ = C · U S⁻² Uᵀ on the non-zero singular values, so
+NC1 = Σ_j (u_jᵀ Σ_W u_j) / s_j². Cost O(n p C), float64.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from ..validation import check_type
+from .cka import as_float64_matrix
+
+__all__ = ["nc1"]
+
+
+def nc1(features: torch.Tensor, labels: torch.Tensor) -> float:
+    """NC1 = tr(Σ_W Σ_B⁺) / C over the classes present in ``labels``.
+
+    Parameters
+    ----------
+    features : Tensor, shape (n, p)
+    labels : LongTensor, shape (n,)
+        Class of each sample (any integers; C is the number of distinct values).
+
+    Returns
+    -------
+    float ≥ 0
+        0 exactly when every sample equals its class mean.
+
+    Raises
+    ------
+    ValueError
+        If fewer than two classes are present, or all class means coincide
+        (Σ_B = 0: between-class spread is nil and NC1 is undefined).
+
+    Examples
+    --------
+    >>> means = torch.eye(3)
+    >>> labels = torch.tensor([0, 1, 2, 0, 1, 2])
+    >>> nc1(means[labels], labels)
+    0.0
+    """
+    owner = "nc1"
+    phi = as_float64_matrix(features, "features", owner)
+    check_type(labels, "labels", torch.Tensor, owner=owner)
+    if labels.dim() != 1 or labels.shape[0] != phi.shape[0] or labels.is_floating_point():
+        raise ValueError(
+            f"The 'labels' parameter of {owner} must be an integer tensor of shape ({phi.shape[0]},). "
+            f"Got {labels.dtype} of shape {tuple(labels.shape)} instead."
+        )
+    classes, index = torch.unique(labels.to(phi.device), return_inverse=True)
+    c = len(classes)
+    if c < 2:
+        raise ValueError(f"The 'labels' parameter of {owner} must hold at least 2 classes. Got {c}.")
+    counts = torch.bincount(index, minlength=c).to(torch.float64)  # (C,)
+    sums = torch.zeros(c, phi.shape[1], dtype=torch.float64, device=phi.device).index_add_(0, index, phi)
+    means = sums / counts[:, None]  # (C, p)
+    global_mean = phi.mean(dim=0)  # (p,)
+    between = (means - global_mean).T  # (p, C), columns μ_c − μ_G
+    u, s, _ = torch.linalg.svd(between, full_matrices=False)  # u (p, C), s (C,)
+    tol = float(s.max()) * max(between.shape) * torch.finfo(features.dtype if features.is_floating_point() else torch.float64).eps
+    keep = s > tol
+    if not bool(keep.any()) or float(s.max()) == 0.0:
+        raise ValueError(f"The class means given to {owner} all coincide (Σ_B = 0): NC1 is undefined.")
+    u, s = u[:, keep], s[keep]
+    within = phi - means[index]  # (n, p), h_i − μ_{y_i}
+    # u_jᵀ Σ_W u_j = ‖within · u_j‖² / n; Σ_B⁺ = C U S⁻² Uᵀ because Σ_B = U S² Uᵀ / C.
+    spread = (within @ u).pow(2).sum(dim=0) / phi.shape[0]  # (r,)
+    return float((spread / s.pow(2)).sum())

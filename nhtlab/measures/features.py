@@ -1,0 +1,184 @@
+"""Capture a model's penultimate features and its outputs over a dataset, in batches.
+
+DLR, its spectra and NC1 all start from two matrices over the same n samples:
+the features Φ (n, p) and the outputs f̂ (n, C). :func:`capture` builds them
+batch by batch, so memory grows as n·(p + C), never n².
+
+Which layer counts as "the features" is a modelling decision that changes DLR
+(see the DLR chapter). Two ways to choose it:
+
+* nhtlab's models expose ``features(x)`` and a ``readout`` layer: with
+  ``layer=None`` the features are ``model.features(x)`` and the outputs
+  ``model.readout(features)``;
+* any ``nn.Module``: ``layer="name"`` records the output (or, with
+  ``which="input"``, the input) of the submodule of that qualified name through
+  a forward hook, and the outputs are ``model(x)``. The hook lives inside
+  :func:`hooked`, a context manager that removes it in ``finally`` even when the
+  forward pass raises.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import torch
+import torch.nn as nn
+
+from ..validation import check_choice, check_int, check_type
+
+__all__ = ["Captured", "capture", "hooked"]
+
+_WHICH = ("output", "input")
+
+
+@dataclass
+class Captured:
+    """Features and outputs of a model over the same samples.
+
+    Attributes
+    ----------
+    features : Tensor, shape (n, p)
+        The chosen layer's activations, flattened per sample.
+    outputs : Tensor, shape (n, C)
+        The model's outputs (logits).
+    layer : str
+        ``"features()"`` for a built-in model's own features, else the hooked
+        layer's name and side (``"name:output"``).
+    """
+
+    features: torch.Tensor
+    outputs: torch.Tensor
+    layer: str
+
+    def __len__(self) -> int:
+        return self.features.shape[0]
+
+
+@contextmanager
+def hooked(model: nn.Module, layer: str, which: str = "output") -> Iterator[list[torch.Tensor]]:
+    """Record what a named submodule sees (``which="input"``) or returns (``"output"``).
+
+    Yields a list that receives one detached tensor per forward call; the hook
+    is removed when the ``with`` block ends, whatever happens inside it.
+
+    Examples
+    --------
+    >>> net = nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 2))
+    >>> with hooked(net, "1") as seen:
+    ...     _ = net(torch.zeros(5, 3))
+    >>> seen[0].shape
+    torch.Size([5, 4])
+    """
+    check_type(model, "model", nn.Module, owner="hooked")
+    check_type(layer, "layer", str, owner="hooked")
+    check_choice(which, "which", _WHICH, owner="hooked")
+    modules = dict(model.named_modules())
+    if layer not in modules or layer == "":
+        names = [n for n in modules if n]
+        shown = ", ".join(repr(n) for n in names[:20]) + (", …" if len(names) > 20 else "")
+        raise ValueError(f"The 'layer' parameter of hooked must name a submodule of the model, one of {shown}. Got {layer!r} instead.")
+    seen: list[torch.Tensor] = []
+
+    def record(module: nn.Module, inputs: tuple, output: torch.Tensor) -> None:
+        value = inputs[0] if which == "input" else output
+        if isinstance(value, (tuple, list)):
+            value = value[0]
+        seen.append(value.detach())
+
+    handle = modules[layer].register_forward_hook(record)
+    try:
+        yield seen
+    finally:
+        handle.remove()
+
+
+def _batches(x: torch.Tensor | Iterable, batch_size: int) -> Iterator[torch.Tensor]:
+    if isinstance(x, torch.Tensor):
+        for start in range(0, x.shape[0], batch_size):
+            yield x[start:start + batch_size]
+        return
+    for batch in x:  # a DataLoader or any iterable of tensors / (inputs, targets, …) tuples
+        yield batch[0] if isinstance(batch, (tuple, list)) else batch
+
+
+@torch.no_grad()
+def capture(
+    model: nn.Module,
+    x: torch.Tensor | Iterable,
+    layer: str | None = None,
+    which: str = "output",
+    batch_size: int = 4096,
+    device: torch.device | str | None = None,
+) -> Captured:
+    """Features and outputs of ``model`` on the inputs ``x``, computed in batches, in eval mode.
+
+    Parameters
+    ----------
+    model : nn.Module
+        With ``layer=None`` it must have ``features(x)`` and a ``readout``
+        module (nhtlab's models do); otherwise any module returning a tensor.
+    x : Tensor of shape (n, …) or iterable of batches
+        Inputs; an iterable may yield tensors or tuples whose first item is the
+        input batch (a ``DataLoader`` over ``(x, y)`` works, and its labels are
+        ignored: nothing here needs labels).
+    layer : str, optional
+        Qualified name of the submodule to record (``dict(model.named_modules())``
+        keys). None uses ``model.features``.
+    which : {"output", "input"}
+        Record that submodule's output or its (first) input.
+    batch_size : int
+        Rows per forward pass when ``x`` is a tensor.
+    device : device, optional
+        Where to run the model; defaults to the device of its first parameter.
+        The results stay on that device.
+
+    Returns
+    -------
+    Captured
+        ``features`` (n, p) and ``outputs`` (n, C), in the model's dtype.
+
+    The model's train/eval mode is restored afterwards, even on error.
+    """
+    owner = "capture"
+    check_type(model, "model", nn.Module, owner=owner)
+    check_int(batch_size, "batch_size", low=1, owner=owner)
+    check_choice(which, "which", _WHICH, owner=owner)
+    if layer is None and not (callable(getattr(model, "features", None)) and isinstance(getattr(model, "readout", None), nn.Module)):
+        raise TypeError(
+            f"The 'model' parameter of {owner} must have features() and a readout module when layer=None; "
+            f"{type(model).__name__} has not. Pass layer='<submodule name>' to record a layer through a hook."
+        )
+    if device is None:
+        first = next(model.parameters(), None)
+        device = first.device if first is not None else torch.device("cpu")
+    device = torch.device(device)
+    was_training = model.training
+    model.eval()
+    feats: list[torch.Tensor] = []
+    outs: list[torch.Tensor] = []
+    try:
+        if layer is None:
+            for xb in _batches(x, batch_size):
+                h = model.features(xb.to(device))
+                feats.append(h.reshape(h.shape[0], -1))
+                outs.append(model.readout(h))
+            name = "features()"
+        else:
+            with hooked(model, layer, which) as seen:
+                for xb in _batches(x, batch_size):
+                    seen.clear()
+                    out = model(xb.to(device))
+                    if not seen:
+                        raise RuntimeError(f"Layer {layer!r} was not called during the forward pass of {type(model).__name__}.")
+                    h = seen[-1]
+                    feats.append(h.reshape(h.shape[0], -1))
+                    outs.append(out[0] if isinstance(out, (tuple, list)) else out)
+            name = f"{layer}:{which}"
+    finally:
+        model.train(was_training)
+    if not feats:
+        raise ValueError(f"The 'x' parameter of {owner} holds no samples.")
+    outputs = torch.cat(outs)
+    return Captured(torch.cat(feats), outputs.reshape(outputs.shape[0], -1), name)

@@ -1,0 +1,53 @@
+"""Models, written to be read top to bottom.
+
+Every model follows one contract, used by the rest of nhtlab:
+
+* ``features(x)`` returns the penultimate representation, shape (n, d);
+* ``readout`` is the final ``nn.Linear`` mapping features to logits;
+* ``forward(x) == readout(features(x))``; ``forward(x, return_features=True)``
+  returns ``(logits, features)`` so that ``torch.func.functional_call`` reaches both.
+
+Modular arithmetic: :class:`~nhtlab.models.mlp.EmbeddingMLP` and the companion
+paper's :class:`~nhtlab.models.transformer.Transformer`, built by name with
+:func:`make_model`. Images: :mod:`nhtlab.models.cnn`.
+"""
+
+from __future__ import annotations
+
+import torch.nn as nn
+
+from ..validation import check_choice
+from .cnn import ResNet18, SimpleCNN
+from .mlp import EmbeddingMLP
+from .transformer import Transformer
+
+__all__ = ["EmbeddingMLP", "Transformer", "SimpleCNN", "ResNet18", "make_model", "MODELS"]
+
+#: Modular-arithmetic models by name.
+MODELS = {"mlp": EmbeddingMLP, "transformer": Transformer}
+
+
+def make_model(name: str, p: int, **kwargs) -> nn.Module:
+    """Build a modular-arithmetic model by name.
+
+    Parameters
+    ----------
+    name : {"mlp", "transformer"}
+    p : int
+        Number of input tokens and of classes.
+    **kwargs
+        Passed to the model's constructor (``width``, ``d_model``, ``init_scale``…).
+
+    Returns
+    -------
+    torch.nn.Module
+        Maps token pairs of shape (n, 2) to logits of shape (n, p).
+
+    Examples
+    --------
+    >>> import torch
+    >>> make_model("transformer", 7, d_model=16, n_heads=2, d_ff=32)(torch.zeros(3, 2, dtype=torch.long)).shape
+    torch.Size([3, 7])
+    """
+    check_choice(name, "name", MODELS, owner="make_model")
+    return MODELS[name](p, **kwargs)

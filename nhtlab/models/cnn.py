@@ -1,0 +1,158 @@
+"""Image classifiers: a plain SimpleCNN and ResNet18 adapted to small images.
+
+Both follow nhtlab's model contract: ``features(x)`` returns the penultimate
+representation (n, d), ``readout`` is the final ``nn.Linear`` and
+``forward(x, return_features=False)`` returns logits (or ``(logits, features)``).
+
+Normalisation is a parameter, because the NHT paper compares BatchNorm, no
+normalisation and GroupNorm:
+
+* ``"none"``: no normalisation layer (the paper's SimpleCNN);
+* ``"batch"``: ``nn.BatchNorm2d`` after every convolution;
+* ``"group"``: ``nn.GroupNorm`` with up to 8 groups (``min(8, channels)``,
+  falling back to fewer when the channel count is not divisible).
+
+Layer names are what :func:`nhtlab.measures.norms.layer_norms` reports: ``conv1`` …
+``conv6`` and ``readout`` for SimpleCNN (plus ``norm1`` … when normalised).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from ..validation import check_choice, check_int, check_type
+
+__all__ = ["NORMS", "SimpleCNN", "ResNet18", "make_norm", "count_parameters"]
+
+NORMS = ("none", "batch", "group")
+
+
+def _groups(channels: int, max_groups: int = 8) -> int:
+    for g in range(min(max_groups, channels), 0, -1):
+        if channels % g == 0:
+            return g
+    return 1
+
+
+def make_norm(norm: str, channels: int) -> nn.Module:
+    """The normalisation layer named ``norm`` for ``channels`` feature maps."""
+    check_choice(norm, "norm", NORMS, owner="make_norm")
+    check_int(channels, "channels", low=1, owner="make_norm")
+    if norm == "batch":
+        return nn.BatchNorm2d(channels)
+    if norm == "group":
+        return nn.GroupNorm(_groups(channels), channels)
+    return nn.Identity()
+
+
+def count_parameters(model: nn.Module) -> int:
+    """Number of trainable parameters."""
+    return sum(p.numel() for p in model.parameters() if p.requires_grad)
+
+
+class SimpleCNN(nn.Module):
+    """Six 3 × 3 convolutions, two 2 × 2 max-pools, global average pool, linear read-out.
+
+    ``conv1, conv2 → pool → conv3, conv4 → pool → conv5, conv6 → mean over space →
+    readout``, ReLU after every convolution (and the optional normalisation
+    before it). The default channels (32, 32, 64, 64, 128, 128) give 288,298
+    parameters for ten classes, the size of the NHT paper's 6-layer CNN (about
+    288k); the count does not depend on the image size. Smaller ``channels``
+    make CPU runs fast.
+
+    Parameters
+    ----------
+    num_classes : int
+    norm : {"none", "batch", "group"}
+    channels : sequence of 6 ints
+        Output channels of conv1 … conv6.
+    in_channels : int
+        Channels of the input images (3 for RGB).
+    """
+
+    def __init__(self, num_classes: int = 10, norm: str = "none",
+                 channels: Sequence[int] = (32, 32, 64, 64, 128, 128), in_channels: int = 3):
+        super().__init__()
+        owner = "SimpleCNN"
+        check_int(num_classes, "num_classes", low=2, owner=owner)
+        check_choice(norm, "norm", NORMS, owner=owner)
+        check_type(channels, "channels", (tuple, list), owner=owner)
+        if len(channels) != 6:
+            raise ValueError(f"The 'channels' parameter of SimpleCNN must hold 6 ints (one per conv layer). Got {channels!r} instead.")
+        for c in channels:
+            check_int(c, "channels", low=1, owner=owner)
+        check_int(in_channels, "in_channels", low=1, owner=owner)
+        self.norm = norm
+        self.num_classes = num_classes
+        previous = in_channels
+        for i, c in enumerate(channels, start=1):
+            setattr(self, f"conv{i}", nn.Conv2d(previous, c, kernel_size=3, padding=1, bias=(norm == "none")))
+            setattr(self, f"norm{i}", make_norm(norm, c))
+            previous = c
+        self.readout = nn.Linear(previous, num_classes)
+
+    def features(self, x: torch.Tensor) -> torch.Tensor:
+        """Penultimate features: the global average of conv6's activations, (n, channels[5])."""
+        h = x
+        for i in range(1, 7):
+            h = F.relu(getattr(self, f"norm{i}")(getattr(self, f"conv{i}")(h)))
+            if i in (2, 4):
+                h = F.max_pool2d(h, 2)
+        return h.mean(dim=(2, 3))
+
+    def forward(self, x: torch.Tensor, return_features: bool = False):
+        h = self.features(x)
+        logits = self.readout(h)  # (n, num_classes)
+        return (logits, h) if return_features else logits
+
+
+class ResNet18(nn.Module):
+    """torchvision's ResNet18 adapted to small images, with a choice of normalisation.
+
+    The ImageNet stem (7 × 7 stride-2 convolution and max-pool) would shrink a
+    32 × 32 image to 8 × 8 before the first block; as is usual for CIFAR it is
+    replaced by a 3 × 3 stride-1 convolution and no max-pool. The blocks come
+    from :func:`torchvision.models.resnet18` with ``norm_layer`` set by ``norm``
+    (``"none"`` uses identities, so the network has no normalisation at all).
+    The read-out is torchvision's ``fc`` layer, also reachable as ``readout``.
+
+    Parameters
+    ----------
+    num_classes : int
+    norm : {"batch", "none", "group"}
+    """
+
+    def __init__(self, num_classes: int = 10, norm: str = "batch"):
+        super().__init__()
+        from torchvision.models import (
+            resnet18,  # local: torchvision is the optional 'vision' extra
+        )
+
+        check_int(num_classes, "num_classes", low=2, owner="ResNet18")
+        check_choice(norm, "norm", NORMS, owner="ResNet18")
+        self.norm = norm
+        self.num_classes = num_classes
+        net = resnet18(weights=None, num_classes=num_classes, norm_layer=lambda c: make_norm(norm, c))
+        net.conv1 = nn.Conv2d(3, 64, kernel_size=3, stride=1, padding=1, bias=(norm == "none"))
+        net.maxpool = nn.Identity()
+        self.net = net
+
+    @property
+    def readout(self) -> nn.Linear:
+        return self.net.fc
+
+    def features(self, x: torch.Tensor) -> torch.Tensor:
+        """Penultimate features after global average pooling, (n, 512)."""
+        n = self.net
+        h = n.relu(n.bn1(n.conv1(x)))
+        h = n.layer4(n.layer3(n.layer2(n.layer1(h))))
+        return torch.flatten(n.avgpool(h), 1)
+
+    def forward(self, x: torch.Tensor, return_features: bool = False):
+        h = self.features(x)
+        logits = self.net.fc(h)
+        return (logits, h) if return_features else logits

@@ -1,0 +1,123 @@
+"""The NHT companion paper's transformer, nanoGPT-style: attention, block, model."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from ..validation import check_int, check_real
+
+__all__ = ["SelfAttention", "Block", "Transformer"]
+
+
+class SelfAttention(nn.Module):
+    """Multi-head self-attention without a causal mask (both tokens see each other)."""
+
+    def __init__(self, d_model: int, n_heads: int):
+        super().__init__()
+        self.n_heads = n_heads
+        self.qkv = nn.Linear(d_model, 3 * d_model)
+        self.proj = nn.Linear(d_model, d_model)
+
+    def forward(self, x: torch.Tensor, queries: int | None = None) -> torch.Tensor:
+        """Attend from the last ``queries`` positions (all when None) to every position."""
+        B, T, C = x.shape
+        Tq = T if queries is None else queries
+        hs = C // self.n_heads
+        w_q, w_kv = self.qkv.weight.split([C, 2 * C])
+        b_q, b_kv = self.qkv.bias.split([C, 2 * C])
+        q = F.linear(x[:, T - Tq:], w_q, b_q)
+        k, v = F.linear(x, w_kv, b_kv).split(C, dim=2)
+        q = q.view(B, Tq, self.n_heads, hs).transpose(1, 2)  # (B, nh, Tq, hs)
+        k = k.view(B, T, self.n_heads, hs).transpose(1, 2)  # (B, nh, T, hs)
+        v = v.view(B, T, self.n_heads, hs).transpose(1, 2)
+        att = (q @ k.transpose(-2, -1)) / math.sqrt(hs)  # (B, nh, Tq, T)
+        y = att.softmax(dim=-1) @ v  # (B, nh, Tq, hs)
+        y = y.transpose(1, 2).reshape(B, Tq, C)
+        return self.proj(y)
+
+
+class Block(nn.Module):
+    """Post-norm encoder block, as ``nn.TransformerEncoderLayer`` (no dropout, GELU)."""
+
+    def __init__(self, d_model: int, n_heads: int, d_ff: int):
+        super().__init__()
+        self.attn = SelfAttention(d_model, n_heads)
+        self.ln_1 = nn.LayerNorm(d_model)
+        self.fc = nn.Linear(d_model, d_ff)
+        self.fc_out = nn.Linear(d_ff, d_model)
+        self.ln_2 = nn.LayerNorm(d_model)
+
+    def forward(self, x: torch.Tensor, last_only: bool = False) -> torch.Tensor:
+        """``last_only`` computes the block at the last position only (shape (B, 1, C)):
+        the same numbers there, for ~60% of the cost when nothing reads the others."""
+        attended = self.attn(x, queries=1 if last_only else None)
+        x = self.ln_1((x[:, -1:] if last_only else x) + attended)
+        x = self.ln_2(x + self.fc_out(F.gelu(self.fc(x))))
+        return x
+
+
+class Transformer(nn.Module):
+    """The NHT companion paper's model: tokens [a, b] → transformer → LayerNorm → head.
+
+    Defaults follow arXiv 2603.13331: one layer, d_model 128, 4 heads, FFN 512,
+    GELU, learned position embeddings, a final LayerNorm and a linear head read
+    at the last position. The features are the final LayerNorm's output there.
+
+    Parameters
+    ----------
+    p : int
+        Number of input tokens and of classes.
+    d_model, n_heads, d_ff, n_layers : int
+        Width, attention heads, feed-forward width and number of blocks.
+    init_scale : float
+        Multiplies every weight matrix and embedding after PyTorch's default
+        init (LayerNorm gains and all biases are left alone). 1 keeps the
+        companion's init; other values move ‖θ‖² at initialisation, and with it
+        the norm the network memorises at, which is how the delay law's norm
+        gap is varied at fixed ηλ.
+    """
+
+    def __init__(self, p: int, d_model: int = 128, n_heads: int = 4, d_ff: int = 512, n_layers: int = 1,
+                 init_scale: float = 1.0):
+        super().__init__()
+        check_int(p, "p", low=2, owner="Transformer")
+        check_int(d_model, "d_model", low=1, owner="Transformer")
+        check_int(n_heads, "n_heads", low=1, owner="Transformer")
+        check_int(d_ff, "d_ff", low=1, owner="Transformer")
+        check_int(n_layers, "n_layers", low=1, owner="Transformer")
+        check_real(init_scale, "init_scale", 0.0, low_open=True, owner="Transformer")
+        if d_model % n_heads:
+            raise ValueError(
+                f"The 'd_model' parameter of Transformer must be divisible by n_heads={n_heads}. Got {d_model} instead."
+            )
+        self.p = p
+        self.tok = nn.Embedding(p, d_model)
+        self.pos = nn.Embedding(2, d_model)
+        self.blocks = nn.ModuleList(Block(d_model, n_heads, d_ff) for _ in range(n_layers))
+        self.ln_f = nn.LayerNorm(d_model)
+        self.readout = nn.Linear(d_model, p)
+        if init_scale != 1.0:
+            with torch.no_grad():
+                for name, param in self.named_parameters():
+                    if name.endswith("weight") and param.ndim == 2:  # matrices and embeddings, not LayerNorm gains
+                        param.mul_(init_scale)
+
+    def features(self, x: torch.Tensor) -> torch.Tensor:
+        positions = torch.arange(x.shape[1], device=x.device)
+        h = self.tok(x) + self.pos(positions)  # (n, 2, d_model)
+        *early, last = self.blocks
+        for block in early:
+            h = block(h)
+        h = last(h, last_only=True)  # only the last position is read out
+        return self.ln_f(h[:, -1])  # (n, d_model)
+
+    def forward(self, x: torch.Tensor, return_features: bool = False):
+        h = self.features(x)
+        logits = self.readout(h)
+        return (logits, h) if return_features else logits
+
+

@@ -1,0 +1,63 @@
+"""Chapter profiles: one name picks a consistent set of settings.
+
+Every chapter defines a ``PROFILES`` dict next to its papermill parameters:
+
+* ``quick``: the tests, under 60 s on a 2-core CPU, still showing the effect;
+* ``book``: the rendered book, a few minutes on a 2-core CPU;
+* ``full``: paper scale, for a GPU (Colab).
+
+Under the smoke cap (``NHTLAB_SMOKE=1``, see :mod:`nhtlab.smoke`) the selected
+settings are capped by name (steps, seeds, evaluation interval, batch, image
+counts) and ``cfg.smoke`` is True; otherwise ``cfg.smoke`` is False.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import SimpleNamespace
+from typing import Any
+
+from ..smoke import cap_settings, smoke_enabled
+from ..validation import check_choice, check_type
+
+__all__ = ["PROFILE_NAMES", "select_profile"]
+
+PROFILE_NAMES = ("quick", "book", "full")
+
+
+def select_profile(profiles: Mapping[str, Mapping[str, Any]], profile: str, **overrides: Any) -> SimpleNamespace:
+    """Return the settings of ``profile`` as attributes, with ``overrides`` applied.
+
+    Parameters
+    ----------
+    profiles : mapping
+        ``{"quick": {...}, "book": {...}, "full": {...}}``.
+    profile : {"quick", "book", "full"}
+    **overrides
+        Settings that replace the profile's (each must already exist in it, so a
+        typo fails loudly rather than being ignored).
+
+    Returns
+    -------
+    SimpleNamespace
+        The settings as attributes, plus ``profile`` and ``smoke`` (True when the
+        smoke cap of :mod:`nhtlab.smoke` rewrote them).
+    """
+    check_type(profiles, "profiles", Mapping, owner="select_profile")
+    check_choice(profile, "profile", PROFILE_NAMES, owner="select_profile")
+    missing = [name for name in PROFILE_NAMES if name not in profiles]
+    if missing:
+        raise ValueError(f"The 'profiles' parameter of select_profile must define every profile; missing {missing}.")
+    settings = dict(profiles[profile])
+    for key, value in overrides.items():
+        if key not in settings:
+            raise ValueError(
+                f"The override {key!r} of select_profile is not a setting of profile {profile!r}; "
+                f"settings are {sorted(settings)}."
+            )
+        settings[key] = value
+    for reserved in ("profile", "smoke"):
+        if reserved in settings:
+            raise ValueError(f"The profile {profile!r} of select_profile defines {reserved!r}, a name select_profile sets itself; rename it.")
+
+    return SimpleNamespace(profile=profile, smoke=smoke_enabled(), **cap_settings(settings))

@@ -1,0 +1,68 @@
+"""Live controls for a running kernel, with a static stand-in for the HTML book.
+
+ipywidgets need a kernel: in the static book a widget is an empty, dead box. So
+every control here is built only when a kernel is there to answer it; while the
+book is being built (``NHTLAB_BOOK=1``) the functions return a short HTML note
+that says what the cell does live, and the precomputed interactive charts carry
+the exploration instead.
+"""
+
+from __future__ import annotations
+
+import html
+from typing import Any
+
+from .. import charts
+from ..analysis.events import find_events
+from ..flags import in_book_build
+from ..training.runs import ModularRun, run_modular
+from ..validation import check_type
+
+__all__ = ["train_panel", "StaticNote"]
+
+
+class StaticNote:
+    """What a live control shows in the static book: a sentence, not a dead widget."""
+
+    def __init__(self, text: str):
+        self.text = text
+
+    def _repr_html_(self) -> str:
+        return f"<div class='nhtlab-live-note'><b>Live control.</b> {html.escape(self.text)}</div>"
+
+    def __repr__(self) -> str:
+        return f"Live control. {self.text}"
+
+
+def _static() -> bool:
+    return in_book_build()
+
+
+def train_panel(base: ModularRun, weight_decays: tuple[float, ...] = (0.0, 0.1, 0.3, 1.0, 3.0, 10.0)) -> Any:
+    """A λ slider and a *Train* button that trains ``base`` with the chosen λ and draws its curves.
+
+    Returns an ``ipywidgets.VBox`` in a live kernel, a :class:`StaticNote` in the book build.
+    """
+    check_type(base, "base", ModularRun, owner="train_panel")
+    if _static():
+        return StaticNote(
+            f"Run this notebook in Jupyter or Colab to get a λ slider ({', '.join(map(str, weight_decays))}) "
+            "and a Train button that retrains this chapter's model and redraws its accuracy and norm curves."
+        )
+    import ipywidgets as widgets  # local: Jupyter machinery, needed only by a live panel
+    from IPython.display import display
+
+
+    slider = widgets.SelectionSlider(options=list(weight_decays), value=base.weight_decay if base.weight_decay in weight_decays else weight_decays[0],
+                                     description="λ")
+    button = widgets.Button(description="Train", button_style="primary")
+    output = widgets.Output()
+
+    def on_click(_: Any) -> None:
+        with output:
+            output.clear_output()
+            history = run_modular(base.replace(weight_decay=float(slider.value)), progress="widget")
+            display(charts.training_curves(history, find_events(history), title=f"λ = {slider.value}"))
+
+    button.on_click(on_click)
+    return widgets.VBox([widgets.HBox([slider, button]), output])

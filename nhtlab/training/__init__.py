@@ -1,0 +1,1 @@
+"""Running experiments: the loop, runs and presets, sweeps and their cache, stacked training, checkpoints, devices, callbacks."""

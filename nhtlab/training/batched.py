@@ -1,0 +1,325 @@
+"""Many runs of one architecture trained as a single stacked model.
+
+Small models waste most of each step on Python and kernel-launch overhead. When
+a sweep trains R runs of the *same* architecture (same ``p``, operation, train
+fraction, model settings, step budget), their parameters can be stacked along a
+new leading axis with :func:`torch.func.stack_module_state` and the R forward
+passes done at once with ``vmap(functional_call(model, ...))``: one step of the
+stacked model is one step of every run. Each run keeps its own seed (data split,
+initialisation, minibatch sampler), its own learning rate η and its own weight
+decay λ.
+
+AdamW is written here in stacked form, mirroring PyTorch's single-tensor
+``torch.optim.AdamW`` step for step, with η and λ as per-run tensors of shape
+(R, 1, …, 1)::
+
+    θ ← θ · (1 − ηλ)
+    m ← β₁ m + (1 − β₁) g;   v ← β₂ v + (1 − β₂) g²
+    θ ← θ − η/(1 − β₁ᵗ) · m / (√v / √(1 − β₂ᵗ) + ε)
+
+so the stacked runs reproduce separate ``torch.optim.AdamW`` runs (the tests
+check EmbeddingMLP parameters agree within 1e-6). One caveat for other models:
+a parameter whose gradient is zero in exact arithmetic but float noise in
+practice (the key bias of attention: softmax ignores it) gets Adam steps of
+size about η driven by that noise, so it can differ by O(η) between the two
+ways of computing; the transformer's other parameters agree as closely. Gradients of the summed per-run losses are
+the per-run gradients, since no parameter is shared across runs, and a run that
+diverges (NaN) does not contaminate the others.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch.func import functional_call, stack_module_state
+
+from ..data.modular import modular_data
+from ..history import History
+from ..models import make_model
+from ..smoke import cap_train_config
+from ..validation import check_type
+from .device import pick_device, seed_everything
+from .loop import _lr_factor
+from .progress import Progress
+from .runs import ModularRun
+
+__all__ = ["SHARED_FIELDS", "batch_key", "train_batched", "StackedAdamW"]
+
+# Fields that every run of one stack must share (η, λ and seed may differ).
+SHARED_FIELDS = (
+    "p", "operation", "train_fraction", "model", "model_kwargs", "steps", "betas",
+    "batch_size", "eval_every", "schedule", "device",
+)
+
+_EPS = 1e-8  # torch.optim.AdamW's default eps
+
+
+def batch_key(run: ModularRun) -> str:
+    """A string equal for runs that can share one stack (see ``SHARED_FIELDS``)."""
+    d = run.to_dict()
+    return json.dumps({k: d[k] for k in SHARED_FIELDS}, sort_keys=True)
+
+
+class StackedAdamW:
+    """AdamW over stacked parameters ``{name: (R, ...)}`` with per-run η and λ.
+
+    Parameters
+    ----------
+    params : dict of str → Tensor
+        Stacked leaf tensors, the leading axis indexing runs (shape (R, ...)).
+    lr, weight_decay : Tensor, shape (R,)
+        Per-run learning rate and decoupled weight decay (float64 is fine: they
+        are combined in float64 and then cast, as PyTorch does with Python floats).
+    betas : (float, float)
+    eps : float
+    """
+
+    def __init__(self, params: dict[str, torch.Tensor], lr: torch.Tensor, weight_decay: torch.Tensor,
+                 betas: tuple[float, float] = (0.9, 0.999), eps: float = _EPS):
+        self.params = params
+        self.base_lr = lr.double().cpu()
+        self.weight_decay = weight_decay.double().cpu()
+        self.betas = betas
+        self.eps = eps
+        self.step_count = 0
+        self.exp_avg = {k: torch.zeros_like(v) for k, v in params.items()}
+        self.exp_avg_sq = {k: torch.zeros_like(v) for k, v in params.items()}
+
+    @staticmethod
+    def _per_run(values: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
+        return values.to(device=like.device, dtype=like.dtype).view(-1, *([1] * (like.dim() - 1)))
+
+    @torch.no_grad()
+    def step(self, lr_factor: float = 1.0) -> None:
+        """One AdamW step on every run (gradients read from ``param.grad``)."""
+        self.step_count += 1
+        beta1, beta2 = self.betas
+        lr = self.base_lr * lr_factor  # (R,) float64, like PyTorch's Python-float lr
+        decay = 1.0 - lr * self.weight_decay
+        bias_correction1 = 1.0 - beta1 ** self.step_count
+        bias_correction2_sqrt = math.sqrt(1.0 - beta2 ** self.step_count)
+        step_size = lr / bias_correction1
+        for name, param in self.params.items():
+            grad = param.grad
+            if grad is None:
+                continue
+            param.mul_(self._per_run(decay, param))
+            self.exp_avg[name].lerp_(grad, 1.0 - beta1)
+            self.exp_avg_sq[name].mul_(beta2).addcmul_(grad, grad, value=1.0 - beta2)
+            denom = (self.exp_avg_sq[name].sqrt() / bias_correction2_sqrt).add_(self.eps)
+            param.sub_(self._per_run(step_size, param) * (self.exp_avg[name] / denom))
+
+    def compact(self, params: dict[str, torch.Tensor], keep: Sequence[int]) -> None:
+        """Keep only the runs at positions ``keep`` (``params``: the new, smaller stacked leaves)."""
+        index = torch.tensor(list(keep))
+        self.params = params
+        self.base_lr = self.base_lr[index]
+        self.weight_decay = self.weight_decay[index]
+        for state in (self.exp_avg, self.exp_avg_sq):
+            for name, value in state.items():
+                state[name] = value.index_select(0, index.to(value.device))
+
+    def zero_grad(self) -> None:
+        for param in self.params.values():
+            param.grad = None
+
+
+def _layer_groups(names: Sequence[str]) -> dict[str, list[str]]:
+    """Parameter names grouped by the module that owns them (as :func:`nhtlab.measures.norms.layer_norms`)."""
+    groups: dict[str, list[str]] = {}
+    for name in names:
+        groups.setdefault(name.rpartition(".")[0], []).append(name)
+    return groups
+
+
+def train_batched(runs: Sequence[ModularRun], progress: str | None = None, desc: str = "stacked") -> list[History]:
+    """Train ``runs`` as one stacked model and return one :class:`History` per run.
+
+    The histories have the same rows as :func:`nhtlab.run_modular` would give
+    (``step``, ``lr``, ``train_loss``, ``train_acc``, ``test_loss``, ``test_acc``,
+    ``norm``, ``norm/<layer>``) and the same ``status`` rules: ``"stopped"`` when
+    ``stop_after`` ends a run early, ``"diverged"`` when its loss or norm becomes
+    non-finite. A finished run (stopped or diverged) is dropped from the stack
+    at once, so it stops costing compute; the stack steps until every run has
+    finished. Under the smoke cap (:mod:`nhtlab.smoke`) steps, evaluation
+    interval and batch are capped as in :func:`nhtlab.training.loop.train`.
+
+    Parameters
+    ----------
+    runs : sequence of ModularRun
+        Runs that share every field of ``SHARED_FIELDS``; ``lr``,
+        ``weight_decay``, ``seed`` and ``stop_after`` may differ.
+    progress : str, optional
+        Progress mode (see :mod:`nhtlab.training.progress`).
+    desc : str
+        Label of the progress bar.
+
+    Returns
+    -------
+    list of History
+        In the order of ``runs``; ``config`` holds each run as a dict and
+        ``history.model`` the run's trained model (unstacked), as with
+        :func:`nhtlab.run_modular`.
+    """
+    check_type(runs, "runs", (list, tuple), owner="train_batched")
+    if not runs:
+        raise ValueError("The 'runs' parameter of train_batched must hold at least one ModularRun. Got an empty sequence.")
+    for run in runs:
+        check_type(run, "runs", ModularRun, owner="train_batched")
+    keys = {batch_key(r) for r in runs}
+    if len(keys) > 1:
+        raise ValueError(
+            f"The 'runs' parameter of train_batched must hold runs that share {', '.join(SHARED_FIELDS)}; "
+            f"got {len(keys)} different combinations. Group them with nhtlab.training.batched.batch_key first."
+        )
+    first = runs[0]
+    device = pick_device(first.device)
+    R = len(runs)
+    # the smoke cap (nhtlab.smoke) shortens every run alike; a no-op when it is off
+    capped = cap_train_config(first.train_config())
+    steps, eval_every, batch_size = capped.steps, capped.eval_every, capped.batch_size
+
+    models, xs_train, ys_train, xs_test, ys_test = [], [], [], [], []
+    for run in runs:  # exactly as run_modular builds them: split, then seed, then init
+        data = modular_data(run.p, run.operation, run.train_fraction, seed=run.seed)
+        seed_everything(run.seed)
+        models.append(make_model(run.model, run.p, **run.model_kwargs).to(device))
+        xs_train.append(data.x_train)
+        ys_train.append(data.y_train)
+        xs_test.append(data.x_test)
+        ys_test.append(data.y_test)
+    x_train = torch.stack(xs_train).to(device)  # (R, n, 2)
+    y_train = torch.stack(ys_train).to(device)  # (R, n)
+    x_test = torch.stack(xs_test).to(device)
+    y_test = torch.stack(ys_test).to(device)
+    n = y_train.shape[1]
+
+    params, buffers = stack_module_state(models)  # {name: (R, ...)}
+    base = models[0]
+    for p in params.values():
+        p.requires_grad_(True)
+
+    def forward_one(prm: dict[str, torch.Tensor], buf: dict[str, torch.Tensor], x: torch.Tensor) -> torch.Tensor:
+        return functional_call(base, (prm, buf), (x,))
+
+    forward = torch.vmap(forward_one, in_dims=(0, 0, 0))
+
+    lr = torch.tensor([r.lr for r in runs], dtype=torch.float64)
+    wd = torch.tensor([r.weight_decay for r in runs], dtype=torch.float64)
+    optimizer = StackedAdamW(params, lr, wd, betas=first.betas)
+    factor = _lr_factor(first.schedule, steps)
+    samplers = [torch.Generator(device=device).manual_seed(r.seed) for r in runs]
+    layers = _layer_groups(list(params))
+
+    histories = [History(config=run.to_dict()) for run in runs]
+    live = list(range(R))  # the runs still in the stack, by their index in ``runs``; position k holds run live[k]
+    final: list[dict[str, torch.Tensor] | None] = [None] * R  # parameters of a run when it finished
+    finished: list[int] = []  # positions (in the stack) of runs that finished since the last compaction
+
+    def finish(k: int) -> None:
+        final[live[k]] = {name: v[k].detach().clone() for name, v in params.items()}
+        finished.append(k)
+
+    def compact() -> None:
+        """Drop finished runs from the stack: they stop costing compute."""
+        nonlocal params, buffers, x_train, y_train, x_test, y_test, lr, live, samplers
+        keep = [k for k in range(len(live)) if k not in finished]
+        finished.clear()
+        if not keep:
+            live = []
+            return
+        index = torch.tensor(keep, device=device)
+        with torch.no_grad():
+            params = {name: v.detach().index_select(0, index).requires_grad_(True) for name, v in params.items()}
+            buffers = {name: v.index_select(0, index) for name, v in buffers.items()}
+            optimizer.compact(params, keep)
+        x_train, y_train = x_train.index_select(0, index), y_train.index_select(0, index)
+        x_test, y_test = x_test.index_select(0, index), y_test.index_select(0, index)
+        lr = lr[keep]
+        samplers = [samplers[k] for k in keep]
+        live = [live[k] for k in keep]
+
+    grok_step: list[int | None] = [None] * R
+    bar = Progress(steps, f"{desc} ({R} runs)", mode=progress)
+
+    @torch.no_grad()
+    def measure(step: int) -> None:
+        current_lr = lr * factor(step)
+        stats = {}
+        for split, (x, y) in {"train": (x_train, y_train), "test": (x_test, y_test)}.items():
+            logits = forward(params, buffers, x)  # (R_live, n, p)
+            loss = F.cross_entropy(logits.double().transpose(1, 2), y, reduction="none").mean(dim=1)  # (R_live,)
+            acc = (logits.argmax(-1) == y).double().mean(dim=1)
+            stats[split] = (loss.tolist(), acc.tolist())
+        per_layer = {layer: sum(params[k].detach().double().pow(2).flatten(1).sum(1) for k in names).tolist()
+                     for layer, names in layers.items()}
+        for k, r in enumerate(live):
+            if k in finished:  # diverged in training since the last evaluation
+                continue
+            row: dict[str, Any] = {"step": step, "lr": float(current_lr[k])}
+            for split in ("train", "test"):
+                row[f"{split}_loss"], row[f"{split}_acc"] = stats[split][0][k], stats[split][1][k]
+            norms = {layer: values[k] for layer, values in per_layer.items()}
+            row["norm"] = sum(norms.values())
+            row.update({f"norm/{name}": v for name, v in norms.items()})
+            histories[r].rows.append(row)
+            h, run = histories[r], runs[r]
+            if not (math.isfinite(row["train_loss"]) and math.isfinite(row["norm"])):
+                h.status, h.message = "diverged", f"non-finite loss or parameters at step {step}"
+                finish(k)
+                continue
+            if grok_step[r] is None and row["test_acc"] >= 0.99:
+                grok_step[r] = step
+            if run.stop_after is not None and grok_step[r] is not None and step >= grok_step[r] + run.stop_after:
+                h.status, h.message = "stopped", f"stopped {run.stop_after} steps after test accuracy reached 99%"
+                finish(k)
+
+    measure(0)
+    if finished:
+        compact()
+    first_bad = torch.zeros(len(live), dtype=torch.long, device=device)  # step of each live run's first non-finite loss
+    step = 0
+    while live and step < steps:
+        if batch_size is None:
+            xb, yb = x_train, y_train
+        else:
+            idx = torch.stack([torch.randint(0, n, (batch_size,), generator=g, device=device) for g in samplers])
+            xb = torch.gather(x_train, 1, idx.unsqueeze(-1).expand(-1, -1, x_train.shape[-1]))
+            yb = torch.gather(y_train, 1, idx)
+        logits = forward(params, buffers, xb)  # (R_live, b, p)
+        losses = F.cross_entropy(logits.transpose(1, 2), yb, reduction="none").mean(dim=1)  # (R_live,)
+        # No host sync per step: the first non-finite loss of each run is noted on the device and read
+        # at the next evaluation (a diverged run cannot touch the others, so it may step until then).
+        first_bad = torch.where(torch.isfinite(losses) | (first_bad > 0), first_bad, torch.full_like(first_bad, step + 1))
+        optimizer.zero_grad()
+        losses.sum().backward()
+        optimizer.step(factor(step))
+        step += 1
+        bar.update(1)
+        if step % eval_every == 0 or step == steps:
+            for k, bad_step in enumerate(first_bad.tolist()):
+                if bad_step:
+                    r = live[k]
+                    histories[r].status, histories[r].message = "diverged", f"non-finite training loss at step {bad_step}"
+                    final[r] = {name: v[k].detach().clone() for name, v in params.items()}
+                    finished.append(k)
+            measure(step)
+        if finished:
+            compact()
+            first_bad = torch.zeros(len(live), dtype=torch.long, device=device)
+    for k, r in enumerate(live):  # runs that went the whole way
+        final[r] = {name: v[k].detach().clone() for name, v in params.items()}
+    with torch.no_grad():  # hand each run its own trained model, as run_modular does
+        for r, (model, h) in enumerate(zip(models, histories)):
+            for name, param in model.named_parameters():
+                param.copy_(final[r][name])
+            h.model = model  # type: ignore[attr-defined]  # not serialised
+            if h.status == "running":
+                h.status = "completed"
+    bar.close()
+    return histories

@@ -1,0 +1,266 @@
+"""A result cache: finished runs are kept on disk and reused instead of retrained.
+
+An entry is keyed by the SHA-256 of the canonical JSON (sorted keys, no
+spaces) of the run's *full* configuration together with ``nhtlab.__version__``
+(and, under the smoke cap of :mod:`nhtlab.smoke`, the cap's settings):
+changing any setting, or upgrading nhtlab, misses the cache and trains again.
+Each entry is one JSON file holding the key, the configuration, the history
+and a SHA-256 checksum of its content, written atomically (temporary file +
+:func:`os.replace`). An entry that is unreadable, truncated, or whose checksum
+or key does not match is never used: :meth:`ResultCache.get` warns, moves it
+aside (``*.corrupt``) and reports a miss, so the run is recomputed.
+
+Where the cache lives, first match wins:
+
+1. the ``root`` argument of :class:`ResultCache`;
+2. the ``NHTLAB_CACHE_DIR`` environment variable;
+3. ``$XDG_CACHE_HOME/nhtlab``, else ``~/.cache/nhtlab``.
+
+In Colab, mount Google Drive and point the cache there so that finished runs
+survive the session::
+
+    from google.colab import drive
+    drive.mount("/content/drive")
+    import os
+    os.environ["NHTLAB_CACHE_DIR"] = "/content/drive/MyDrive/nhtlab-cache"
+
+Set ``NHTLAB_CACHE=off`` to make :func:`cached_run` always train (nothing is
+read or written).
+
+What the cache does not key on: the nhtlab *source*. During development, a
+change to the training code that keeps ``__version__`` would reuse old
+results; clear the cache (:meth:`ResultCache.clear`) or bump the version.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import warnings
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from .. import _version
+from ..history import History
+from ..smoke import smoke_signature
+from ..validation import check_bool, check_type
+from .checkpoint import atomic_write_bytes
+from .runs import ModularRun, run_modular
+
+__all__ = ["ResultCache", "default_cache_dir", "config_key", "cached_run", "cache_enabled"]
+
+_FINISHED = ("completed", "stopped", "diverged")
+
+
+def default_cache_dir() -> Path:
+    """``$NHTLAB_CACHE_DIR``, else ``$XDG_CACHE_HOME/nhtlab``, else ``~/.cache/nhtlab``."""
+    if os.environ.get("NHTLAB_CACHE_DIR"):
+        return Path(os.environ["NHTLAB_CACHE_DIR"]).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "nhtlab"
+
+
+def cache_enabled() -> bool:
+    """False when the environment variable ``NHTLAB_CACHE`` is ``off``, ``0``, ``no`` or ``false``."""
+    return os.environ.get("NHTLAB_CACHE", "on").strip().lower() not in ("off", "0", "no", "false")
+
+
+def _plain(value: Any) -> Any:
+    """JSON fallback for NumPy (and PyTorch) scalars and arrays."""
+    if hasattr(value, "item") and getattr(value, "ndim", 0) == 0:
+        return value.item()
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    raise TypeError(f"cannot store a value of type {type(value).__name__} in the result cache: {value!r}")
+
+
+def _canonical(obj: Any) -> str:
+    # NaN and ±inf are allowed: a diverged run's history can hold them, and Python's json reads them back.
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), default=_plain, allow_nan=True)
+
+
+def _sha256(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def config_key(config: Mapping[str, Any]) -> str:
+    """SHA-256 (hex) of the canonical JSON of ``config`` and ``nhtlab.__version__``.
+
+    Under the smoke cap (``NHTLAB_SMOKE=1``, :mod:`nhtlab.smoke`) the cap's
+    settings are hashed too, so capped and real runs never share an entry.
+
+    Examples
+    --------
+    >>> config_key({"a": 1, "b": [1, 2]}) == config_key({"b": (1, 2), "a": 1})
+    True
+    """
+    check_type(config, "config", Mapping, owner="config_key")
+
+    keyed: dict[str, Any] = {"config": dict(config), "nhtlab": _version.__version__}  # read at call time
+    smoke = smoke_signature()
+    if smoke is not None:  # a capped run never shares an entry with a real one; real keys are unchanged
+        keyed["smoke"] = smoke
+    return _sha256(_canonical(keyed))
+
+
+class ResultCache:
+    """Finished runs on disk, keyed by their full configuration and nhtlab's version.
+
+    Parameters
+    ----------
+    root : str or path, optional
+        Directory of the cache (created when first written). Defaults to
+        :func:`default_cache_dir`.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> cache = ResultCache(tempfile.mkdtemp())
+    >>> cache.get({"lr": 1e-3}) is None
+    True
+    """
+
+    def __init__(self, root: str | os.PathLike | None = None):
+        if root is not None:
+            check_type(root, "root", (str, os.PathLike), owner="ResultCache")
+        self.root = Path(root).expanduser() if root is not None else default_cache_dir()
+
+    def __repr__(self) -> str:
+        return f"ResultCache({str(self.root)!r})"
+
+    def path(self, config: Mapping[str, Any]) -> Path:
+        """File of the entry for ``config`` (which may not exist)."""
+        key = config_key(config)
+        return self.root / key[:2] / f"{key}.json"
+
+    def __contains__(self, config: Mapping[str, Any]) -> bool:
+        return self.path(config).exists()
+
+    def get(self, config: Mapping[str, Any]) -> History | None:
+        """The cached history of ``config``, or None on a miss.
+
+        A damaged entry (unreadable, partial, wrong checksum or key) counts as
+        a miss: it is moved aside with a :class:`RuntimeWarning`, never used.
+        """
+        path = self.path(config)
+        if not path.exists():
+            return None
+        try:
+            entry = json.loads(path.read_text(encoding="utf-8"))
+            body = entry["body"]
+            if _sha256(_canonical(body)) != entry["checksum"]:
+                raise ValueError("checksum mismatch")
+            if body["key"] != path.stem:
+                raise ValueError("the entry belongs to another key")
+            history = History.from_dict(body["history"])
+        except Exception as error:  # noqa: BLE001 — every kind of damage is handled alike
+            self._set_aside(path, error)
+            return None
+        return history
+
+    def put(self, config: Mapping[str, Any], history: History) -> Path:
+        """Store the finished ``history`` of ``config``; returns the entry's file.
+
+        Raises
+        ------
+        ValueError
+            If the run is still ``"running"`` (only finished runs are cached).
+        """
+        check_type(config, "config", Mapping, owner="ResultCache.put")
+        check_type(history, "history", History, owner="ResultCache.put")
+        if history.status not in _FINISHED:
+            raise ValueError(
+                f"The 'history' parameter of ResultCache.put must be a finished run (status one of "
+                f"{', '.join(repr(s) for s in _FINISHED)}). Got status {history.status!r} instead."
+            )
+
+        path = self.path(config)
+
+        body = {"key": path.stem, "nhtlab": _version.__version__, "config": dict(config), "history": history.to_dict()}
+        if smoke_signature() is not None:
+            body["smoke"] = smoke_signature()
+        body = json.loads(_canonical(body))  # the stored form: what get() will checksum
+        entry = {"checksum": _sha256(_canonical(body)), "body": body}
+        atomic_write_bytes(path, _canonical(entry).encode("utf-8"))
+        return path
+
+    def clear(self) -> int:
+        """Delete every entry (and set-aside file); return how many entries were removed."""
+        removed = 0
+        if self.root.exists():
+            for file in self.root.glob("*/*.json*"):
+                removed += file.suffix == ".json"
+                file.unlink()
+        return removed
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self.root.glob("*/*.json")) if self.root.exists() else 0
+
+    @staticmethod
+    def _set_aside(path: Path, error: Exception) -> None:
+        aside = path.with_name(path.name + ".corrupt")
+        try:
+            os.replace(path, aside)
+        except OSError:
+            pass
+        warnings.warn(
+            f"Ignoring a damaged result-cache entry {path} ({type(error).__name__}: {error}); "
+            f"it was moved to {aside.name} and the run will be recomputed.",
+            RuntimeWarning,
+            stacklevel=3,
+        )
+
+
+def default_cache() -> ResultCache | None:
+    """The cache chapters and sweeps use: ``ResultCache()``, or None when ``NHTLAB_CACHE`` is off.
+
+    Pass it as ``sweep(..., cache=nhtlab.default_cache())``: a reader who re-runs a
+    chapter (or a Colab session that reconnects) reuses every finished run.
+    """
+    return ResultCache() if cache_enabled() else None
+
+
+def cached_run(run: Any, cache: ResultCache | None = None, *, use_cache: bool | None = None, **kwargs: Any) -> History:
+    """:func:`nhtlab.run_modular` through the result cache.
+
+    Parameters
+    ----------
+    run : ModularRun
+    cache : ResultCache, optional
+        Defaults to ``ResultCache()`` (see the module docstring for where it lives).
+    use_cache : bool, optional
+        False always trains and neither reads nor writes; defaults to
+        :func:`cache_enabled` (the ``NHTLAB_CACHE`` environment variable).
+    **kwargs
+        Passed to :func:`nhtlab.run_modular` (``progress``, ``desc``,
+        ``run_dir``, …) when the run is trained.
+
+    Returns
+    -------
+    History
+        A cached history has no ``model`` attribute (only the measurements are
+        stored); a freshly trained one has it. ``history.cached`` tells which.
+    """
+
+    check_type(run, "run", ModularRun, owner="cached_run")
+    if cache is not None:
+        check_type(cache, "cache", ResultCache, owner="cached_run")
+    use_cache = cache_enabled() if use_cache is None else check_bool(use_cache, "use_cache", owner="cached_run")
+    if kwargs.get("callbacks"):
+        raise ValueError("The 'callbacks' parameter of cached_run is not supported: a cached run would skip them. "
+                         "Call run_modular directly.")
+    config = run.to_dict()
+    if cache is None:
+        cache = ResultCache()
+    if use_cache:
+        history = cache.get(config)
+        if history is not None:
+            history.cached = True  # type: ignore[attr-defined]
+            return history
+    history = run_modular(run, **kwargs)
+    if use_cache:
+        cache.put(config, history)
+    history.cached = False  # type: ignore[attr-defined]
+    return history

@@ -1,0 +1,148 @@
+"""Atomic checkpoints, so that a long run survives a lost Colab session or a killed job.
+
+A checkpoint is one file, ``<run_dir>/checkpoint.pt``, holding everything the
+training loop needs to continue exactly where it stopped: model, optimiser
+(AdamW moments and step counts), learning-rate scheduler, the minibatch
+sampler's generator, the global RNG states (Python, NumPy, PyTorch CPU and
+CUDA), the history so far and the step. :func:`nhtlab.training.loop.train` writes it
+every ``checkpoint_every`` steps and once more when the run ends; calling the
+same run again with the same directory resumes from it. On the CPU the resumed
+run is bit-for-bit the uninterrupted one.
+
+Files are written atomically: the bytes go to a temporary file in the same
+directory, are flushed to disk, and only then replace the old file with
+:func:`os.replace` (atomic on POSIX and Windows). A process killed at any
+instant therefore leaves either the previous checkpoint or the new one, never
+half of one.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import random
+import tempfile
+import warnings
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from ..validation import check_type
+
+__all__ = [
+    "CHECKPOINT_NAME",
+    "atomic_write_bytes",
+    "capture_rng_state",
+    "restore_rng_state",
+    "save_checkpoint",
+    "load_checkpoint",
+    "checkpoint_path",
+]
+
+CHECKPOINT_NAME = "checkpoint.pt"
+
+
+def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
+    """Write ``data`` to ``path`` atomically (temporary file + fsync + :func:`os.replace`).
+
+    The parent directory is created if needed. Readers see either the old
+    content or the new one, never a partial file.
+    """
+    check_type(data, "data", (bytes, bytearray), owner="atomic_write_bytes")
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+    return path
+
+
+def capture_rng_state() -> dict[str, Any]:
+    """The global random states of Python, NumPy and PyTorch (CPU and every CUDA device).
+
+    Stored with plain types and tensors only, so :func:`torch.load` can read it
+    back with ``weights_only=True``.
+    """
+    np_kind, np_keys, np_pos, np_has_gauss, np_gauss = np.random.get_state()
+    return {
+        "python": random.getstate(),
+        "numpy": (np_kind, torch.from_numpy(np_keys.astype(np.int64)), int(np_pos), int(np_has_gauss), float(np_gauss)),
+        "torch": torch.get_rng_state(),
+        "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],
+    }
+
+
+def restore_rng_state(state: dict[str, Any]) -> None:
+    """Restore the states captured by :func:`capture_rng_state`."""
+    version, internal, gauss = state["python"]
+    random.setstate((version, tuple(internal), gauss))
+    kind, keys, pos, has_gauss, gauss_value = state["numpy"]
+    np.random.set_state((kind, keys.numpy().astype(np.uint32), pos, has_gauss, gauss_value))
+    torch.set_rng_state(state["torch"])
+    if state["cuda"] and torch.cuda.is_available() and len(state["cuda"]) == torch.cuda.device_count():
+        torch.cuda.set_rng_state_all(state["cuda"])
+
+
+def checkpoint_path(run_dir: str | os.PathLike) -> Path:
+    """Where the checkpoint of ``run_dir`` lives."""
+    return Path(run_dir) / CHECKPOINT_NAME
+
+
+def save_checkpoint(run_dir: str | os.PathLike, payload: dict[str, Any]) -> Path:
+    """Serialise ``payload`` with :func:`torch.save` and write it atomically into ``run_dir``.
+
+    Parameters
+    ----------
+    run_dir : path
+        The run's directory (created if missing).
+    payload : dict
+        Tensors, state dicts and plain Python values (what ``train`` collects).
+
+    Returns
+    -------
+    Path
+        The checkpoint file.
+    """
+    check_type(payload, "payload", dict, owner="save_checkpoint")
+    buffer = io.BytesIO()
+    torch.save(payload, buffer)
+    return atomic_write_bytes(checkpoint_path(run_dir), buffer.getvalue())
+
+
+def load_checkpoint(run_dir: str | os.PathLike, map_location: torch.device | str | None = None) -> dict[str, Any] | None:
+    """Read the checkpoint of ``run_dir``; None when there is none.
+
+    A file that cannot be read (for example, damaged by a full disk) is not
+    trusted: a :class:`RuntimeWarning` says so, the file is renamed to
+    ``checkpoint.pt.corrupt`` for inspection, and None is returned so the run
+    starts again from step 0 rather than from wrong state.
+    """
+    path = checkpoint_path(run_dir)
+    if not path.exists():
+        return None
+    try:
+        payload = torch.load(path, map_location=map_location, weights_only=True)
+        if not isinstance(payload, dict) or "step" not in payload:
+            raise ValueError("not an nhtlab checkpoint")
+        return payload
+    except Exception as error:  # noqa: BLE001 — any unreadable file is treated the same way
+        os.replace(path, path.with_name(path.name + ".corrupt"))
+        warnings.warn(
+            f"The checkpoint {path} could not be read ({type(error).__name__}: {error}); it was moved to "
+            f"{path.name}.corrupt and the run starts again from step 0.",
+            RuntimeWarning,
+            stacklevel=2,
+        )
+        return None

@@ -1,0 +1,361 @@
+"""The training loop: AdamW with decoupled weight decay, norm tracking, a tidy history.
+
+The loop is deliberately plain. Measurements that are not needed by every run
+(DLR, live charts) plug in as callbacks that receive a small
+:class:`TrainState` after each evaluation. Checkpoints (``checkpoint_dir``)
+are written by the loop itself, because resuming needs the optimiser,
+scheduler and sampler states that only the loop holds (see
+:mod:`nhtlab.training.checkpoint`).
+
+Update rule (PyTorch AdamW, Loshchilov & Hutter 2019): θ ← θ − η·λ·θ − η·Adam(∇L).
+The NHT theory writes the decay as ``2λθ`` for plain gradient descent; with
+AdamW the effective contraction rate γ_eff is at least ηλ (arXiv 2603.07323).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import warnings
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from ..history import History
+from ..measures.norms import layer_norms
+from ..smoke import cap_train_config, smoke_enabled, smoke_steps
+from ..validation import check_choice, check_int, check_real, check_type
+from .checkpoint import (
+    capture_rng_state,
+    load_checkpoint,
+    restore_rng_state,
+    save_checkpoint,
+)
+from .device import pick_device
+from .progress import Progress
+
+__all__ = ["TrainConfig", "TrainState", "train", "evaluate", "SCHEDULES"]
+
+SCHEDULES = ("constant", "cosine")
+
+
+@dataclass
+class TrainConfig:
+    """Hyper-parameters of one training run.
+
+    Attributes
+    ----------
+    steps : int
+        Number of optimiser steps.
+    lr : float
+        AdamW learning rate η.
+    weight_decay : float
+        Decoupled weight decay λ (PyTorch's AdamW convention).
+    betas : tuple of float
+        AdamW betas.
+    batch_size : int or None
+        None trains full batch; an int samples that many training examples
+        *with replacement* at each step (the NHT companion paper's protocol).
+    eval_every : int
+        Evaluate (losses, accuracies, norms) every this many steps, and at step 0.
+    schedule : {"constant", "cosine"}
+        Learning-rate schedule; cosine decays to zero over ``steps``.
+    seed : int
+        Seed of the minibatch sampler. (Seed the model's init before building it.)
+    device : {"auto", "cpu", "cuda"}
+        Where to train; ``"auto"`` uses CUDA when present.
+    stop_after : int or None
+        Stop this many steps after the test accuracy first reaches 99%, to save
+        time in sweeps; None trains for ``steps``.
+    eval_batch_size : int
+        Evaluation batch size (bounds memory on image data).
+    """
+
+    steps: int = 3000
+    lr: float = 1e-3
+    weight_decay: float = 1.0
+    betas: tuple[float, float] = (0.9, 0.98)
+    batch_size: int | None = None
+    eval_every: int = 25
+    schedule: str = "constant"
+    seed: int = 0
+    device: str = "auto"
+    stop_after: int | None = None
+    eval_batch_size: int = 8192
+
+    def __post_init__(self) -> None:
+        owner = "TrainConfig"
+        check_int(self.steps, "steps", low=1, owner=owner)
+        check_real(self.lr, "lr", 0.0, low_open=True, owner=owner)
+        check_real(self.weight_decay, "weight_decay", 0.0, owner=owner)
+        check_type(self.betas, "betas", (tuple, list), owner=owner)
+        if len(self.betas) != 2:
+            raise ValueError(f"The 'betas' parameter of TrainConfig must hold two floats in [0, 1). Got {self.betas!r} instead.")
+        for b in self.betas:
+            check_real(b, "betas", 0.0, 1.0, high_open=True, owner=owner)
+        self.betas = (float(self.betas[0]), float(self.betas[1]))
+        if self.batch_size is not None:
+            check_int(self.batch_size, "batch_size", low=1, owner=owner)
+        check_int(self.eval_every, "eval_every", low=1, owner=owner)
+        check_choice(self.schedule, "schedule", SCHEDULES, owner=owner)
+        check_int(self.seed, "seed", low=0, owner=owner)
+        check_choice(self.device, "device", ("auto", "cpu", "cuda"), owner=owner)
+        if self.stop_after is not None:
+            check_int(self.stop_after, "stop_after", low=0, owner=owner)
+        check_int(self.eval_batch_size, "eval_batch_size", low=1, owner=owner)
+
+
+@dataclass
+class TrainState:
+    """Handed to callbacks after each evaluation. Set ``stop = True`` to end the run."""
+
+    step: int
+    model: nn.Module
+    optimizer: torch.optim.Optimizer
+    row: dict[str, float]
+    history: History
+    stop: bool = False
+
+
+Callback = Callable[[TrainState], None]
+
+
+@torch.no_grad()
+def evaluate(model: nn.Module, x: torch.Tensor, y: torch.Tensor, batch_size: int = 8192) -> tuple[float, float]:
+    """Mean cross-entropy and accuracy of ``model`` on ``(x, y)``, in batches."""
+    was_training = model.training
+    model.eval()
+    loss_sum, correct = 0.0, 0
+    for start in range(0, len(y), batch_size):
+        logits = model(x[start:start + batch_size])
+        target = y[start:start + batch_size]
+        loss_sum += float(F.cross_entropy(logits.double(), target, reduction="sum"))
+        correct += int((logits.argmax(-1) == target).sum())
+    model.train(was_training)
+    return loss_sum / len(y), correct / len(y)
+
+
+def _lr_factor(schedule: str, steps: int) -> Callable[[int], float]:
+    if schedule == "cosine":
+        return lambda t: 0.5 * (1.0 + math.cos(math.pi * min(t, steps) / steps))
+    return lambda t: 1.0
+
+
+def _finite_params(model: nn.Module) -> bool:
+    return all(bool(torch.isfinite(p).all()) for p in model.parameters())
+
+
+def _check_pair(x: Any, y: Any, parameter: str, what: str) -> None:
+    """Inputs and integer class labels of the same length, as train needs them."""
+    if not (isinstance(x, torch.Tensor) and isinstance(y, torch.Tensor)):
+        raise TypeError(f"The {parameter!r} parameter of train must hold tensors; the {what} inputs and labels are "
+                        f"{type(x).__name__} and {type(y).__name__}.")
+    if y.ndim != 1 or y.dtype.is_floating_point or y.dtype == torch.bool:
+        raise ValueError(f"The {parameter!r} parameter of train must hold {what} labels as a 1-d integer tensor of "
+                         f"class indices, shape (n,). Got dtype {y.dtype} and shape {tuple(y.shape)} instead.")
+    if len(x) != len(y):
+        raise ValueError(f"The {parameter!r} parameter of train has {len(x)} {what} inputs but {len(y)} labels; "
+                         f"they must match.")
+
+
+def _check_same_run(saved: Mapping[str, Any], config: TrainConfig, device: torch.device, checkpoint_dir: Any) -> None:
+    """Refuse to resume a checkpoint written by a different configuration or on another device."""
+    mine, theirs = asdict(config), dict(saved["config"])
+    mine["betas"], theirs["betas"] = list(mine["betas"]), list(theirs["betas"])
+    differ = {k: (theirs.get(k), v) for k, v in mine.items() if theirs.get(k) != v}
+    if differ:
+        shown = ", ".join(f"{k}: {old!r} there, {new!r} here" for k, (old, new) in differ.items())
+        raise ValueError(
+            f"The 'checkpoint_dir' parameter of train ({checkpoint_dir}) holds a checkpoint of a different "
+            f"configuration ({shown}). Use a new directory for a new configuration."
+        )
+    if saved["device"] != str(device):
+        raise ValueError(
+            f"The 'checkpoint_dir' parameter of train ({checkpoint_dir}) holds a checkpoint written on "
+            f"{saved['device']!r}; resuming it on {str(device)!r} is not supported (the sampler states differ)."
+        )
+
+
+def train(
+    model: nn.Module,
+    data: Any,
+    config: TrainConfig,
+    callbacks: Iterable[Callback] = (),
+    eval_sets: Mapping[str, tuple[torch.Tensor, torch.Tensor]] | None = None,
+    progress: str | None = None,
+    desc: str = "train",
+    checkpoint_dir: str | os.PathLike | None = None,
+    checkpoint_every: int | None = None,
+) -> History:
+    """Train ``model`` on ``data`` with AdamW and return its :class:`History`.
+
+    Parameters
+    ----------
+    model : nn.Module
+        Any classifier mapping a batch of inputs to logits (n, C).
+    data : object
+        Has ``x_train``, ``y_train`` and, unless ``eval_sets`` replaces them,
+        ``x_test``, ``y_test`` tensors (e.g. :class:`nhtlab.data.modular.ModularData`).
+    config : TrainConfig
+    callbacks : iterable of callables
+        Each is called with a :class:`TrainState` after every evaluation.
+    eval_sets : mapping name → (x, y), optional
+        Sets to evaluate besides ``train``; defaults to ``{"test": (x_test, y_test)}``.
+    progress : str, optional
+        Progress mode (see :mod:`nhtlab.training.progress`).
+    desc : str
+        Label of the progress bar.
+    checkpoint_dir : str or path, optional
+        A run directory. The loop writes ``checkpoint.pt`` there (atomically)
+        every ``checkpoint_every`` steps and when the run ends. If the directory
+        already holds a checkpoint of the same ``config``, training *resumes*
+        from it (a finished run returns at once); on the CPU the result equals
+        the uninterrupted run bit for bit. Callbacks are not saved: one that
+        keeps its own state starts afresh on resume.
+    checkpoint_every : int, optional
+        Steps between checkpoints; defaults to ``10 * config.eval_every``.
+        Needs ``checkpoint_dir``.
+
+    Under the smoke cap (``NHTLAB_SMOKE=1``, :mod:`nhtlab.smoke`) ``steps``,
+    ``eval_every`` and ``batch_size`` are capped before anything else and the
+    history's ``config`` records ``smoke_steps``.
+
+    Returns
+    -------
+    History
+        ``status`` is ``"completed"``, ``"stopped"`` (early stop or a callback),
+        or ``"diverged"`` when the loss or a parameter became NaN/inf; the rows
+        measured until then are kept.
+    """
+    check_type(model, "model", nn.Module, owner="train")
+    check_type(config, "config", TrainConfig, owner="train")
+    config = cap_train_config(config)  # the smoke cap (nhtlab.smoke); the same config when it is off
+    for attr in ("x_train", "y_train"):
+        if not hasattr(data, attr):
+            raise TypeError(f"The 'data' parameter of train must have 'x_train' and 'y_train' tensors. {type(data).__name__} lacks {attr!r}.")
+    if eval_sets is None:
+        if not (hasattr(data, "x_test") and hasattr(data, "y_test")):
+            raise TypeError(f"The 'data' parameter of train must have 'x_test' and 'y_test' tensors unless 'eval_sets' "
+                            f"is given. {type(data).__name__} lacks them.")
+        eval_sets = {"test": (data.x_test, data.y_test)}
+    check_type(eval_sets, "eval_sets", Mapping, owner="train")
+    _check_pair(data.x_train, data.y_train, "data", "training")
+    for name, pair in eval_sets.items():
+        if not (isinstance(pair, (tuple, list)) and len(pair) == 2):
+            raise TypeError(f"The 'eval_sets' parameter of train must map names to (x, y) pairs of tensors. "
+                            f"Got {type(pair).__name__} for {name!r} instead.")
+        _check_pair(pair[0], pair[1], "eval_sets", repr(name))
+    device = pick_device(config.device)
+    model.to(device)
+    x_train, y_train = data.x_train.to(device), data.y_train.to(device)
+    sets = {"train": (x_train, y_train)}
+    sets.update({k: (x.to(device), y.to(device)) for k, (x, y) in eval_sets.items()})
+    callbacks = list(callbacks)
+    if checkpoint_dir is not None:
+        check_type(checkpoint_dir, "checkpoint_dir", (str, os.PathLike), owner="train")
+        checkpoint_every = check_int(10 * config.eval_every if checkpoint_every is None else checkpoint_every,
+                                     "checkpoint_every", low=1, owner="train")
+    elif checkpoint_every is not None:
+        raise ValueError("The 'checkpoint_every' parameter of train needs a 'checkpoint_dir' to write to. "
+                         f"Got checkpoint_every={checkpoint_every!r} and checkpoint_dir=None.")
+
+    optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, betas=config.betas, weight_decay=config.weight_decay)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, _lr_factor(config.schedule, config.steps))
+    sampler = torch.Generator(device=device).manual_seed(config.seed)
+    history = History(config=asdict(config))
+    if smoke_enabled():
+        history.config["smoke_steps"] = smoke_steps()
+    bar = Progress(config.steps, desc, mode=progress)
+    grok_step: int | None = None
+    n = len(y_train)
+
+    def measure(step: int) -> bool:
+        """Evaluate, record a row and run callbacks; return False to stop."""
+        nonlocal grok_step
+        row: dict[str, float] = {"step": step, "lr": optimizer.param_groups[0]["lr"]}
+        for name, (x, y) in sets.items():
+            row[f"{name}_loss"], row[f"{name}_acc"] = evaluate(model, x, y, config.eval_batch_size)
+        per_layer = layer_norms(model)
+        row["norm"] = sum(per_layer.values())
+        row.update({f"norm/{k}": v for k, v in per_layer.items()})
+        history.rows.append(row)
+        if not (math.isfinite(row["train_loss"]) and math.isfinite(row["norm"])):
+            history.status, history.message = "diverged", f"non-finite loss or parameters at step {step}"
+            return False
+        state = TrainState(step, model, optimizer, row, history)
+        for callback in callbacks:
+            callback(state)
+        bar.update(0, train_acc=f"{row['train_acc']:.2f}", test_acc=f"{row.get('test_acc', float('nan')):.2f}")
+        if state.stop:
+            history.status, history.message = "stopped", f"stopped by a callback at step {step}"
+            return False
+        if grok_step is None and row.get("test_acc", 0.0) >= 0.99:
+            grok_step = step
+        if config.stop_after is not None and grok_step is not None and step >= grok_step + config.stop_after:
+            history.status, history.message = "stopped", f"stopped {config.stop_after} steps after test accuracy reached 99%"
+            return False
+        return True
+
+    def save(step: int) -> None:
+        save_checkpoint(checkpoint_dir, {
+            "step": step, "config": asdict(config), "device": str(device), "history": history.to_dict(),
+            "model": model.state_dict(), "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
+            "sampler": sampler.get_state(), "rng": capture_rng_state(),
+        })
+
+    model.train()
+    saved = None if checkpoint_dir is None else load_checkpoint(checkpoint_dir)
+    if saved is None:
+        step = 0
+        keep_going = measure(0)
+    else:  # resume: put back every piece of state the loop carries
+        _check_same_run(saved, config, device, checkpoint_dir)
+        model.load_state_dict(saved["model"])
+        optimizer.load_state_dict(saved["optimizer"])
+        scheduler.load_state_dict(saved["scheduler"])
+        sampler.set_state(saved["sampler"])
+        restore_rng_state(saved["rng"])
+        history = History.from_dict(saved["history"])
+        step = saved["step"]
+        grok_step = next((int(r["step"]) for r in history.rows if r.get("test_acc", 0.0) >= 0.99), None)
+        keep_going = history.status == "running"
+        bar.update(step)
+    finished_before = saved is not None and not keep_going
+    while keep_going and step < config.steps:
+        if config.batch_size is None:
+            xb, yb = x_train, y_train
+        else:
+            idx = torch.randint(0, n, (config.batch_size,), generator=sampler, device=device)
+            xb, yb = x_train[idx], y_train[idx]
+        loss = F.cross_entropy(model(xb), yb)
+        if not torch.isfinite(loss):
+            history.status, history.message = "diverged", f"non-finite training loss at step {step + 1}"
+            break
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+        scheduler.step()
+        step += 1
+        bar.update(1)
+        if step % config.eval_every == 0 or step == config.steps:
+            keep_going = measure(step)
+        if checkpoint_dir is not None and keep_going and step % checkpoint_every == 0 and step < config.steps:
+            save(step)
+    if history.status == "running":
+        history.status = "completed"
+    if history.status == "diverged":
+        if not _finite_params(model) and "parameters" not in history.message:
+            history.message += " (parameters are no longer finite)"
+        warnings.warn(
+            f"Training diverged: {history.message}. The history up to that point is kept and marked "
+            f"status='diverged' (lr={config.lr:g}, weight_decay={config.weight_decay:g}; a smaller lr usually helps).",
+            RuntimeWarning, stacklevel=2,
+        )
+    if checkpoint_dir is not None and not finished_before:
+        save(step)
+    bar.close(history.message if history.status != "completed" else "")
+    return history

@@ -1,0 +1,59 @@
+"""Named run settings shared by the chapters, so that no chapter pastes another's config.
+
+:func:`companion` is the NHT companion paper's own setting (arXiv 2603.13331,
+code ClevixLab/grokking-norm-separation): a 1-layer transformer (d_model 128,
+4 heads, FFN 512) on (a + b) mod 97 with 50% of the pairs for training,
+AdamW with lr 1e-3 and PyTorch's default betas (0.9, 0.999), and minibatches
+of 512 drawn *with replacement* at every step.
+
+Two choices are ours and are recorded in every run's config:
+
+* ``eval_every=100`` (the companion evaluates every 200 steps; finer steps
+  time T_mem and T_grok twice as precisely for about 14% of extra compute);
+* ``stop_after``: the companion stops 2,000 steps after T_grok and takes
+  V_final there. The ``book`` profile stops 500 steps after T_grok to fit a
+  2-core CPU; chapters say which window a number uses (see :mod:`nhtlab.analysis.delay`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .runs import ModularRun
+
+__all__ = ["companion", "COMPANION_STOP_AFTER"]
+
+#: Steps the companion paper trains past T_grok before it reads V_final.
+COMPANION_STOP_AFTER = 2000
+
+
+def companion(weight_decay: float = 1.0, seed: int = 0, **changes: Any) -> ModularRun:
+    """The companion paper's run at weight decay ``weight_decay`` (λ) and ``seed``.
+
+    Parameters
+    ----------
+    weight_decay : float
+        AdamW's decoupled weight decay λ.
+    seed : int
+        Seeds the split, the init and the minibatch sampler.
+    **changes
+        Any other :class:`~nhtlab.training.runs.ModularRun` field (``steps``,
+        ``stop_after``, ``lr``, ``p``, ``model_kwargs``…).
+
+    Returns
+    -------
+    ModularRun
+
+    Examples
+    --------
+    >>> run = companion(0.5, seed=1, steps=4000)
+    >>> (run.model, run.p, run.lr, run.betas, run.batch_size, run.weight_decay, run.steps)
+    ('transformer', 97, 0.001, (0.9, 0.999), 512, 0.5, 4000)
+    """
+    settings: dict[str, Any] = dict(
+        p=97, operation="+", train_fraction=0.5, model="transformer", model_kwargs={},
+        lr=1e-3, betas=(0.9, 0.999), batch_size=512, eval_every=100,
+        steps=50_000, stop_after=COMPANION_STOP_AFTER, schedule="constant",
+    )
+    settings.update(changes)
+    return ModularRun(weight_decay=weight_decay, seed=seed, **settings)

@@ -1,0 +1,86 @@
+"""Progress reporting that reads well live *and* in the rendered book.
+
+Modes, chosen by the ``NHTLAB_PROGRESS`` environment variable or per call:
+
+* ``"auto"`` (default): a tqdm widget inside a Jupyter/Colab kernel that has a
+  front end, a text bar in a terminal;
+* ``"text"``: no live updates, one summary line when the loop ends. The book
+  build and the tests use it, so the HTML shows one line instead of an empty
+  widget box or dozens of partial bars;
+* ``"bar"``: tqdm's text bar; ``"widget"``: tqdm's notebook widget;
+* ``"none"``: silent.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from typing import Any
+
+from ..validation import check_choice
+
+__all__ = ["PROGRESS_MODES", "progress_mode", "Progress"]
+
+PROGRESS_MODES = ("auto", "text", "bar", "widget", "none")
+
+
+def progress_mode(mode: str | None = None) -> str:
+    """Resolve a progress mode: explicit argument, else ``NHTLAB_PROGRESS``, else ``"auto"``."""
+    if mode is None:
+        # The book build (NHTLAB_BOOK=1) wants one summary line, never a widget box.
+        mode = os.environ.get("NHTLAB_PROGRESS", "text" if os.environ.get("NHTLAB_BOOK") == "1" else "auto")
+        check_choice(mode, "NHTLAB_PROGRESS", PROGRESS_MODES, owner="the environment")
+    else:
+        check_choice(mode, "progress", PROGRESS_MODES)
+    if mode == "auto":
+        return "widget" if _in_kernel() else "bar"
+    return mode
+
+
+def _in_kernel() -> bool:
+    shell = sys.modules.get("IPython")
+    if shell is None:
+        return False
+    ip = shell.get_ipython() if hasattr(shell, "get_ipython") else None
+    return ip is not None and type(ip).__name__ == "ZMQInteractiveShell"
+
+
+class Progress:
+    """A counter over ``total`` units with a short postfix, in one of the modes above."""
+
+    def __init__(self, total: int, desc: str, mode: str | None = None, unit: str = "step"):
+        self.mode = progress_mode(mode)
+        self.total, self.desc, self.unit = total, desc, unit
+        self.count = 0
+        self.postfix: dict[str, Any] = {}
+        self.start = time.perf_counter()
+        self._bar = None
+        if self.mode == "bar":
+            from tqdm.std import (
+                tqdm,  # local: the two tqdm flavours are picked by mode; tqdm.notebook needs IPython
+            )
+            self._bar = tqdm(total=total, desc=desc, unit=unit, mininterval=0.5, dynamic_ncols=True)
+        elif self.mode == "widget":
+            from tqdm.notebook import tqdm
+            self._bar = tqdm(total=total, desc=desc, unit=unit)
+
+    def update(self, n: int = 1, **postfix: Any) -> None:
+        self.count += n
+        if postfix:
+            self.postfix = postfix
+        if self._bar is not None:
+            self._bar.update(n)
+            if postfix:
+                self._bar.set_postfix(postfix, refresh=False)
+
+    def close(self, note: str = "") -> None:
+        if self._bar is not None:
+            self._bar.close()
+            self._bar = None
+        if self.mode == "text":
+            seconds = time.perf_counter() - self.start
+            extra = ", ".join(f"{k}={v}" for k, v in self.postfix.items())
+            line = f"{self.desc}: {self.count}/{self.total} {self.unit}s in {seconds:.1f} s"
+            print(line + (f" ({extra})" if extra else "") + (f" — {note}" if note else ""), flush=True)
+        self.mode = "closed"

@@ -1,0 +1,342 @@
+"""Sweeps: one call trains a grid of :class:`~nhtlab.training.runs.ModularRun` configs.
+
+Three strategies give the same histories (on the CPU, bit for bit for
+``"sequential"`` and ``"parallel"``, within float rounding for ``"batched"``):
+
+* ``"sequential"``: one run after the other in this process;
+* ``"parallel"``: independent runs handed to a :class:`concurrent.futures.Executor`.
+  By default a local process pool whose workers use one torch thread each
+  (small models train fastest that way, and the cores are used by processes,
+  not by threads fighting over tiny matrices). Any executor works: pass one
+  backed by Dask (``client.get_executor()``), Ray or submitit to spread a sweep
+  over a cluster;
+* ``"batched"``: runs of the same architecture trained as one stacked model
+  (:func:`nhtlab.training.batched.train_batched`); on a CPU with ``workers=k`` the runs
+  are split into k stacks trained in k processes.
+
+The result is tidy: one row per run with its config, its events (T_mem, T_grok,
+norm peak), a short summary and its status, the full histories kept alongside.
+A run that diverges does not stop the sweep; :attr:`SweepResult.diverged` lists it.
+
+A *cache* can skip runs already trained: any object with
+``get(config_dict) -> History | None`` and ``put(config_dict, history)``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import multiprocessing as mp
+import os
+import threading
+import time
+import warnings
+from collections.abc import Iterable, Iterator, Sequence
+from concurrent.futures import Executor, ProcessPoolExecutor
+from dataclasses import dataclass, fields
+from typing import Any
+
+import torch
+
+from ..analysis.events import Events, find_events
+from ..history import History
+from ..validation import check_choice, check_int, check_type
+from .batched import batch_key, train_batched
+from .progress import Progress
+from .runs import ModularRun, run_modular
+
+__all__ = ["STRATEGIES", "grid", "sweep", "SweepResult", "SweepRow", "default_executor"]
+
+STRATEGIES = ("sequential", "parallel", "batched")
+
+
+def grid(base: ModularRun, **axes: Iterable[Any]) -> list[ModularRun]:
+    """The Cartesian product of ``axes`` applied to ``base``, last axis fastest.
+
+    Parameters
+    ----------
+    base : ModularRun
+        Settings shared by every run.
+    **axes : iterables
+        Field name → values, e.g. ``weight_decay=[0.1, 1.0], seed=[0, 1]``.
+
+    Examples
+    --------
+    >>> runs = grid(ModularRun(p=7), weight_decay=[0.0, 1.0], seed=[0, 1])
+    >>> [(r.weight_decay, r.seed) for r in runs]
+    [(0.0, 0), (0.0, 1), (1.0, 0), (1.0, 1)]
+    """
+    check_type(base, "base", ModularRun, owner="grid")
+    names = {f.name for f in fields(ModularRun)}
+    for key in axes:
+        if key not in names:
+            raise ValueError(f"The axis {key!r} of grid is not a field of ModularRun; fields are {sorted(names)}.")
+    values = [list(v) for v in axes.values()]
+    for key, vals in zip(axes, values):
+        if not vals:
+            raise ValueError(f"The axis {key!r} of grid must hold at least one value. Got an empty sequence.")
+    return [base.replace(**dict(zip(axes, combo))) for combo in itertools.product(*values)]
+
+
+@dataclass
+class SweepRow:
+    """One run of a sweep: its config, history, events and where the history came from."""
+
+    run: ModularRun
+    history: History
+    events: Events | None
+    seconds: float
+    source: str  # "computed" or "cache"
+
+    @property
+    def status(self) -> str:
+        return self.history.status
+
+    def record(self) -> dict[str, Any]:
+        """A flat dict: config fields, events, summary numbers and status."""
+        h = self.history
+        config = self.run.to_dict()
+        config.pop("model_kwargs")
+        config.update({f"model.{k}": v for k, v in self.run.model_kwargs.items()})
+        config["betas"] = tuple(config["betas"])
+        out: dict[str, Any] = dict(config)
+        ev = self.events.to_dict() if self.events is not None else {}
+        for key in ("t_mem", "t_grok", "delay", "peak_step", "peak_norm", "final_norm", "norm_at_mem", "norm_at_grok", "contraction"):
+            out[key] = ev.get(key)
+        last = h.rows[-1] if h.rows else {}
+        out.update(
+            final_step=last.get("step"),
+            final_train_acc=last.get("train_acc"),
+            final_test_acc=last.get("test_acc"),
+            max_train_acc=max((r.get("train_acc", float("nan")) for r in h.rows), default=None),
+            max_test_acc=max((r.get("test_acc", float("nan")) for r in h.rows), default=None),
+            status=h.status,
+            seconds=round(self.seconds, 3),
+            source=self.source,
+        )
+        return out
+
+
+class SweepResult(Sequence):
+    """The runs of a sweep, in the order they were given (a sequence of :class:`SweepRow`)."""
+
+    def __init__(self, rows: Sequence[SweepRow], strategy: str, seconds: float):
+        self.rows = list(rows)
+        self.strategy = strategy
+        self.seconds = seconds
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __getitem__(self, i):  # type: ignore[override]
+        return self.rows[i]
+
+    def __iter__(self) -> Iterator[SweepRow]:
+        return iter(self.rows)
+
+    @property
+    def histories(self) -> list[History]:
+        return [row.history for row in self.rows]
+
+    @property
+    def runs(self) -> list[ModularRun]:
+        return [row.run for row in self.rows]
+
+    @property
+    def diverged(self) -> list[ModularRun]:
+        """Configs of the runs whose history ended with ``status == "diverged"``."""
+        return [row.run for row in self.rows if row.status == "diverged"]
+
+    def records(self) -> list[dict[str, Any]]:
+        """One flat dict per run (see :meth:`SweepRow.record`): the tidy table."""
+        return [row.record() for row in self.rows]
+
+    def where(self, **conditions: Any) -> "SweepResult":
+        """The rows whose config fields equal ``conditions`` (e.g. ``where(seed=0)``)."""
+        keep = [r for r in self.rows if all(getattr(r.run, k) == v for k, v in conditions.items())]
+        return SweepResult(keep, self.strategy, self.seconds)
+
+    def __repr__(self) -> str:
+        n_div = len(self.diverged)
+        return (f"SweepResult({len(self)} runs, strategy={self.strategy!r}, {self.seconds:.1f} s"
+                + (f", {n_div} diverged" if n_div else "") + ")")
+
+
+def _init_worker(threads: int) -> None:
+    torch.set_num_threads(threads)
+    os.environ["NHTLAB_PROGRESS"] = "none"
+
+
+# Runs seed torch's global RNG (per process) to build their model: runs sharing a process through
+# a thread pool would race on it, so within one process runs take turns. Processes run freely.
+_PROCESS_LOCK = threading.Lock()
+
+
+def _train_one(config: dict[str, Any]) -> tuple[dict[str, Any], float]:
+    """Worker entry point: a run's config dict in, its history dict and seconds out (picklable)."""
+    run = ModularRun(**{**config, "betas": tuple(config["betas"])})
+    start = time.perf_counter()
+    with _PROCESS_LOCK, warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # divergence is reported in the result
+        history = run_modular(run, progress="none")
+    return history.to_dict(), time.perf_counter() - start
+
+
+def _train_stack(configs: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], float]:
+    """Worker entry point of the batched strategy: one stack of runs, history dicts out."""
+
+    runs = [ModularRun(**{**c, "betas": tuple(c["betas"])}) for c in configs]
+    start = time.perf_counter()
+    with _PROCESS_LOCK, warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        trained = train_batched(runs, progress="none")
+    return [h.to_dict() for h in trained], time.perf_counter() - start
+
+
+def default_executor(workers: int | None = None, threads_per_worker: int = 1) -> ProcessPoolExecutor:
+    """A local process pool: ``workers`` processes (default: CPU count), one torch thread each.
+
+    Workers are started with ``forkserver`` where available (``spawn`` otherwise):
+    forking a parent that already ran torch's thread pools can hang.
+    """
+    workers = check_int(workers if workers is not None else (os.cpu_count() or 1), "workers", low=1, owner="default_executor")
+    method = "forkserver" if "forkserver" in mp.get_all_start_methods() else "spawn"
+    return ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context(method),
+                               initializer=_init_worker, initargs=(threads_per_worker,))
+
+
+def _check_cache(cache: Any) -> None:
+    if cache is None:
+        return
+    if not (callable(getattr(cache, "get", None)) and callable(getattr(cache, "put", None))):
+        raise TypeError(
+            "The 'cache' parameter of sweep must have get(config_dict) -> History | None and "
+            f"put(config_dict, history) methods. Got {type(cache).__name__} instead."
+        )
+
+
+def sweep(
+    runs: Sequence[ModularRun],
+    strategy: str = "parallel",
+    executor: Executor | None = None,
+    workers: int | None = None,
+    cache: Any = None,
+    progress: str | None = None,
+    max_stack: int | None = None,
+) -> SweepResult:
+    """Train every run of ``runs`` and return the tidy :class:`SweepResult`.
+
+    Parameters
+    ----------
+    runs : sequence of ModularRun
+        The grid (see :func:`grid`).
+    strategy : {"sequential", "parallel", "batched"}
+        How to train the runs that the cache does not already hold.
+    executor : concurrent.futures.Executor, optional
+        Where the work goes: single runs (``"parallel"``) or whole stacks
+        (``"batched"``, one stack per compatible group). None creates (and shuts
+        down) a local process pool of ``workers`` processes with one torch
+        thread each. The executor must be able to pickle a dict and import nhtlab.
+    workers : int, optional
+        Size of the default process pool. ``"parallel"``: default CPU count (at
+        most the number of runs). ``"batched"``: default 1 (stacks trained in
+        this process); with k > 1 each group is split into k stacks trained in
+        k processes, so a batched sweep also uses every core.
+    cache : object, optional
+        ``get(config_dict) -> History | None`` is asked first for every run;
+        ``put(config_dict, history)`` receives every newly trained history.
+    progress : str, optional
+        Progress mode for the sweep as a whole (one update per finished run).
+    max_stack : int, optional
+        For ``"batched"``: at most this many runs per stacked model.
+
+    Returns
+    -------
+    SweepResult
+        One :class:`SweepRow` per run, in the order of ``runs``. Diverged runs
+        are kept (``status == "diverged"``) and listed by ``.diverged``.
+    """
+    check_type(runs, "runs", (list, tuple), owner="sweep")
+    for run in runs:
+        check_type(run, "runs", ModularRun, owner="sweep")
+    check_choice(strategy, "strategy", STRATEGIES, owner="sweep")
+    if executor is not None:
+        check_type(executor, "executor", Executor, owner="sweep")
+    if workers is not None:
+        check_int(workers, "workers", low=1, owner="sweep")
+    if max_stack is not None:
+        check_int(max_stack, "max_stack", low=1, owner="sweep")
+    _check_cache(cache)
+
+    start = time.perf_counter()
+    configs = [run.to_dict() for run in runs]
+    histories: list[History | None] = [None] * len(runs)
+    seconds = [0.0] * len(runs)
+    sources = ["computed"] * len(runs)
+    if cache is not None:
+        for i, config in enumerate(configs):
+            hit = cache.get(config)
+            if hit is not None:
+                check_type(hit, "cache.get(...)", History, owner="sweep")
+                histories[i], sources[i] = hit, "cache"
+    todo = [i for i, h in enumerate(histories) if h is None]
+    bar = Progress(len(runs), f"sweep ({strategy}, {len(todo)} to train)", mode=progress, unit="run")
+    bar.update(len(runs) - len(todo))
+
+    def done(i: int, history: History, secs: float) -> None:
+        histories[i], seconds[i] = history, secs
+        if cache is not None:
+            cache.put(configs[i], history)
+        bar.update(1)
+
+    if todo and strategy == "sequential":
+        for i in todo:
+            history_dict, secs = _train_one(configs[i])
+            done(i, History.from_dict(history_dict), secs)
+    elif todo and strategy == "parallel":
+        own = executor is None
+        pool = executor if executor is not None else default_executor(min(workers or os.cpu_count() or 1, len(todo)))
+        try:
+            futures = {i: pool.submit(_train_one, configs[i]) for i in todo}
+            for i, future in futures.items():
+                history_dict, secs = future.result()
+                done(i, History.from_dict(history_dict), secs)
+        finally:
+            if own:
+                pool.shutdown()
+    elif todo:
+
+        groups: dict[str, list[int]] = {}
+        for i in todo:
+            groups.setdefault(batch_key(runs[i]), []).append(i)
+        n_workers = workers or 1
+        chunks = []
+        for members in groups.values():
+            # spread each group over the workers (one stack per worker), capped by max_stack
+            size = -(-len(members) // n_workers) if executor is None else len(members)
+            size = min(size, max_stack or size)
+            chunks += [members[k:k + size] for k in range(0, len(members), size)]
+        if executor is None and n_workers == 1:
+            for chunk in chunks:
+                trained, secs = _train_stack([configs[i] for i in chunk])
+                for i, history_dict in zip(chunk, trained):
+                    done(i, History.from_dict(history_dict), secs / len(chunk))
+        else:
+            own = executor is None
+            pool = executor if executor is not None else default_executor(min(n_workers, len(chunks)))
+            try:
+                futures = [(chunk, pool.submit(_train_stack, [configs[i] for i in chunk])) for chunk in chunks]
+                for chunk, future in futures:
+                    trained, secs = future.result()
+                    for i, history_dict in zip(chunk, trained):
+                        done(i, History.from_dict(history_dict), secs / len(chunk))
+            finally:
+                if own:
+                    pool.shutdown()
+    bar.close()
+
+    rows = []
+    for run, history, secs, source in zip(runs, histories, seconds, sources):
+        events = find_events(history) if history is not None and len(history) else None
+        rows.append(SweepRow(run, history, events, secs, source))
+    return SweepResult(rows, strategy, time.perf_counter() - start)
+
