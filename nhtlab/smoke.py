@@ -89,7 +89,12 @@ IMAGE_KEYS = ("train_limit", "test_limit", "n_train", "n_test")
 
 
 def smoke_enabled() -> bool:
-    """True when ``NHTLAB_SMOKE`` is ``1``, ``on``, ``true`` or ``yes`` (case-insensitive)."""
+    """True when ``NHTLAB_SMOKE`` is ``1``, ``on``, ``true`` or ``yes`` (case-insensitive).
+
+    Returns
+    -------
+    bool
+    """
     return os.environ.get(SMOKE_ENV, "").strip().lower() in _ON
 
 

@@ -66,6 +66,20 @@ def predicted_delay(v_sc: float, v_st: float, lr: float, weight_decay: float, ra
     T_escape_theory (‖θ‖² shrinks by (1 − ηλ)² ≈ 1 − 2ηλ per step under pure
     decay). Returns 0 when V_sc ≤ V_st (no gap to close) and ``inf`` when λ = 0.
 
+    Parameters
+    ----------
+    v_sc, v_st : float > 0
+        ‖θ‖² of the shortcut (memorising) and of the structured solution.
+    lr, weight_decay : float
+        η and λ.
+    rate_factor : float > 0
+        The contraction rate in units of ηλ.
+
+    Returns
+    -------
+    float
+        The predicted delay in steps (0 without a gap, ``inf`` without decay).
+
     Examples
     --------
     >>> round(predicted_delay(math.e * 100, 100, lr=1e-3, weight_decay=1.0))
@@ -152,6 +166,11 @@ def delay_summary(history: History) -> dict[str, Any]:
     dict
         T_mem, T_grok, the norms and, per definition, measured vs predicted and
         their ratio. Values are None where the run never grokked.
+
+    Parameters
+    ----------
+    history : History
+        A run with ``step``, ``train_acc``, ``test_acc``, ``norm`` and a config holding ``lr`` and ``weight_decay``.
     """
     check_type(history, "history", History, owner="delay_summary")
     out: dict[str, Any] = {}
@@ -226,6 +245,11 @@ def linear_fit(x: Sequence[float], y: Sequence[float]) -> LinearFit:
     Parameters
     ----------
     x, y : sequences of float, shape (n,), n ≥ 2, finite
+
+    Returns
+    -------
+    LinearFit
+        ``slope``, ``intercept`` and ``r2`` (1 − residual / total sum of squares).
 
     Examples
     --------

@@ -19,7 +19,19 @@ __all__ = ["Events", "find_events", "first_step_at_least"]
 
 @dataclass
 class Events:
-    """Key moments of a run. Steps are None when the event never happened."""
+    """Key moments of a run. Steps are None when the event never happened.
+
+    Parameters
+    ----------
+    t_mem, t_grok : int or None
+        First evaluated step with train (test) accuracy at the threshold.
+    peak_step : int
+        Step of the largest ‖θ‖².
+    peak_norm, final_norm : float
+        ‖θ‖² at its peak and at the last evaluation.
+    norm_at_mem, norm_at_grok : float or None
+        ‖θ‖² at T_mem and T_grok.
+    """
 
     t_mem: int | None
     t_grok: int | None
@@ -62,6 +74,11 @@ def find_events(history: History, threshold: float = 0.99) -> Events:
         Needs ``step``, ``train_acc``, ``test_acc`` and ``norm`` columns.
     threshold : float in (0, 1]
         Accuracy that counts as "fitted" (0.99 in the papers).
+
+    Returns
+    -------
+    Events
+        T_mem, T_grok (None when not reached), the peak and the norms at each event.
     """
     check_type(history, "history", History, owner="find_events")
     check_real(threshold, "threshold", 0.0, 1.0, low_open=True, owner="find_events")

@@ -142,6 +142,15 @@ def peak_order(transitions: Sequence[LayerTransition]) -> list[str]:
 
     Layers that peaked come first, by peak step (ties keep model order); layers
     that never contracted follow, in model order.
+
+    Parameters
+    ----------
+    transitions : sequence of LayerTransition
+        From :func:`layer_transitions`.
+
+    Returns
+    -------
+    list of str
     """
     check_type(transitions, "transitions", (list, tuple), owner="peak_order")
     peaked = sorted((t for t in transitions if t.peaked), key=lambda t: t.peak_step)
@@ -149,7 +158,19 @@ def peak_order(transitions: Sequence[LayerTransition]) -> list[str]:
 
 
 def is_backward(transitions: Sequence[LayerTransition], head: str, first: str) -> bool:
-    """True when ``head`` peaked (and contracted) strictly before ``first`` peaked, or ``first`` never peaked."""
+    """True when ``head`` peaked (and contracted) strictly before ``first`` peaked, or ``first`` never peaked.
+
+    Parameters
+    ----------
+    transitions : sequence of LayerTransition
+        From :func:`layer_transitions`.
+    head, first : str
+        The read-out layer and the first layer.
+
+    Returns
+    -------
+    bool
+    """
     by_name = {t.layer: t for t in transitions}
     for name in (head, first):
         if name not in by_name:
@@ -236,6 +257,13 @@ def head_to_first_ratio(history: History, head: str | None = None, first: str | 
     dict with arrays (n_evals,)
         ``step``; ``head_over_first`` = ‖θ_L‖²/‖θ_1‖²; ``head_over_init`` =
         ‖θ_L‖²/‖θ_L(0)‖².
+
+    Parameters
+    ----------
+    history : History
+        Needs ``step`` and ``norm/<layer>`` columns.
+    head, first : str, optional
+        The layers compared; by default :func:`default_head_and_first` (the read-out and the first weight layer).
     """
     _check_history(history, "head_to_first_ratio")
     d_head, d_first = default_head_and_first(history)
@@ -257,6 +285,13 @@ def early_warning(history: History, head: str | None = None, first: str | None =
         ``ratio_peak_step``, ``total_peak_step``, ``head_peak_step``,
         ``first_peak_step``, ``lead`` (total_peak_step − ratio_peak_step; > 0
         means the ratio warned first), ``head`` and ``first`` names.
+
+    Parameters
+    ----------
+    history : History
+        Needs ``step``, ``norm`` and ``norm/<layer>`` columns.
+    head, first : str, optional
+        The layers compared; by default :func:`default_head_and_first` (the read-out and the first weight layer).
     """
     _check_history(history, "early_warning")
     d_head, d_first = default_head_and_first(history)
@@ -272,7 +307,22 @@ def early_warning(history: History, head: str | None = None, first: str | None =
 
 
 def layer_records(history: History, layers: Sequence[str] | None = None, **constants: Any) -> list[dict[str, Any]]:
-    """Tidy rows {step, layer, norm, normalised, …constants} for charts."""
+    """Tidy rows {step, layer, norm, normalised, …constants} for charts.
+
+    Parameters
+    ----------
+    history : History
+        Needs ``step`` and ``norm/<layer>`` columns.
+    layers : sequence of str, optional
+        The layers to keep; all by default.
+    **constants
+        Added to every record (a run's label, its λ…).
+
+    Returns
+    -------
+    list of dict
+        One record per evaluation and layer; ``normalised`` is ‖θ_ℓ‖² over its own maximum in the run.
+    """
     _check_history(history, "layer_records")
     names = _select(history, layers, "layer_records")
     normalised = normalised_layer_norms(history, names)

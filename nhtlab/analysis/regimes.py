@@ -162,6 +162,18 @@ def regime_order_ok(lams: list[float], regimes: list[str]) -> bool:
     so two seeds of one λ in different regimes count as a boundary, not a violation,
     as long as every run at a larger λ is at least as far along.
 
+    Parameters
+    ----------
+    lams : list of float, shape (n,)
+        Each run's λ.
+    regimes : list of str, shape (n,)
+        Each run's regime: ``"weak"``, ``"intermediate"``, ``"strong"``, or an
+        unjudged label (``"undetermined"``, ``"too early"``), which is skipped.
+
+    Returns
+    -------
+    bool
+
     Examples
     --------
     >>> regime_order_ok([0.0, 1.0, 10.0], ["weak", "intermediate", "strong"])
@@ -234,6 +246,20 @@ def regime_curves(result: Any, table: list[dict[str, Any]], every: int = 1) -> l
     Each record: ``run``, ``weight_decay``, ``lam_index`` (rank of its λ among the
     sweep's distinct λ, for sliders), ``seed``, ``regime``, ``step``, ``norm``,
     ``train_acc``, ``test_acc``. ``every`` keeps one evaluation in ``every``.
+
+    Parameters
+    ----------
+    result : SweepResult
+        The λ sweep (rows with ``run`` and ``history``).
+    table : list of dict
+        :func:`regime_table` of the same sweep, one row per run, in the same order.
+    every : int >= 1
+        Keep one evaluation in ``every``.
+
+    Returns
+    -------
+    list of dict
+        One record per kept evaluation of every run.
     """
     lams = sorted({row.run.weight_decay for row in result})
     out = []

@@ -273,7 +273,19 @@ def delay_scaling(delays: Mapping[float, Sequence[int | None]], min_lams: int = 
 
 
 def cue_escape_step(history: History, fit_level: float = 0.3, drop_level: float = 0.5) -> int | None:
-    """The step at which the border is dropped (:func:`nhtlab.analysis.events.border_times`), or None."""
+    """The step at which the border is dropped (:func:`nhtlab.analysis.events.border_times`), or None.
+
+    Parameters
+    ----------
+    history : History
+        Rows with ``step``, ``cue_acc`` and ``conflict_acc``.
+    fit_level, drop_level : float in (0, 1)
+        As in :func:`~nhtlab.analysis.events.border_times`.
+
+    Returns
+    -------
+    int or None
+    """
 
     return border_times(history, fit_level, drop_level)[1]
 
@@ -303,6 +315,11 @@ def score_predictions(*, main: History, regimes: Mapping[float, str], shortcut_s
         Escape delays over the λ sweep (P6).
     level : float
         P3's level.
+
+    Returns
+    -------
+    dict of str to Verdict
+        ``"P1"`` … ``"P6"``: each prediction's verdict (held, failed or skipped) and its measured number.
     """
     return {
         "P1 norm ordering": norm_ordering(main, shortcut_step, structured_step),
@@ -325,7 +342,17 @@ def scorecard_rows(scorecard: Mapping[str, Mapping[str, Verdict]]) -> list[dict[
 
 
 def scorecard_text(scorecard: Mapping[str, Mapping[str, Verdict]]) -> str:
-    """The scorecard as text: per domain, each prediction's ✓/✗ with its measured number, and the total."""
+    """The scorecard as text: per domain, each prediction's ✓/✗ with its measured number, and the total.
+
+    Parameters
+    ----------
+    scorecard : mapping of domain to (mapping of prediction to Verdict)
+        :func:`score_predictions` per domain.
+
+    Returns
+    -------
+    str
+    """
     lines = []
     for domain, row in scorecard.items():
         lines.append(f"{domain} ({sum(v.passed for v in row.values())}/{len(row)}):")

@@ -243,6 +243,11 @@ def separation_from_history(history: History, num_classes: int, kind: str = "sho
         (:func:`nhtlab.analysis.events.border_times`) for ``"shortcut"``, T_mem
         (:func:`nhtlab.analysis.events.find_events`) for ``"generalisation"``.
     min_points : int >= 3
+
+    Returns
+    -------
+    Separation
+        The score with its window, fitted rates and whether it is defined.
     """
     check_type(history, "history", History, owner="separation_from_history")
     if kind not in ("shortcut", "generalisation"):

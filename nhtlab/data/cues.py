@@ -250,6 +250,31 @@ def tint_shortcut(base: ImageData, rho: float = 0.95, strength: float = 0.3, oth
     network cannot look at the object without also seeing the cue. Parameters
     and test sets (and ``contrast``) are as in :func:`border_shortcut`, with ``strength`` α in (0, 1]
     instead of a border width; ``clean="mean"`` tints with the mean class colour.
+
+    Parameters
+    ----------
+    base : ImageData
+        Images of shape (n, 3, H, W) in [0, 1] and their labels.
+    rho : float in [0, 1]
+        Probability that a training image carries its own class's tint.
+    strength : float in (0, 1]
+        α, the blend towards the cue colour.
+    otherwise : {"other", "none", "random"}
+        The cue on the other 1 − ρ of the training images (see :func:`border_shortcut`).
+    clean : {"mean", "none"}
+        The ``clean`` test set's cue: the mean class colour, or no tint.
+    colours : tensor of shape (C, 3), optional
+        One RGB colour per class; :data:`CLASS_COLOURS` by default.
+    contrast : float in (0, 1]
+        Shrinks the colours towards their mean.
+    seed : int
+        Seeds the ρ draws.
+
+    Returns
+    -------
+    ShortcutData
+        The tinted training set and the ``coloured``, ``clean``, ``shortcut``,
+        ``conflict`` and ``cue`` test sets, each of shape (n_test, 3, H, W).
     """
     owner = "tint_shortcut"
     _check_common(base, rho, seed, owner)

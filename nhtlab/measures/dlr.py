@@ -162,7 +162,21 @@ def output_singular_values(outputs: torch.Tensor) -> torch.Tensor:
 
 
 def output_rank(outputs: torch.Tensor, rank: str | int = DEFAULT_RANK, tol: float | None = None) -> int:
-    """The r that ``rank``/``tol`` pick for these outputs (see the module docstring)."""
+    """The r that ``rank``/``tol`` pick for these outputs (see the module docstring).
+
+    Parameters
+    ----------
+    outputs : torch.Tensor, shape (n, C)
+    rank : {"energy", "relative", "full"} or int
+        The rule, or r itself.
+    tol : float, optional
+        The rule's threshold (:data:`DEFAULT_TOL` by default).
+
+    Returns
+    -------
+    int
+        r, between 1 and the numerical rank of the centred outputs.
+    """
     owner = "output_rank"
     rank, tol = _check_rank(rank, tol, owner)
     f = as_float64_matrix(outputs, "outputs", owner)
@@ -255,7 +269,22 @@ class _Prepared:
 def dlr_terms(
     features: torch.Tensor, outputs: torch.Tensor, rank: str | int = DEFAULT_RANK, tol: float | None = None
 ) -> DLRTerms:
-    """DLR = 1 − CKA(T, T_MP) with its decomposition; see :func:`dlr`."""
+    """DLR = 1 − CKA(T, T_MP) with its decomposition; see :func:`dlr`.
+
+    Parameters
+    ----------
+    features : torch.Tensor, shape (n, p)
+        Penultimate features of n samples.
+    outputs : torch.Tensor, shape (n, C)
+        The network's outputs on the same samples (logits or their log-probabilities).
+    rank, tol
+        The rank rule for the output span (see :func:`dlr`).
+
+    Returns
+    -------
+    DLRTerms
+        ``dlr`` with ``f_in``, ``participation_ratio``, ``rank``, ``full_rank`` and ``rule``.
+    """
     rank, tol = _check_rank(rank, tol, "dlr")
     return _Prepared(features, outputs, "dlr").terms(rank, tol)
 

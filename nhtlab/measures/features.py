@@ -63,6 +63,19 @@ def hooked(model: nn.Module, layer: str, which: str = "output") -> Iterator[list
     Yields a list that receives one detached tensor per forward call; the hook
     is removed when the ``with`` block ends, whatever happens inside it.
 
+    Parameters
+    ----------
+    model : torch.nn.Module
+    layer : str
+        The submodule's name, as in ``model.named_modules()`` (``""`` is the model itself).
+    which : {"output", "input"}
+        Record the submodule's output, or its first positional input.
+
+    Yields
+    ------
+    list of torch.Tensor
+        One detached tensor per forward call, shape (batch, …) as the layer sees it.
+
     Examples
     --------
     >>> net = nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 2))

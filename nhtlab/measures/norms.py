@@ -28,6 +28,17 @@ def layer_norms(model: nn.Module) -> dict[str, float]:
     Accumulated in float64 so that sums over large models stay exact enough to
     compare across steps. The values add up to :func:`total_norm`.
 
+    Parameters
+    ----------
+    model : torch.nn.Module
+        A layer is a submodule that owns parameters directly (``Linear``, ``Conv2d``,
+        ``LayerNorm``, an embedding…), named by its path in the model.
+
+    Returns
+    -------
+    dict of str to float
+        ‖θ_ℓ‖² per layer, in the model's order.
+
     Examples
     --------
     >>> layer = nn.Linear(2, 1)
@@ -46,6 +57,16 @@ def layer_norms(model: nn.Module) -> dict[str, float]:
 
 @torch.no_grad()
 def total_norm(model: nn.Module) -> float:
-    """Squared L2 norm of all parameters, ‖θ‖² = Σ_ℓ ‖θ_ℓ‖²."""
+    """Squared L2 norm of all parameters, ‖θ‖² = Σ_ℓ ‖θ_ℓ‖².
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+
+    Returns
+    -------
+    float
+        Σ over every parameter tensor of its squared entries, accumulated in float64.
+    """
     check_type(model, "model", nn.Module, owner="total_norm")
     return float(sum(p.detach().double().pow(2).sum() for p in model.parameters()))

@@ -50,6 +50,20 @@ def stamp(profile: str, settings: Any = None, device: torch.device | str | None 
     Under the smoke cap (:mod:`nhtlab.smoke`) the first entry is ``SMOKE RUN``
     with the cap's settings, the text form starts with it and the HTML summary
     shows it in red, so a capped run is never mistaken for a real one.
+
+    Parameters
+    ----------
+    profile : str
+        The chapter's profile (``"quick"``, ``"book"``, ``"full"``).
+    settings : any, optional
+        The profile's settings, recorded as given.
+    device : torch.device or str, optional
+        The device the chapter trains on; :func:`~nhtlab.training.device.pick_device` by default.
+
+    Returns
+    -------
+    Stamp
+        A dict of facts that renders as a collapsed table in HTML.
     """
 
     if device is None:

@@ -218,6 +218,11 @@ def default_cache() -> ResultCache | None:
 
     Pass it as ``sweep(..., cache=nhtlab.default_cache())``: a reader who re-runs a
     chapter (or a Colab session that reconnects) reuses every finished run.
+
+    Returns
+    -------
+    ResultCache or None
+        At ``NHTLAB_CACHE_DIR`` (default ``~/.cache/nhtlab``).
     """
     return ResultCache() if cache_enabled() else None
 

@@ -39,6 +39,10 @@ def pick_device(preference: str = "auto") -> torch.device:
     While the device audit is on (``NHTLAB_DEVICE_CHECK=1`` or
     :func:`device_audit`, CPU-only machines) ``"auto"`` and ``"cpu"`` return
     :data:`AUDIT_DEVICE` (``cpu:0``), the CPU tagged as the chosen device.
+
+    Returns
+    -------
+    torch.device
     """
     check_choice(preference, "preference", ("auto", "cpu", "cuda"), owner="pick_device")
     if preference == "cuda" and not torch.cuda.is_available():
@@ -51,7 +55,16 @@ def pick_device(preference: str = "auto") -> torch.device:
 
 
 def seed_everything(seed: int) -> None:
-    """Seed Python, NumPy and PyTorch (CPU and CUDA) global generators."""
+    """Seed Python, NumPy and PyTorch (CPU and CUDA) global generators.
+
+    Parameters
+    ----------
+    seed : int >= 0
+
+    Returns
+    -------
+    None
+    """
     seed = check_int(seed, "seed", low=0, owner="seed_everything")
     random.seed(seed)
     np.random.seed(seed % 2**32)

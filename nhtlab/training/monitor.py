@@ -98,6 +98,11 @@ def online_regime(
     min_points : int
         Records needed before any call is made.
 
+    Returns
+    -------
+    str
+        ``"weak"``, ``"intermediate"``, ``"strong"`` or ``"too early"``.
+
     Examples
     --------
     >>> online_regime([1, 2, 3, 4, 5, 6])

@@ -1,0 +1,44 @@
+"""nhtlab's public surface: a curated ``__all__`` whose every callable documents its Parameters and Returns."""
+
+from __future__ import annotations
+
+import inspect
+import types
+
+import pytest
+
+import nhtlab
+
+PUBLIC = [name for name in nhtlab.__all__ if name != "__version__"]
+
+
+def test_all_is_unique_and_resolves():
+    assert len(nhtlab.__all__) == len(set(nhtlab.__all__)), "a name listed twice in nhtlab.__all__"
+    missing = [name for name in nhtlab.__all__ if not hasattr(nhtlab, name)]
+    assert not missing, missing
+
+
+def test_no_private_or_stray_top_level_names():
+    stray = [name for name in vars(nhtlab) if not name.startswith("_") and name not in nhtlab.__all__
+             and not isinstance(getattr(nhtlab, name), types.ModuleType)]
+    assert not stray, f"top-level names outside __all__: {stray}"
+
+
+def _takes_arguments(obj) -> bool:
+    try:
+        parameters = inspect.signature(obj).parameters.values()
+    except (TypeError, ValueError):
+        return True
+    return any(p.name != "self" for p in parameters)
+
+
+@pytest.mark.parametrize("name", [n for n in PUBLIC if not isinstance(getattr(nhtlab, n), types.ModuleType)])
+def test_every_exported_callable_has_numpydoc_sections(name):
+    obj = getattr(nhtlab, name)
+    doc = inspect.getdoc(obj) or ""
+    assert doc, f"nhtlab.{name} has no docstring"
+    if _takes_arguments(obj):
+        assert "Parameters\n----------" in doc or (inspect.isclass(obj) and "Attributes\n----------" in doc), \
+            f"nhtlab.{name}: no numpydoc Parameters section"
+    if not inspect.isclass(obj):
+        assert "Returns\n-------" in doc or "Yields\n------" in doc, f"nhtlab.{name}: no numpydoc Returns section"
