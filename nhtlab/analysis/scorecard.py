@@ -33,7 +33,7 @@ from ..history import History
 from ..validation import check_int, check_real, check_type
 from .events import border_times
 from .layers import LayerTransition, layer_order
-from .regimes import UNDETERMINED
+from .regimes import REGIMES, UNJUDGED, regime_order_ok
 from .separation import Separation, format_score
 
 __all__ = ["PREDICTIONS", "Verdict", "norm_ordering", "three_regimes", "regimes_in_order", "worst_group_rise",
@@ -100,22 +100,43 @@ def norm_ordering(history: History, shortcut_step: int | None, structured_step: 
 def regimes_in_order(regimes: Mapping[float, str]) -> bool:
     """True when the regimes, read in increasing λ, are exactly weak → intermediate → strong.
 
-    Consecutive repeats collapse (weak, weak, intermediate, … counts) and the two
-    labels that judge nothing are ignored: ``"too early"`` (the online monitor: a
-    run too short to judge) and ``"undetermined"`` (:func:`nhtlab.diagnose_regime`,
-    which :func:`nhtlab.analysis.regimes.regime_order_ok` skips too); a regime that comes
-    back after another (weak, intermediate, weak, strong) fails.
+    The order is :func:`nhtlab.analysis.regimes.regime_order_ok`'s rule (never a
+    step backwards; the :data:`~nhtlab.analysis.regimes.UNJUDGED` labels
+    ``"too early"`` and ``"undetermined"`` skipped); P2 adds that all three
+    regimes must appear. So weak, weak, intermediate, strong passes and a regime
+    that comes back after another (weak, intermediate, weak, strong) fails.
+
+    Parameters
+    ----------
+    regimes : mapping λ → str
+        One label per λ, each in :data:`~nhtlab.analysis.regimes.REGIMES` or
+        :data:`~nhtlab.analysis.regimes.UNJUDGED` (another label raises ValueError).
+
+    Returns
+    -------
+    bool
     """
-    return _collapsed(regimes) == ["weak", "intermediate", "strong"]
+    return regime_order_ok(list(regimes), list(regimes.values())) and set(_collapsed(regimes)) == set(REGIMES)
 
 
 def _collapsed(regimes: Mapping[float, str]) -> list[str]:
-    """Regimes in increasing λ with the unjudged labels dropped and *consecutive* repeats merged
-    (weak, intermediate, weak stays three entries: a non-monotone sweep)."""
+    """Regimes in increasing λ with the unjudged labels dropped and *consecutive* repeats merged.
+
+    Weak, intermediate, weak stays three entries: a non-monotone sweep. This is
+    what P2 prints; the pass/fail is :func:`regimes_in_order`.
+
+    Parameters
+    ----------
+    regimes : mapping λ → str
+
+    Returns
+    -------
+    list of str
+    """
     out: list[str] = []
     for lam in sorted(regimes):
         r = regimes[lam]
-        if r not in ("too early", UNDETERMINED) and (not out or out[-1] != r):
+        if r not in UNJUDGED and (not out or out[-1] != r):
             out.append(r)
     return out
 

@@ -57,15 +57,13 @@ import torch
 import torch.nn as nn
 
 from ..analysis.layers import head_and_first, head_signals
-from ..analysis.regimes import diagnose_regime
+from ..analysis.regimes import TOO_EARLY, diagnose_regime
 from ..history import History
 from ..measures.dlr import dlr as default_dlr
 from ..measures.norms import layer_names, layer_norms
 from ..validation import check_int, check_real, check_type
 
-__all__ = ["Monitor", "online_regime", "REGIMES"]
-
-REGIMES = ("too early", "weak", "intermediate", "strong")
+__all__ = ["Monitor", "online_regime"]
 
 
 def online_regime(
@@ -100,6 +98,13 @@ def online_regime(
     min_points : int
         Records needed before any call is made.
 
+    Returns
+    -------
+    str
+        One of :data:`nhtlab.analysis.regimes.REGIMES`, or
+        :data:`~nhtlab.analysis.regimes.TOO_EARLY` (one of the
+        :data:`~nhtlab.analysis.regimes.UNJUDGED` labels the order checks skip).
+
     Examples
     --------
     >>> online_regime([1, 2, 3, 4, 5, 6])
@@ -121,7 +126,7 @@ def online_regime(
             f"Got {len(train_acc)} instead."
         )
     if len(values) < min_points:
-        return "too early"
+        return TOO_EARLY
     peak = float(np.max(values))
     contracted = peak > 0 and values[-1] <= (1.0 - drop) * peak
     if not contracted:
