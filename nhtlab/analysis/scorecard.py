@@ -31,7 +31,7 @@ import numpy as np
 
 from ..history import History
 from ..validation import check_int, check_real, check_type
-from .events import border_times
+from .events import border_times, norm_at
 from .layers import LayerTransition, layer_order
 from .regimes import REGIMES, UNJUDGED, regime_order_ok
 from .separation import Separation, format_score
@@ -68,31 +68,36 @@ class Verdict:
         return asdict(self)
 
 
-def _norm_at(history: History, step: int) -> float:
-    steps = history.column("step")
-    k = int(np.searchsorted(steps, step))
-    if k >= len(steps):
-        raise ValueError(f"The step {step} is after the history's last evaluated step {int(steps[-1])}.")
-    return float(history.column("norm")[k])
-
-
 def norm_ordering(history: History, shortcut_step: int | None, structured_step: int | None) -> Verdict:
     """P1: ‖θ‖² on the shortcut solution is larger than on the structured one.
 
     V_sc is ‖θ‖² at ``shortcut_step`` (the first evaluated step at or after it:
     T_mem, or the step the border is first fitted); V_st is ‖θ‖² at
-    ``structured_step`` (the end of the run, after the structure was reached).
+    ``structured_step`` (the end of the run, after the structure was reached),
+    both read by :func:`nhtlab.analysis.events.norm_at`, as the delay law reads them.
     The value is V_sc / V_st.
 
     Fails when V_sc ≤ V_st (the shortcut was the *cheaper* solution in norm), or
     when either step is None (the shortcut was never fitted or the structure
     never reached: nothing to compare).
+
+    Parameters
+    ----------
+    history : History
+        Rows with ``step`` and ``norm``.
+    shortcut_step, structured_step : int or None
+        Where V_sc and V_st are read.
+
+    Returns
+    -------
+    Verdict
+        ``value`` = V_sc / V_st (``inf`` when V_st = 0, NaN when not measured).
     """
     check_type(history, "history", History, owner="norm_ordering")
     if shortcut_step is None or structured_step is None:
         missing = "shortcut never fitted" if shortcut_step is None else "structure never reached"
         return Verdict(False, float("nan"), f"not measured ({missing})")
-    v_sc, v_st = _norm_at(history, shortcut_step), _norm_at(history, structured_step)
+    v_sc, v_st = norm_at(history, shortcut_step), norm_at(history, structured_step)
     ratio = v_sc / v_st if v_st > 0 else float("inf")
     return Verdict(bool(ratio > 1.0), ratio, f"V_sc/V_st = {v_sc:.0f}/{v_st:.0f} = {ratio:.2f}")
 
