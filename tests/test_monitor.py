@@ -1,7 +1,7 @@
 import importlib
-from collections import OrderedDict
 import math
 import time
+from collections import OrderedDict
 
 import pytest
 import torch

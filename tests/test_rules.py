@@ -10,8 +10,15 @@ from torch.func import stack_module_state
 from nhtlab.history import History
 from nhtlab.measures.norms import layer_names, layer_norms, layer_parameters
 from nhtlab.models import EmbeddingMLP
-from nhtlab.training.rules import (STOP_ACCURACY, diverged_at_evaluation, diverged_in_training, grok_step, history_row,
-                                   reached_stop_accuracy, stopped_after)
+from nhtlab.training.rules import (
+    STOP_ACCURACY,
+    diverged_at_evaluation,
+    diverged_in_training,
+    grok_step,
+    history_row,
+    reached_stop_accuracy,
+    stopped_after,
+)
 
 
 def test_history_row_layout_and_norm_sum():

@@ -46,7 +46,13 @@ from ..validation import check_type
 from .device import pick_device, seed_everything
 from .loop import _lr_factor
 from .progress import Progress
-from .rules import diverged_at_evaluation, diverged_in_training, history_row, reached_stop_accuracy, stopped_after
+from .rules import (
+    diverged_at_evaluation,
+    diverged_in_training,
+    history_row,
+    reached_stop_accuracy,
+    stopped_after,
+)
 from .runs import ModularRun
 
 __all__ = ["SHARED_FIELDS", "batch_key", "train_batched", "StackedAdamW"]

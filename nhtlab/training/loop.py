@@ -37,7 +37,14 @@ from .checkpoint import (
 )
 from .device import pick_device
 from .progress import Progress
-from .rules import diverged_at_evaluation, diverged_in_training, grok_step, history_row, reached_stop_accuracy, stopped_after
+from .rules import (
+    diverged_at_evaluation,
+    diverged_in_training,
+    grok_step,
+    history_row,
+    reached_stop_accuracy,
+    stopped_after,
+)
 
 __all__ = ["TrainConfig", "TrainState", "train", "evaluate", "SCHEDULES"]
 
