@@ -163,6 +163,12 @@ def test_head_signals_one_rule_for_arrays_and_scalars():
     np.testing.assert_array_equal(ratio, [2.0, np.inf, np.inf, np.nan])  # zero denominator → inf, NaN stays NaN
     np.testing.assert_array_equal(rel, [1.0, 0.5, 0.0, np.nan])
     assert [float(v) for v in head_signals(3.0, 0.0, 0.0)] == [np.inf, np.inf]
+    # the Monitor's scalar path follows the same rule as the array path
+    for h_, f_, i_ in [(4.0, 2.0, 4.0), (2.0, 0.0, 4.0), (0.0, 0.0, 0.0), (np.nan, 1.0, 4.0), (1.0, np.nan, 2.0)]:
+        scalar = head_signals(h_, f_, i_)
+        array = head_signals(np.array([h_]), np.array([f_]), np.array([i_]))
+        assert isinstance(scalar[0], float)
+        np.testing.assert_array_equal(np.array(scalar), np.array([array[0][0], array[1][0]]))
     # the offline curves are the same function of the history's columns
     h = synthetic_history()
     signals = head_to_first_ratio(h, "readout", "conv1")
