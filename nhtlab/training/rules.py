@@ -13,6 +13,17 @@ measurement is the same, and lives here so that it cannot drift apart:
   keeps the rows measured until then;
 * :func:`grok_step` and :func:`stopped_after`: ``stop_after`` ends a run that
   many steps after its *test* accuracy first reached :data:`STOP_ACCURACY`.
+
+Where the two trainers differ, on purpose:
+
+* *when* a non-finite minibatch loss is noticed: ``train`` checks every step
+  and stops before the optimiser step; ``train_batched`` notes the first bad
+  step of each run on the device (no host sync per step) and reads it at the
+  next evaluation, so the run keeps stepping until then (it cannot touch the
+  other runs). Both record the same message, with the same step number; a
+  diverged stacked run's returned model is its state at that evaluation.
+* ``train`` also emits a ``RuntimeWarning`` on divergence; ``train_batched``
+  only marks the run's history.
 """
 
 from __future__ import annotations
