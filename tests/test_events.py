@@ -3,7 +3,7 @@ import math
 import pytest
 
 from nhtlab.analysis.delay import delay_summary, predicted_delay
-from nhtlab.analysis.events import find_events
+from nhtlab.analysis.events import find_events, norm_at
 from nhtlab.history import History
 
 
@@ -63,3 +63,16 @@ def test_exercise_checks():
     assert "100" not in check_answer(120.0, 100.0).message  # the verdict never gives the answer away
     with pytest.raises(TypeError, match="'answer' parameter of check_answer must be a float"):
         check_answer("2772", 2772.0)
+
+
+def test_norm_at_is_the_one_reader_of_v_sc_and_v_st():
+    from nhtlab.analysis.scorecard import norm_ordering
+
+    h = History([{"step": s, "norm": v, "train_acc": a, "test_acc": b}
+                 for s, v, a, b in [(0, 10.0, 0.1, 0.1), (50, 40.0, 1.0, 0.2), (100, 20.0, 1.0, 1.0)]])
+    assert [norm_at(h, s) for s in (0, 1, 50, 51, 100)] == [10.0, 40.0, 40.0, 20.0, 20.0]  # first evaluated step ≥ s
+    with pytest.raises(ValueError, match="after the history's last evaluated step 100"):
+        norm_at(h, 101)
+    ev = find_events(h)
+    assert (ev.norm_at_mem, ev.norm_at_grok) == (norm_at(h, ev.t_mem), norm_at(h, ev.t_grok)) == (40.0, 20.0)
+    assert norm_ordering(h, ev.t_mem, ev.t_grok).value == 2.0

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from nhtlab.analysis.layers import default_head_and_first, early_warning, head_to_first_ratio, is_backward, layer_records, layer_transitions, normalised_layer_norms, peak_order
+from nhtlab.analysis.layers import default_head_and_first, early_warning, head_and_first, head_signals, head_to_first_ratio, is_backward, layer_records, layer_transitions, normalised_layer_norms, peak_order
 from nhtlab.history import History
 
 
@@ -154,3 +154,30 @@ def test_default_head_and_first_names_exist_in_every_model(model, expected):
     names = list(nhtlab.layer_norms(net))
     h = History(rows=[{"step": 0, "norm": 1.0, **{f"norm/{n}": 1.0 for n in names}}])
     assert default_head_and_first(h) == expected and set(expected) <= set(names)
+    monitor = nhtlab.Monitor(net)  # the online monitor picks the same two layers as the offline analysis
+    assert (monitor.head, monitor.first) == expected
+
+
+def test_head_signals_one_rule_for_arrays_and_scalars():
+    ratio, rel = head_signals(np.array([4.0, 2.0, 0.0, np.nan]), np.array([2.0, 0.0, 0.0, 1.0]), 4.0)
+    np.testing.assert_array_equal(ratio, [2.0, np.inf, np.inf, np.nan])  # zero denominator → inf, NaN stays NaN
+    np.testing.assert_array_equal(rel, [1.0, 0.5, 0.0, np.nan])
+    assert [float(v) for v in head_signals(3.0, 0.0, 0.0)] == [np.inf, np.inf]
+    # the Monitor's scalar path follows the same rule as the array path
+    for h_, f_, i_ in [(4.0, 2.0, 4.0), (2.0, 0.0, 4.0), (0.0, 0.0, 0.0), (np.nan, 1.0, 4.0), (1.0, np.nan, 2.0)]:
+        scalar = head_signals(h_, f_, i_)
+        array = head_signals(np.array([h_]), np.array([f_]), np.array([i_]))
+        assert isinstance(scalar[0], float)
+        np.testing.assert_array_equal(np.array(scalar), np.array([array[0][0], array[1][0]]))
+    # the offline curves are the same function of the history's columns
+    h = synthetic_history()
+    signals = head_to_first_ratio(h, "readout", "conv1")
+    ratio, rel = head_signals(h.column("norm/readout"), h.column("norm/conv1"), h.column("norm/readout")[0])
+    np.testing.assert_array_equal(signals["head_over_first"], ratio)
+    np.testing.assert_array_equal(signals["head_over_init"], rel)
+
+
+def test_head_and_first_skips_normalisation_layers():
+    assert head_and_first(["embed", "ln0", "hidden", "bn"]) == ("hidden", "embed")
+    assert head_and_first(["conv1", "layer1.bn1", "fc", "post.norm"]) == ("fc", "conv1")
+    assert head_and_first(["ln_only"]) == ("ln_only", "ln_only")  # nothing but norms: use them

@@ -1,6 +1,7 @@
 import importlib
 import math
 import time
+from collections import OrderedDict
 
 import pytest
 import torch
@@ -45,6 +46,18 @@ def test_default_head_is_the_readout_of_nhtlab_models_and_last_layer_otherwise()
     assert Monitor(EmbeddingMLP(7, width=8)).head == "readout"
     assert Monitor(EmbeddingMLP(7, width=8)).first == "embed_a"
     assert Monitor(hand_built()).head == "2"
+    # normalisation layers are skipped, as the offline analysis (head_and_first) skips them
+    ends_in_norm = nn.Sequential(OrderedDict(hidden=nn.Linear(3, 4), act=nn.ReLU(), out=nn.Linear(4, 2), ln=nn.LayerNorm(2)))
+    assert (Monitor(ends_in_norm).head, Monitor(ends_in_norm).first) == ("out", "hidden")
+
+
+def test_head_ratio_is_inf_when_the_first_layer_has_no_weight():
+    model = hand_built()
+    with torch.no_grad():
+        model[0].weight.zero_()
+        model[0].bias.zero_()
+    row = Monitor(model).rows[0]
+    assert row["head_ratio"] == math.inf and row["head_rel"] == 1.0
 
 
 def test_step_counter_defaults_to_number_of_calls_and_records_every_k():

@@ -84,6 +84,9 @@ def test_regime_order():
         regime_order_ok([0], ["lazy"])
     assert regime_order_ok([0, 1, 2, 3], ["weak", "undetermined", "intermediate", "strong"])  # skipped, not ranked
     assert not regime_order_ok([0, 1, 2], ["strong", "undetermined", "weak"])
+    # the online monitor's unjudged label is skipped too (one vocabulary: analysis.regimes.UNJUDGED)
+    assert regime_order_ok([0, 1, 2, 3], ["weak", "too early", "intermediate", "strong"])
+    assert not regime_order_ok([0, 1, 2], ["intermediate", "too early", "weak"])
 
 
 def test_short_real_runs_weak_without_decay_strong_with_huge_decay():

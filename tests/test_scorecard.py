@@ -36,6 +36,22 @@ def test_p1_fails_when_the_shortcut_is_the_cheaper_solution():
         norm_ordering(history(STEPS, norm=RISE_FALL), 300, 5000)
 
 
+def test_p2_is_regime_order_ok_plus_all_three_present():
+    """P2's order is regime_order_ok's rule; P2 alone adds that every regime appears (exhaustive over 4 λ)."""
+    import itertools
+
+    from nhtlab.analysis.regimes import REGIMES, UNJUDGED, regime_order_ok
+
+    labels = REGIMES + UNJUDGED
+    for combo in itertools.product(labels, repeat=4):
+        mapping = dict(zip([0.0, 0.1, 1.0, 10.0], combo))
+        judged = [r for r in combo if r not in UNJUDGED]
+        expected = regime_order_ok(list(mapping), list(combo)) and set(judged) == set(REGIMES)
+        assert regimes_in_order(mapping) is expected, combo
+    with pytest.raises(ValueError, match="'regimes' parameter of regime_order_ok"):
+        regimes_in_order({0.0: "weak", 1.0: "lazy"})
+
+
 def test_p2_three_regimes():
     assert regimes_in_order({0.0: "weak", 0.1: "weak", 1.0: "intermediate", 3.0: "too early", 10.0: "strong"})
     # diagnose_regime's unjudged label is skipped like the monitor's, as regime_order_ok skips it

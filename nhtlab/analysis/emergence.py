@@ -44,7 +44,10 @@ def run_row(history: History, key: str = "d_model", default_size: Any = None) ->
 
     The norms and the prediction are :func:`nhtlab.analysis.delay.delay_point`'s ``"grok"``
     definition: V_sc = ‖θ‖² at T_mem, V_st = ‖θ‖² at T_grok, predicted delay
-    log(V_sc/V_st)/(ηλ), measured delay T_grok − T_mem.
+    log(V_sc/V_st)/(ηλ), measured delay T_grok − T_mem. Both norms come from
+    :func:`nhtlab.analysis.events.find_events` (read by
+    :func:`~nhtlab.analysis.events.norm_at`), the one V_sc/V_st reader; V_sc is
+    reported even for a run that never generalised, where ``delay_point`` is None.
 
     Parameters
     ----------

@@ -14,7 +14,7 @@ import numpy as np
 from ..history import History
 from ..validation import check_real, check_type
 
-__all__ = ["Events", "find_events", "first_step_at_least"]
+__all__ = ["Events", "find_events", "first_step_at_least", "norm_at"]
 
 
 @dataclass
@@ -65,6 +65,43 @@ def first_step_at_least(steps: np.ndarray, values: np.ndarray, threshold: float)
     return int(steps[hits[0]]) if hits.size else None
 
 
+def norm_at(history: History, step: int) -> float:
+    """‖θ‖² at the first evaluated step at or after ``step``: how nhtlab reads V_sc and V_st.
+
+    :func:`find_events` (``norm_at_mem``, ``norm_at_grok``, hence the delay
+    law's V_mem and V_grok and the emergence table's V_sc and V_st) and the
+    scorecard's P1 (:func:`nhtlab.analysis.scorecard.norm_ordering`) all read a
+    norm at a step through this function.
+
+    Parameters
+    ----------
+    history : History
+        Rows with ``step`` (increasing) and ``norm``.
+    step : int
+        The step asked for; need not be an evaluated one.
+
+    Returns
+    -------
+    float
+
+    Raises
+    ------
+    ValueError
+        When ``step`` is after the last evaluated step.
+
+    Examples
+    --------
+    >>> h = History([{"step": 0, "norm": 5.0}, {"step": 50, "norm": 3.0}])
+    >>> norm_at(h, 50), norm_at(h, 1)
+    (3.0, 3.0)
+    """
+    steps = history.column("step")
+    k = int(np.searchsorted(steps, step))
+    if k >= len(steps):
+        raise ValueError(f"The step {step} is after the history's last evaluated step {int(steps[-1])}.")
+    return float(history.column("norm")[k])
+
+
 def find_events(history: History, threshold: float = 0.99) -> Events:
     """Locate T_mem, T_grok and the peak of ‖θ‖² in ``history``.
 
@@ -78,7 +115,8 @@ def find_events(history: History, threshold: float = 0.99) -> Events:
     Returns
     -------
     Events
-        T_mem, T_grok (None when not reached), the peak and the norms at each event.
+        T_mem, T_grok (None when not reached), the peak and the norms at each
+        event; ``norm_at_mem`` and ``norm_at_grok`` are read by :func:`norm_at`.
     """
     check_type(history, "history", History, owner="find_events")
     check_real(threshold, "threshold", 0.0, 1.0, low_open=True, owner="find_events")
@@ -90,17 +128,14 @@ def find_events(history: History, threshold: float = 0.99) -> Events:
     t_grok = first_step_at_least(steps, history.column("test_acc"), threshold)
     peak = int(np.nanargmax(norm))
 
-    def norm_at(step: int | None) -> float | None:
-        return None if step is None else float(norm[np.flatnonzero(steps == step)[0]])
-
     return Events(
         t_mem=t_mem,
         t_grok=t_grok,
         peak_step=int(steps[peak]),
         peak_norm=float(norm[peak]),
         final_norm=float(norm[-1]),
-        norm_at_mem=norm_at(t_mem),
-        norm_at_grok=norm_at(t_grok),
+        norm_at_mem=None if t_mem is None else norm_at(history, t_mem),
+        norm_at_grok=None if t_grok is None else norm_at(history, t_grok),
     )
 
 

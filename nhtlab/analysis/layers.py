@@ -13,17 +13,19 @@ columns the training loop records at every evaluation.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ..history import History
 from ..validation import check_real, check_type
 
 __all__ = ["LayerTransition", "layer_transitions", "peak_order", "normalised_layer_norms",
-           "head_to_first_ratio", "early_warning", "default_head_and_first", "layer_records", "is_backward", "layer_order", "ORDERS", "warning_times"]
+           "head_to_first_ratio", "head_signals", "early_warning", "head_and_first", "default_head_and_first", "layer_records", "is_backward", "layer_order", "ORDERS", "warning_times"]
 
 
 @dataclass
@@ -72,23 +74,97 @@ def _select(history: History, layers: Sequence[str] | None, owner: str) -> list[
     return list(layers)
 
 
-def default_head_and_first(history: History) -> tuple[str, str]:
-    """The read-out (``readout`` or ``…fc``, else the last layer) and the first layer, by name.
+def head_and_first(names: Sequence[str]) -> tuple[str, str]:
+    """The read-out and the first layer among layer names: the one rule the analysis and the Monitor use.
 
+    The read-out is the last layer named ``readout`` or ending in ``fc`` or
+    ``readout`` (else the last layer); the first layer is the first one.
     Normalisation layers (last name part containing ``norm`` or ``bn``, or
-    starting with ``ln``) are skipped: the paper compares weight layers. The
-    names this gives for nhtlab's models: SimpleCNN ``readout``/``conv1``,
-    ResNet18 ``net.fc``/``net.conv1``, the transformer ``readout``/``tok``, the
-    embedding MLP ``readout``/``embed_a``.
+    starting with ``ln``) are skipped: the paper compares weight layers.
+
+    Parameters
+    ----------
+    names : sequence of str, length n_layers ≥ 1
+        Layer names in model order (:func:`nhtlab.measures.norms.layer_names`,
+        or a history's ``layers``).
+
+    Returns
+    -------
+    (head, first) : tuple of str
+
+    Examples
+    --------
+    >>> head_and_first(["tok", "pos", "blocks.0.ln1", "blocks.0.attn.qkv", "ln_f", "readout"])
+    ('readout', 'tok')
+    >>> head_and_first(["0", "3", "7", "9"])
+    ('9', '0')
     """
-    _check_history(history, "default_head_and_first")
     def is_norm(name: str) -> bool:
         last = name.split(".")[-1]
         return "norm" in last or "bn" in last or last.startswith("ln")
 
-    weights = [n for n in history.layers if not is_norm(n)] or history.layers
+    weights = [n for n in names if not is_norm(n)] or list(names)
     heads = [n for n in weights if n == "readout" or n.endswith("fc") or n.endswith("readout")]
     return (heads[-1] if heads else weights[-1]), weights[0]
+
+
+def default_head_and_first(history: History) -> tuple[str, str]:
+    """The read-out and the first layer of a history's ``norm/<layer>`` columns (:func:`head_and_first`).
+
+    The names this gives for nhtlab's models: SimpleCNN ``readout``/``conv1``,
+    ResNet18 ``net.fc``/``net.conv1``, the transformer ``readout``/``tok``, the
+    embedding MLP ``readout``/``embed_a``.
+
+    Parameters
+    ----------
+    history : History
+        With evaluated rows and ``norm/<layer>`` columns.
+
+    Returns
+    -------
+    (head, first) : tuple of str
+    """
+    _check_history(history, "default_head_and_first")
+    return head_and_first(history.layers)
+
+
+def head_signals(head: ArrayLike, first: ArrayLike, head_init: ArrayLike) -> tuple[np.ndarray | float, np.ndarray | float]:
+    """The paper's two early-warning signals from squared norms: ‖θ_L‖²/‖θ_1‖² and ‖θ_L‖²/‖θ_L(0)‖².
+
+    One definition for the offline curves (:func:`head_to_first_ratio`) and the
+    online :class:`nhtlab.training.monitor.Monitor`. A zero denominator gives
+    ``inf`` (also for 0/0: a reference layer without weight cannot bound the
+    head); NaN norms give NaN.
+
+    Parameters
+    ----------
+    head, first : float or array, shape (n,)
+        ‖θ_L‖² of the read-out and ‖θ_1‖² of the first layer at the same steps.
+    head_init : float or array broadcastable to ``head``
+        ‖θ_L(0)‖², the read-out's squared norm at the start.
+
+    Returns
+    -------
+    (head_over_first, head_over_init) : tuple of ndarray, shape of ``head``; floats when all three inputs are
+        Python numbers (the Monitor's per-record path, kept free of NumPy overhead: about 0.3 µs instead of 12 µs).
+
+    Examples
+    --------
+    >>> ratio, rel = head_signals(18.0, 14.0, 72.0)
+    >>> float(ratio) == 18 / 14, float(rel)
+    (True, 0.25)
+    >>> [float(v) for v in head_signals(1.0, 0.0, 0.0)]
+    [inf, inf]
+    """
+    if isinstance(head, (int, float)) and isinstance(first, (int, float)) and isinstance(head_init, (int, float)):
+        return (math.inf if first == 0 else head / first), (math.inf if head_init == 0 else head / head_init)
+
+    def ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(den == 0, np.inf, num / den)
+
+    h = np.asarray(head, dtype=float)
+    return ratio(h, np.asarray(first, dtype=float)), ratio(h, np.asarray(head_init, dtype=float))
 
 
 def normalised_layer_norms(history: History, layers: Sequence[str] | None = None) -> dict[str, np.ndarray]:
@@ -250,27 +326,28 @@ def warning_times(history: History, drop_step: int | None, head: str | None = No
 
 
 def head_to_first_ratio(history: History, head: str | None = None, first: str | None = None) -> dict[str, np.ndarray]:
-    """The paper's two early-warning signals along the run.
+    """The paper's two early-warning signals along the run (:func:`head_signals` on the history's columns).
+
+    Parameters
+    ----------
+    history : History
+        With ``norm/<layer>`` columns.
+    head, first : str, optional
+        Layer names; default :func:`default_head_and_first`.
 
     Returns
     -------
     dict with arrays (n_evals,)
         ``step``; ``head_over_first`` = ‖θ_L‖²/‖θ_1‖²; ``head_over_init`` =
-        ‖θ_L‖²/‖θ_L(0)‖².
-
-    Parameters
-    ----------
-    history : History
-        Needs ``step`` and ``norm/<layer>`` columns.
-    head, first : str, optional
-        The layers compared; by default :func:`default_head_and_first` (the read-out and the first weight layer).
+        ‖θ_L‖²/‖θ_L(0)‖² (``inf`` where the denominator is 0).
     """
     _check_history(history, "head_to_first_ratio")
     d_head, d_first = default_head_and_first(history)
     head, first = head or d_head, first or d_first
     _select(history, [head, first], "head_to_first_ratio")
     h, f = history.column(f"norm/{head}"), history.column(f"norm/{first}")
-    return {"step": history.column("step"), "head_over_first": h / f, "head_over_init": h / h[0]}
+    head_over_first, head_over_init = head_signals(h, f, h[0])
+    return {"step": history.column("step"), "head_over_first": head_over_first, "head_over_init": head_over_init}
 
 
 def early_warning(history: History, head: str | None = None, first: str | None = None) -> dict[str, Any]:

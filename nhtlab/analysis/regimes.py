@@ -35,6 +35,7 @@ after about 21,000 steps).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -44,11 +45,17 @@ from ..history import History
 from ..validation import check_int, check_real, check_type
 from .events import Events, find_events
 
-__all__ = ["REGIMES", "UNDETERMINED", "Regime", "diagnose_regime", "regime_order_ok", "regime_table", "regime_curves"]
+__all__ = ["REGIMES", "UNDETERMINED", "TOO_EARLY", "UNJUDGED", "Regime", "diagnose_regime", "regime_order_ok", "regime_table", "regime_curves"]
 
+#: The three regimes, in the order of increasing λ: nhtlab's only list of them (the online
+#: :func:`nhtlab.training.monitor.online_regime` returns these too).
 REGIMES = ("weak", "intermediate", "strong")
 #: The label of a run that fits none of the three regimes' definitions (rule 4).
 UNDETERMINED = "undetermined"
+#: The online monitor's label for a run with too few records to judge.
+TOO_EARLY = "too early"
+#: Labels that judge nothing: the order checks (:func:`regime_order_ok`) skip them.
+UNJUDGED = (TOO_EARLY, UNDETERMINED)
 
 
 @dataclass
@@ -153,10 +160,14 @@ def diagnose_regime(
     return Regime(regime, True, generalised, contraction, growth, reason, events)
 
 
-def regime_order_ok(lams: list[float], regimes: list[str]) -> bool:
+def regime_order_ok(lams: Sequence[float], regimes: Sequence[str]) -> bool:
     """True when, sorted by λ, the regimes never step backwards in weak → intermediate → strong.
 
-    Undetermined runs are skipped.
+    nhtlab's one order rule: the chapters' checks and the scorecard's P2
+    (:func:`nhtlab.analysis.scorecard.regimes_in_order`, which also needs all
+    three regimes present) both apply it. The labels in :data:`UNJUDGED`
+    (``"undetermined"`` from :func:`diagnose_regime`, ``"too early"`` from the
+    online monitor) are skipped: they judge nothing.
 
     Several runs may share a λ (seeds); they are compared by the order of λ only,
     so two seeds of one λ in different regimes count as a boundary, not a violation,
@@ -164,15 +175,19 @@ def regime_order_ok(lams: list[float], regimes: list[str]) -> bool:
 
     Parameters
     ----------
-    lams : list of float, shape (n,)
-        Each run's λ.
-    regimes : list of str, shape (n,)
-        Each run's regime: ``"weak"``, ``"intermediate"``, ``"strong"``, or an
-        unjudged label (``"undetermined"``, ``"too early"``), which is skipped.
+    lams : sequence of float, length n
+        Each run's weight decay λ.
+    regimes : sequence of str, length n
+        Each run's label, one of :data:`REGIMES` or :data:`UNJUDGED`.
 
     Returns
     -------
     bool
+
+    Raises
+    ------
+    ValueError
+        When the lengths differ or a label is unknown.
 
     Examples
     --------
@@ -180,14 +195,16 @@ def regime_order_ok(lams: list[float], regimes: list[str]) -> bool:
     True
     >>> regime_order_ok([0.0, 1.0, 10.0], ["intermediate", "weak", "strong"])
     False
+    >>> regime_order_ok([0.0, 0.5, 1.0], ["weak", "too early", "strong"])
+    True
     """
     if len(lams) != len(regimes):
         raise ValueError(f"The 'lams' and 'regimes' parameters of regime_order_ok must have the same length. Got {len(lams)} and {len(regimes)}.")
     for r in regimes:
-        if r not in REGIMES and r != UNDETERMINED:
-            raise ValueError(f"The 'regimes' parameter of regime_order_ok must hold only {REGIMES + (UNDETERMINED,)}. Got {r!r}.")
+        if r not in REGIMES and r not in UNJUDGED:
+            raise ValueError(f"The 'regimes' parameter of regime_order_ok must hold only {REGIMES + UNJUDGED}. Got {r!r}.")
     rank = {name: i for i, name in enumerate(REGIMES)}
-    pairs = sorted((lam, rank[r]) for lam, r in zip(lams, regimes) if r != UNDETERMINED)
+    pairs = sorted((lam, rank[r]) for lam, r in zip(lams, regimes) if r not in UNJUDGED)
     # every run at a strictly larger λ must have rank ≥ the max rank at smaller λ
     best = -1
     i = 0
@@ -246,20 +263,6 @@ def regime_curves(result: Any, table: list[dict[str, Any]], every: int = 1) -> l
     Each record: ``run``, ``weight_decay``, ``lam_index`` (rank of its λ among the
     sweep's distinct λ, for sliders), ``seed``, ``regime``, ``step``, ``norm``,
     ``train_acc``, ``test_acc``. ``every`` keeps one evaluation in ``every``.
-
-    Parameters
-    ----------
-    result : SweepResult
-        The λ sweep (rows with ``run`` and ``history``).
-    table : list of dict
-        :func:`regime_table` of the same sweep, one row per run, in the same order.
-    every : int >= 1
-        Keep one evaluation in ``every``.
-
-    Returns
-    -------
-    list of dict
-        One record per kept evaluation of every run.
     """
     lams = sorted({row.run.weight_decay for row in result})
     out = []

@@ -31,9 +31,9 @@ import numpy as np
 
 from ..history import History
 from ..validation import check_int, check_real, check_type
-from .events import border_times
+from .events import border_times, norm_at
 from .layers import LayerTransition, layer_order
-from .regimes import UNDETERMINED
+from .regimes import REGIMES, UNJUDGED, regime_order_ok
 from .separation import Separation, format_score
 
 __all__ = ["PREDICTIONS", "Verdict", "norm_ordering", "three_regimes", "regimes_in_order", "worst_group_rise",
@@ -68,31 +68,36 @@ class Verdict:
         return asdict(self)
 
 
-def _norm_at(history: History, step: int) -> float:
-    steps = history.column("step")
-    k = int(np.searchsorted(steps, step))
-    if k >= len(steps):
-        raise ValueError(f"The step {step} is after the history's last evaluated step {int(steps[-1])}.")
-    return float(history.column("norm")[k])
-
-
 def norm_ordering(history: History, shortcut_step: int | None, structured_step: int | None) -> Verdict:
     """P1: ‖θ‖² on the shortcut solution is larger than on the structured one.
 
     V_sc is ‖θ‖² at ``shortcut_step`` (the first evaluated step at or after it:
     T_mem, or the step the border is first fitted); V_st is ‖θ‖² at
-    ``structured_step`` (the end of the run, after the structure was reached).
+    ``structured_step`` (the end of the run, after the structure was reached),
+    both read by :func:`nhtlab.analysis.events.norm_at`, as the delay law reads them.
     The value is V_sc / V_st.
 
     Fails when V_sc ≤ V_st (the shortcut was the *cheaper* solution in norm), or
     when either step is None (the shortcut was never fitted or the structure
     never reached: nothing to compare).
+
+    Parameters
+    ----------
+    history : History
+        Rows with ``step`` and ``norm``.
+    shortcut_step, structured_step : int or None
+        Where V_sc and V_st are read.
+
+    Returns
+    -------
+    Verdict
+        ``value`` = V_sc / V_st (``inf`` when V_st = 0, NaN when not measured).
     """
     check_type(history, "history", History, owner="norm_ordering")
     if shortcut_step is None or structured_step is None:
         missing = "shortcut never fitted" if shortcut_step is None else "structure never reached"
         return Verdict(False, float("nan"), f"not measured ({missing})")
-    v_sc, v_st = _norm_at(history, shortcut_step), _norm_at(history, structured_step)
+    v_sc, v_st = norm_at(history, shortcut_step), norm_at(history, structured_step)
     ratio = v_sc / v_st if v_st > 0 else float("inf")
     return Verdict(bool(ratio > 1.0), ratio, f"V_sc/V_st = {v_sc:.0f}/{v_st:.0f} = {ratio:.2f}")
 
@@ -100,22 +105,43 @@ def norm_ordering(history: History, shortcut_step: int | None, structured_step: 
 def regimes_in_order(regimes: Mapping[float, str]) -> bool:
     """True when the regimes, read in increasing λ, are exactly weak → intermediate → strong.
 
-    Consecutive repeats collapse (weak, weak, intermediate, … counts) and the two
-    labels that judge nothing are ignored: ``"too early"`` (the online monitor: a
-    run too short to judge) and ``"undetermined"`` (:func:`nhtlab.diagnose_regime`,
-    which :func:`nhtlab.analysis.regimes.regime_order_ok` skips too); a regime that comes
-    back after another (weak, intermediate, weak, strong) fails.
+    The order is :func:`nhtlab.analysis.regimes.regime_order_ok`'s rule (never a
+    step backwards; the :data:`~nhtlab.analysis.regimes.UNJUDGED` labels
+    ``"too early"`` and ``"undetermined"`` skipped); P2 adds that all three
+    regimes must appear. So weak, weak, intermediate, strong passes and a regime
+    that comes back after another (weak, intermediate, weak, strong) fails.
+
+    Parameters
+    ----------
+    regimes : mapping λ → str
+        One label per λ, each in :data:`~nhtlab.analysis.regimes.REGIMES` or
+        :data:`~nhtlab.analysis.regimes.UNJUDGED` (another label raises ValueError).
+
+    Returns
+    -------
+    bool
     """
-    return _collapsed(regimes) == ["weak", "intermediate", "strong"]
+    return regime_order_ok(list(regimes), list(regimes.values())) and set(_collapsed(regimes)) == set(REGIMES)
 
 
 def _collapsed(regimes: Mapping[float, str]) -> list[str]:
-    """Regimes in increasing λ with the unjudged labels dropped and *consecutive* repeats merged
-    (weak, intermediate, weak stays three entries: a non-monotone sweep)."""
+    """Regimes in increasing λ with the unjudged labels dropped and *consecutive* repeats merged.
+
+    Weak, intermediate, weak stays three entries: a non-monotone sweep. This is
+    what P2 prints; the pass/fail is :func:`regimes_in_order`.
+
+    Parameters
+    ----------
+    regimes : mapping λ → str
+
+    Returns
+    -------
+    list of str
+    """
     out: list[str] = []
     for lam in sorted(regimes):
         r = regimes[lam]
-        if r not in ("too early", UNDETERMINED) and (not out or out[-1] != r):
+        if r not in UNJUDGED and (not out or out[-1] != r):
             out.append(r)
     return out
 

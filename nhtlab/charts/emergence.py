@@ -11,6 +11,7 @@ from typing import Any
 
 import altair as alt
 
+from ..analysis.regimes import TOO_EARLY
 from ..history import History
 from .regimes import REGIME_COLORS
 from .training import WIDTH, long_records
@@ -102,7 +103,7 @@ def lambda_grid(records: Sequence[dict[str, Any]], value: str = "norm", title: s
     return alt.Chart(alt.Data(values=list(records))).mark_line().encode(
         x=alt.X("step:Q"), y=alt.Y(f"{value}:Q", title=value, scale=alt.Scale(type="log")),
         detail="lambda:N",
-        color=alt.Color("regime:N", scale=alt.Scale(domain=[*REGIME_COLORS, "too early"],
+        color=alt.Color("regime:N", scale=alt.Scale(domain=[*REGIME_COLORS, TOO_EARLY],
                                                     range=[*REGIME_COLORS.values(), "#bab0ac"])),
         opacity=alt.condition((pick == None) | (alt.datum["lambda"] == pick), alt.value(1.0), alt.value(0.12)),  # noqa: E711
         tooltip=["lambda:Q", "regime:N", "step:Q", alt.Tooltip(f"{value}:Q", format=",.2f")],

@@ -13,11 +13,12 @@ from typing import Any
 
 import altair as alt
 
+from ..analysis.regimes import REGIMES, UNDETERMINED
 from .training import WIDTH
 
 __all__ = ["REGIME_COLORS", "regime_norm_curves", "lambda_slider", "phase_diagram", "delay_fit_chart", "contraction_chart"]
 
-REGIME_COLORS = {"weak": "#4c78a8", "intermediate": "#f58518", "strong": "#e45756", "undetermined": "#9d9d9d"}
+REGIME_COLORS = dict(zip((*REGIMES, UNDETERMINED), ("#4c78a8", "#f58518", "#e45756", "#9d9d9d")))
 
 
 def _regime_color(title: str = "regime") -> alt.Color:

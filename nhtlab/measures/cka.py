@@ -48,6 +48,28 @@ def as_float64_matrix(x: torch.Tensor, name: str, owner: str) -> torch.Tensor:
     return x
 
 
+def _paired_matrices(x: torch.Tensor, y: torch.Tensor, owner: str) -> tuple[torch.Tensor, torch.Tensor]:
+    """``x`` and ``y`` as float64 matrices with the same number of rows (samples), as both CKA forms need them.
+
+    Parameters
+    ----------
+    x : Tensor, shape (n, ...)
+    y : Tensor, shape (n, ...)
+    owner : str
+        The public function named in error messages.
+
+    Returns
+    -------
+    (x64, y64) : tuple of Tensor, shapes (n, p) and (n, q)
+    """
+    x64, y64 = as_float64_matrix(x, "x", owner), as_float64_matrix(y, "y", owner)
+    if x64.shape[0] != y64.shape[0]:
+        raise ValueError(
+            f"The 'y' parameter of {owner} must have as many rows as 'x' ({x64.shape[0]}). Got {y64.shape[0]} instead."
+        )
+    return x64, y64
+
+
 def centre(x: torch.Tensor) -> torch.Tensor:
     """Subtract the column means: x (n, d) → x − 1 μᵀ, in float64."""
     x = x.to(torch.float64)
@@ -90,11 +112,7 @@ def linear_cka(x: torch.Tensor, y: torch.Tensor) -> float:
     1.0
     """
     owner = "linear_cka"
-    x64, y64 = as_float64_matrix(x, "x", owner), as_float64_matrix(y, "y", owner)
-    if x64.shape[0] != y64.shape[0]:
-        raise ValueError(
-            f"The 'y' parameter of {owner} must have as many rows as 'x' ({x64.shape[0]}). Got {y64.shape[0]} instead."
-        )
+    x64, y64 = _paired_matrices(x, y, owner)
     xc, yc = centre(x64), centre(y64)
     _check_not_constant(xc, x64, "x", owner)
     _check_not_constant(yc, y64, "y", owner)
@@ -122,11 +140,7 @@ def linear_cka_gram(x: torch.Tensor, y: torch.Tensor) -> float:
     and benchmarks only.
     """
     owner = "linear_cka_gram"
-    x64, y64 = as_float64_matrix(x, "x", owner), as_float64_matrix(y, "y", owner)
-    if x64.shape[0] != y64.shape[0]:
-        raise ValueError(
-            f"The 'y' parameter of {owner} must have as many rows as 'x' ({x64.shape[0]}). Got {y64.shape[0]} instead."
-        )
+    x64, y64 = _paired_matrices(x, y, owner)
     k = _double_centre(x64 @ x64.T)  # HKH with H = I − 11ᵀ/n, (n, n)
     l = _double_centre(y64 @ y64.T)  # HLH, (n, n)
     norm_k, norm_l = torch.linalg.matrix_norm(k), torch.linalg.matrix_norm(l)

@@ -7,18 +7,77 @@ groups a weight with its bias, which is how the NHT paper reports per-layer norm
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import torch
 import torch.nn as nn
 
 from ..validation import check_type
 
-__all__ = ["layer_names", "layer_norms", "total_norm"]
+__all__ = ["layer_parameters", "layer_names", "layer_norms", "total_norm"]
+
+
+def layer_parameters(model: nn.Module) -> dict[str, list[str]]:
+    """The parameters of each layer, by qualified name: what every per-layer measure in nhtlab groups by.
+
+    The single definition of a *layer* (module docstring) that :func:`layer_names`,
+    :func:`layer_norms` and the stacked trainer
+    (:func:`nhtlab.training.batched.train_batched`, whose parameters are a
+    ``{qualified name: (R, ...)}`` dictionary) all use.
+
+    Parameters
+    ----------
+    model : nn.Module
+        Any module.
+
+    Returns
+    -------
+    dict of str → list of str
+        ``{layer name: [qualified parameter names]}``, layers in definition
+        order (``model.named_modules()``), each layer's parameters in their own
+        order; the names are keys of ``dict(model.named_parameters())``.
+
+    Examples
+    --------
+    >>> layer_parameters(nn.Sequential(nn.Linear(2, 2), nn.ReLU(), nn.Linear(2, 1)))
+    {'0': ['0.weight', '0.bias'], '2': ['2.weight', '2.bias']}
+    """
+    check_type(model, "model", nn.Module, owner="layer_parameters")
+    return {layer: [name for name, _ in own] for layer, own in _layers(model)}
+
+
+def _layers(model: nn.Module) -> Iterator[tuple[str, list[tuple[str, nn.Parameter]]]]:
+    """Yield ``(layer name, [(qualified parameter name, parameter), ...])`` for each module owning parameters.
+
+    Parameters
+    ----------
+    model : nn.Module
+
+    Returns
+    -------
+    iterator of (str, list of (str, nn.Parameter))
+        In ``model.named_modules()`` order; a module's own parameters
+        (``recurse=False``) in their order.
+    """
+    for layer, module in model.named_modules():
+        own = [(f"{layer}.{name}" if layer else name, p) for name, p in module.named_parameters(recurse=False)]
+        if own:
+            yield layer, own
 
 
 def layer_names(model: nn.Module) -> list[str]:
-    """Names of the modules that own parameters, in definition order."""
+    """Names of the modules that own parameters, in definition order (the keys of :func:`layer_parameters`).
+
+    Parameters
+    ----------
+    model : nn.Module
+
+    Returns
+    -------
+    list of str, length n_layers
+    """
     check_type(model, "model", nn.Module, owner="layer_names")
-    return [name for name, m in model.named_modules() if any(True for _ in m.parameters(recurse=False))]
+    return list(layer_parameters(model))
 
 
 @torch.no_grad()
@@ -30,14 +89,13 @@ def layer_norms(model: nn.Module) -> dict[str, float]:
 
     Parameters
     ----------
-    model : torch.nn.Module
-        A layer is a submodule that owns parameters directly (``Linear``, ``Conv2d``,
-        ``LayerNorm``, an embedding…), named by its path in the model.
+    model : nn.Module
+        Any module; its layers are those of :func:`layer_parameters`.
 
     Returns
     -------
-    dict of str to float
-        ‖θ_ℓ‖² per layer, in the model's order.
+    dict of str → float
+        ``{layer name: ‖θ_ℓ‖²}``, n_layers entries in definition order.
 
     Examples
     --------
@@ -47,26 +105,11 @@ def layer_norms(model: nn.Module) -> dict[str, float]:
     {'0': 6.0}
     """
     check_type(model, "model", nn.Module, owner="layer_norms")
-    norms: dict[str, float] = {}
-    for name, module in model.named_modules():
-        params = list(module.parameters(recurse=False))
-        if params:
-            norms[name] = float(sum(p.detach().double().pow(2).sum() for p in params))
-    return norms
+    return {layer: float(sum(p.detach().double().pow(2).sum() for _, p in own)) for layer, own in _layers(model)}
 
 
 @torch.no_grad()
 def total_norm(model: nn.Module) -> float:
-    """Squared L2 norm of all parameters, ‖θ‖² = Σ_ℓ ‖θ_ℓ‖².
-
-    Parameters
-    ----------
-    model : torch.nn.Module
-
-    Returns
-    -------
-    float
-        Σ over every parameter tensor of its squared entries, accumulated in float64.
-    """
+    """Squared L2 norm of all parameters, ‖θ‖² = Σ_ℓ ‖θ_ℓ‖²."""
     check_type(model, "model", nn.Module, owner="total_norm")
     return float(sum(p.detach().double().pow(2).sum() for p in model.parameters()))

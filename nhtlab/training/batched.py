@@ -32,7 +32,6 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Sequence
-from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -40,12 +39,20 @@ from torch.func import functional_call, stack_module_state
 
 from ..data.modular import modular_data
 from ..history import History
+from ..measures.norms import layer_parameters
 from ..models import make_model
 from ..smoke import cap_train_config
 from ..validation import check_type
 from .device import pick_device, seed_everything
 from .loop import _lr_factor
 from .progress import Progress
+from .rules import (
+    diverged_at_evaluation,
+    diverged_in_training,
+    history_row,
+    reached_stop_accuracy,
+    stopped_after,
+)
 from .runs import ModularRun
 
 __all__ = ["SHARED_FIELDS", "batch_key", "train_batched", "StackedAdamW"]
@@ -129,14 +136,6 @@ class StackedAdamW:
             param.grad = None
 
 
-def _layer_groups(names: Sequence[str]) -> dict[str, list[str]]:
-    """Parameter names grouped by the module that owns them (as :func:`nhtlab.measures.norms.layer_norms`)."""
-    groups: dict[str, list[str]] = {}
-    for name in names:
-        groups.setdefault(name.rpartition(".")[0], []).append(name)
-    return groups
-
-
 def train_batched(runs: Sequence[ModularRun], progress: str | None = None, desc: str = "stacked") -> list[History]:
     """Train ``runs`` as one stacked model and return one :class:`History` per run.
 
@@ -214,7 +213,7 @@ def train_batched(runs: Sequence[ModularRun], progress: str | None = None, desc:
     optimizer = StackedAdamW(params, lr, wd, betas=first.betas)
     factor = _lr_factor(first.schedule, steps)
     samplers = [torch.Generator(device=device).manual_seed(r.seed) for r in runs]
-    layers = _layer_groups(list(params))
+    layers = layer_parameters(base)  # {layer: [parameter names]}, the grouping of layer_norms
 
     histories = [History(config=run.to_dict()) for run in runs]
     live = list(range(R))  # the runs still in the stack, by their index in ``runs``; position k holds run live[k]
@@ -244,7 +243,7 @@ def train_batched(runs: Sequence[ModularRun], progress: str | None = None, desc:
         samplers = [samplers[k] for k in keep]
         live = [live[k] for k in keep]
 
-    grok_step: list[int | None] = [None] * R
+    grok: list[int | None] = [None] * R  # per run, the first step at 99% test accuracy
     bar = Progress(steps, f"{desc} ({R} runs)", mode=progress)
 
     @torch.no_grad()
@@ -261,22 +260,16 @@ def train_batched(runs: Sequence[ModularRun], progress: str | None = None, desc:
         for k, r in enumerate(live):
             if k in finished:  # diverged in training since the last evaluation
                 continue
-            row: dict[str, Any] = {"step": step, "lr": float(current_lr[k])}
-            for split in ("train", "test"):
-                row[f"{split}_loss"], row[f"{split}_acc"] = stats[split][0][k], stats[split][1][k]
-            norms = {layer: values[k] for layer, values in per_layer.items()}
-            row["norm"] = sum(norms.values())
-            row.update({f"norm/{name}": v for name, v in norms.items()})
-            histories[r].rows.append(row)
-            h, run = histories[r], runs[r]
-            if not (math.isfinite(row["train_loss"]) and math.isfinite(row["norm"])):
-                h.status, h.message = "diverged", f"non-finite loss or parameters at step {step}"
+            scores = {split: (stats[split][0][k], stats[split][1][k]) for split in ("train", "test")}
+            row = history_row(step, float(current_lr[k]), scores, {layer: values[k] for layer, values in per_layer.items()})
+            h = histories[r]
+            h.rows.append(row)
+            if diverged_at_evaluation(h, row):
                 finish(k)
                 continue
-            if grok_step[r] is None and row["test_acc"] >= 0.99:
-                grok_step[r] = step
-            if run.stop_after is not None and grok_step[r] is not None and step >= grok_step[r] + run.stop_after:
-                h.status, h.message = "stopped", f"stopped {run.stop_after} steps after test accuracy reached 99%"
+            if grok[r] is None and reached_stop_accuracy(row):
+                grok[r] = step
+            if stopped_after(h, grok[r], step, runs[r].stop_after):
                 finish(k)
 
     measure(0)
@@ -305,7 +298,7 @@ def train_batched(runs: Sequence[ModularRun], progress: str | None = None, desc:
             for k, bad_step in enumerate(first_bad.tolist()):
                 if bad_step:
                     r = live[k]
-                    histories[r].status, histories[r].message = "diverged", f"non-finite training loss at step {bad_step}"
+                    diverged_in_training(histories[r], bad_step)
                     final[r] = {name: v[k].detach().clone() for name, v in params.items()}
                     finished.append(k)
             measure(step)

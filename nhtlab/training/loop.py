@@ -37,6 +37,14 @@ from .checkpoint import (
 )
 from .device import pick_device
 from .progress import Progress
+from .rules import (
+    diverged_at_evaluation,
+    diverged_in_training,
+    grok_step,
+    history_row,
+    reached_stop_accuracy,
+    stopped_after,
+)
 
 __all__ = ["TrainConfig", "TrainState", "train", "evaluate", "SCHEDULES"]
 
@@ -270,21 +278,16 @@ def train(
     if smoke_enabled():
         history.config["smoke_steps"] = smoke_steps()
     bar = Progress(config.steps, desc, mode=progress)
-    grok_step: int | None = None
+    grok: int | None = None  # first step at 99% test accuracy (rules.grok_step)
     n = len(y_train)
 
     def measure(step: int) -> bool:
         """Evaluate, record a row and run callbacks; return False to stop."""
-        nonlocal grok_step
-        row: dict[str, float] = {"step": step, "lr": optimizer.param_groups[0]["lr"]}
-        for name, (x, y) in sets.items():
-            row[f"{name}_loss"], row[f"{name}_acc"] = evaluate(model, x, y, config.eval_batch_size)
-        per_layer = layer_norms(model)
-        row["norm"] = sum(per_layer.values())
-        row.update({f"norm/{k}": v for k, v in per_layer.items()})
+        nonlocal grok
+        scores = {name: evaluate(model, x, y, config.eval_batch_size) for name, (x, y) in sets.items()}
+        row = history_row(step, optimizer.param_groups[0]["lr"], scores, layer_norms(model))
         history.rows.append(row)
-        if not (math.isfinite(row["train_loss"]) and math.isfinite(row["norm"])):
-            history.status, history.message = "diverged", f"non-finite loss or parameters at step {step}"
+        if diverged_at_evaluation(history, row):
             return False
         state = TrainState(step, model, optimizer, row, history)
         for callback in callbacks:
@@ -293,12 +296,9 @@ def train(
         if state.stop:
             history.status, history.message = "stopped", f"stopped by a callback at step {step}"
             return False
-        if grok_step is None and row.get("test_acc", 0.0) >= 0.99:
-            grok_step = step
-        if config.stop_after is not None and grok_step is not None and step >= grok_step + config.stop_after:
-            history.status, history.message = "stopped", f"stopped {config.stop_after} steps after test accuracy reached 99%"
-            return False
-        return True
+        if grok is None and reached_stop_accuracy(row):
+            grok = step
+        return not stopped_after(history, grok, step, config.stop_after)
 
     def save(step: int) -> None:
         save_checkpoint(checkpoint_dir, {
@@ -321,7 +321,7 @@ def train(
         restore_rng_state(saved["rng"])
         history = History.from_dict(saved["history"])
         step = saved["step"]
-        grok_step = next((int(r["step"]) for r in history.rows if r.get("test_acc", 0.0) >= 0.99), None)
+        grok = grok_step(history.rows)
         keep_going = history.status == "running"
         bar.update(step)
     finished_before = saved is not None and not keep_going
@@ -333,7 +333,7 @@ def train(
             xb, yb = x_train[idx], y_train[idx]
         loss = F.cross_entropy(model(xb), yb)
         if not torch.isfinite(loss):
-            history.status, history.message = "diverged", f"non-finite training loss at step {step + 1}"
+            diverged_in_training(history, step + 1)
             break
         optimizer.zero_grad(set_to_none=True)
         loss.backward()

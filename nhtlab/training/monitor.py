@@ -6,7 +6,8 @@ after ``optimizer.step()``; every ``every`` steps it records
 * ``norm`` (‖θ‖²) and ``norm/<layer>`` (‖θ_ℓ‖², :func:`nhtlab.measures.norms.layer_norms`);
 * ``head_ratio`` = ‖θ_L‖² / ‖θ_1‖², the read-out over the first layer, and
   ``head_rel`` = ‖θ_L‖² / ‖θ_L(0)‖², the read-out against its own start: the two
-  early-warning signals of the NHT paper (arXiv 2603.07323), whose head escapes first;
+  early-warning signals of the NHT paper (arXiv 2603.07323), whose head escapes first
+  (computed by :func:`nhtlab.analysis.layers.head_signals`, as the offline curves are);
 * ``dlr``, the label-free dynamical richness of the features on a fixed probe
   batch (only when a probe is given);
 * whatever scalars you pass (``monitor(step, loss=..., train_acc=...)``).
@@ -55,15 +56,14 @@ import numpy as np
 import torch
 import torch.nn as nn
 
-from ..analysis.regimes import diagnose_regime
+from ..analysis.layers import head_and_first, head_signals
+from ..analysis.regimes import TOO_EARLY, diagnose_regime
 from ..history import History
 from ..measures.dlr import dlr as default_dlr
 from ..measures.norms import layer_names, layer_norms
 from ..validation import check_int, check_real, check_type
 
-__all__ = ["Monitor", "online_regime", "REGIMES"]
-
-REGIMES = ("too early", "weak", "intermediate", "strong")
+__all__ = ["Monitor", "online_regime"]
 
 
 def online_regime(
@@ -101,7 +101,9 @@ def online_regime(
     Returns
     -------
     str
-        ``"weak"``, ``"intermediate"``, ``"strong"`` or ``"too early"``.
+        One of :data:`nhtlab.analysis.regimes.REGIMES`, or
+        :data:`~nhtlab.analysis.regimes.TOO_EARLY` (one of the
+        :data:`~nhtlab.analysis.regimes.UNJUDGED` labels the order checks skip).
 
     Examples
     --------
@@ -124,7 +126,7 @@ def online_regime(
             f"Got {len(train_acc)} instead."
         )
     if len(values) < min_points:
-        return "too early"
+        return TOO_EARLY
     peak = float(np.max(values))
     contracted = peak > 0 and values[-1] <= (1.0 - drop) * peak
     if not contracted:
@@ -134,12 +136,6 @@ def online_regime(
         if not np.nanmax(acc) >= fit:
             return "strong"
     return "intermediate"
-
-
-def _default_head(model: nn.Module, names: list[str]) -> str:
-    if isinstance(getattr(model, "readout", None), nn.Module) and "readout" in names:
-        return "readout"
-    return names[-1]
 
 
 class Monitor:
@@ -158,8 +154,10 @@ class Monitor:
         Record every this many steps (and at construction, as step 0).
     head, first : str, optional
         Names (as in :func:`nhtlab.measures.norms.layer_names`) of the read-out layer and
-        of the first layer. Defaults: the ``readout`` module when the model has
-        one (nhtlab's model contract), else the last layer; and the first layer.
+        of the first layer. Defaults: :func:`nhtlab.analysis.layers.head_and_first`, the
+        rule the offline analysis applies to the recorded history (the ``readout``
+        or last ``…fc`` layer, else the last layer; and the first layer;
+        normalisation layers skipped).
         The read-out must be an ``nn.Linear`` for DLR: its input is taken as the
         features Φ (n, d) and its output as the learned functions (n, C).
     dlr : callable, optional
@@ -200,8 +198,9 @@ class Monitor:
         if not names:
             raise ValueError("The 'model' parameter of Monitor has no parameters to monitor.")
         self.model = model
-        self.head = _default_head(model, names) if head is None else head
-        self.first = names[0] if first is None else first
+        default_head, default_first = head_and_first(names)  # the rule nhtlab.analysis.layers applies to a history
+        self.head = default_head if head is None else head
+        self.first = default_first if first is None else first
         for name, value in (("head", self.head), ("first", self.first)):
             if value not in names:
                 raise ValueError(f"The {name!r} parameter of Monitor must be one of the model's layers {names}. Got {value!r} instead.")
@@ -243,14 +242,29 @@ class Monitor:
 
     @torch.no_grad()
     def record(self, step: int, **scalars: float) -> dict[str, float]:
-        """Record a row now, whatever the step."""
+        """Record a row now, whatever the step.
+
+        Parameters
+        ----------
+        step : int ≥ 0
+            The step to file the row under.
+        **scalars : float
+            Extra readings stored in the row (loss, accuracies, …).
+
+        Returns
+        -------
+        dict
+            The row: ``step``, ``norm``, ``norm/<layer>``, ``head_ratio``, ``head_rel``
+            (:func:`nhtlab.analysis.layers.head_signals`; ``inf`` on a zero
+            denominator, NaN on non-finite norms), ``dlr`` with a probe, and ``scalars``.
+        """
         check_int(step, "step", low=0, owner="Monitor.record")
         per_layer = layer_norms(self.model)
         head, first = per_layer[self.head], per_layer[self.first]
         row: dict[str, float] = {"step": step, "norm": sum(per_layer.values())}
         row.update({f"norm/{k}": v for k, v in per_layer.items()})
-        row["head_ratio"] = head / first if first > 0 else math.inf
-        row["head_rel"] = head / self._head0 if self._head0 > 0 else math.inf
+        head_ratio, head_rel = head_signals(head, first, self._head0)
+        row["head_ratio"], row["head_rel"] = float(head_ratio), float(head_rel)
         if self.probe is not None:
             row["dlr"] = self._probe_dlr()
         row.update({k: float(v) for k, v in scalars.items()})

@@ -1,0 +1,75 @@
+"""The rules both trainers share (nhtlab.training.rules): row layout, divergence, early stop."""
+
+import math
+
+import pytest
+import torch
+import torch.nn as nn
+from torch.func import stack_module_state
+
+from nhtlab.history import History
+from nhtlab.measures.norms import layer_names, layer_norms, layer_parameters
+from nhtlab.models import EmbeddingMLP
+from nhtlab.training.rules import (
+    STOP_ACCURACY,
+    diverged_at_evaluation,
+    diverged_in_training,
+    grok_step,
+    history_row,
+    reached_stop_accuracy,
+    stopped_after,
+)
+
+
+def test_history_row_layout_and_norm_sum():
+    row = history_row(5, 0.01, {"train": (0.7, 0.5), "test": (0.9, 0.25)}, {"embed": 2.0, "readout": 3.5})
+    assert list(row) == ["step", "lr", "train_loss", "train_acc", "test_loss", "test_acc", "norm", "norm/embed", "norm/readout"]
+    assert row["norm"] == 5.5 and row["step"] == 5 and row["lr"] == 0.01
+
+
+@pytest.mark.parametrize("loss,norm,diverged", [
+    (math.nan, 1.0, True), (math.inf, 1.0, True), (0.3, math.nan, True), (0.3, -math.inf, True), (0.3, 1.0, False),
+])
+def test_divergence_rule_keeps_the_row_and_marks_the_history(loss, norm, diverged):
+    h = History()
+    row = history_row(40, 1e-3, {"train": (loss, 0.1)}, {"a": norm})
+    h.rows.append(row)
+    assert diverged_at_evaluation(h, row) is diverged
+    assert h.rows == [row]  # the evidence stays
+    if diverged:
+        assert h.status == "diverged" and h.message == "non-finite loss or parameters at step 40"
+    else:
+        assert h.status == "running" and h.message == ""
+
+
+def test_divergence_in_training_names_the_step():
+    h = History()
+    diverged_in_training(h, 11)
+    assert (h.status, h.message) == ("diverged", "non-finite training loss at step 11")
+
+
+def test_early_stop_closed_form():
+    rows = [{"step": s, "test_acc": a} for s, a in [(0, 0.1), (25, 0.98), (50, STOP_ACCURACY), (75, 0.5), (100, 1.0)]]
+    assert grok_step(rows) == 50  # the first crossing counts, even if the accuracy falls back
+    assert grok_step([{"step": 0, "train_acc": 1.0}]) is None  # no test set: never
+    assert not reached_stop_accuracy({"test_acc": 0.9899}) and reached_stop_accuracy({"test_acc": 0.99})
+    # stop at the first evaluation with step ≥ grok + stop_after
+    for grok, step, stop_after, expected in [(50, 50, 0, True), (50, 75, 50, False), (50, 100, 50, True),
+                                             (50, 125, 50, True), (None, 1000, 0, False), (50, 10**6, None, False)]:
+        h = History()
+        assert stopped_after(h, grok, step, stop_after) is expected
+        assert h.status == ("stopped" if expected else "running")
+    h = History()
+    stopped_after(h, 50, 100, 50)
+    assert h.message == "stopped 50 steps after test accuracy reached 99%"
+
+
+def test_layer_parameters_is_the_grouping_of_norms_and_of_stacked_parameters():
+    torch.manual_seed(0)
+    model = EmbeddingMLP(7, width=8)
+    groups = layer_parameters(model)
+    assert list(groups) == layer_names(model) == list(layer_norms(model))
+    params, _ = stack_module_state([model, EmbeddingMLP(7, width=8)])
+    assert [n for names in groups.values() for n in names] == list(params)
+    nested = nn.Sequential(nn.Linear(2, 2), nn.Sequential(nn.ReLU(), nn.Linear(2, 1, bias=False)))
+    assert layer_parameters(nested) == {"0": ["0.weight", "0.bias"], "1.1": ["1.1.weight"]}
