@@ -263,6 +263,20 @@ def regime_curves(result: Any, table: list[dict[str, Any]], every: int = 1) -> l
     Each record: ``run``, ``weight_decay``, ``lam_index`` (rank of its λ among the
     sweep's distinct λ, for sliders), ``seed``, ``regime``, ``step``, ``norm``,
     ``train_acc``, ``test_acc``. ``every`` keeps one evaluation in ``every``.
+
+    Parameters
+    ----------
+    result : SweepResult
+        The λ sweep (rows with ``run`` and ``history``).
+    table : list of dict
+        :func:`regime_table` of the same sweep, one row per run, in the same order.
+    every : int >= 1
+        Keep one evaluation in ``every``.
+
+    Returns
+    -------
+    list of dict
+        One record per kept evaluation of every run.
     """
     lams = sorted({row.run.weight_decay for row in result})
     out = []

@@ -110,6 +110,16 @@ def layer_norms(model: nn.Module) -> dict[str, float]:
 
 @torch.no_grad()
 def total_norm(model: nn.Module) -> float:
-    """Squared L2 norm of all parameters, ‖θ‖² = Σ_ℓ ‖θ_ℓ‖²."""
+    """Squared L2 norm of all parameters, ‖θ‖² = Σ_ℓ ‖θ_ℓ‖².
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+
+    Returns
+    -------
+    float
+        Σ over every parameter tensor of its squared entries, accumulated in float64.
+    """
     check_type(model, "model", nn.Module, owner="total_norm")
     return float(sum(p.detach().double().pow(2).sum() for p in model.parameters()))
