@@ -44,24 +44,18 @@ if "google.colab" in sys.modules:
           'To run it: Runtime > Change runtime type > T4 GPU, set profile = "full" in the next cell, run all.')
 
 # %% tags=["parameters"]
-profile = "book"  # "quick" (tests, < 1 min on CPU), "book" (rendered book), "full" (GPU, paper scale)
+profile = "book"  # "quick", "book" or "full": see How to run
 seed = 0
 
 # %% [markdown]
-# ```{note} Profiles and run time
-# `profile` picks the scale: `"quick"` (under a minute on a CPU; the tests run it), `"book"`
-# (what this page shows: the companion's exact setting, about two minutes on a 2-core CPU) and
-# `"full"`, the same runs trained 2,000 steps past $T_\text{grok}$ as the companion does, and a
-# longer run without decay: expect a few minutes on a Colab T4 (an estimate, not yet measured).
-# In Colab, choose *Runtime → Change runtime type → GPU*, set `profile = "full"` in the cell
-# above and run all; nhtlab trains on the GPU when there is one. See [How to run](how_to_run.md).
-# ```
+# Profiles, run times and running `"full"` on a GPU: {ref}`How to run <profiles>`.
 
 # %%
 import nhtlab
 from nhtlab import charts
 from nhtlab.papers import COMPANION_ETA_SWEEP, COMPANION_LAMBDA_SWEEP, paper_cell
 
+# %% tags=["hide-input"]
 PROFILES = {
     # quick: the same network and code path at η = 2e-3, a point of the companion's own
     # learning-rate sweep (T_grok 840 ± 80 there), so that it groks in about 1,000 steps.

@@ -41,22 +41,18 @@ if "google.colab" in sys.modules:
           'To run it: Runtime > Change runtime type > T4 GPU, set profile = "full" in the next cell, run all.')
 
 # %% tags=["parameters"]
-profile = "book"  # "quick" (tests, < 1 min on CPU), "book" (rendered book), "full" (GPU, paper scale)
+profile = "book"  # "quick", "book" or "full": see How to run
 seed = 0
 
 # %% [markdown]
-# ```{note} Profiles and run time
-# `"quick"` takes under a minute on a CPU (the tests run it), `"book"` is what this page shows
-# (about two minutes on a 2-core CPU), `"full"` is the companion's whole λ grid with three seeds
-# and budgets of 50,000 steps: expect about an hour on a Colab T4 (an estimate, not yet
-# measured). See [How to run](how_to_run.md).
-# ```
+# Profiles, run times and running `"full"` on a GPU: {ref}`How to run <profiles>`.
 
 # %%
 import nhtlab
 from nhtlab import charts
 from nhtlab.papers import COMPANION_GROK_COUNTS
 
+# %% tags=["hide-input"]
 PROFILES = {
     # quick: η = 2e-3 (a point of the companion's η sweep) so that λ = 1 groks in ~1,000 steps.
     # Step budget per λ: long where grokking is expected, short where a few thousand steps show

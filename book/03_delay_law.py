@@ -73,18 +73,11 @@ if "google.colab" in sys.modules:
           'To run it: Runtime > Change runtime type > T4 GPU, set profile = "full" in the next cell, run all.')
 
 # %% tags=["parameters"]
-profile = "book"  # "quick" (tests, < 1 min on CPU), "book" (rendered book), "full" (GPU, paper scale)
+profile = "book"  # "quick", "book" or "full": see How to run
 seed = 0
 
 # %% [markdown]
-# ```{note} Profiles and run time
-# `"quick"` takes under a minute on a CPU (the tests run it), `"book"` is what this page shows
-# (several minutes on a 2-core CPU; the runs it shares with the first two chapters come from
-# the result cache), `"full"` is the companion's λ and η sweeps with 10 seeds each, trained
-# 2,000 steps past $T_\text{grok}$: expect a few hours on a Colab T4 (an estimate, not yet
-# measured). `make reproduce` runs the companion's λ sweep on a CPU. See
-# [How to run](how_to_run.md).
-# ```
+# Profiles, run times and running `"full"` on a GPU: {ref}`How to run <profiles>`.
 
 # %%
 import numpy as np
@@ -93,6 +86,7 @@ import nhtlab
 from nhtlab import charts
 from nhtlab.papers import COMPANION_CONTRACTION, COMPANION_ETA_SWEEP, COMPANION_GROK_FIT, COMPANION_LAMBDA_SWEEP, paper_cell
 
+# %% tags=["hide-input"]
 PROFILES = {
     # quick: η = 3e-3 as the base so that runs grok within about 1,000 steps (a stand-in: the
     # companion's η sweep stops at 2e-3); one seed; each family reduced to two settings.

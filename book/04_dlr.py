@@ -41,16 +41,11 @@ if "google.colab" in sys.modules:
           'To run it: Runtime > Change runtime type > T4 GPU, set profile = "full" in the next cell, run all.')
 
 # %% tags=["parameters"]
-profile = "book"  # "quick" (tests, < 1 min on CPU), "book" (rendered book), "full" (GPU, paper scale)
+profile = "book"  # "quick", "book" or "full": see How to run
 seed = 0
 
 # %% [markdown]
-# ```{note} Profiles and run time
-# `profile` picks the scale: `"quick"` (under a minute on a CPU; the tests run it), `"book"`
-# (what this page shows, a few minutes on a 2-core CPU) and `"full"`: longer transformer, MLP and CNN runs and a finer lazy/rich grid on larger images; expect tens of minutes on a Colab T4.
-# These GPU times are estimates, not yet measured. In Colab, choose *Runtime → Change runtime type → GPU*,
-# set `profile = "full"` in the cell above and run all; nhtlab trains on the GPU when there is one.
-# ```
+# Profiles, run times and running `"full"` on a GPU: {ref}`How to run <profiles>`.
 
 # %%
 import torch
@@ -64,6 +59,7 @@ from nhtlab.data.images import ImageData, digits
 
 torch.set_num_threads(1)  # these small models train fastest on one CPU thread
 
+# %% tags=["hide-input"]
 PROFILES = {
     # transformer: nhtlab.companion at λ = 1 (p = 97, AdamW, batch 512); quick uses lr 2e-3 (groks sooner).
     # lazy_rich: nhtlab.training.lazy_rich scales α. MLP: chapter 1's embedding MLP on (a + b) mod p, full batch.

@@ -50,23 +50,18 @@ if "google.colab" in sys.modules:
           'To run it: Runtime > Change runtime type > T4 GPU, set profile = "full" in the next cell, run all.')
 
 # %% tags=["parameters"]
-profile = "book"  # "quick" (tests, < 1 min on CPU), "book" (rendered book), "full" (GPU, paper scale)
+profile = "book"  # "quick", "book" or "full": see How to run
 seed = 0
 
 # %% [markdown]
-# ```{note} Profiles and run time
-# `profile` picks the scale: `"quick"` (under a minute on a CPU; the tests run it), `"book"`
-# (what this page shows, a few minutes on a 2-core CPU) and `"full"`, CIFAR-10 with class-coloured borders and the paper's SimpleCNN, 200 epochs: expect one to two hours on a Colab T4.
-# CIFAR-10 is downloaded only in `full` (through torchvision, opt-in); the other profiles use the digits that ship with scikit-learn.
-# These GPU times are estimates, not yet measured. In Colab, choose *Runtime → Change runtime type → GPU*,
-# set `profile = "full"` in the cell above and run all; nhtlab trains on the GPU when there is one.
-# ```
+# Profiles, run times and running `"full"` on a GPU: {ref}`How to run <profiles>`.
 
 # %%
 import nhtlab
 from nhtlab import charts
 from nhtlab.analysis.events import border_times
 
+# %% tags=["hide-input"]
 # The setting chapter 06 chooses from its probe grid: a bright one-pixel border on 10×10 digits, its class's
 # colour on ρ = 0.95 of the training images and a wrong class's colour on the rest, a constant learning rate.
 DESIGN = dict(base="digits", size=10, width=1, pad=True, rho=0.95, otherwise="other", clean="mean", contrast=1.0,

@@ -47,21 +47,17 @@ if "google.colab" in sys.modules:
           'To run it: Runtime > Change runtime type > T4 GPU, set profile = "full" in the next cell, run all.')
 
 # %% tags=["parameters"]
-profile = "book"  # "quick" (tests, < 1 min on CPU), "book" (rendered book), "full" (GPU, paper scale)
+profile = "book"  # "quick", "book" or "full": see How to run
 seed = 0
 
 # %% [markdown]
-# ```{note} Profiles and run time
-# `"quick"` takes under a minute on a CPU (the tests run it), `"book"` is what this page shows
-# (a few minutes on a 2-core CPU), `"full"` sweeps $d_\text{model}$ from 32 to 512 with 5 seeds:
-# expect about an hour on a Colab T4 (an estimate, not yet measured). See
-# [How to run](how_to_run.md).
-# ```
+# Profiles, run times and running `"full"` on a GPU: {ref}`How to run <profiles>`.
 
 # %%
 import nhtlab
 from nhtlab import charts
 
+# %% tags=["hide-input"]
 PROFILES = {
     # quick: η = 2e-3 (a point of the companion's η sweep), so that each run groks in ~1,000 steps.
     "quick": dict(lr=2e-3, sizes=[64, 96, 128], seeds=[0], steps=3000, stop_after=100, budget=1500),

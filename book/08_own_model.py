@@ -48,16 +48,11 @@ if "google.colab" in sys.modules:
           'To run it: Runtime > Change runtime type > T4 GPU, set profile = "full" in the next cell, run all.')
 
 # %% tags=["parameters"]
-profile = "book"  # "quick" (tests, < 1 min on CPU), "book" (rendered book), "full" (GPU, longer runs)
+profile = "book"  # "quick", "book" or "full": see How to run
 seed = 0
 
 # %% [markdown]
-# ```{note} Profiles and run time
-# `profile` picks the scale: `"quick"` (under a minute on a CPU; the tests run it), `"book"`
-# (what this page shows, a few minutes on a 2-core CPU) and `"full"`, longer runs on larger images and a finer λ grid: expect tens of minutes on a Colab T4.
-# These GPU times are estimates, not yet measured. In Colab, choose *Runtime → Change runtime type → GPU*,
-# set `profile = "full"` in the cell above and run all; nhtlab trains on the GPU when there is one.
-# ```
+# Profiles, run times and running `"full"` on a GPU: {ref}`How to run <profiles>`.
 
 # %%
 import torch
@@ -68,6 +63,7 @@ import nhtlab
 from nhtlab import charts
 from nhtlab.data.images import digits
 
+# %% tags=["hide-input"]
 PROFILES = {
     # 8 × 8 digits, a small CNN, a λ grid of short minibatch runs.
     "quick": dict(size=8, noise=0.3, lambdas=[0.01, 0.3, 1.5, 10.0], steps=1000, batch=64, lr=3e-3, every=50,
