@@ -53,8 +53,7 @@ profile = "book"  # "quick", "book" or "full": see How to run
 seed = 0
 
 # %% [markdown]
-# Profiles, run times and running `"full"` on a GPU:
-# {ref}`How to run <profiles>`.
+# Profiles, run times, `"full"` on a GPU: {ref}`How to run <profiles>`.
 
 # %%
 import nhtlab
