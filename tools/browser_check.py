@@ -46,8 +46,10 @@ PROBE = """(() => {
   const math = document.querySelectorAll('.math').length;
   const formulas = document.querySelectorAll('.math mjx-container').length;
   // Code that does not fit the page's column scrolls sideways: a code cell's input or a code
-  // block whose content is wider than its box. Reported by the first characters of its widest line.
+  // block whose content is wider than its box (a cell's printed output is not code, and is left
+  // out). Reported by the first characters of its widest line.
   const overflow = Array.from(document.querySelectorAll('div.cell_input pre, .highlight pre'))
+                        .filter(pre => !pre.closest('.cell_output'))
                         .filter(pre => pre.scrollWidth > pre.clientWidth + 1)
                         .map(pre => {
                           const lines = pre.textContent.split('\\n');
