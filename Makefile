@@ -5,7 +5,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 
-.PHONY: book test install clean reproduce
+.PHONY: book test install clean reproduce format
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -20,6 +20,13 @@ book: install
 
 test: install
 	$(PY) -m pytest $(PYTEST_ARGS)
+
+# The chapters' code in book/ruff.toml's style (lines fit the page's code column), then their
+# notebooks brought level with the text form. Long strings and comments are wrapped by hand:
+# ruff format does not split them (tests/test_chapter_format.py finds any).
+format: install
+	$(VENV)/bin/ruff format book/*.py
+	$(VENV)/bin/jupytext --sync book/*.py
 
 # The companion paper's λ sweep (Table 3) on this machine: about 300k training steps.
 reproduce: install

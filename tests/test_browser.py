@@ -1,5 +1,5 @@
 """The rendered book in a real browser, offline: charts draw, formulas typeset, no console errors,
-Colab links right, each chapter's executed notebook downloadable.
+Colab links right, each chapter's executed notebook downloadable, code fits the page column.
 
 Builds the book from the quick-profile executions, opens every page in headless
 Chromium with the network off, and saves a screenshot per page under
@@ -84,6 +84,16 @@ def test_download_offers_the_executed_notebook(page_reports, executed_chapters):
         assert outputs and charts, f"{stem}: the downloadable notebook has {len(outputs)} outputs, {len(charts)} charts"
         assert notebook["metadata"].get("papermill", {}).get("parameters", {}).get("profile") == "quick", (
             f"{stem}: the download is not the notebook executed for this page")
+
+
+def test_code_fits_the_page_column(page_reports, executed_chapters):
+    """No code cell or code block scrolls sideways in a 1280-pixel window (book/ruff.toml keeps the
+    chapters' lines short enough). The API reference is left out: its examples are nhtlab's
+    docstrings, written in the package's own style."""
+    for stem in executed_chapters:
+        assert stem in page_reports, f"{stem}: page not checked"
+    wide = {page: r.overflow for page, r in page_reports.items() if r.overflow and page != "api"}
+    assert not wide, f"code wider than its column (scrollWidth>clientWidth: widest line): {wide}"
 
 
 def test_screenshots_saved(page_reports):

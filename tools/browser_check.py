@@ -3,8 +3,8 @@
 For each page: console errors and uncaught exceptions (none allowed), altair
 charts present and drawn (an ``svg``/``canvas`` with marks inside each chart),
 interactive controls (Vega-Lite bindings), the Colab launch link, the
-notebook download link, typeset formulas (MathJax) and a full-page
-screenshot. Talks to Chromium over the DevTools protocol with tornado's
+notebook download link, typeset formulas (MathJax), code blocks wider than
+their column (they scroll sideways) and a full-page screenshot. Talks to Chromium over the DevTools protocol with tornado's
 websocket client (already installed with Jupyter), so no browser driver is
 needed.
 
@@ -45,9 +45,21 @@ PROBE = """(() => {
                          .map(a => a.href);
   const math = document.querySelectorAll('.math').length;
   const formulas = document.querySelectorAll('.math mjx-container').length;
+  // Code that does not fit the page's column scrolls sideways: a code cell's input or a code
+  // block whose content is wider than its box (a cell's printed output is not code, and is left
+  // out). Reported by the first characters of its widest line.
+  const overflow = Array.from(document.querySelectorAll('div.cell_input pre, .highlight pre'))
+                        .filter(pre => !pre.closest('.cell_output'))
+                        .filter(pre => pre.scrollWidth > pre.clientWidth + 1)
+                        .map(pre => {
+                          const lines = pre.textContent.split('\\n');
+                          const widest = lines.reduce((a, b) => (b.length > a.length ? b : a), '');
+                          return `${pre.scrollWidth}>${pre.clientWidth}px: ${widest.trim().slice(0, 80)}`;
+                        });
   const widgets = document.querySelectorAll('.jupyter-widgets, [data-mime-type="application/vnd.jupyter.widget-view+json"], script[type="application/vnd.jupyter.widget-view+json"]').length;
   return JSON.stringify({charts: charts.length, drawn: drawn.length, controls: controls, colab: colab, widgets: widgets,
-                         downloads: downloads, math: math, formulas: formulas, title: document.title});
+                         downloads: downloads, math: math, formulas: formulas, overflow: overflow,
+                         title: document.title});
 })()"""
 
 
@@ -63,6 +75,7 @@ class PageReport:
     downloads: list[str] = field(default_factory=list)
     math: int = 0
     formulas: int = 0
+    overflow: list[str] = field(default_factory=list)  # code blocks wider than the column
     errors: list[str] = field(default_factory=list)
     screenshot: str = ""
 
@@ -177,6 +190,7 @@ async def _check_pages(tools: DevTools, pages: list[Path], shots: Path | None, s
         report.title, report.charts, report.drawn = probe["title"], probe["charts"], probe["drawn"]
         report.controls, report.colab, report.widgets = probe["controls"], probe["colab"], probe["widgets"]
         report.downloads, report.math, report.formulas = probe["downloads"], probe["math"], probe["formulas"]
+        report.overflow = probe["overflow"]
         report.errors = _errors(tools.events)
         if shots is not None:
             metrics = await tools.call("Page.getLayoutMetrics")
