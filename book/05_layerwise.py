@@ -116,8 +116,10 @@ print(f"{len(data.y_train)} training images of shape {tuple(data.x_train.shape[1
       f"{data.cue_agreement:.1%} of them carry their class's border, the rest a wrong class's")
 model = configs["main"].build_model()
 print(f"SimpleCNN: {sum(p.numel() for p in model.parameters()):,} parameters, layers {list(nhtlab.layer_norms(model))}")
-runs = dict(zip(configs, nhtlab.run_shortcuts(list(configs.values()), workers=cfg.workers,
-                                              cache=nhtlab.default_cache())))
+# One sweep through the result cache, as in chapters 01-03: a re-run reuses every finished run.
+result = nhtlab.sweep(list(configs.values()), strategy="parallel" if cfg.workers > 1 else "sequential",
+                      workers=cfg.workers, cache=nhtlab.default_cache())
+runs = dict(zip(configs, result.histories))
 times = {label: border_times(h) for label, h in runs.items()}
 [{"run": label, "border fitted at": fitted, "dropped at": dropped,
   **{k: round(h.rows[-1][k], 3) for k in ("train_acc", "clean_acc", "conflict_acc", "cue_acc")}}

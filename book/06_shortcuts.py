@@ -154,8 +154,10 @@ norm_runs = {norm: main.replace(norm=norm, model="resnet18" if profile == "full"
 tint = {lam: base.replace(kind="tint", weight_decay=lam) for lam in cfg.tint_lams}
 image_runs = list(dict.fromkeys([main, *sweep.values(), *control.values(), *rho_runs.values(), *norm_runs.values(),
                                  *tint.values()]))
-trained = dict(zip(image_runs, nhtlab.run_shortcuts(image_runs, workers=cfg.workers, cache=nhtlab.default_cache())))
-print(f"{len(image_runs)} image runs ({sum(h.cached for h in trained.values())} from the result cache)")
+image_result = nhtlab.sweep(image_runs, strategy="parallel" if cfg.workers > 1 else "sequential", workers=cfg.workers,
+                            cache=nhtlab.default_cache())
+trained = dict(zip(image_runs, image_result.histories))
+print(f"{len(image_runs)} image runs ({sum(row.cached for row in image_result)} from the result cache)")
 
 
 def summary(h) -> dict:

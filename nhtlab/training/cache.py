@@ -251,7 +251,7 @@ def cached_run(run: Any, cache: ResultCache | None = None, *, use_cache: bool | 
     if kwargs.get("callbacks"):
         raise ValueError("The 'callbacks' parameter of cached_run is not supported: a cached run would skip them. "
                          "Call run_modular directly.")
-    config = run.to_dict()
+    config = run.cache_config()
     if cache is None:
         cache = ResultCache()
     if use_cache:
