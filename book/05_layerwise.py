@@ -191,16 +191,15 @@ print(
     f" parameters,"
     f" layers {list(nhtlab.layer_norms(model))}"
 )
-runs = dict(
-    zip(
-        configs,
-        nhtlab.run_shortcuts(
-            list(configs.values()),
-            workers=cfg.workers,
-            cache=nhtlab.default_cache(),
-        ),
-    )
+# One sweep through the result cache, as in chapters 01-03:
+# a re-run reuses every finished run.
+result = nhtlab.sweep(
+    list(configs.values()),
+    strategy="parallel" if cfg.workers > 1 else "sequential",
+    workers=cfg.workers,
+    cache=nhtlab.default_cache(),
 )
+runs = dict(zip(configs, result.histories))
 times = {label: border_times(h) for label, h in runs.items()}
 [
     {

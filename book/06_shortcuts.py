@@ -430,17 +430,16 @@ image_runs = list(
         ]
     )
 )
-trained = dict(
-    zip(
-        image_runs,
-        nhtlab.run_shortcuts(
-            image_runs, workers=cfg.workers, cache=nhtlab.default_cache()
-        ),
-    )
+image_result = nhtlab.sweep(
+    image_runs,
+    strategy="parallel" if cfg.workers > 1 else "sequential",
+    workers=cfg.workers,
+    cache=nhtlab.default_cache(),
 )
+trained = dict(zip(image_runs, image_result.histories))
 print(
     f"{len(image_runs)} image runs"
-    f" ({sum(h.cached for h in trained.values())} from the result cache)"
+    f" ({sum(row.cached for row in image_result)} from the result cache)"
 )
 
 

@@ -63,7 +63,7 @@ from .training.batched import train_batched
 from .training.cache import ResultCache, cached_run, default_cache
 from .training.device import pick_device, seed_everything
 from .training.dlr_tracker import DLRTracker
-from .training.image_runs import ShortcutRun, run_shortcut, run_shortcuts
+from .training.image_runs import ShortcutRun, run_shortcut
 from .training.loop import TrainConfig, train
 from .training.monitor import Monitor, online_regime
 from .training.presets import companion
@@ -89,7 +89,7 @@ __all__ = [
     "clean_norm_separation", "separation_from_history",
     "score_predictions", "scorecard_text", "cue_escape_step",
     # training
-    "TrainConfig", "train", "ModularRun", "run_modular", "ShortcutRun", "run_shortcut", "run_shortcuts", "companion",
+    "TrainConfig", "train", "ModularRun", "run_modular", "ShortcutRun", "run_shortcut", "companion",
     "grid", "sweep", "SweepResult", "train_batched", "ResultCache", "cached_run", "default_cache",
     "Monitor", "online_regime", "DLRTracker", "pick_device", "seed_everything",
     "science_checks", "smoke_enabled",

@@ -137,3 +137,33 @@ def test_default_cache_follows_the_environment(monkeypatch, tmp_path):
     monkeypatch.setenv("NHTLAB_CACHE_DIR", str(tmp_path / "c"))
     cache = default_cache()
     assert isinstance(cache, ResultCache) and cache.root == tmp_path / "c"
+
+
+def test_a_modular_run_keeps_the_key_form_of_nhtlab_0_2_0():
+    """ModularRun gained eval_batch_size from its TrainConfig base; at its default it stays out of the key."""
+    assert RUN.cache_config() == RUN.to_dict() == {
+        "p": 11, "operation": "+", "train_fraction": 0.5, "model": "mlp", "model_kwargs": {"width": 16},
+        "steps": 40, "lr": 3e-3, "weight_decay": 1.0, "betas": [0.9, 0.98], "batch_size": None, "eval_every": 10,
+        "schedule": "constant", "seed": 5, "device": "cpu", "stop_after": None}
+    assert list(RUN.to_dict())[:5] == ["p", "operation", "train_fraction", "model", "model_kwargs"]
+    assert RUN.replace(eval_batch_size=256).to_dict()["eval_batch_size"] == 256
+    assert config_key(RUN.replace(eval_batch_size=256).to_dict()) != config_key(RUN.to_dict())
+    assert ModularRun(**RUN.to_dict()) == RUN
+
+
+def test_a_cached_history_keeps_its_column_order(cache):
+    """The stored JSON sorts keys; the history comes back with the model's layer order, as a fresh one has it.
+
+    A transformer's layers are tok, pos, blocks.…, readout: sorted, blocks.0.… would come first and the
+    analysis that reads the first layer off the history (P4 of the scorecard) would read another layer.
+    """
+    rows = [{"step": s, "train_acc": 0.5, "norm": 3.0, "norm/tok": 1.0, "norm/pos": 1.0, "norm/blocks.0.attn.proj": 1.0,
+             "norm/readout": 1.0} for s in (0, 10)]
+    history = History(rows=rows, status="completed")
+    cache.put({"run": 1}, history)
+    back = cache.get({"run": 1})
+    assert [list(r) for r in back.rows] == [list(r) for r in rows]
+    assert back.layers == ["tok", "pos", "blocks.0.attn.proj", "readout"]
+    fresh, _ = _trained(cache, RUN.replace(model="transformer", model_kwargs={}, p=7, steps=10, eval_every=5))
+    again, trained = _trained(cache, RUN.replace(model="transformer", model_kwargs={}, p=7, steps=10, eval_every=5))
+    assert not trained and again.columns == fresh.columns and again.layers[0] == "tok"

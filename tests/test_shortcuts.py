@@ -138,26 +138,37 @@ def test_works_on_the_offline_digits():
 
 
 def test_shortcut_run_trains_every_test_set_reproducibly():
-    from nhtlab.training.image_runs import ShortcutRun, run_shortcut, run_shortcuts
+    from nhtlab.training.image_runs import ShortcutRun, run_shortcut
+    from nhtlab.training.sweeps import sweep
 
     run = ShortcutRun(steps=6, eval_every=3, channels=(2, 2, 2, 2, 4, 4), device="cpu")
     a = run_shortcut(run)
     for name in ("train", "coloured", "clean", "shortcut", "conflict", "cue"):
         assert f"{name}_acc" in a.columns
     assert "norm/readout" in a.columns and a.config["rho"] == 0.95
-    (b,) = run_shortcuts([run], workers=1)
-    assert a.rows == b.rows and not hasattr(b, "model")
+    (b,) = sweep([run], strategy="sequential", progress="none")
+    assert a.rows == b.history.rows and not hasattr(b.history, "model") and b.events is None
+    (c,) = sweep([run], strategy="parallel", workers=1, progress="none")  # in a worker process: the same rows
+    assert c.history.rows == a.rows
     with pytest.raises(ValueError, match="'kind' parameter of ShortcutRun must be one of 'border', 'tint'"):
         ShortcutRun(kind="texture")
 
 
-def test_run_shortcuts_dispatches_modular_runs():
+def test_one_sweep_trains_both_run_kinds():
+    """A mixed list: each run executes itself (run_modular or run_shortcut), rows as if called directly."""
     from nhtlab import ModularRun, run_modular
-    from nhtlab.training.image_runs import run_shortcuts
+    from nhtlab.training.image_runs import ShortcutRun, run_shortcut
+    from nhtlab.training.sweeps import sweep
 
-    run = ModularRun(p=7, steps=4, eval_every=2, device="cpu")
-    (h,) = run_shortcuts([run], workers=1)
-    assert "test_acc" in h.columns and h.rows == run_modular(run).rows
+    modular = ModularRun(p=7, steps=4, eval_every=2, device="cpu")
+    image = ShortcutRun(steps=4, eval_every=2, channels=(2, 2, 2, 2, 4, 4), device="cpu")
+    m, i = sweep([modular, image], strategy="parallel", workers=2, progress="none")
+    assert "test_acc" in m.history.columns and m.history.rows == run_modular(modular).rows and m.events.t_mem is None
+    assert "conflict_acc" in i.history.columns and i.history.rows == run_shortcut(image).rows
+    records = sweep([image], strategy="sequential", progress="none").records()
+    assert records[0]["channels"] == (2, 2, 2, 2, 4, 4) and records[0]["final_test_acc"] is None
+    with pytest.raises(ValueError, match="'strategy' parameter of sweep is 'batched', which stacks ModularRuns only"):
+        sweep([modular, image], strategy="batched")
 
 
 def test_offline_cifar_switch(tmp_path):
@@ -208,18 +219,51 @@ def test_border_times_fitted_then_dropped():
         border_times(h([0.1], [0.1]), drop_level=1.0)
 
 
-def test_run_shortcuts_uses_the_result_cache(tmp_path):
+def test_a_shortcut_sweep_reuses_the_result_cache(tmp_path, monkeypatch):
+    """The second sweep of the same runs trains nothing: every row comes from the cache."""
     from nhtlab.training.cache import ResultCache
-    from nhtlab.training.image_runs import ShortcutRun, cache_config, run_shortcuts
+    from nhtlab.training.image_runs import ShortcutRun
+    from nhtlab.training.sweeps import sweep
 
     cache = ResultCache(tmp_path)
-    run = ShortcutRun(steps=4, eval_every=2, channels=(2, 2, 2, 2, 4, 4), device="cpu")
-    (a,) = run_shortcuts([run], workers=1, cache=cache)
-    assert a.cached is False and cache_config(run) in cache and cache_config(run)["runner"] == "run_shortcut"
-    (b,) = run_shortcuts([run], workers=1, cache=cache)
-    assert b.cached is True and b.rows == a.rows
-    with pytest.raises(ValueError, match="'cache' parameter of run_shortcuts"):
-        run_shortcuts([run], fn=len, cache=cache)
+    base = ShortcutRun(steps=4, eval_every=2, channels=(2, 2, 2, 2, 4, 4), device="cpu")
+    runs = [base, base.replace(weight_decay=0.1)]
+    trained = []
+    execute = ShortcutRun.execute
+
+    def counting(self, **kwargs):
+        trained.append(self)
+        return execute(self, **kwargs)
+
+    monkeypatch.setattr(ShortcutRun, "execute", counting)  # the sequential strategy runs in this process
+    first = sweep(runs, strategy="sequential", cache=cache, progress="none")
+    assert trained == runs and [r.cached for r in first] == [False, False] and len(cache) == 2
+    assert base.cache_config() in cache and base.cache_config()["runner"] == "run_shortcut"
+    second = sweep(runs, strategy="sequential", cache=cache, progress="none")
+    assert trained == runs, "the second sweep trained again"
+    assert [r.cached for r in second] == [True, True] and [r.source for r in second] == ["cache", "cache"]
+    assert [r.history.rows for r in second] == [r.history.rows for r in first]
+    third = sweep(runs, strategy="parallel", workers=2, cache=cache, progress="none")  # no pool is even needed
+    assert all(r.cached for r in third) and trained == runs
+
+
+def test_shortcut_run_keys_are_those_of_nhtlab_0_2_0():
+    """Inheriting TrainConfig added stop_after and eval_batch_size; at their defaults they stay out of the key."""
+    from nhtlab.training.image_runs import ShortcutRun
+
+    run = ShortcutRun()
+    assert run.cache_config() == {
+        "runner": "run_shortcut", "base": "digits", "size": 10, "train_size": None, "noise": 0.0, "root": "data",
+        "download": False, "kind": "border", "rho": 0.95, "width": 1, "pad": True, "otherwise": "none", "clean": "none",
+        "contrast": 1.0, "strength": 0.3, "model": "simple", "norm": "none", "channels": [8, 8, 16, 16, 32, 32],
+        "steps": 2000, "lr": 3e-3, "weight_decay": 0.3, "betas": [0.9, 0.999], "batch_size": 64, "eval_every": 100,
+        "schedule": "cosine", "seed": 0, "device": "auto"}
+    assert run.replace(eval_batch_size=512).to_dict()["eval_batch_size"] == 512  # keyed once it is set
+    assert ShortcutRun(**run.to_dict()) == run and hash(ShortcutRun(**run.to_dict())) == hash(run)
+    with pytest.raises(ValueError, match="'stop_after' parameter of ShortcutRun must be None"):
+        ShortcutRun(stop_after=100)
+    with pytest.raises(ValueError, match="'lr' parameter of ShortcutRun must be a finite float > 0.0"):
+        ShortcutRun(lr=0.0)
 
 
 def test_run_shortcut_sizes_its_evaluation_batch_for_a_t4(monkeypatch):

@@ -80,6 +80,7 @@ def test_cache_hook_skips_runs_it_holds(strategy):
     second = sweep(more, strategy=strategy, cache=cache, progress="none")
     assert cache.puts == 3, "only the new run is trained and stored"
     assert [r.source for r in second] == ["cache", "cache", "computed"]
+    assert [r.cached for r in second] == [True, True, False]
     assert second[0].history is first[0].history
     with pytest.raises(TypeError, match="'cache' parameter of sweep"):
         sweep(runs, cache=object())

@@ -100,3 +100,36 @@ def test_bad_run_config():
         ModularRun(model="rnn")
     with pytest.raises(TypeError, match="'data' parameter of train must have 'x_train' and 'y_train'"):
         train(EmbeddingMLP(5), object(), TrainConfig(steps=1), progress="none")
+
+
+def test_run_kinds_declare_the_training_fields_once():
+    """ModularRun and ShortcutRun inherit TrainConfig's fields; each default that differs is an override in the class body."""
+    from dataclasses import fields
+
+    from nhtlab.training.image_runs import ShortcutRun
+
+    train_fields = {f.name: f for f in fields(TrainConfig)}
+    for kind, overrides in ((ModularRun, {"lr"}),
+                            (ShortcutRun, {"steps", "lr", "weight_decay", "betas", "batch_size", "eval_every", "schedule"})):
+        assert issubclass(kind, TrainConfig)
+        own = {f.name: f for f in fields(kind)}
+        assert set(train_fields) <= set(own)
+        for name, f in train_fields.items():
+            if name in overrides:
+                assert own[name].default != f.default, (kind.__name__, name)
+            else:  # the default comes from TrainConfig, not a copy
+                assert own[name].default == f.default, (kind.__name__, name)
+        # an override is re-annotated in the class body; every other training field is not
+        assert set(kind.__annotations__) & set(train_fields) == overrides
+        # the shared methods live once, on TrainConfig
+        for method in ("to_dict", "replace", "train_config", "__hash__"):
+            assert getattr(kind, method) is getattr(TrainConfig, method), (kind.__name__, method)
+    run = ModularRun(p=7, lr=1e-2, weight_decay=0.5, eval_batch_size=64)
+    assert run.train_config() == TrainConfig(lr=1e-2, weight_decay=0.5, eval_batch_size=64)
+    assert type(run.replace(seed=2)) is ModularRun and run.replace(seed=2).seed == 2
+    with pytest.raises(ValueError, match="'eval_every' parameter of ModularRun must be an int >= 1"):
+        ModularRun(eval_every=0)
+    with pytest.raises(TypeError):
+        ModularRun(7)  # keyword arguments only: a positional value would land in the first training field
+    with pytest.raises(TypeError, match="TrainConfig holds training settings only"):
+        TrainConfig().execute()

@@ -5,7 +5,7 @@ spaces) of the run's *full* configuration together with ``nhtlab.__version__``
 (and, under the smoke cap of :mod:`nhtlab.smoke`, the cap's settings):
 changing any setting, or upgrading nhtlab, misses the cache and trains again.
 Each entry is one JSON file holding the key, the configuration, the history
-and a SHA-256 checksum of its content, written atomically (temporary file +
+(with its column order, which the sorted JSON would lose) and a SHA-256 checksum of its content, written atomically (temporary file +
 :func:`os.replace`). An entry that is unreadable, truncated, or whose checksum
 or key does not match is never used: :meth:`ResultCache.get` warns, moves it
 aside (``*.corrupt``) and reports a miss, so the run is recomputed.
@@ -155,6 +155,8 @@ class ResultCache:
             if body["key"] != path.stem:
                 raise ValueError("the entry belongs to another key")
             history = History.from_dict(body["history"])
+            if "columns" in body:  # the canonical JSON sorted each row's keys: put the history's own order back
+                history.rows = _in_order(history.rows, body["columns"])
         except Exception as error:  # noqa: BLE001 — every kind of damage is handled alike
             self._set_aside(path, error)
             return None
@@ -178,7 +180,10 @@ class ResultCache:
 
         path = self.path(config)
 
-        body = {"key": path.stem, "nhtlab": _version.__version__, "config": dict(config), "history": history.to_dict()}
+        body = {"key": path.stem, "nhtlab": _version.__version__, "config": dict(config), "history": history.to_dict(),
+                # the canonical JSON sorts a row's keys; this list keeps their order, which is the model's layer
+                # order in norm/<layer> (analysis reads the first layer off it)
+                "columns": history.columns}
         if smoke_signature() is not None:
             body["smoke"] = smoke_signature()
         body = json.loads(_canonical(body))  # the stored form: what get() will checksum
@@ -211,6 +216,12 @@ class ResultCache:
             RuntimeWarning,
             stacklevel=3,
         )
+
+
+def _in_order(rows: list[dict[str, Any]], columns: list[str]) -> list[dict[str, Any]]:
+    """Each row with its keys in the order of ``columns`` (keys not listed go last, as they are)."""
+    rank = {name: i for i, name in enumerate(columns)}
+    return [dict(sorted(row.items(), key=lambda item: rank.get(item[0], len(rank)))) for row in rows]
 
 
 def default_cache() -> ResultCache | None:
@@ -256,7 +267,7 @@ def cached_run(run: Any, cache: ResultCache | None = None, *, use_cache: bool | 
     if kwargs.get("callbacks"):
         raise ValueError("The 'callbacks' parameter of cached_run is not supported: a cached run would skip them. "
                          "Call run_modular directly.")
-    config = run.to_dict()
+    config = run.cache_config()
     if cache is None:
         cache = ResultCache()
     if use_cache:

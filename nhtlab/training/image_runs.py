@@ -1,24 +1,23 @@
 """Training runs on shortcut images: :class:`ShortcutRun` describes one run as a flat,
 hashable config; :func:`run_shortcut` builds its data and model and trains it with
-every test set of :mod:`nhtlab.data.cues` evaluated.
+every test set of :mod:`nhtlab.data.cues` evaluated. Sweep them (cached, in a
+process pool) with :func:`nhtlab.sweep`, as modular runs.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import dataclass, replace
+from typing import Any
 
 from ..data.cues import ShortcutData, border_shortcut, harder, tint_shortcut
 from ..data.images import cifar10, digits
+from ..history import History
 from ..models.cnn import ResNet18, SimpleCNN
 from ..validation import check_choice, check_int, check_real, check_type
 from .device import pick_device, seed_everything, suggest_eval_batch_size
 from .loop import TrainConfig, train
-from .runs import ModularRun, run_modular
-from .sweeps import (
-    default_executor,  # the same pool as sweeps: one torch thread per process
-)
 
-__all__ = ["ShortcutRun", "run_shortcut", "run_shortcuts", "cache_config"]
+__all__ = ["ShortcutRun", "run_shortcut"]
 
 
 BASES = ("digits", "cifar10")
@@ -30,20 +29,63 @@ KINDS = ("border", "tint")
 MODELS = ("simple", "resnet18")
 
 
-@dataclass(frozen=True)
-class ShortcutRun:
+@dataclass(frozen=True, kw_only=True)
+class ShortcutRun(TrainConfig):
     """Everything that defines one training run on shortcut images.
 
-    Data: ``base`` ("digits", offline; or "cifar10", opt-in through ``root`` and
-    ``download``), ``size`` (digits only), ``train_size`` (keep only the first
-    this many training images: a harder digit task), ``noise`` (standard
-    deviation of Gaussian pixel noise added to every image before the cue is
-    painted, clipped to [0, 1]: another way to make the digits harder), ``kind`` ("border" or the entangled
-    "tint"), ``rho``, ``width``, ``pad``, ``otherwise``, ``clean``, ``contrast``,
-    ``strength``. Model: ``model`` ("simple" = :class:`~nhtlab.models.cnn.SimpleCNN`,
-    "resnet18" = :class:`~nhtlab.models.cnn.ResNet18`), ``norm`` and ``channels``
-    (SimpleCNN). Training: the :class:`~nhtlab.training.loop.TrainConfig` fields.
+    The training fields are inherited from :class:`~nhtlab.training.loop.TrainConfig`,
+    with their validation; this class adds the data and the model, and sets
+    its own defaults for seven training fields (each commented where declared).
     ``seed`` seeds the digits split, the cues, the init and the sampler.
+    Keyword arguments only.
+
+    Parameters
+    ----------
+    base : {"digits", "cifar10"}
+        The images: scikit-learn's digits (offline), or CIFAR-10 (opt-in through ``root`` and ``download``).
+    size : int
+        Side of the digit images in pixels (digits only).
+    train_size : int >= 10, optional
+        Keep only the first this many training images (a harder digit task).
+    noise : float >= 0
+        Standard deviation of Gaussian pixel noise added to every image before the cue
+        is painted, clipped to [0, 1] (another way to make the digits harder).
+    root : str
+        CIFAR-10's directory.
+    download : bool
+        Whether CIFAR-10 may be downloaded.
+    kind : {"border", "tint"}
+        A coloured border, or the entangled tint (:mod:`nhtlab.data.cues`).
+    rho : float in [0, 1]
+        Share of training images whose cue names their class.
+    width : int
+        Border width in pixels.
+    pad : bool
+        Pad the image to paint the border around it (True) or paint over its edge.
+    otherwise : str
+        The cue of the other 1 − ρ images (``"none"``, ``"other"``, …; see :mod:`nhtlab.data.cues`).
+    clean : str
+        The cue of the ``clean`` test images.
+    contrast : float
+        Brightness of the cue colours.
+    strength : float
+        Strength of the tint (``kind="tint"``).
+    model : {"simple", "resnet18"}
+        :class:`~nhtlab.models.cnn.SimpleCNN` or :class:`~nhtlab.models.cnn.ResNet18`.
+    norm : str
+        Normalisation layers of the model (``"none"``, ``"batch"``, …).
+    channels : tuple of int
+        SimpleCNN's channels, six of them.
+    stop_after : None
+        Must stay None: shortcut runs have no ``test`` set whose accuracy could stop them.
+    **training fields
+        Every other :class:`~nhtlab.training.loop.TrainConfig` field.
+
+    Examples
+    --------
+    >>> run = ShortcutRun(weight_decay=0.1, steps=300)
+    >>> run.cache_config()["runner"], run.batch_size, ShortcutRun(**run.to_dict()) == run
+    ('run_shortcut', 64, True)
     """
 
     base: str = "digits"
@@ -63,18 +105,24 @@ class ShortcutRun:
     model: str = "simple"
     norm: str = "none"
     channels: tuple[int, ...] = (8, 8, 16, 16, 32, 32)
-    steps: int = 2000
-    lr: float = 3e-3
-    weight_decay: float = 0.3
-    betas: tuple[float, float] = (0.9, 0.999)
-    batch_size: int | None = 64
-    eval_every: int = 100
-    schedule: str = "cosine"
-    seed: int = 0
-    device: str = "auto"
+    # Training defaults that differ from TrainConfig's: a small CNN on images trained with minibatches, the
+    # recipe these runs had before they shared the TrainConfig base (kept so default runs and cache keys stay).
+    steps: int = 2000  # TrainConfig: 3000
+    lr: float = 3e-3  # TrainConfig: 1e-3
+    weight_decay: float = 0.3  # TrainConfig: 1.0
+    betas: tuple[float, float] = (0.9, 0.999)  # PyTorch's defaults (TrainConfig: 0.98, the grokking papers')
+    batch_size: int | None = 64  # minibatches (TrainConfig: None = full batch)
+    eval_every: int = 100  # TrainConfig: 25 (each evaluation here scores six image sets)
+    schedule: str = "cosine"  # TrainConfig: constant
+
+    # stop_after and eval_batch_size came with the TrainConfig base: keyed only when set, so cache keys stay
+    _key_omits_at_default = ("stop_after", "eval_batch_size")
+    __hash__ = TrainConfig.__hash__  # the one hash of every run kind (@dataclass would write a field hash)
 
     def __post_init__(self) -> None:
         owner = "ShortcutRun"
+        object.__setattr__(self, "channels", tuple(self.channels))
+        super().__post_init__()  # the training fields, with named errors
         check_choice(self.base, "base", BASES, owner=owner)
         check_choice(self.kind, "kind", KINDS, owner=owner)
         check_choice(self.model, "model", MODELS, owner=owner)
@@ -82,30 +130,20 @@ class ShortcutRun:
         if self.train_size is not None:
             check_int(self.train_size, "train_size", low=10, owner=owner)
         check_real(self.noise, "noise", 0.0, owner=owner)
-        object.__setattr__(self, "channels", tuple(self.channels))
-        object.__setattr__(self, "betas", tuple(self.betas))
-        self.train_config()
+        if self.stop_after is not None:
+            raise ValueError(f"The 'stop_after' parameter of ShortcutRun must be None: shortcut runs have no 'test' set "
+                             f"whose accuracy could stop them. Got {self.stop_after!r} instead.")
 
-    def train_config(self):
+    def cache_config(self) -> dict[str, Any]:
+        """The result-cache key: ``{"runner": "run_shortcut", **self.to_dict()}`` (never equal to a ModularRun's)."""
+        return {"runner": "run_shortcut", **self.to_dict()}
 
-
-        names = {f.name for f in fields(TrainConfig)}
-        return TrainConfig(**{k: v for k, v in asdict(self).items() if k in names})
-
-    def replace(self, **changes) -> "ShortcutRun":
-        """A copy with some fields changed (validated again)."""
-
-        return replace(self, **changes)
-
-    def to_dict(self) -> dict:
-
-        d = asdict(self)
-        d["channels"], d["betas"] = list(d["channels"]), list(d["betas"])
-        return d
+    def execute(self, **kwargs: Any) -> History:
+        """:func:`run_shortcut` on this run (``kwargs`` passed on); what :func:`nhtlab.sweep` calls."""
+        return run_shortcut(self, **kwargs)
 
     def data(self) -> ShortcutData:
         """Build this run's shortcut data (deterministic given the config)."""
-
         if self.base == "digits":
             base = digits(self.size, seed=self.seed)
         else:
@@ -118,27 +156,40 @@ class ShortcutRun:
                              contrast=self.contrast, seed=self.seed)
 
     def build_model(self, num_classes: int = 10):
-
+        """This run's freshly initialised model (seeded by ``seed``) for ``num_classes`` classes."""
         seed_everything(self.seed)
         if self.model == "simple":
             return SimpleCNN(num_classes, norm=self.norm, channels=self.channels)
         return ResNet18(num_classes, norm=self.norm)
 
 
-def run_shortcut(run: ShortcutRun, callbacks=(), progress: str | None = None, desc: str | None = None):
+def run_shortcut(run: ShortcutRun, callbacks=(), progress: str | None = None, desc: str | None = None) -> History:
     """Build data and model of ``run``, train with every test set evaluated, return the History.
-
-    Rows hold ``train_acc`` and ``coloured_acc``, ``clean_acc``, ``shortcut_acc``,
-    ``conflict_acc``, ``cue_acc`` (and losses), ``norm`` and ``norm/<layer>``; the history's
-    ``config`` is ``run.to_dict()``. The trained model is attached as
-    ``history.model`` (not serialised, dropped by :func:`run_shortcuts`).
 
     The evaluation batch is the largest that fits a quarter of a 16 GB T4 for this
     model and image size (:func:`nhtlab.training.device.suggest_eval_batch_size`): 8,192 for
     SimpleCNN and small images, 4,096 for ResNet18 at 32 px.
+
+    Parameters
+    ----------
+    run : ShortcutRun
+        The whole run: data, model and training fields.
+    callbacks : iterable of callables, optional
+        Each is called with a :class:`~nhtlab.training.loop.TrainState` after every evaluation.
+    progress : str, optional
+        Progress mode (see :mod:`nhtlab.training.progress`).
+    desc : str, optional
+        Label of the progress bar; defaults to the cue kind, ρ, λ and the norm layers.
+
+    Returns
+    -------
+    History
+        One row per evaluation: ``step``, ``lr``, ``train_acc`` and ``coloured_acc``,
+        ``clean_acc``, ``shortcut_acc``, ``conflict_acc``, ``cue_acc`` (each with its
+        ``*_loss``), ``norm`` (‖θ‖²) and ``norm/<layer>``. Its ``config`` is
+        ``run.to_dict()``; the trained model is attached as ``history.model`` (not
+        serialised: a history from :func:`nhtlab.sweep` or the cache has none).
     """
-
-
     check_type(run, "run", ShortcutRun, owner="run_shortcut")
     data = run.data()
     device = pick_device(run.device)
@@ -152,69 +203,3 @@ def run_shortcut(run: ShortcutRun, callbacks=(), progress: str | None = None, de
     history.config = run.to_dict()
     history.model = model  # type: ignore[attr-defined]
     return history
-
-
-def _call(item):
-    fn, arg = item
-    if fn is None:
-
-        fn = run_modular if isinstance(arg, ModularRun) else run_shortcut
-    history = fn(arg, progress="none")
-    if hasattr(history, "model"):
-        del history.model
-    return history
-
-
-def cache_config(run) -> dict:
-    """The result-cache key of a run: ``ModularRun.to_dict()`` as :func:`nhtlab.cached_run` uses it, or
-    ``{"runner": "run_shortcut", **ShortcutRun.to_dict()}`` for shortcut images."""
-    if isinstance(run, ShortcutRun):
-        return {"runner": "run_shortcut", **run.to_dict()}
-    return run.to_dict()
-
-
-def run_shortcuts(runs, workers: int = 2, fn=None, cache=None) -> list:
-    """Run several configs in a pool of ``workers`` processes (one torch thread each).
-
-    Parameters
-    ----------
-    runs : sequence of ShortcutRun or ModularRun (or of any config ``fn`` accepts)
-    workers : int >= 1
-        1 runs in this process, in order.
-    fn : callable, optional
-        ``fn(run, progress=...) -> History``; by default :func:`run_shortcut` for a
-        ShortcutRun and :func:`nhtlab.run_modular` for a ModularRun, so one pool
-        can train both. Must be importable for the pool.
-    cache : ResultCache, optional
-        Asked first for every run (:func:`cache_config` is the key, the same as
-        :func:`nhtlab.cached_run`'s for a ModularRun); every newly trained history is
-        put there. Not allowed together with ``fn`` (the cache could not tell
-        two functions' results apart).
-
-    Returns
-    -------
-    list of History, in the order of ``runs`` (models dropped). A history served
-    from the cache has ``cached = True``.
-    """
-    check_int(workers, "workers", low=1, owner="run_shortcuts")
-    runs = list(runs)
-    if cache is not None and fn is not None:
-        raise ValueError("The 'cache' parameter of run_shortcuts cannot be used with 'fn': pass one of them.")
-    found = [cache.get(cache_config(r)) if cache is not None else None for r in runs]
-    todo = [i for i, h in enumerate(found) if h is None]
-    items = [(fn, runs[i]) for i in todo]
-    if workers == 1 or len(items) <= 1:
-        trained = [_call(item) for item in items]
-    else:
-        with default_executor(min(workers, len(items))) as pool:
-            trained = list(pool.map(_call, items))
-    for i, history in zip(todo, trained):
-        if cache is not None:
-            cache.put(cache_config(runs[i]), history)
-        history.cached = False
-        found[i] = history
-    for h in found:
-        if not hasattr(h, "cached"):
-            h.cached = True
-    return found
-

@@ -14,11 +14,13 @@ AdamW the effective contraction rate γ_eff is at least ηλ (arXiv 2603.07323).
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import math
 import os
 import warnings
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 import torch
@@ -51,9 +53,15 @@ __all__ = ["TrainConfig", "TrainState", "train", "evaluate", "SCHEDULES"]
 SCHEDULES = ("constant", "cosine")
 
 
-@dataclass
+@dataclass(frozen=True, kw_only=True)
 class TrainConfig:
-    """Hyper-parameters of one training run.
+    """Hyper-parameters of one training run, and the base of every run config.
+
+    :class:`~nhtlab.training.runs.ModularRun` and
+    :class:`~nhtlab.training.image_runs.ShortcutRun` inherit these fields (and
+    their validation, :meth:`to_dict`, :meth:`replace` and hashing) and add only
+    their data and model fields; a run kind trains itself through ``execute``.
+    Configs are frozen and keyword-only: change one with :meth:`replace`.
 
     Attributes
     ----------
@@ -95,17 +103,22 @@ class TrainConfig:
     stop_after: int | None = None
     eval_batch_size: int = 8192
 
+    # Fields a run kind gained after nhtlab 0.2.0 keyed its results: to_dict() leaves them out while they
+    # hold their default, so that the cache keys (and run.json files) of 0.2.0 runs stay valid.
+    # A plain class attribute (no annotation), not a field.
+    _key_omits_at_default = ()
+
     def __post_init__(self) -> None:
-        owner = "TrainConfig"
+        owner = type(self).__name__  # errors name the class the user called: TrainConfig, ModularRun, ...
         check_int(self.steps, "steps", low=1, owner=owner)
         check_real(self.lr, "lr", 0.0, low_open=True, owner=owner)
         check_real(self.weight_decay, "weight_decay", 0.0, owner=owner)
         check_type(self.betas, "betas", (tuple, list), owner=owner)
         if len(self.betas) != 2:
-            raise ValueError(f"The 'betas' parameter of TrainConfig must hold two floats in [0, 1). Got {self.betas!r} instead.")
+            raise ValueError(f"The 'betas' parameter of {owner} must hold two floats in [0, 1). Got {self.betas!r} instead.")
         for b in self.betas:
             check_real(b, "betas", 0.0, 1.0, high_open=True, owner=owner)
-        self.betas = (float(self.betas[0]), float(self.betas[1]))
+        object.__setattr__(self, "betas", (float(self.betas[0]), float(self.betas[1])))
         if self.batch_size is not None:
             check_int(self.batch_size, "batch_size", low=1, owner=owner)
         check_int(self.eval_every, "eval_every", low=1, owner=owner)
@@ -115,6 +128,43 @@ class TrainConfig:
         if self.stop_after is not None:
             check_int(self.stop_after, "stop_after", low=0, owner=owner)
         check_int(self.eval_batch_size, "eval_batch_size", low=1, owner=owner)
+
+    def train_config(self) -> TrainConfig:
+        """The training fields alone, as a plain :class:`TrainConfig` (what :func:`train` records and checkpoints)."""
+        return TrainConfig(**{f.name: getattr(self, f.name) for f in fields(TrainConfig)})
+
+    def replace(self, **changes: Any) -> TrainConfig:
+        """A copy with some fields changed (validated again), of the same class."""
+        return dataclasses.replace(self, **changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The config as a flat JSON-ready dict: a run kind's own fields first, then the training fields.
+
+        Tuples become lists. The fields named in ``_key_omits_at_default`` are left out
+        while they hold their default (see there). ``type(run)(**run.to_dict())`` rebuilds the run.
+        """
+        values = asdict(self)
+        train_names = [f.name for f in fields(TrainConfig)]
+        names = [f.name for f in fields(self) if f.name not in train_names] + train_names
+        defaults = {f.name: f.default for f in fields(self)}
+        return {name: list(values[name]) if isinstance(values[name], tuple) else values[name] for name in names
+                if not (name in self._key_omits_at_default and values[name] == defaults[name])}
+
+    def cache_config(self) -> dict[str, Any]:
+        """The result-cache key of this run (:meth:`to_dict`; a run kind may tag it)."""
+        return self.to_dict()
+
+    def execute(self, **kwargs: Any) -> History:
+        """Train this run and return its history: each run kind defines it (:func:`nhtlab.sweep` calls it)."""
+        raise TypeError(f"{type(self).__name__} holds training settings only: it has no data or model to execute. "
+                        f"Use a run kind (ModularRun, ShortcutRun) or call train(model, data, config).")
+
+    def events(self, history: History) -> Any:
+        """The events a sweep reports for this run's ``history`` (None where the kind defines none)."""
+        return None
+
+    def __hash__(self) -> int:  # hash the canonical JSON form: a run kind may hold a dict (ModularRun.model_kwargs)
+        return hash(json.dumps(self.to_dict(), sort_keys=True))
 
 
 @dataclass

@@ -37,12 +37,17 @@ def companion(weight_decay: float = 1.0, seed: int = 0, **changes: Any) -> Modul
     seed : int
         Seeds the split, the init and the minibatch sampler.
     **changes
-        Any other :class:`~nhtlab.training.runs.ModularRun` field (``steps``,
+        Any other :class:`~nhtlab.training.runs.ModularRun` field, its own or
+        inherited from :class:`~nhtlab.training.loop.TrainConfig` (``steps``,
         ``stop_after``, ``lr``, ``p``, ``model_kwargs``…).
 
     Returns
     -------
     ModularRun
+        p = 97, (a + b) mod p, 50% of the pairs for training, the 1-layer transformer,
+        AdamW lr 1e-3 with betas (0.9, 0.999), batch 512 drawn with replacement,
+        ``eval_every=100``, at most 50,000 steps, stopped ``COMPANION_STOP_AFTER``
+        steps after T_grok; any field overridden by ``changes``.
 
     Examples
     --------

@@ -9,10 +9,11 @@ from __future__ import annotations
 import inspect
 import json
 import os
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..analysis.events import Events, find_events
 from ..data.modular import OPERATIONS, modular_data
 from ..history import History
 from ..models import MODELS, make_model
@@ -24,14 +25,39 @@ from .loop import TrainConfig, train
 __all__ = ["ModularRun", "run_modular"]
 
 
-@dataclass(frozen=True)
-class ModularRun:
+@dataclass(frozen=True, kw_only=True)
+class ModularRun(TrainConfig):
     """Everything that defines a modular-arithmetic training run.
 
-    Data: ``p``, ``operation``, ``train_fraction``. Model: ``model`` ("mlp" or
-    "transformer") and ``model_kwargs`` (passed to its constructor, e.g.
-    ``{"width": 256}``). Training: the :class:`~nhtlab.training.loop.TrainConfig` fields.
-    ``seed`` seeds the data split, the model init and the minibatch sampler.
+    The training fields (``steps``, ``lr``, ``weight_decay``, ``betas``,
+    ``batch_size``, ``eval_every``, ``schedule``, ``seed``, ``device``,
+    ``stop_after``, ``eval_batch_size``) are inherited from
+    :class:`~nhtlab.training.loop.TrainConfig`, with their validation; this
+    class adds the data and the model. ``seed`` seeds the data split, the model
+    init and the minibatch sampler. Keyword arguments only.
+
+    Parameters
+    ----------
+    p : int >= 2
+        The modulus; inputs are pairs (a, b) with 0 <= a, b < p, labels in [0, p).
+    operation : {"+", "-", "*", "/"}
+        The operation learnt, modulo ``p`` (``"/"`` needs a prime ``p``).
+    train_fraction : float in (0, 1)
+        Share of the p² pairs used for training; the rest is the test set.
+    model : {"mlp", "transformer"}
+        The architecture (:data:`nhtlab.models.MODELS`).
+    model_kwargs : dict
+        Passed to the model's constructor, e.g. ``{"width": 256}``; names are checked.
+    lr : float > 0
+        AdamW learning rate; the default here is 3e-3 (see the field's comment).
+    **training fields
+        Every other :class:`~nhtlab.training.loop.TrainConfig` field, with its default.
+
+    Examples
+    --------
+    >>> run = ModularRun(p=7, weight_decay=0.5, steps=100)
+    >>> run.to_dict()["p"], run.replace(seed=1).seed, ModularRun(**run.to_dict()) == run
+    (7, 1, True)
     """
 
     p: int = 59
@@ -39,18 +65,14 @@ class ModularRun:
     train_fraction: float = 0.5
     model: str = "mlp"
     model_kwargs: dict[str, Any] = field(default_factory=dict)
-    steps: int = 3000
-    lr: float = 3e-3
-    weight_decay: float = 1.0
-    betas: tuple[float, float] = (0.9, 0.98)
-    batch_size: int | None = None
-    eval_every: int = 25
-    schedule: str = "constant"
-    seed: int = 0
-    device: str = "auto"
-    stop_after: int | None = None
+    lr: float = 3e-3  # not TrainConfig's 1e-3: ModularRun's own default before it had a base, kept so default runs (and keys) stay
+
+    # eval_batch_size came with the TrainConfig base: keyed only when set, so 0.2.0 cache keys stay valid
+    _key_omits_at_default = ("eval_batch_size",)
+    __hash__ = TrainConfig.__hash__  # @dataclass would write a field hash, which fails on the model_kwargs dict
 
     def __post_init__(self) -> None:
+        super().__post_init__()  # the training fields, with named errors
         check_choice(self.operation, "operation", OPERATIONS, owner="ModularRun")
         check_choice(self.model, "model", MODELS, owner="ModularRun")
         check_int(self.p, "p", low=2, owner="ModularRun")
@@ -63,23 +85,14 @@ class ModularRun:
                 f"{', '.join(map(repr, unknown))}. Allowed names are {', '.join(map(repr, allowed))}."
             )
         check_real(self.train_fraction, "train_fraction", 0.0, 1.0, low_open=True, high_open=True, owner="ModularRun")
-        self.train_config()  # validates the training fields with named errors
 
-    def train_config(self) -> TrainConfig:
-        names = {f.name for f in fields(TrainConfig)}
-        return TrainConfig(**{k: v for k, v in asdict(self).items() if k in names})
+    def execute(self, **kwargs: Any) -> History:
+        """:func:`run_modular` on this run (``kwargs`` passed on); what :func:`nhtlab.sweep` calls."""
+        return run_modular(self, **kwargs)
 
-    def replace(self, **changes: Any) -> "ModularRun":
-        """A copy with some fields changed (validated again)."""
-        return replace(self, **changes)
-
-    def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["betas"] = list(d["betas"])
-        return d
-
-    def __hash__(self) -> int:  # dict field: hash the canonical JSON form
-        return hash(json.dumps(self.to_dict(), sort_keys=True))
+    def events(self, history: History) -> Events | None:
+        """T_mem, T_grok and the norm peak of ``history`` (:func:`~nhtlab.analysis.events.find_events`)."""
+        return find_events(history) if len(history) else None
 
 
 def run_modular(
@@ -92,14 +105,34 @@ def run_modular(
 ) -> History:
     """Build the data and model of ``run``, train, and return the history.
 
-    The history's ``config`` holds the full :class:`ModularRun` as a dict.
     Same config, same history on the CPU (seeded split, init and sampler).
 
-    With ``run_dir``, the run writes ``run.json`` (its config) and checkpoints
-    there (see :func:`nhtlab.training.loop.train`); calling ``run_modular`` again with
-    the same ``run`` and ``run_dir`` resumes where the last checkpoint left off,
-    and a finished run returns its history at once. A directory that holds a
-    different run is refused.
+    Parameters
+    ----------
+    run : ModularRun
+        The whole run: data, model and training fields.
+    callbacks : iterable of callables, optional
+        Each is called with a :class:`~nhtlab.training.loop.TrainState` after every evaluation.
+    progress : str, optional
+        Progress mode (see :mod:`nhtlab.training.progress`).
+    desc : str, optional
+        Label of the progress bar; defaults to the model, ``p`` and λ.
+    run_dir : str or path, optional
+        A directory for ``run.json`` (the run's config) and checkpoints (see
+        :func:`nhtlab.training.loop.train`). Calling ``run_modular`` again with
+        the same ``run`` and ``run_dir`` resumes where the last checkpoint left
+        off, and a finished run returns its history at once. A directory that
+        holds a different run is refused.
+    checkpoint_every : int, optional
+        Steps between checkpoints (needs ``run_dir``); defaults to ``10 * run.eval_every``.
+
+    Returns
+    -------
+    History
+        One row per evaluation: ``step``, ``lr``, ``train_loss``, ``train_acc``,
+        ``test_loss``, ``test_acc``, ``norm`` (‖θ‖²) and ``norm/<layer>``. Its
+        ``config`` is ``run.to_dict()``; the trained model is attached as
+        ``history.model`` (kept for analysis in notebooks, not serialised).
     """
     check_type(run, "run", ModularRun, owner="run_modular")
     if run_dir is not None:

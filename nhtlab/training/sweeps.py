@@ -1,4 +1,10 @@
-"""Sweeps: one call trains a grid of :class:`~nhtlab.training.runs.ModularRun` configs.
+"""Sweeps: one call trains a list of runs of any kind, through the result cache and a process pool.
+
+A run is a :class:`~nhtlab.training.loop.TrainConfig` subclass that executes
+itself: :class:`~nhtlab.training.runs.ModularRun` (modular arithmetic) and
+:class:`~nhtlab.training.image_runs.ShortcutRun` (shortcut images) both do, through
+``run.execute(progress=...)``; a run's ``cache_config()`` is its cache key and
+``events(history)`` what the sweep reports. A new run kind needs nothing here.
 
 Three strategies give the same histories (on the CPU, bit for bit for
 ``"sequential"`` and ``"parallel"``, within float rounding for ``"batched"``):
@@ -10,7 +16,7 @@ Three strategies give the same histories (on the CPU, bit for bit for
   not by threads fighting over tiny matrices). Any executor works: pass one
   backed by Dask (``client.get_executor()``), Ray or submitit to spread a sweep
   over a cluster;
-* ``"batched"``: runs of the same architecture trained as one stacked model
+* ``"batched"``: modular runs of the same architecture trained as one stacked model
   (:func:`nhtlab.training.batched.train_batched`); on a CPU with ``workers=k`` the runs
   are split into k stacks trained in k processes.
 
@@ -37,27 +43,33 @@ from typing import Any
 
 import torch
 
-from ..analysis.events import Events, find_events
+from ..analysis.events import Events
 from ..history import History
 from ..validation import check_choice, check_int, check_type
 from .batched import batch_key, train_batched
+from .loop import TrainConfig
 from .progress import Progress
-from .runs import ModularRun, run_modular
+from .runs import ModularRun
 
 __all__ = ["STRATEGIES", "grid", "sweep", "SweepResult", "SweepRow", "default_executor"]
 
 STRATEGIES = ("sequential", "parallel", "batched")
 
 
-def grid(base: ModularRun, **axes: Iterable[Any]) -> list[ModularRun]:
+def grid(base: TrainConfig, **axes: Iterable[Any]) -> list[TrainConfig]:
     """The Cartesian product of ``axes`` applied to ``base``, last axis fastest.
 
     Parameters
     ----------
-    base : ModularRun
-        Settings shared by every run.
+    base : ModularRun or ShortcutRun
+        Settings shared by every run (any run kind: a :class:`~nhtlab.training.loop.TrainConfig` subclass).
     **axes : iterables
         Field name → values, e.g. ``weight_decay=[0.1, 1.0], seed=[0, 1]``.
+
+    Returns
+    -------
+    list of runs, length ∏ len(values)
+        Runs of ``base``'s class, each validated; the last axis varies fastest.
 
     Examples
     --------
@@ -65,11 +77,12 @@ def grid(base: ModularRun, **axes: Iterable[Any]) -> list[ModularRun]:
     >>> [(r.weight_decay, r.seed) for r in runs]
     [(0.0, 0), (0.0, 1), (1.0, 0), (1.0, 1)]
     """
-    check_type(base, "base", ModularRun, owner="grid")
-    names = {f.name for f in fields(ModularRun)}
+    check_type(base, "base", TrainConfig, owner="grid")
+    kind = type(base).__name__
+    names = {f.name for f in fields(base)}
     for key in axes:
         if key not in names:
-            raise ValueError(f"The axis {key!r} of grid is not a field of ModularRun; fields are {sorted(names)}.")
+            raise ValueError(f"The axis {key!r} of grid is not a field of {kind}; fields are {sorted(names)}.")
     values = [list(v) for v in axes.values()]
     for key, vals in zip(axes, values):
         if not vals:
@@ -79,9 +92,22 @@ def grid(base: ModularRun, **axes: Iterable[Any]) -> list[ModularRun]:
 
 @dataclass
 class SweepRow:
-    """One run of a sweep: its config, history, events and where the history came from."""
+    """One run of a sweep: its config, history, events and where the history came from.
 
-    run: ModularRun
+    Attributes
+    ----------
+    run : ModularRun or ShortcutRun
+    history : History
+        The run's measurements (no ``model``: it stayed in the worker).
+    events : Events or None
+        ``run.events(history)``: T_mem, T_grok and the norm peak of a modular run; None for a
+        shortcut run (read its border times with :func:`nhtlab.border_times`).
+    seconds : float
+        Training time of the run (0 when it came from the cache).
+    source : {"computed", "cache"}
+    """
+
+    run: TrainConfig
     history: History
     events: Events | None
     seconds: float
@@ -91,13 +117,16 @@ class SweepRow:
     def status(self) -> str:
         return self.history.status
 
+    @property
+    def cached(self) -> bool:
+        """True when the history came from the cache (nothing was trained for it)."""
+        return self.source == "cache"
+
     def record(self) -> dict[str, Any]:
         """A flat dict: config fields, events, summary numbers and status."""
         h = self.history
-        config = self.run.to_dict()
-        config.pop("model_kwargs")
-        config.update({f"model.{k}": v for k, v in self.run.model_kwargs.items()})
-        config["betas"] = tuple(config["betas"])
+        config = {k: tuple(v) if isinstance(v, list) else v for k, v in self.run.to_dict().items()}
+        config.update({f"model.{k}": v for k, v in config.pop("model_kwargs", {}).items()})
         out: dict[str, Any] = dict(config)
         ev = self.events.to_dict() if self.events is not None else {}
         for key in ("t_mem", "t_grok", "delay", "peak_step", "peak_norm", "final_norm", "norm_at_mem", "norm_at_grok", "contraction"):
@@ -117,7 +146,24 @@ class SweepRow:
 
 
 class SweepResult(Sequence):
-    """The runs of a sweep, in the order they were given (a sequence of :class:`SweepRow`)."""
+    """The runs of a sweep, in the order they were given (a sequence of :class:`SweepRow`).
+
+    Parameters
+    ----------
+    rows : sequence of SweepRow
+        One per run, in the order of the runs given to :func:`sweep`.
+    strategy : str
+        The strategy that trained them.
+    seconds : float
+        Wall time of the whole sweep.
+
+    Attributes
+    ----------
+    histories : list of History, length n_runs
+    runs : list of ModularRun or ShortcutRun, length n_runs
+    diverged : list of runs
+        Those whose history ended with ``status == "diverged"``.
+    """
 
     def __init__(self, rows: Sequence[SweepRow], strategy: str, seconds: float):
         self.rows = list(rows)
@@ -135,14 +181,16 @@ class SweepResult(Sequence):
 
     @property
     def histories(self) -> list[History]:
+        """The histories, in the order of the runs."""
         return [row.history for row in self.rows]
 
     @property
-    def runs(self) -> list[ModularRun]:
+    def runs(self) -> list[TrainConfig]:
+        """The runs, in the order given."""
         return [row.run for row in self.rows]
 
     @property
-    def diverged(self) -> list[ModularRun]:
+    def diverged(self) -> list[TrainConfig]:
         """Configs of the runs whose history ended with ``status == "diverged"``."""
         return [row.run for row in self.rows if row.status == "diverged"]
 
@@ -171,20 +219,17 @@ def _init_worker(threads: int) -> None:
 _PROCESS_LOCK = threading.Lock()
 
 
-def _train_one(config: dict[str, Any]) -> tuple[dict[str, Any], float]:
-    """Worker entry point: a run's config dict in, its history dict and seconds out (picklable)."""
-    run = ModularRun(**{**config, "betas": tuple(config["betas"])})
+def _train_one(run: TrainConfig) -> tuple[dict[str, Any], float]:
+    """Worker entry point: a run in (picklable: a frozen dataclass), its history dict and seconds out."""
     start = time.perf_counter()
     with _PROCESS_LOCK, warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # divergence is reported in the result
-        history = run_modular(run, progress="none")
-    return history.to_dict(), time.perf_counter() - start
+        history = run.execute(progress="none")
+    return history.to_dict(), time.perf_counter() - start  # the dict leaves the model behind
 
 
-def _train_stack(configs: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], float]:
+def _train_stack(runs: list[ModularRun]) -> tuple[list[dict[str, Any]], float]:
     """Worker entry point of the batched strategy: one stack of runs, history dicts out."""
-
-    runs = [ModularRun(**{**c, "betas": tuple(c["betas"])}) for c in configs]
     start = time.perf_counter()
     with _PROCESS_LOCK, warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
@@ -215,7 +260,7 @@ def _check_cache(cache: Any) -> None:
 
 
 def sweep(
-    runs: Sequence[ModularRun],
+    runs: Sequence[TrainConfig],
     strategy: str = "parallel",
     executor: Executor | None = None,
     workers: int | None = None,
@@ -223,42 +268,66 @@ def sweep(
     progress: str | None = None,
     max_stack: int | None = None,
 ) -> SweepResult:
-    """Train every run of ``runs`` and return the tidy :class:`SweepResult`.
+    """Train every run of ``runs`` (any run kinds, mixed) and return the tidy :class:`SweepResult`.
+
+    Each run trains itself (``run.execute``): :class:`~nhtlab.training.runs.ModularRun`
+    through :func:`~nhtlab.training.runs.run_modular`,
+    :class:`~nhtlab.training.image_runs.ShortcutRun` through
+    :func:`~nhtlab.training.image_runs.run_shortcut`.
 
     Parameters
     ----------
-    runs : sequence of ModularRun
-        The grid (see :func:`grid`).
+    runs : list or tuple of ModularRun or ShortcutRun, length n_runs
+        The runs (see :func:`grid`); any :class:`~nhtlab.training.loop.TrainConfig`
+        subclass that defines ``execute``.
     strategy : {"sequential", "parallel", "batched"}
         How to train the runs that the cache does not already hold.
+        ``"batched"`` stacks modular runs only.
     executor : concurrent.futures.Executor, optional
         Where the work goes: single runs (``"parallel"``) or whole stacks
         (``"batched"``, one stack per compatible group). None creates (and shuts
         down) a local process pool of ``workers`` processes with one torch
-        thread each. The executor must be able to pickle a dict and import nhtlab.
-    workers : int, optional
+        thread each. The executor must be able to pickle a run and import nhtlab.
+    workers : int >= 1, optional
         Size of the default process pool. ``"parallel"``: default CPU count (at
-        most the number of runs). ``"batched"``: default 1 (stacks trained in
+        most the number of runs to train). ``"batched"``: default 1 (stacks trained in
         this process); with k > 1 each group is split into k stacks trained in
         k processes, so a batched sweep also uses every core.
     cache : object, optional
-        ``get(config_dict) -> History | None`` is asked first for every run;
-        ``put(config_dict, history)`` receives every newly trained history.
+        A :class:`~nhtlab.training.cache.ResultCache` (``nhtlab.default_cache()``) or any
+        object with ``get(config_dict) -> History | None``, asked first for every run
+        with ``run.cache_config()``, and ``put(config_dict, history)``, which receives
+        every newly trained history. A run the cache holds is not trained again.
     progress : str, optional
         Progress mode for the sweep as a whole (one update per finished run).
-    max_stack : int, optional
+    max_stack : int >= 1, optional
         For ``"batched"``: at most this many runs per stacked model.
 
     Returns
     -------
     SweepResult
-        One :class:`SweepRow` per run, in the order of ``runs``. Diverged runs
+        One :class:`SweepRow` per run, length n_runs, in the order of ``runs``
+        (``row.cached`` tells whether it came from the cache). Diverged runs
         are kept (``status == "diverged"``) and listed by ``.diverged``.
+
+    Examples
+    --------
+    >>> result = sweep(grid(ModularRun(p=7, steps=20, device="cpu"), weight_decay=[0.0, 1.0]),
+    ...                strategy="sequential", progress="none")
+    >>> [row.status for row in result], [row.cached for row in result]
+    (['completed', 'completed'], [False, False])
     """
     check_type(runs, "runs", (list, tuple), owner="sweep")
-    for run in runs:
-        check_type(run, "runs", ModularRun, owner="sweep")
+    for i, run in enumerate(runs):
+        if not (isinstance(run, TrainConfig) and type(run).execute is not TrainConfig.execute):
+            raise TypeError(f"The 'runs' parameter of sweep must hold runs that train themselves (ModularRun, "
+                            f"ShortcutRun: a TrainConfig subclass with execute). runs[{i}] is {type(run).__name__}.")
     check_choice(strategy, "strategy", STRATEGIES, owner="sweep")
+    if strategy == "batched":
+        for i, run in enumerate(runs):
+            if not isinstance(run, ModularRun):  # the strategy is what is wrong for this run: a ValueError
+                raise ValueError(f"The 'strategy' parameter of sweep is 'batched', which stacks ModularRuns only; "  # noqa: TRY004
+                                 f"runs[{i}] is a {type(run).__name__}. Use 'sequential' or 'parallel'.")
     if executor is not None:
         check_type(executor, "executor", Executor, owner="sweep")
     if workers is not None:
@@ -268,7 +337,7 @@ def sweep(
     _check_cache(cache)
 
     start = time.perf_counter()
-    configs = [run.to_dict() for run in runs]
+    configs = [run.cache_config() for run in runs]
     histories: list[History | None] = [None] * len(runs)
     seconds = [0.0] * len(runs)
     sources = ["computed"] * len(runs)
@@ -290,13 +359,13 @@ def sweep(
 
     if todo and strategy == "sequential":
         for i in todo:
-            history_dict, secs = _train_one(configs[i])
+            history_dict, secs = _train_one(runs[i])
             done(i, History.from_dict(history_dict), secs)
     elif todo and strategy == "parallel":
         own = executor is None
         pool = executor if executor is not None else default_executor(min(workers or os.cpu_count() or 1, len(todo)))
         try:
-            futures = {i: pool.submit(_train_one, configs[i]) for i in todo}
+            futures = {i: pool.submit(_train_one, runs[i]) for i in todo}
             for i, future in futures.items():
                 history_dict, secs = future.result()
                 done(i, History.from_dict(history_dict), secs)
@@ -317,14 +386,14 @@ def sweep(
             chunks += [members[k:k + size] for k in range(0, len(members), size)]
         if executor is None and n_workers == 1:
             for chunk in chunks:
-                trained, secs = _train_stack([configs[i] for i in chunk])
+                trained, secs = _train_stack([runs[i] for i in chunk])
                 for i, history_dict in zip(chunk, trained):
                     done(i, History.from_dict(history_dict), secs / len(chunk))
         else:
             own = executor is None
             pool = executor if executor is not None else default_executor(min(n_workers, len(chunks)))
             try:
-                futures = [(chunk, pool.submit(_train_stack, [configs[i] for i in chunk])) for chunk in chunks]
+                futures = [(chunk, pool.submit(_train_stack, [runs[i] for i in chunk])) for chunk in chunks]
                 for chunk, future in futures:
                     trained, secs = future.result()
                     for i, history_dict in zip(chunk, trained):
@@ -336,7 +405,7 @@ def sweep(
 
     rows = []
     for run, history, secs, source in zip(runs, histories, seconds, sources):
-        events = find_events(history) if history is not None and len(history) else None
+        events = run.events(history) if history is not None else None
         rows.append(SweepRow(run, history, events, secs, source))
     return SweepResult(rows, strategy, time.perf_counter() - start)
 
