@@ -76,21 +76,7 @@ from nhtlab.analysis.events import border_times
 # The setting chapter 06 chooses from its probe grid: a bright one-pixel
 # border on 10×10 digits, its class's colour on ρ = 0.95 of the training
 # images and a wrong class's colour on the rest, a constant learning rate.
-DESIGN = dict(
-    base="digits",
-    size=10,
-    width=1,
-    pad=True,
-    rho=0.95,
-    otherwise="other",
-    clean="mean",
-    contrast=1.0,
-    channels=(8, 8, 16, 16, 32, 32),
-    lr=3e-3,
-    batch_size=64,
-    schedule="constant",
-    eval_every=100,
-)
+DESIGN = nhtlab.BORDER_DESIGN  # nhtlab.training.presets
 PROFILES = {
     # the main run (λ = 0.1) and the control without a border on the
     # remaining 5%

@@ -72,21 +72,7 @@ from nhtlab.analysis.events import border_times
 # The chosen design (see "Choosing the border" below): a bright border
 # naming the class on ρ = 0.95 of the training images and a wrong class on
 # the rest; constant learning rate.
-DESIGN = dict(
-    base="digits",
-    size=10,
-    width=1,
-    pad=True,
-    rho=0.95,
-    otherwise="other",
-    clean="mean",
-    contrast=1.0,
-    channels=(8, 8, 16, 16, 32, 32),
-    lr=3e-3,
-    batch_size=64,
-    schedule="constant",
-    eval_every=100,
-)
+DESIGN = nhtlab.BORDER_DESIGN  # nhtlab.training.presets
 PROFILES = {
     # One λ, ρ ∈ {0.95, 1}, BatchNorm against none; no modular runs (they
     # are in `book`).

@@ -17,14 +17,25 @@ Two choices are ours and are recorded in every run's config:
 
 from __future__ import annotations
 
+from types import MappingProxyType
 from typing import Any
 
 from .runs import ModularRun
 
-__all__ = ["companion", "COMPANION_STOP_AFTER"]
+__all__ = ["companion", "COMPANION_STOP_AFTER", "BORDER_DESIGN"]
 
 #: Steps the companion paper trains past T_grok before it reads V_final.
 COMPANION_STOP_AFTER = 2000
+
+#: The border shortcut chapter 06 chooses from its probe grid, and chapter 05 reads
+#: layer by layer (:class:`~nhtlab.training.image_runs.ShortcutRun` fields): a bright
+#: one-pixel border on 10×10 digits, its class's colour on ρ = 0.95 of the training
+#: images and a wrong class's colour on the rest, SimpleCNN, AdamW 3·10⁻³ at a
+#: constant rate, batch 64. Read-only; use ``dict(BORDER_DESIGN, steps=...)``.
+BORDER_DESIGN = MappingProxyType(dict(
+    base="digits", size=10, width=1, pad=True, rho=0.95, otherwise="other", clean="mean", contrast=1.0,
+    channels=(8, 8, 16, 16, 32, 32), lr=3e-3, batch_size=64, schedule="constant", eval_every=100,
+))
 
 
 def companion(weight_decay: float = 1.0, seed: int = 0, **changes: Any) -> ModularRun:
