@@ -250,9 +250,8 @@ def fit_delay_exponent(delays: Sequence[tuple[float, float]], confidence: float 
         With exactly 2 points' worth of freedom gone, n = 3 leaves one degree of
         freedom: the interval is then wide, as it should be.
     """
-    from scipy import (
-        stats,  # local: scipy (via scikit-learn) is slow to import; only this test uses it
-    )
+    # local: scipy (via scikit-learn) is slow to import; only this test uses it
+    from scipy import stats
 
     owner = "fit_delay_exponent"
     check_real(confidence, "confidence", 0.0, 1.0, low_open=True, high_open=True, owner=owner)

@@ -108,9 +108,8 @@ def digits(size: int = 16, test_fraction: float = 0.3, seed: int = 0) -> ImageDa
     check_int(size, "size", low=8, owner="digits")
     check_real(test_fraction, "test_fraction", 0.0, 1.0, low_open=True, high_open=True, owner="digits")
     check_int(seed, "seed", low=0, owner="digits")
-    from sklearn.datasets import (
-        load_digits,  # local: scikit-learn takes ~1 s to import; only the digits need it
-    )
+    # local: scikit-learn takes ~1 s to import; only the digits need it
+    from sklearn.datasets import load_digits
 
     bunch = load_digits()
     x = torch.tensor(bunch.images, dtype=torch.float32).unsqueeze(1) / 16.0  # (n, 1, 8, 8)

@@ -128,9 +128,8 @@ class ResNet18(nn.Module):
 
     def __init__(self, num_classes: int = 10, norm: str = "batch"):
         super().__init__()
-        from torchvision.models import (
-            resnet18,  # local: torchvision is the optional 'vision' extra
-        )
+        # local: torchvision is the optional 'vision' extra
+        from torchvision.models import resnet18
 
         check_int(num_classes, "num_classes", low=2, owner="ResNet18")
         check_choice(norm, "norm", NORMS, owner="ResNet18")

@@ -57,9 +57,8 @@ class Progress:
         self.start = time.perf_counter()
         self._bar = None
         if self.mode == "bar":
-            from tqdm.std import (
-                tqdm,  # local: the two tqdm flavours are picked by mode; tqdm.notebook needs IPython
-            )
+            # local: the two tqdm flavours are picked by mode; tqdm.notebook needs IPython
+            from tqdm.std import tqdm
             self._bar = tqdm(total=total, desc=desc, unit=unit, mininterval=0.5, dynamic_ncols=True)
         elif self.mode == "widget":
             from tqdm.notebook import tqdm
