@@ -42,3 +42,22 @@ def test_every_exported_callable_has_numpydoc_sections(name):
             f"nhtlab.{name}: no numpydoc Parameters section"
     if not inspect.isclass(obj):
         assert "Returns\n-------" in doc or "Yields\n------" in doc, f"nhtlab.{name}: no numpydoc Returns section"
+
+
+# The module-attribute paths the chapters used before the package was layered (nhtlab.delay.…):
+# they keep working through the top level, so a reader's older notebook still runs.
+OLD_CHAPTER_PATHS = [
+    "delay.mean_std", "delay.DEFINITIONS", "delay.contraction_fit", "separation.format_score",
+    "separation.clean_norm_separation", "layers.warning_times", "layers.layer_order", "layers.layer_transitions",
+    "layers.default_head_and_first", "scorecard.three_regimes", "scorecard.scorecard_rows", "regimes.diagnose_regime",
+    "monitor.Monitor", "monitor.online_regime", "lazy_rich.lazy_rich_run", "exercises.check_answer",
+    "emergence.rank_correlation", "emergence.between_and_within", "widgets.train_panel", "papers.paper_cell",
+]
+
+
+@pytest.mark.parametrize("path", OLD_CHAPTER_PATHS)
+def test_old_chapter_paths_still_resolve(path):
+    obj = nhtlab
+    for part in path.split("."):
+        obj = getattr(obj, part)
+    assert callable(obj) or isinstance(obj, dict), path
