@@ -297,10 +297,8 @@ def train_batched(runs: Sequence[ModularRun], progress: str | None = None, desc:
         if step % eval_every == 0 or step == steps:
             for k, bad_step in enumerate(first_bad.tolist()):
                 if bad_step:
-                    r = live[k]
-                    diverged_in_training(histories[r], bad_step)
-                    final[r] = {name: v[k].detach().clone() for name, v in params.items()}
-                    finished.append(k)
+                    diverged_in_training(histories[live[k]], bad_step)
+                    finish(k)
             measure(step)
         if finished:
             compact()

@@ -184,8 +184,9 @@ class ResultCache:
                 # the canonical JSON sorts a row's keys; this list keeps their order, which is the model's layer
                 # order in norm/<layer> (analysis reads the first layer off it)
                 "columns": history.columns}
-        if smoke_signature() is not None:
-            body["smoke"] = smoke_signature()
+        smoke = smoke_signature()
+        if smoke is not None:
+            body["smoke"] = smoke
         body = json.loads(_canonical(body))  # the stored form: what get() will checksum
         entry = {"checksum": _sha256(_canonical(body)), "body": body}
         atomic_write_bytes(path, _canonical(entry).encode("utf-8"))
