@@ -109,19 +109,7 @@ PROFILES = {
     # design and a constant learning rate. Needs CIFAR-10 (downloaded on
     # first use).
     "full": dict(
-        run=dict(
-            DESIGN,
-            base="cifar10",
-            root="data",
-            download=True,
-            width=2,
-            pad=False,
-            channels=(32, 32, 64, 64, 128, 128),
-            lr=1e-3,
-            batch_size=128,
-            steps=78_000,
-            eval_every=780,
-        ),
+        run=dict(nhtlab.BORDER_DESIGN_CIFAR10),
         main=dict(weight_decay=0.1),
         others={
             "main, seed + 1": dict(weight_decay=0.1, seed_offset=1),

@@ -118,19 +118,7 @@ PROFILES = {
     # at λ = 0.1. The modular domain uses the companion paper's
     # transformer (arXiv 2603.13331) at its own budget.
     "full": dict(
-        run=dict(
-            DESIGN,
-            base="cifar10",
-            root="data",
-            download=True,
-            width=2,
-            pad=False,
-            channels=(32, 32, 64, 64, 128, 128),
-            lr=1e-3,
-            batch_size=128,
-            steps=78_000,
-            eval_every=780,
-        ),
+        run=dict(nhtlab.BORDER_DESIGN_CIFAR10),
         lam_main=0.1,
         lams=[0.001, 0.01, 0.1, 0.3, 1.0],
         control_lams=[0.1, 0.3],

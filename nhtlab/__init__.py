@@ -66,7 +66,7 @@ from .training.dlr_tracker import DLRTracker
 from .training.image_runs import ShortcutRun, run_shortcut
 from .training.loop import TrainConfig, train
 from .training.monitor import Monitor, online_regime
-from .training.presets import BORDER_DESIGN, companion
+from .training.presets import BORDER_DESIGN, BORDER_DESIGN_CIFAR10, companion
 from .training.runs import ModularRun, run_modular
 from .training.sweeps import SweepResult, grid, sweep
 
@@ -89,7 +89,7 @@ __all__ = [
     "clean_norm_separation", "separation_from_history",
     "score_predictions", "scorecard_text", "cue_escape_step",
     # training
-    "TrainConfig", "train", "ModularRun", "run_modular", "ShortcutRun", "run_shortcut", "companion", "BORDER_DESIGN",
+    "TrainConfig", "train", "ModularRun", "run_modular", "ShortcutRun", "run_shortcut", "companion", "BORDER_DESIGN", "BORDER_DESIGN_CIFAR10",
     "grid", "sweep", "SweepResult", "train_batched", "ResultCache", "cached_run", "default_cache",
     "Monitor", "online_regime", "DLRTracker", "pick_device", "seed_everything",
     "science_checks", "smoke_enabled",

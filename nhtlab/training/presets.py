@@ -22,7 +22,7 @@ from typing import Any
 
 from .runs import ModularRun
 
-__all__ = ["companion", "COMPANION_STOP_AFTER", "BORDER_DESIGN"]
+__all__ = ["companion", "COMPANION_STOP_AFTER", "BORDER_DESIGN", "BORDER_DESIGN_CIFAR10"]
 
 #: Steps the companion paper trains past T_grok before it reads V_final.
 COMPANION_STOP_AFTER = 2000
@@ -35,6 +35,15 @@ COMPANION_STOP_AFTER = 2000
 BORDER_DESIGN = MappingProxyType(dict(
     base="digits", size=10, width=1, pad=True, rho=0.95, otherwise="other", clean="mean", contrast=1.0,
     channels=(8, 8, 16, 16, 32, 32), lr=3e-3, batch_size=64, schedule="constant", eval_every=100,
+))
+
+#: The same border design at the NHT paper's scale (arXiv 2603.07323), the ``full`` profile of
+#: chapters 05 and 06: coloured-border CIFAR-10 (downloaded on first use) with a 2-pixel border
+#: painted over the edge, SimpleCNN of 288k parameters, AdamW lr 1e-3, batch 128, 200 epochs
+#: (78k steps), evaluated every epoch, constant rate. Read-only, like :data:`BORDER_DESIGN`.
+BORDER_DESIGN_CIFAR10 = MappingProxyType(dict(
+    BORDER_DESIGN, base="cifar10", root="data", download=True, width=2, pad=False,
+    channels=(32, 32, 64, 64, 128, 128), lr=1e-3, batch_size=128, steps=78_000, eval_every=780,
 ))
 
 
