@@ -309,7 +309,7 @@ nhtlab.notebook.exercises.check_answer(
 # interactive charts above work without a kernel.)
 
 # %%
-nhtlab.notebook.widgets.train_panel(run)
+nhtlab.widgets.train_panel(run)
 
 # %% [markdown]
 # ## Checks

@@ -15,32 +15,16 @@ The package is layered; imports only point down the list:
 The names below are the public surface; every one is also importable from its module.
 """
 
-from . import charts, papers
+import importlib
+
+from . import papers
 from ._version import __version__
 from .analysis import delay, emergence, layers, regimes, scorecard, separation
-from .analysis.delay import (
-                              contraction_fit,
-                              delay_fits,
-                              delay_point,
-                              delay_summary,
-                              linear_fit,
-                              predicted_delay,
-)
+from .analysis.delay import contraction_fit, delay_fits, delay_point, delay_summary, linear_fit, predicted_delay
 from .analysis.events import Events, border_times, find_events
-from .analysis.layers import (
-                              early_warning,
-                              head_to_first_ratio,
-                              is_backward,
-                              layer_records,
-                              layer_transitions,
-                              peak_order,
-)
-from .analysis.regimes import (
-                              diagnose_regime,
-                              regime_curves,
-                              regime_order_ok,
-                              regime_table,
-)
+from .analysis.layers import (early_warning, head_to_first_ratio, is_backward, layer_records, layer_transitions,
+                              peak_order)
+from .analysis.regimes import diagnose_regime, regime_curves, regime_order_ok, regime_table
 from .analysis.scorecard import cue_escape_step, score_predictions, scorecard_text
 from .analysis.separation import clean_norm_separation, separation_from_history
 from .data.cues import border_shortcut, tint_shortcut
@@ -54,7 +38,7 @@ from .measures.features import Captured, capture, hooked
 from .measures.norms import layer_norms, total_norm
 from .measures.spectra import eigenfunctions, feature_spectrum
 from .models import EmbeddingMLP, ResNet18, SimpleCNN, Transformer, make_model
-from .notebook import exercises, widgets
+from .notebook import exercises
 from .notebook.profiles import select_profile
 from .notebook.stamp import stamp
 from .smoke import science_checks, smoke_enabled
@@ -69,6 +53,19 @@ from .training.monitor import Monitor, online_regime
 from .training.presets import BORDER_DESIGN, BORDER_DESIGN_CIFAR10, companion
 from .training.runs import ModularRun, run_modular
 from .training.sweeps import SweepResult, grid, sweep
+
+# Imported on first use: the charts (and the widgets, which draw them) load altair, about 0.3 s that
+# `import nhtlab` -- in every sweep worker and script -- need not pay.
+_LAZY_MODULES = {"charts": ".charts", "widgets": ".notebook.widgets"}
+
+
+def __getattr__(name: str):
+    if name in _LAZY_MODULES:
+        module = importlib.import_module(_LAZY_MODULES[name], __name__)
+        globals()[name] = module
+        return module
+    raise AttributeError(f"module 'nhtlab' has no attribute {name!r}")
+
 
 __all__ = [
     "__version__",

@@ -61,3 +61,14 @@ def test_old_chapter_paths_still_resolve(path):
     for part in path.split("."):
         obj = getattr(obj, part)
     assert callable(obj) or isinstance(obj, dict), path
+
+
+def test_import_nhtlab_leaves_altair_for_the_charts():
+    # Every sweep worker imports nhtlab: the charts (altair) load on first use, not at import.
+    import subprocess
+    import sys
+
+    code = ("import sys, nhtlab; assert 'altair' not in sys.modules, 'altair loaded at import'; "
+            "nhtlab.widgets.train_panel; from nhtlab import charts; assert charts is nhtlab.charts; "
+            "assert 'altair' in sys.modules")
+    subprocess.run([sys.executable, "-c", code], check=True)
