@@ -1,6 +1,6 @@
 """Benchmark (not a test): the companion transformer's training speed against the machine's matmul limit.
 
-Usage: ``python benchmarks/bench_grok.py [--steps 60] [--sweep-steps 300] [--skip-sweep]``
+Usage: ``python benchmarks/bench_grok.py [--steps 60] [--attention-steps 50] [--sweep-steps 300] [--skip-sweep]``
 
 On one CPU thread it prints
 
@@ -12,7 +12,10 @@ On one CPU thread it prints
    and backward, every mm/bmm/addmm) and the achieved GFLOP/s;
 3. the single-thread throughput of ``torch.mm`` on the same shapes (the limit),
    and the fraction of it the step reaches;
-4. a small book-like λ sweep (the companion transformer at λ = 0.3, 0.5, 1, 2,
+4. the training step with the model's broadcast attention against the batched-matmul
+   form it replaced (``q @ kᵀ`` over B·heads tiny matrices), timed alternately in
+   blocks of steps so that both see the same machine;
+5. a small book-like λ sweep (the companion transformer at λ = 0.3, 0.5, 1, 2,
    ``--sweep-steps`` steps each) trained sequentially, in a 2-process pool and as
    one stacked model.
 
@@ -34,6 +37,7 @@ import torch
 import torch.nn.functional as F
 
 import nhtlab
+from nhtlab.models.transformer import SelfAttention
 from nhtlab.training.sweeps import grid, sweep
 
 
@@ -46,6 +50,51 @@ def _step_fn(model, opt, x, y, idx_gen, batch):
         opt.step()
         return loss
     return step
+
+
+def matmul_attention(self, x, queries=None):
+    """SelfAttention.forward as nhtlab 0.2.0 wrote it: batched matmuls over (B·heads) tiny matrices."""
+    B, T, C = x.shape
+    Tq = T if queries is None else queries
+    hs = C // self.n_heads
+    q, k, v = F.linear(x, self.qkv.weight, self.qkv.bias).split(C, dim=2)
+    q = q[:, T - Tq:].reshape(B, Tq, self.n_heads, hs).transpose(1, 2)
+    k = k.reshape(B, T, self.n_heads, hs).transpose(1, 2)
+    v = v.reshape(B, T, self.n_heads, hs).transpose(1, 2)
+    att = (q @ k.transpose(-2, -1)) / hs ** 0.5
+    y = (att.softmax(dim=-1) @ v).transpose(1, 2).reshape(B, Tq, C)
+    return self.proj(y)
+
+
+def bench_attention(steps: int, rounds: int = 6) -> None:
+    """Steps per CPU second with each attention form, alternating blocks of ``steps`` steps."""
+    run = nhtlab.companion(1.0, seed=0, device="cpu")
+    data = nhtlab.modular_data(run.p, run.operation, run.train_fraction, seed=run.seed)
+    broadcast = SelfAttention.forward
+    forms = {"broadcast (nhtlab)": broadcast, "batched matmul (0.2.0)": matmul_attention}
+    steppers, cpu = {}, {}
+    for label in forms:
+        nhtlab.seed_everything(0)
+        model = nhtlab.make_model(run.model, run.p)
+        opt = torch.optim.AdamW(model.parameters(), lr=run.lr, betas=run.betas, weight_decay=run.weight_decay)
+        steppers[label] = _step_fn(model, opt, data.x_train, data.y_train, torch.Generator().manual_seed(0), run.batch_size)
+        cpu[label] = 0.0
+    try:
+        for r in range(rounds + 1):
+            for label, forward in forms.items():
+                SelfAttention.forward = forward
+                c0 = time.thread_time()
+                for _ in range(steps):
+                    steppers[label]()
+                if r:  # the first round warms up
+                    cpu[label] += time.thread_time() - c0
+    finally:
+        SelfAttention.forward = broadcast
+    rates = {label: rounds * steps / seconds for label, seconds in cpu.items()}
+    print(f"\nattention forms, {rounds} alternating blocks of {steps} steps each, 1 thread:")
+    for label, rate in rates.items():
+        print(f"  {label:<24} {rate:6.1f} steps per CPU second")
+    print(f"  broadcast / matmul:      ×{rates['broadcast (nhtlab)'] / rates['batched matmul (0.2.0)']:.3f}")
 
 
 def count_matmuls(model, x, y, batch) -> tuple[int, Counter]:
@@ -166,6 +215,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=60, help="timed bare steps")
     parser.add_argument("--loop-steps", type=int, default=300, help="steps of the train() timings")
+    parser.add_argument("--attention-steps", type=int, default=50, help="steps per block of the attention comparison")
     parser.add_argument("--sweep-steps", type=int, default=300)
     parser.add_argument("--skip-sweep", action="store_true")
     parser.add_argument("--gpu-seeds", type=int, default=10)
@@ -175,6 +225,7 @@ def main() -> None:
     print(f"torch {torch.__version__}, {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs; "
           f"load average {os.getloadavg()[0]:.1f} (inflated timings when > 0)\n")
     bench_cpu(args)
+    bench_attention(args.attention_steps)
     if not args.skip_sweep:
         bench_sweep(args)
     bench_cuda(args)

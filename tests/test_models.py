@@ -1,8 +1,10 @@
 import pytest
 import torch
+import torch.nn.functional as F
 from torch.func import functional_call
 
 from nhtlab.models import EmbeddingMLP, Transformer, make_model
+from nhtlab.models.transformer import SelfAttention
 
 
 @pytest.mark.parametrize("model", [EmbeddingMLP(11, width=32, depth=2), Transformer(11, d_model=32, n_heads=4, d_ff=64)])
@@ -29,6 +31,33 @@ def test_bad_model_arguments():
         Transformer(7, d_model=16, n_heads=3)
     with pytest.raises(ValueError, match="'embed_std' parameter of EmbeddingMLP"):
         EmbeddingMLP(7, embed_std=0.0)
+
+
+@pytest.mark.parametrize("T, queries", [(2, None), (2, 1), (3, None), (3, 2)])
+def test_attention_is_scaled_dot_product_attention(T, queries):
+    # The broadcast form must give PyTorch's reference attention, values and gradients, per head.
+    torch.manual_seed(0)
+    attn = SelfAttention(d_model=32, n_heads=4)
+    x = torch.randn(6, T, 32, requires_grad=True)
+    Tq = T if queries is None else queries
+
+    def reference() -> torch.Tensor:
+        q, k, v = attn.qkv(x).split(32, dim=2)
+        q = q[:, T - Tq:]
+        heads = [t.view(6, -1, 4, 8).transpose(1, 2) for t in (q, k, v)]  # (B, nh, T, hs)
+        y = F.scaled_dot_product_attention(*heads).transpose(1, 2).reshape(6, Tq, 32)
+        return attn.proj(y)
+
+    outputs, grads = [], []
+    for forward in (reference, lambda: attn(x, queries=queries)):
+        x.grad = None
+        out = forward()
+        out.square().sum().backward()
+        outputs.append(out.detach())
+        grads.append(x.grad.clone())
+    assert outputs[1].shape == (6, Tq, 32)
+    torch.testing.assert_close(outputs[1], outputs[0], rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(grads[1], grads[0], rtol=1e-5, atol=1e-5)
 
 
 @pytest.mark.parametrize("n_layers", [1, 2])

@@ -29,15 +29,13 @@ class SelfAttention(nn.Module):
         hs = C // self.n_heads
         w_q, w_kv = self.qkv.weight.split([C, 2 * C])
         b_q, b_kv = self.qkv.bias.split([C, 2 * C])
-        q = F.linear(x[:, T - Tq:], w_q, b_q)
-        k, v = F.linear(x, w_kv, b_kv).split(C, dim=2)
-        q = q.view(B, Tq, self.n_heads, hs).transpose(1, 2)  # (B, nh, Tq, hs)
-        k = k.view(B, T, self.n_heads, hs).transpose(1, 2)  # (B, nh, T, hs)
-        v = v.view(B, T, self.n_heads, hs).transpose(1, 2)
-        att = (q @ k.transpose(-2, -1)) / math.sqrt(hs)  # (B, nh, Tq, T)
-        y = att.softmax(dim=-1) @ v  # (B, nh, Tq, hs)
-        y = y.transpose(1, 2).reshape(B, Tq, C)
-        return self.proj(y)
+        q = F.linear(x[:, T - Tq:], w_q, b_q).view(B, Tq, 1, self.n_heads, hs)
+        k, v = F.linear(x, w_kv, b_kv).view(B, 1, T, 2 * self.n_heads, hs).split(self.n_heads, dim=3)
+        # Sequences here are 2 tokens long: broadcasting over (query, key) pairs is ~2x faster on the
+        # CPU than batched matmuls of B·nh tiny matrices (~9% of a training step), with the same result.
+        att = (q * k).sum(-1) / math.sqrt(hs)  # (B, Tq, T, nh)
+        y = (att.softmax(dim=2).unsqueeze(-1) * v).sum(2)  # (B, Tq, nh, hs)
+        return self.proj(y.reshape(B, Tq, C))
 
 
 class Block(nn.Module):
