@@ -16,7 +16,7 @@ $(VENV)/.installed: pyproject.toml
 install: $(VENV)/.installed
 
 book: install
-	$(PY) tools/build_book.py --profile book
+	$(PY) tools/build_book.py --profile book --jobs 2
 
 test: install
 	$(PY) -m pytest $(PYTEST_ARGS)

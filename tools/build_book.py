@@ -8,6 +8,12 @@ notebook's own content, the profile and a hash of nhtlab's source, so a chapter
 is re-run only when something it depends on changed. Jupyter Book never
 executes anything itself (``execute_notebooks: off``): it renders a staging copy
 of the book in which each chapter is replaced by its executed version.
+
+``make book`` executes the chapters in two *lanes* side by side (``--jobs 2``):
+chapters that read each other's runs from the result cache share a lane and run
+in order, so no run is trained twice. Each lane's kernel has one thread; a
+chapter's own sweep still starts its pool of workers, so the cores stay busy
+while the other lane analyses, draws or trains in its kernel.
 """
 
 from __future__ import annotations
@@ -32,6 +38,16 @@ BUILD = ROOT / "_build"
 # renderer and static stand-ins for widgets (NHTLAB_BOOK), one summary line per
 # training loop instead of a widget or dozens of partial bars (NHTLAB_PROGRESS).
 BOOK_ENV = {"NHTLAB_BOOK": "1", "NHTLAB_PROGRESS": "text"}
+
+
+# Chapters that reuse another chapter's runs through the result cache, each list in the order they run.
+# 02 reuses 01's λ = 1 run, 03 02's λ = 1 and λ = 2 runs, 06 03's transformer runs (and 05's border
+# runs: 05 is done long before 06 starts; if it were not, 06 would train them itself, with the same result).
+# The two lanes hold about the same work. A chapter missing here gets a lane of its own.
+LANES = (
+    ("01_grokking", "02_regimes", "03_delay_law", "06_shortcuts"),
+    ("04_dlr", "05_layerwise", "07_emergence", "08_own_model"),
+)
 
 
 def chapters(only: list[str] | None = None) -> list[Path]:
@@ -120,20 +136,52 @@ def _execute_one(args: tuple[str, str, bool], threads: int | None = None) -> tup
     return str(out), seconds, cached
 
 
-def execute_all(profile: str, jobs: int = 1, force: bool = False, only: list[str] | None = None) -> dict[str, tuple[float, bool]]:
-    """Execute every chapter; ``jobs`` > 1 runs chapters in parallel processes."""
-    todo = [(str(nb), profile, force) for nb in chapters(only)]
+def _execute_lane(todo: list[tuple[str, str, bool]]) -> list[tuple[str, float, bool]]:
+    """Execute a lane's chapters one after another, in a process of their own."""
+    done = []
+    for item in todo:
+        out, seconds, cached = _execute_one(item, threads=1)
+        done.append((out, seconds, cached))
+        print(f"  {Path(item[0]).stem}: {'cached' if cached else f'{seconds:.0f} s'}", flush=True)
+    return done
+
+
+def lanes(notebooks: list[Path]) -> list[list[Path]]:
+    """``notebooks`` grouped by :data:`LANES` (order kept within a lane); any other chapter alone."""
+    by_stem = {nb.stem: nb for nb in notebooks}
+    grouped = [[by_stem[stem] for stem in lane if stem in by_stem] for lane in LANES]
+    placed = {stem for lane in LANES for stem in lane}
+    grouped += [[nb] for nb in notebooks if nb.stem not in placed]
+    return [lane for lane in grouped if lane]
+
+
+def execute_all(profile: str, jobs: int = 1, force: bool = False, only: list[str] | None = None,
+                by_lane: bool = False) -> dict[str, tuple[float, bool]]:
+    """Execute every chapter; ``jobs`` > 1 runs chapters in parallel processes.
+
+    With ``by_lane`` the parallel processes take whole :func:`lanes` (chapters that share cached
+    runs, in order), not single chapters: what the book build needs, whose result cache is shared.
+    The tests' executions run without a cache, so single chapters balance the cores better there.
+    """
+    notebooks = chapters(only)
     results: dict[str, tuple[float, bool]] = {}
-    if jobs > 1:
+    if jobs > 1 and by_lane:
+        groups = lanes(notebooks)
+        with ProcessPoolExecutor(min(jobs, len(groups))) as pool:
+            for group, done in zip(groups, pool.map(_execute_lane, [[(str(nb), profile, force) for nb in g] for g in groups])):
+                for nb, (_, seconds, cached) in zip(group, done):
+                    results[nb.stem] = (seconds, cached)
+    elif jobs > 1:
+        todo = [(str(nb), profile, force) for nb in notebooks]
         with ProcessPoolExecutor(jobs) as pool:
             for (nb, _, _), (_, seconds, cached) in zip(todo, pool.map(_execute_one, todo, [1] * len(todo))):
                 results[Path(nb).stem] = (seconds, cached)
     else:
-        for item in todo:
-            _, seconds, cached = _execute_one(item)
-            results[Path(item[0]).stem] = (seconds, cached)
-            print(f"  {Path(item[0]).stem}: {'cached' if cached else f'{seconds:.0f} s'}", flush=True)
-    return results
+        for nb in notebooks:
+            _, seconds, cached = _execute_one((str(nb), profile, force))
+            results[nb.stem] = (seconds, cached)
+            print(f"  {nb.stem}: {'cached' if cached else f'{seconds:.0f} s'}", flush=True)
+    return {nb.stem: results[nb.stem] for nb in notebooks}
 
 
 def stage(profile: str, only: list[str] | None = None) -> Path:
@@ -174,14 +222,14 @@ def render(profile: str, html_dir: Path | None = None, only: list[str] | None = 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--profile", default="book", choices=["quick", "book", "full"])
-    parser.add_argument("--jobs", type=int, default=1, help="chapters executed in parallel")
+    parser.add_argument("--jobs", type=int, default=1, help="lanes of chapters executed side by side (see LANES)")
     parser.add_argument("--force", action="store_true", help="re-execute even when cached")
     parser.add_argument("--html", type=Path, default=None, help="output folder (default _build/html)")
     parser.add_argument("--only", nargs="*", default=None, help="chapter stems to build (default: all)")
     args = parser.parse_args()
     start = time.perf_counter()
     print(f"Executing {len(chapters(args.only))} chapters in profile {args.profile!r}…", flush=True)
-    execute_all(args.profile, jobs=args.jobs, force=args.force, only=args.only)
+    execute_all(args.profile, jobs=args.jobs, force=args.force, only=args.only, by_lane=True)
     html = render(args.profile, args.html, args.only)
     print(f"Book written to {html / 'index.html'} in {time.perf_counter() - start:.0f} s", flush=True)
 
