@@ -53,9 +53,9 @@ unit test (``tests/test_dlr_rank.py``, ``tests/test_lazy_rich.py``):
    NC1 call lazy or rich, lazy DLR exceeds rich DLR by ≥ 0.2.
 
 Evidence (:func:`rule_properties`, seeds 0–3; lazy/rich on the digits MLP of
-the chapter): ``"full"`` fails 1 (|ΔDLR| ≈ 0.2, r jumps 5 → 10) and 2 (0.25);
+the chapter): ``"full"`` fails 1 (abs(ΔDLR) ≈ 0.2, r jumps 5 → 10) and 2 (0.25);
 ``"relative"`` 1e-2 fails 1 (≈ 0.2); ``"energy"`` 0.9 fails 2 (finds r = 4 of 5,
-|ΔDLR| 0.02); ``"energy"`` 0.99, 0.999 and ``"relative"`` 0.1 pass 1–3 (0.999
+abs(ΔDLR) 0.02); ``"energy"`` 0.99, 0.999 and ``"relative"`` 0.1 pass 1–3 (0.999
 only just: 10⁻³ noise sits at its threshold), and every rule passes 4 (lazy
 ≈ 0.47–0.55 against rich ≈ 0.04–0.10). Where several rules pass, the incumbent
 default stays rather than re-choosing with more results in view; the other rules
@@ -64,7 +64,7 @@ before the chapter's transformer run. Two caveats on that history: the
 incumbent had first been picked on MLP grokking runs (these properties could
 have overturned it and did not), and property 3 was first scored with *raw*
 log-probabilities, which no rule passes (the log-sum-exp term adds a direction of
-its own, |ΔDLR| 0.015–0.08 for every rule), then restated with class-centred
+its own, abs(ΔDLR) 0.015–0.08 for every rule), then restated with class-centred
 ones. Feed DLR logits.
 Cost of the energy rule: a neurally collapsed network whose read-out gives some
 class direction less than 1% of the output variance gets a DLR slightly above 0
@@ -371,15 +371,15 @@ def rule_properties(
 
     Each property is a number that should be (near) zero for a good rule:
 
-    * ``noise``: |ΔDLR| when output directions carrying 10⁻³ of the outputs'
+    * ``noise``: abs(ΔDLR) when output directions carrying 10⁻³ of the outputs'
       energy are appended, once as pure noise (unrelated to the features) and
       once as a weak function of the features (the largest change is kept).
       Features: 24 tanh units; outputs: 10 logits of exact rank 5 read from them.
-    * ``known_rank``: |DLR − DLR(r = k)| on outputs of known rank k = 5 whose
+    * ``known_rank``: abs(DLR − DLR(r = k)) on outputs of known rank k = 5 whose
       singular values fall geometrically from 1 to 0.3 (plus noise of 10⁻⁸ of
       their energy), with features = the output span plus 20 unused directions
       (so the true value is known in closed form); ``rank_found`` gives the r chosen.
-    * ``log_probs``: |DLR(logits) − DLR(log-softmax)| for confident logits
+    * ``log_probs``: abs(DLR(logits) − DLR(log-softmax)) for confident logits
       (scale 4) of 10 classes read from the same features; softmax ignores a
       per-sample constant, so a rank rule should not let the log-sum-exp term
       change the answer much.

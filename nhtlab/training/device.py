@@ -36,13 +36,15 @@ def pick_device(preference: str = "auto") -> torch.device:
         ``"auto"`` picks CUDA when it is available, else the CPU. ``"cuda"``
         raises when no GPU is present rather than silently using the CPU.
 
-    While the device audit is on (``NHTLAB_DEVICE_CHECK=1`` or
-    :func:`device_audit`, CPU-only machines) ``"auto"`` and ``"cpu"`` return
-    :data:`AUDIT_DEVICE` (``cpu:0``), the CPU tagged as the chosen device.
-
     Returns
     -------
     torch.device
+
+    Notes
+    -----
+    While the device audit is on (``NHTLAB_DEVICE_CHECK=1`` or
+    :func:`device_audit`, CPU-only machines) ``"auto"`` and ``"cpu"`` return
+    :data:`AUDIT_DEVICE` (``cpu:0``), the CPU tagged as the chosen device.
     """
     check_choice(preference, "preference", ("auto", "cpu", "cuda"), owner="pick_device")
     if preference == "cuda" and not torch.cuda.is_available():

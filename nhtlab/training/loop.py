@@ -278,16 +278,18 @@ def train(
         Steps between checkpoints; defaults to ``10 * config.eval_every``.
         Needs ``checkpoint_dir``.
 
-    Under the smoke cap (``NHTLAB_SMOKE=1``, :mod:`nhtlab.smoke`) ``steps``,
-    ``eval_every`` and ``batch_size`` are capped before anything else and the
-    history's ``config`` records ``smoke_steps``.
-
     Returns
     -------
     History
         ``status`` is ``"completed"``, ``"stopped"`` (early stop or a callback),
         or ``"diverged"`` when the loss or a parameter became NaN/inf; the rows
         measured until then are kept.
+
+    Notes
+    -----
+    Under the smoke cap (``NHTLAB_SMOKE=1``, :mod:`nhtlab.smoke`) ``steps``,
+    ``eval_every`` and ``batch_size`` are capped before anything else and the
+    history's ``config`` records ``smoke_steps``.
     """
     check_type(model, "model", nn.Module, owner="train")
     check_type(config, "config", TrainConfig, owner="train")
