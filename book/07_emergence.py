@@ -79,11 +79,14 @@ PROFILES = {
         stop_after=100,
         budget=1500,
     ),
+    # book: four widths, 32 to 128. With a 6,000-step limit (and width
+    # 48) no run generalised after step 3,000, so the 4,000-step limit
+    # only shortens runs that do not generalise.
     "book": dict(
         lr=1e-3,
-        sizes=[32, 48, 64, 96, 128],
+        sizes=[32, 64, 96, 128],
         seeds=[0, 1],
-        steps=6000,
+        steps=4000,
         stop_after=100,
         budget=2500,
     ),
