@@ -138,7 +138,7 @@ PROFILES = {
         eta_seeds=[0, 1],
         init_scales=[0.5, 1.5],
         steps=8000,
-        budgets={2.0: 3000},
+        budgets={2.0: 2000},
         stop_after=500,
     ),
     # full: the companion's λ sweep (+ its regime edges) and η sweep, 10
@@ -165,7 +165,7 @@ nhtlab.stamp(profile, cfg)
 # default init): a **λ sweep** at fixed η, an **η sweep** at λ = 1, and an
 # **init-scale** family at λ = 1 and the base η, in which every weight
 # matrix and embedding starts `init_scale` times larger. In `book`, λ = 2
-# gets a budget of 3,000 steps, as in the previous chapter: in the
+# gets a budget of 2,000 steps, as in the previous chapter: in the
 # companion's setting it memorises only after about 21,000 steps, so it is
 # the regime edge, not a point of the fit. One call trains every distinct
 # run on both cores; finished runs come from the result cache.
@@ -493,7 +493,7 @@ for name, pts in points.items():
 # * **Table 3 is reproduced within its error bars** for $T_\text{grok}$ at
 #   λ = 0.3, 0.5 and 1 with two seeds; our $T_\text{escape}$ is earlier
 #   than the companion's because our runs end 500 steps after
-#   $T_\text{grok}$, not 2,000. λ = 2 does not memorise within 3,000 steps
+#   $T_\text{grok}$, not 2,000. λ = 2 does not memorise within 2,000 steps
 #   (the companion needs about 21,000).
 
 # %% [markdown]
