@@ -34,11 +34,7 @@ def imports(path: Path) -> list[tuple[str, bool]]:
     tree = ast.parse(path.read_text())
     here = module_name(path).split(".") if module_name(path) else []
     package = here if path.name == "__init__.py" else here[:-1]
-    # module level: the body, and a top-level try's imports (an optional module, as slots' fcntl)
     top = {id(node) for node in tree.body}
-    for node in tree.body:
-        if isinstance(node, ast.Try):
-            top |= {id(n) for part in (node.body, *(h.body for h in node.handlers)) for n in part}
     out = []
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom):

@@ -13,9 +13,7 @@ of the book in which each chapter is replaced by its executed version.
 chapters that read each other's runs from the result cache share a lane and run
 in order, so no run is trained twice. Each lane's kernel has one thread; a
 chapter's own sweep still starts its pool of workers, so the cores stay busy
-while the other lane analyses, draws or trains in its kernel. Training slots
-(:mod:`nhtlab.training.slots`, one per core) keep the two lanes from running
-more training loops than there are cores.
+while the other lane analyses, draws or trains in its kernel.
 """
 
 from __future__ import annotations
@@ -168,25 +166,11 @@ def execute_all(profile: str, jobs: int = 1, force: bool = False, only: list[str
     notebooks = chapters(only)
     results: dict[str, tuple[float, bool]] = {}
     if jobs > 1 and by_lane:
-        from nhtlab.training.slots import SLOTS_ENV, make_slots
-
         groups = lanes(notebooks)
-        # Two lanes' sweeps would otherwise run four training loops on two cores, each slower than
-        # its share: every loop, in a kernel or a pool worker, first takes one of cpu_count slots.
-        slots = make_slots(BUILD / "slots", os.cpu_count() or 1)
-        saved = os.environ.get(SLOTS_ENV)
-        os.environ[SLOTS_ENV] = str(slots)
-        try:
-            with ProcessPoolExecutor(min(jobs, len(groups))) as pool:
-                todo = [[(str(nb), profile, force) for nb in g] for g in groups]
-                for group, done in zip(groups, pool.map(_execute_lane, todo)):
-                    for nb, (_, seconds, cached) in zip(group, done):
-                        results[nb.stem] = (seconds, cached)
-        finally:
-            if saved is None:
-                os.environ.pop(SLOTS_ENV, None)
-            else:
-                os.environ[SLOTS_ENV] = saved
+        with ProcessPoolExecutor(min(jobs, len(groups))) as pool:
+            for group, done in zip(groups, pool.map(_execute_lane, [[(str(nb), profile, force) for nb in g] for g in groups])):
+                for nb, (_, seconds, cached) in zip(group, done):
+                    results[nb.stem] = (seconds, cached)
     elif jobs > 1:
         todo = [(str(nb), profile, force) for nb in notebooks]
         with ProcessPoolExecutor(jobs) as pool:

@@ -54,7 +54,6 @@ from .rules import (
     stopped_after,
 )
 from .runs import ModularRun
-from .slots import training_slot
 
 __all__ = ["SHARED_FIELDS", "batch_key", "train_batched", "StackedAdamW"]
 
@@ -137,7 +136,6 @@ class StackedAdamW:
             param.grad = None
 
 
-@training_slot()  # where NHTLAB_TRAIN_SLOTS asks for it (the book build), wait for a free core
 def train_batched(runs: Sequence[ModularRun], progress: str | None = None, desc: str = "stacked") -> list[History]:
     """Train ``runs`` as one stacked model and return one :class:`History` per run.
 

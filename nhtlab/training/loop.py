@@ -47,7 +47,6 @@ from .rules import (
     reached_stop_accuracy,
     stopped_after,
 )
-from .slots import training_slot
 
 __all__ = ["TrainConfig", "TrainState", "train", "evaluate", "SCHEDULES"]
 
@@ -360,56 +359,55 @@ def train(
             "sampler": sampler.get_state(), "rng": capture_rng_state(),
         })
 
-    with training_slot():  # where NHTLAB_TRAIN_SLOTS asks for it (the book build), wait for a free core
-        model.train()
-        saved = None if checkpoint_dir is None else load_checkpoint(checkpoint_dir)
-        if saved is None:
-            step = 0
-            keep_going = measure(0)
-        else:  # resume: put back every piece of state the loop carries
-            _check_same_run(saved, config, device, checkpoint_dir)
-            model.load_state_dict(saved["model"])
-            optimizer.load_state_dict(saved["optimizer"])
-            scheduler.load_state_dict(saved["scheduler"])
-            sampler.set_state(saved["sampler"])
-            restore_rng_state(saved["rng"])
-            history = History.from_dict(saved["history"])
-            step = saved["step"]
-            grok = grok_step(history.rows)
-            keep_going = history.status == "running"
-            bar.update(step)
-        finished_before = saved is not None and not keep_going
-        while keep_going and step < config.steps:
-            if config.batch_size is None:
-                xb, yb = x_train, y_train
-            else:
-                idx = torch.randint(0, n, (config.batch_size,), generator=sampler, device=device)
-                xb, yb = x_train[idx], y_train[idx]
-            loss = F.cross_entropy(model(xb), yb)
-            if not torch.isfinite(loss):
-                diverged_in_training(history, step + 1)
-                break
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            optimizer.step()
-            scheduler.step()
-            step += 1
-            bar.update(1)
-            if step % config.eval_every == 0 or step == config.steps:
-                keep_going = measure(step)
-            if checkpoint_dir is not None and keep_going and step % checkpoint_every == 0 and step < config.steps:
-                save(step)
-        if history.status == "running":
-            history.status = "completed"
-        if history.status == "diverged":
-            if not _finite_params(model) and "parameters" not in history.message:
-                history.message += " (parameters are no longer finite)"
-            warnings.warn(
-                f"Training diverged: {history.message}. The history up to that point is kept and marked "
-                f"status='diverged' (lr={config.lr:g}, weight_decay={config.weight_decay:g}; a smaller lr usually helps).",
-                RuntimeWarning, stacklevel=2,
-            )
-        if checkpoint_dir is not None and not finished_before:
+    model.train()
+    saved = None if checkpoint_dir is None else load_checkpoint(checkpoint_dir)
+    if saved is None:
+        step = 0
+        keep_going = measure(0)
+    else:  # resume: put back every piece of state the loop carries
+        _check_same_run(saved, config, device, checkpoint_dir)
+        model.load_state_dict(saved["model"])
+        optimizer.load_state_dict(saved["optimizer"])
+        scheduler.load_state_dict(saved["scheduler"])
+        sampler.set_state(saved["sampler"])
+        restore_rng_state(saved["rng"])
+        history = History.from_dict(saved["history"])
+        step = saved["step"]
+        grok = grok_step(history.rows)
+        keep_going = history.status == "running"
+        bar.update(step)
+    finished_before = saved is not None and not keep_going
+    while keep_going and step < config.steps:
+        if config.batch_size is None:
+            xb, yb = x_train, y_train
+        else:
+            idx = torch.randint(0, n, (config.batch_size,), generator=sampler, device=device)
+            xb, yb = x_train[idx], y_train[idx]
+        loss = F.cross_entropy(model(xb), yb)
+        if not torch.isfinite(loss):
+            diverged_in_training(history, step + 1)
+            break
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+        scheduler.step()
+        step += 1
+        bar.update(1)
+        if step % config.eval_every == 0 or step == config.steps:
+            keep_going = measure(step)
+        if checkpoint_dir is not None and keep_going and step % checkpoint_every == 0 and step < config.steps:
             save(step)
-        bar.close(history.message if history.status != "completed" else "")
-        return history
+    if history.status == "running":
+        history.status = "completed"
+    if history.status == "diverged":
+        if not _finite_params(model) and "parameters" not in history.message:
+            history.message += " (parameters are no longer finite)"
+        warnings.warn(
+            f"Training diverged: {history.message}. The history up to that point is kept and marked "
+            f"status='diverged' (lr={config.lr:g}, weight_decay={config.weight_decay:g}; a smaller lr usually helps).",
+            RuntimeWarning, stacklevel=2,
+        )
+    if checkpoint_dir is not None and not finished_before:
+        save(step)
+    bar.close(history.message if history.status != "completed" else "")
+    return history
