@@ -103,8 +103,9 @@ class TrainConfig:
     stop_after: int | None = None
     eval_batch_size: int = 8192
 
-    # Fields a run kind gained after nhtlab 0.2.0 keyed its results: to_dict() leaves them out while they
-    # hold their default, so that the cache keys (and run.json files) of 0.2.0 runs stay valid.
+    # Fields a run kind gained after nhtlab 0.2.0 first keyed its runs: to_dict() leaves them out while they
+    # hold their default, so a run's dict (its run.json, the config in its cache key) reads as it did in 0.2.0.
+    # (The cache also keys on nhtlab's version: results of another version are never reused.)
     # A plain class attribute (no annotation), not a field.
     _key_omits_at_default = ()
 
