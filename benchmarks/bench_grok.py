@@ -1,12 +1,12 @@
 """Benchmark (not a test): the companion transformer's training speed against the machine's matmul limit.
 
-Usage: ``python benchmarks/bench_grok.py [--steps 60] [--attention-steps 50] [--sweep-steps 300] [--skip-sweep]``
+Usage: ``python benchmarks/bench_grok.py [--steps 60] [--attention-steps 50] [--optimizer-steps 50] [--sweep-steps 300] [--skip-sweep]``
 
 On one CPU thread it prints
 
 1. training steps per second of the companion paper's transformer
    (:func:`nhtlab.companion`: p = 97, d_model 128, batch 512), for the bare
-   AdamW step and for :func:`nhtlab.training.loop.train` with its evaluations
+   AdamW step (fused, as the companion runs train) and for :func:`nhtlab.training.loop.train` with its evaluations
    (every 100 steps, on all 9,409 pairs);
 2. the step's matmul FLOPs (counted by ``torch.utils.flop_counter``: forward
    and backward, every mm/bmm/addmm) and the achieved GFLOP/s;
@@ -15,7 +15,10 @@ On one CPU thread it prints
 4. the training step with the model's broadcast attention against the batched-matmul
    form it replaced (``q @ kᵀ`` over B·heads tiny matrices), timed alternately in
    blocks of steps so that both see the same machine;
-5. a small book-like λ sweep (the companion transformer at λ = 0.3, 0.5, 1, 2,
+5. AdamW fused (``fused=True``, what :func:`nhtlab.companion` runs ask for) against
+   PyTorch's default multi-tensor form (``foreach``), on the companion transformer and on
+   chapter 05/06's SimpleCNN border run (batch 64), timed alternately in the same way;
+6. a small book-like λ sweep (the companion transformer at λ = 0.3, 0.5, 1, 2,
    ``--sweep-steps`` steps each) trained sequentially, in a 2-process pool and as
    one stacked model.
 
@@ -66,35 +69,68 @@ def matmul_attention(self, x, queries=None):
     return self.proj(y)
 
 
-def bench_attention(steps: int, rounds: int = 6) -> None:
-    """Steps per CPU second with each attention form, alternating blocks of ``steps`` steps."""
+def _alternate(steppers: dict, steps: int, rounds: int, before=lambda label: None) -> dict:
+    """Steps per CPU second of each stepper, timed in alternating blocks of ``steps`` steps.
+
+    Alternating blocks (the order reversed every round) let every form see the same machine;
+    ``before(label)`` sets a form up before each of its blocks. The first round warms up.
+    """
+    cpu = dict.fromkeys(steppers, 0.0)
+    for r in range(rounds + 1):
+        for label in (list(steppers) if r % 2 else list(steppers)[::-1]):
+            before(label)
+            c0 = time.thread_time()
+            for _ in range(steps):
+                steppers[label]()
+            if r:
+                cpu[label] += time.thread_time() - c0
+    return {label: rounds * steps / seconds for label, seconds in cpu.items()}
+
+
+def _companion_stepper(fused: bool):
+    """One training step of the companion run (λ = 1, seed 0) with its own model and AdamW."""
     run = nhtlab.companion(1.0, seed=0, device="cpu")
     data = nhtlab.modular_data(run.p, run.operation, run.train_fraction, seed=run.seed)
+    nhtlab.seed_everything(0)
+    model = nhtlab.make_model(run.model, run.p)
+    opt = torch.optim.AdamW(model.parameters(), lr=run.lr, betas=run.betas, weight_decay=run.weight_decay, fused=fused)
+    return _step_fn(model, opt, data.x_train, data.y_train, torch.Generator().manual_seed(0), run.batch_size)
+
+
+def bench_attention(steps: int, rounds: int = 6) -> None:
+    """Steps per CPU second with each attention form, alternating blocks of ``steps`` steps."""
     broadcast = SelfAttention.forward
     forms = {"broadcast (nhtlab)": broadcast, "batched matmul (0.2.0)": matmul_attention}
-    steppers, cpu = {}, {}
-    for label in forms:
-        nhtlab.seed_everything(0)
-        model = nhtlab.make_model(run.model, run.p)
-        opt = torch.optim.AdamW(model.parameters(), lr=run.lr, betas=run.betas, weight_decay=run.weight_decay)
-        steppers[label] = _step_fn(model, opt, data.x_train, data.y_train, torch.Generator().manual_seed(0), run.batch_size)
-        cpu[label] = 0.0
+    steppers = {label: _companion_stepper(fused=True) for label in forms}
     try:
-        for r in range(rounds + 1):
-            for label, forward in forms.items():
-                SelfAttention.forward = forward
-                c0 = time.thread_time()
-                for _ in range(steps):
-                    steppers[label]()
-                if r:  # the first round warms up
-                    cpu[label] += time.thread_time() - c0
+        rates = _alternate(steppers, steps, rounds, before=lambda label: setattr(SelfAttention, "forward", forms[label]))
     finally:
         SelfAttention.forward = broadcast
-    rates = {label: rounds * steps / seconds for label, seconds in cpu.items()}
     print(f"\nattention forms, {rounds} alternating blocks of {steps} steps each, 1 thread:")
     for label, rate in rates.items():
         print(f"  {label:<24} {rate:6.1f} steps per CPU second")
     print(f"  broadcast / matmul:      ×{rates['broadcast (nhtlab)'] / rates['batched matmul (0.2.0)']:.3f}")
+
+
+def bench_optimizer(steps: int, rounds: int = 6) -> None:
+    """AdamW fused against foreach (PyTorch's default), on the companion transformer and the SimpleCNN."""
+    from nhtlab.training.presets import BORDER_DESIGN
+
+    run = nhtlab.ShortcutRun(seed=0, **BORDER_DESIGN)
+    data = run.data()
+
+    def cnn_stepper(fused: bool):
+        model = run.build_model(data.num_classes)
+        opt = torch.optim.AdamW(model.parameters(), lr=run.lr, betas=run.betas, weight_decay=run.weight_decay,
+                                fused=fused)
+        return _step_fn(model, opt, data.x_train, data.y_train, torch.Generator().manual_seed(0), run.batch_size)
+
+    print(f"\nAdamW, fused against foreach, {rounds} alternating blocks of {steps} steps each, 1 thread:")
+    for name, make in (("companion transformer, batch 512", _companion_stepper),
+                       (f"SimpleCNN border run, batch {run.batch_size}", cnn_stepper)):
+        rates = _alternate({"fused": make(True), "foreach": make(False)}, steps, rounds)
+        print(f"  {name:<34} fused {rates['fused']:6.1f}, foreach {rates['foreach']:6.1f} steps per CPU second; "
+              f"fused / foreach ×{rates['fused'] / rates['foreach']:.3f}")
 
 
 def count_matmuls(model, x, y, batch) -> tuple[int, Counter]:
@@ -147,7 +183,7 @@ def bench_cpu(args) -> None:
     data = nhtlab.modular_data(run.p, run.operation, run.train_fraction, seed=run.seed)
     nhtlab.seed_everything(0)
     model = nhtlab.make_model(run.model, run.p, **run.model_kwargs)
-    opt = torch.optim.AdamW(model.parameters(), lr=run.lr, betas=run.betas, weight_decay=run.weight_decay)
+    opt = torch.optim.AdamW(model.parameters(), lr=run.lr, betas=run.betas, weight_decay=run.weight_decay, fused=run.fused)
     gen = torch.Generator().manual_seed(0)
     step = _step_fn(model, opt, data.x_train, data.y_train, gen, run.batch_size)
     flops, shapes = count_matmuls(model, data.x_train, data.y_train, run.batch_size)
@@ -216,6 +252,7 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=60, help="timed bare steps")
     parser.add_argument("--loop-steps", type=int, default=300, help="steps of the train() timings")
     parser.add_argument("--attention-steps", type=int, default=50, help="steps per block of the attention comparison")
+    parser.add_argument("--optimizer-steps", type=int, default=50, help="steps per block of the AdamW comparison")
     parser.add_argument("--sweep-steps", type=int, default=300)
     parser.add_argument("--skip-sweep", action="store_true")
     parser.add_argument("--gpu-seeds", type=int, default=10)
@@ -226,6 +263,7 @@ def main() -> None:
           f"load average {os.getloadavg()[0]:.1f} (inflated timings when > 0)\n")
     bench_cpu(args)
     bench_attention(args.attention_steps)
+    bench_optimizer(args.optimizer_steps)
     if not args.skip_sweep:
         bench_sweep(args)
     bench_cuda(args)

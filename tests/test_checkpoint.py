@@ -150,3 +150,25 @@ def test_diverged_run_is_checkpointed_as_diverged(tmp_path):
     with pytest.warns(RuntimeWarning, match="Training diverged"):
         again = run_modular(bad, progress="none", run_dir=tmp_path)
     assert again.status == "diverged" and again.rows == h.rows
+
+
+def test_a_checkpoint_from_before_a_field_existed_resumes(tmp_path):
+    """A checkpoint written by nhtlab 0.2.1 has no 'fused' in its config: it reads as the default, False."""
+    from nhtlab.training.checkpoint import save_checkpoint
+
+    reference = run_modular(SMALL, progress="none")
+
+    def crash_at_70(state):
+        if state.step == 70:
+            raise _Interrupt
+
+    with pytest.raises(_Interrupt):
+        run_modular(SMALL, callbacks=[crash_at_70], progress="none", run_dir=tmp_path, checkpoint_every=30)
+    saved = load_checkpoint(tmp_path)
+    del saved["config"]["fused"]
+    save_checkpoint(tmp_path, saved)
+    resumed = run_modular(SMALL, progress="none", run_dir=tmp_path, checkpoint_every=30)
+    assert resumed.rows == reference.rows
+    with pytest.raises(ValueError, match=r"different configuration \(fused: False there, True here\)"):
+        nhtlab.train(nhtlab.EmbeddingMLP(11, width=32), nhtlab.modular_data(p=11, seed=2),
+                     SMALL.train_config().replace(fused=True), progress="none", checkpoint_dir=tmp_path)

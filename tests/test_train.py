@@ -88,6 +88,7 @@ def test_cosine_schedule_ends_at_zero():
     (dict(betas=(0.9,)), ValueError, "'betas' parameter of TrainConfig must hold two floats"),
     (dict(device="tpu"), ValueError, "'device' parameter of TrainConfig must be one of 'auto', 'cpu', 'cuda'"),
     (dict(steps="10"), TypeError, "'steps' parameter of TrainConfig must be an int"),
+    (dict(fused="yes"), TypeError, "'fused' parameter of TrainConfig must be a bool. Got 'yes'"),
 ])
 def test_bad_config_names_the_parameter(kwargs, exc, message):
     with pytest.raises(exc) as info:
@@ -133,3 +134,25 @@ def test_run_kinds_declare_the_training_fields_once():
         ModularRun(7)  # keyword arguments only: a positional value would land in the first training field
     with pytest.raises(TypeError, match="TrainConfig holds training settings only"):
         TrainConfig().execute()
+
+
+def test_fused_adamw_is_the_same_update_in_another_rounding():
+    """fused=True changes how AdamW is computed, not what: a short run agrees to float rounding.
+
+    Only the companion preset turns it on, and the config records it only then, so every other
+    run keeps its dict (and cache key) and its numbers.
+    """
+    run = ModularRun(p=11, model_kwargs=dict(width=32), steps=40, eval_every=10, batch_size=16, seed=1, device="cpu")
+    plain, fused = run_modular(run, progress="none"), run_modular(run.replace(fused=True), progress="none")
+    assert "fused" not in run.to_dict() and run.replace(fused=True).to_dict()["fused"] is True
+    for a, b in zip(plain.model.parameters(), fused.model.parameters()):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5)
+    assert [r["step"] for r in plain.rows] == [r["step"] for r in fused.rows]
+    for ra, rb in zip(plain.rows, fused.rows):
+        assert math.isclose(ra["norm"], rb["norm"], rel_tol=1e-5), (ra["step"], ra["norm"], rb["norm"])
+    assert any(not torch.equal(a, b) for a, b in zip(plain.model.parameters(), fused.model.parameters())), \
+        "fused=True must reach the optimiser (the two runs were bit-identical)"
+    import nhtlab
+
+    assert nhtlab.companion(1.0).fused is True and nhtlab.companion(1.0).to_dict()["fused"] is True
+    assert "fused" not in TrainConfig().to_dict()

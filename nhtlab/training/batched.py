@@ -18,7 +18,10 @@ AdamW is written here in stacked form, mirroring PyTorch's single-tensor
     θ ← θ − η/(1 − β₁ᵗ) · m / (√v / √(1 − β₂ᵗ) + ε)
 
 so the stacked runs reproduce separate ``torch.optim.AdamW`` runs (the tests
-check EmbeddingMLP parameters agree within 1e-6). One caveat for other models:
+check EmbeddingMLP parameters agree within 1e-6). A run's ``fused`` field
+(PyTorch's fused AdamW kernel in :func:`~nhtlab.training.loop.train`) has no
+stacked counterpart: stacked runs always take this form, within float
+rounding of either. One caveat for other models:
 a parameter whose gradient is zero in exact arithmetic but float noise in
 practice (the key bias of attention: softmax ignores it) gets Adam steps of
 size about η driven by that noise, so it can differ by O(η) between the two

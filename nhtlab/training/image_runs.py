@@ -115,8 +115,8 @@ class ShortcutRun(TrainConfig):
     eval_every: int = 100  # TrainConfig: 25 (each evaluation here scores six image sets)
     schedule: str = "cosine"  # TrainConfig: constant
 
-    # stop_after and eval_batch_size came with the TrainConfig base: in the dict only when set (see TrainConfig)
-    _key_omits_at_default = ("stop_after", "eval_batch_size")
+    # stop_after and eval_batch_size came with the TrainConfig base, fused in 0.2.2: in the dict only when set
+    _key_omits_at_default = ("stop_after", "eval_batch_size", "fused")
     __hash__ = TrainConfig.__hash__  # the one hash of every run kind (@dataclass would write a field hash)
 
     def __post_init__(self) -> None:

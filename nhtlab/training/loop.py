@@ -30,7 +30,7 @@ import torch.nn.functional as F
 from ..history import History
 from ..measures.norms import layer_norms
 from ..smoke import cap_train_config, smoke_enabled, smoke_steps
-from ..validation import check_choice, check_int, check_real, check_type
+from ..validation import check_bool, check_choice, check_int, check_real, check_type
 from .checkpoint import (
     capture_rng_state,
     load_checkpoint,
@@ -89,6 +89,14 @@ class TrainConfig:
         time in sweeps; None trains for ``steps``.
     eval_batch_size : int
         Evaluation batch size (bounds memory on image data).
+    fused : bool
+        Use PyTorch's fused AdamW (``torch.optim.AdamW(fused=True)``): the same
+        update computed in one kernel per step, so the same run in a different
+        float rounding. 1.10–1.13× the steps per CPU second on the companion
+        transformer, no faster on the small SimpleCNN, whose step is mostly
+        convolutions (``benchmarks/bench_grok.py`` times both side by side). Off
+        by default, so that runs keep the numbers of earlier versions;
+        :func:`nhtlab.companion` turns it on.
     """
 
     steps: int = 3000
@@ -102,12 +110,13 @@ class TrainConfig:
     device: str = "auto"
     stop_after: int | None = None
     eval_batch_size: int = 8192
+    fused: bool = False
 
     # Fields a run kind gained after nhtlab 0.2.0 first keyed its runs: to_dict() leaves them out while they
     # hold their default, so a run's dict (its run.json, the config in its cache key) reads as it did in 0.2.0.
     # (The cache also keys on nhtlab's version: results of another version are never reused.)
     # A plain class attribute (no annotation), not a field.
-    _key_omits_at_default = ()
+    _key_omits_at_default = ("fused",)
 
     def __post_init__(self) -> None:
         owner = type(self).__name__  # errors name the class the user called: TrainConfig, ModularRun, ...
@@ -129,6 +138,7 @@ class TrainConfig:
         if self.stop_after is not None:
             check_int(self.stop_after, "stop_after", low=0, owner=owner)
         check_int(self.eval_batch_size, "eval_batch_size", low=1, owner=owner)
+        check_bool(self.fused, "fused", owner=owner)
 
     def train_config(self) -> TrainConfig:
         """The training fields alone, as a plain :class:`TrainConfig` (what :func:`train` records and checkpoints)."""
@@ -223,7 +233,8 @@ def _check_pair(x: Any, y: Any, parameter: str, what: str) -> None:
 
 def _check_same_run(saved: Mapping[str, Any], config: TrainConfig, device: torch.device, checkpoint_dir: Any) -> None:
     """Refuse to resume a checkpoint written by a different configuration or on another device."""
-    mine, theirs = asdict(config), dict(saved["config"])
+    # a field added in a later version holds its default in a checkpoint written before it existed
+    mine, theirs = asdict(config), {**{f.name: f.default for f in fields(TrainConfig)}, **saved["config"]}
     mine["betas"], theirs["betas"] = list(mine["betas"]), list(theirs["betas"])
     differ = {k: (theirs.get(k), v) for k, v in mine.items() if theirs.get(k) != v}
     if differ:
@@ -324,7 +335,8 @@ def train(
         raise ValueError("The 'checkpoint_every' parameter of train needs a 'checkpoint_dir' to write to. "
                          f"Got checkpoint_every={checkpoint_every!r} and checkpoint_dir=None.")
 
-    optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, betas=config.betas, weight_decay=config.weight_decay)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, betas=config.betas, weight_decay=config.weight_decay,
+                                  fused=config.fused)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, _lr_factor(config.schedule, config.steps))
     sampler = torch.Generator(device=device).manual_seed(config.seed)
     history = History(config=asdict(config))

@@ -6,8 +6,11 @@ code ClevixLab/grokking-norm-separation): a 1-layer transformer (d_model 128,
 AdamW with lr 1e-3 and PyTorch's default betas (0.9, 0.999), and minibatches
 of 512 drawn *with replacement* at every step.
 
-Two choices are ours and are recorded in every run's config:
+Three choices are ours and are recorded in every run's config:
 
+* ``fused=True``: PyTorch's fused AdamW, the same update in one kernel per
+  step, 1.10–1.13× the steps per CPU second on this model (another float
+  rounding than the default multi-tensor AdamW, so other runs keep that);
 * ``eval_every=100`` (the companion evaluates every 200 steps; finer steps
   time T_mem and T_grok twice as precisely for about 14% of extra compute);
 * ``stop_after``: the companion stops 2,000 steps after T_grok and takes
@@ -65,7 +68,7 @@ def companion(weight_decay: float = 1.0, seed: int = 0, **changes: Any) -> Modul
     -------
     ModularRun
         p = 97, (a + b) mod p, 50% of the pairs for training, the 1-layer transformer,
-        AdamW lr 1e-3 with betas (0.9, 0.999), batch 512 drawn with replacement,
+        AdamW lr 1e-3 with betas (0.9, 0.999) (fused), batch 512 drawn with replacement,
         ``eval_every=100``, at most 50,000 steps, stopped ``COMPANION_STOP_AFTER``
         steps after T_grok; any field overridden by ``changes``.
 
@@ -78,7 +81,7 @@ def companion(weight_decay: float = 1.0, seed: int = 0, **changes: Any) -> Modul
     settings: dict[str, Any] = dict(
         p=97, operation="+", train_fraction=0.5, model="transformer", model_kwargs={},
         lr=1e-3, betas=(0.9, 0.999), batch_size=512, eval_every=100,
-        steps=50_000, stop_after=COMPANION_STOP_AFTER, schedule="constant",
+        steps=50_000, stop_after=COMPANION_STOP_AFTER, schedule="constant", fused=True,
     )
     settings.update(changes)
     return ModularRun(weight_decay=weight_decay, seed=seed, **settings)

@@ -67,8 +67,8 @@ class ModularRun(TrainConfig):
     model_kwargs: dict[str, Any] = field(default_factory=dict)
     lr: float = 3e-3  # not TrainConfig's 1e-3: ModularRun's own default before it had a base, kept so default runs (and keys) stay
 
-    # eval_batch_size came with the TrainConfig base: in the dict only when set (TrainConfig._key_omits_at_default)
-    _key_omits_at_default = ("eval_batch_size",)
+    # eval_batch_size came with the TrainConfig base, fused in 0.2.2: in the dict only when set (see TrainConfig)
+    _key_omits_at_default = ("eval_batch_size", "fused")
     __hash__ = TrainConfig.__hash__  # @dataclass would write a field hash, which fails on the model_kwargs dict
 
     def __post_init__(self) -> None:
