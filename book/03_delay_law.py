@@ -83,7 +83,7 @@
 import sys
 
 if "google.colab" in sys.modules:
-    # %pip install -q "nhtlab @ git+https://github.com/nhtlab/nhtlab@v0.2.1"
+    # %pip install -q "nhtlab @ git+https://github.com/nhtlab/nhtlab@v0.2.2"
     print(
         'Launch note: profile = "full" takes several hours on a Colab T4'
         " GPU (its 20 regime-edge runs use whole 50,000-step budgets)"
@@ -194,12 +194,17 @@ gap_runs = [
     )
     for k in cfg.init_scales
 ]
-family = {
-    **{r: "init scale" for r in gap_runs},
-    **{r: "η sweep" for r in eta_runs},
-    **{r: "λ sweep" for r in lam_runs},
-}
-# distinct runs only: the base run belongs to every family and trains once
+# Distinct runs only (a run in two families trains once, labelled by
+# the first); the λ sweep first, so that its longest runs (λ = 0.3)
+# start first and the two workers finish together.
+family = {}
+for label, group in [
+    ("λ sweep", lam_runs),
+    ("η sweep", eta_runs),
+    ("init scale", gap_runs),
+]:
+    for r in group:
+        family.setdefault(r, label)
 runs = list(family)
 result = nhtlab.sweep(
     runs, strategy="parallel", workers=2, cache=nhtlab.default_cache()
