@@ -167,3 +167,76 @@ def test_a_cached_history_keeps_its_column_order(cache):
     fresh, _ = _trained(cache, RUN.replace(model="transformer", model_kwargs={}, p=7, steps=10, eval_every=5))
     again, trained = _trained(cache, RUN.replace(model="transformer", model_kwargs={}, p=7, steps=10, eval_every=5))
     assert not trained and again.columns == fresh.columns and again.layers[0] == "tok"
+
+
+_CLAIM_AND_TRAIN = """
+import sys, time
+from pathlib import Path
+import nhtlab
+from nhtlab.training.cache import ResultCache
+from nhtlab.training.runs import ModularRun
+run = ModularRun(**__import__("json").loads(sys.argv[2]))
+cache = ResultCache(sys.argv[1])
+with cache.claim(run.cache_config()) as hit:
+    assert hit is None
+    Path(sys.argv[3]).touch()  # claimed: the test process may ask for the run now
+    time.sleep(1.5)  # still training while the other process asks
+    history = nhtlab.run_modular(run, progress="none")
+    cache.put(run.cache_config(), history)
+"""
+
+
+def test_a_run_claimed_by_another_process_is_waited_for_and_read_not_trained(cache, tmp_path):
+    """Chapters executed side by side train a shared run once: the second waits for the first's claim."""
+    import subprocess
+    import sys
+    import time
+
+    flag = tmp_path / "claimed"
+    other = subprocess.Popen([sys.executable, "-c", _CLAIM_AND_TRAIN, str(cache.root), json.dumps(RUN.to_dict()),
+                              str(flag)])
+    try:
+        deadline = time.monotonic() + 60
+        while not flag.exists():
+            assert other.poll() is None and time.monotonic() < deadline, "the other process did not claim the run"
+            time.sleep(0.05)
+        start = time.monotonic()
+        result = nhtlab.sweep([RUN], strategy="sequential", cache=cache, progress="none")
+        waited = time.monotonic() - start
+    finally:
+        other.wait(timeout=60)
+    assert other.returncode == 0
+    (row,) = result
+    assert row.cached and row.seconds == 0.0, "the run was trained twice"
+    assert waited > 0.5, f"the sweep did not wait for the claim ({waited:.2f} s)"
+    assert row.history.rows == cache.get(RUN.cache_config()).rows and len(cache) == 1
+
+
+def test_a_claim_is_released_when_training_fails(cache):
+    import threading
+
+    config = RUN.cache_config()
+    with pytest.raises(RuntimeError, match="training failed"):
+        with cache.claim(config) as hit:
+            assert hit is None
+            raise RuntimeError("training failed")
+    acquired = threading.Event()
+
+    def claim_again():
+        with cache.claim(config) as hit:
+            assert hit is None  # nothing was put: the next claimant trains
+            acquired.set()
+
+    thread = threading.Thread(target=claim_again)
+    thread.start()
+    thread.join(timeout=10)
+    assert acquired.is_set(), "the claim of the failed training was never released"
+
+
+def test_a_run_listed_twice_in_a_parallel_sweep_trains_once(cache):
+    result = nhtlab.sweep([RUN, RUN], strategy="parallel", workers=2, cache=cache, progress="none")
+    assert sorted(row.source for row in result) == ["cache", "computed"]
+    assert result[0].history.rows == result[1].history.rows and len(cache) == 1
+    # and the entries the workers put are the ones a later sweep reads
+    again = nhtlab.sweep([RUN], strategy="sequential", cache=cache, progress="none")
+    assert again[0].cached and again[0].history.rows == result[0].history.rows

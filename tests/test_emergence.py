@@ -30,6 +30,12 @@ def test_run_row_reads_gap_delay_and_law():
     assert row["predicted"] == pytest.approx(math.log(2.0) / 1e-3)
     assert row["log_gap"] == pytest.approx(math.log(2.0))
     assert run_row(synthetic(64, 3, 100, 600, 1000.0, 500.0), key="d_model", default_size=128)["size"] == 128
+    # a run config keeps only non-default model settings: the size then comes from the model's default
+    base = synthetic(64, 3, 100, 600, 1000.0, 500.0)
+    base.config.update(model="transformer", model_kwargs={})
+    assert run_row(base, key="d_model")["size"] == 128 and run_row(base, key="d_ff")["size"] == 512
+    with pytest.raises(KeyError, match="'transformer' has no default for it"):
+        run_row(base, key="width")
 
 
 def test_run_row_without_transition_has_no_gap():

@@ -22,8 +22,9 @@ def test_every_chapter_is_in_the_toc():
 
 
 def test_book_build_lanes_hold_every_chapter_once_in_toc_order():
-    # make book runs the chapters in build_book.LANES; a chapter left out would run alone, one named
-    # twice would run twice, and a lane out of order would read runs before the chapter that trains them.
+    # make book runs the chapters in build_book.LANES; a chapter left out would run alone and one named
+    # twice would run twice. Within a lane the chapters run in reading order (shared runs are claimed in
+    # the result cache, so the order is not what keeps a run from being trained twice).
     import build_book  # tools/ is on sys.path (tests/conftest.py)
 
     named = [stem for lane in build_book.LANES for stem in lane]

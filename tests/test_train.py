@@ -156,3 +156,17 @@ def test_fused_adamw_is_the_same_update_in_another_rounding():
 
     assert nhtlab.companion(1.0).fused is True and nhtlab.companion(1.0).to_dict()["fused"] is True
     assert "fused" not in TrainConfig().to_dict()
+
+
+def test_a_default_spelled_out_in_model_kwargs_is_the_same_run():
+    """Chapter 07's base width and chapter 03's default transformer are one run, with one cache key."""
+    import nhtlab
+    from nhtlab.training.cache import config_key
+
+    spelled = nhtlab.companion(1.0, seed=1, model_kwargs=dict(d_model=128, d_ff=512))
+    plain = nhtlab.companion(1.0, seed=1)
+    assert spelled.model_kwargs == {} and spelled == plain
+    assert config_key(spelled.cache_config()) == config_key(plain.cache_config())
+    wider = nhtlab.companion(1.0, model_kwargs=dict(d_model=64, d_ff=512))
+    assert wider.model_kwargs == {"d_model": 64}  # what differs stays, what does not goes
+    assert ModularRun(model_kwargs=dict(width=256.0)).model_kwargs == {"width": 256.0}  # another type is kept

@@ -14,6 +14,7 @@ generalised within a budget.
 
 from __future__ import annotations
 
+import inspect
 import math
 from collections.abc import Sequence
 from typing import Any
@@ -36,7 +37,15 @@ def _size(history: History, key: str, default: Any = None) -> Any:
         return config[key]
     if default is not None:
         return default
-    raise KeyError(f"The history's config has no {key!r} (neither in model_kwargs nor at top level).")
+    # a ModularRun keeps only the model settings that differ from the constructor's defaults
+    from ..models import MODELS
+
+    model = MODELS.get(config.get("model"))
+    param = inspect.signature(model).parameters.get(key) if model is not None else None
+    if param is not None and param.default is not inspect.Parameter.empty:
+        return param.default
+    raise KeyError(f"The history's config has no {key!r} (neither in model_kwargs nor at top level), "
+                   f"and its model {config.get('model')!r} has no default for it.")
 
 
 def run_row(history: History, key: str = "d_model", default_size: Any = None) -> dict[str, Any]:
@@ -54,9 +63,10 @@ def run_row(history: History, key: str = "d_model", default_size: Any = None) ->
     history : History
         A run of :func:`nhtlab.run_modular` (its config names η, λ and the size).
     key : str
-        The size setting, looked up in ``config["model_kwargs"]`` then ``config``.
+        The size setting, looked up in ``config["model_kwargs"]``, then ``config``,
+        then the default of the config's model (a run's ``model_kwargs`` omits defaults).
     default_size : optional
-        The size of a run whose config does not name ``key`` (the model's default).
+        The size of a run whose config does not name ``key``, before the model's default.
 
     Returns
     -------

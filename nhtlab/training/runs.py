@@ -48,6 +48,8 @@ class ModularRun(TrainConfig):
         The architecture (:data:`nhtlab.models.MODELS`).
     model_kwargs : dict
         Passed to the model's constructor, e.g. ``{"width": 256}``; names are checked.
+        A setting equal to the constructor's default is dropped (``{"d_model": 128}``
+        on the transformer becomes ``{}``): one run has one config, one cache key.
     lr : float > 0
         AdamW learning rate; the default here is 3e-3 (see the field's comment).
     **training fields
@@ -77,13 +79,18 @@ class ModularRun(TrainConfig):
         check_choice(self.model, "model", MODELS, owner="ModularRun")
         check_int(self.p, "p", low=2, owner="ModularRun")
         check_type(self.model_kwargs, "model_kwargs", dict, owner="ModularRun")
-        allowed = [name for name in inspect.signature(MODELS[self.model]).parameters if name != "p"]
-        unknown = [name for name in self.model_kwargs if name not in allowed]
+        defaults = {name: param.default for name, param in inspect.signature(MODELS[self.model]).parameters.items()
+                    if name != "p"}
+        unknown = [name for name in self.model_kwargs if name not in defaults]
         if unknown:
             raise ValueError(
                 f"The 'model_kwargs' parameter of ModularRun has names that model={self.model!r} does not take: "
-                f"{', '.join(map(repr, unknown))}. Allowed names are {', '.join(map(repr, allowed))}."
+                f"{', '.join(map(repr, unknown))}. Allowed names are {', '.join(map(repr, defaults))}."
             )
+        # a default spelled out is the same run: keep only what differs (same type, same value)
+        object.__setattr__(self, "model_kwargs", {
+            name: value for name, value in self.model_kwargs.items()
+            if not (type(value) is type(defaults[name]) and value == defaults[name])})
         check_real(self.train_fraction, "train_fraction", 0.0, 1.0, low_open=True, high_open=True, owner="ModularRun")
 
     def execute(self, **kwargs: Any) -> History:

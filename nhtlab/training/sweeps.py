@@ -26,6 +26,12 @@ A run that diverges does not stop the sweep; :attr:`SweepResult.diverged` lists 
 
 A *cache* can skip runs already trained: any object with
 ``get(config_dict) -> History | None`` and ``put(config_dict, history)``.
+With a :class:`~nhtlab.training.cache.ResultCache` the local strategies also
+*claim* each run before training it (:meth:`ResultCache.claim
+<nhtlab.training.cache.ResultCache.claim>`): a run that another process is
+training is waited for and read, not trained twice, so sweeps running side
+by side (the book's chapters) share their common runs in whatever order
+they reach them.
 """
 
 from __future__ import annotations
@@ -38,6 +44,7 @@ import time
 import warnings
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import Executor, ProcessPoolExecutor
+from contextlib import nullcontext
 from dataclasses import dataclass, fields
 from typing import Any
 
@@ -47,6 +54,7 @@ from ..analysis.events import Events
 from ..history import History
 from ..validation import check_choice, check_int, check_type
 from .batched import batch_key, train_batched
+from .cache import ResultCache
 from .loop import TrainConfig
 from .progress import Progress
 from .runs import ModularRun
@@ -219,13 +227,24 @@ def _init_worker(threads: int) -> None:
 _PROCESS_LOCK = threading.Lock()
 
 
-def _train_one(run: TrainConfig) -> tuple[dict[str, Any], float]:
-    """Worker entry point: a run in (picklable: a frozen dataclass), its history dict and seconds out."""
+def _train_one(run: TrainConfig, cache: ResultCache | None = None) -> tuple[dict[str, Any], float, str]:
+    """Worker entry point: a run in (picklable: a frozen dataclass), its history dict, seconds and source out.
+
+    With a ``cache`` the run is claimed first (:meth:`ResultCache.claim`): if another
+    process finished it meanwhile, its cached history comes back (source ``"cache"``);
+    otherwise it is trained and put in the cache before the claim is released.
+    """
     start = time.perf_counter()
-    with _PROCESS_LOCK, warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # divergence is reported in the result
-        history = run.execute(progress="none")
-    return history.to_dict(), time.perf_counter() - start  # the dict leaves the model behind
+    config = run.cache_config()
+    with (cache.claim(config) if cache is not None else nullcontext()) as hit:
+        if hit is not None:
+            return hit.to_dict(), 0.0, "cache"
+        with _PROCESS_LOCK, warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # divergence is reported in the result
+            history = run.execute(progress="none")
+        if cache is not None:
+            cache.put(config, history)
+    return history.to_dict(), time.perf_counter() - start, "computed"  # the dict leaves the model behind
 
 
 def _train_stack(runs: list[ModularRun]) -> tuple[list[dict[str, Any]], float]:
@@ -351,24 +370,28 @@ def sweep(
     bar = Progress(len(runs), f"sweep ({strategy}, {len(todo)} to train)", mode=progress, unit="run")
     bar.update(len(runs) - len(todo))
 
-    def done(i: int, history: History, secs: float) -> None:
-        histories[i], seconds[i] = history, secs
-        if cache is not None:
+    # On this machine (in this process, or the local pool) runs are claimed and put where they are trained;
+    # a user's executor may run elsewhere, so there the cache stays with this process, as any get/put cache.
+    claiming = cache if isinstance(cache, ResultCache) and executor is None and strategy != "batched" else None
+
+    def done(i: int, history: History, secs: float, source: str = "computed") -> None:
+        histories[i], seconds[i], sources[i] = history, secs, source
+        if cache is not None and claiming is None:
             cache.put(configs[i], history)
         bar.update(1)
 
     if todo and strategy == "sequential":
         for i in todo:
-            history_dict, secs = _train_one(runs[i])
-            done(i, History.from_dict(history_dict), secs)
+            history_dict, secs, source = _train_one(runs[i], claiming)
+            done(i, History.from_dict(history_dict), secs, source)
     elif todo and strategy == "parallel":
         own = executor is None
         pool = executor if executor is not None else default_executor(min(workers or os.cpu_count() or 1, len(todo)))
         try:
-            futures = {i: pool.submit(_train_one, runs[i]) for i in todo}
+            futures = {i: pool.submit(_train_one, runs[i], claiming) for i in todo}
             for i, future in futures.items():
-                history_dict, secs = future.result()
-                done(i, History.from_dict(history_dict), secs)
+                history_dict, secs, source = future.result()
+                done(i, History.from_dict(history_dict), secs, source)
         finally:
             if own:
                 pool.shutdown()
