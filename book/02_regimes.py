@@ -78,7 +78,7 @@ PROFILES = {
     # their shorter budgets show all there is to see.
     "book": dict(
         lr=1e-3,
-        budgets={0.01: 1500, 0.1: 2000, 1.0: 8000, 2.0: 2000, 5.0: 1000},
+        budgets={0.01: 1500, 0.1: 2000, 1.0: 4000, 2.0: 2000, 5.0: 1000},
         seeds=[0],
         stop_after=500,
     ),
