@@ -43,14 +43,15 @@ BUILD = ROOT / "_build"
 BOOK_ENV = {"NHTLAB_BOOK": "1", "NHTLAB_PROGRESS": "text"}
 
 
-# The two lanes of `make book`, each list in the order it runs, balanced by the measured chapter times
-# (0.2.2 build: 01-03 685 s, 04-08 ~720 s with chapter 07's width 128 read from the cache). Shared runs:
-# 02 and 03 reuse 01's λ = 1 run, 03 02's λ = 2 run, 07 03's λ = 1 runs (its base width), 06 03's runs
-# and 05's border runs; whichever chapter reaches a run first trains it, the other waits for its claim.
-# A chapter missing here gets a lane of its own.
+# The two lanes of `make book`, each list in the order it runs. Shared runs: 02 and 03 reuse 01's λ = 1 run,
+# 03 02's λ = 2 run, 07 03's λ = 1 runs (its base width), 06 03's runs and 05's border runs; whichever chapter
+# reaches a run first trains it, the other waits for its claim (ResultCache.claim). So the order is chosen
+# for time: 04 and 08 train in their kernel (one process) and run while the other lane's pools keep the
+# second core busy; 06 comes last, after 03 has trained the runs it reads (placed before 07 in one build, it
+# waited for them and left 07 and 08 to finish alone on one core). A chapter missing here gets a lane of its own.
 LANES = (
     ("01_grokking", "02_regimes", "03_delay_law"),
-    ("04_dlr", "05_layerwise", "06_shortcuts", "07_emergence", "08_own_model"),
+    ("04_dlr", "08_own_model", "05_layerwise", "07_emergence", "06_shortcuts"),
 )
 
 
