@@ -15,9 +15,10 @@ import pytest
 PKG = Path(__file__).resolve().parent.parent / "nhtlab"
 LAYERS = {"_version": 0, "history": 0, "validation": 0, "smoke": 0, "flags": 0, "papers": 0,
           "data": 1, "models": 1, "measures": 1, "analysis": 2, "training": 3, "charts": 4, "notebook": 5, "": 6}
-# Function-local imports that stay, each for a reason (an optional or slow dependency).
+# Function-local imports that stay, each for a reason (an optional or slow dependency; fcntl: POSIX only,
+# imported in a try block by the result cache, whose claims need it).
 LOCAL_ALLOWED = {"tqdm.std", "tqdm.notebook", "torchvision", "torchvision.models", "sklearn.datasets", "ipywidgets",
-                 "IPython.display", "scipy"}
+                 "IPython.display", "scipy", "fcntl"}
 
 
 def module_name(path: Path) -> str:

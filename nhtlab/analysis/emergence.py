@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from ..history import History
+from ..models import MODELS
 from ..validation import check_int, check_type
 from .delay import delay_point
 from .events import find_events
@@ -38,8 +39,6 @@ def _size(history: History, key: str, default: Any = None) -> Any:
     if default is not None:
         return default
     # a ModularRun keeps only the model settings that differ from the constructor's defaults
-    from ..models import MODELS
-
     model = MODELS.get(config.get("model"))
     param = inspect.signature(model).parameters.get(key) if model is not None else None
     if param is not None and param.default is not inspect.Parameter.empty:
