@@ -351,6 +351,15 @@ warnings_ = {
 #   after. The escape happens while every norm is still growing: on these
 #   digits the border is not left because weight decay shrinks a high-norm
 #   solution, which is also what chapter 06's scorecard finds (P1 and P5).
+# * **How firm these readings are.** The same four runs trained once with
+#   PyTorch's fused AdamW (the same update, another float rounding; not
+#   what this chapter runs) moved: the main run dropped the border at step
+#   1,400, its read-out peaked at step 900, *before* the drop, and
+#   ‖θ_L‖²/‖θ_L(0)‖² turned down 500 steps before it, a warning; seed 1's
+#   signals still came after its drop. The read-out/conv1 order stayed
+#   forward in all four runs. So at this scale when a layer peaks, and
+#   whether a signal leads the drop, is within float-rounding noise; the
+#   forward order is not.
 #
 # ## Checks
 #
