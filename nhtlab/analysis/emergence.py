@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from ..history import History
-from ..models import MODELS
+from ..models import MODELS, model_defaults
 from ..validation import check_int, check_type
 from .delay import delay_point
 from .events import find_events
@@ -39,10 +39,9 @@ def _size(history: History, key: str, default: Any = None) -> Any:
     if default is not None:
         return default
     # a ModularRun keeps only the model settings that differ from the constructor's defaults
-    model = MODELS.get(config.get("model"))
-    param = inspect.signature(model).parameters.get(key) if model is not None else None
-    if param is not None and param.default is not inspect.Parameter.empty:
-        return param.default
+    defaults = model_defaults(config["model"]) if config.get("model") in MODELS else {}
+    if defaults.get(key, inspect.Parameter.empty) is not inspect.Parameter.empty:
+        return defaults[key]
     raise KeyError(f"The history's config has no {key!r} (neither in model_kwargs nor at top level), "
                    f"and its model {config.get('model')!r} has no default for it.")
 

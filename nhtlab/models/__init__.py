@@ -14,6 +14,9 @@ paper's :class:`~nhtlab.models.transformer.Transformer`, built by name with
 
 from __future__ import annotations
 
+import inspect
+from typing import Any
+
 import torch.nn as nn
 
 from ..validation import check_choice
@@ -21,7 +24,7 @@ from .cnn import ResNet18, SimpleCNN
 from .mlp import EmbeddingMLP
 from .transformer import Transformer
 
-__all__ = ["EmbeddingMLP", "Transformer", "SimpleCNN", "ResNet18", "make_model", "MODELS"]
+__all__ = ["EmbeddingMLP", "Transformer", "SimpleCNN", "ResNet18", "make_model", "model_defaults", "MODELS"]
 
 #: Modular-arithmetic models by name.
 MODELS = {"mlp": EmbeddingMLP, "transformer": Transformer}
@@ -51,3 +54,18 @@ def make_model(name: str, p: int, **kwargs) -> nn.Module:
     """
     check_choice(name, "name", MODELS, owner="make_model")
     return MODELS[name](p, **kwargs)
+
+
+def model_defaults(name: str) -> dict[str, Any]:
+    """The constructor settings of a modular-arithmetic model and their defaults (``p`` aside).
+
+    What :class:`~nhtlab.training.runs.ModularRun` checks ``model_kwargs`` against (and drops
+    when spelled out), and where a size left out of a run's config is read back.
+
+    Examples
+    --------
+    >>> model_defaults("transformer")["d_model"], "p" in model_defaults("mlp")
+    (128, False)
+    """
+    check_choice(name, "name", MODELS, owner="model_defaults")
+    return {key: param.default for key, param in inspect.signature(MODELS[name]).parameters.items() if key != "p"}

@@ -6,7 +6,6 @@ can be named, swept over, cached and reproduced from its config alone.
 
 from __future__ import annotations
 
-import inspect
 import json
 import os
 from dataclasses import dataclass, field
@@ -16,7 +15,7 @@ from typing import Any
 from ..analysis.events import Events, find_events
 from ..data.modular import OPERATIONS, modular_data
 from ..history import History
-from ..models import MODELS, make_model
+from ..models import MODELS, make_model, model_defaults
 from ..validation import check_choice, check_int, check_real, check_type
 from .checkpoint import atomic_write_bytes
 from .device import seed_everything
@@ -79,8 +78,7 @@ class ModularRun(TrainConfig):
         check_choice(self.model, "model", MODELS, owner="ModularRun")
         check_int(self.p, "p", low=2, owner="ModularRun")
         check_type(self.model_kwargs, "model_kwargs", dict, owner="ModularRun")
-        defaults = {name: param.default for name, param in inspect.signature(MODELS[self.model]).parameters.items()
-                    if name != "p"}
+        defaults = model_defaults(self.model)
         unknown = [name for name in self.model_kwargs if name not in defaults]
         if unknown:
             raise ValueError(
