@@ -9,7 +9,7 @@ of 512 drawn *with replacement* at every step.
 Three choices are ours and are recorded in every run's config:
 
 * ``fused=True``: PyTorch's fused AdamW, the same update in one kernel per
-  step, 1.10–1.13× the steps per CPU second on this model (another float
+  step, 1.03–1.13× the steps per CPU second on this model (another float
   rounding than the default multi-tensor AdamW, so other runs keep that);
 * ``eval_every=100`` (the companion evaluates every 200 steps; finer steps
   time T_mem and T_grok twice as precisely for about 14% of extra compute);
