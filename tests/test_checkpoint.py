@@ -81,15 +81,20 @@ class _Interrupt(Exception):
     pass
 
 
-def test_resume_in_process_after_an_exception_and_finished_runs_return_at_once(tmp_path):
-    reference = run_modular(SMALL, progress="none")
+def _crash_at_70(run_dir: Path) -> None:
+    """Train SMALL in ``run_dir`` (checkpoints every 30 steps) until an exception at step 70."""
 
-    def crash_at_70(state):
+    def crash(state):
         if state.step == 70:
             raise _Interrupt
 
     with pytest.raises(_Interrupt):
-        run_modular(SMALL, callbacks=[crash_at_70], progress="none", run_dir=tmp_path, checkpoint_every=30)
+        run_modular(SMALL, callbacks=[crash], progress="none", run_dir=run_dir, checkpoint_every=30)
+
+
+def test_resume_in_process_after_an_exception_and_finished_runs_return_at_once(tmp_path):
+    reference = run_modular(SMALL, progress="none")
+    _crash_at_70(tmp_path)
     saved = load_checkpoint(tmp_path)
     assert saved["step"] == 60 and [r["step"] for r in saved["history"]["rows"]] == [0, 10, 20, 30, 40, 50, 60]
     resumed = run_modular(SMALL, progress="none", run_dir=tmp_path, checkpoint_every=30)
@@ -157,13 +162,7 @@ def test_a_checkpoint_from_before_a_field_existed_resumes(tmp_path):
     from nhtlab.training.checkpoint import save_checkpoint
 
     reference = run_modular(SMALL, progress="none")
-
-    def crash_at_70(state):
-        if state.step == 70:
-            raise _Interrupt
-
-    with pytest.raises(_Interrupt):
-        run_modular(SMALL, callbacks=[crash_at_70], progress="none", run_dir=tmp_path, checkpoint_every=30)
+    _crash_at_70(tmp_path)
     saved = load_checkpoint(tmp_path)
     del saved["config"]["fused"]
     save_checkpoint(tmp_path, saved)
