@@ -52,6 +52,7 @@ from .training.loop import TrainConfig, train
 from .training.monitor import Monitor, online_regime
 from .training.presets import BORDER_DESIGN, BORDER_DESIGN_CIFAR10, companion
 from .training.runs import ModularRun, run_modular
+from .training.slots import cpu_slot
 from .training.sweeps import SweepResult, grid, sweep
 
 # Imported on first use: the charts (and the widgets, which draw them) load altair, about 0.3 s that
@@ -88,7 +89,7 @@ __all__ = [
     # training
     "TrainConfig", "train", "ModularRun", "run_modular", "ShortcutRun", "run_shortcut", "companion", "BORDER_DESIGN", "BORDER_DESIGN_CIFAR10",
     "grid", "sweep", "SweepResult", "train_batched", "ResultCache", "cached_run", "default_cache",
-    "Monitor", "online_regime", "DLRTracker", "pick_device", "seed_everything",
+    "Monitor", "online_regime", "DLRTracker", "pick_device", "seed_everything", "cpu_slot",
     "science_checks", "smoke_enabled",
     # notebook
     "select_profile", "stamp",

@@ -57,6 +57,7 @@ from .rules import (
     stopped_after,
 )
 from .runs import ModularRun
+from .slots import cpu_slot
 
 __all__ = ["SHARED_FIELDS", "batch_key", "train_batched", "StackedAdamW"]
 
@@ -275,37 +276,38 @@ def train_batched(runs: Sequence[ModularRun], progress: str | None = None, desc:
             if stopped_after(h, grok[r], step, runs[r].stop_after):
                 finish(k)
 
-    measure(0)
-    if finished:
-        compact()
-    first_bad = torch.zeros(len(live), dtype=torch.long, device=device)  # step of each live run's first non-finite loss
-    step = 0
-    while live and step < steps:
-        if batch_size is None:
-            xb, yb = x_train, y_train
-        else:
-            idx = torch.stack([torch.randint(0, n, (batch_size,), generator=g, device=device) for g in samplers])
-            xb = torch.gather(x_train, 1, idx.unsqueeze(-1).expand(-1, -1, x_train.shape[-1]))
-            yb = torch.gather(y_train, 1, idx)
-        logits = forward(params, buffers, xb)  # (R_live, b, p)
-        losses = F.cross_entropy(logits.transpose(1, 2), yb, reduction="none").mean(dim=1)  # (R_live,)
-        # No host sync per step: the first non-finite loss of each run is noted on the device and read
-        # at the next evaluation (a diverged run cannot touch the others, so it may step until then).
-        first_bad = torch.where(torch.isfinite(losses) | (first_bad > 0), first_bad, torch.full_like(first_bad, step + 1))
-        optimizer.zero_grad()
-        losses.sum().backward()
-        optimizer.step(factor(step))
-        step += 1
-        bar.update(1)
-        if step % eval_every == 0 or step == steps:
-            for k, bad_step in enumerate(first_bad.tolist()):
-                if bad_step:
-                    diverged_in_training(histories[live[k]], bad_step)
-                    finish(k)
-            measure(step)
+    with cpu_slot():  # a machine-wide training slot while computing (NHTLAB_CPU_SLOTS)
+        measure(0)
         if finished:
             compact()
-            first_bad = torch.zeros(len(live), dtype=torch.long, device=device)
+        first_bad = torch.zeros(len(live), dtype=torch.long, device=device)  # step of each live run's first non-finite loss
+        step = 0
+        while live and step < steps:
+            if batch_size is None:
+                xb, yb = x_train, y_train
+            else:
+                idx = torch.stack([torch.randint(0, n, (batch_size,), generator=g, device=device) for g in samplers])
+                xb = torch.gather(x_train, 1, idx.unsqueeze(-1).expand(-1, -1, x_train.shape[-1]))
+                yb = torch.gather(y_train, 1, idx)
+            logits = forward(params, buffers, xb)  # (R_live, b, p)
+            losses = F.cross_entropy(logits.transpose(1, 2), yb, reduction="none").mean(dim=1)  # (R_live,)
+            # No host sync per step: the first non-finite loss of each run is noted on the device and read
+            # at the next evaluation (a diverged run cannot touch the others, so it may step until then).
+            first_bad = torch.where(torch.isfinite(losses) | (first_bad > 0), first_bad, torch.full_like(first_bad, step + 1))
+            optimizer.zero_grad()
+            losses.sum().backward()
+            optimizer.step(factor(step))
+            step += 1
+            bar.update(1)
+            if step % eval_every == 0 or step == steps:
+                for k, bad_step in enumerate(first_bad.tolist()):
+                    if bad_step:
+                        diverged_in_training(histories[live[k]], bad_step)
+                        finish(k)
+                measure(step)
+            if finished:
+                compact()
+                first_bad = torch.zeros(len(live), dtype=torch.long, device=device)
     for k, r in enumerate(live):  # runs that went the whole way
         final[r] = {name: v[k].detach().clone() for name, v in params.items()}
     with torch.no_grad():  # hand each run its own trained model, as run_modular does

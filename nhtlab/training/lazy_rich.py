@@ -40,6 +40,7 @@ from ..measures.collapse import nc1
 from ..measures.dlr import DEFAULT_RANK, _check_rank, _Prepared
 from ..validation import check_int, check_real, check_type
 from .device import pick_device
+from .slots import cpu_slot
 
 __all__ = ["LazyRichResult", "mlp", "flat_inputs", "lazy_rich_run"]
 
@@ -180,12 +181,13 @@ def lazy_rich_run(
         g0_train, g0_test = init(x_train), init(x_test)
         phi0 = init.features(x_train).double()
     optimizer = torch.optim.SGD(net.parameters(), lr=lr)
-    for _ in range(steps):
-        f = alpha * (net(x_train) - g0_train)
-        loss = 0.5 * (f - y_onehot).pow(2).sum(1).mean() / alpha ** 2
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
+    with cpu_slot():  # a machine-wide training slot while computing (NHTLAB_CPU_SLOTS)
+        for _ in range(steps):
+            f = alpha * (net(x_train) - g0_train)
+            loss = 0.5 * (f - y_onehot).pow(2).sum(1).mean() / alpha ** 2
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
     with torch.no_grad():
         phi = net.features(x_train).double()
         f_train = alpha * (net(x_train) - g0_train)

@@ -39,6 +39,7 @@ from .checkpoint import (
 )
 from .device import pick_device
 from .progress import Progress
+from .slots import cpu_slot
 from .rules import (
     diverged_at_evaluation,
     diverged_in_training,
@@ -372,44 +373,45 @@ def train(
             "sampler": sampler.get_state(), "rng": capture_rng_state(),
         })
 
-    model.train()
-    saved = None if checkpoint_dir is None else load_checkpoint(checkpoint_dir)
-    if saved is None:
-        step = 0
-        keep_going = measure(0)
-    else:  # resume: put back every piece of state the loop carries
-        _check_same_run(saved, config, device, checkpoint_dir)
-        model.load_state_dict(saved["model"])
-        optimizer.load_state_dict(saved["optimizer"])
-        scheduler.load_state_dict(saved["scheduler"])
-        sampler.set_state(saved["sampler"])
-        restore_rng_state(saved["rng"])
-        history = History.from_dict(saved["history"])
-        step = saved["step"]
-        grok = grok_step(history.rows)
-        keep_going = history.status == "running"
-        bar.update(step)
-    finished_before = saved is not None and not keep_going
-    while keep_going and step < config.steps:
-        if config.batch_size is None:
-            xb, yb = x_train, y_train
-        else:
-            idx = torch.randint(0, n, (config.batch_size,), generator=sampler, device=device)
-            xb, yb = x_train[idx], y_train[idx]
-        loss = F.cross_entropy(model(xb), yb)
-        if not torch.isfinite(loss):
-            diverged_in_training(history, step + 1)
-            break
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        optimizer.step()
-        scheduler.step()
-        step += 1
-        bar.update(1)
-        if step % config.eval_every == 0 or step == config.steps:
-            keep_going = measure(step)
-        if checkpoint_dir is not None and keep_going and step % checkpoint_every == 0 and step < config.steps:
-            save(step)
+    with cpu_slot():  # a machine-wide training slot while computing (NHTLAB_CPU_SLOTS)
+        model.train()
+        saved = None if checkpoint_dir is None else load_checkpoint(checkpoint_dir)
+        if saved is None:
+            step = 0
+            keep_going = measure(0)
+        else:  # resume: put back every piece of state the loop carries
+            _check_same_run(saved, config, device, checkpoint_dir)
+            model.load_state_dict(saved["model"])
+            optimizer.load_state_dict(saved["optimizer"])
+            scheduler.load_state_dict(saved["scheduler"])
+            sampler.set_state(saved["sampler"])
+            restore_rng_state(saved["rng"])
+            history = History.from_dict(saved["history"])
+            step = saved["step"]
+            grok = grok_step(history.rows)
+            keep_going = history.status == "running"
+            bar.update(step)
+        finished_before = saved is not None and not keep_going
+        while keep_going and step < config.steps:
+            if config.batch_size is None:
+                xb, yb = x_train, y_train
+            else:
+                idx = torch.randint(0, n, (config.batch_size,), generator=sampler, device=device)
+                xb, yb = x_train[idx], y_train[idx]
+            loss = F.cross_entropy(model(xb), yb)
+            if not torch.isfinite(loss):
+                diverged_in_training(history, step + 1)
+                break
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            optimizer.step()
+            scheduler.step()
+            step += 1
+            bar.update(1)
+            if step % config.eval_every == 0 or step == config.steps:
+                keep_going = measure(step)
+            if checkpoint_dir is not None and keep_going and step % checkpoint_every == 0 and step < config.steps:
+                save(step)
     if history.status == "running":
         history.status = "completed"
     if history.status == "diverged":

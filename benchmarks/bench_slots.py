@@ -1,0 +1,83 @@
+"""Benchmark (not a test): more training loops than cores, with and without machine-wide CPU slots.
+
+Usage: ``python benchmarks/bench_slots.py [--runs 4] [--steps 600] [--rounds 2]``
+
+The book build runs two chapters side by side and each may start a pool of one
+worker per core, so three or four training loops can share the cores. This
+trains ``--runs`` companion runs (:func:`nhtlab.companion`, λ = 1, one torch
+thread each, ``--steps`` steps, seeds 0, 1, …) in as many warm worker processes
+at once:
+
+* *free*: every loop computes at once and the kernel time-slices them;
+* *slots*: each loop holds one of ``os.cpu_count()`` slots
+  (:func:`nhtlab.cpu_slot`, what ``make book`` sets through
+  ``NHTLAB_CPU_SLOTS``), so the others wait, asleep, and the cores never
+  switch between loops.
+
+The two are timed alternately, ``--rounds`` times each, so both see the same
+machine; it prints each round's wall time and the ratio free / slots.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import tempfile
+import time
+from concurrent.futures import ProcessPoolExecutor
+from contextlib import nullcontext
+
+import torch
+
+import nhtlab
+from nhtlab.training.slots import cpu_slot
+
+
+def _init() -> None:
+    torch.set_num_threads(1)
+
+
+def _wait(seconds: float) -> int:
+    time.sleep(seconds)  # keeps this worker busy while the pool starts the others
+    return os.getpid()
+
+
+def _train(seed: int, steps: int, slots: int | None, folder: str) -> float:
+    run = nhtlab.companion(1.0, seed=seed, steps=steps, stop_after=None)
+    start = time.perf_counter()
+    with cpu_slot(slots, folder) if slots else nullcontext():
+        run.execute(progress="none")
+    return time.perf_counter() - start
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=4)
+    parser.add_argument("--steps", type=int, default=600)
+    parser.add_argument("--rounds", type=int, default=2)
+    args = parser.parse_args()
+    cores = os.cpu_count() or 1
+    print(f"{platform.processor() or platform.machine()}, {cores} cores, torch {torch.__version__}; "
+          f"{args.runs} companion runs of {args.steps} steps, one thread each, in {args.runs} processes")
+    os.environ.pop("NHTLAB_CPU_SLOTS", None)  # the workers' train() must not take slots of its own
+    with tempfile.TemporaryDirectory() as folder, ProcessPoolExecutor(args.runs, initializer=_init) as pool:
+        pids = set(pool.map(_wait, [1.0] * args.runs))
+        assert len(pids) == args.runs, "the pool did not start one worker per run"
+        list(pool.map(_train, range(args.runs), [20] * args.runs, [None] * args.runs, [folder] * args.runs))  # imports
+        walls: dict[str, list[float]] = {"free": [], "slots": []}
+        for _ in range(args.rounds):
+            for mode, slots in (("free", None), ("slots", cores)):
+                start = time.perf_counter()
+                list(pool.map(_train, range(args.runs), [args.steps] * args.runs, [slots] * args.runs,
+                              [folder] * args.runs))
+                walls[mode].append(time.perf_counter() - start)
+                print(f"  {mode:>5}: {walls[mode][-1]:6.1f} s", flush=True)
+    for k, (free, slotted) in enumerate(zip(walls["free"], walls["slots"]), start=1):
+        print(f"round {k}: free / slots = {free / slotted:.3f}")
+    print(f"total: free {sum(walls['free']):.1f} s, slots {sum(walls['slots']):.1f} s, "
+          f"ratio {sum(walls['free']) / sum(walls['slots']):.3f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,133 @@
+"""Machine-wide CPU slots: at most N training loops compute at once, across processes.
+
+The book build runs two chapters side by side, and each chapter may start a
+pool of one worker per core; without a limit, three or four training loops
+share two cores. Time-slicing compute-bound loops costs about 10% of their
+throughput (``benchmarks/bench_slots.py`` measures it), so the build sets
+``NHTLAB_CPU_SLOTS`` to the number of cores and every training loop holds a
+slot while it runs: a loop that finds none free waits, asleep, for one.
+
+Slots are POSIX file locks (``slot-<i>.lock`` in ``NHTLAB_CPU_SLOT_DIR``, by
+default a folder in the temporary directory): the kernel frees a slot when its
+process exits, however it exits. Unset, or where there is no ``fcntl``
+(Windows), :func:`cpu_slot` does nothing. Holding is reentrant per thread, so a
+loop that trains another model inside a slot does not wait on itself.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+try:  # POSIX file locks; elsewhere cpu_slot() does not limit anything
+    import fcntl
+except ImportError:  # pragma: no cover - Windows
+    fcntl = None  # type: ignore[assignment]
+
+from ..validation import check_int
+
+__all__ = ["cpu_slot", "cpu_slots", "slot_dir", "SLOTS_VARIABLE", "SLOT_DIR_VARIABLE"]
+
+SLOTS_VARIABLE = "NHTLAB_CPU_SLOTS"
+SLOT_DIR_VARIABLE = "NHTLAB_CPU_SLOT_DIR"
+_POLL_SECONDS = 0.02  # how often a waiting loop looks for a free slot (a run lasts seconds to minutes)
+_held = threading.local()  # per thread: how deeply this thread already holds a slot
+
+
+def cpu_slots() -> int | None:
+    """The number of slots set by ``NHTLAB_CPU_SLOTS``, or None when it is unset or empty."""
+    value = os.environ.get(SLOTS_VARIABLE, "").strip()
+    if not value:
+        return None
+    try:
+        slots = int(value)
+    except ValueError:
+        slots = 0
+    if slots < 1:
+        raise ValueError(f"The {SLOTS_VARIABLE} environment variable must be a positive integer (the number of "
+                         f"training loops that may compute at once) or unset. Got {value!r} instead.")
+    return slots
+
+
+def slot_dir() -> Path:
+    """Where the slot files live: ``NHTLAB_CPU_SLOT_DIR``, else a per-user folder in the temporary directory."""
+    configured = os.environ.get(SLOT_DIR_VARIABLE, "").strip()
+    if configured:
+        return Path(configured)
+    user = os.getuid() if hasattr(os, "getuid") else "user"
+    return Path(tempfile.gettempdir()) / f"nhtlab-cpu-slots-{user}"
+
+
+@contextmanager
+def cpu_slot(slots: int | None = None, directory: str | os.PathLike | None = None) -> Iterator[int | None]:
+    """Hold one of ``slots`` machine-wide CPU slots while the block runs.
+
+    Parameters
+    ----------
+    slots : int >= 1, optional
+        How many blocks may hold a slot at once, over every process that uses
+        the same ``directory``. Default: ``NHTLAB_CPU_SLOTS``; when that is
+        unset too, nothing is limited.
+    directory : str or path, optional
+        Folder of the slot files; default :func:`slot_dir`.
+
+    Yields
+    ------
+    int or None
+        The slot held (0 … slots − 1), or None when nothing is limited or this
+        thread already holds a slot.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     with cpu_slot(1, folder) as outer, cpu_slot(1, folder) as inner:
+    ...         (outer, inner)  # the inner block reuses the thread's slot
+    (0, None)
+    """
+    if slots is None:
+        slots = cpu_slots()
+    else:
+        check_int(slots, "slots", low=1, owner="cpu_slot")
+    if slots is None or fcntl is None:
+        yield None
+        return
+    depth = getattr(_held, "depth", 0)
+    if depth:  # this thread holds a slot already
+        _held.depth = depth + 1
+        try:
+            yield None
+        finally:
+            _held.depth = depth
+        return
+    folder = Path(directory) if directory is not None else slot_dir()
+    folder.mkdir(parents=True, exist_ok=True)
+    handle, slot = _acquire(folder, slots)
+    _held.depth = 1
+    try:
+        yield slot
+    finally:
+        _held.depth = 0
+        fcntl.flock(handle, fcntl.LOCK_UN)
+        handle.close()
+
+
+def _acquire(folder: Path, slots: int):
+    """Lock the first free slot file, starting from one that depends on the pid (spreads the load)."""
+    start = os.getpid() % slots
+    while True:
+        for k in range(slots):
+            slot = (start + k) % slots
+            handle = open(folder / f"slot-{slot}.lock", "a+b")
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                handle.close()
+                continue
+            return handle, slot
+        time.sleep(_POLL_SECONDS)
