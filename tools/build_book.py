@@ -133,7 +133,6 @@ def execute(notebook: Path, profile: str, force: bool = False) -> tuple[Path, fl
     # Finished runs are cached per version of nhtlab's source, so an edit never reuses stale results.
     env = {**BOOK_ENV, "NHTLAB_CACHE_DIR": str(BUILD / "run-cache" / source_hash())}
     seconds = run_papermill(notebook, out, profile, env)
-    print(f"  {notebook.stem}: {seconds:.0f} s", flush=True)
     hide_injected_parameters(out)
     stamp.write_text(f"{key} {seconds:.1f}")
     return out, seconds, False
@@ -156,8 +155,7 @@ def _execute_lane(todo: list[tuple[str, str, bool]], threads: int | None = 1) ->
     for item in todo:
         out, seconds, cached = _execute_one(item, threads=threads)
         done.append((out, seconds, cached))
-        if cached:
-            print(f"  {Path(item[0]).stem}: cached", flush=True)
+        print(f"  {Path(item[0]).stem}: {'cached' if cached else f'{seconds:.0f} s'}", flush=True)
     return done
 
 

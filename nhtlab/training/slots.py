@@ -36,7 +36,7 @@ __all__ = ["cpu_slot", "cpu_slots", "slot_dir", "SLOTS_VARIABLE", "SLOT_DIR_VARI
 SLOTS_VARIABLE = "NHTLAB_CPU_SLOTS"
 SLOT_DIR_VARIABLE = "NHTLAB_CPU_SLOT_DIR"
 _POLL_SECONDS = 0.02  # how often a waiting loop looks for a free slot (a run lasts seconds to minutes)
-_held = threading.local()  # per thread: how deeply this thread already holds a slot
+_held = threading.local()  # per thread: .slot is True while this thread holds a slot
 
 
 def cpu_slots() -> int | None:
@@ -97,22 +97,17 @@ def cpu_slot(slots: int | None = None, directory: str | os.PathLike | None = Non
     if slots is None or fcntl is None:
         yield None
         return
-    depth = getattr(_held, "depth", 0)
-    if depth:  # this thread holds a slot already
-        _held.depth = depth + 1
-        try:
-            yield None
-        finally:
-            _held.depth = depth
+    if getattr(_held, "slot", False):  # this thread holds a slot already: the outer block releases it
+        yield None
         return
     folder = Path(directory) if directory is not None else slot_dir()
     folder.mkdir(parents=True, exist_ok=True)
     handle, slot = _acquire(folder, slots)
-    _held.depth = 1
+    _held.slot = True
     try:
         yield slot
     finally:
-        _held.depth = 0
+        _held.slot = False
         fcntl.flock(handle, fcntl.LOCK_UN)
         handle.close()
 
