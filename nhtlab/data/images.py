@@ -97,7 +97,9 @@ def digits(size: int = 16, test_fraction: float = 0.3, seed: int = 0) -> ImageDa
     -------
     ImageData
         ``x_train`` (n_train, 3, size, size), ``y_train`` (n_train,), likewise
-        for the test split; ten classes.
+        for the test split; ten classes. Under the smoke cap
+        (``NHTLAB_SMOKE=1``, :mod:`nhtlab.smoke`) each split keeps its first
+        ``NHTLAB_SMOKE_IMAGES`` images, as :func:`cifar10` does.
 
     Examples
     --------
@@ -118,6 +120,8 @@ def digits(size: int = 16, test_fraction: float = 0.3, seed: int = 0) -> ImageDa
     x = x.clamp(0.0, 1.0).repeat(1, 3, 1, 1).contiguous()  # (n, 3, size, size)
     y = torch.tensor(bunch.target, dtype=torch.long)
     train_idx, test_idx = _split(len(y), test_fraction, seed)
+    if smoke_enabled():  # a capped run exercises code paths; evaluations on all images dominated its time
+        train_idx, test_idx = train_idx[: smoke_images()], test_idx[: smoke_images()]
     return ImageData(x[train_idx], y[train_idx], x[test_idx], y[test_idx], 10, name=f"digits{size}",
                      class_names=tuple(str(k) for k in range(10)))
 
