@@ -5,12 +5,18 @@ PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 
+# Some images (CI's, this project's machines) set PYTHONDONTWRITEBYTECODE: then no .pyc is ever
+# cached and every chapter kernel and pool worker recompiles torch's Python files on import (a
+# kernel importing torch, nhtlab and altair: ~10 s instead of ~5). Here bytecode is written once,
+# on first import, into .venv and the ignored __pycache__ folders.
+unexport PYTHONDONTWRITEBYTECODE
+
 .PHONY: book test install clean reproduce format
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --upgrade pip
-	# --no-compile: Python compiles what is imported on first use; pip would compile all ~12,000 files (~30 s)
+	# --no-compile: Python compiles what is imported on first use (see above); pip would compile all ~12,000 files (~30 s)
 	$(PY) -m pip install --no-compile -e ".[book,test]"
 	touch $@
 
