@@ -115,14 +115,17 @@ def cpu_slot(slots: int | None = None, directory: str | os.PathLike | None = Non
 def _acquire(folder: Path, slots: int):
     """Lock the first free slot file, starting from one that depends on the pid (spreads the load)."""
     start = os.getpid() % slots
-    while True:
-        for k in range(slots):
-            slot = (start + k) % slots
-            handle = open(folder / f"slot-{slot}.lock", "a+b")
-            try:
-                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                handle.close()
-                continue
-            return handle, slot
-        time.sleep(_POLL_SECONDS)
+    order = [(start + k) % slots for k in range(slots)]
+    handles = {slot: open(folder / f"slot-{slot}.lock", "a+b") for slot in order}  # opened once, polled
+    try:
+        while True:
+            for slot in order:
+                try:
+                    fcntl.flock(handles[slot], fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    continue
+                return handles.pop(slot), slot
+            time.sleep(_POLL_SECONDS)
+    finally:
+        for handle in handles.values():  # the slots not taken (all of them if interrupted while waiting)
+            handle.close()
