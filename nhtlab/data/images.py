@@ -121,7 +121,8 @@ def digits(size: int = 16, test_fraction: float = 0.3, seed: int = 0) -> ImageDa
     y = torch.tensor(bunch.target, dtype=torch.long)
     train_idx, test_idx = _split(len(y), test_fraction, seed)
     if smoke_enabled():  # a capped run exercises code paths; evaluations on all images dominated its time
-        train_idx, test_idx = train_idx[: smoke_images()], test_idx[: smoke_images()]
+        cap = smoke_images()
+        train_idx, test_idx = train_idx[:cap], test_idx[:cap]
     return ImageData(x[train_idx], y[train_idx], x[test_idx], y[test_idx], 10, name=f"digits{size}",
                      class_names=tuple(str(k) for k in range(10)))
 
