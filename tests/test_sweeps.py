@@ -1,5 +1,7 @@
 """Sweeps: one call, three strategies giving the same histories, a cache hook, divergence kept."""
 
+import multiprocessing
+import os
 import warnings
 from concurrent.futures import ThreadPoolExecutor
 
@@ -7,7 +9,8 @@ import numpy as np
 import pytest
 
 import nhtlab
-from nhtlab.training.sweeps import grid, sweep
+from nhtlab.training import sweeps
+from nhtlab.training.sweeps import default_executor, grid, sweep
 
 BASE = nhtlab.ModularRun(p=11, model_kwargs=dict(width=32, embed_std=0.5), steps=20, eval_every=5, lr=3e-3, device="cpu")
 
@@ -49,6 +52,18 @@ def test_any_executor_can_run_the_sweep():
         result = sweep(runs, strategy="parallel", executor=pool, progress="none")
     ref = sweep(runs, strategy="sequential", progress="none")
     assert [r.history.rows for r in result] == [r.history.rows for r in ref]
+
+
+def _module_imported_in_this_process(_: int) -> bool:
+    return sweeps._IMPORTED_IN == os.getpid()
+
+
+@pytest.mark.skipif("forkserver" not in multiprocessing.get_all_start_methods(), reason="no forkserver")
+def test_pool_workers_fork_from_a_server_that_imported_nhtlab():
+    # The fork server preloads nhtlab.training.sweeps (and so torch): a worker inherits the module
+    # instead of importing it, so the module was imported in another process than the worker's.
+    with default_executor(workers=2) as pool:
+        assert not any(pool.map(_module_imported_in_this_process, range(2)))
 
 
 class FakeCache:
