@@ -97,31 +97,6 @@ def test_a_slot_is_freed_when_the_block_raises_or_the_process_dies(tmp_path):
         assert slot == 0
 
 
-def _report_when_served(folder: str, out) -> None:
-    """Subprocess: wait for the only slot, report when it was taken."""
-    with cpu_slot(1, folder):
-        out.put(time.time())
-
-
-def test_a_loop_that_frees_its_slot_and_asks_again_queues_behind_a_waiting_one(tmp_path):
-    # A pool worker between runs frees its slot and asks again within microseconds; a loop that
-    # polls every 20 ms would never win the slot if the worker could take it back at once.
-    ctx = mp.get_context("spawn")
-    out = ctx.Queue()
-    with cpu_slot(1, tmp_path):
-        waiter = ctx.Process(target=_report_when_served, args=(str(tmp_path), out))
-        waiter.start()
-        deadline = time.time() + 30
-        while not _locked(tmp_path / "queue.lock"):  # the waiter is first in line, polling the slot
-            assert time.time() < deadline, "the subprocess never queued for the slot"
-            time.sleep(0.01)
-    with cpu_slot(1, tmp_path):  # at once, as a worker asking for its next run
-        asked_again = time.time()
-    served = out.get(timeout=30)
-    waiter.join(timeout=30)
-    assert served < asked_again
-
-
 @pytest.mark.parametrize("value", ["0", "-2", "two"])
 def test_a_bad_setting_names_the_variable_and_what_it_takes(monkeypatch, value):
     monkeypatch.setenv(SLOTS_VARIABLE, value)

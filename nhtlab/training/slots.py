@@ -9,9 +9,7 @@ slot while it runs: a loop that finds none free waits, asleep, for one.
 
 Slots are POSIX file locks (``slot-<i>.lock`` in ``NHTLAB_CPU_SLOT_DIR``, by
 default a folder in the temporary directory): the kernel frees a slot when its
-process exits, however it exits. Waiting loops queue at a door
-(``queue.lock``, also a file lock): only the first in line polls the slots, so
-a loop that frees a slot and asks again waits behind one already waiting. Unset, or where there is no ``fcntl``
+process exits, however it exits. Unset, or where there is no ``fcntl``
 (Windows), :func:`cpu_slot` does nothing. Holding is reentrant per thread, so a
 loop that trains another model inside a slot does not wait on itself.
 """
@@ -115,27 +113,19 @@ def cpu_slot(slots: int | None = None, directory: str | os.PathLike | None = Non
 
 
 def _acquire(folder: Path, slots: int):
-    """Lock the first free slot file, starting from one that depends on the pid (spreads the load).
-
-    Only the holder of the door (``queue.lock``) looks for a slot; the others wait, asleep, for the
-    door. A pool worker that frees a slot and asks again for its next run therefore queues behind a
-    loop that was already waiting, instead of taking the slot back before that loop's next poll
-    (which let one chapter's pool starve the other lane's single loop for minutes).
-    """
+    """Lock the first free slot file, starting from one that depends on the pid (spreads the load)."""
     start = os.getpid() % slots
     order = [(start + k) % slots for k in range(slots)]
-    with open(folder / "queue.lock", "a+b") as door:
-        fcntl.flock(door, fcntl.LOCK_EX)  # released on return, on interruption, or when the process dies
-        handles = {slot: open(folder / f"slot-{slot}.lock", "a+b") for slot in order}  # opened once, polled
-        try:
-            while True:
-                for slot in order:
-                    try:
-                        fcntl.flock(handles[slot], fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    except BlockingIOError:
-                        continue
-                    return handles.pop(slot), slot
-                time.sleep(_POLL_SECONDS)
-        finally:
-            for handle in handles.values():  # the slots not taken (all of them if interrupted while waiting)
-                handle.close()
+    handles = {slot: open(folder / f"slot-{slot}.lock", "a+b") for slot in order}  # opened once, polled
+    try:
+        while True:
+            for slot in order:
+                try:
+                    fcntl.flock(handles[slot], fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    continue
+                return handles.pop(slot), slot
+            time.sleep(_POLL_SECONDS)
+    finally:
+        for handle in handles.values():  # the slots not taken (all of them if interrupted while waiting)
+            handle.close()
