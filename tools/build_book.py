@@ -231,6 +231,20 @@ def render(profile: str, html_dir: Path | None = None, only: list[str] | None = 
     return html_dir
 
 
+def cpu_times() -> tuple[float, float] | None:
+    """Machine-wide (busy, total) CPU seconds since boot, summed over cores, from ``/proc/stat``
+    (Linux; None elsewhere). The build prints how much of the cores its chapters kept busy: near
+    100%, its time is its work divided by the cores, and only less work or faster cores shorten it."""
+    try:
+        fields = Path("/proc/stat").read_text().splitlines()[0].split()
+    except OSError:
+        return None
+    ticks = [int(v) for v in fields[1:9]]  # user nice system idle iowait irq softirq steal
+    hz = os.sysconf("SC_CLK_TCK")
+    idle = ticks[3] + ticks[4]
+    return (sum(ticks) - idle) / hz, sum(ticks) / hz
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--profile", default="book", choices=["quick", "book", "full"])
@@ -241,8 +255,14 @@ def main() -> None:
     args = parser.parse_args()
     start = time.perf_counter()
     print(f"Executing {len(chapters(args.only))} chapters in profile {args.profile!r}…", flush=True)
+    cpu_start = cpu_times()
     execute_all(args.profile, jobs=args.jobs, force=args.force, only=args.only, by_lane=True)
     executed = time.perf_counter()
+    cpu_end = cpu_times()
+    if cpu_start is not None and cpu_end is not None:
+        busy, total = (b - a for a, b in zip(cpu_start, cpu_end))
+        print(f"Chapters: {busy:,.0f} busy core-seconds in {executed - start:,.0f} s, "
+              f"{busy / max(total, 1e-9):.0%} of the machine's {os.cpu_count()} cores", flush=True)
     html = render(args.profile, args.html, args.only)
     done = time.perf_counter()  # one reading, so that the total is the sum of its two parts
     print(f"Book written to {html / 'index.html'} in {done - start:.0f} s "

@@ -1,0 +1,24 @@
+"""tools/build_book.py's CPU accounting: the busy core-seconds it prints after the chapters."""
+
+import os
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
+import build_book  # noqa: E402
+
+
+@pytest.mark.skipif(not Path("/proc/stat").exists(), reason="Linux only")
+def test_cpu_times_count_a_busy_loop_as_busy():
+    before, start = build_book.cpu_times(), time.perf_counter()
+    end = start + 0.5
+    while time.perf_counter() < end:  # one core busy for half a second
+        pass
+    after, wall = build_book.cpu_times(), time.perf_counter() - start
+    busy, total = (b - a for a, b in zip(before, after))
+    assert busy >= 0.4  # this loop's own 0.5 s (other processes may add to it, never subtract)
+    assert busy <= total
+    assert total == pytest.approx(wall * os.cpu_count(), rel=0.3)  # every core's clock ticks, in seconds
