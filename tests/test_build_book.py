@@ -1,14 +1,11 @@
 """tools/build_book.py's CPU accounting: the busy core-seconds it prints after the chapters."""
 
 import os
-import sys
 import time
 from pathlib import Path
 
+import build_book  # tools/ is on sys.path (conftest.py)
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
-import build_book  # noqa: E402
 
 
 @pytest.mark.skipif(not Path("/proc/stat").exists(), reason="Linux only")
