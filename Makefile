@@ -16,8 +16,10 @@ unexport PYTHONDONTWRITEBYTECODE
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --upgrade pip
-	# --no-compile: Python compiles what is imported on first use (see above); pip would compile all ~12,000 files (~30 s)
-	$(PY) -m pip install --no-compile -e ".[book,test]"
+	# pip resolves once, then one pip process per core installs the resolved wheels (torch's ~4.5 GB unpack on one
+	# core left the other idle; tools/install.py). --no-compile inside: Python compiles what is imported on first
+	# use (see above); pip would compile all ~12,000 files (~30 s)
+	$(PY) tools/install.py ".[book,test]"
 	touch $@
 
 install: $(VENV)/.installed
