@@ -44,6 +44,9 @@ def test_archive_size_reads_local_files_and_admits_what_it_cannot_know(tmp_path)
     assert install.archive_size(wheel.as_uri()) == 123
     assert install.archive_size((tmp_path / "missing.whl").as_uri()) is None
     assert install.archive_size("ftp://example.invalid/p.whl") is None
+    # a registry that refuses the connection (nothing listens on port 9 here) leaves the size unknown
+    assert install.archive_size("http://127.0.0.1:9/p.whl", timeout=2) is None
+    assert install.archive_sizes([wheel.as_uri(), "http://127.0.0.1:9/p.whl"], deadline=3) == [123, None]
 
 
 def _write_wheel(folder: Path, name: str, version: str, requires: list[str], files: dict[str, str]) -> Path:

@@ -23,7 +23,7 @@ import tempfile
 import time
 import urllib.parse
 import urllib.request
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 from pathlib import Path
 
 PIP = [sys.executable, "-m", "pip"]
@@ -65,6 +65,18 @@ def archive_size(url: str, timeout: float = 10.0) -> int | None:
     return None
 
 
+def archive_sizes(urls: list[str], deadline: float = 5.0) -> list[int | None]:
+    """:func:`archive_size` of every URL, asked side by side; whatever is not known within ``deadline`` s is None.
+
+    The sizes only balance the pip processes, so a slow or silent registry costs a less even split, not time.
+    """
+    pool = ThreadPoolExecutor(32)
+    futures = [pool.submit(archive_size, url, min(deadline, 10.0)) for url in urls]
+    wait(futures, timeout=deadline)
+    pool.shutdown(wait=False, cancel_futures=True)
+    return [f.result() if f.done() and not f.cancelled() else None for f in futures]
+
+
 def split_by_size(items: list[tuple[str, int | None]], parts: int) -> list[list[str]]:
     """Largest first, each to the lightest part so far; unknown sizes count as the median known size.
 
@@ -92,8 +104,7 @@ def main(argv: list[str] | None = None) -> int:
     start = time.perf_counter()
     archives, own = resolve(args.target, pip_args)
     urls = [pinned_url(e) for e in archives]
-    with ThreadPoolExecutor(16) as pool:
-        sizes = list(pool.map(archive_size, urls))
+    sizes = archive_sizes(urls)
     groups = [g for g in split_by_size(list(zip(urls, sizes)), min(args.jobs, max(len(urls), 1))) if g]
     print(f"install: {len(urls)} distributions resolved in {time.perf_counter() - start:.0f} s, "
           f"{sum(s or 0 for s in sizes) / 1e9:.1f} GB known, in {len(groups)} pip processes", flush=True)
