@@ -137,8 +137,8 @@ result
 # %% [markdown]
 # ## Norm gap and delay against width
 #
-# For each run, $V_\text{sc}$ is $\|\theta\|^2$ at $T_\text{mem}$ and
-# $V_\text{st}$ is $\|\theta\|^2$ at $T_\text{grok}$ (the `grok`
+# For each run, $V_\text{mem}$ is $\|\theta\|^2$ at $T_\text{mem}$ and
+# $V_\text{grok}$ is $\|\theta\|^2$ at $T_\text{grok}$ (the `grok`
 # definition of the delay-law chapter). The table gives, per width, the
 # medians over the seeds that generalised, and the fraction that
 # generalised within the budget.
