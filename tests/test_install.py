@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-import base64
-import hashlib
+import importlib.util
 import subprocess
 import sys
 import textwrap
 import venv
-import zipfile
 from pathlib import Path
 
+import install  # tools/ is on sys.path (conftest.py)
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tools"))
-import install
 
 
 def test_split_by_size_places_every_archive_once_and_balances_the_bytes():
@@ -49,48 +47,28 @@ def test_archive_size_reads_local_files_and_admits_what_it_cannot_know(tmp_path)
     assert install.archive_sizes([wheel.as_uri(), "http://127.0.0.1:9/p.whl"], deadline=3) == [123, None]
 
 
-def _write_wheel(folder: Path, name: str, version: str, requires: list[str], files: dict[str, str]) -> Path:
-    """A minimal pure-Python wheel (PEP 427), written by hand so the test needs no build tool or network."""
-    dist_info = f"{name}-{version}.dist-info"
-    metadata = "Metadata-Version: 2.1\n" + f"Name: {name}\nVersion: {version}\n" + "".join(
-        f"Requires-Dist: {r}\n" for r in requires)
-    contents = {**files, f"{dist_info}/METADATA": metadata,
-                f"{dist_info}/WHEEL": "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n"}
-
-    def record_line(path: str, text: str) -> str:
-        digest = base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b"=").decode()
-        return f"{path},sha256={digest},{len(text.encode())}"
-
-    record = "".join(record_line(p, t) + "\n" for p, t in contents.items()) + f"{dist_info}/RECORD,,\n"
-    path = folder / f"{name}-{version}-py3-none-any.whl"
-    with zipfile.ZipFile(path, "w") as archive:
-        for member, text in {**contents, f"{dist_info}/RECORD": record}.items():
-            archive.writestr(member, text)
-    return path
-
-
-# An in-tree PEP 517/660 backend for the toy project: an editable wheel is a .pth file pointing at its source.
+# An in-tree PEP 517/660 backend for the toy project (an editable wheel is a .pth file pointing at its source).
+# Its write_wheel, a minimal pure-Python wheel (PEP 427) written by hand, also makes the toy dependencies, so the
+# test needs no build tool and no network.
 BACKEND = '''
 import base64, hashlib, os, zipfile
 
-NAME, VERSION, REQUIRES = "toy_project", "0.1", ["toy_app"]
-
-def _wheel(directory, files):
-    dist_info = f"{NAME}-{VERSION}.dist-info"
+def write_wheel(directory, name, version, requires, files):
+    dist_info = f"{name}-{version}.dist-info"
     files = dict(files)
-    files[f"{dist_info}/METADATA"] = (f"Metadata-Version: 2.1\\nName: {NAME}\\nVersion: {VERSION}\\n"
-                                      + "".join(f"Requires-Dist: {r}\\n" for r in REQUIRES))
+    files[f"{dist_info}/METADATA"] = (f"Metadata-Version: 2.1\\nName: {name}\\nVersion: {version}\\n"
+                                      + "".join(f"Requires-Dist: {r}\\n" for r in requires))
     files[f"{dist_info}/WHEEL"] = "Wheel-Version: 1.0\\nGenerator: toy\\nRoot-Is-Purelib: true\\nTag: py3-none-any\\n"
     lines = []
     for path, text in files.items():
         digest = base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b"=").decode()
         lines.append(f"{path},sha256={digest},{len(text.encode())}")
     files[f"{dist_info}/RECORD"] = "\\n".join(lines + [f"{dist_info}/RECORD,,"]) + "\\n"
-    name = f"{NAME}-{VERSION}-py3-none-any.whl"
-    with zipfile.ZipFile(os.path.join(directory, name), "w") as archive:
+    filename = f"{name}-{version}-py3-none-any.whl"
+    with zipfile.ZipFile(os.path.join(directory, filename), "w") as archive:
         for path, text in files.items():
             archive.writestr(path, text)
-    return name
+    return filename
 
 def get_requires_for_build_wheel(config_settings=None):
     return []
@@ -98,21 +76,25 @@ def get_requires_for_build_wheel(config_settings=None):
 get_requires_for_build_editable = get_requires_for_build_wheel
 
 def build_wheel(directory, config_settings=None, metadata_directory=None):
-    return _wheel(directory, {"toy_project.py": open("toy_project.py").read()})
+    return write_wheel(directory, "toy_project", "0.1", ["toy_app"], {"toy_project.py": open("toy_project.py").read()})
 
 def build_editable(directory, config_settings=None, metadata_directory=None):
-    return _wheel(directory, {"toy_project.pth": os.path.abspath(".") + "\\n"})
+    return write_wheel(directory, "toy_project", "0.1", ["toy_app"], {"toy_project.pth": os.path.abspath(".") + "\\n"})
 '''
 
 
 def test_installs_the_resolved_set_in_parallel_then_the_project_editable(tmp_path):
-    wheels = tmp_path / "wheels"
-    wheels.mkdir()
-    _write_wheel(wheels, "toy_base", "1.0", [], {"toy_base.py": "VALUE = 41\n"})
-    _write_wheel(wheels, "toy_app", "2.0", ["toy_base>=1"], {"toy_app.py": "import toy_base\nVALUE = toy_base.VALUE + 1\n"})
-    _write_wheel(wheels, "toy_unused", "1.0", [], {"toy_unused.py": ""})
     project = tmp_path / "project"
     project.mkdir()
+    (project / "toy_backend.py").write_text(BACKEND)
+    spec = importlib.util.spec_from_file_location("toy_backend", project / "toy_backend.py")
+    backend = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(backend)
+    wheels = tmp_path / "wheels"
+    wheels.mkdir()
+    backend.write_wheel(wheels, "toy_base", "1.0", [], {"toy_base.py": "VALUE = 41\n"})
+    backend.write_wheel(wheels, "toy_app", "2.0", ["toy_base>=1"], {"toy_app.py": "import toy_base\nVALUE = toy_base.VALUE + 1\n"})
+    backend.write_wheel(wheels, "toy_unused", "1.0", [], {"toy_unused.py": ""})
     (project / "pyproject.toml").write_text(textwrap.dedent("""
         [build-system]
         requires = []
@@ -123,7 +105,6 @@ def test_installs_the_resolved_set_in_parallel_then_the_project_editable(tmp_pat
         version = "0.1"
         dependencies = ["toy_app"]
     """))
-    (project / "toy_backend.py").write_text(BACKEND)
     (project / "toy_project.py").write_text("import toy_app\nVALUE = toy_app.VALUE\n")
     env = tmp_path / "env"
     venv.create(env, with_pip=True)

@@ -105,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
     archives, own = resolve(args.target, pip_args)
     urls = [pinned_url(e) for e in archives]
     sizes = archive_sizes(urls)
-    groups = [g for g in split_by_size(list(zip(urls, sizes)), min(args.jobs, max(len(urls), 1))) if g]
+    groups = [g for g in split_by_size(list(zip(urls, sizes)), args.jobs) if g]  # fewer wheels than jobs: fewer processes
     print(f"install: {len(urls)} distributions resolved in {time.perf_counter() - start:.0f} s, "
           f"{sum(s or 0 for s in sizes) / 1e9:.1f} GB known, in {len(groups)} pip processes", flush=True)
     commands = [[*PIP, "install", "--quiet", "--no-compile", "--no-deps", *pip_args, *group] for group in groups]
