@@ -1,6 +1,6 @@
 """Benchmark (not a test): the companion transformer's training speed against the machine's matmul limit.
 
-Usage: ``python benchmarks/bench_grok.py [--steps 60] [--attention-steps 50] [--optimizer-steps 50] [--sweep-steps 300] [--skip-sweep]``
+Usage: ``python benchmarks/bench_grok.py [--steps 60] [--attention-steps 50] [--optimizer-steps 50] [--table-steps 50] [--sweep-steps 300] [--skip-sweep]``
 
 On one CPU thread it prints
 
@@ -18,7 +18,9 @@ On one CPU thread it prints
 5. AdamW fused (``fused=True``, what :func:`nhtlab.companion` runs ask for) against
    PyTorch's default multi-tensor form (``foreach``), on the companion transformer and on
    chapter 05/06's SimpleCNN border run (batch 64), timed alternately in the same way;
-6. a small book-like λ sweep (the companion transformer at λ = 0.3, 0.5, 1, 2,
+6. the training step and the evaluation with the first block projecting once per (position, token)
+   against the per-sequence projections of nhtlab 0.2.3, timed alternately in the same way;
+7. a small book-like λ sweep (the companion transformer at λ = 0.3, 0.5, 1, 2,
    ``--sweep-steps`` steps each) trained sequentially, in a 2-process pool and as
    one stacked model.
 
@@ -40,7 +42,8 @@ import torch
 import torch.nn.functional as F
 
 import nhtlab
-from nhtlab.models.transformer import SelfAttention
+from nhtlab.models.transformer import SelfAttention, Transformer
+from nhtlab.training.loop import evaluate
 from nhtlab.training.sweeps import grid, sweep
 
 
@@ -67,6 +70,15 @@ def matmul_attention(self, x, queries=None):
     att = (q @ k.transpose(-2, -1)) / hs ** 0.5
     y = (att.softmax(dim=-1) @ v).transpose(1, 2).reshape(B, Tq, C)
     return self.proj(y)
+
+
+def per_sequence_features(self, x):
+    """Transformer.features as nhtlab 0.2.3 wrote it: the first block projects every sequence's inputs."""
+    h = self.tok(x) + self.pos(torch.arange(x.shape[1], device=x.device))
+    *early, last = self.blocks
+    for block in early:
+        h = block(h)
+    return self.ln_f(last(h, last_only=True)[:, -1])
 
 
 def _alternate(steppers: dict, steps: int, rounds: int, before=lambda label: None) -> dict:
@@ -110,6 +122,28 @@ def bench_attention(steps: int, rounds: int = 6) -> None:
     for label, rate in rates.items():
         print(f"  {label:<24} {rate:6.1f} steps per CPU second")
     print(f"  broadcast / matmul:      ×{rates['broadcast (nhtlab)'] / rates['batched matmul (0.2.0)']:.3f}")
+
+
+def bench_token_table(steps: int, rounds: int = 6) -> None:
+    """Steps and evaluations per CPU second with the token table and with per-sequence projections."""
+    table = Transformer.features
+    forms = {"token table (nhtlab)": table, "per sequence (0.2.3)": per_sequence_features}
+    swap = lambda label: setattr(Transformer, "features", forms[label])
+    try:
+        rates = _alternate({label: _companion_stepper(fused=True) for label in forms}, steps, rounds, before=swap)
+        run = nhtlab.companion(1.0, seed=0, device="cpu")
+        data = nhtlab.modular_data(run.p, run.operation, run.train_fraction, seed=run.seed)
+        model = nhtlab.make_model(run.model, run.p)
+        every_pair = (torch.cat([data.x_train, data.x_test]), torch.cat([data.y_train, data.y_test]))
+        evals = _alternate({label: lambda: evaluate(model, *every_pair) for label in forms}, 2, rounds, before=swap)
+    finally:
+        Transformer.features = table
+    print(f"\nfirst block's projections, {rounds} alternating blocks of {steps} steps (evaluations: 2 on all "
+          f"9,409 pairs) each, 1 thread:")
+    for label in forms:
+        print(f"  {label:<24} {rates[label]:6.1f} steps, {evals[label]:5.2f} evaluations per CPU second")
+    a, b = forms
+    print(f"  table / per sequence:    ×{rates[a] / rates[b]:.3f} steps, ×{evals[a] / evals[b]:.3f} evaluations")
 
 
 def bench_optimizer(steps: int, rounds: int = 6) -> None:
@@ -253,6 +287,7 @@ def main() -> None:
     parser.add_argument("--loop-steps", type=int, default=300, help="steps of the train() timings")
     parser.add_argument("--attention-steps", type=int, default=50, help="steps per block of the attention comparison")
     parser.add_argument("--optimizer-steps", type=int, default=50, help="steps per block of the AdamW comparison")
+    parser.add_argument("--table-steps", type=int, default=50, help="steps per block of the token-table comparison")
     parser.add_argument("--sweep-steps", type=int, default=300)
     parser.add_argument("--skip-sweep", action="store_true")
     parser.add_argument("--gpu-seeds", type=int, default=10)
@@ -264,6 +299,7 @@ def main() -> None:
     bench_cpu(args)
     bench_attention(args.attention_steps)
     bench_optimizer(args.optimizer_steps)
+    bench_token_table(args.table_steps)
     if not args.skip_sweep:
         bench_sweep(args)
     bench_cuda(args)

@@ -4,7 +4,7 @@ import torch.nn.functional as F
 from torch.func import functional_call
 
 from nhtlab.models import EmbeddingMLP, Transformer, make_model
-from nhtlab.models.transformer import SelfAttention
+from nhtlab.models.transformer import SelfAttention, gather_rows
 
 
 @pytest.mark.parametrize("model", [EmbeddingMLP(11, width=32, depth=2), Transformer(11, d_model=32, n_heads=4, d_ff=64)])
@@ -84,3 +84,27 @@ def test_last_block_at_the_last_position_only_matches_the_full_block(n_layers):
         grads.append([p.grad.clone() for p in model.parameters()])
     for g_full, g_last in zip(*grads):
         torch.testing.assert_close(g_last, g_full, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("queries", [None, 1])
+def test_attention_on_a_token_table_matches_attention_on_the_sequences(queries):
+    # The first block projects one row per (position, token) and gathers: the values and the
+    # gradients (reaching the table through the gather) must be those of per-sequence inputs.
+    torch.manual_seed(0)
+    attn = SelfAttention(d_model=32, n_heads=4)
+    table = torch.randn(2, 13, 32, requires_grad=True)  # (T, V, C)
+    tokens = torch.randint(0, 13, (40, 2))
+    outputs, grads = [], []
+    for forward in (lambda: attn(gather_rows(table, tokens), queries=queries),
+                    lambda: attn(table, queries=queries, tokens=tokens)):
+        table.grad = None
+        attn.zero_grad()
+        out = forward()
+        out.square().sum().backward()
+        outputs.append(out.detach())
+        grads.append([table.grad.clone()] + [p.grad.clone() for p in attn.parameters()])
+    assert outputs[1].shape == (40, 2 if queries is None else 1, 32)
+    torch.testing.assert_close(outputs[1], outputs[0], rtol=1e-6, atol=1e-6)
+    for g_table, g_rows in zip(*grads):
+        torch.testing.assert_close(g_rows, g_table, rtol=1e-5, atol=1e-5)
+    assert gather_rows(table, tokens)[7, 1].equal(table[1, tokens[7, 1]])
