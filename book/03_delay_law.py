@@ -487,7 +487,7 @@ for name, pts in points.items():
 # * **The law has the right size.** With the `grok` definition the
 #   prediction $\log(V_\text{mem}/V_\text{grok})/(\eta\lambda)$ is 0.8–1.4
 #   times the measured delay on every run; with the companion's definition
-#   it is 0.35–0.77 of $T_\text{escape}$, as in the companion's own data
+#   it is 0.33–0.77 of $T_\text{escape}$, as in the companion's own data
 #   (0.34–0.85).
 # * **The law explains more than 1/λ.** Over all runs the law's line has
 #   the highest R²; 1/λ cannot follow the η family (same λ, half the delay
