@@ -16,6 +16,6 @@ def test_cpu_times_count_a_busy_loop_as_busy():
     after, wall = build_book.cpu_times(), time.perf_counter() - start
     busy, total = (b - a for a, b in zip(before, after))
     assert busy >= 0.4  # this loop's own 0.5 s (other processes may add to it, never subtract)
-    assert busy <= total
+    assert busy <= total * (1 + 1e-12)  # equal when every core was busy; the since-boot sums round in float
     cores = sum(line.split()[0][3:].isdigit() for line in Path("/proc/stat").read_text().splitlines() if line.startswith("cpu"))
     assert total == pytest.approx(wall * cores, rel=0.3)  # every core's clock ticks, in seconds
