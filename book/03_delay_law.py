@@ -482,12 +482,15 @@ for name, pts in points.items():
 # %% [markdown]
 # ## What holds here
 #
-# In the `book` run (numbers printed above):
+# In the `book` run (numbers printed above; executed on a 2-core Intel
+# Xeon, AVX-512, torch 2.14.1: another CPU rounds differently and moves
+# each run's steps by about a seed spread,
+# {ref}`How to run <numbers-in-the-text>`):
 #
 # * **The law has the right size.** With the `grok` definition the
 #   prediction $\log(V_\text{mem}/V_\text{grok})/(\eta\lambda)$ is 0.8–1.4
 #   times the measured delay on every run; with the companion's definition
-#   it is 0.33–0.77 of $T_\text{escape}$, as in the companion's own data
+#   it is 0.35–0.77 of $T_\text{escape}$, as in the companion's own data
 #   (0.34–0.85).
 # * **The law explains more than 1/λ.** Over all runs the law's line has
 #   the highest R²; 1/λ cannot follow the η family (same λ, half the delay

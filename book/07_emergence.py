@@ -251,24 +251,28 @@ charts.fraction_threshold(
 # %% [markdown]
 # ## What holds here
 #
-# In the `book` run (printed above):
+# In the `book` run (printed above; executed on a 2-core Intel Xeon,
+# AVX-512, torch 2.14.1: another CPU rounds differently and moves the
+# numbers by about a seed spread,
+# {ref}`How to run <numbers-in-the-text>`):
 #
 # * **The law's link holds across sizes.** The delay follows the norm gap
-#   run by run (rank correlation 0.94 over the runs that generalised), and
+#   run by run (rank correlation 0.90 over the runs that generalised), and
 #   one rate fits all widths at about ηλ (γ ≈ 1.07 ηλ): the law with no
 #   free constant is within a few hundred steps.
 # * **The hypothesis's premise fails for this way of scaling.** On this
 #   transformer the initial norm grows with $d_\text{model}$ (about
 #   $97 \cdot d_\text{model}$ from the embeddings alone), the network
 #   memorises at a larger norm, and the gap grows: from none at
-#   $d_\text{model}$ = 32–48 (the network generalises as soon as it fits)
+#   $d_\text{model}$ = 32 (the network generalises as soon as it fits)
 #   to $V_\text{mem}/V_\text{grok} \approx 3.6$ at 128, far beyond the
 #   seed spread. The delay grows with it.
 # * **Yet an apparent threshold appears.** Within a 2,500-step budget the
 #   fraction that generalises *rises* with width (0% → 100%), because the
 #   small models take thousands of steps to fit their table at all
-#   ($T_\text{mem}$ 2,100–2,800 against 800 at width 128; one seed at
-#   width 32 never fits in 6,000 steps). The threshold is real in the
+#   ($T_\text{mem}$ 2,500 at width 32 and 2,100 at 64 against 800 at
+#   128; the other seed at width 32 never fits within the 4,000-step
+#   limit). The threshold is real in the
 #   budget sense, but its cause here is capacity, not a shrinking norm
 #   gap.
 #

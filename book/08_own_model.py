@@ -375,9 +375,10 @@ charts.layer_norm_curves(
 #     {func}`nhtlab.analysis.layers.layer_transitions`
 #   - the read-out contracting first (a "backward" transition) is the
 #     paper's early warning
-#   - at CPU scale on images the book has measured the reverse order (the
-#     first convolution contracting first); read the order, don't assume
-#     it
+#   - at CPU scale on images the book has never seen it: the first
+#     convolution contracted first, or the read-out not at all, and which
+#     of the two changed with the CPU's float rounding; read the order,
+#     don't assume it
 # * - **DLR**
 #   - the `dlr` column (probe batch)
 #   - low: features are what the outputs need (rich); high: features carry
