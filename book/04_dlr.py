@@ -512,13 +512,12 @@ charts.dlr_decomposition(
 # 0.12 against a rise of 0.13), but more of the fall comes after
 # $T_\text{grok}$. Two seeds are not a distribution.
 #
-# The `quick` profile (lr 2·10⁻³, 1,000 steps; numbers from the machine
-# this chapter was written on, not re-run for this build) is weaker
-# evidence: $T_\text{mem}$ = 500 and $T_\text{grok}$ = 900, DLR stays at
-# 0.23–0.24 through both and falls only *after* $T_\text{grok}$ (0.10 at
-# step 1,000), so the timing claim holds there by a hair (a fall of 0.007
-# against a rise of 0.02). With the faster learning rate the features lag
-# the accuracy.
+# The `quick` profile (lr 2·10⁻³, 1,000 steps; these numbers came out
+# the same on both machines) is weaker evidence: $T_\text{mem}$ = 500 and
+# $T_\text{grok}$ = 900, DLR stays at 0.23–0.24 through both and falls
+# only *after* $T_\text{grok}$ (0.10 at step 1,000), so the timing claim
+# holds there by a hair (a fall of 0.007 against a rise of 0.02). With
+# the faster learning rate the features lag the accuracy.
 
 # %% [markdown]
 # ## The spectra over training
