@@ -231,18 +231,19 @@ def render(profile: str, html_dir: Path | None = None, only: list[str] | None = 
     return html_dir
 
 
-def cpu_times() -> tuple[float, float] | None:
-    """Machine-wide (busy, total) CPU seconds since boot, summed over cores, from ``/proc/stat``
-    (Linux; None elsewhere). The build prints how much of the cores its chapters kept busy: near
-    100%, its time is its work divided by the cores, and only less work or faster cores shorten it."""
+def cpu_ticks() -> tuple[int, int] | None:
+    """Machine-wide (busy, total) CPU clock ticks since boot, summed over cores, from ``/proc/stat``
+    (Linux; None elsewhere; ``os.sysconf("SC_CLK_TCK")`` ticks per second). Kept as integers so that
+    differences are exact: busy equals total when every core was busy. The build prints how much of
+    the cores its chapters kept busy: near 100%, its time is its work divided by the cores, and only
+    less work or faster cores shorten it."""
     try:
         fields = Path("/proc/stat").read_text().splitlines()[0].split()
     except OSError:
         return None
     ticks = [int(v) for v in fields[1:9]]  # user nice system idle iowait irq softirq steal
-    hz = os.sysconf("SC_CLK_TCK")
     idle = ticks[3] + ticks[4]
-    return (sum(ticks) - idle) / hz, sum(ticks) / hz
+    return sum(ticks) - idle, sum(ticks)
 
 
 def main() -> None:
@@ -255,14 +256,14 @@ def main() -> None:
     args = parser.parse_args()
     start = time.perf_counter()
     print(f"Executing {len(chapters(args.only))} chapters in profile {args.profile!r}…", flush=True)
-    cpu_start = cpu_times()
+    cpu_start = cpu_ticks()
     execute_all(args.profile, jobs=args.jobs, force=args.force, only=args.only, by_lane=True)
     executed = time.perf_counter()
-    cpu_end = cpu_times()
+    cpu_end = cpu_ticks()
     if cpu_start is not None and cpu_end is not None:
         busy, total = (b - a for a, b in zip(cpu_start, cpu_end))
-        print(f"Chapters: {busy:,.0f} busy core-seconds in {executed - start:,.0f} s, "
-              f"{busy / max(total, 1e-9):.0%} of the machine's {os.cpu_count()} cores", flush=True)
+        print(f"Chapters: {busy / os.sysconf('SC_CLK_TCK'):,.0f} busy core-seconds in {executed - start:,.0f} s, "
+              f"{busy / max(total, 1):.0%} of the machine's {os.cpu_count()} cores", flush=True)
     html = render(args.profile, args.html, args.only)
     done = time.perf_counter()  # one reading, so that the total is the sum of its two parts
     print(f"Book written to {html / 'index.html'} in {done - start:.0f} s "
