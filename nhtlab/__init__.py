@@ -20,6 +20,7 @@ import importlib
 from . import papers
 from ._version import __version__
 from .analysis import delay, emergence, layers, regimes, scorecard, separation
+from .analysis.claims import Check, Reading, failed_checks, over_seeds
 from .analysis.delay import contraction_fit, delay_fits, delay_point, delay_summary, linear_fit, predicted_delay
 from .analysis.events import Events, border_times, find_events
 from .analysis.layers import (early_warning, head_to_first_ratio, is_backward, layer_records, layer_transitions,
@@ -40,6 +41,7 @@ from .measures.spectra import eigenfunctions, feature_spectrum
 from .models import EmbeddingMLP, ResNet18, SimpleCNN, Transformer, make_model
 from .notebook import exercises
 from .notebook.profiles import select_profile
+from .notebook.report import Markdown, md, table
 from .notebook.stamp import stamp
 from .smoke import science_checks, smoke_enabled
 from .training import lazy_rich, monitor
@@ -80,6 +82,7 @@ __all__ = [
     "total_norm", "layer_norms", "linear_cka", "nc1", "capture", "hooked", "Captured",
     "dlr", "dlr_terms", "output_rank", "feature_spectrum", "eigenfunctions",
     # analysis
+    "Check", "Reading", "over_seeds", "failed_checks",
     "Events", "find_events", "border_times",
     "delay_point", "delay_summary", "delay_fits", "linear_fit", "contraction_fit", "predicted_delay",
     "diagnose_regime", "regime_curves", "regime_table", "regime_order_ok",
@@ -92,7 +95,7 @@ __all__ = [
     "Monitor", "online_regime", "DLRTracker", "pick_device", "seed_everything", "cpu_slot",
     "science_checks", "smoke_enabled",
     # notebook
-    "select_profile", "stamp",
+    "select_profile", "stamp", "Markdown", "md", "table",
     # modules the chapters reach by attribute (nhtlab.delay.mean_std, …)
     "charts", "papers", "delay", "emergence", "layers", "regimes", "scorecard", "separation", "lazy_rich", "monitor",
     "exercises", "widgets",

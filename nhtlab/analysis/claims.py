@@ -1,0 +1,157 @@
+"""Claims a chapter states: checks that return verdicts, and qualitative readings counted over seeds.
+
+A reading (a layer order, a regime, a border dropped or kept, a warning that leads)
+can flip with the float rounding of another CPU when it rests on one seed. It
+becomes a claim only over seeds: :func:`over_seeds` counts in how many of ``n``
+seeds the reading came out as stated, and says whether the rule fixed before the
+run (``"all"`` seeds or a strict ``"majority"``) holds. A chapter asserts only
+readings whose rule holds, prints ``k of n`` beside each, and shows a reading that
+flips between seeds as flipping.
+
+>>> r = over_seeds("layer order", {0: "backward", 1: "forward", 2: "backward"}, expected="backward")
+>>> r.k, r.n, r.holds, r.flips
+(2, 3, True, True)
+>>> r.text()
+'backward in 2 of 3 seeds (seed 0: backward, seed 1: forward, seed 2: backward)'
+>>> bool(Check("memorises", True, "T_mem = 600"))
+True
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from ..validation import check_choice, check_type
+
+__all__ = ["Check", "Reading", "over_seeds", "failed_checks"]
+
+RULES = ("all", "majority")
+
+
+@dataclass(frozen=True)
+class Check:
+    """One claim a chapter asserts on its own run: whether it held, and the measurement behind it.
+
+    ``bool(check)`` is whether it passed, so a chapter writes ``assert check, check.detail``.
+
+    Attributes
+    ----------
+    name : str
+        The claim in words ("memorises before it generalises").
+    passed : bool
+        Whether the run satisfies it.
+    detail : str
+        The measurement that decided it, for the failure message and the checks table.
+    """
+
+    name: str
+    passed: bool
+    detail: str = ""
+
+    def __bool__(self) -> bool:
+        return bool(self.passed)
+
+    def __str__(self) -> str:
+        return f"{'✓' if self.passed else '✗'} {self.name}: {self.detail}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"check": self.name, "holds": "✓" if self.passed else "✗", "measured": self.detail}
+
+
+def failed_checks(checks: Iterable[Check]) -> list[Check]:
+    """The checks that did not hold, in order.
+
+    Parameters
+    ----------
+    checks : iterable of Check
+
+    Returns
+    -------
+    list of Check
+        Empty when every check held.
+    """
+    checks = list(checks)
+    for i, c in enumerate(checks):
+        check_type(c, f"checks[{i}]", Check, owner="failed_checks")
+    return [c for c in checks if not c.passed]
+
+
+@dataclass(frozen=True)
+class Reading:
+    """A qualitative reading over seeds, and whether the rule fixed before the run holds.
+
+    Attributes
+    ----------
+    name : str
+        What was read ("layer order at λ = 1").
+    by_seed : dict
+        seed → the reading of that seed (a string such as ``"backward"``; None when it could not be read).
+    expected : str
+        The reading the text states, fixed before the run.
+    rule : {"all", "majority"}
+        ``"all"``: every seed; ``"majority"``: more than half of the seeds.
+    """
+
+    name: str
+    by_seed: dict[int, Any] = field(default_factory=dict)
+    expected: Any = None
+    rule: str = "majority"
+
+    @property
+    def n(self) -> int:
+        """Number of seeds read."""
+        return len(self.by_seed)
+
+    @property
+    def k(self) -> int:
+        """Number of seeds whose reading is the expected one."""
+        return sum(value == self.expected for value in self.by_seed.values())
+
+    @property
+    def holds(self) -> bool:
+        """Whether the rule holds: every seed (``all``) or more than half (``majority``); False with no seed."""
+        if self.n == 0:
+            return False
+        return self.k == self.n if self.rule == "all" else 2 * self.k > self.n
+
+    @property
+    def flips(self) -> bool:
+        """Whether the seeds disagree."""
+        return len({repr(v) for v in self.by_seed.values()}) > 1
+
+    def text(self) -> str:
+        """``"<expected> in k of n seeds (seed 0: …, …)"``."""
+        seeds = ", ".join(f"seed {s}: {v}" for s, v in self.by_seed.items())
+        return f"{self.expected} in {self.k} of {self.n} seeds ({seeds})"
+
+    def to_dict(self) -> dict[str, Any]:
+        row = asdict(self)
+        row.update(k=self.k, n=self.n, holds=self.holds, flips=self.flips)
+        return row
+
+
+def over_seeds(name: str, by_seed: Mapping[int, Any], expected: Any, rule: str = "majority") -> Reading:
+    """Count a qualitative reading over seeds against the reading the text states.
+
+    Parameters
+    ----------
+    name : str
+        What was read.
+    by_seed : mapping
+        seed → that seed's reading.
+    expected : any
+        The reading the text states, fixed before the run.
+    rule : {"majority", "all"}
+        What makes the reading a claim: more than half of the seeds, or every seed.
+
+    Returns
+    -------
+    Reading
+        With ``k``, ``n``, ``holds``, ``flips`` and ``text()``.
+    """
+    check_type(name, "name", str, owner="over_seeds")
+    check_type(by_seed, "by_seed", Mapping, owner="over_seeds")
+    check_choice(rule, "rule", RULES, owner="over_seeds")
+    return Reading(name=name, by_seed=dict(by_seed), expected=expected, rule=rule)

@@ -1,0 +1,123 @@
+"""Text built from the run: Markdown that a chapter displays instead of typing a number into its prose.
+
+A chapter's Markdown cells state what the checks assert and never quote a measured
+number. Sentences and tables that report a run are built in a code cell from the run's
+own records and displayed with :func:`md` or :func:`table`. The output is a
+``text/markdown`` display, which Jupyter, Colab and the built HTML book all render
+(myst-nb renders it as Markdown; Colab shows ``{glue:text}`` roles raw, which is why
+the book does not use glue). Tag such a cell ``remove-input`` so the HTML shows the
+sentence, not the code that wrote it.
+
+>>> md("T_grok = **{:,}**".format(2100))
+T_grok = **2,100**
+>>> print(table([{"λ": 1.0, "T_grok": 2100}], formats={"T_grok": "{:,}"}))
+| λ | T_grok |
+|---|---|
+| 1.0 | 2,100 |
+"""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from ..validation import check_type
+
+__all__ = ["Markdown", "md", "table", "cell"]
+
+
+class Markdown(str):
+    """A string that notebooks display as rendered Markdown (``text/markdown``), and prints as itself.
+
+    Parameters
+    ----------
+    object : str
+        The Markdown text (``Markdown(text)``, as ``str(text)``).
+    """
+
+    def _repr_markdown_(self) -> str:
+        return str(self)
+
+    def __repr__(self) -> str:
+        return str(self)
+
+
+def md(text: str) -> Markdown:
+    """Markdown built from the run, dedented, for display in a chapter.
+
+    Parameters
+    ----------
+    text : str
+        Markdown, usually an f-string over the run's records.
+
+    Returns
+    -------
+    Markdown
+        Displayed as rendered Markdown by Jupyter, Colab and the HTML book.
+    """
+    check_type(text, "text", str, owner="md")
+    return Markdown(textwrap.dedent(text).strip("\n"))
+
+
+def cell(value: Any, fmt: str | None = None) -> str:
+    """One table cell: ``fmt.format(value)``, ``—`` for None, and ``|`` escaped.
+
+    Parameters
+    ----------
+    value : any
+        The value; None (no value) renders as an em dash.
+    fmt : str, optional
+        A format string such as ``"{:,}"`` or ``"{:.2f}"``; ``str(value)`` without it.
+
+    Returns
+    -------
+    str
+        The cell's text.
+
+    Examples
+    --------
+    >>> cell(None), cell(0.12345, "{:.2f}"), cell("a|b")
+    ('—', '0.12', 'a\\\\|b')
+    """
+    if value is None:
+        return "—"
+    text = fmt.format(value) if fmt else str(value)
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def table(records: Iterable[Mapping[str, Any]], columns: Sequence[str] | None = None,
+          formats: Mapping[str, str] | None = None, headers: Mapping[str, str] | None = None) -> Markdown:
+    """A Markdown table of records (one row per record), for results a reader reads.
+
+    Parameters
+    ----------
+    records : iterable of mappings
+        One mapping per row; a missing key renders as ``—``.
+    columns : sequence of str, optional
+        Keys to show, in order; by default those of the first record.
+    formats : mapping, optional
+        Column → format string (``"{:,}"``, ``"{:.3f}"``).
+    headers : mapping, optional
+        Column → header text, when the header differs from the key.
+
+    Returns
+    -------
+    Markdown
+        The table; an empty record list gives ``*(no rows)*``.
+    """
+    rows = list(records)
+    for i, row in enumerate(rows):
+        check_type(row, f"records[{i}]", Mapping, owner="table")
+    if not rows:
+        return Markdown("*(no rows)*")
+    columns = list(columns) if columns is not None else list(rows[0])
+    formats, headers = dict(formats or {}), dict(headers or {})
+    unknown = sorted(set(formats) - set(columns))
+    if unknown:
+        raise ValueError(f"The 'formats' parameter of table names columns that are not shown: {unknown}; "
+                         f"columns are {columns}.")
+    lines = ["| " + " | ".join(cell(headers.get(c, c)) for c in columns) + " |",
+             "|" + "---|" * len(columns)]
+    lines += ["| " + " | ".join(cell(row.get(c), formats.get(c)) for c in columns) + " |" for row in rows]
+    return Markdown("\n".join(lines))
