@@ -1,0 +1,252 @@
+"""The shape of each chapter: code outside PROFILES, file length, blocks repeated across chapters,
+and numbers typed into Markdown that are neither a paper's value nor a setting.
+
+    .venv/bin/python tools/chapter_shape.py            # the table, then every unlisted number
+    .venv/bin/python tools/chapter_shape.py --json     # the same as JSON
+
+A chapter's prose is written once and must stay true on every CPU and in every profile, so a
+number in its Markdown is allowed only when it is one of:
+
+* a value a paper reports (any number held by :mod:`nhtlab.papers`);
+* a setting: a numeric literal of the chapter's PROFILES cell, or of the shared presets and run
+  definitions (``nhtlab/training/presets.py``, ``runs.py``, ``image_runs.py``) and the event and
+  delay definitions (``nhtlab/analysis/events.py``, ``delay.py``);
+* a small count (an integer from 0 to 10: "two phases", "chapter 3") or a year (1900–2099);
+* an entry of :data:`ALLOWED` below, each with its reason (at most 20).
+
+Anything else is "run-like": a measured number that belongs in a cell built from the run
+(:func:`nhtlab.md`). Citations, links, inline code and arXiv identifiers are not prose numbers.
+tests/test_chapter_shape.py runs this script and holds the chapters to its targets.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import math
+import re
+import sys
+from collections.abc import Iterable
+from pathlib import Path
+
+import jupytext
+
+ROOT = Path(__file__).resolve().parent.parent
+CHAPTERS = sorted((ROOT / "book").glob("[0-9][0-9]_*.py"))
+SETTING_SOURCES = ["nhtlab/training/presets.py", "nhtlab/training/runs.py", "nhtlab/training/image_runs.py",
+                   "nhtlab/analysis/events.py", "nhtlab/analysis/delay.py"]
+
+#: Targets of the issue on chapters that are narrative and calls.
+MAX_CODE_LINES = 180
+MAX_FILE_LINES = 550
+REPEAT_WINDOW = 6
+
+#: (chapter stem, number as typed) → why it may stand in prose. Keep it short (at most 20).
+ALLOWED: dict[tuple[str, str], str] = {
+    ("01_grokking", "9,409"): "97² pairs: the size of the task's table, a setting squared",
+}
+
+_SUPERSCRIPT = str.maketrans("⁰¹²³⁴⁵⁶⁷⁸⁹⁻", "0123456789-")
+# a number not glued to a word (P4, d_model, ResNet18, CIFAR-10, x2); optional thousands, decimals,
+# ×10ⁿ or 10⁻ⁿ forms, and a percent sign
+_NUMBER = re.compile(
+    r"(?<![\w.\-−/^{])((?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?)(?:\s*[×x]\s*10([⁻⁰¹²³⁴⁵⁶⁷⁸⁹]+))?"
+    r"(?:(?<=10)([⁻⁰¹²³⁴⁵⁶⁷⁸⁹]+))?(\s*%)?(?![\w]|\.\d)"
+)
+_STRIP = [
+    re.compile(r"\{(?:cite|ref|doc|numref|eq|download)[^}]*\}`[^`]*`"),  # MyST roles
+    re.compile(r"`[^`]*`"),                                            # inline code
+    re.compile(r"\]\([^)]*\)"),                                         # link targets
+    re.compile(r"https?://\S+"),
+    re.compile(r"arXiv[: ]\s*\d{4}\.\d{4,5}", re.I),
+    re.compile(r"^```.*?^```", re.S | re.M),                            # fenced blocks (directives are re-scanned below)
+]
+_DIRECTIVE_BODY = re.compile(r"^```\{(?:admonition|note|warning|tip|dropdown|important)\}[^\n]*\n(.*?)^```", re.S | re.M)
+
+
+def _numbers_in(obj: object, out: set[float]) -> None:
+    if isinstance(obj, bool):
+        return
+    if isinstance(obj, (int, float)):
+        if math.isfinite(obj):
+            out.add(float(obj))
+    elif isinstance(obj, dict):
+        for k, v in obj.items():
+            _numbers_in(k, out)
+            _numbers_in(v, out)
+    elif isinstance(obj, (list, tuple, set, frozenset)):
+        for v in obj:
+            _numbers_in(v, out)
+
+
+def paper_values() -> set[float]:
+    """Every number held by :mod:`nhtlab.papers` (values and keys, nested)."""
+    sys.path.insert(0, str(ROOT))
+    import nhtlab.papers as papers
+
+    out: set[float] = set()
+    for name in dir(papers):
+        if not name.startswith("_"):
+            _numbers_in(getattr(papers, name), out)
+    return out
+
+
+def literals(source: str) -> set[float]:
+    """Numeric literals of Python source (``-x`` included, and ``10**k`` evaluated)."""
+    out: set[float] = set()
+    tree = ast.parse(source)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
+            out.add(float(node.value))
+        elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.Pow):
+            try:
+                out.add(float(ast.literal_eval(node)))
+            except (ValueError, TypeError, SyntaxError, OverflowError):
+                pass
+    return out
+
+
+def shared_settings() -> set[float]:
+    out: set[float] = set()
+    for rel in SETTING_SOURCES:
+        path = ROOT / rel
+        if path.exists():
+            out |= literals(path.read_text())
+    return out
+
+
+def _profiles_cell(cells) -> int | None:
+    for i, c in enumerate(cells):
+        if c.cell_type == "code" and re.search(r"^PROFILES\s*=", c.source, re.M):
+            return i
+    return None
+
+
+def _is_code_line(line: str) -> bool:
+    s = line.strip()
+    return bool(s) and not s.startswith("#")
+
+
+def parse_number(match: re.Match) -> list[float]:
+    """The values a typed number may stand for: itself, and /100 when it carries a percent sign."""
+    mantissa, times_exp, bare_exp, percent = match.groups()
+    text = mantissa.replace(",", "")
+    if times_exp or bare_exp:
+        exp = int((times_exp or bare_exp).translate(_SUPERSCRIPT))
+        value = float(text) * 10.0 ** exp if times_exp else 10.0 ** exp
+    else:
+        value = float(text)
+    return [value, value / 100] if percent else [value]
+
+
+def prose(markdown: str) -> str:
+    """Markdown with citations, code, links and fenced blocks removed (directive bodies kept)."""
+    bodies = "\n".join(m.group(1) for m in _DIRECTIVE_BODY.finditer(markdown))
+    text = markdown + "\n" + bodies
+    for pattern in _STRIP:
+        text = pattern.sub(" ", text)
+    return text.replace("{,}", ",").replace("\\,", "").replace("\\!", "")
+
+
+def _known(value: float, known: Iterable[float]) -> bool:
+    return any(math.isclose(value, k, rel_tol=1e-9, abs_tol=1e-12) for k in known)
+
+
+def unlisted_numbers(path: Path, papers: set[float], shared: set[float]) -> list[str]:
+    """Numbers typed into the chapter's Markdown that no paper, setting or allowlist entry explains."""
+    cells = jupytext.read(path).cells
+    p = _profiles_cell(cells)
+    settings = shared | (literals(cells[p].source) if p is not None else set())
+    found = []
+    for c in cells:
+        if c.cell_type != "markdown":
+            continue
+        for m in _NUMBER.finditer(prose(c.source)):
+            typed = m.group(0).strip()
+            if (path.stem, typed) in ALLOWED or (path.stem, m.group(1)) in ALLOWED:
+                continue
+            values = parse_number(m)
+            if any(v.is_integer() and 0 <= v <= 10 for v in values) and not m.group(4):
+                continue
+            if re.fullmatch(r"(19|20)\d\d", typed):  # a year (a paper's, a venue's)
+                continue
+            if any(_known(v, papers) or _known(v, settings) for v in values):
+                continue
+            found.append(typed)
+    return found
+
+
+def _code_windows(path: Path) -> dict[tuple[str, ...], int]:
+    """Windows of REPEAT_WINDOW consecutive code lines, outside the install and parameters cells."""
+    cells = jupytext.read(path).cells
+    code = [c for c in cells if c.cell_type == "code"]
+    skip = {id(code[0])} if code else set()
+    skip |= {id(c) for c in code if "parameters" in c.metadata.get("tags", [])}
+    windows: dict[tuple[str, ...], int] = {}
+    for c in code:
+        if id(c) in skip:
+            continue
+        lines = [line.strip() for line in c.source.splitlines() if _is_code_line(line)]
+        for i in range(len(lines) - REPEAT_WINDOW + 1):
+            windows.setdefault(tuple(lines[i:i + REPEAT_WINDOW]), i)
+    return windows
+
+
+def repeated_blocks(paths: list[Path]) -> list[tuple[str, str, str]]:
+    """(chapter, chapter, first line) for each pair of chapters sharing a block of code lines."""
+    windows = {p.stem: _code_windows(p) for p in paths}
+    found = []
+    stems = sorted(windows)
+    for i, a in enumerate(stems):
+        for b in stems[i + 1:]:
+            shared = set(windows[a]) & set(windows[b])
+            if shared:
+                found.append((a, b, min(shared)[0]))
+    return found
+
+
+def shape(path: Path) -> dict:
+    """Code lines outside PROFILES (comments and blanks not counted) and file lines of one chapter."""
+    cells = jupytext.read(path).cells
+    p = _profiles_cell(cells)
+    code = sum(_is_code_line(line) for i, c in enumerate(cells) if c.cell_type == "code" and i != p
+               for line in c.source.splitlines())
+    return {"chapter": path.stem, "code_lines": code, "file_lines": len(path.read_text().splitlines())}
+
+
+def report(paths: list[Path] | None = None) -> dict:
+    """Per-chapter shape, unlisted numbers and repeated blocks, with whether each target is met."""
+    paths = CHAPTERS if paths is None else paths
+    papers, shared = paper_values(), shared_settings()
+    rows = []
+    for path in paths:
+        row = shape(path)
+        row["unlisted_numbers"] = unlisted_numbers(path, papers, shared)
+        rows.append(row)
+    return {"chapters": rows, "repeated_blocks": repeated_blocks(paths), "allowed": len(ALLOWED)}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    args = parser.parse_args()
+    result = report()
+    if args.json:
+        print(json.dumps(result, indent=1, ensure_ascii=False))
+        return 0
+    print(f"{'chapter':<16}{'code lines':>11}{'file lines':>11}{'unlisted numbers':>18}")
+    for row in result["chapters"]:
+        print(f"{row['chapter']:<16}{row['code_lines']:>11}{row['file_lines']:>11}{len(row['unlisted_numbers']):>18}")
+    print(f"targets: code lines ≤ {MAX_CODE_LINES}, file lines ≤ {MAX_FILE_LINES}, no unlisted number, "
+          f"no block of {REPEAT_WINDOW} code lines repeated across chapters; allowlist {result['allowed']}/20")
+    for a, b, line in result["repeated_blocks"]:
+        print(f"repeated block: {a} and {b}, starting {line!r}")
+    for row in result["chapters"]:
+        if row["unlisted_numbers"]:
+            print(f"{row['chapter']}: {', '.join(row['unlisted_numbers'])}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
