@@ -1,0 +1,172 @@
+"""Early warnings of grokking, evaluated: how far ahead of T_grok each signal fires, and how often it fires
+when no grokking follows.
+
+Each candidate signal has one rule, fixed before any evaluation, read only after ``T_mem``
+(before memorisation nothing is a warning of grokking):
+
+=====================  =============================================================
+signal                 fires at the first evaluation after T_mem where …
+=====================  =============================================================
+``readout_peak``       the read-out's ‖θ_L‖² is 5% below its maximum since T_mem
+``readout_vs_init``    ‖θ_L‖²/‖θ_L(0)‖² is below 1 (the paper's first ratio)
+``readout_vs_first``   ‖θ_L‖²/‖θ_1‖² is 5% below its maximum since T_mem (the paper's second)
+``total_norm``         ‖θ‖² is 10% below its value at T_mem
+``embedding_norm``     the first layer's ‖θ_1‖² is 10% below its value at T_mem
+``train_loss``         the training loss is twice its minimum since T_mem
+``dlr``                DLR on the probe (a ``dlr`` column) is below 0.5 (richer than halfway)
+=====================  =============================================================
+
+The lead is ``T_grok − t_fire`` in steps and in units of ``1/(ηλ)`` (the delay law's time
+scale). A warning that fires after ``T_grok`` is late (negative lead). On runs where no grokking
+follows within their horizon, any firing is a false alarm.
+
+>>> from nhtlab.analysis.eta import synthetic_contraction
+>>> h = synthetic_contraction(t_mem=500, t_grok=2500, rate=1e-3)
+>>> warning_step(h, "total_norm")
+700
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from ..history import History
+from ..validation import check_choice, check_type
+from .events import find_events
+from .layers import head_and_first
+
+__all__ = ["SIGNALS", "warning_step", "evaluate_warnings"]
+
+
+def _after_peak(values: np.ndarray, share: float) -> np.ndarray:
+    return values <= (1 - share) * np.fmax.accumulate(values)
+
+
+def _column(history: History, name: str) -> np.ndarray | None:
+    return history.column(name) if name in history.columns else None
+
+
+def _layer(history: History, which: int) -> np.ndarray | None:
+    layers = history.layers
+    if not layers:
+        return None
+    return history.column(f"norm/{head_and_first(layers)[which]}")
+
+
+def _readout_peak(h: History, w: slice) -> np.ndarray | None:
+    head = _layer(h, 0)
+    return None if head is None else _after_peak(head[w], 0.05)
+
+
+def _readout_vs_init(h: History, w: slice) -> np.ndarray | None:
+    head = _layer(h, 0)
+    return None if head is None else head[w] / head[0] < 1.0
+
+
+def _readout_vs_first(h: History, w: slice) -> np.ndarray | None:
+    head, first = _layer(h, 0), _layer(h, 1)
+    return None if head is None else _after_peak(head[w] / first[w], 0.05)
+
+
+def _total_norm(h: History, w: slice) -> np.ndarray | None:
+    norm = h.column("norm")[w]
+    return norm <= 0.9 * norm[0]
+
+
+def _embedding_norm(h: History, w: slice) -> np.ndarray | None:
+    first = _layer(h, 1)
+    return None if first is None else first[w] <= 0.9 * first[w][0]
+
+
+def _train_loss(h: History, w: slice) -> np.ndarray | None:
+    loss = _column(h, "train_loss")
+    return None if loss is None else loss[w] >= 2.0 * np.fmin.accumulate(loss[w])
+
+
+def _dlr(h: History, w: slice) -> np.ndarray | None:
+    dlr = _column(h, "dlr")
+    return None if dlr is None else dlr[w] < 0.5
+
+
+#: signal name → (rule in words, rule over the rows from T_mem on).
+SIGNALS: dict[str, tuple[str, Callable[[History, slice], np.ndarray | None]]] = {
+    "readout_peak": ("read-out ‖θ_L‖² 5% below its maximum since T_mem", _readout_peak),
+    "readout_vs_init": ("‖θ_L‖²/‖θ_L(0)‖² < 1", _readout_vs_init),
+    "readout_vs_first": ("‖θ_L‖²/‖θ_1‖² 5% below its maximum since T_mem", _readout_vs_first),
+    "total_norm": ("‖θ‖² 10% below its value at T_mem", _total_norm),
+    "embedding_norm": ("first layer's ‖θ_1‖² 10% below its value at T_mem", _embedding_norm),
+    "train_loss": ("train loss twice its minimum since T_mem", _train_loss),
+    "dlr": ("DLR on the probe < 0.5", _dlr),
+}
+
+
+def warning_step(history: History, signal: str) -> int | None:
+    """The first evaluated step after T_mem at which ``signal``'s rule fires (None: never, or not recorded).
+
+    Parameters
+    ----------
+    history : History
+    signal : str
+        One of :data:`SIGNALS`.
+
+    Returns
+    -------
+    int or None
+    """
+    check_type(history, "history", History, owner="warning_step")
+    check_choice(signal, "signal", SIGNALS, owner="warning_step")
+    t_mem = find_events(history).t_mem
+    if t_mem is None or history.diverged:
+        return None
+    steps = history.column("step")
+    start = int(np.searchsorted(steps, t_mem))
+    fired = SIGNALS[signal][1](history, slice(start, None))
+    if fired is None:
+        return None
+    fired = np.asarray(fired, dtype=bool)
+    return int(steps[start:][fired][0]) if fired.any() else None
+
+
+def evaluate_warnings(grokking: Sequence[History], no_grokking: Sequence[History]) -> list[dict[str, Any]]:
+    """Lead times before T_grok and false alarms of every signal, one record per signal.
+
+    Parameters
+    ----------
+    grokking : sequence of History
+        Runs evaluated for lead time (those that never grok count as missing).
+    no_grokking : sequence of History
+        Runs in which no grokking follows within their horizon (for instance λ = 0.01); a firing is a false alarm.
+
+    Returns
+    -------
+    list of dict
+        ``signal``, ``rule``, ``fired`` ("k of n" grokking runs where it fired before T_grok), ``late``
+        (fired only after T_grok), ``median_lead`` (steps), ``median_lead_eta_lambda`` (lead·ηλ),
+        ``false_alarms`` ("k of n"), ``recorded`` (runs that recorded the signal).
+    """
+    grokked = [(h, find_events(h)) for h in grokking]
+    grokked = [(h, e) for h, e in grokked if e.t_grok is not None and e.t_mem is not None]
+    records = []
+    for name, (rule, fn) in SIGNALS.items():
+        leads, scaled, late, recorded = [], [], 0, 0
+        for h, e in grokked:
+            recorded += fn(h, slice(0, 1)) is not None
+            step = warning_step(h, name)
+            if step is None:
+                continue
+            if step > e.t_grok:
+                late += 1
+                continue
+            leads.append(e.t_grok - step)
+            scaled.append((e.t_grok - step) * float(h.config["lr"]) * float(h.config["weight_decay"]))
+        alarms = sum(warning_step(h, name) is not None for h in no_grokking)
+        records.append({
+            "signal": name, "rule": rule, "fired": f"{len(leads)} of {len(grokked)}", "late": late,
+            "median_lead": float(np.median(leads)) if leads else None,
+            "median_lead_eta_lambda": float(np.median(scaled)) if scaled else None,
+            "false_alarms": f"{alarms} of {len(no_grokking)}", "recorded": recorded,
+        })
+    return records
