@@ -1,0 +1,535 @@
+"""The delay law on our runs, beside the companion paper's: records a chapter or a script renders, and the checks.
+
+One place computes the paper-vs-ours comparison (the companion's Table 3 and its
+T_grok-against-1/λ fit), so that chapter 3 and ``scripts/reproduce_table3.py``
+cannot drift apart: :func:`paper_comparison` takes the λ sweep's histories and
+returns display rows (cells ``"ours (companion)"``), the numbers behind them and
+the fit. The other functions turn a set of runs (labelled by the family that
+varied them: λ, η or the initial scale) into records for tables and charts
+(:func:`delay_records`, :func:`run_records`, :func:`fit_records`,
+:func:`contraction_records`, :func:`ratio_records`, :func:`eta_comparison`),
+and into the readings the chapter states, one per seed (:func:`delay_readings`).
+
+Checks (each returns a :class:`~nhtlab.analysis.claims.Check`):
+:func:`check_lambdas_grok` (every λ ≤ 1 groks in every seed),
+:func:`check_norm_halves` (‖θ‖² at T_grok is at most half of V_mem) and
+:func:`check_reading` (a reading over seeds whose rule holds).
+
+Nothing here imports the training or notebook layers: records are plain dicts,
+and the caller renders them with ``nhtlab.table`` / ``nhtlab.md``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..history import History
+from ..papers import (COMPANION_CONTRACTION, COMPANION_ETA_SWEEP, COMPANION_GROK_COUNTS, COMPANION_GROK_FIT,
+                      COMPANION_LAMBDA_SWEEP, paper_cell)
+from ..validation import check_choice, check_int, check_real, check_type
+from .claims import Check, Reading, over_seeds
+from .delay import DEFINITIONS, LinearFit, contraction_fit, delay_fits, delay_point, linear_fit, mean_std
+from .events import find_events
+from .regimes import diagnose_regime
+
+__all__ = ["FIT_LAMBDA_RANGE", "MIN_FIT_LAMBDAS", "COMPANION_LR", "PaperComparison", "paper_comparison",
+           "delay_records", "run_records", "eta_comparison", "law_fits", "fit_records", "contraction_records",
+           "ratio_records", "delay_readings", "check_lambdas_grok", "check_norm_halves", "check_reading"]
+
+#: λ range of the companion's fit of T_grok against 1/λ (its regime edges 0.01 and 2 are outside).
+FIT_LAMBDA_RANGE = (0.1, 1.0)
+#: Fewest λ values (seed means) for the T_grok-against-1/λ fit. Three, not two: a line through two
+#: points always fits exactly (R² = 1 whatever the delays), so a two-λ "fit" reports a perfect R²
+#: that measures nothing; three is the fewest at which R² can come out below 1. The companion fits four.
+MIN_FIT_LAMBDAS = 3
+#: The learning rate of the companion's λ sweep (its Table 3 and contraction ratios are at this η).
+COMPANION_LR = 1e-3
+
+_AXIS_LABELS = {"vs_predicted": "law", "vs_inverse_lambda": "1/λ", "vs_inverse_eta_lambda": "1/(ηλ)"}
+
+
+def _init_scale(history: History) -> float:
+    return float((history.config.get("model_kwargs") or {}).get("init_scale", 1.0))
+
+
+def _labels(histories: Sequence[History], labels: Sequence[str] | None, owner: str) -> list[str]:
+    if labels is None:
+        return [""] * len(histories)
+    if len(labels) != len(histories):
+        raise ValueError(f"The 'labels' parameter of {owner} must have one label per history ({len(histories)}). "
+                         f"Got {len(labels)}.")
+    return [str(label) for label in labels]
+
+
+def _grokked(history: History) -> bool:
+    return find_events(history).delay is not None
+
+
+# --- The companion's Table 3, beside ours -------------------------------------------------------
+
+@dataclass
+class PaperComparison:
+    """The λ sweep beside the companion's Table 3 (:func:`paper_comparison`).
+
+    Attributes
+    ----------
+    rows : list of dict
+        One display record per λ, for ``nhtlab.table(rows)``: ``λ``, ``grokked``, ``T_mem``,
+        ``T_grok``, ``T_escape``, ``theory`` and ``(1 − r)/(ηλ)``, each cell ``"ours (companion)"``
+        (means ± standard deviations over seeds; ``—`` where the paper has no value).
+    stats : dict
+        λ → our numbers: ``runs``, ``grokked``, ``t_mem``, ``t_grok``, ``t_escape``,
+        ``escape_theory`` ((mean, std) or None), ``contraction`` (mean (1 − r)/(ηλ) or None) and
+        ``t_grok_within`` (our mean T_grok inside the companion's mean ± std; None without both).
+    fit : dict or None
+        T_grok (seed means) against 1/λ on :data:`FIT_LAMBDA_RANGE`: ``slope``, ``intercept``,
+        ``r2``, ``n``, ``lambdas`` and ``slope_within_ci`` (inside the companion's 95% interval);
+        None with fewer than ``min_fit_lambdas`` grokked λ values.
+    fit_lambdas : list of float
+        The λ values in range with at least one grokked run.
+    min_fit_lambdas : int
+        The fewest λ values the fit needs.
+    lr : float
+        η of the runs (the companion's is :data:`COMPANION_LR`).
+    """
+
+    rows: list[dict[str, Any]]
+    stats: dict[float, dict[str, Any]]
+    fit: dict[str, Any] | None
+    fit_lambdas: list[float] = field(default_factory=list)
+    min_fit_lambdas: int = MIN_FIT_LAMBDAS
+    lr: float = COMPANION_LR
+
+    def fit_text(self) -> str:
+        """The fit as a sentence, beside the companion's, or why there is none.
+
+        Returns
+        -------
+        str
+            Markdown, built from the runs (for ``nhtlab.md``).
+        """
+        paper = COMPANION_GROK_FIT
+        lo, hi = FIT_LAMBDA_RANGE
+        theirs = (f"companion: slope {paper['slope']:,} (95% CI {paper['slope_ci'][0]:,}–{paper['slope_ci'][1]:,}), "
+                  f"intercept {paper['intercept']:,}, R² {paper['r2']}")
+        if self.fit is None:
+            return (f"T_grok against 1/λ on λ ∈ [{lo:g}, {hi:g}]: {len(self.fit_lambdas)} λ value(s) in range "
+                    f"grokked, and the fit needs {self.min_fit_lambdas} ({theirs}).")
+        f = self.fit
+        inside = "inside" if f["slope_within_ci"] else "outside"
+        return (f"T_grok against 1/λ on λ ∈ [{lo:g}, {hi:g}] (seed means of {f['n']} λ values): slope "
+                f"{f['slope']:,.0f}, {inside} the companion's interval; intercept {f['intercept']:,.0f}; "
+                f"R² {f['r2']:.3f} ({theirs}).")
+
+
+def _pair(ours: str, theirs: str) -> str:
+    return ours if theirs == "—" else f"{ours} ({theirs})"
+
+
+def paper_comparison(histories: Sequence[History], min_fit_lambdas: int = MIN_FIT_LAMBDAS) -> PaperComparison:
+    """Our λ sweep beside the companion's Table 3, and the fit of T_grok against 1/λ.
+
+    The one implementation behind chapter 3's table and ``scripts/reproduce_table3.py``.
+    λ and seed are read from each history's config; T_mem and T_grok are averaged over the
+    runs that grokked, T_escape over those whose ‖θ‖² came within 1.5·V_final (the companion's
+    definition, :func:`~nhtlab.analysis.delay.delay_point`), and the contraction ratio
+    (1 − r)/(ηλ) over the grokked runs (:func:`~nhtlab.analysis.delay.contraction_fit`).
+
+    Parameters
+    ----------
+    histories : sequence of History
+        The λ sweep: one η and one initialisation (``model_kwargs``), any λ values and seeds.
+    min_fit_lambdas : int ≥ 2, default :data:`MIN_FIT_LAMBDAS` (3)
+        Fewest λ values in :data:`FIT_LAMBDA_RANGE` that grokked for the fit to be made. Three
+        by default: through two points a line fits exactly, so its R² would be 1 whatever the
+        data.
+
+    Returns
+    -------
+    PaperComparison
+        ``rows`` (display records), ``stats`` (our numbers per λ), ``fit`` and ``fit_text()``.
+
+    Raises
+    ------
+    ValueError
+        When the histories mix learning rates or initialisations (not one λ sweep), or none is given.
+    """
+    check_type(histories, "histories", Sequence, owner="paper_comparison")
+    for i, h in enumerate(histories):
+        check_type(h, f"histories[{i}]", History, owner="paper_comparison")
+    check_int(min_fit_lambdas, "min_fit_lambdas", low=2, owner="paper_comparison")
+    if not histories:
+        raise ValueError("The 'histories' parameter of paper_comparison must hold at least one run. Got none.")
+    lrs = {float(h.config["lr"]) for h in histories}
+    inits = {repr(sorted((h.config.get("model_kwargs") or {}).items())) for h in histories}
+    if len(lrs) > 1 or len(inits) > 1:
+        raise ValueError("The 'histories' parameter of paper_comparison must be one λ sweep (one η, one "
+                         f"initialisation). Got η values {sorted(lrs)} and model_kwargs {sorted(inits)}.")
+    by_lambda: dict[float, list[History]] = {}
+    for h in histories:
+        by_lambda.setdefault(float(h.config["weight_decay"]), []).append(h)
+    rows, stats = [], {}
+    for lam in sorted(by_lambda):
+        runs = by_lambda[lam]
+        points = [p for p in (delay_point(h, definition="grok") for h in runs) if p is not None]
+        escaped = [p for p in points if p["t_escape"] is not None]
+        ratios = [fit.ratio for fit in (contraction_fit(h) for h in runs if _grokked(h)) if fit is not None]
+        ours = {"runs": len(runs), "grokked": len(points), "t_mem": mean_std(points, "t_mem"),
+                "t_grok": mean_std(points, "t_grok"), "t_escape": mean_std(escaped, "t_escape"),
+                "escape_theory": mean_std(points, "escape_theory"),
+                "contraction": float(np.mean(ratios)) if ratios else None}
+        theirs = COMPANION_LAMBDA_SWEEP.get(lam, {})
+        ours["t_grok_within"] = (None if ours["t_grok"] is None or "t_grok" not in theirs
+                                 else bool(abs(ours["t_grok"][0] - theirs["t_grok"][0]) <= theirs["t_grok"][1]))
+        stats[lam] = ours
+        count = COMPANION_GROK_COUNTS.get(lam)
+        row: dict[str, Any] = {"λ": f"{lam:g}", "grokked": _pair(f"{len(points)}/{len(runs)}",
+                                                                "—" if count is None else f"{count[0]}/{count[1]}")}
+        for key, label, paper_key in (("t_mem", "T_mem", "t_mem"), ("t_grok", "T_grok", "t_grok"),
+                                      ("t_escape", "T_escape", "t_escape"), ("escape_theory", "theory", "escape_theory")):
+            mine = paper_cell(ours[key]) if ours[key] is not None else ("no grok" if not points else "—")
+            row[label] = _pair(mine, paper_cell(theirs.get(paper_key)))
+        paper_ratio = COMPANION_CONTRACTION.get(lam)
+        row["(1 − r)/(ηλ)"] = _pair("—" if ours["contraction"] is None else f"{ours['contraction']:.2f}",
+                                    "—" if paper_ratio is None else f"{paper_ratio:.2f}")
+        rows.append(row)
+    lo, hi = FIT_LAMBDA_RANGE
+    fit_lambdas = [lam for lam in sorted(stats) if lo <= lam <= hi and stats[lam]["t_grok"] is not None]
+    fit = None
+    if len(fit_lambdas) >= min_fit_lambdas:
+        line = linear_fit([1.0 / lam for lam in fit_lambdas], [stats[lam]["t_grok"][0] for lam in fit_lambdas])
+        ci = COMPANION_GROK_FIT["slope_ci"]
+        fit = {"slope": line.slope, "intercept": line.intercept, "r2": line.r2, "n": line.n,
+               "lambdas": fit_lambdas, "slope_within_ci": bool(ci[0] <= line.slope <= ci[1])}
+    return PaperComparison(rows=rows, stats=stats, fit=fit, fit_lambdas=fit_lambdas,
+                           min_fit_lambdas=min_fit_lambdas, lr=lrs.pop())
+
+
+# --- Records of a set of runs ---------------------------------------------------------------------
+
+def delay_records(histories: Sequence[History], labels: Sequence[str] | None = None) -> dict[str, list[dict[str, Any]]]:
+    """Every grokked run's :func:`~nhtlab.analysis.delay.delay_point`, under each definition.
+
+    Parameters
+    ----------
+    histories : sequence of History
+    labels : sequence of str, optional
+        One per history: the family the run belongs to (``"λ sweep"``, …), stored as ``family``.
+
+    Returns
+    -------
+    dict
+        definition (``"companion"``, ``"grok"``) → list of point records, each with ``family`` and
+        ``init_scale`` added; runs without a point under a definition are left out of it.
+    """
+    names = _labels(histories, labels, "delay_records")
+    out: dict[str, list[dict[str, Any]]] = {name: [] for name in DEFINITIONS}
+    for h, label in zip(histories, names):
+        for name in DEFINITIONS:
+            p = delay_point(h, definition=name)
+            if p is not None:
+                out[name].append({**p, "family": label, "init_scale": _init_scale(h)})
+    return out
+
+
+def run_records(histories: Sequence[History], labels: Sequence[str] | None = None) -> list[dict[str, Any]]:
+    """One display record per run: its events, norms and both definitions' measured and predicted times.
+
+    Parameters
+    ----------
+    histories : sequence of History
+    labels : sequence of str, optional
+        The family of each run.
+
+    Returns
+    -------
+    list of dict
+        ``family``, ``λ``, ``η``, ``init``, ``seed``, ``T_mem``, ``T_grok``, ``V_mem``, ``V_grok``,
+        ``V_final``, ``T_escape``, ``theory`` (companion), ``delay`` and ``law`` (grok definition),
+        rounded to whole steps and norms, and ``note``: the regime diagnosis of a run that did not
+        grok (None where it did).
+    """
+    names = _labels(histories, labels, "run_records")
+    rows = []
+    for h, label in zip(histories, names):
+        grok = delay_point(h, definition="grok")
+        row: dict[str, Any] = {"family": label, "λ": float(h.config["weight_decay"]), "η": float(h.config["lr"]),
+                               "init": _init_scale(h), "seed": h.config.get("seed")}
+        if grok is None:
+            row["note"] = diagnose_regime(h).reason
+        else:
+            row.update({"T_mem": grok["t_mem"], "T_grok": grok["t_grok"], "V_mem": round(grok["v_mem"]),
+                        "V_grok": round(grok["v_grok"]), "V_final": round(grok["v_final"]),
+                        "T_escape": grok["t_escape"], "theory": round(grok["escape_theory"]),
+                        "delay": grok["measured"], "law": round(grok["predicted"]), "note": None})
+        rows.append(row)
+    return rows
+
+
+def eta_comparison(points: Sequence[Mapping[str, Any]], weight_decay: float = 1.0) -> list[dict[str, Any]]:
+    """T_grok and the delay at one λ (default init) for each η, beside the companion's η sweep.
+
+    Parameters
+    ----------
+    points : sequence of dict
+        :func:`delay_records` points (``grok`` definition).
+    weight_decay : float
+        The λ of the η sweep (the companion's: 1).
+
+    Returns
+    -------
+    list of dict
+        One per η, in increasing order: ``η``, ``runs``, ``T_grok``, ``T_grok (companion)`` and
+        ``delay`` (cells ``"mean ± std"``, ``—`` where the companion has no value) and ``mean delay``
+        (a float).
+    """
+    check_real(weight_decay, "weight_decay", 0.0, low_open=True, owner="eta_comparison")
+    at = [p for p in points if p["weight_decay"] == weight_decay and p.get("init_scale", 1.0) == 1.0]
+    rows = []
+    for lr in sorted({p["lr"] for p in at}):
+        mine = [p for p in at if p["lr"] == lr]
+        delay = mean_std(mine, "measured")
+        rows.append({"η": lr, "runs": len(mine), "T_grok": paper_cell(mean_std(mine, "t_grok")),
+                     "T_grok (companion)": paper_cell(COMPANION_ETA_SWEEP.get(lr) if weight_decay == 1.0 else None),
+                     "delay": paper_cell(delay), "mean delay": delay[0]})
+    return rows
+
+
+def law_fits(points: Mapping[str, Sequence[Mapping[str, Any]]], average_seeds: bool = True) -> dict[str, dict[str, LinearFit]]:
+    """:func:`~nhtlab.analysis.delay.delay_fits` per definition, for the definitions with two settings or more.
+
+    Parameters
+    ----------
+    points : mapping
+        definition → point records (:func:`delay_records`).
+    average_seeds : bool
+        Fit seed means per setting (the companion's choice).
+
+    Returns
+    -------
+    dict
+        definition → {axis: LinearFit}; a definition with fewer than two grokked settings is left out.
+    """
+    return {name: delay_fits(pts, average_seeds=average_seeds) for name, pts in points.items()
+            if len({p["setting"] for p in pts}) >= 2}
+
+
+def fit_records(fits: Mapping[str, Mapping[str, LinearFit]]) -> list[dict[str, Any]]:
+    """The fits of :func:`law_fits` as table records, the best R² of each definition marked.
+
+    Parameters
+    ----------
+    fits : mapping
+        definition → {axis: LinearFit}.
+
+    Returns
+    -------
+    list of dict
+        ``definition``, ``x`` (``law``, ``1/λ``, ``1/(ηλ)``), ``slope``, ``intercept``, ``R²``, ``n``
+        and ``best`` (``"✓"`` on the highest R² of the definition).
+    """
+    rows = []
+    for name, fitset in fits.items():
+        best = max(fitset, key=lambda k: fitset[k].r2) if fitset else None
+        for axis, label in _AXIS_LABELS.items():
+            f = fitset.get(axis)
+            if f is not None:
+                rows.append({"definition": name, "x": label, "slope": f.slope, "intercept": f.intercept,
+                             "R²": f.r2, "n": f.n, "best": "✓" if axis == best else ""})
+    return rows
+
+
+def contraction_records(histories: Sequence[History], labels: Sequence[str] | None = None) -> list[dict[str, Any]]:
+    """The companion's contraction fit on every grokked run with weight decay, beside its ratio.
+
+    Parameters
+    ----------
+    histories : sequence of History
+    labels : sequence of str, optional
+        The family of each run.
+
+    Returns
+    -------
+    list of dict
+        :meth:`~nhtlab.analysis.delay.ContractionFit.to_dict` plus ``eta_lambda``, ``weight_decay``,
+        ``lr``, ``seed``, ``family`` and ``companion`` (its (1 − r)/(ηλ) at this λ, when η is the
+        companion's; else None).
+    """
+    names = _labels(histories, labels, "contraction_records")
+    out = []
+    for h, label in zip(histories, names):
+        lr, wd = float(h.config["lr"]), float(h.config["weight_decay"])
+        fit = contraction_fit(h)
+        if fit is None or wd <= 0 or not _grokked(h):
+            continue
+        out.append({**fit.to_dict(), "eta_lambda": lr * wd, "weight_decay": wd, "lr": lr,
+                    "seed": h.config.get("seed"), "family": label,
+                    "companion": COMPANION_CONTRACTION.get(wd) if lr == COMPANION_LR else None})
+    return out
+
+
+def ratio_records(points: Mapping[str, Sequence[Mapping[str, Any]]]) -> list[dict[str, Any]]:
+    """Predicted over measured, per definition: median and range over the runs.
+
+    Parameters
+    ----------
+    points : mapping
+        definition → point records (:func:`delay_records`).
+
+    Returns
+    -------
+    list of dict
+        ``definition``, ``median``, ``min``, ``max``, ``runs``, ``measured`` and ``predicted`` (the
+        definition in words); a definition without a measured delay is left out.
+    """
+    rows = []
+    for name, pts in points.items():
+        ratios = [p["predicted"] / p["measured"] for p in pts if p["measured"]]
+        if ratios:
+            rows.append({"definition": name, "median": float(np.median(ratios)), "min": min(ratios),
+                         "max": max(ratios), "runs": len(ratios), "measured": DEFINITIONS[name][0],
+                         "predicted": DEFINITIONS[name][1]})
+    return rows
+
+
+# --- Readings over seeds, and checks -------------------------------------------------------------
+
+def _falls(pairs: Sequence[tuple[float, float]]) -> str | None:
+    """'falls' when y strictly decreases as x increases over ≥ 2 points, else 'does not fall' (None: < 2)."""
+    if len(pairs) < 2:
+        return None
+    ys = [y for _, y in sorted(pairs)]
+    return "falls" if all(a > b for a, b in zip(ys, ys[1:])) else "does not fall"
+
+
+def delay_readings(points: Sequence[Mapping[str, Any]], lr: float, max_lambda: float = 1.0,
+                   rule: str = "majority") -> dict[str, Reading]:
+    """The directions the law predicts and its fit against the simpler laws, read in each seed.
+
+    Each seed's runs (``grok`` definition) give one reading of each:
+
+    * ``"lambda"``: the delay falls as λ grows (λ sweep, λ ≤ ``max_lambda``);
+    * ``"eta"``: the delay falls as η grows (λ = 1, default init);
+    * ``"init"``: the largest initial scale memorises at a larger V_mem and takes longer than the
+      smallest (λ = 1, η = ``lr``);
+    * ``"law vs 1/λ"``, ``"law vs 1/(ηλ)"``: the law's line has the higher R² over that seed's runs.
+
+    A seed with too few runs for a reading reads None (counted among ``n``, never as expected).
+
+    Parameters
+    ----------
+    points : sequence of dict
+        :func:`delay_records` points of the ``grok`` definition, with ``family`` and ``init_scale``.
+    lr : float
+        The base η (that of the λ sweep and the init-scale family).
+    max_lambda : float
+        Largest λ of the λ-sweep reading.
+    rule : {"majority", "all"}
+        The rule, fixed before the run, that makes each reading a claim.
+
+    Returns
+    -------
+    dict of Reading
+        Keyed as above.
+    """
+    check_real(lr, "lr", 0.0, low_open=True, owner="delay_readings")
+    check_choice(rule, "rule", ("majority", "all"), owner="delay_readings")
+    if any(p["definition"] != "grok" for p in points):
+        raise ValueError("The 'points' parameter of delay_readings must hold 'grok' definition points.")
+    seeds = sorted({p["seed"] for p in points})
+    by: dict[str, dict[int, Any]] = {k: {} for k in ("lambda", "eta", "init", "law vs 1/λ", "law vs 1/(ηλ)")}
+    for s in seeds:
+        mine = [p for p in points if p["seed"] == s]
+        by["lambda"][s] = _falls([(p["weight_decay"], p["measured"]) for p in mine
+                                  if p["family"] == "λ sweep" and p["weight_decay"] <= max_lambda])
+        by["eta"][s] = _falls([(p["lr"], p["measured"]) for p in mine
+                               if p["weight_decay"] == 1.0 and p["init_scale"] == 1.0])
+        gap = sorted((p["init_scale"], p["v_mem"], p["measured"]) for p in mine
+                     if p["weight_decay"] == 1.0 and p["lr"] == lr)
+        by["init"][s] = (None if len(gap) < 2 or gap[0][0] == gap[-1][0] else
+                         "longer" if gap[-1][1] > gap[0][1] and gap[-1][2] > gap[0][2] else "not longer")
+        fits = delay_fits(mine) if len({p["setting"] for p in mine}) >= 2 else {}
+        for key, rival in (("law vs 1/λ", "vs_inverse_lambda"), ("law vs 1/(ηλ)", "vs_inverse_eta_lambda")):
+            law, other = fits.get("vs_predicted"), fits.get(rival)
+            by[key][s] = None if law is None or other is None else ("law" if law.r2 > other.r2 else "rival")
+    names = {"lambda": ("the delay falls as λ grows", "falls"), "eta": ("the delay falls as η grows", "falls"),
+             "init": ("a larger init memorises at a larger norm and takes longer", "longer"),
+             "law vs 1/λ": ("the law fits better than 1/λ", "law"),
+             "law vs 1/(ηλ)": ("the law fits better than 1/(ηλ)", "law")}
+    return {key: over_seeds(names[key][0], by[key], expected=names[key][1], rule=rule) for key in by}
+
+
+def check_reading(reading: Reading) -> Check:
+    """A reading over seeds as a check: it passes when the reading's rule holds.
+
+    Parameters
+    ----------
+    reading : Reading
+        From :func:`~nhtlab.analysis.claims.over_seeds` (e.g. one of :func:`delay_readings`).
+
+    Returns
+    -------
+    Check
+        Named after the reading; ``detail`` is its ``k of n`` text and its rule.
+    """
+    check_type(reading, "reading", Reading, owner="check_reading")
+    return Check(reading.name, reading.holds, f"{reading.text()}; rule: {reading.rule}")
+
+
+def check_lambdas_grok(histories: Sequence[History], max_lambda: float = 1.0) -> Check:
+    """Every λ ≤ ``max_lambda`` of a sweep groks in every seed.
+
+    Parameters
+    ----------
+    histories : sequence of History
+        The λ sweep.
+    max_lambda : float
+        Largest λ checked (larger ones are regime edges).
+
+    Returns
+    -------
+    Check
+        Fails when a λ in range has a run that did not memorise and generalise, or when no λ is in range.
+    """
+    check_real(max_lambda, "max_lambda", 0.0, low_open=True, owner="check_lambdas_grok")
+    counts: dict[float, list[bool]] = {}
+    for h in histories:
+        wd = float(h.config["weight_decay"])
+        if 0 < wd <= max_lambda:
+            counts.setdefault(wd, []).append(_grokked(h))
+    detail = ", ".join(f"λ = {lam:g}: {sum(c)}/{len(c)}" for lam, c in sorted(counts.items())) or "no run in range"
+    passed = bool(counts) and all(all(c) for c in counts.values())
+    return Check(f"every λ ≤ {max_lambda:g} groks in every seed", passed, detail)
+
+
+def check_norm_halves(points: Sequence[Mapping[str, Any]], init_scale: float = 1.0, factor: float = 0.5) -> Check:
+    """In every grokked run from ``init_scale``, ‖θ‖² at T_grok is at most ``factor`` · V_mem.
+
+    Parameters
+    ----------
+    points : sequence of dict
+        :func:`delay_records` points (either definition).
+    init_scale : float
+        Only runs from this initial scale are checked (the init-scale family is built to move the gap).
+    factor : float in (0, 1)
+        Largest V_grok / V_mem that passes (one half: the contraction the law rests on).
+
+    Returns
+    -------
+    Check
+        Fails on a run whose norm contracted less, or when no run is checked.
+    """
+    check_real(factor, "factor", 0.0, 1.0, low_open=True, high_open=True, owner="check_norm_halves")
+    mine = [p for p in points if p.get("init_scale", 1.0) == init_scale]
+    worst = max(mine, key=lambda p: p["v_grok"] / p["v_mem"], default=None)
+    if worst is None:
+        return Check(f"‖θ‖² at T_grok ≤ {factor:g} · V_mem", False, f"no grokked run from init scale {init_scale:g}")
+    ratio = worst["v_grok"] / worst["v_mem"]
+    detail = (f"largest V_grok/V_mem {ratio:.2f} over {len(mine)} runs (λ = {worst['weight_decay']:g}, "
+              f"η = {worst['lr']:g}, seed {worst['seed']})")
+    return Check(f"‖θ‖² at T_grok ≤ {factor:g} · V_mem", bool(ratio <= factor and math.isfinite(ratio)), detail)
