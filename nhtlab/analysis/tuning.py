@@ -1,0 +1,339 @@
+"""Choosing weight decay from a grid of short monitored runs, and the claims that choice rests on.
+
+The recipe of the "own model" chapter: train the same model briefly at each λ of a grid
+(and over several seeds), with a :class:`nhtlab.Monitor` attached; discard the *weak*
+runs (the norm still rising) and the *strong* ones (not fitted); take the smallest λ
+among the *intermediate* runs (the norm peaked, then contracted); check it on held-out
+data against the weakest λ.
+
+Everything here reads monitors as records (numbers and labels, no tensors), so a
+chapter builds its tables and its claims from them:
+
+* :func:`lambda_grid_records`: one row per (seed, λ) run;
+* :func:`regimes_by_seed`: the regime of each λ in each seed, side by side;
+* :func:`lambda_recipe`: per seed, the λ the recipe chooses and its held-out check;
+* :func:`lambda_readings`: the qualitative readings counted over seeds
+  (:func:`nhtlab.over_seeds`), and :func:`lambda_checks` the verdicts a chapter asserts;
+* :func:`norm_curve_records` for :func:`nhtlab.charts.lambda_grid`;
+* :func:`monitor_dlr_check`: the monitor's DLR against an independent recomputation.
+
+>>> fit_threshold(0.3, classes=10)
+0.657
+>>> contracting_step([0, 10, 20, 30], [1.0, 3.0, 2.9, 2.0], drop=0.05)
+30
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from ..validation import check_real, check_type
+from .claims import Check, Reading, over_seeds
+
+__all__ = ["fit_threshold", "contracting_step", "lambda_grid_records", "regimes_by_seed", "lambda_recipe",
+           "head_reading", "lambda_readings", "lambda_checks", "norm_curve_records", "monitor_dlr_check"]
+
+#: The readings a chapter asserts (keys of :func:`lambda_readings`); the others are displayed only.
+ASSERTED = ("smallest λ", "largest λ", "recipe")
+#: The paper's early-warning claim, as a reading: the read-out contracts before the total norm.
+READOUT_FIRST = "read-out first"
+
+
+def fit_threshold(noise: float, classes: int, margin: float = 0.9) -> float:
+    """The training accuracy that counts as fitted when a fraction of the labels is random.
+
+    A perfect reader of the inputs scores ``(1 − noise) + noise / classes`` on the noisy
+    labels (a random label is right one time in ``classes``); going beyond it means
+    memorising wrong labels. A run counts as fitted within ``margin`` of that ceiling.
+
+    Parameters
+    ----------
+    noise : float in [0, 1]
+        Fraction of training labels replaced by random ones.
+    classes : int
+        Number of classes.
+    margin : float in (0, 1]
+        Fraction of the ceiling that counts as fitted.
+
+    Returns
+    -------
+    float
+        ``margin · ((1 − noise) + noise / classes)``, rounded to 12 decimals.
+    """
+    check_real(noise, "noise", 0.0, 1.0, owner="fit_threshold")
+    check_real(margin, "margin", 0.0, 1.0, low_open=True, owner="fit_threshold")
+    if classes < 2:
+        raise ValueError(f"The 'classes' parameter of fit_threshold must be >= 2. Got {classes!r} instead.")
+    return round(margin * ((1 - noise) + noise / classes), 12)
+
+
+def contracting_step(steps: Sequence[int], values: Sequence[float], drop: float) -> int | None:
+    """First step at which a curve is ``drop`` below its running peak (the Monitor's warning rule).
+
+    Parameters
+    ----------
+    steps : sequence of int, shape (n,)
+        The recorded steps.
+    values : sequence of float, shape (n,)
+        The curve at those steps (‖θ‖², ‖θ_L‖², …).
+    drop : float in (0, 1)
+        Relative fall below the running peak that counts as contracting.
+
+    Returns
+    -------
+    int or None
+        The step, or None if the curve never falls that far.
+    """
+    check_real(drop, "drop", 0.0, 1.0, low_open=True, high_open=True, owner="contracting_step")
+    if len(steps) != len(values):
+        raise ValueError(f"contracting_step needs one value per step. Got {len(steps)} steps and {len(values)} values.")
+    peak = -math.inf
+    for step, value in zip(steps, values):
+        peak = max(peak, value)
+        if value <= (1.0 - drop) * peak:
+            return int(step)
+    return None
+
+
+def lambda_grid_records(monitors: Mapping[tuple[int, float], Any], fit: float) -> list[dict[str, Any]]:
+    """One row per monitored run of a λ grid: regime, norm peak and contraction, warnings, DLR, accuracies.
+
+    Parameters
+    ----------
+    monitors : mapping
+        ``(seed, λ) → monitor``: objects with ``rows`` (dicts with ``step``, ``norm``,
+        ``norm/<head>``, ``train_acc``, ``test_acc``, optionally ``dlr``), ``head``,
+        ``warn_drop`` and ``summary(fit=...)``, such as :class:`nhtlab.Monitor`.
+    fit : float
+        Training accuracy that counts as fitted (:func:`fit_threshold`).
+
+    Returns
+    -------
+    list of dict
+        Sorted by seed then λ, with ``seed``, ``λ``, ``regime``, ``norm peak``,
+        ``norm peak step``, ``norm contraction``, ``norm contracting from step`` and
+        ``head contracting from step`` (both by :func:`contracting_step` with the
+        monitor's ``warn_drop``), ``dlr`` (last record; None without a probe),
+        ``train acc`` and ``test acc`` (last record).
+    """
+    check_type(monitors, "monitors", Mapping, owner="lambda_grid_records")
+    records = []
+    for (seed, lam), monitor in sorted(monitors.items()):
+        summary, rows = monitor.summary(fit=fit), monitor.rows
+        steps = [r["step"] for r in rows]
+        records.append({
+            "seed": seed, "λ": lam, "regime": summary["regime"],
+            "norm peak": summary["norm peak"], "norm peak step": summary["norm peak step"],
+            "norm contraction": summary["norm contraction"],
+            "norm contracting from step": contracting_step(steps, [r["norm"] for r in rows], monitor.warn_drop),
+            "head contracting from step": contracting_step(
+                steps, [r[f"norm/{monitor.head}"] for r in rows], monitor.warn_drop),
+            "dlr": rows[-1].get("dlr"), "train acc": rows[-1]["train_acc"], "test acc": rows[-1]["test_acc"],
+        })
+    return records
+
+
+def regimes_by_seed(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The regime of each λ in each seed, side by side: one row per λ, one column ``seed s`` per seed.
+
+    Parameters
+    ----------
+    records : sequence of mappings
+        Rows of :func:`lambda_grid_records`.
+
+    Returns
+    -------
+    list of dict
+        ``{"λ": λ, "seed 0": regime, "seed 1": regime, …}``, sorted by λ.
+    """
+    table: dict[float, dict[str, Any]] = {}
+    for r in sorted(records, key=lambda r: (r["λ"], r["seed"])):
+        table.setdefault(r["λ"], {"λ": r["λ"]})[f"seed {r['seed']}"] = r["regime"]
+    return list(table.values())
+
+
+def head_reading(record: Mapping[str, Any]) -> str:
+    """Which contracted first in one run: the read-out layer or the total norm.
+
+    Parameters
+    ----------
+    record : mapping
+        A row of :func:`lambda_grid_records`.
+
+    Returns
+    -------
+    str
+        ``"read-out first"``, ``"total norm first"``, ``"same record"``,
+        ``"only the read-out contracts"``, ``"read-out never contracts"`` or ``"neither contracts"``.
+    """
+    head, norm = record["head contracting from step"], record["norm contracting from step"]
+    if head is None:
+        return "neither contracts" if norm is None else "read-out never contracts"
+    if norm is None:
+        return "only the read-out contracts"
+    return READOUT_FIRST if head < norm else "total norm first" if norm < head else "same record"
+
+
+def lambda_recipe(records: Sequence[Mapping[str, Any]], margin: float = 0.03) -> list[dict[str, Any]]:
+    """Per seed, the λ the recipe chooses (smallest intermediate λ) and its check on held-out data.
+
+    Parameters
+    ----------
+    records : sequence of mappings
+        Rows of :func:`lambda_grid_records`.
+    margin : float ≥ 0
+        Test-accuracy gain over the weakest λ that counts as beating it.
+
+    Returns
+    -------
+    list of dict
+        One row per seed: ``seed``, ``chosen λ`` (None when no run is intermediate),
+        ``test acc``, ``weakest λ``, ``weakest test acc``, ``best λ``, ``best test acc``
+        (over the whole grid, for reference), ``shown λ`` (the chosen λ, else the middle
+        λ of the grid: the run a chapter shows in detail), ``verdict`` (``"beats the weakest λ"``,
+        ``"does not beat the weakest λ"`` or ``"no intermediate λ"``), and for the shown run
+        ``norm contracting from step``, ``head contracting from step`` and ``head``
+        (:func:`head_reading`).
+    """
+    check_real(margin, "margin", 0.0, owner="lambda_recipe")
+    out = []
+    for seed in sorted({r["seed"] for r in records}):
+        runs = sorted((r for r in records if r["seed"] == seed), key=lambda r: r["λ"])
+        intermediate = [r for r in runs if r["regime"] == "intermediate"]
+        chosen = intermediate[0] if intermediate else None
+        weakest, best = runs[0], max(runs, key=lambda r: r["test acc"])
+        shown = chosen if chosen is not None else runs[len(runs) // 2]
+        if chosen is None:
+            verdict = "no intermediate λ"
+        elif chosen["test acc"] > weakest["test acc"] + margin:
+            verdict = "beats the weakest λ"
+        else:
+            verdict = "does not beat the weakest λ"
+        out.append({
+            "seed": seed, "chosen λ": None if chosen is None else chosen["λ"],
+            "test acc": None if chosen is None else chosen["test acc"],
+            "weakest λ": weakest["λ"], "weakest test acc": weakest["test acc"],
+            "best λ": best["λ"], "best test acc": best["test acc"],
+            "shown λ": shown["λ"], "verdict": verdict,
+            "norm contracting from step": shown["norm contracting from step"],
+            "head contracting from step": shown["head contracting from step"], "head": head_reading(shown),
+        })
+    return out
+
+
+def lambda_readings(records: Sequence[Mapping[str, Any]], margin: float = 0.03,
+                    rule: str = "majority") -> dict[str, Reading]:
+    """The grid's qualitative readings, each counted over seeds against the reading the text states.
+
+    Parameters
+    ----------
+    records : sequence of mappings
+        Rows of :func:`lambda_grid_records`.
+    margin : float ≥ 0
+        As in :func:`lambda_recipe`.
+    rule : {"majority", "all"}
+        The rule fixed before the run (:func:`nhtlab.over_seeds`).
+
+    Returns
+    -------
+    dict of str to Reading
+        ``"smallest λ"`` (expected ``"weak"``), ``"largest λ"`` (``"strong"``), ``"recipe"``
+        (``"beats the weakest λ"``): the readings of :data:`ASSERTED`; and
+        ``"read-out first"``, the paper's early-warning claim on the shown run of
+        each seed, to display, not to assert.
+    """
+    recipe = lambda_recipe(records, margin=margin)
+    by_seed: dict[str, dict[int, Any]] = {"smallest λ": {}, "largest λ": {}}
+    for seed in sorted({r["seed"] for r in records}):
+        runs = sorted((r for r in records if r["seed"] == seed), key=lambda r: r["λ"])
+        by_seed["smallest λ"][seed], by_seed["largest λ"][seed] = runs[0]["regime"], runs[-1]["regime"]
+    return {
+        "smallest λ": over_seeds("regime of the smallest λ", by_seed["smallest λ"], "weak", rule),
+        "largest λ": over_seeds("regime of the largest λ", by_seed["largest λ"], "strong", rule),
+        "recipe": over_seeds("the recipe's λ on held-out data", {r["seed"]: r["verdict"] for r in recipe},
+                             "beats the weakest λ", rule),
+        READOUT_FIRST: over_seeds("which contracts first on the shown run", {r["seed"]: r["head"] for r in recipe},
+                                  READOUT_FIRST, rule),
+    }
+
+
+def lambda_checks(readings: Mapping[str, Reading]) -> list[Check]:
+    """The verdicts a chapter asserts: the readings of :data:`ASSERTED`, each holding under its rule.
+
+    Parameters
+    ----------
+    readings : mapping
+        The result of :func:`lambda_readings`.
+
+    Returns
+    -------
+    list of Check
+        One per asserted reading; ``detail`` is the reading's ``k of n`` text.
+    """
+    missing = [key for key in ASSERTED if key not in readings]
+    if missing:
+        raise ValueError(f"lambda_checks needs the readings {list(ASSERTED)}. Missing: {missing}.")
+    return [Check(f"{readings[key].name}: {readings[key].expected} ({readings[key].rule} of seeds)",
+                  readings[key].holds, readings[key].text()) for key in ASSERTED]
+
+
+def norm_curve_records(monitors: Mapping[tuple[int, float], Any], records: Sequence[Mapping[str, Any]],
+                       seed: int, value: str = "norm") -> list[dict[str, Any]]:
+    """The curves of one seed's grid, for :func:`nhtlab.charts.lambda_grid`.
+
+    Parameters
+    ----------
+    monitors : mapping
+        ``(seed, λ) → monitor``, as in :func:`lambda_grid_records`.
+    records : sequence of mappings
+        Rows of :func:`lambda_grid_records` (they give each run's regime).
+    seed : int
+        The seed to draw.
+    value : str
+        The recorded column to draw.
+
+    Returns
+    -------
+    list of dict
+        ``step``, ``lambda``, ``regime`` and ``value`` for every record of every λ of the seed.
+    """
+    regime = {r["λ"]: r["regime"] for r in records if r["seed"] == seed}
+    if not regime:
+        raise ValueError(f"norm_curve_records: no run of seed {seed!r} in the records.")
+    return [{"step": row["step"], "lambda": lam, "regime": regime[lam], value: row[value]}
+            for (s, lam), monitor in sorted(monitors.items()) if s == seed for row in monitor.rows]
+
+
+def monitor_dlr_check(row: Mapping[str, Any], recomputed: float, last_step: int, tol: float = 1e-9) -> Check:
+    """Whether the monitor's last DLR is the DLR recomputed independently on the final model.
+
+    It fails if the monitor hooked the wrong layer, read a stale model (trained on after
+    its last record) or missed the last step.
+
+    Parameters
+    ----------
+    row : mapping
+        The monitor's last record (``step`` and ``dlr``).
+    recomputed : float
+        DLR of the same model on the same probe, computed without the monitor
+        (:func:`nhtlab.measures.predictions.readout_dlr`).
+    last_step : int
+        The training's last step, which the row must be.
+    tol : float
+        Largest absolute difference allowed.
+
+    Returns
+    -------
+    Check
+    """
+    recorded = row.get("dlr")
+    passed = (row.get("step") == last_step and recorded is not None
+              and bool(np.isfinite(recorded)) and abs(recorded - recomputed) <= tol)
+    gap = abs(recorded - recomputed) if recorded is not None else None
+    detail = (f"monitor at step {row.get('step')} (last step {last_step}): DLR {recorded}; "
+              f"recomputed from the model: {recomputed}; |difference| {gap} (tolerance {tol})")
+    return Check("the monitor's DLR is the DLR of the read-out input", passed, detail)

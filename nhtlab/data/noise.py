@@ -1,0 +1,60 @@
+"""Label noise: a fraction of the training labels replaced by random ones.
+
+A network can fit a random label only by memorising it, example by example, which
+costs weight norm: label noise plants a high-norm shortcut in any classification
+set, while the rule that reads the input fits the clean majority with small weights.
+
+>>> import torch
+>>> y, flipped = noisy_labels(torch.arange(10), fraction=0.0, classes=10, seed=0)
+>>> bool((y == torch.arange(10)).all()), int(flipped.sum())
+(True, 0)
+"""
+
+from __future__ import annotations
+
+import torch
+
+from ..validation import check_int, check_real, check_type
+
+__all__ = ["noisy_labels"]
+
+
+def noisy_labels(y: torch.Tensor, fraction: float, classes: int, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+    """Replace a random fraction of the labels by labels drawn uniformly from all classes.
+
+    Each label is picked with probability ``fraction`` and replaced by a uniform draw
+    from ``0 … classes − 1``, which may be the true label again (one time in
+    ``classes``), so about ``fraction · (1 − 1/classes)`` of the labels end up wrong.
+    The draws come from a CPU generator seeded with ``seed`` (the same labels on any
+    device); the result lives on ``y``'s device.
+
+    Parameters
+    ----------
+    y : torch.Tensor, shape (n,), integer
+        The clean labels.
+    fraction : float in [0, 1]
+        Probability that a label is replaced.
+    classes : int ≥ 2
+        Number of classes.
+    seed : int
+        Seed of the draws.
+
+    Returns
+    -------
+    labels : torch.Tensor, shape (n,)
+        The noisy labels.
+    picked : torch.Tensor of bool, shape (n,)
+        Which labels were replaced (a replaced label can equal the clean one).
+    """
+    owner = "noisy_labels"
+    check_type(y, "y", torch.Tensor, owner=owner)
+    check_real(fraction, "fraction", 0.0, 1.0, owner=owner)
+    check_int(classes, "classes", low=2, owner=owner)
+    check_int(seed, "seed", owner=owner)
+    if y.ndim != 1 or y.dtype.is_floating_point:
+        raise ValueError(f"The 'y' parameter of noisy_labels must be a 1-d integer tensor. Got {y.dtype} of shape {tuple(y.shape)}.")
+    generator = torch.Generator().manual_seed(seed)
+    picked = torch.rand(len(y), generator=generator) < fraction
+    random = torch.randint(0, classes, y.shape, generator=generator)
+    picked, random = picked.to(y.device), random.to(device=y.device, dtype=y.dtype)
+    return torch.where(picked, random, y), picked

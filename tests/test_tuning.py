@@ -1,0 +1,122 @@
+"""The weight-decay recipe's records, readings and checks (nhtlab.analysis.tuning), on synthetic monitors."""
+
+from __future__ import annotations
+
+import math
+from types import SimpleNamespace
+
+import pytest
+
+import nhtlab
+from nhtlab.analysis import tuning
+
+
+def fake_monitor(norms, head, train_acc=1.0, test_acc=0.5, regime="weak", dlr=0.3, every=10):
+    """A stand-in with the Monitor attributes the records read."""
+    rows = [{"step": i * every, "norm": n, "norm/9": h, "train_acc": train_acc, "test_acc": test_acc, "dlr": dlr}
+            for i, (n, h) in enumerate(zip(norms, head))]
+    return SimpleNamespace(rows=rows, head="9", warn_drop=0.02, summary=lambda fit: {
+        "regime": regime, "norm peak": max(norms), "norm peak step": rows[norms.index(max(norms))]["step"],
+        "norm contraction": 1 - norms[-1] / max(norms)})
+
+
+RISING, PEAKED = [1.0, 2.0, 3.0, 4.0], [1.0, 4.0, 3.0, 2.0]
+
+
+def grid(seed_regimes, test=None):
+    """Monitors of a three-λ grid per seed: seed → (regimes, test accuracies)."""
+    monitors = {}
+    for seed, regimes in seed_regimes.items():
+        accs = (test or {}).get(seed, [0.5, 0.8, 0.2])
+        for lam, regime, acc in zip([0.01, 1.0, 10.0], regimes, accs):
+            monitors[seed, lam] = fake_monitor(RISING if regime == "weak" else PEAKED, PEAKED,
+                                               regime=regime, test_acc=acc)
+    return monitors
+
+
+GOOD = ("weak", "intermediate", "strong")
+
+
+def test_fit_threshold_closed_form():
+    assert tuning.fit_threshold(0.3, 10) == pytest.approx(0.9 * 0.73)
+    assert tuning.fit_threshold(0.0, 10, margin=1.0) == 1.0
+    with pytest.raises(ValueError):
+        tuning.fit_threshold(1.5, 10)
+
+
+def test_contracting_step_is_the_monitor_rule():
+    assert tuning.contracting_step([0, 1, 2, 3], [1, 2, 3, 4], 0.05) is None
+    assert tuning.contracting_step([0, 1, 2, 3], [1, 10, 9.6, 9.4], 0.05) == 3
+    with pytest.raises(ValueError):
+        tuning.contracting_step([0, 1], [1.0], 0.05)
+
+
+def test_records_regimes_and_recipe():
+    records = tuning.lambda_grid_records(grid({0: GOOD, 1: GOOD}), fit=0.6)
+    assert [(r["seed"], r["λ"]) for r in records] == [(0, 0.01), (0, 1.0), (0, 10.0), (1, 0.01), (1, 1.0), (1, 10.0)]
+    assert records[0]["norm contracting from step"] is None and records[1]["norm contracting from step"] == 20
+    assert tuning.regimes_by_seed(records)[1] == {"λ": 1.0, "seed 0": "intermediate", "seed 1": "intermediate"}
+    recipe = tuning.lambda_recipe(records)
+    assert [r["chosen λ"] for r in recipe] == [1.0, 1.0]
+    assert recipe[0]["verdict"] == "beats the weakest λ" and recipe[0]["best λ"] == 1.0
+    # the head and the total norm both turn at step 20 on the shown run
+    assert recipe[0]["head"] == "same record"
+
+
+def test_recipe_without_an_intermediate_run_and_without_a_gain():
+    records = tuning.lambda_grid_records(grid({0: ("weak", "weak", "strong"), 1: GOOD},
+                                              test={1: [0.5, 0.51, 0.2]}), fit=0.6)
+    recipe = tuning.lambda_recipe(records)
+    assert recipe[0]["chosen λ"] is None and recipe[0]["verdict"] == "no intermediate λ"
+    assert recipe[0]["shown λ"] == 1.0  # the middle of the grid
+    assert recipe[1]["verdict"] == "does not beat the weakest λ"
+
+
+def test_head_reading_cases():
+    def row(head, norm):
+        return {"head contracting from step": head, "norm contracting from step": norm}
+    assert tuning.head_reading(row(10, 20)) == "read-out first"
+    assert tuning.head_reading(row(20, 10)) == "total norm first"
+    assert tuning.head_reading(row(None, 10)) == "read-out never contracts"
+    assert tuning.head_reading(row(None, None)) == "neither contracts"
+    assert tuning.head_reading(row(5, None)) == "only the read-out contracts"
+
+
+def test_checks_hold_on_a_good_grid_and_fail_on_bad_ones():
+    good = tuning.lambda_grid_records(grid({0: GOOD, 1: GOOD, 2: ("weak", "weak", "strong")}), fit=0.6)
+    checks = nhtlab.lambda_checks(nhtlab.lambda_readings(good))
+    assert all(checks), [str(c) for c in checks]
+    assert "2 of 3 seeds" in checks[2].detail  # the recipe: seed 2 had no intermediate λ
+    # the smallest λ not weak in two of three seeds; the largest not strong; no recipe gain
+    bad = tuning.lambda_grid_records(grid({0: ("intermediate", "intermediate", "intermediate"),
+                                           1: ("intermediate", "intermediate", "weak"), 2: GOOD},
+                                          test={0: [0.5, 0.5, 0.5], 1: [0.5, 0.5, 0.5]}), fit=0.6)
+    verdicts = nhtlab.lambda_checks(nhtlab.lambda_readings(bad))
+    assert [c.passed for c in verdicts] == [False, False, False]
+    assert [c.passed for c in nhtlab.lambda_checks(nhtlab.lambda_readings(good, rule="all"))] == [True, True, False]
+    with pytest.raises(ValueError):
+        nhtlab.lambda_checks({})
+
+
+def test_readout_first_reading_is_displayed_not_asserted():
+    readings = nhtlab.lambda_readings(tuning.lambda_grid_records(grid({0: GOOD}), fit=0.6))
+    assert "read-out first" in readings and "read-out first" not in tuning.ASSERTED
+    assert readings["read-out first"].by_seed == {0: "same record"} and not readings["read-out first"].holds
+
+
+def test_norm_curve_records():
+    monitors = grid({0: GOOD, 1: GOOD})
+    records = tuning.lambda_grid_records(monitors, fit=0.6)
+    curves = nhtlab.norm_curve_records(monitors, records, seed=1)
+    assert len(curves) == 12 and {c["lambda"] for c in curves} == {0.01, 1.0, 10.0}
+    assert curves[0] == {"step": 0, "lambda": 0.01, "regime": "weak", "norm": 1.0}
+    with pytest.raises(ValueError):
+        nhtlab.norm_curve_records(monitors, records, seed=7)
+
+
+def test_monitor_dlr_check_fails_on_a_stale_or_short_record():
+    assert nhtlab.monitor_dlr_check({"step": 100, "dlr": 0.25}, 0.25, last_step=100)
+    assert not nhtlab.monitor_dlr_check({"step": 100, "dlr": 0.25}, 0.26, last_step=100)
+    assert not nhtlab.monitor_dlr_check({"step": 90, "dlr": 0.25}, 0.25, last_step=100)
+    assert not nhtlab.monitor_dlr_check({"step": 100, "dlr": math.nan}, math.nan, last_step=100)
+    assert not nhtlab.monitor_dlr_check({"step": 100}, 0.25, last_step=100)
