@@ -57,40 +57,22 @@ seed = 0
 
 # %%
 import nhtlab
-from nhtlab import charts
-from nhtlab.papers import COMPANION_GROK_COUNTS
 
 # %% tags=["hide-input"]
+# The companion grid that chapters 1-3, 6 and 7 share
+# (nhtlab.training.presets.COMPANION_SWEEPS): a step budget per λ, long
+# where grokking is expected, short where a few thousand steps show what
+# the norm does after memorising; the same λ is the same run in every
+# chapter, so the result cache trains it once. quick: η = 2e-3 (a point
+# of the companion's η sweep), three λ, one seed. book: the companion's
+# η = 1e-3, five λ, three seeds. full: the companion's λ grid at its own
+# budget.
 PROFILES = {
-    # quick: η = 2e-3 (a point of the companion's η sweep) so that λ = 1
-    # groks in ~1,000 steps. Step budget per λ: long where grokking is
-    # expected, short where a few thousand steps show what the norm does
-    # after memorising.
-    "quick": dict(
-        lr=2e-3,
-        budgets={0.01: 1000, 1.0: 3000, 5.0: 1000},
-        seeds=[0],
-        stop_after=200,
+    "quick": nhtlab.companion_sweep("quick"),
+    "book": nhtlab.companion_sweep(
+        "book", lams=[0.01, 0.1, 1.0, 2.0, 5.0]
     ),
-    # book: the companion's η = 1e-3; λ = 1 is the first chapter's run and
-    # λ = 2 the next chapter's (same budgets, so the result cache shares
-    # them). λ = 0.01 memorises by step ~500 and λ = 5 stays near chance:
-    # their shorter budgets show all there is to see.
-    "book": dict(
-        lr=1e-3,
-        budgets={0.01: 1500, 0.1: 2000, 1.0: 4000, 2.0: 2000, 5.0: 1000},
-        seeds=[0],
-        stop_after=500,
-    ),
-    "full": dict(
-        lr=1e-3,
-        budgets={
-            lam: 50_000
-            for lam in (0.001, 0.01, 0.1, 0.3, 0.5, 1.0, 2.0, 5.0)
-        },
-        seeds=[0, 1, 2],
-        stop_after=2000,
-    ),
+    "full": nhtlab.companion_sweep("full"),
 }
 cfg = nhtlab.select_profile(PROFILES, profile)
 nhtlab.stamp(profile, cfg)
@@ -103,10 +85,10 @@ nhtlab.stamp(profile, cfg)
 # each: small models train fastest that way). Runs at λ where grokking is
 # expected within the budget get the long budget and stop a fixed number
 # of steps after $T_\text{grok}$; the others get a short budget, which is
-# enough to see what their norm does after memorising. λ = 2 gets the same
-# budget as in the next chapter, so the result cache shares it. Every run
-# starts from PyTorch's default initialisation; the seed changes the
-# split, the initial weights and the minibatches.
+# enough to see what their norm does after memorising. Every λ gets the
+# budget it has in the other chapters, so the result cache shares the
+# runs. Every run starts from PyTorch's default initialisation; the seed
+# changes the split, the initial weights and the minibatches.
 
 # %%
 runs = [
@@ -124,18 +106,23 @@ result
 # %% [markdown]
 # ## Diagnosing a run, after memorisation
 #
-# In this network $\|\theta\|^2$ is largest at initialisation and falls
-# from step 0 at every λ, so "the norm peaks then decays" would call every
-# run intermediate. What separates the regimes is what the norm does
-# **after $T_\text{mem}$**. `nhtlab.diagnose_regime` reads a history with
-# four rules; the thresholds are parameters, with these defaults:
+# In this network $\|\theta\|^2$ starts large: the token embeddings,
+# initialised with unit variance, hold most of it. Under strong enough
+# decay the norm is largest at initialisation and falls from step 0;
+# under weak decay it can rise above its start while the network learns
+# (the table after the diagnosis says which runs do). Either way, "the
+# norm peaks then decays" does not separate the regimes: a peak at step 0
+# says nothing. What separates them is what the norm does **after
+# $T_\text{mem}$**. `nhtlab.diagnose_regime` reads a history with four
+# rules; the thresholds are parameters, with these defaults:
 #
 # 1. training accuracy never reaches 99% within the budget → **strong**;
-# 2. memorised, generalised (test accuracy ≥ 99%) at least 200 steps
-#    later, and $\|\theta\|^2$ fell by at least 20% between $T_\text{mem}$
-#    and $T_\text{grok}$ → **intermediate**;
+# 2. memorised, generalised (test accuracy ≥ 99%) at least `min_delay`
+#    steps later (default `200`), and $\|\theta\|^2$ fell by at least
+#    `min_contraction` (default `0.2`, a fifth) between $T_\text{mem}$ and
+#    $T_\text{grok}$ → **intermediate**;
 # 3. memorised, not generalised, and $\|\theta\|^2$ never fell more than
-#    20% below its value at $T_\text{mem}$ → **weak**;
+#    `min_contraction` below its value at $T_\text{mem}$ → **weak**;
 # 4. anything else → **undetermined**, with the reason (for instance a
 #    norm still contracting when the budget ends, with no generalisation
 #    yet). Such a run is shown, never forced into a regime, and the order
@@ -147,42 +134,63 @@ result
 
 # %%
 table = nhtlab.regime_table(result)
-print(
-    f"{'λ':>6} {'seed':>4}  {'regime':<13} {'T_mem':>6} {'T_grok':>6}"
-    f" {'‖θ‖² at T_mem':>14} {'end':>7} {'contraction':>11}"
-    f" {'best test':>9}   companion: grokked"
+records = nhtlab.regime_records(
+    table, nhtlab.papers.COMPANION_GROK_COUNTS
 )
-for row in table:
-    count = COMPANION_GROK_COUNTS.get(row["weight_decay"])
-    contraction = (
-        "—" if row["contraction"] is None else f"{row['contraction']:.0%}"
-    )
-    v_mem = "—" if row["v_mem"] is None else f"{row['v_mem']:,.0f}"
-    print(
-        f"{row['weight_decay']:>6g} {row['seed']:>4}  {row['regime']:<13}"
-        f" {str(row['t_mem']):>6} {str(row['t_grok']):>6} {v_mem:>14}"
-        f" {row['last_step']:>7,} {contraction:>11}"
-        f" {row['max_test_acc']:>9.2f}  "
-        f" {'—' if count is None else f'{count[0]}/{count[1]}'}"
-    )
-for row in table:
-    print(
-        f"λ = {row['weight_decay']:g}, seed {row['seed']}: "
-        f"{row['reason']}"
-    )
+nhtlab.table(
+    records,
+    columns=[
+        "λ",
+        "seed",
+        "regime",
+        "T_mem",
+        "T_grok",
+        "V_mem",
+        "end",
+        "contraction",
+        "best test",
+        "paper grokked",
+    ],
+    formats={
+        "λ": "{:g}",
+        "V_mem": "{:,.0f}",
+        "end": "{:,}",
+        "contraction": "{:.0%}",
+        "best test": "{:.2f}",
+    },
+    headers={
+        "V_mem": "‖θ‖² at T_mem",
+        "paper grokked": "companion grokked",
+    },
+)
+
+# %% [markdown]
+# Why each run got its label:
+
+# %% tags=["remove-input"]
+nhtlab.table(
+    records, columns=["λ", "seed", "reason"], formats={"λ": "{:g}"}
+)
+
+# %% [markdown]
+# Where the norm is largest at initialisation, and where it rises first:
+
+# %% tags=["remove-input"]
+nhtlab.table(nhtlab.norm_start_records(table), formats={"λ": "{:g}"})
 
 # %% [markdown]
 # ## The norm curves, coloured by regime
 #
 # Each line is one run's $\|\theta\|^2$ on a log scale. Click a regime in
-# the legend to pick it out. All start at the same initial norm and fall
-# while the network memorises; then the weak run levels off, the
-# intermediate run keeps contracting until it generalises, and the strong
-# runs are pulled down so hard that the network never fits its table.
+# the legend to pick it out. All runs start from the same initial norm;
+# compare what each does after its network has memorised: a weak run
+# levels off, an intermediate run keeps contracting until it generalises,
+# and a strong run is pulled down so hard that its network never fits its
+# table.
 
 # %%
 curves = nhtlab.regime_curves(result, table)
-charts.regime_norm_curves(curves)
+nhtlab.charts.regime_norm_curves(curves)
 
 # %% [markdown]
 # ## Walk through the sweep
@@ -193,60 +201,65 @@ charts.regime_norm_curves(curves)
 # regime.
 
 # %%
-charts.lambda_slider(curves, sorted(cfg.budgets))
+nhtlab.charts.lambda_slider(curves, sorted(cfg.budgets))
 
 # %% [markdown]
-# ## What we see, and what we do not
+# ## What to read in the sweep
 #
-# * The regimes appear **in the order the paper predicts** as λ grows:
-#   weak, then intermediate, then strong (checked below).
-# * The weak side is not a *growing* norm here: with λ ≤ 0.01 the norm
-#   falls while the network memorises and then stays nearly flat. The
-#   decay is too weak to shrink it further within the budget, which is the
-#   regime's defining property (no contraction after memorising).
-# * In the `book` run λ = 0.1 is **undetermined**: it memorised and its
-#   norm is contracting (about a quarter below $V_\text{mem}$ by step
-#   2,000), but it has not generalised yet. The companion's 50,000-step
-#   runs show what comes next: all ten seeds grok, after about 12,700
-#   steps. The rules refuse to call it intermediate on evidence the budget
-#   did not reach.
-# * λ = 2 never reaches 99% training accuracy within 2,000 steps, so it is
-#   "strong" by the paper's rule, but read its best test accuracy: it
-#   climbs *with* the training accuracy. At this decay the network does
-#   not memorise first; it learns the rule slowly, without a shortcut
-#   phase. (The companion's λ = 2 runs memorise after about 21,000 steps
-#   in 7 seeds of 10.) λ = 5 barely leaves chance.
-# * The boundaries depend on the budget. Every diagnosis above reads
-#   "within this budget".
+# * The paper predicts the regimes **in the order** weak, intermediate,
+#   strong as λ grows; the checks below test it on every run.
+# * On the weak side the defining property is no contraction after
+#   memorising, not a growing norm: read the smallest λ's contraction in
+#   the table above, and whether its norm rose first.
+# * A run that memorised and whose norm is still contracting when its
+#   budget ends, without having generalised, is **undetermined**: the
+#   rules refuse to call it intermediate on evidence the budget did not
+#   reach. The companion's 50,000-step runs at λ = 0.1 show what comes
+#   next there: all ten seeds grok, after about 12,700 steps.
+# * A run called strong never reached 99% training accuracy within its
+#   budget. Read its best test accuracy beside it: when the test accuracy
+#   climbs *with* the training accuracy, the network is not memorising
+#   first but learning the rule slowly, without a shortcut phase. (The
+#   companion's λ = 2 runs memorise after about 21,000 steps in 7 seeds
+#   of 10.)
+# * The boundaries depend on the budget. Every diagnosis reads "within
+#   this budget".
+#
+# The regime at each λ, counted over the seeds:
+
+# %% tags=["remove-input"]
+nhtlab.table(nhtlab.regime_seed_records(table), formats={"λ": "{:g}"})
 
 # %% [markdown]
 # ## Checks
 #
 # Asserted on this notebook's runs, each of which fails on a sweep without
-# the regimes: the smallest λ is weak (a run that contracted or
-# generalised fails), λ = 1 is intermediate, the largest λ is strong (a
-# run that fits its table fails); sorted by λ the diagnosed regimes never
-# step backwards in weak → intermediate → strong; no run diverged.
+# the regimes: at the smallest λ every seed is weak (a run that
+# contracted or generalised fails), at λ = 1 every seed is intermediate,
+# at the largest λ every seed is strong (a run that fits its table
+# fails); sorted by λ the diagnosed regimes never step backwards in weak
+# → intermediate → strong; no run diverged.
 
 # %%
-by_lam = {}
-for row in table:
-    by_lam.setdefault(row["weight_decay"], []).append(row["regime"])
+lams = sorted(cfg.budgets)
+expected = {lams[0]: "weak", 1.0: "intermediate", lams[-1]: "strong"}
+readings = nhtlab.regime_readings(table, expected, rule="all")
+checks = [
+    nhtlab.Check(f"{r.name} is {r.expected}", r.holds, r.text())
+    for r in readings
+]
+checks += [
+    nhtlab.check_regime_order(table),
+    nhtlab.Check(
+        "no run diverged",
+        not result.diverged,
+        str(result.diverged or "none"),
+    ),
+]
+nhtlab.table([c.to_dict() for c in checks])
+
+# %%
 # skipped, with a notice, in a capped smoke run
 if nhtlab.science_checks(cfg):
-    smallest, largest = min(by_lam), max(by_lam)
-    assert all(r == "weak" for r in by_lam[smallest]), (
-        f"λ = {smallest}: {by_lam[smallest]}"
-    )
-    assert all(r == "intermediate" for r in by_lam[1.0]), (
-        f"λ = 1: {by_lam[1.0]}"
-    )
-    assert all(r == "strong" for r in by_lam[largest]), (
-        f"λ = {largest}: {by_lam[largest]}"
-    )
-    assert nhtlab.regime_order_ok(
-        [row["weight_decay"] for row in table],
-        [row["regime"] for row in table],
-    ), by_lam
-    assert not result.diverged, result.diverged
-    print("λ → regimes:", by_lam)
+    for c in checks:
+        assert c, f"{c.name}: {c.detail}"

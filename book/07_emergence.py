@@ -65,39 +65,34 @@ seed = 0
 
 # %%
 import nhtlab
-from nhtlab import charts
 
 # %% tags=["hide-input"]
+# The λ = 1 run of each width starts from the companion grid that
+# chapters 1-3 and 6 share (nhtlab.training.presets.COMPANION_SWEEPS), so
+# that in `book` width 128 is their λ = 1 run (the same config), read from
+# the result cache. quick: η = 2e-3 (a point of the companion's η sweep),
+# three widths, one seed, stopped sooner after T_grok. book: four widths,
+# 32 to 128, three seeds; with a longer step limit (and width 48) no run
+# generalised late, so the limit only shortens runs that do not
+# generalise. `budget` is the training budget the threshold is read at.
 PROFILES = {
-    # quick: η = 2e-3 (a point of the companion's η sweep), so that each
-    # run groks in ~1,000 steps.
     "quick": dict(
-        lr=2e-3,
-        sizes=[64, 96, 128],
-        seeds=[0],
-        steps=3000,
+        nhtlab.companion_sweep("quick", lams=[1.0]),
         stop_after=100,
+        sizes=[64, 96, 128],
         budget=1500,
     ),
-    # book: four widths, 32 to 128. With a 6,000-step limit (and width
-    # 48) no run generalised after step 3,000, so the 4,000-step limit
-    # only shortens runs that do not generalise. Runs stop 500 steps after
-    # T_grok, as in chapters 1-3: width 128 is then their λ = 1 run (the
-    # same config), read from the result cache.
     "book": dict(
-        lr=1e-3,
+        nhtlab.companion_sweep("book", lams=[1.0]),
         sizes=[32, 64, 96, 128],
-        seeds=[0, 1],
-        steps=4000,
-        stop_after=500,
         budget=2500,
     ),
     "full": dict(
-        lr=1e-3,
+        nhtlab.companion_sweep("full", lams=[1.0]),
+        budgets={1.0: 30_000},
+        stop_after=500,
         sizes=[32, 64, 128, 256, 512],
         seeds=[0, 1, 2, 3, 4],
-        steps=30_000,
-        stop_after=500,
         budget=10_000,
     ),
 }
@@ -111,15 +106,16 @@ nhtlab.stamp(profile, cfg)
 # only $d_\text{model}$ changes, and with it the number of parameters and
 # the initial norm (the token embeddings, which start with unit variance,
 # hold most of it). Each run stops soon after it reaches 99% test
-# accuracy (500 steps in `book`), or at the step limit.
+# accuracy (the profile's `stop_after`), or at the step limit.
 
 # %%
+steps = cfg.budgets[1.0]
 runs = [
     nhtlab.companion(
         1.0,
         seed + k,
         lr=cfg.lr,
-        steps=cfg.steps,
+        steps=steps,
         stop_after=cfg.stop_after,
         model_kwargs=dict(d_model=size, d_ff=4 * size),
     )
@@ -129,9 +125,7 @@ runs = [
 result = nhtlab.sweep(
     runs, strategy="parallel", workers=2, cache=nhtlab.default_cache()
 )
-rows = nhtlab.analysis.emergence.scale_table(
-    result.histories, key="d_model"
-)
+rows = nhtlab.emergence.scale_table(result.histories, key="d_model")
 result
 
 # %% [markdown]
@@ -144,24 +138,39 @@ result
 # generalised within the budget.
 
 # %%
-summary = nhtlab.analysis.emergence.size_summary(rows, budget=cfg.budget)
-print(
-    f"{'d_model':>7} {'runs':>4} {'grokked':>7} {'T_mem':>6} {'V_mem':>7}"
-    f" {'V_grok':>7} {'gap':>6} {'delay':>6} {'law':>6} {'in budget':>9}"
+summary = nhtlab.emergence.size_summary(rows, budget=cfg.budget)
+nhtlab.table(
+    summary,
+    columns=[
+        "size",
+        "runs",
+        "grokked",
+        "T_mem",
+        "V_sc",
+        "V_st",
+        "ratio",
+        "delay",
+        "predicted",
+        "fraction",
+    ],
+    formats={
+        "T_mem": "{:,.0f}",
+        "V_sc": "{:,.0f}",
+        "V_st": "{:,.0f}",
+        "ratio": "{:.2f}",
+        "delay": "{:,.0f}",
+        "predicted": "{:,.0f}",
+        "fraction": "{:.0%}",
+    },
+    headers={
+        "size": "d_model",
+        "V_sc": "V_mem",
+        "V_st": "V_grok",
+        "ratio": "gap",
+        "predicted": "law",
+        "fraction": f"within {cfg.budget:,} steps",
+    },
 )
-for s in summary:
-    cells = [
-        f"{s[k]:,.0f}" if s[k] is not None else "—"
-        for k in ("T_mem", "V_sc", "V_st")
-    ]
-    gap = f"{s['ratio']:.2f}" if s["ratio"] else "—"
-    delay = f"{s['delay']:,.0f}" if s["delay"] is not None else "—"
-    law = f"{s['predicted']:,.0f}" if s["predicted"] else "—"
-    print(
-        f"{s['size']:>7} {s['runs']:>4} {s['grokked']:>7} {cells[0]:>6}"
-        f" {cells[1]:>7} {cells[2]:>7} {gap:>6} {delay:>6} {law:>6}"
-        f" {s['fraction']:>9.0%}"
-    )
 
 # %% [markdown]
 # Left, each run's norm gap; right, the measured delay (dots: runs; line:
@@ -173,14 +182,10 @@ for s in summary:
 # %%
 grokked = [r for r in rows if r["delay"] is not None]
 # a capped smoke run has none
-fit = (
-    nhtlab.analysis.emergence.fit_gamma(rows)
-    if len(grokked) >= 2
-    else None
-)
-charts.gap_and_delay(
+fit = nhtlab.emergence.fit_gamma(rows) if len(grokked) >= 2 else None
+nhtlab.charts.gap_and_delay(
     rows,
-    nhtlab.analysis.emergence.law_records(summary, fit),
+    nhtlab.emergence.law_records(summary, fit),
     size_title="d_model",
 )
 
@@ -189,42 +194,41 @@ charts.gap_and_delay(
 #
 # The law's link is tested run by run: the rank correlation between each
 # run's $\log(V_\text{mem}/V_\text{grok})$ and its delay, over every run
-# that generalised. The hypothesis's link compares the norm gap at the
+# that generalised. The hypothesis's link compares each quantity at the
 # largest and the smallest width with the spread between seeds at one
-# width: a difference smaller than that spread is seed noise.
+# width (a difference smaller than that spread is seed noise), and reads
+# the direction on each seed, counted against the hypothesis (the
+# quantity *shrinks* as the model grows).
 
 # %%
-sizes_grokked = {r["size"] for r in grokked}
-link = (
-    nhtlab.analysis.emergence.rank_correlation(
-        [r["log_gap"] for r in grokked], [r["delay"] for r in grokked]
-    )
-    if len(grokked) >= 3
-    else float("nan")
+link = nhtlab.law_link(rows)
+trends = nhtlab.trend_records(
+    rows,
+    {"log gap": "log_gap", "delay": "delay", "T_mem": "T_mem"},
+    expected="shrinks",
 )
-print(
-    f"law's link: rank correlation of log gap and delay over "
-    f"{len(grokked)}"
-    f" runs = {link:.2f}"
+nhtlab.table(
+    trends,
+    formats={"difference": "{:+,.2f}", "seed spread": "{:,.2f}"},
+    headers={
+        "difference": "largest − smallest width",
+        "verdict": "with width",
+        "seeds": "shrinks, over seeds",
+    },
 )
-if len(sizes_grokked) >= 2:
-    for name, key in (("log gap", "log_gap"), ("delay", "delay")):
-        change = nhtlab.analysis.emergence.between_and_within(rows, key)
-        verdict = (
-            "within seed noise"
-            if abs(change["difference"]) <= change["seed_spread"]
-            else ("shrinks" if change["difference"] < 0 else "GROWS")
-        )
-        print(
-            f"{name}: largest − smallest width ="
-            f" {change['difference']:+,.3f}, seed spread"
-            f" {change['seed_spread']:,.3f} → {verdict} with width"
-        )
-if fit is not None:
-    print(
-        f"fitted γ = {fit['gamma / eta_lambda']:.2f} ηλ (R² through the"
-        f" origin {fit['r2_through_origin']:.2f})"
-    )
+
+# %% tags=["remove-input"]
+gamma = (
+    ""
+    if fit is None
+    else " One rate fits all widths at"
+    f" γ = {fit['gamma / eta_lambda']:.2f} ηλ (R² through the origin"
+    f" {fit['r2_through_origin']:.2f})."
+)
+nhtlab.md(
+    f"Law's link: rank correlation of log gap and delay"
+    f" {link['correlation']:.2f} over {link['runs']} runs.{gamma}"
+)
 
 # %% [markdown]
 # ## The apparent threshold
@@ -238,44 +242,63 @@ if fit is not None:
 
 # %%
 # a capped smoke run has a tiny budget
-budgets = list(range(250, cfg.steps + 1, 250)) or [cfg.budget]
+budgets = list(range(250, steps + 1, 250)) or [cfg.budget]
 fractions = [
     f
     for b in budgets
-    for f in nhtlab.analysis.emergence.fraction_generalised(rows, b)
+    for f in nhtlab.emergence.fraction_generalised(rows, b)
 ]
-charts.fraction_threshold(
+nhtlab.charts.fraction_threshold(
     fractions, budgets, start=cfg.budget, size_title="d_model"
 )
 
 # %% [markdown]
 # ## What holds here
 #
-# In the `book` run (printed above; executed on a 2-core Intel Xeon,
-# AVX-512, torch 2.14.1: another CPU rounds differently and moves the
-# numbers by about a seed spread,
+# Each link, read on this run (the lines below are built from it; another
+# CPU rounds differently and can move the numbers by about a seed spread,
 # {ref}`How to run <numbers-in-the-text>`):
 #
-# * **The law's link holds across sizes.** The delay follows the norm gap
-#   run by run (rank correlation 0.90 over the runs that generalised), and
-#   one rate fits all widths at about ηλ (γ ≈ 1.07 ηλ): the law with no
-#   free constant is within a few hundred steps.
-# * **The hypothesis's premise fails for this way of scaling.** On this
-#   transformer the initial norm grows with $d_\text{model}$ (about
-#   $97 \cdot d_\text{model}$ from the embeddings alone), the network
-#   memorises at a larger norm, and the gap grows: from none at
-#   $d_\text{model}$ = 32 (the network generalises as soon as it fits)
-#   to $V_\text{mem}/V_\text{grok} \approx 3.6$ at 128, far beyond the
-#   seed spread. The delay grows with it.
-# * **Yet an apparent threshold appears.** Within a 2,500-step budget the
-#   fraction that generalises *rises* with width (0% → 100%), because the
-#   small models take thousands of steps to fit their table at all
-#   ($T_\text{mem}$ 2,500 at width 32 and 2,100 at 64 against 800 at
-#   128; the other seed at width 32 never fits within the 4,000-step
-#   limit). The threshold is real in the
-#   budget sense, but its cause here is capacity, not a shrinking norm
-#   gap.
-#
+# * **the law's link** holds when the delay follows the norm gap run by
+#   run, a rank correlation of at least 0.5 (asserted below);
+# * **the hypothesis's premise** holds when the norm gap shrinks with
+#   width beyond the seed spread. On this transformer the initial norm
+#   grows with $d_\text{model}$ (the embeddings alone hold about
+#   $97 \cdot d_\text{model}$ of it), so a wider network may memorise at a
+#   larger norm, and its gap grow;
+# * **an apparent threshold** appears when, within the budget, the
+#   fraction of seeds that generalise changes with width. Its cause is
+#   read from $T_\text{mem}$: a width that takes most of the budget to
+#   fit its table at all is limited by capacity, not by a norm gap.
+
+# %% tags=["remove-input"]
+gap, delay = (
+    next(t for t in trends if t["quantity"] == q)
+    for q in ("log gap", "delay")
+)
+within = ", ".join(
+    f"{f['fraction']:.0%} at {f['size']}"
+    for f in nhtlab.emergence.fraction_generalised(rows, cfg.budget)
+)
+t_mem = ", ".join(
+    f"{s['T_mem']:,.0f} at {s['size']}" for s in summary if s["T_mem"]
+)
+never = sorted({r["size"] for r in rows if r["T_mem"] is None})
+nhtlab.md(
+    f"""
+    * Law's link: rank correlation {link["correlation"]:.2f} over
+      {link["runs"]} runs that generalised.
+    * Norm gap with width: {gap["verdict"] or "—"}
+      ({gap["seeds"] or "no seed generalised at two widths"}); delay
+      with width: {delay["verdict"] or "—"}.
+    * Within {cfg.budget:,} steps, the fraction that generalised is
+      {within}; median T_mem {t_mem or "—"}.
+    * Widths that never memorised within the {steps:,}-step limit:
+      {", ".join(map(str, never)) or "none"}.
+    """
+)
+
+# %% [markdown]
 # Other ways of growing a model (depth, an initialisation that keeps the
 # initial norm fixed as the width grows) would test the hypothesis
 # differently.
@@ -286,30 +309,18 @@ charts.fraction_threshold(
 # limit, and the law's link holds: the rank correlation between log gap
 # and delay over the runs that generalised is at least 0.5 (a sweep in
 # which the delay does not follow the gap fails). The direction of the gap
-# with size is the hypothesis under test and is printed, not asserted. A
-# width too small to memorise its table at all within the budget (a matter
-# of capacity, not of delay) is listed.
+# with size is the hypothesis under test and is shown above, counted over
+# seeds, not asserted.
 
 # %%
-never = sorted({r["size"] for r in rows if r["T_mem"] is None})
-print(
-    "widths that never memorised within the step limit:", never or "none"
-)
+checks = [
+    nhtlab.check_sizes_generalise(summary, at_least=3),
+    nhtlab.check_law_link(rows, at_least=0.5),
+]
+nhtlab.table([c.to_dict() for c in checks])
+
+# %%
 # skipped, with a notice, in a capped smoke run
 if nhtlab.science_checks(cfg):
-    assert sum(1 for s in summary if s["grokked"]) >= 3, [
-        (s["size"], s["grokked"]) for s in summary
-    ]
-    assert link >= 0.5, (
-        "the delay does not follow the norm gap across widths (rank"
-        f" correlation {link:.2f})"
-    )
-    print(
-        {
-            s["size"]: (
-                s["delay"],
-                None if s["ratio"] is None else round(s["ratio"], 2),
-            )
-            for s in summary
-        }
-    )
+    for c in checks:
+        assert c, f"{c.name}: {c.detail}"

@@ -20,15 +20,77 @@ Three choices are ours and are recorded in every run's config:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from types import MappingProxyType
 from typing import Any
 
+from ..validation import check_choice
 from .runs import ModularRun
 
-__all__ = ["companion", "COMPANION_STOP_AFTER", "BORDER_DESIGN", "BORDER_DESIGN_CIFAR10"]
+__all__ = ["companion", "companion_sweep", "COMPANION_SWEEPS", "COMPANION_STOP_AFTER", "BORDER_DESIGN",
+           "BORDER_DESIGN_CIFAR10"]
 
 #: Steps the companion paper trains past T_grok before it reads V_final.
 COMPANION_STOP_AFTER = 2000
+
+#: The companion runs the chapters share, per profile (read with :func:`companion_sweep`): η
+#: (``lr``), the steps to train past T_grok (``stop_after``), the seeds, and the step budget
+#: of each weight decay λ the chapters train (``budgets``, λ → steps). Chapters 01, 02, 03, 06
+#: and 07 take their λ = 1 (and other λ) runs from here, so that the same λ gives the same run
+#: config in every chapter and the result cache trains it once. In ``book`` a λ where grokking is
+#: expected within the budget gets a long budget and stops ``stop_after`` steps after T_grok; λ
+#: whose runs only need to show what the norm does after memorising (0.01, 2, 5) get short
+#: ones. ``quick`` uses η = 2e-3, a point of the companion's η sweep, so that λ = 1 groks within
+#: its budget; ``full`` is the companion's own 50,000-step budget and 2,000-step window.
+#: Three seeds in ``book``: the least a reading counted over seeds
+#: (:func:`nhtlab.analysis.claims.over_seeds`) needs.
+COMPANION_SWEEPS: MappingProxyType = MappingProxyType({
+    "quick": MappingProxyType(dict(
+        lr=2e-3, stop_after=200, seeds=(0,),
+        budgets=MappingProxyType({0.01: 1000, 1.0: 3000, 5.0: 1000}))),
+    "book": MappingProxyType(dict(
+        lr=1e-3, stop_after=500, seeds=(0, 1, 2),
+        budgets=MappingProxyType({0.01: 1500, 0.1: 2000, 0.3: 8000, 0.5: 8000, 1.0: 4000, 2.0: 2000,
+                                  5.0: 1000}))),
+    "full": MappingProxyType(dict(
+        lr=1e-3, stop_after=COMPANION_STOP_AFTER, seeds=(0, 1, 2),
+        budgets=MappingProxyType({lam: 50_000 for lam in (0.001, 0.01, 0.1, 0.3, 0.5, 1.0, 2.0, 5.0)}))),
+})
+
+
+def companion_sweep(profile: str, lams: Sequence[float] | None = None) -> dict[str, Any]:
+    """The shared companion grid of ``profile``, as settings a chapter's ``PROFILES`` entry starts from.
+
+    Parameters
+    ----------
+    profile : {"quick", "book", "full"}
+        The chapter profile.
+    lams : sequence of float, optional
+        The weight decays the chapter trains, each one of the grid's; all of them by default.
+
+    Returns
+    -------
+    dict
+        A fresh, plain dict: ``lr``, ``stop_after``, ``seeds`` (a list) and ``budgets`` (λ → steps,
+        in the order of ``lams``). Plain, so that :func:`nhtlab.select_profile` caps it by name
+        under the smoke cap and a chapter can add or override settings with ``dict(..., key=value)``.
+
+    Examples
+    --------
+    >>> companion_sweep("book", lams=[1.0, 2.0])
+    {'lr': 0.001, 'stop_after': 500, 'seeds': [0, 1, 2], 'budgets': {1.0: 4000, 2.0: 2000}}
+    """
+    check_choice(profile, "profile", tuple(COMPANION_SWEEPS), owner="companion_sweep")
+    grid = COMPANION_SWEEPS[profile]
+    budgets = grid["budgets"]
+    chosen = list(budgets) if lams is None else [float(lam) for lam in lams]
+    missing = [lam for lam in chosen if lam not in budgets]
+    if missing:
+        raise ValueError(f"The 'lams' parameter of companion_sweep names weight decays that the {profile!r} grid "
+                         f"does not train: {missing}; it trains {list(budgets)}.")
+    return {"lr": grid["lr"], "stop_after": grid["stop_after"], "seeds": list(grid["seeds"]),
+            "budgets": {lam: budgets[lam] for lam in chosen}}
+
 
 #: The border shortcut chapter 06 chooses from its probe grid, and chapter 05 reads
 #: layer by layer (:class:`~nhtlab.training.image_runs.ShortcutRun` fields): a bright

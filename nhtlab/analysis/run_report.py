@@ -1,0 +1,249 @@
+"""One grokking run reported: its events and delay law beside the paper's, and the checks a chapter asserts.
+
+The first chapter trains the companion paper's transformer at λ = 1 (and without weight
+decay) and states three claims about it. Each is a function here that returns a
+:class:`~nhtlab.analysis.claims.Check` on one history, so that the chapter asserts
+``assert check, check.detail`` and a unit test can name a history that fails it:
+
+* :func:`check_grokking`: the network memorises, then generalises at least
+  ``min_delay`` steps later;
+* :func:`check_contraction`: between T_mem and T_grok ‖θ‖² falls by at least a fraction;
+* :func:`check_weak`: without weight decay the network memorises and stays weak;
+* :func:`check_norm_largest_at_init`: ‖θ‖² is largest at step 0 (the embeddings' unit
+  variance holds most of it), so a norm "peak" says nothing in this network.
+
+:func:`checks_over_seeds` turns the same check on several seeds into a
+:class:`~nhtlab.analysis.claims.Reading` ("holds in k of n seeds"), and the record
+builders (:func:`events_vs_paper`, :func:`delay_law_records`) give the rows that
+:func:`nhtlab.table` renders.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from ..history import History
+from ..papers import paper_cell
+from ..validation import check_int, check_real, check_type
+from .claims import Check, Reading, over_seeds
+from .events import Events, find_events
+from .regimes import diagnose_regime
+
+__all__ = ["check_grokking", "check_contraction", "check_weak", "check_norm_largest_at_init",
+           "checks_over_seeds", "reading_records", "events_vs_paper", "delay_law_records"]
+
+HOLDS, FAILS = "holds", "fails"
+
+
+def check_grokking(history: History, min_delay: int) -> Check:
+    """The network memorises (train accuracy ≥ 99%), then generalises (test ≥ 99%) ``min_delay`` steps later or more.
+
+    Parameters
+    ----------
+    history : History
+        A run with ``step``, ``train_acc``, ``test_acc`` and ``norm``.
+    min_delay : int
+        Least T_grok − T_mem, in steps (a run that learns both at once fails).
+
+    Returns
+    -------
+    Check
+    """
+    check_type(history, "history", History, owner="check_grokking")
+    check_int(min_delay, "min_delay", low=0, owner="check_grokking")
+    ev = find_events(history)
+    name = "memorises, then generalises later"
+    if ev.t_mem is None:
+        return Check(name, False, f"train accuracy never reached 99% (best {np.nanmax(history.column('train_acc')):.1%})")
+    if ev.t_grok is None:
+        return Check(name, False, f"T_mem = {ev.t_mem:,}; test accuracy never reached 99% "
+                                  f"(best {np.nanmax(history.column('test_acc')):.1%})")
+    return Check(name, ev.delay >= min_delay,
+                 f"T_mem = {ev.t_mem:,}, T_grok = {ev.t_grok:,}: delay {ev.delay:,} (at least {min_delay:,})")
+
+
+def check_contraction(history: History, at_least: float = 1 / 3) -> Check:
+    """Between T_mem and T_grok, ‖θ‖² falls by at least ``at_least`` of its value at T_mem.
+
+    Parameters
+    ----------
+    history : History
+        A run with ``step``, ``train_acc``, ``test_acc`` and ``norm``.
+    at_least : float in [0, 1)
+        Least fall, as a fraction of V_mem = ‖θ‖²(T_mem).
+
+    Returns
+    -------
+    Check
+        Fails for a run that never memorised or never generalised, and for one whose norm
+        fell only before memorising.
+    """
+    check_type(history, "history", History, owner="check_contraction")
+    check_real(at_least, "at_least", 0.0, 1.0, high_open=True, owner="check_contraction")
+    ev = find_events(history)
+    name = f"‖θ‖² falls by at least {at_least:.0%} between T_mem and T_grok"
+    if ev.norm_at_mem is None or ev.norm_at_grok is None:
+        return Check(name, False, f"no transition to measure (T_mem = {ev.t_mem}, T_grok = {ev.t_grok})")
+    fall = 1.0 - ev.norm_at_grok / ev.norm_at_mem
+    return Check(name, fall >= at_least,
+                 f"‖θ‖² {ev.norm_at_mem:,.0f} at T_mem → {ev.norm_at_grok:,.0f} at T_grok: {fall:.0%} smaller")
+
+
+def check_weak(history: History) -> Check:
+    """The network memorises and :func:`~nhtlab.analysis.regimes.diagnose_regime` calls it weak.
+
+    Parameters
+    ----------
+    history : History
+        A run with ``step``, ``train_acc``, ``test_acc`` and ``norm`` (the chapter's run without decay).
+
+    Returns
+    -------
+    Check
+        Fails for a run that never memorises, and for one that generalises or whose norm contracts.
+    """
+    check_type(history, "history", History, owner="check_weak")
+    regime = diagnose_regime(history)
+    name = "memorises and stays weak"
+    return Check(name, regime.memorised and regime.regime == "weak", f"{regime.regime}: {regime.reason}")
+
+
+def check_norm_largest_at_init(history: History) -> Check:
+    """‖θ‖² is largest at the first evaluation (step 0) of the run.
+
+    Parameters
+    ----------
+    history : History
+        A run with ``step`` and ``norm``.
+
+    Returns
+    -------
+    Check
+        Fails for a run whose norm rises above its initial value at any later evaluation.
+    """
+    check_type(history, "history", History, owner="check_norm_largest_at_init")
+    norm = history.column("norm")
+    peak = int(np.nanargmax(norm))
+    step = int(history.column("step")[peak])
+    return Check("‖θ‖² is largest at initialisation", peak == 0,
+                 f"‖θ‖² {norm[0]:,.0f} at step {int(history.column('step')[0]):,}, largest {norm[peak]:,.0f} "
+                 f"at step {step:,}")
+
+
+def checks_over_seeds(name: str, checks: Mapping[int, Check], rule: str = "majority") -> Reading:
+    """One check on several seeds as a reading: ``"holds in k of n seeds (seed 0: holds, …)"``.
+
+    Parameters
+    ----------
+    name : str
+        What was checked.
+    checks : mapping
+        seed → that seed's :class:`~nhtlab.analysis.claims.Check`.
+    rule : {"majority", "all"}
+        What makes it a claim, fixed before the run.
+
+    Returns
+    -------
+    Reading
+        Expected reading ``"holds"``; each seed reads ``"holds"`` or ``"fails"``.
+
+    Examples
+    --------
+    >>> r = checks_over_seeds("groks", {0: Check("groks", True), 1: Check("groks", False)}, rule="all")
+    >>> r.text(), r.holds
+    ('holds in 1 of 2 seeds (seed 0: holds, seed 1: fails)', False)
+    """
+    check_type(checks, "checks", Mapping, owner="checks_over_seeds")
+    for seed, c in checks.items():
+        check_type(c, f"checks[{seed}]", Check, owner="checks_over_seeds")
+    return over_seeds(name, {seed: HOLDS if c else FAILS for seed, c in checks.items()}, expected=HOLDS, rule=rule)
+
+
+def events_vs_paper(events: Mapping[int, Events], paper: Mapping[str, tuple[float, float] | None]
+                    ) -> list[dict[str, Any]]:
+    """T_mem and T_grok of each seed's run beside the paper's mean ± std.
+
+    Parameters
+    ----------
+    events : mapping
+        seed → :func:`~nhtlab.analysis.events.find_events` of that seed's run.
+    paper : mapping
+        ``{"t_mem": (mean, std) or None, "t_grok": (mean, std) or None}``.
+
+    Returns
+    -------
+    list of dict
+        One row per event: ``quantity``, then ``seed <s>`` per seed (None when not
+        reached), then ``paper`` (a cell text, ``—`` when the paper has no value).
+
+    Examples
+    --------
+    >>> ev = Events(600, 1500, peak_step=0, peak_norm=1.0, final_norm=1.0, norm_at_mem=1.0, norm_at_grok=1.0)
+    >>> events_vs_paper({0: ev}, {"t_mem": None, "t_grok": (2100, 374)})[1]
+    {'quantity': 'T_grok', 'seed 0': 1500, 'paper': '2,100 ± 374'}
+    """
+    check_type(events, "events", Mapping, owner="events_vs_paper")
+    for seed, ev in events.items():
+        check_type(ev, f"events[{seed}]", Events, owner="events_vs_paper")
+    return [{"quantity": label, **{f"seed {seed}": getattr(ev, key) for seed, ev in events.items()},
+             "paper": paper_cell(paper.get(key))}
+            for key, label in (("t_mem", "T_mem"), ("t_grok", "T_grok"))]
+
+
+def reading_records(readings: Sequence[Reading]) -> list[dict[str, Any]]:
+    """Readings over seeds as table rows: ``claim, rule, seeds`` (the reading's text), ``flips`` and ``holds`` (✓/✗).
+
+    Parameters
+    ----------
+    readings : sequence of Reading
+
+    Returns
+    -------
+    list of dict
+
+    Examples
+    --------
+    >>> reading_records([checks_over_seeds("groks", {0: Check("groks", True)})])
+    [{'claim': 'groks', 'rule': 'majority', 'seeds': 'holds in 1 of 1 seeds (seed 0: holds)', 'flips': 'no', 'holds': '✓'}]
+    """
+    for i, r in enumerate(readings):
+        check_type(r, f"readings[{i}]", Reading, owner="reading_records")
+    return [{"claim": r.name, "rule": r.rule, "seeds": r.text(), "flips": "yes" if r.flips else "no",
+             "holds": "✓" if r.holds else "✗"} for r in readings]
+
+
+def delay_law_records(summary: Mapping[str, Any], paper: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The delay law's two definitions on one run beside the paper's values, as table rows.
+
+    Parameters
+    ----------
+    summary : mapping
+        :func:`nhtlab.analysis.delay.delay_summary` of the run (its definitions None without a transition).
+    paper : mapping
+        The paper's row of the λ (``COMPANION_LAMBDA_SWEEP[λ]``): ``t_mem``, ``t_grok``, ``t_escape``,
+        ``escape_theory`` as (mean, std).
+
+    Returns
+    -------
+    list of dict
+        ``definition, measured, predicted, predicted/measured, paper``; empty when the run
+        did not memorise and generalise.
+    """
+    check_type(summary, "summary", Mapping, owner="delay_law_records")
+    check_type(paper, "paper", Mapping, owner="delay_law_records")
+    notes = {
+        "companion": f"T_escape {paper_cell(paper.get('t_escape'))}, theory {paper_cell(paper.get('escape_theory'))}",
+        "grok": "—" if not (paper.get("t_grok") and paper.get("t_mem"))
+        else f"delay ≈ {paper['t_grok'][0] - paper['t_mem'][0]:,.0f} (difference of the means)",
+    }
+    rows = []
+    for name in ("companion", "grok"):
+        point = summary.get(name)
+        if point is None:
+            continue
+        rows.append({"definition": name, "measured": point["measured"], "predicted": point["predicted"],
+                     "predicted/measured": point["predicted/measured"], "paper": notes[name]})
+    return rows

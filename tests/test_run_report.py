@@ -1,0 +1,88 @@
+"""Single-run report: each check holds on a grokking-shaped history and fails on a history without the phenomenon."""
+
+import numpy as np
+import pytest
+
+import nhtlab
+from nhtlab.analysis.claims import Check
+from nhtlab.analysis.run_report import (check_contraction, check_grokking, check_norm_largest_at_init, check_weak,
+                                        checks_over_seeds, delay_law_records, events_vs_paper, reading_records)
+from nhtlab.history import History
+
+STEPS = np.arange(0, 3001, 100)
+
+
+def history(train, test, norm, lr=1e-3, wd=1.0):
+    rows = [{"step": int(s), "train_acc": float(a), "test_acc": float(b), "norm": float(n)}
+            for s, a, b, n in zip(STEPS, train, test, norm)]
+    return History(rows=rows, status="completed", config={"lr": lr, "weight_decay": wd})
+
+
+def ramp(at, low=0.01, high=1.0):
+    return np.where(STEPS >= at, high, low)
+
+
+FALLING = 13000 * np.exp(-STEPS / 700) + 800  # largest at init, contracting after T_mem
+GROKS = history(ramp(800), ramp(2000), FALLING)
+
+
+def test_a_grokking_run_passes_every_check():
+    assert check_grokking(GROKS, min_delay=300)
+    assert check_contraction(GROKS, at_least=1 / 3)
+    assert check_norm_largest_at_init(GROKS)
+    c = check_grokking(GROKS, min_delay=300)
+    assert "T_mem = 800" in c.detail and "T_grok = 2,000" in c.detail
+
+
+def test_grokking_fails_without_a_delay_or_without_generalising():
+    at_once = history(ramp(800), ramp(800), FALLING)
+    assert not check_grokking(at_once, min_delay=300)
+    never = history(ramp(800), np.full(len(STEPS), 0.05), FALLING)
+    c = check_grokking(never, min_delay=300)
+    assert not c and "never reached 99%" in c.detail
+    assert not check_grokking(history(np.full(len(STEPS), 0.5), np.full(len(STEPS), 0.05), FALLING), 300)
+
+
+def test_contraction_fails_when_the_norm_fell_only_before_memorising():
+    before_only = np.where(STEPS < 800, 13000 - 10 * STEPS, 5000.0)
+    c = check_contraction(history(ramp(800), ramp(2000), before_only))
+    assert not c and "0% smaller" in c.detail
+    assert not check_contraction(history(ramp(800), np.full(len(STEPS), 0.05), FALLING))  # no T_grok
+
+
+def test_norm_largest_at_init_fails_on_a_norm_that_rises_first():
+    rising = 1000 + 50 * STEPS - 0.02 * STEPS**2
+    c = check_norm_largest_at_init(history(ramp(800), ramp(2000), rising))
+    assert not c and "at step 0" in c.detail
+
+
+def test_weak_holds_without_decay_and_fails_on_a_grokking_run():
+    flat = history(ramp(300), np.full(len(STEPS), 0.01), np.full(len(STEPS), 9000.0), wd=0.0)
+    assert check_weak(flat)
+    assert not check_weak(GROKS)
+    assert not check_weak(history(np.full(len(STEPS), 0.3), np.full(len(STEPS), 0.01), FALLING))  # strong
+
+
+def test_checks_over_seeds_counts_and_rules():
+    checks = {0: Check("x", True), 1: Check("x", False), 2: Check("x", True)}
+    majority = checks_over_seeds("groks", checks)
+    assert (majority.k, majority.n, majority.holds, majority.flips) == (2, 3, True, True)
+    assert not checks_over_seeds("groks", checks, rule="all").holds
+    rows = reading_records([majority])
+    assert rows[0]["seeds"].startswith("holds in 2 of 3 seeds") and rows[0]["holds"] == "✓" and rows[0]["flips"] == "yes"
+    with pytest.raises(TypeError):
+        checks_over_seeds("groks", {0: True})
+
+
+def test_records_for_the_tables():
+    ev = nhtlab.find_events(GROKS)
+    rows = events_vs_paper({0: ev, 1: ev}, {"t_mem": (1100, 200), "t_grok": None})
+    assert rows[0] == {"quantity": "T_mem", "seed 0": 800, "seed 1": 800, "paper": "1,100 ± 200"}
+    assert rows[1]["paper"] == "—"
+    summary = nhtlab.delay_summary(GROKS)
+    law = delay_law_records(summary, nhtlab.papers.COMPANION_LAMBDA_SWEEP[1.0])
+    assert [r["definition"] for r in law] == ["companion", "grok"]
+    assert law[1]["measured"] == 1200 and "difference of the means" in law[1]["paper"]
+    assert "|" in str(nhtlab.table(law))
+    no_transition = nhtlab.delay_summary(history(ramp(800), np.full(len(STEPS), 0.05), FALLING))
+    assert delay_law_records(no_transition, {}) == []
