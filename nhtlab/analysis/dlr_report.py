@@ -1,0 +1,612 @@
+"""What chapter 04 reports about DLR, as records and checks built from its runs.
+
+Each function takes the runs' own measurements (history rows, lazy/rich results, spectrum
+records) and returns records for :func:`nhtlab.table` or a :class:`~nhtlab.analysis.claims.Check`
+verdict the chapter asserts. Nothing here trains.
+
+>>> rows = [{"step": 0, "dlr": 0.2}, {"step": 100, "dlr": 0.25}, {"step": 200, "dlr": 0.05}]
+>>> t = dlr_timing(rows, t_mem=100, t_grok=200)
+>>> round(t["change_to_mem"], 2), round(t["fall_mem_to_grok"], 2), t["holds"]
+(0.05, 0.2, True)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import torch
+
+from ..data.images import ImageData
+from ..history import History
+from ..measures.dlr import (
+    CANDIDATE_RULES,
+    RULE_THRESHOLDS,
+    dlr_terms,
+    rule_band,
+    rule_properties,
+)
+from ..validation import check_type
+from .claims import Check, over_seeds
+
+__all__ = [
+    "toy_curve", "rule_records", "lazy_rich_records", "lazy_rich_ground_truth", "lazy_rich_gap",
+    "lazy_rich_monotone", "dlr_marks", "dlr_timing", "timing_check", "spectra_marks", "layer_change",
+    "additive_share", "cnn_settings", "final_records", "batchnorm_check", "shuffled_check", "measure_summary",
+    "transformer_check", "CNN_NAMES", "TABLES", "paper_cnn_records", "chosen_rule_check",
+    "timing_reading",
+    # the rank-rule measures the report reads, re-exported for the chapter (nhtlab.dlr_report.rule_band, …)
+    "CANDIDATE_RULES", "RULE_THRESHOLDS", "rule_band", "rule_properties",
+]
+
+#: The three CNN settings of the chapter, in order: no normalisation, BatchNorm, BatchNorm on shuffled labels.
+CNN_NAMES = ("no normalisation", "BatchNorm", "BatchNorm, shuffled labels")
+
+
+def toy_curve(seed: int = 0, n: int = 400, useful: int = 3, unused: int = 61, outputs: int = 10,
+              points: int = 21) -> list[dict[str, float]]:
+    """DLR of features α · (output span) + (1 − α) · (unused random features), for α from 0 to 1.
+
+    Parameters
+    ----------
+    seed : int
+        Seeds the random functions and features.
+    n : int
+        Samples.
+    useful : int
+        Dimension of the outputs' span (centred orthonormal functions on the samples).
+    unused : int
+        Random unit-scale features the outputs ignore.
+    outputs : int
+        Output columns, random combinations of the useful functions.
+    points : int
+        Values of α, evenly spaced on [0, 1].
+
+    Returns
+    -------
+    list of dict
+        ``alpha``, ``DLR`` and ``f_in`` per α.
+    """
+    g = torch.Generator().manual_seed(seed)
+    z = torch.randn(n, useful, generator=g, dtype=torch.float64)
+    span, _ = torch.linalg.qr(z - z.mean(0))
+    noise = torch.randn(n, unused, generator=g, dtype=torch.float64) / n**0.5
+    out = span @ torch.randn(useful, outputs, generator=g, dtype=torch.float64)
+    records = []
+    for i in range(points):
+        a = i / (points - 1)
+        t = dlr_terms(torch.cat([a * span, (1 - a) * noise], dim=1), out)
+        records.append({"alpha": a, "DLR": t.dlr, "f_in": t.f_in})
+    return records
+
+
+def lazy_rich_records(results: Iterable[Any]) -> list[dict[str, Any]]:
+    """One record per lazy/rich run: α, DLR, the independent signals and the band of the other rules.
+
+    Parameters
+    ----------
+    results : iterable of LazyRichResult
+        :func:`nhtlab.training.lazy_rich.lazy_rich_run` results, smallest α first.
+
+    Returns
+    -------
+    list of dict
+        ``alpha``, ``dlr``, ``cka_to_init``, ``nc1``, ``test_acc``, ``train_loss``, ``band``
+        (``"low–high"`` over the other rules) and ``dlr[<rule>]`` for each compared rule.
+    """
+    out = []
+    for r in results:
+        band = list(r.compare.values()) or [r.dlr]
+        row = {"alpha": r.alpha, "dlr": r.dlr, "cka_to_init": r.cka_to_init, "nc1": r.nc1, "test_acc": r.test_acc,
+               "train_loss": r.train_loss, "band": f"{min(band):.3f}–{max(band):.3f}"}
+        row.update({f"dlr[{name}]": value for name, value in r.compare.items()})
+        out.append(row)
+    return out
+
+
+def _ends(records: Sequence[Mapping[str, Any]], owner: str) -> tuple[Mapping[str, Any], Mapping[str, Any]]:
+    records = list(records)
+    if len(records) < 2:
+        raise ValueError(f"The 'records' parameter of {owner} needs at least two lazy/rich runs; got {len(records)}.")
+    return records[0], records[-1]
+
+
+def lazy_rich_ground_truth(records: Sequence[Mapping[str, Any]], rich_cka: float = 0.6, lazy_cka: float = 0.95,
+                           nc1_ratio: float = 0.1) -> Check:
+    """Whether the smallest α is rich and the largest lazy by CKA to init and NC1 (signals without DLR).
+
+    Parameters
+    ----------
+    records : sequence of dict
+        :func:`lazy_rich_records`, smallest α first.
+    rich_cka : float
+        The rich run's CKA to its initial features is at most this.
+    lazy_cka : float
+        The lazy run's CKA to its initial features is at least this.
+    nc1_ratio : float
+        The rich run's NC1 is at most this share of the lazy run's.
+
+    Returns
+    -------
+    Check
+    """
+    rich, lazy = _ends(records, "lazy_rich_ground_truth")
+    passed = (rich["cka_to_init"] <= rich_cka and rich["nc1"] <= nc1_ratio * lazy["nc1"]
+              and lazy["cka_to_init"] >= lazy_cka)
+    return Check("the lazy/rich ground truth is unambiguous by CKA to init and NC1", passed,
+                 f"rich (α = {rich['alpha']:g}): CKA {rich['cka_to_init']:.3f}, NC1 {rich['nc1']:.3g}; "
+                 f"lazy (α = {lazy['alpha']:g}): CKA {lazy['cka_to_init']:.3f}, NC1 {lazy['nc1']:.3g}")
+
+
+def lazy_rich_gap(records: Sequence[Mapping[str, Any]], margin: float = 0.2, column: str = "dlr") -> Check:
+    """Whether the lazy run's DLR exceeds the rich run's by ``margin``.
+
+    Parameters
+    ----------
+    records : sequence of dict
+        :func:`lazy_rich_records`, smallest α first.
+    margin : float
+        The least difference lazy − rich.
+    column : str
+        The DLR column (``"dlr"`` or ``"dlr[<rule>]"``).
+
+    Returns
+    -------
+    Check
+    """
+    rich, lazy = _ends(records, "lazy_rich_gap")
+    gap = lazy[column] - rich[column]
+    return Check(f"lazy DLR exceeds rich DLR by {margin:g}", gap >= margin,
+                 f"{lazy[column]:.3f} − {rich[column]:.3f} = {gap:+.3f}")
+
+
+def lazy_rich_monotone(records: Sequence[Mapping[str, Any]], slack: float = 0.02) -> Check:
+    """Whether DLR never falls by more than ``slack`` from one α to the next larger one.
+
+    Parameters
+    ----------
+    records : sequence of dict
+        :func:`lazy_rich_records`, in increasing α.
+    slack : float
+        The largest fall allowed between neighbours.
+
+    Returns
+    -------
+    Check
+    """
+    values = [r["dlr"] for r in records]
+    falls = [a - b for a, b in zip(values, values[1:])]
+    return Check(f"DLR does not fall (by more than {slack:g}) as α grows", all(f <= slack for f in falls),
+                 "DLR " + " → ".join(f"{v:.3f}" for v in values))
+
+
+def rule_records(properties: Sequence[Mapping[str, Any]], lazy_rich: Sequence[Mapping[str, Any]] | None = None,
+                 margin: float = 0.2) -> list[dict[str, Any]]:
+    """The rank rules' scores on the synthetic properties, and on the lazy/rich runs when given.
+
+    Parameters
+    ----------
+    properties : sequence of dict
+        :func:`nhtlab.measures.dlr.rule_properties` rows (``rule``, ``noise``, ``known_rank``,
+        ``rank_found``, ``log_probs``, ``passes``).
+    lazy_rich : sequence of dict, optional
+        :func:`lazy_rich_records` holding ``dlr[<rule>]`` for every rule.
+    margin : float
+        The lazy − rich margin of the fourth property.
+
+    Returns
+    -------
+    list of dict
+        The properties with ``synthetic`` ("passes"/"fails") and, with ``lazy_rich``,
+        ``lazy_minus_rich`` and ``all_four``.
+    """
+    out = []
+    for row in properties:
+        rec = dict(row, synthetic="passes" if row["passes"] else "fails")
+        if lazy_rich is not None:
+            gap = lazy_rich_gap(lazy_rich, margin, column=f"dlr[{row['rule']}]")
+            rec["lazy_minus_rich"] = lazy_rich[-1][f"dlr[{row['rule']}]"] - lazy_rich[0][f"dlr[{row['rule']}]"]
+            rec["all_four"] = "pass" if row["passes"] and gap.passed else "fail"
+        out.append(rec)
+    return out
+
+
+def _at(rows: Sequence[Mapping[str, Any]]) -> dict[int, Mapping[str, Any]]:
+    return {int(r["step"]): r for r in rows}
+
+
+def dlr_marks(rows: Sequence[Mapping[str, Any]], t_mem: int | None, t_grok: int | None,
+              band: Sequence[Mapping[str, Any]], paper: Mapping[int, tuple[float, float]]) -> list[dict[str, Any]]:
+    """DLR, its band and test accuracy at the paper's steps, T_mem, T_grok and the last step.
+
+    Parameters
+    ----------
+    rows : sequence of dict
+        History rows with ``step``, ``dlr`` and ``test_acc``.
+    t_mem, t_grok : int or None
+        The run's events.
+    band : sequence of dict
+        :func:`nhtlab.measures.dlr.rule_band` rows.
+    paper : mapping
+        step → (the paper's DLR, the paper's test accuracy).
+
+    Returns
+    -------
+    list of dict
+        ``mark``, ``step``, ``paper_dlr``, ``dlr``, ``band``, ``paper_acc``, ``test_acc``, one per
+        mark; a mark the run did not reach has None in the run's columns.
+    """
+    at, bands = _at(rows), _at(band)
+    last = int(rows[-1]["step"])
+    marks = [(f"step {s:,}", s) for s in sorted(paper)]
+    marks += [("T_mem", t_mem), ("T_grok", t_grok), ("last", last)]
+    marks.sort(key=lambda m: (m[1] is None, m[1] if m[1] is not None else 0))
+    out = []
+    for label, step in marks:
+        row, b = at.get(step) if step is not None else None, bands.get(step) if step is not None else None
+        p_dlr, p_acc = paper.get(step, (None, None)) if step is not None else (None, None)
+        out.append({"mark": label, "step": step, "paper_dlr": p_dlr, "dlr": row["dlr"] if row else None,
+                    "band": f"{b['low']:.3f}–{b['high']:.3f}" if b else None, "paper_acc": p_acc,
+                    "test_acc": row["test_acc"] if row else None})
+    return out
+
+
+def dlr_timing(rows: Sequence[Mapping[str, Any]], t_mem: int | None, t_grok: int | None) -> dict[str, Any]:
+    """How DLR changed before T_mem and between T_mem and T_grok (the chapter's timing claim).
+
+    Parameters
+    ----------
+    rows : sequence of dict
+        History rows with ``step`` and ``dlr``; the first row is the initialisation.
+    t_mem, t_grok : int or None
+        The run's events.
+
+    Returns
+    -------
+    dict
+        ``dlr_init``, ``dlr_mem``, ``dlr_grok``, ``change_to_mem`` (DLR at T_mem − at init),
+        ``fall_mem_to_grok`` (at T_mem − at T_grok) and ``holds``: the fall between T_mem and
+        T_grok exceeds the fall before T_mem; None (and None values) when an event is missing.
+    """
+    at = _at(rows)
+    out: dict[str, Any] = {"dlr_init": rows[0]["dlr"], "dlr_mem": None, "dlr_grok": None, "change_to_mem": None,
+                           "fall_mem_to_grok": None, "holds": None}
+    if t_mem is None or t_grok is None:
+        return out
+    init, mem, grok = rows[0]["dlr"], at[t_mem]["dlr"], at[t_grok]["dlr"]
+    out.update(dlr_mem=mem, dlr_grok=grok, change_to_mem=mem - init, fall_mem_to_grok=mem - grok,
+               holds=(mem - grok) > (init - mem))
+    return out
+
+
+def timing_check(timing: Mapping[str, Any]) -> Check:
+    """Whether DLR fell more between T_mem and T_grok than before T_mem (False when it cannot be read).
+
+    Parameters
+    ----------
+    timing : dict
+        :func:`dlr_timing`.
+
+    Returns
+    -------
+    Check
+    """
+    name = "DLR falls more between T_mem and T_grok than before T_mem"
+    if timing["holds"] is None:
+        return Check(name, False, "the run did not both memorise and generalise")
+    return Check(name, bool(timing["holds"]), f"change before T_mem {timing['change_to_mem']:+.3f}, "
+                 f"fall T_mem → T_grok {timing['fall_mem_to_grok']:+.3f}")
+
+
+def transformer_check(t_mem: int | None, t_grok: int | None) -> Check:
+    """Whether the run memorised and then generalised (both events found).
+
+    Parameters
+    ----------
+    t_mem, t_grok : int or None
+        The run's events.
+
+    Returns
+    -------
+    Check
+    """
+    return Check("the transformer memorises, then generalises", t_mem is not None and t_grok is not None,
+                 f"T_mem = {t_mem}, T_grok = {t_grok}")
+
+
+def spectra_marks(records: Sequence[Mapping[str, Any]], marks: Mapping[str, int | None],
+                  ks: Sequence[int] = (10, 40)) -> list[dict[str, Any]]:
+    """Relative eigenvalue, quality Π* and utilisation Π̂ at ``ks`` for each marked step.
+
+    Parameters
+    ----------
+    records : sequence of dict
+        Spectrum records with ``step``, ``k``, ``relative``, ``quality``, ``utilisation``.
+    marks : mapping
+        label → step (None: skipped).
+    ks : sequence of int
+        The k read (1-based; a k beyond the kept spectrum gives None).
+
+    Returns
+    -------
+    list of dict
+        ``mark``, ``step`` and ``rho_<k>``, ``quality_<k>``, ``utilisation_<k>`` per k.
+    """
+    by = {(int(r["step"]), int(r["k"])): r for r in records}
+    out = []
+    for label, step in marks.items():
+        if step is None:
+            continue
+        row: dict[str, Any] = {"mark": label, "step": step}
+        for k in ks:
+            r = by.get((step, k), {})
+            row.update({f"rho_{k}": r.get("relative"), f"quality_{k}": r.get("quality"),
+                        f"utilisation_{k}": r.get("utilisation")})
+        out.append(row)
+    return out
+
+
+def layer_change(rows: Sequence[Mapping[str, Any]], t_mem: int | None, others: Sequence[str]) -> list[dict[str, Any]]:
+    """DLR and its terms at T_mem (or the first row) and at the last row, and the other rules' values.
+
+    Parameters
+    ----------
+    rows : sequence of dict
+        :class:`~nhtlab.training.dlr_tracker.DLRTracker` history rows.
+    t_mem : int or None
+        The run's T_mem.
+    others : sequence of str
+        The compared rules.
+
+    Returns
+    -------
+    list of dict
+        Two records (``mark`` "T_mem" or "step 0", then "last"): ``step``, ``test_acc``, ``dlr``,
+        ``f_in``, ``pr``, ``r``, ``low`` and ``high`` (the band of ``others``).
+    """
+    first = _at(rows)[t_mem] if t_mem is not None else rows[0]
+    out = []
+    for label, row in (("T_mem" if t_mem is not None else "step 0", first), ("last", rows[-1])):
+        values = [row["dlr"]] + [row[f"dlr[{n}]"] for n in others]
+        out.append({"mark": label, "step": row["step"], "test_acc": row["test_acc"], "dlr": row["dlr"],
+                    "f_in": row["dlr_f_in"], "pr": row["dlr_pr"], "r": row["dlr_rank"],
+                    "low": min(values), "high": max(values)})
+    return out
+
+
+def additive_share(features: torch.Tensor, pairs: torch.Tensor, p: int) -> float:
+    """Share of the centred feature energy that is additive, f(a) + g(b), on the full p × p table.
+
+    Parameters
+    ----------
+    features : Tensor, shape (p², d)
+        Features of every pair.
+    pairs : LongTensor, shape (p², 2)
+        The pair (a, b) of each row.
+    p : int
+        The modulus.
+
+    Returns
+    -------
+    float
+        In [0, 1]: 1 when every feature is a function of a plus a function of b.
+    """
+    check_type(features, "features", torch.Tensor, owner="additive_share")
+    table = torch.zeros(p, p, features.shape[1], dtype=torch.float64)
+    table[pairs[:, 0], pairs[:, 1]] = features.double()
+    centred = table - table.mean(dim=(0, 1))
+    additive = centred.mean(dim=1, keepdim=True) + centred.mean(dim=0, keepdim=True)
+    return float((additive**2).sum() / (centred**2).sum())
+
+
+def cnn_settings(images: ImageData, seed: int = 0) -> dict[str, tuple[str, ImageData]]:
+    """The chapter's three CNN settings: name → (normalisation, data); the third has shuffled training labels.
+
+    Parameters
+    ----------
+    images : ImageData
+        The data.
+    seed : int
+        The shuffle uses ``seed + 1``.
+
+    Returns
+    -------
+    dict
+        :data:`CNN_NAMES` → ``("none" | "batch", ImageData)``.
+    """
+    check_type(images, "images", ImageData, owner="cnn_settings")
+    order = torch.randperm(len(images.y_train), generator=torch.Generator().manual_seed(seed + 1))
+    shuffled = ImageData(images.x_train, images.y_train[order], images.x_test, images.y_test, images.num_classes,
+                         f"{images.name}, shuffled")
+    return dict(zip(CNN_NAMES, (("none", images), ("batch", images), ("batch", shuffled))))
+
+
+def final_records(runs: Mapping[str, History]) -> list[dict[str, Any]]:
+    """The last row of each run: DLR, its terms, NC1, ‖θ‖² and accuracies.
+
+    Parameters
+    ----------
+    runs : mapping
+        name → History written with a :class:`~nhtlab.training.dlr_tracker.DLRTracker` with labels.
+
+    Returns
+    -------
+    list of dict
+        ``run``, ``dlr``, ``nc1``, ``norm``, ``train_acc``, ``test_acc``, ``f_in``, ``pr``, ``r``.
+    """
+    out = []
+    for name, h in runs.items():
+        last = h.rows[-1]
+        out.append({"run": name, "dlr": last["dlr"], "nc1": last.get("nc1"), "norm": last["norm"],
+                    "train_acc": last["train_acc"], "test_acc": last["test_acc"], "f_in": last["dlr_f_in"],
+                    "pr": last["dlr_pr"], "r": last["dlr_rank"]})
+    return out
+
+
+def _by_run(records: Sequence[Mapping[str, Any]]) -> dict[str, Mapping[str, Any]]:
+    return {r["run"]: r for r in records}
+
+
+def batchnorm_check(records: Sequence[Mapping[str, Any]], margin: float = 0.1) -> Check:
+    """Whether BatchNorm gives the richer CNN (DLR lower by ``margin``) and the better test accuracy.
+
+    Parameters
+    ----------
+    records : sequence of dict
+        :func:`final_records` holding the runs named by :data:`CNN_NAMES`.
+    margin : float
+        The least DLR difference, no normalisation − BatchNorm.
+
+    Returns
+    -------
+    Check
+    """
+    r = _by_run(records)
+    bn, none = r[CNN_NAMES[1]], r[CNN_NAMES[0]]
+    passed = bn["dlr"] < none["dlr"] - margin and bn["test_acc"] > none["test_acc"]
+    return Check("BatchNorm gives the richer and better-generalising CNN", passed,
+                 f"DLR {bn['dlr']:.3f} vs {none['dlr']:.3f}, test acc {bn['test_acc']:.3f} vs {none['test_acc']:.3f}")
+
+
+def shuffled_check(records: Sequence[Mapping[str, Any]], chance_below: float = 0.2) -> Check:
+    """Whether the shuffled-label CNN generalises nothing yet is richer than the unnormalised one.
+
+    Parameters
+    ----------
+    records : sequence of dict
+        :func:`final_records` holding the runs named by :data:`CNN_NAMES`.
+    chance_below : float
+        The shuffled run's test accuracy is below this.
+
+    Returns
+    -------
+    Check
+    """
+    r = _by_run(records)
+    sh, none = r[CNN_NAMES[2]], r[CNN_NAMES[0]]
+    passed = sh["test_acc"] < chance_below and sh["dlr"] < none["dlr"]
+    return Check("richness is not generalisation: shuffled labels, low DLR, chance accuracy", passed,
+                 f"shuffled: DLR {sh['dlr']:.3f}, test acc {sh['test_acc']:.3f}; no normalisation DLR "
+                 f"{none['dlr']:.3f}")
+
+
+def measure_summary(runs: Sequence[tuple[str, History]]) -> list[dict[str, Any]]:
+    """DLR, NC1 and ‖θ‖² at the first and last evaluation of each run, with NC1's and ‖θ‖²'s extremes.
+
+    Parameters
+    ----------
+    runs : sequence of (name, History)
+        Histories written with a :class:`~nhtlab.training.dlr_tracker.DLRTracker` with labels.
+
+    Returns
+    -------
+    list of dict
+        ``run``, ``dlr_first``, ``dlr_last``, ``nc1_first``, ``nc1_min``, ``nc1_max``, ``nc1_last``,
+        ``norm_first``, ``norm_last``.
+    """
+    out = []
+    for name, h in runs:
+        nc = h.column("nc1")
+        out.append({"run": name, "dlr_first": h.rows[0]["dlr"], "dlr_last": h.rows[-1]["dlr"],
+                    "nc1_first": float(nc[0]), "nc1_min": float(nc.min()), "nc1_max": float(nc.max()),
+                    "nc1_last": float(nc[-1]), "norm_first": h.rows[0]["norm"], "norm_last": h.rows[-1]["norm"]})
+    return out
+
+
+def _f(fmt: str, *columns: str) -> dict[str, str]:
+    return dict.fromkeys(columns, fmt)
+
+
+#: kind → (columns, formats, headers) of the chapter's tables (:func:`nhtlab.dlr_table` renders them).
+TABLES: dict[str, tuple[list[str], dict[str, str], dict[str, str]]] = {
+    "rules": (["rule", "noise", "known_rank", "rank_found", "log_probs", "synthetic"],
+              _f("{:.4f}", "noise", "known_rank", "log_probs"),
+              {"noise": "noise |ΔDLR|", "known_rank": "known rank |ΔDLR|", "rank_found": "r found (true 5)",
+               "log_probs": "logits vs log-probs |ΔDLR|", "synthetic": "three properties"}),
+    "scored": (["rule", "synthetic", "lazy_minus_rich", "all_four"], {"lazy_minus_rich": "{:+.3f}"},
+               {"lazy_minus_rich": "lazy − rich DLR", "all_four": "all four"}),
+    "lazy_rich": (["alpha", "dlr", "cka_to_init", "nc1", "test_acc", "train_loss", "band"],
+                  {"alpha": "{:g}", "nc1": "{:.3g}", "train_loss": "{:.4f}",
+                   **_f("{:.3f}", "dlr", "cka_to_init", "test_acc")},
+                  {"dlr": "DLR (energy 0.99)", "cka_to_init": "CKA to init", "nc1": "NC1", "test_acc": "test acc",
+                   "train_loss": "train loss", "band": "other rules"}),
+    "marks": (["mark", "step", "paper_dlr", "dlr", "band", "paper_acc", "test_acc"],
+              {"step": "{:,}", "paper_dlr": "{:.2f}", "dlr": "{:.3f}", **_f("{:.1%}", "paper_acc", "test_acc")},
+              {"paper_dlr": "paper DLR", "dlr": "our DLR (energy 0.99)", "band": "other rules",
+               "paper_acc": "paper test", "test_acc": "our test"}),
+    "terms": (["mark", "step", "test_acc", "dlr", "f_in", "pr", "r", "low", "high"],
+              {"step": "{:,}", "test_acc": "{:.1%}", "r": "{:.0f}", "f_in": "{:.2f}", "pr": "{:.1f}",
+               **_f("{:.3f}", "dlr", "low", "high")},
+              {"dlr": "DLR", "pr": "PR", "test_acc": "test acc", "low": "band low", "high": "band high"}),
+    "spectra": (["mark", "step"] + [f"{q}_{k}" for k in (10, 40) for q in ("rho", "quality", "utilisation")],
+                {"step": "{:,}", **_f("{:.3f}", *(f"{q}_{k}" for k in (10, 40)
+                                                   for q in ("rho", "quality", "utilisation")))},
+                {f"{q}_{k}": label.format(k) for k in (10, 40)
+                 for q, label in (("rho", "ρ_{}/ρ_1"), ("quality", "Π*({})"), ("utilisation", "Π̂({})"))}),
+    "cnn": (["run", "dlr", "nc1", "norm", "train_acc", "test_acc", "f_in", "pr", "r"],
+            {"nc1": "{:.3g}", "norm": "{:,.1f}", "r": "{:.0f}", "f_in": "{:.2f}", "pr": "{:.1f}",
+             **_f("{:.3f}", "dlr", "train_acc", "test_acc")},
+            {"dlr": "DLR", "nc1": "NC1", "norm": "‖θ‖²", "pr": "PR", "train_acc": "train acc",
+             "test_acc": "test acc"}),
+    "paper_cnn": (["run", "dlr", "test_acc"], {"dlr": "{:.3f}", "test_acc": "{:.1%}"},
+                  {"run": "the paper's run", "dlr": "DLR", "test_acc": "test acc"}),
+    "measures": (["run", "dlr_first", "dlr_last", "nc1_first", "nc1_min", "nc1_max", "nc1_last", "norm_first",
+                  "norm_last"],
+                 {**_f("{:.3f}", "dlr_first", "dlr_last"), **_f("{:.3g}", "nc1_first", "nc1_min", "nc1_max",
+                                                                "nc1_last"),
+                  **_f("{:,.0f}", "norm_first", "norm_last")},
+                 {"dlr_first": "DLR first", "dlr_last": "DLR last", "nc1_first": "NC1 first", "nc1_min": "NC1 min",
+                  "nc1_max": "NC1 max", "nc1_last": "NC1 last", "norm_first": "‖θ‖² first",
+                  "norm_last": "‖θ‖² last"}),
+}
+
+
+def paper_cnn_records(paper: Mapping[str, tuple[float, float]]) -> list[dict[str, Any]]:
+    """The paper's CNN runs as records: ``run``, ``dlr``, ``test_acc``.
+
+    Parameters
+    ----------
+    paper : mapping
+        name → (DLR, test accuracy), as ``nhtlab.papers.DLR_PAPER["cnn"]``.
+
+    Returns
+    -------
+    list of dict
+    """
+    return [{"run": name, "dlr": value[0], "test_acc": value[1]} for name, value in paper.items()]
+
+
+def chosen_rule_check(scored: Sequence[Mapping[str, Any]], rule: str = "energy 0.99") -> Check:
+    """Whether the chosen rank rule passes all four properties.
+
+    Parameters
+    ----------
+    scored : sequence of dict
+        :func:`rule_records` with the lazy/rich runs.
+    rule : str
+        The chosen rule's name.
+
+    Returns
+    -------
+    Check
+    """
+    row = {r["rule"]: r for r in scored}[rule]
+    return Check(f"the chosen rule ({rule}) passes all four properties", row.get("all_four") == "pass",
+                 f"three synthetic properties: {row['synthetic']}; lazy − rich {row.get('lazy_minus_rich', 0):+.3f}")
+
+
+def timing_reading(checks: Mapping[int, Check]) -> Any:
+    """The timing claim over seeds: seed → whether DLR fell with generalisation (majority rule).
+
+    Parameters
+    ----------
+    checks : mapping
+        seed → :func:`timing_check` of that seed's run.
+
+    Returns
+    -------
+    Reading
+        :func:`~nhtlab.analysis.claims.over_seeds`, expected ``"falls with generalisation"``.
+    """
+    reading = {s: "falls with generalisation" if c else "does not" for s, c in checks.items()}
+    return over_seeds("DLR timing", reading, expected="falls with generalisation", rule="majority")

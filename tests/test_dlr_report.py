@@ -1,0 +1,165 @@
+"""nhtlab.analysis.dlr_report: chapter 04's records and checks, each check shown failing on an input built to fail it.
+
+The toy and the rank-rule assertions live here (they train nothing), not in the chapter.
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+from nhtlab.analysis import dlr_report as report
+from nhtlab.history import History
+from nhtlab.notebook.dlr_tables import dlr_table
+from nhtlab.papers import DLR_PAPER
+
+
+def lazy_rich(dlrs, ckas=(0.3, 0.99), nc1s=(0.01, 1.0)):
+    """Records of lazy/rich runs: DLR per α, CKA and NC1 at the two ends (interpolated in between)."""
+    out = []
+    for i, d in enumerate(dlrs):
+        end = i == len(dlrs) - 1
+        out.append({"alpha": 10.0**i, "dlr": d, "cka_to_init": ckas[1] if end else ckas[0],
+                    "nc1": nc1s[1] if end else nc1s[0], "dlr[full]": d + 0.01, "dlr[energy 0.99]": d})
+    return out
+
+
+def test_toy_dlr_falls_monotonically_from_near_one_to_zero():
+    toy = report.toy_curve(seed=0)
+    assert len(toy) == 21 and toy[0]["alpha"] == 0 and toy[-1]["alpha"] == 1
+    assert toy[0]["DLR"] > 0.9 and toy[-1]["DLR"] < 1e-6
+    assert all(a["DLR"] >= b["DLR"] - 1e-9 for a, b in zip(toy, toy[1:]))
+    assert toy[-1]["f_in"] == pytest.approx(1.0)
+
+
+def test_the_chosen_rule_passes_the_synthetic_properties_and_full_fails():
+    rows = {r["rule"]: r for r in report.rule_records(report.rule_properties(report.CANDIDATE_RULES, seed=0))}
+    assert rows["energy 0.99"]["synthetic"] == "passes" and rows["full"]["synthetic"] == "fails"
+
+
+def test_lazy_rich_checks_pass_on_a_clean_ground_truth_and_fail_otherwise():
+    good = lazy_rich([0.05, 0.2, 0.5])
+    assert report.lazy_rich_ground_truth(good) and report.lazy_rich_gap(good) and report.lazy_rich_monotone(good)
+    assert not report.lazy_rich_ground_truth(lazy_rich([0.05, 0.5], ckas=(0.8, 0.99)))  # rich run did not move
+    assert not report.lazy_rich_ground_truth(lazy_rich([0.05, 0.5], ckas=(0.3, 0.9)))  # lazy run moved
+    assert not report.lazy_rich_ground_truth(lazy_rich([0.05, 0.5], nc1s=(0.5, 1.0)))  # rich run did not collapse
+    assert not report.lazy_rich_gap(lazy_rich([0.3, 0.45]))
+    assert not report.lazy_rich_monotone(lazy_rich([0.05, 0.4, 0.3, 0.5]))
+    assert report.lazy_rich_monotone(lazy_rich([0.05, 0.4, 0.39, 0.5]))  # within the slack
+    with pytest.raises(ValueError, match="at least two"):
+        report.lazy_rich_gap(lazy_rich([0.1]))
+
+
+def test_lazy_rich_records_and_rule_scores():
+    result = SimpleNamespace(alpha=1.0, dlr=0.1, cka_to_init=0.5, nc1=0.2, test_acc=0.9, train_loss=0.01,
+                             compare={"full": 0.3, "energy 0.9": 0.05})
+    (row,) = report.lazy_rich_records([result])
+    assert row["band"] == "0.050–0.300" and row["dlr[full]"] == 0.3
+    props = [{"rule": "full", "passes": False}, {"rule": "energy 0.99", "passes": True}]
+    scored = report.rule_records(props, lazy_rich([0.05, 0.5]))
+    assert [r["all_four"] for r in scored] == ["fail", "pass"]
+    assert report.chosen_rule_check(scored)
+    assert not report.chosen_rule_check(report.rule_records(props, lazy_rich([0.4, 0.5])))  # gap too small
+    assert not report.chosen_rule_check(scored, rule="full")
+
+
+def rows_for(dlrs, step=100):
+    return [{"step": i * step, "dlr": d, "test_acc": min(1.0, i / 4)} for i, d in enumerate(dlrs)]
+
+
+def test_timing_holds_only_when_dlr_falls_more_after_t_mem():
+    rows = rows_for([0.3, 0.32, 0.1, 0.05])
+    t = report.dlr_timing(rows, t_mem=100, t_grok=200)
+    assert t["change_to_mem"] == pytest.approx(0.02) and t["fall_mem_to_grok"] == pytest.approx(0.22)
+    assert t["holds"] and report.timing_check(t)
+    early = report.dlr_timing(rows_for([0.5, 0.2, 0.15, 0.1]), t_mem=100, t_grok=200)  # fell during memorisation
+    assert early["holds"] is False and not report.timing_check(early)
+    missing = report.dlr_timing(rows, t_mem=100, t_grok=None)
+    assert missing["holds"] is None and not report.timing_check(missing)
+    reading = report.timing_reading({0: report.timing_check(t), 1: report.timing_check(early)})
+    assert (reading.k, reading.n, reading.holds, reading.flips) == (1, 2, False, True)
+
+
+def test_transformer_check_needs_both_events():
+    assert report.transformer_check(500, 900)
+    assert not report.transformer_check(500, None) and not report.transformer_check(None, None)
+
+
+def test_marks_put_the_papers_values_beside_ours_and_flag_steps_not_reached():
+    rows = rows_for([0.3, 0.32, 0.2, 0.1])
+    band = [{"step": r["step"], "dlr": r["dlr"], "low": r["dlr"] - 0.1, "high": r["dlr"] + 0.1} for r in rows]
+    marks = report.dlr_marks(rows, 100, 200, band, DLR_PAPER["transformer"])
+    by = {m["mark"]: m for m in marks}
+    assert by["step 200"]["paper_dlr"] == 0.51 and by["step 200"]["dlr"] == 0.2
+    assert by["step 3,000"]["dlr"] is None and by["step 3,000"]["paper_acc"] == 0.998
+    assert by["T_mem"]["band"] == "0.220–0.420" and by["last"]["step"] == 300
+    table = dlr_table("marks", marks)
+    assert "| step 3,000 | 3,000 | 0.11 | — |" in table
+    with pytest.raises(ValueError, match="kind"):
+        dlr_table("nope", marks)
+
+
+def test_spectra_marks_and_layer_change():
+    records = [{"step": s, "k": k, "relative": 1 / k, "quality": k / 100, "utilisation": k / 50}
+               for s in (0, 100) for k in range(1, 41)]
+    out = report.spectra_marks(records, {"step 0": 0, "T_mem": None, "last": 100})
+    assert [r["mark"] for r in out] == ["step 0", "last"] and out[1]["quality_40"] == 0.4
+    assert out[0]["rho_10"] == pytest.approx(0.1)
+    rows = [{"step": s, "test_acc": 0.5, "dlr": d, "dlr_f_in": 0.5, "dlr_pr": 3.0, "dlr_rank": 4.0, "dlr[full]": d + 0.2}
+            for s, d in ((0, 0.3), (100, 0.2), (200, 0.5))]
+    first, last = report.layer_change(rows, 100, ["full"])
+    assert first["mark"] == "T_mem" and first["dlr"] == 0.2 and last["high"] == pytest.approx(0.7)
+    assert report.layer_change(rows, None, ["full"])[0]["mark"] == "step 0"
+
+
+def test_additive_share_is_one_for_additive_features_and_small_for_interactions():
+    p = 7
+    a, b = torch.meshgrid(torch.arange(p), torch.arange(p), indexing="ij")
+    pairs = torch.stack([a.flatten(), b.flatten()], dim=1)
+    additive = torch.stack([torch.sin(pairs[:, 0] * 1.0), torch.cos(pairs[:, 1] * 2.0)], dim=1)
+    assert report.additive_share(additive, pairs, p) == pytest.approx(1.0)
+    s = (pairs[:, 0] + pairs[:, 1]) % p
+    interaction = torch.stack([torch.cos(2 * torch.pi * s / p), torch.sin(2 * torch.pi * s / p)], dim=1)
+    assert report.additive_share(interaction, pairs, p) < 1e-10
+
+
+def cnn_runs(dlrs, accs):
+    runs = {}
+    for name, d, acc in zip(report.CNN_NAMES, dlrs, accs):
+        runs[name] = History(rows=[{"step": 0, "dlr": 0.5, "nc1": 1.0, "norm": 10.0, "train_acc": 0.1, "test_acc": 0.1,
+                                    "dlr_f_in": 0.5, "dlr_pr": 2.0, "dlr_rank": 3.0},
+                                   {"step": 10, "dlr": d, "nc1": 0.1, "norm": 8.0, "train_acc": 1.0, "test_acc": acc,
+                                    "dlr_f_in": 0.9, "dlr_pr": 3.0, "dlr_rank": 6.0}], status="completed")
+    return runs
+
+
+def test_cnn_checks_pass_on_the_papers_ordering_and_fail_otherwise():
+    good = report.final_records(cnn_runs([0.3, 0.03, 0.1], [0.95, 0.99, 0.11]))
+    assert report.batchnorm_check(good) and report.shuffled_check(good)
+    assert not report.batchnorm_check(report.final_records(cnn_runs([0.1, 0.05, 0.1], [0.95, 0.99, 0.11])))
+    assert not report.batchnorm_check(report.final_records(cnn_runs([0.3, 0.03, 0.1], [0.99, 0.95, 0.11])))
+    assert not report.shuffled_check(report.final_records(cnn_runs([0.3, 0.03, 0.1], [0.95, 0.99, 0.5])))
+    assert not report.shuffled_check(report.final_records(cnn_runs([0.3, 0.03, 0.4], [0.95, 0.99, 0.11])))
+    summary = report.measure_summary(list(cnn_runs([0.3, 0.03, 0.1], [0.9, 0.9, 0.1]).items()))
+    assert summary[0]["nc1_min"] == 0.1 and summary[0]["norm_first"] == 10.0
+    assert dlr_table("cnn", good).count("\n") == 4
+
+
+def test_cnn_settings_shuffle_only_the_third_settings_training_labels():
+    from nhtlab.data.images import ImageData
+
+    y = torch.arange(50) % 10
+    images = ImageData(torch.zeros(50, 3, 4, 4), y, torch.zeros(5, 3, 4, 4), y[:5], 10, "toy")
+    settings = report.cnn_settings(images, seed=0)
+    assert list(settings) == list(report.CNN_NAMES)
+    assert [norm for norm, _ in settings.values()] == ["none", "batch", "batch"]
+    shuffled = settings[report.CNN_NAMES[2]][1]
+    assert not torch.equal(shuffled.y_train, y) and torch.equal(shuffled.y_train.sort().values, y.sort().values)
+    assert settings[report.CNN_NAMES[1]][1] is images
+
+
+def test_paper_records_come_from_nhtlab_papers():
+    rows = report.paper_cnn_records(DLR_PAPER["cnn"])
+    assert {r["run"] for r in rows} == set(DLR_PAPER["cnn"]) and rows[0]["dlr"] == 0.034

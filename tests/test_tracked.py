@@ -1,0 +1,79 @@
+"""tracked_run: a run trained with a DLR probe shares the plain run's cache entry, and the probe leaves its trajectory alone."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+import torch
+
+import nhtlab
+from nhtlab.history import History
+from nhtlab.training.cache import ResultCache
+from nhtlab.training.tracked import pair_probe, probe_key, same_run_check, tracked_run
+
+RUN = nhtlab.ModularRun(p=7, model="mlp", model_kwargs={"width": 16}, steps=30, eval_every=10, weight_decay=1.0)
+
+
+@pytest.fixture
+def cache(tmp_path):
+    return ResultCache(tmp_path / "cache")
+
+
+def probe(spectra=True):
+    return pair_probe(RUN, {"full": ("full", None)}, spectra=spectra, top=4)
+
+
+def test_a_cold_cache_trains_once_and_writes_the_plain_entry_that_cached_run_then_reads(cache):
+    tracked = tracked_run(RUN, probe(), cache, use_cache=True, progress="none")
+    assert not tracked.cached and tracked.plain == "written"
+    assert "dlr" in tracked.columns and "dlr[full]" in tracked.columns and tracked.spectra
+    plain = nhtlab.cached_run(RUN, cache, use_cache=True, progress="none")
+    assert plain.cached, "the plain run must come from the entry tracked_run wrote"
+    assert "dlr" not in plain.columns and "nc1" not in plain.columns and "param_norm" not in plain.columns
+    assert same_run_check(tracked, plain)
+
+
+def test_the_probe_does_not_change_the_trajectory_of_a_run_cached_before(cache):
+    plain = nhtlab.cached_run(RUN, cache, use_cache=True, progress="none")  # chapter 1 first
+    tracked = tracked_run(RUN, probe(), cache, use_cache=True, progress="none")
+    assert tracked.plain == "cached before" and not tracked.cached
+    check = same_run_check(tracked)
+    assert check, check.detail
+    assert "cached before" in check.detail and len(plain) == len(tracked)
+
+
+def test_a_second_call_reads_the_tracked_entry_and_its_spectra(cache):
+    first = tracked_run(RUN, probe(), cache, use_cache=True, progress="none")
+    again = tracked_run(RUN, probe(), cache, use_cache=True, progress="none")
+    assert again.cached and again.rows == first.rows and again.spectra == first.spectra
+    assert again.plain == "cached" and same_run_check(again)
+    assert not hasattr(again, "model")
+    other = tracked_run(RUN, probe(spectra=False), cache, use_cache=True, progress="none")  # another probe: another entry
+    assert not other.cached and other.spectra == []
+
+
+def test_same_run_check_fails_on_another_run_a_changed_value_or_no_entry(cache):
+    tracked = tracked_run(RUN, probe(), cache, use_cache=True, progress="none")
+    changed = copy.deepcopy(tracked.plain_history)
+    changed.rows[1]["test_acc"] += 0.01
+    assert not same_run_check(tracked, changed)
+    shorter = History(rows=tracked.plain_history.rows[:-1], status="completed")
+    assert not same_run_check(tracked, shorter)
+    other_seed = nhtlab.cached_run(RUN.replace(seed=1), cache, use_cache=True, progress="none")
+    assert not same_run_check(tracked, other_seed)
+    bare = History(rows=tracked.rows, status="completed")
+    assert not same_run_check(bare), "no plain entry must fail, not pass"
+
+
+def test_without_cache_it_trains_and_reads_nothing(cache):
+    h = tracked_run(RUN, probe(), cache, use_cache=False, progress="none")
+    assert not h.cached and h.plain is None and len(cache) == 0
+
+
+def test_probe_key_changes_with_the_probe_inputs_and_rules():
+    a = pair_probe(RUN)
+    assert probe_key(a) == probe_key(pair_probe(RUN))
+    assert probe_key(a) != probe_key(pair_probe(RUN.replace(seed=1)))  # another split: other rows
+    assert probe_key(a) != probe_key(pair_probe(RUN, {"full": ("full", None)}))
+    assert a.x.shape == (RUN.p**2, 2) and torch.equal(a.labels, (a.x[:, 0] + a.x[:, 1]) % RUN.p)
