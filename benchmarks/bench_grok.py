@@ -1,6 +1,9 @@
 """Benchmark (not a test): the companion transformer's training speed against the machine's matmul limit.
 
-Usage: ``python benchmarks/bench_grok.py [--steps 60] [--attention-steps 50] [--optimizer-steps 50] [--table-steps 50] [--sweep-steps 300] [--skip-sweep]``
+Usage: ``python benchmarks/bench_grok.py [--steps 60] [--attention-steps 50] [--optimizer-steps 50] [--table-steps 50] [--sweep-steps 300] [--skip-sweep] [--smoke]``
+
+``--smoke`` runs every part for a few steps (seconds; tests/test_benchmarks.py runs it so the script cannot rot):
+its numbers mean nothing.
 
 On one CPU thread it prints
 
@@ -42,7 +45,7 @@ import torch
 import torch.nn.functional as F
 
 import nhtlab
-from nhtlab.models.transformer import SelfAttention, Transformer
+from nhtlab.models.transformer import SelfAttention, Transformer, gather_rows
 from nhtlab.training.loop import evaluate
 from nhtlab.training.sweeps import grid, sweep
 
@@ -58,8 +61,14 @@ def _step_fn(model, opt, x, y, idx_gen, batch):
     return step
 
 
-def matmul_attention(self, x, queries=None):
-    """SelfAttention.forward as nhtlab 0.2.0 wrote it: batched matmuls over (B·heads) tiny matrices."""
+def matmul_attention(self, x, queries=None, tokens=None):
+    """SelfAttention.forward as nhtlab 0.2.0 wrote it: batched matmuls over (B·heads) tiny matrices.
+
+    With ``tokens`` (the first block's (T, V, C) table, :meth:`Transformer.features`) the rows are
+    gathered first and projected per sequence, as 0.2.0 did.
+    """
+    if tokens is not None:
+        x = gather_rows(x, tokens)
     B, T, C = x.shape
     Tq = T if queries is None else queries
     hs = C // self.n_heads
@@ -79,6 +88,9 @@ def per_sequence_features(self, x):
     for block in early:
         h = block(h)
     return self.ln_f(last(h, last_only=True)[:, -1])
+
+
+ROUNDS = 6  # alternating blocks per comparison (1 with --smoke)
 
 
 def _alternate(steppers: dict, steps: int, rounds: int, before=lambda label: None) -> dict:
@@ -109,8 +121,9 @@ def _companion_stepper(fused: bool):
     return _step_fn(model, opt, data.x_train, data.y_train, torch.Generator().manual_seed(0), run.batch_size)
 
 
-def bench_attention(steps: int, rounds: int = 6) -> None:
+def bench_attention(steps: int, rounds: int | None = None) -> float:
     """Steps per CPU second with each attention form, alternating blocks of ``steps`` steps."""
+    rounds = ROUNDS if rounds is None else rounds
     broadcast = SelfAttention.forward
     forms = {"broadcast (nhtlab)": broadcast, "batched matmul (0.2.0)": matmul_attention}
     steppers = {label: _companion_stepper(fused=True) for label in forms}
@@ -122,10 +135,12 @@ def bench_attention(steps: int, rounds: int = 6) -> None:
     for label, rate in rates.items():
         print(f"  {label:<24} {rate:6.1f} steps per CPU second")
     print(f"  broadcast / matmul:      ×{rates['broadcast (nhtlab)'] / rates['batched matmul (0.2.0)']:.3f}")
+    return rates['broadcast (nhtlab)'] / rates['batched matmul (0.2.0)']
 
 
-def bench_token_table(steps: int, rounds: int = 6) -> None:
+def bench_token_table(steps: int, rounds: int | None = None) -> None:
     """Steps and evaluations per CPU second with the token table and with per-sequence projections."""
+    rounds = ROUNDS if rounds is None else rounds
     table = Transformer.features
     forms = {"token table (nhtlab)": table, "per sequence (0.2.3)": per_sequence_features}
     swap = lambda label: setattr(Transformer, "features", forms[label])
@@ -146,8 +161,9 @@ def bench_token_table(steps: int, rounds: int = 6) -> None:
     print(f"  table / per sequence:    ×{rates[a] / rates[b]:.3f} steps, ×{evals[a] / evals[b]:.3f} evaluations")
 
 
-def bench_optimizer(steps: int, rounds: int = 6) -> None:
+def bench_optimizer(steps: int, rounds: int | None = None) -> None:
     """AdamW fused against foreach (PyTorch's default), on the companion transformer and the SimpleCNN."""
+    rounds = ROUNDS if rounds is None else rounds
     from nhtlab.training.presets import BORDER_DESIGN
 
     run = nhtlab.ShortcutRun(seed=0, **BORDER_DESIGN)
@@ -191,8 +207,9 @@ def count_matmuls(model, x, y, batch) -> tuple[int, Counter]:
     return counter.get_total_flops(), shapes
 
 
-def matmul_limit(shapes: Counter, seconds: float = 0.3) -> float:
+def matmul_limit(shapes: Counter, seconds: float | None = None) -> float:
     """Single-thread GFLOP/s of torch.mm/bmm over ``shapes`` (FLOP-weighted, each timed alone)."""
+    seconds = (0.01 if ROUNDS == 1 else 0.3) if seconds is None else seconds
     total_flops, total_time = 0.0, 0.0
     for (b, m, k, n), count in shapes.items():
         a = torch.randn(b, m, k) if b > 1 else torch.randn(m, k)
@@ -221,7 +238,7 @@ def bench_cpu(args) -> None:
     gen = torch.Generator().manual_seed(0)
     step = _step_fn(model, opt, data.x_train, data.y_train, gen, run.batch_size)
     flops, shapes = count_matmuls(model, data.x_train, data.y_train, run.batch_size)
-    for _ in range(5):
+    for _ in range(1 if ROUNDS == 1 else 5):
         step()
     t0, c0 = time.perf_counter(), time.thread_time()
     for _ in range(args.steps):
@@ -240,6 +257,7 @@ def bench_cpu(args) -> None:
 
     # the real loop, with its evaluations (every 100 steps on all pairs); 300 steps = 3 evaluations + step 0
     for label, every in (("train(), eval_every=100", 100), ("train(), eval_every=25", 25)):
+        every = min(every, args.loop_steps)
         r = run.replace(steps=args.loop_steps, eval_every=every, stop_after=None)
         t0, c0 = time.perf_counter(), time.thread_time()
         nhtlab.run_modular(r, progress="none")
@@ -292,17 +310,25 @@ def main() -> None:
     parser.add_argument("--skip-sweep", action="store_true")
     parser.add_argument("--gpu-seeds", type=int, default=10)
     parser.add_argument("--gpu-steps", type=int, default=2000)
+    parser.add_argument("--smoke", action="store_true", help="a few steps of every part (seconds): checks the script runs")
     args = parser.parse_args()
+    global ROUNDS
+    if args.smoke:
+        ROUNDS = 1
+        args.steps = args.attention_steps = args.optimizer_steps = args.table_steps = 2
+        args.loop_steps, args.skip_sweep, args.gpu_seeds, args.gpu_steps = 2, True, 2, 2
+        os.environ.setdefault("NHTLAB_CACHE", "off")
     os.environ.setdefault("NHTLAB_PROGRESS", "none")
     print(f"torch {torch.__version__}, {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs; "
           f"load average {os.getloadavg()[0]:.1f} (inflated timings when > 0)\n")
     bench_cpu(args)
-    bench_attention(args.attention_steps)
+    ratio = bench_attention(args.attention_steps)
     bench_optimizer(args.optimizer_steps)
     bench_token_table(args.table_steps)
     if not args.skip_sweep:
         bench_sweep(args)
     bench_cuda(args)
+    print(f"\nratio broadcast / batched-matmul attention (steps per CPU second): {ratio:.3f}")
 
 
 if __name__ == "__main__":

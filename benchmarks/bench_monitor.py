@@ -1,6 +1,7 @@
 """Overhead of nhtlab.Monitor on a training step, measured side by side with the bare loop.
 
-Run: ``.venv/bin/python benchmarks/bench_monitor.py`` (one thread; about a minute).
+Run: ``.venv/bin/python benchmarks/bench_monitor.py`` (one thread; about a minute; ``--smoke``: seconds,
+checks the script runs).
 Each configuration trains the same model for ``--steps`` steps; the bare loop and
 the monitored loops are interleaved and repeated, and the fastest repeat of each
 is kept. Time is the process's CPU time (``time.process_time``), which other
@@ -25,13 +26,17 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--width", type=int, default=256)
     parser.add_argument("--p", type=int, default=47)
+    parser.add_argument("--smoke", action="store_true", help="a few steps (seconds): checks the script runs")
     args = parser.parse_args()
+    if args.smoke:
+        args.steps, args.repeats, args.width, args.p = 4, 1, 16, 11
     torch.set_num_threads(1)
     torch.manual_seed(0)
     data = nhtlab.modular_data(args.p, train_fraction=0.5, seed=0)
     model = nhtlab.EmbeddingMLP(args.p, width=args.width, embed_std=0.5)
     opt = torch.optim.AdamW(model.parameters(), lr=3e-3, betas=(0.9, 0.98), weight_decay=1.0)
     probe = (data.x_test[:256],)
+    records = 5 if args.smoke else 50
     configs = {
         "bare loop": None,
         "monitor every=100": dict(every=100),
@@ -64,9 +69,9 @@ def main() -> None:
     for name, kwargs in (("record: norms + head signals", {}), ("record: + DLR on the probe", {"probe": probe})):
         monitor = nhtlab.Monitor(model, **kwargs)
         start = time.process_time()
-        for i in range(50):
+        for i in range(records):
             monitor.record(i)
-        per_record[name] = (time.process_time() - start) / 50
+        per_record[name] = (time.process_time() - start) / records
     print(f"EmbeddingMLP p={args.p} width={args.width}, full batch ({len(data.y_train)} pairs), "
           f"{args.steps} steps × {args.repeats} repeats, 1 thread; best repeat")
     for name, seconds in best.items():
@@ -74,6 +79,7 @@ def main() -> None:
     for name, seconds in per_record.items():
         implied = ", ".join(f"every={k}: +{seconds / k / bare:.1%}" for k in (1, 10, 100))
         print(f"{name:38s} {seconds * 1e3:7.3f} CPU ms/record  overhead per step {implied}")
+    print(f"ratio monitor every=10 / bare loop: {best['monitor every=10'] / bare:.3f}")
 
 
 if __name__ == "__main__":

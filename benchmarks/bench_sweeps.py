@@ -1,6 +1,7 @@
 """Benchmark (not a test): one 16-run grid trained sequentially, in a process pool, and batched.
 
-Usage: ``python benchmarks/bench_sweeps.py [--steps 300] [--workers 2] [--p 31] [--width 128]``
+Usage: ``python benchmarks/bench_sweeps.py [--steps 300] [--workers 2] [--p 31] [--width 128] [--smoke]``
+(``--smoke``: a few steps of a small model, seconds; checks the script runs)
 
 Prints wall-clock seconds of each strategy measured side by side in one process
 (process-pool start-up included), the training seconds summed over runs, and the
@@ -37,10 +38,14 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--p", type=int, default=31)
     parser.add_argument("--width", type=int, default=128)
+    parser.add_argument("--smoke", action="store_true", help="a few steps of a small model: checks the script runs")
     args = parser.parse_args()
+    if args.smoke:
+        args.steps, args.p, args.width = 4, 7, 8
+        os.environ.setdefault("NHTLAB_CACHE", "off")
     torch.set_num_threads(1)
     base = nhtlab.ModularRun(p=args.p, train_fraction=0.7, model_kwargs=dict(width=args.width, embed_std=0.3),
-                             steps=args.steps, eval_every=25, lr=1e-2, device="cpu")
+                             steps=args.steps, eval_every=min(25, args.steps), lr=1e-2, device="cpu")
     runs = grid(base, weight_decay=[0.0, 0.1, 0.3, 0.5, 1.0, 2.0, 3.0, 10.0], seed=[0, 1])
     print(f"16 runs of EmbeddingMLP p={args.p} width={args.width}, {args.steps} full-batch steps each; "
           f"{os.cpu_count()} CPUs ({platform.processor() or platform.machine()}), torch {torch.__version__}, 1 thread per process")
@@ -59,6 +64,7 @@ def main() -> None:
     for label, wall, _, _ in rows[1:]:
         print(f"  {label:<38} {seq_wall / wall:5.2f}x")
     print(f"  (os.getloadavg() at the end: {', '.join(f'{x:.1f}' for x in os.getloadavg())})")
+    print(f"ratio sequential / batched (1 stack) wall clock: {seq_wall / rows[2][1]:.3f}")
     if torch.cuda.is_available():
         gpu_runs = [r.replace(device="cuda") for r in runs]
         print(f"\nCUDA: {torch.cuda.get_device_name()}")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from pathlib import Path
 
 import pytest
@@ -38,7 +39,7 @@ def test_hit_returns_the_same_history_without_training(cache):
     assert trained and hasattr(first, "model") and len(cache) == 1
     second, trained = _trained(cache)
     assert not trained and not hasattr(second, "model")
-    assert second.rows == first.rows and second.status == "completed" and second.config == RUN.to_dict()
+    assert second.rows == first.rows and second.status == "completed" and second.config == {**RUN.to_dict(), "threads": 1}
     assert cache.get(RUN.to_dict()).rows == first.rows
 
 
@@ -193,8 +194,9 @@ def test_a_run_claimed_by_another_process_is_waited_for_and_read_not_trained(cac
     import time
 
     flag = tmp_path / "claimed"
+    # the other process trains at one thread, as this one does: a run's cache key holds its thread count
     other = subprocess.Popen([sys.executable, "-c", _CLAIM_AND_TRAIN, str(cache.root), json.dumps(RUN.to_dict()),
-                              str(flag)])
+                              str(flag)], env={**os.environ, "OMP_NUM_THREADS": "1"})
     try:
         deadline = time.monotonic() + 60
         while not flag.exists():

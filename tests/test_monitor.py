@@ -1,6 +1,5 @@
 import importlib
 import math
-import time
 from collections import OrderedDict
 
 import pytest
@@ -183,27 +182,19 @@ def test_monitor_follows_a_real_training_loop():
     assert not math.isnan(monitor.rows[-1]["loss"])
 
 
-def test_overhead_is_small_when_recording_every_k_steps():
-    torch.manual_seed(0)
-    data = nhtlab.modular_data(23, train_fraction=0.5, seed=0)
-    model = EmbeddingMLP(23, width=64)
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=1.0)
+def test_steps_between_records_compute_nothing(monkeypatch):
+    # The cost claim without a clock: only every k-th step reads the parameters (a timing assertion
+    # depends on the machine's load; benchmarks/bench_monitor.py measures the overhead instead).
+    import nhtlab.training.monitor as monitor_module
+
+    model = EmbeddingMLP(23, width=16)
     monitor = Monitor(model, every=20)
-
-    def loop(watch: bool, steps: int = 200) -> float:
-        start = time.process_time()
-        for step in range(1, steps + 1):
-            loss = F.cross_entropy(model(data.x_train), data.y_train)
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-            if watch:
-                monitor(step)
-        return time.process_time() - start
-
-    bare = min(loop(False) for _ in range(3))
-    watched = min(loop(True) for _ in range(3))
-    assert watched < 1.5 * bare, f"monitor overhead {watched / bare:.2f}× the bare loop"
+    calls = []
+    real = monitor_module.layer_norms
+    monkeypatch.setattr(monitor_module, "layer_norms", lambda m: calls.append(1) or real(m))
+    for step in range(1, 201):
+        monitor(step)
+    assert len(calls) == 10 and len(monitor.rows) == 11, "one parameter read per recorded step, none in between"
 
 
 def test_diagnose_delegates_to_regimes_with_recorded_accuracies():

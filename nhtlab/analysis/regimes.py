@@ -22,6 +22,8 @@ T_mem on, with explicit, documented thresholds:
    ``min_contraction`` between T_mem and T_grok → **intermediate**;
 3. memorised, not generalised, and ‖θ‖² never fell more than ``min_contraction``
    below its value at T_mem → **weak**;
+0. a run that diverged (``status == "diverged"``, or a non-finite ‖θ‖² or training
+   loss in its history) is **diverged**: no regime is read off a broken run;
 4. anything else → **undetermined**, with the reason: a run that generalised
    without a delay or without its norm contracting (no shortcut phase to speak
    of), or one whose norm is contracting when the budget ends without having
@@ -45,7 +47,7 @@ from ..history import History
 from ..validation import check_int, check_real, check_type
 from .events import Events, find_events
 
-__all__ = ["REGIMES", "UNDETERMINED", "TOO_EARLY", "UNJUDGED", "Regime", "diagnose_regime", "regime_order_ok", "regime_table", "regime_curves"]
+__all__ = ["REGIMES", "UNDETERMINED", "TOO_EARLY", "DIVERGED", "UNJUDGED", "is_diverged", "Regime", "diagnose_regime", "regime_order_ok", "regime_table", "regime_curves"]
 
 #: The three regimes, in the order of increasing λ: nhtlab's only list of them (the online
 #: :func:`nhtlab.training.monitor.online_regime` returns these too).
@@ -54,8 +56,43 @@ REGIMES = ("weak", "intermediate", "strong")
 UNDETERMINED = "undetermined"
 #: The online monitor's label for a run with too few records to judge.
 TOO_EARLY = "too early"
+#: The label of a run that diverged (rule 0): a broken run gets no verdict.
+DIVERGED = "diverged"
 #: Labels that judge nothing: the order checks (:func:`regime_order_ok`) skip them.
-UNJUDGED = (TOO_EARLY, UNDETERMINED)
+UNJUDGED = (TOO_EARLY, UNDETERMINED, DIVERGED)
+
+
+def is_diverged(history: History) -> str | None:
+    """Why ``history`` is a broken run, or None when it is not.
+
+    A run is broken when its status is ``"diverged"`` (:func:`nhtlab.training.loop.train`
+    stops at the first non-finite loss or norm) or when a recorded ‖θ‖² or training loss
+    is NaN or infinite (a history recorded by another loop, e.g. :class:`nhtlab.Monitor`).
+
+    Parameters
+    ----------
+    history : History
+
+    Returns
+    -------
+    str or None
+        The reason in words, or None.
+
+    Examples
+    --------
+    >>> is_diverged(History(rows=[{"step": 0, "norm": 1.0}, {"step": 10, "norm": float("nan")}]))
+    '‖θ‖² is not finite from step 10'
+    """
+    check_type(history, "history", History, owner="is_diverged")
+    if history.status == "diverged":
+        return history.message or "the run diverged"
+    for name, label in (("norm", "‖θ‖²"), ("train_loss", "the training loss")):
+        if name in history.columns:
+            values = history.column(name)
+            bad = ~np.isfinite(values)
+            if bad.any():
+                return f"{label} is not finite from step {int(history.column('step')[np.argmax(bad)])}"
+    return None
 
 
 @dataclass
@@ -64,7 +101,7 @@ class Regime:
 
     Attributes
     ----------
-    regime : {"weak", "intermediate", "strong", "undetermined"}
+    regime : {"weak", "intermediate", "strong", "undetermined", "diverged"}
     memorised : bool
         Train accuracy reached ``fit_threshold``.
     generalised : bool
@@ -100,7 +137,7 @@ def diagnose_regime(
     min_contraction: float = 0.2,
     min_delay: int = 200,
 ) -> Regime:
-    """Classify a run as weak, intermediate, strong or undetermined (rules in the module docstring).
+    """Classify a run as weak, intermediate, strong, undetermined or diverged (rules in the module docstring).
 
     Parameters
     ----------
@@ -134,6 +171,10 @@ def diagnose_regime(
     train_acc, test_acc = history.column("train_acc"), history.column("test_acc")
     t_grok = next((int(s) for s, a in zip(steps, test_acc) if a >= generalise_threshold), None)
     generalised = t_grok is not None
+    broken = is_diverged(history)
+    if broken is not None:
+        return Regime(DIVERGED, events.t_mem is not None, generalised, None, None,
+                      f"the run diverged ({broken}): no regime is read off a broken run", events)
     if events.t_mem is None:
         return Regime("strong", False, generalised, None, None,
                       f"train accuracy never reached {fit_threshold:.0%} within {int(steps[-1]):,} steps "

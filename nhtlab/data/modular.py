@@ -17,6 +17,48 @@ from ..validation import check_choice, check_int, check_real
 __all__ = ["OPERATIONS", "ModularData", "modular_data", "is_prime"]
 
 OPERATIONS = ("+", "-", "*", "/")
+#: The largest modulus: the p² pairs are built in memory (4096² ≈ 16.8 M pairs, ~270 MB as int64).
+MAX_P = 4096
+#: The largest seed: torch's generators take an unsigned 64-bit seed; 2⁶³ − 1 also fits a signed one.
+MAX_SEED = 2**63 - 1
+
+
+def check_max_p(p: int, owner: str) -> None:
+    """Raise a ValueError naming ``owner`` when ``p`` exceeds :data:`MAX_P`.
+
+    Parameters
+    ----------
+    p : int
+        The modulus (already checked to be an int ≥ 2).
+    owner : str
+        The function or class named in the message.
+
+    Returns
+    -------
+    None
+    """
+    if p > MAX_P:
+        raise ValueError(f"The 'p' parameter of {owner} must be an int <= {MAX_P}: the p² = {p * p:,} pairs are "
+                         f"built in memory. Got {p!r} instead.")
+
+
+def check_max_seed(seed: int, owner: str) -> None:
+    """Raise a ValueError naming ``owner`` when ``seed`` exceeds :data:`MAX_SEED` (torch takes 64-bit seeds).
+
+    Parameters
+    ----------
+    seed : int
+        The seed (already checked to be an int ≥ 0).
+    owner : str
+        The function or class named in the message.
+
+    Returns
+    -------
+    None
+    """
+    if seed > MAX_SEED:
+        raise ValueError(f"The 'seed' parameter of {owner} must be an int <= 2**63 - 1 = {MAX_SEED} (torch's "
+                         f"generators take 64-bit seeds). Got {seed!r} instead.")
 
 
 def is_prime(n: int) -> bool:
@@ -103,9 +145,11 @@ def modular_data(p: int = 97, operation: str = "+", train_fraction: float = 0.5,
     49
     """
     p = check_int(p, "p", low=2, owner="modular_data")
+    check_max_p(p, "modular_data")
     check_choice(operation, "operation", OPERATIONS, owner="modular_data")
     check_real(train_fraction, "train_fraction", 0.0, 1.0, low_open=True, high_open=True, owner="modular_data")
     seed = check_int(seed, "seed", low=0, owner="modular_data")
+    check_max_seed(seed, "modular_data")
     if operation == "/" and not is_prime(p):
         raise ValueError(
             f"The 'p' parameter of modular_data must be a prime number when operation='/'"

@@ -78,14 +78,25 @@ Under a general invertible linear map of the outputs it is unchanged with
 directions above the threshold (e.g. outputs of exact rank r).
 
 Degenerate inputs never give NaN: constant features or constant outputs raise a
-ValueError naming the argument (their centred kernel is zero and CKA is 0/0);
-rank-deficient features are fine (PR counts only their non-zero directions).
+ValueError naming the argument (their centred kernel is zero and CKA is 0/0), and
+so do features or outputs with no columns; rank-deficient features are fine (PR
+counts only their non-zero directions). Two cases give a number that says little,
+with a :class:`RuntimeWarning` naming the reason: n ≤ p (no more samples than
+features: the centred features span at most n − 1 directions, so PR and the kernel
+are those of the sample, not of the features), and outputs whose rank cannot be
+resolved (every centred singular value within the outputs' float rounding of the
+largest, as for outputs that are one direction plus rounding noise: the span is
+rounding). The inputs are rescaled by a power of two before anything is summed,
+so a global scale of the features or of the outputs does not change the value
+(float64 inputs at 1e±80, float32 at 1e±30, give the value at scale 1).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+import math
+import warnings
 from numbers import Integral
 from typing import Any
 
@@ -217,9 +228,30 @@ class DLRTerms:
         return dict(self.__dict__)
 
 
+def _no_columns(x: Any, name: str, owner: str) -> None:
+    if isinstance(x, torch.Tensor) and x.dim() >= 1 and x.shape[0] >= 2 and x.numel() == 0:
+        raise ValueError(f"The {name!r} parameter of {owner} must have at least one column per sample. "
+                         f"Got shape {tuple(x.shape)} instead (no {name} to compare).")
+
+
+def _rescaled(x: torch.Tensor) -> torch.Tensor:
+    """``x`` divided by the power of two nearest its largest entry: exact, and nothing summed later overflows."""
+    top = float(x.abs().max())
+    if top == 0.0 or not math.isfinite(top):
+        return x
+    return x * 2.0 ** -math.frexp(top)[1]
+
+
 def _centred_pair(features: torch.Tensor, outputs: torch.Tensor, owner: str) -> tuple[torch.Tensor, torch.Tensor]:
-    phi = as_float64_matrix(features, "features", owner)
-    f = as_float64_matrix(outputs, "outputs", owner)
+    _no_columns(features, "features", owner)
+    _no_columns(outputs, "outputs", owner)
+    phi = _rescaled(as_float64_matrix(features, "features", owner))  # DLR is scale-free: only the scale changes
+    f = _rescaled(as_float64_matrix(outputs, "outputs", owner))
+    if phi.shape[0] <= phi.shape[1]:
+        warnings.warn(
+            f"{owner}: n = {phi.shape[0]} samples ≤ p = {phi.shape[1]} features, so the centred features span at "
+            f"most n − 1 = {phi.shape[0] - 1} directions and DLR describes this sample, not the features: "
+            f"measure on more samples than features.", RuntimeWarning, stacklevel=4)
     if phi.shape[0] != f.shape[0]:
         raise ValueError(
             f"The 'outputs' parameter of {owner} must have as many rows as 'features' ({phi.shape[0]}). Got {f.shape[0]} instead."
@@ -227,6 +259,13 @@ def _centred_pair(features: torch.Tensor, outputs: torch.Tensor, owner: str) -> 
     if f.device != phi.device:
         f = f.to(phi.device)
     phi_c, f_c = centre(phi), centre(f)
+    top = float(f.abs().max())
+    spread = float(f_c.abs().max()) / top if top > 0 else 0.0
+    if 0.0 < spread < 1e3 * _eps(outputs):
+        warnings.warn(
+            f"{owner}: the outputs vary across samples by {spread:.1e} of their size, within 1e3 × the float "
+            f"rounding of {outputs.dtype} ({_eps(outputs):.1e}): their rank, and so the output span, cannot be "
+            f"resolved from rounding.", RuntimeWarning, stacklevel=4)
     if float(phi_c.abs().max()) <= _ZERO_TOL * max(float(phi.abs().max()), 1e-300):
         raise ValueError(
             f"The 'features' parameter of {owner} is constant across samples: the feature kernel is 0 and DLR is undefined."

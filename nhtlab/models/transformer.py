@@ -14,8 +14,16 @@ __all__ = ["SelfAttention", "Block", "Transformer"]
 
 
 def gather_rows(table: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
-    """Row ``tokens[b, t]`` of ``table[t]`` for each sequence b and position t: (T, V, D), (B, T) → (B, T, D)."""
-    return table[torch.arange(tokens.shape[1], device=tokens.device), tokens]
+    """Row ``tokens[b, t]`` of ``table[t]`` for each sequence b and position t: (T, V, D), (B, T) → (B, T, D).
+
+    An embedding lookup in the flattened (T·V, D) table, not advanced indexing: the backward of
+    ``table[arange, tokens]`` (``index_put_`` with accumulation) sums the rows' gradients in an order
+    that changes between calls when torch runs on more than one CPU thread, so the same run gave
+    different histories at 2 threads; the embedding backward sums in a fixed order (issue 29).
+    """
+    T, V = table.shape[0], table.shape[1]
+    flat = tokens + torch.arange(T, device=tokens.device) * V  # (B, T): row t·V + token
+    return F.embedding(flat, table.reshape(T * V, table.shape[-1]))
 
 
 class SelfAttention(nn.Module):

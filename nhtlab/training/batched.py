@@ -219,7 +219,7 @@ def train_batched(runs: Sequence[ModularRun], progress: str | None = None, desc:
     samplers = [torch.Generator(device=device).manual_seed(r.seed) for r in runs]
     layers = layer_parameters(base)  # {layer: [parameter names]}, the grouping of layer_norms
 
-    histories = [History(config=run.to_dict()) for run in runs]
+    histories = [History(config={**run.to_dict(), "threads": torch.get_num_threads()}) for run in runs]
     live = list(range(R))  # the runs still in the stack, by their index in ``runs``; position k holds run live[k]
     final: list[dict[str, torch.Tensor] | None] = [None] * R  # parameters of a run when it finished
     finished: list[int] = []  # positions (in the stack) of runs that finished since the last compaction

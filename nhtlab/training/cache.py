@@ -2,7 +2,8 @@
 
 An entry is keyed by the SHA-256 of the canonical JSON (sorted keys, no
 spaces) of the run's *full* configuration together with ``nhtlab.__version__``
-(and, under the smoke cap of :mod:`nhtlab.smoke`, the cap's settings):
+(and, under the smoke cap of :mod:`nhtlab.smoke`, the cap's settings; and for a
+CPU run, the number of torch threads when it is more than one, see :func:`config_key`):
 changing any setting, or upgrading nhtlab, misses the cache and trains again.
 Each entry is one JSON file holding the key, the configuration, the history
 (with its column order, which the sorted JSON would lose) and a SHA-256 checksum of its content, written atomically (temporary file +
@@ -48,6 +49,8 @@ try:  # POSIX file locks; elsewhere claim() does not wait (see ResultCache.claim
 except ImportError:  # pragma: no cover - Windows
     fcntl = None  # type: ignore[assignment]
 
+import torch
+
 from .. import _version
 from ..history import History
 from ..smoke import smoke_signature
@@ -91,11 +94,27 @@ def _sha256(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+def key_threads(config: Mapping[str, Any]) -> int | None:
+    """The torch thread count that can change the result of ``config``'s run, or None where it cannot.
+
+    A CPU kernel splits its sums over the threads, so the same run at 1 and at 2 threads
+    rounds differently (at a fixed count it is bit-reproducible). None for a CUDA run and
+    at one thread (so one-thread keys read as they did before the count was keyed).
+    """
+    device = config.get("device", "auto")
+    if device == "cuda" or (device == "auto" and torch.cuda.is_available()):
+        return None
+    threads = torch.get_num_threads()
+    return threads if threads > 1 else None
+
+
 def config_key(config: Mapping[str, Any]) -> str:
     """SHA-256 (hex) of the canonical JSON of ``config`` and ``nhtlab.__version__``.
 
     Under the smoke cap (``NHTLAB_SMOKE=1``, :mod:`nhtlab.smoke`) the cap's
-    settings are hashed too, so capped and real runs never share an entry.
+    settings are hashed too, so capped and real runs never share an entry; so is
+    the torch thread count of a CPU run trained on more than one thread
+    (:func:`key_threads`): a run at 2 threads is another result than at 1.
 
     Examples
     --------
@@ -108,6 +127,9 @@ def config_key(config: Mapping[str, Any]) -> str:
     smoke = smoke_signature()
     if smoke is not None:  # a capped run never shares an entry with a real one; real keys are unchanged
         keyed["smoke"] = smoke
+    threads = key_threads(config)
+    if threads is not None:
+        keyed["threads"] = threads
     return _sha256(_canonical(keyed))
 
 

@@ -200,6 +200,6 @@ def run_shortcut(run: ShortcutRun, callbacks=(), progress: str | None = None, de
     label = desc or f"{run.kind} ρ={run.rho:g} λ={run.weight_decay:g} {run.norm}"
     history = train(model, data, config, callbacks=callbacks, eval_sets=data.eval_sets(),
                     progress=progress, desc=label)
-    history.config = run.to_dict()
+    history.config = {**run.to_dict(), "threads": history.config["threads"]}  # the CPU threads it trained with
     history.model = model  # type: ignore[attr-defined]
     return history

@@ -27,6 +27,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from ..data.modular import check_max_seed
 from ..history import History
 from ..measures.norms import layer_norms
 from ..smoke import cap_train_config, smoke_enabled, smoke_steps
@@ -49,7 +50,11 @@ from .rules import (
     stopped_after,
 )
 
-__all__ = ["TrainConfig", "TrainState", "train", "evaluate", "SCHEDULES"]
+__all__ = ["TrainConfig", "TrainState", "train", "evaluate", "SCHEDULES", "MAX_LR"]
+
+#: The largest learning rate a config takes: one AdamW step moves each parameter by about lr, and
+#: above this torch's float32 arithmetic overflows before the run can even diverge.
+MAX_LR = 1e30
 
 SCHEDULES = ("constant", "cosine")
 
@@ -122,7 +127,8 @@ class TrainConfig:
     def __post_init__(self) -> None:
         owner = type(self).__name__  # errors name the class the user called: TrainConfig, ModularRun, ...
         check_int(self.steps, "steps", low=1, owner=owner)
-        check_real(self.lr, "lr", 0.0, low_open=True, owner=owner)
+        # above MAX_LR a single AdamW step overflows float32 arithmetic: an error inside torch, not a run
+        check_real(self.lr, "lr", 0.0, MAX_LR, low_open=True, owner=owner)
         check_real(self.weight_decay, "weight_decay", 0.0, owner=owner)
         check_type(self.betas, "betas", (tuple, list), owner=owner)
         if len(self.betas) != 2:
@@ -135,6 +141,7 @@ class TrainConfig:
         check_int(self.eval_every, "eval_every", low=1, owner=owner)
         check_choice(self.schedule, "schedule", SCHEDULES, owner=owner)
         check_int(self.seed, "seed", low=0, owner=owner)
+        check_max_seed(self.seed, owner)  # torch's generators take 64-bit seeds
         check_choice(self.device, "device", ("auto", "cpu", "cuda"), owner=owner)
         if self.stop_after is not None:
             check_int(self.stop_after, "stop_after", low=0, owner=owner)
@@ -232,6 +239,20 @@ def _check_pair(x: Any, y: Any, parameter: str, what: str) -> None:
                          f"they must match.")
 
 
+def _check_fits(model: nn.Module, x: torch.Tensor, y: torch.Tensor, parameter: str, what: str) -> None:
+    """Refuse tokens or labels a modular model (one with ``p``: tokens and classes 0 … p − 1) cannot take."""
+    vocab = getattr(model, "p", None)
+    if not isinstance(vocab, int) or x.is_floating_point() or not x.numel():
+        return
+    top_x, top_y = int(x.max()), int(y.max())
+    if top_x >= vocab or top_y >= vocab or int(x.min()) < 0 or int(y.min()) < 0:
+        raise ValueError(
+            f"The {parameter!r} parameter of train holds {what} tokens up to {top_x} and labels up to {top_y}, but the "
+            f"model ({type(model).__name__}) was built for p = {vocab}: tokens and classes 0 … {vocab - 1}. Build the "
+            f"model with the data's p (nhtlab.make_model(name, data.p))."
+        )
+
+
 def _check_same_run(saved: Mapping[str, Any], config: TrainConfig, device: torch.device, checkpoint_dir: Any) -> None:
     """Refuse to resume a checkpoint written by a different configuration or on another device."""
     # a field added in a later version holds its default in a checkpoint written before it existed
@@ -317,11 +338,13 @@ def train(
         eval_sets = {"test": (data.x_test, data.y_test)}
     check_type(eval_sets, "eval_sets", Mapping, owner="train")
     _check_pair(data.x_train, data.y_train, "data", "training")
+    _check_fits(model, data.x_train, data.y_train, "data", "training")
     for name, pair in eval_sets.items():
         if not (isinstance(pair, (tuple, list)) and len(pair) == 2):
             raise TypeError(f"The 'eval_sets' parameter of train must map names to (x, y) pairs of tensors. "
                             f"Got {type(pair).__name__} for {name!r} instead.")
         _check_pair(pair[0], pair[1], "eval_sets", repr(name))
+        _check_fits(model, pair[0], pair[1], "eval_sets", repr(name))
     device = pick_device(config.device)
     model.to(device)
     x_train, y_train = data.x_train.to(device), data.y_train.to(device)
@@ -340,7 +363,7 @@ def train(
                                   fused=config.fused)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, _lr_factor(config.schedule, config.steps))
     sampler = torch.Generator(device=device).manual_seed(config.seed)
-    history = History(config=asdict(config))
+    history = History(config={**asdict(config), "threads": torch.get_num_threads()})  # what the CPU kernels split over
     if smoke_enabled():
         history.config["smoke_steps"] = smoke_steps()
     bar = Progress(config.steps, desc, mode=progress)
@@ -366,12 +389,23 @@ def train(
             grok = step
         return not stopped_after(history, grok, step, config.stop_after)
 
+    unsaved: list[str] = []  # why a checkpoint could not be written (then no more are tried)
+
     def save(step: int) -> None:
-        save_checkpoint(checkpoint_dir, {
-            "step": step, "config": asdict(config), "device": str(device), "history": history.to_dict(),
-            "model": model.state_dict(), "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
-            "sampler": sampler.get_state(), "rng": capture_rng_state(),
-        })
+        if unsaved:
+            return
+        try:
+            save_checkpoint(checkpoint_dir, {
+                "step": step, "config": asdict(config), "device": str(device), "history": history.to_dict(),
+                "model": model.state_dict(), "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
+                "sampler": sampler.get_state(), "rng": capture_rng_state(),
+            })
+        except OSError as error:  # a read-only or full disk must not cost the run: keep training, keep the history
+            unsaved.append(f"{type(error).__name__}: {error}")
+            warnings.warn(
+                f"train could not write a checkpoint to {checkpoint_dir} at step {step} ({unsaved[0]}); training "
+                f"goes on and the history is returned, but this run cannot be resumed from there.",
+                RuntimeWarning, stacklevel=3)
 
     with cpu_slot():  # a machine-wide training slot while computing (NHTLAB_CPU_SLOTS)
         model.train()

@@ -49,6 +49,7 @@ at ``every=1``, +0.3% at ``every=10``); with DLR on a 256-example probe 3.3 ms
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -57,7 +58,7 @@ import torch
 import torch.nn as nn
 
 from ..analysis.layers import head_and_first, head_signals
-from ..analysis.regimes import TOO_EARLY, diagnose_regime
+from ..analysis.regimes import DIVERGED, TOO_EARLY, diagnose_regime
 from ..history import History
 from ..measures.dlr import dlr as default_dlr
 from ..measures.norms import layer_names, layer_norms
@@ -83,7 +84,9 @@ def online_regime(
       while the training set is fitted (or no accuracy was given);
     * ``"strong"``: the norm contracts but the training accuracy never reached
       ``fit``: decay suppresses learning;
-    * ``"too early"``: fewer than ``min_points`` records.
+    * ``"too early"``: fewer than ``min_points`` records;
+    * ``"diverged"``: a recorded norm is NaN or infinite (whatever the number of records):
+      a broken run gets no verdict.
 
     Parameters
     ----------
@@ -102,8 +105,8 @@ def online_regime(
     -------
     str
         One of :data:`nhtlab.analysis.regimes.REGIMES`, or
-        :data:`~nhtlab.analysis.regimes.TOO_EARLY` (one of the
-        :data:`~nhtlab.analysis.regimes.UNJUDGED` labels the order checks skip).
+        :data:`~nhtlab.analysis.regimes.TOO_EARLY` or :data:`~nhtlab.analysis.regimes.DIVERGED`
+        (:data:`~nhtlab.analysis.regimes.UNJUDGED` labels the order checks skip).
 
     Examples
     --------
@@ -113,6 +116,8 @@ def online_regime(
     'intermediate'
     >>> online_regime([5, 4, 3, 2, 1, 1], train_acc=[0.1] * 6)
     'strong'
+    >>> online_regime([1, 2, float("nan")])
+    'diverged'
     """
     check_real(drop, "drop", 0.0, 1.0, low_open=True, high_open=True, owner="online_regime")
     check_real(fit, "fit", 0.0, 1.0, low_open=True, owner="online_regime")
@@ -125,6 +130,8 @@ def online_regime(
             f"The 'train_acc' parameter of online_regime must have one value per norm value ({len(values)}). "
             f"Got {len(train_acc)} instead."
         )
+    if not np.all(np.isfinite(values)):
+        return DIVERGED
     if len(values) < min_points:
         return TOO_EARLY
     peak = float(np.max(values))
@@ -175,6 +182,10 @@ class Monitor:
         One row per record: ``step``, ``norm``, ``norm/<layer>``, ``head_ratio``,
         ``head_rel``, ``dlr`` (with a probe) and the scalars passed to :meth:`step`.
     warnings : list of (int, str)
+        The early warning and, once, the divergence warning (a non-finite ‖θ‖², also
+        raised as a :class:`RuntimeWarning`).
+    diverged_step : int or None
+        First recorded step with a non-finite ‖θ‖²: from there :meth:`regime` is ``"diverged"``.
     head_contracting_step : int or None
         First recorded step at which the read-out was contracting.
     """
@@ -218,6 +229,7 @@ class Monitor:
         self.rows: list[dict[str, float]] = []
         self.warnings: list[tuple[int, str]] = []
         self.head_contracting_step: int | None = None
+        self.diverged_step: int | None = None
         self._head_peak = 0.0
         self._calls = 0
         self._head0 = layer_norms(model)[self.head]
@@ -235,7 +247,7 @@ class Monitor:
         Returns the new row, or None on a step that is not recorded.
         """
         self._calls += 1
-        step = self._calls if step is None else step
+        step = self._calls if step is None else check_int(step, "step", low=0, owner="Monitor")
         if step % self.every or (self.rows and self.rows[-1]["step"] == step):
             return None
         return self.record(step, **scalars)
@@ -259,6 +271,11 @@ class Monitor:
             denominator, NaN on non-finite norms), ``dlr`` with a probe, and ``scalars``.
         """
         check_int(step, "step", low=0, owner="Monitor.record")
+        for name, value in scalars.items():
+            if isinstance(value, (str, bytes, bool)) or not isinstance(value, (float, int, np.number, torch.Tensor)) \
+                    or (isinstance(value, torch.Tensor) and value.numel() != 1):
+                raise TypeError(f"The {name!r} scalar of Monitor must be a real number (a float, int or one-element "
+                                f"tensor). Got {value!r} of type {type(value).__name__} instead.")
         per_layer = layer_norms(self.model)
         head, first = per_layer[self.head], per_layer[self.first]
         row: dict[str, float] = {"step": step, "norm": sum(per_layer.values())}
@@ -269,8 +286,22 @@ class Monitor:
             row["dlr"] = self._probe_dlr()
         row.update({k: float(v) for k, v in scalars.items()})
         self.rows.append(row)
-        self._check_head(step, head)
+        if not math.isfinite(row["norm"]):
+            self._diverged(step, row["norm"])
+        else:
+            self._check_head(step, head)
         return row
+
+    def _diverged(self, step: int, norm: float) -> None:
+        if self.diverged_step is not None:
+            return
+        self.diverged_step = step
+        message = (f"step {step}: ‖θ‖² is {norm} — the run diverged; the monitor reports regime 'diverged' "
+                   f"from here (a smaller learning rate usually helps)")
+        self.warnings.append((step, message))
+        warnings.warn(message, RuntimeWarning, stacklevel=4)
+        if self.on_warning is not None:
+            self.on_warning(step, message)
 
     def _probe_dlr(self) -> float:
         captured: dict[str, torch.Tensor] = {}

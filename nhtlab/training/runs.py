@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ..analysis.events import Events, find_events
-from ..data.modular import OPERATIONS, modular_data
+from ..data.modular import OPERATIONS, check_max_p, modular_data
 from ..history import History
 from ..models import MODELS, make_model, model_defaults
 from ..validation import check_choice, check_int, check_real, check_type
@@ -77,6 +77,7 @@ class ModularRun(TrainConfig):
         check_choice(self.operation, "operation", OPERATIONS, owner="ModularRun")
         check_choice(self.model, "model", MODELS, owner="ModularRun")
         check_int(self.p, "p", low=2, owner="ModularRun")
+        check_max_p(self.p, "ModularRun")  # the p² pairs are built in memory
         check_type(self.model_kwargs, "model_kwargs", dict, owner="ModularRun")
         defaults = model_defaults(self.model)
         unknown = [name for name in self.model_kwargs if name not in defaults]
@@ -149,7 +150,7 @@ def run_modular(
     label = desc or f"{run.model} p={run.p} λ={run.weight_decay:g}"
     history = train(model, data, run.train_config(), callbacks=callbacks, progress=progress, desc=label,
                     checkpoint_dir=run_dir, checkpoint_every=checkpoint_every)
-    history.config = run.to_dict()
+    history.config = {**run.to_dict(), "threads": history.config["threads"]}  # the CPU threads it trained with
     history.model = model  # type: ignore[attr-defined]  # kept for analysis in notebooks; not serialised
     return history
 
@@ -158,7 +159,16 @@ def _claim_run_dir(run_dir: Path, run: ModularRun) -> None:
     """Write ``run.json`` into a new run directory, or check that an existing one belongs to ``run``."""
     config_file = run_dir / "run.json"
     if config_file.exists():
-        theirs = json.loads(config_file.read_text())
+        try:
+            theirs = json.loads(config_file.read_text())
+            if not isinstance(theirs, dict):
+                raise ValueError(f"it holds a {type(theirs).__name__}, not a run's fields")
+        except (ValueError, UnicodeDecodeError) as error:
+            raise ValueError(
+                f"The 'run_dir' parameter of run_modular ({run_dir}) holds a damaged run.json ({error}); it cannot "
+                f"say which run the directory belongs to. Delete {config_file} (and the checkpoint beside it) "
+                f"to start the run afresh, or use another directory."
+            ) from error
         if theirs != run.to_dict():
             changed = sorted(k for k in set(theirs) | set(run.to_dict()) if theirs.get(k) != run.to_dict().get(k))
             raise ValueError(

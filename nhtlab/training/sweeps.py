@@ -44,7 +44,8 @@ import time
 import warnings
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import Executor, ProcessPoolExecutor
-from contextlib import nullcontext
+from concurrent.futures.process import BrokenProcessPool
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, fields
 from typing import Any
 
@@ -221,9 +222,46 @@ class SweepResult(Sequence):
 _IMPORTED_IN = os.getpid()
 
 
-def _init_worker(threads: int) -> None:
+@contextmanager
+def _at_threads(threads: int) -> Iterator[None]:
+    """Torch at ``threads`` threads inside the block: a cache key holds the thread count a run trains at."""
+    before = torch.get_num_threads()
+    if threads != before:
+        torch.set_num_threads(threads)
+    try:
+        yield
+    finally:
+        if threads != before:
+            torch.set_num_threads(before)
+
+
+def _alive(pid: int) -> bool:
+    """Whether process ``pid`` still runs (a zombie, killed but not yet reaped, counts as dead)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:  # no /proc (macOS): the signal test above is all there is
+        return True
+
+
+def _watch_parent(parent: int, every: float = 0.5) -> None:
+    """Exit this worker as soon as the sweep's process is gone (killed, crashed): no orphan keeps training."""
+    while _alive(parent):
+        time.sleep(every)
+    os._exit(1)
+
+
+def _init_worker(threads: int, parent: int | None = None) -> None:
     torch.set_num_threads(threads)
     os.environ["NHTLAB_PROGRESS"] = "none"
+    if parent is not None:
+        threading.Thread(target=_watch_parent, args=(parent,), daemon=True, name="nhtlab-parent-watch").start()
 
 
 # Runs seed torch's global RNG (per process) to build their model: runs sharing a process through
@@ -231,24 +269,48 @@ def _init_worker(threads: int) -> None:
 _PROCESS_LOCK = threading.Lock()
 
 
-def _train_one(run: TrainConfig, cache: ResultCache | None = None) -> tuple[dict[str, Any], float, str]:
-    """Worker entry point: a run in (picklable: a frozen dataclass), its history dict, seconds and source out.
+def _unwritable(cache: Any, error: Exception) -> str:
+    return (f"The sweep's cache {cache!r} could not be written ({type(error).__name__}: {error}); "
+            f"the finished histories are returned but not cached, so they will be trained again next time.")
+
+
+def _put(cache: Any, config: dict[str, Any], history: History) -> str | None:
+    """``cache.put``; on an OSError (a read-only or full disk) the reason, the history being kept anyway."""
+    try:
+        cache.put(config, history)
+    except OSError as error:
+        return _unwritable(cache, error)
+    return None
+
+
+def _train_one(run: TrainConfig, cache: ResultCache | None = None) -> tuple[dict[str, Any], float, str, str | None]:
+    """Worker entry point: a run in (picklable: a frozen dataclass); its history dict, seconds, source and note out.
 
     With a ``cache`` the run is claimed first (:meth:`ResultCache.claim`): if another
     process finished it meanwhile, its cached history comes back (source ``"cache"``);
-    otherwise it is trained and put in the cache before the claim is released.
+    otherwise it is trained and put in the cache before the claim is released. A cache
+    that cannot be written (no claim, no put) leaves the run trained and returned, the
+    reason in the note (None when all went well).
     """
     start = time.perf_counter()
     config = run.cache_config()
-    with (cache.claim(config) if cache is not None else nullcontext()) as hit:
+    note = None
+    claim = cache.claim(config) if cache is not None else nullcontext()
+    try:
+        hit = claim.__enter__()
+    except OSError as error:  # the lock file cannot be created: train unclaimed, uncached
+        claim, hit, note, cache = nullcontext(), None, _unwritable(cache, error), None
+    try:
         if hit is not None:
-            return hit.to_dict(), 0.0, "cache"
+            return hit.to_dict(), 0.0, "cache", None
         with _PROCESS_LOCK, warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)  # divergence is reported in the result
             history = run.execute(progress="none")
         if cache is not None:
-            cache.put(config, history)
-    return history.to_dict(), time.perf_counter() - start, "computed"  # the dict leaves the model behind
+            note = _put(cache, config, history)
+    finally:
+        claim.__exit__(None, None, None)
+    return history.to_dict(), time.perf_counter() - start, "computed", note  # the dict leaves the model behind
 
 
 def _train_stack(runs: list[ModularRun]) -> tuple[list[dict[str, Any]], float]:
@@ -269,15 +331,18 @@ def default_executor(workers: int | None = None, threads_per_worker: int = 1) ->
     it runs any torch code, and every worker forks from it ready to train instead
     of importing torch itself (about 3 s of CPU per worker on a 2-core machine).
     This sets the process's forkserver preload list, which takes effect when its
-    fork server starts (the first forkserver pool of the process).
+    fork server starts (the first forkserver pool of the process). Each worker
+    exits within a second of this process dying (SIGKILL included), so a killed
+    notebook kernel or script leaves no worker training on.
     """
     workers = check_int(workers if workers is not None else (os.cpu_count() or 1), "workers", low=1, owner="default_executor")
     method = "forkserver" if "forkserver" in mp.get_all_start_methods() else "spawn"
     context = mp.get_context(method)
     if method == "forkserver":
         context.set_forkserver_preload([__name__])
+    # each worker watches this process and exits when it dies (a killed kernel leaves no orphans training)
     return ProcessPoolExecutor(max_workers=workers, mp_context=context,
-                               initializer=_init_worker, initargs=(threads_per_worker,))
+                               initializer=_init_worker, initargs=(threads_per_worker, os.getpid()))
 
 
 def _check_cache(cache: Any) -> None:
@@ -334,6 +399,18 @@ def sweep(
     max_stack : int >= 1, optional
         For ``"batched"``: at most this many runs per stacked model.
 
+    Notes
+    -----
+    In a script (not a notebook), a sweep that starts processes (``"parallel"``, or
+    ``"batched"`` with ``workers > 1``) must be called under the main-module guard,
+    since each worker imports the script again::
+
+        if __name__ == "__main__":
+            result = nhtlab.sweep(runs)
+
+    Without it the workers start sweeps of their own; the sweep then raises a
+    RuntimeError that names the guard. Workers exit when this process dies.
+
     Returns
     -------
     SweepResult
@@ -348,6 +425,22 @@ def sweep(
     >>> [row.status for row in result], [row.cached for row in result]
     (['completed', 'completed'], [False, False])
     """
+    try:
+        return _sweep(runs, strategy, executor, workers, cache, progress, max_stack)
+    except (BrokenProcessPool, RuntimeError) as error:
+        if isinstance(error, BrokenProcessPool) or "bootstrapping phase" in str(error):
+            raise RuntimeError(
+                f"sweep(strategy={strategy!r}) lost its worker processes ({type(error).__name__}: {error}). In a "
+                f"script, call nhtlab.sweep under the guard `if __name__ == \"__main__\":` (each worker imports "
+                f"the script again, and without the guard starts a sweep of its own); otherwise a worker was "
+                f"killed, e.g. out of memory: try fewer workers or strategy='sequential'."
+            ) from error
+        raise
+
+
+def _sweep(runs: Sequence[TrainConfig], strategy: str, executor: Executor | None, workers: int | None, cache: Any,
+           progress: str | None, max_stack: int | None) -> SweepResult:
+    """:func:`sweep` itself (the public function adds the worker-failure message)."""
     check_type(runs, "runs", (list, tuple), owner="sweep")
     for i, run in enumerate(runs):
         if not (isinstance(run, TrainConfig) and type(run).execute is not TrainConfig.execute):
@@ -372,9 +465,14 @@ def sweep(
     histories: list[History | None] = [None] * len(runs)
     seconds = [0.0] * len(runs)
     sources = ["computed"] * len(runs)
+    # A CPU result depends on the torch threads it trained at (the cache keys on them): runs trained in
+    # this process use its count; pool workers use one (a user's executor: assumed one, put as reported).
+    local = strategy == "sequential" or (strategy == "batched" and executor is None and (workers or 1) == 1)
+    threads = torch.get_num_threads() if local else 1
     if cache is not None:
         for i, config in enumerate(configs):
-            hit = cache.get(config)
+            with _at_threads(threads):
+                hit = cache.get(config)
             if hit is not None:
                 check_type(hit, "cache.get(...)", History, owner="sweep")
                 histories[i], sources[i] = hit, "cache"
@@ -386,24 +484,30 @@ def sweep(
     # a user's executor may run elsewhere, so there the cache stays with this process, as any get/put cache.
     claiming = cache if isinstance(cache, ResultCache) and executor is None and strategy != "batched" else None
 
-    def done(i: int, history: History, secs: float, source: str = "computed") -> None:
+    notes: list[str] = []
+
+    def done(i: int, history: History, secs: float, source: str = "computed", note: str | None = None) -> None:
         histories[i], seconds[i], sources[i] = history, secs, source
         if cache is not None and claiming is None:
-            cache.put(configs[i], history)
+            with _at_threads(int(history.config.get("threads", threads))):
+                note = _put(cache, configs[i], history)
+        if note is not None and not notes:
+            notes.append(note)
+            warnings.warn(note, RuntimeWarning, stacklevel=4)
         bar.update(1)
 
     if todo and strategy == "sequential":
         for i in todo:
-            history_dict, secs, source = _train_one(runs[i], claiming)
-            done(i, History.from_dict(history_dict), secs, source)
+            history_dict, secs, source, note = _train_one(runs[i], claiming)
+            done(i, History.from_dict(history_dict), secs, source, note)
     elif todo and strategy == "parallel":
         own = executor is None
         pool = executor if executor is not None else default_executor(min(workers or os.cpu_count() or 1, len(todo)))
         try:
             futures = {i: pool.submit(_train_one, runs[i], claiming) for i in todo}
             for i, future in futures.items():
-                history_dict, secs, source = future.result()
-                done(i, History.from_dict(history_dict), secs, source)
+                history_dict, secs, source, note = future.result()
+                done(i, History.from_dict(history_dict), secs, source, note)
         finally:
             if own:
                 pool.shutdown()
