@@ -453,6 +453,29 @@ nhtlab.charts.layer_norm_curves(
 # does not fit the training set (label noise larger than the signal), no λ
 # will find it.
 #
+# ## When will it grok? A forecast, tested before it ships
+#
+# The delay law gives a time scale; {func}`nhtlab.predict_grok` turns it
+# into a forecast for a live run that has memorised. It reads how fast
+# ‖θ‖² has contracted since memorisation and how far it still has to go
+# (the log-contraction that runs it was fitted on needed before they
+# grokked), and gives a step with an interval. Its rule was fixed before
+# it was evaluated: the repository's `scripts/evaluate_eta.py` fits its
+# constants on some of the book's companion runs, then forecasts runs it
+# never saw at a quarter, half and three quarters of each plateau. It
+# ships (in this chapter and in the Monitor) only if, at half the
+# plateau, it beats the naive forecast (T_mem plus the mean delay of the
+# fitting runs at the same λ) and its interval covers the truth as often
+# as it claims, within ten points. The same script scores each candidate
+# early-warning signal: how long before T_grok it fires, and how often it
+# fires on runs that never grok. The Monitor warns by the rule that did
+# best. The tables are the saved evaluation, with the versions that made
+# it.
+
+# %% tags=["remove-input"]
+nhtlab.eta_report(nhtlab.saved_evaluation("book"))
+
+# %% [markdown]
 # ## In Lightning, or any other trainer
 #
 # nhtlab does not depend on Lightning; the adapter is five lines:

@@ -42,10 +42,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--profile", choices=sorted(PROFILES), default="full")
     parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--out", type=Path, default=None, help="JSON output (default book/data/eta_<profile>.json)")
+    parser.add_argument("--out", type=Path, default=None, help="JSON output (default nhtlab/results/eta_<profile>.json)")
     args = parser.parse_args()
     cfg = PROFILES[args.profile]
-    out = args.out or Path("book/data") / f"eta_{args.profile}.json"
+    out = args.out or Path(nhtlab.__file__).parent / "results" / f"eta_{args.profile}.json"
 
     fit_runs, test_runs = runs_for(cfg, cfg["fit_seeds"]), runs_for(cfg, cfg["test_seeds"])
     weak = [nhtlab.companion(seed=s, lr=cfg["lr"], stop_after=None, **cfg["weak"]) for s in cfg["test_seeds"]]
@@ -69,9 +69,10 @@ def main() -> None:
     }
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(payload, indent=1, ensure_ascii=False) + "\n")
-    print(nhtlab.table(records))
+    steps = {k: "{:,.0f}" for k in ("mae", "mae_baseline", "mae_companion_fit", "median_width")}
+    print(nhtlab.table(records, formats={**steps, "coverage": "{:.0%}", "stated_coverage": "{:.0%}"}))
     print(verdict)
-    print(nhtlab.table(warnings))
+    print(nhtlab.table(warnings, formats={"median_lead": "{:,.0f}", "median_lead_eta_lambda": "{:.2f}"}))
     print(f"written to {out}")
 
 

@@ -83,3 +83,29 @@ def test_verdict_fails_when_coverage_is_far_from_its_stated_level():
     rows[0]["mae"] = 400.0
     assert not eta_verdict(rows)
     assert not eta_verdict([])
+
+
+def test_saved_evaluation_is_shipped_with_its_verdict_and_warnings():
+    from nhtlab.analysis.eta import saved_evaluation
+
+    saved = saved_evaluation("book")
+    assert saved is not None and saved["profile"] == "book"
+    assert {r["fraction"] for r in saved["eta"]} == {0.25, 0.5, 0.75}
+    # the verdict saved is the rule applied to the saved records
+    assert saved["verdict"]["passed"] == eta_verdict(saved["eta"]).passed
+    assert {r["signal"] for r in saved["warnings"]} == set(nhtlab.analysis.warnings.SIGNALS)
+    assert saved_evaluation("full") is None or saved_evaluation("full")["profile"] == "full"
+    with pytest.raises(ValueError, match="'profile'"):
+        saved_evaluation("paper")
+
+
+def test_eta_report_says_when_the_forecast_does_not_ship():
+    saved = {"profile": "book", "nhtlab": "x", "fit": "a", "test": "b", "no_grok": "c",
+             "eta": [{"fraction": 0.5, "n": 3, "mae": 1.0, "mae_baseline": 2.0, "coverage": 1.0,
+                      "stated_coverage": 0.8, "median_width": 5.0, "mae_companion_fit": None, "no_estimate": 0}],
+             "verdict": {"passed": False, "name": "rule", "detail": "why"},
+             "warnings": [{"signal": "total_norm", "median_lead": 2000.0, "median_lead_eta_lambda": 0.9}]}
+    text = nhtlab.eta_report(saved)
+    assert "**Does not ship**" in text and "offers no ETA" in text and "| 50% |" in text and "2,000" in text
+    saved["verdict"]["passed"] = True
+    assert "**Ships**" in nhtlab.eta_report(saved) and "no ETA" not in nhtlab.eta_report(saved)

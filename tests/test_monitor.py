@@ -68,22 +68,55 @@ def test_step_counter_defaults_to_number_of_calls_and_records_every_k():
     assert list(monitor.column("norm")) == [86.0] * 4
 
 
-def test_early_warning_fires_once_when_the_head_contracts():
+def test_head_contraction_is_recorded_without_a_warning():
     model = hand_built()
     messages = []
     monitor = Monitor(model, every=1, warn_drop=0.1, on_warning=lambda s, m: messages.append((s, m)))
     with torch.no_grad():
-        model[2].weight.mul_(1.1)    # grows: no warning
+        model[2].weight.mul_(1.1)    # grows
         monitor(1)
         model[2].weight.mul_(0.97)   # 6% below peak: under the threshold
         monitor(2)
         model[2].weight.mul_(0.9)    # now > 10% below the peak
         monitor(3)
-        model[2].weight.mul_(0.5)
-        monitor(4)
     assert monitor.head_contracting_step == 3
-    assert len(messages) == 1 and messages[0][0] == 3 and "'2'" in messages[0][1]
+    assert messages == [] and monitor.warnings == []
+
+
+def test_grok_warning_fires_once_when_the_norm_falls_ten_percent_below_memorisation():
+    model = hand_built()
+    messages = []
+    monitor = Monitor(model, every=1, on_warning=lambda s, m: messages.append((s, m)))
+    with torch.no_grad():
+        monitor(1, train_acc=0.5)
+        for p in model.parameters():
+            p.mul_(0.99)
+        monitor(2, train_acc=0.995)          # memorised here: the reference norm
+        reference = monitor.rows[-1]["norm"]
+        for p in model.parameters():
+            p.mul_(0.97)                     # ‖θ‖² × 0.941: not yet 10% below
+        monitor(3, train_acc=1.0)
+        for p in model.parameters():
+            p.mul_(0.97)                     # × 0.885: fires
+        monitor(4, train_acc=1.0)
+        for p in model.parameters():
+            p.mul_(0.5)
+        monitor(5, train_acc=1.0)
+    assert monitor.memorised_step == 2 and monitor.grok_warning_step == 4
+    assert monitor.rows[4]["norm"] <= 0.9 * reference < monitor.rows[3]["norm"]  # rows[0] is step 0
+    assert len(messages) == 1 and messages[0][0] == 4 and "memorisation (step 2)" in messages[0][1]
     assert monitor.warnings == messages
+
+
+def test_no_grok_warning_without_train_accuracy():
+    model = hand_built()
+    monitor = Monitor(model, every=1)
+    with torch.no_grad():
+        for step in range(1, 4):
+            for p in model.parameters():
+                p.mul_(0.5)
+            monitor(step)
+    assert monitor.grok_warning_step is None and monitor.memorised_step is None
 
 
 @pytest.mark.parametrize("norm, acc, expected", [

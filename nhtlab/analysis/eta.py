@@ -31,6 +31,7 @@ True
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
@@ -44,7 +45,7 @@ from ..validation import check_real, check_type
 from .claims import Check
 from .events import find_events
 
-__all__ = ["EtaCalibration", "GrokEstimate", "calibrate_eta", "predict_grok", "evaluate_eta", "eta_verdict",
+__all__ = ["saved_evaluation", "EtaCalibration", "GrokEstimate", "calibrate_eta", "predict_grok", "evaluate_eta", "eta_verdict",
            "cut_history", "synthetic_contraction"]
 
 FRACTIONS = (0.25, 0.5, 0.75)
@@ -355,3 +356,27 @@ def synthetic_contraction(t_mem: int, t_grok: int | None, rate: float, v_mem: fl
         rows.append({"step": s, "norm": v, "train_acc": 1.0 if s >= t_mem else 0.5,
                      "test_acc": 1.0 if (t_grok is not None and s >= t_grok) else 0.01})
     return History(rows=rows, status="completed", config={"lr": lr, "weight_decay": weight_decay})
+
+
+def saved_evaluation(profile: str = "book") -> dict[str, Any] | None:
+    """The evaluation ``scripts/evaluate_eta.py --profile PROFILE`` saved with the package, or None.
+
+    Parameters
+    ----------
+    profile : {"quick", "book", "full"}
+        Which evaluation: the book's held-out runs, or the companion's Table 3 runs (``full``).
+
+    Returns
+    -------
+    dict or None
+        The script's JSON (``eta`` records, ``verdict``, ``warnings``, the split and the versions);
+        None when that evaluation has not been run and saved.
+    """
+    from importlib import resources
+
+    from ..validation import check_choice
+
+    check_choice(profile, "profile", ("quick", "book", "full"), owner="saved_evaluation")
+    path = resources.files("nhtlab") / "results" / f"eta_{profile}.json"
+    return json.loads(path.read_text()) if path.is_file() else None
+

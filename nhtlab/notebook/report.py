@@ -24,7 +24,7 @@ from typing import Any
 
 from ..validation import check_type
 
-__all__ = ["Markdown", "md", "table", "cell"]
+__all__ = ["Markdown", "md", "table", "cell", "eta_report"]
 
 
 class Markdown(str):
@@ -121,3 +121,35 @@ def table(records: Iterable[Mapping[str, Any]], columns: Sequence[str] | None = 
              "|" + "---|" * len(columns)]
     lines += ["| " + " | ".join(cell(row.get(c), formats.get(c)) for c in columns) + " |" for row in rows]
     return Markdown("\n".join(lines))
+
+
+def eta_report(saved: Mapping[str, Any]) -> Markdown:
+    """The saved ETA and early-warning evaluation (:func:`nhtlab.analysis.eta.saved_evaluation`) as Markdown.
+
+    Parameters
+    ----------
+    saved : mapping
+        The JSON ``scripts/evaluate_eta.py`` wrote: split, ``eta`` records, ``verdict``, ``warnings``.
+
+    Returns
+    -------
+    Markdown
+        The split and versions, the forecast table, the shipping verdict (and, when it fails, that no ETA is
+        offered), and the warnings table.
+    """
+    check_type(saved, "saved", Mapping, owner="eta_report")
+    steps = "{:,.0f}"
+    verdict = saved["verdict"]
+    shipped = "Ships" if verdict["passed"] else "Does not ship"
+    negative = "" if verdict["passed"] else (" So the book offers no ETA: the Monitor gives none, and this "
+                                             "evaluation is reported as a negative result.")
+    forecast = table(saved["eta"], formats={"fraction": "{:.0%}", "mae": steps, "mae_baseline": steps,
+                                            "mae_companion_fit": steps, "median_width": steps,
+                                            "coverage": "{:.0%}", "stated_coverage": "{:.0%}"})
+    warnings = table(saved["warnings"], formats={"median_lead": steps, "median_lead_eta_lambda": "{:.2f}"})
+    return Markdown(
+        f"Saved evaluation ({saved['profile']} profile, nhtlab {saved['nhtlab']}): fitted on {saved['fit']}, "
+        f"forecasting {saved['test']}; runs that never grok: {saved['no_grok']}.\n\n{forecast}\n\n"
+        f"**{shipped}**: {verdict['name']} — {verdict['detail']}.{negative}\n\n"
+        f"Early warnings on the same held-out runs:\n\n{warnings}")
+

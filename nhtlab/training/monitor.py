@@ -15,9 +15,17 @@ after ``optimizer.step()``; every ``every`` steps it records
 It diagnoses the NHT regime online from the norm curve (:meth:`Monitor.regime`;
 with recorded accuracies, :meth:`Monitor.diagnose` gives the offline verdict of
 :func:`nhtlab.analysis.regimes.diagnose_regime`) and raises an
-early warning, once, when the read-out layer starts contracting
-(:attr:`Monitor.head_contracting_step`), which the paper reports as an earlier
-sign of the escape than the total norm.
+early warning, once, by the rule the book's evaluation supports
+(:func:`nhtlab.analysis.warnings.evaluate_warnings`, run by ``scripts/evaluate_eta.py``):
+**‖θ‖² 10% below its value at memorisation**, the first record whose ``train_acc``
+scalar is at least 0.99 (:attr:`Monitor.grok_warning_step`; pass ``train_acc=`` to get it).
+On the book profile's held-out companion runs (λ ∈ {0.3, 0.5, 1}, seed 2, saved in
+``nhtlab/results/eta_book.json``) this rule fired before T_grok in every run, with a median
+lead of about 0.9/(ηλ) steps, and never on the λ = 0.01 run that does not grok; the paper's
+read-out signals did worse there (the read-out's peak fired late in one of three runs, the two
+ratios' rules never fired). Three held-out runs are a small basis: read the table in
+chapter 08 before relying on it. The read-out's contraction is still recorded
+(:attr:`Monitor.head_contracting_step`), without a warning.
 
 Plain loop::
 
@@ -65,6 +73,12 @@ from ..measures.norms import layer_names, layer_norms
 from ..validation import check_int, check_real, check_type
 
 __all__ = ["Monitor", "online_regime"]
+
+#: Train accuracy at which the Monitor takes the run as memorised (as :func:`nhtlab.find_events` does).
+MEMORISED = 0.99
+#: The evaluated early-warning rule: ‖θ‖² this fraction below its value at memorisation
+#: (``total_norm`` in :data:`nhtlab.analysis.warnings.SIGNALS`).
+GROK_WARNING_DROP = 0.10
 
 
 def online_regime(
@@ -187,7 +201,11 @@ class Monitor:
     diverged_step : int or None
         First recorded step with a non-finite ‖θ‖²: from there :meth:`regime` is ``"diverged"``.
     head_contracting_step : int or None
-        First recorded step at which the read-out was contracting.
+        First recorded step at which the read-out was contracting (a reading, not a warning).
+    grok_warning_step : int or None
+        First recorded step at which ‖θ‖² was :data:`GROK_WARNING_DROP` below its value at memorisation.
+    memorised_step : int or None
+        First recorded step whose ``train_acc`` scalar was at least :data:`MEMORISED`.
     """
 
     def __init__(
@@ -229,6 +247,9 @@ class Monitor:
         self.rows: list[dict[str, float]] = []
         self.warnings: list[tuple[int, str]] = []
         self.head_contracting_step: int | None = None
+        self.grok_warning_step: int | None = None
+        self.memorised_step: int | None = None
+        self._norm_at_mem = math.nan
         self.diverged_step: int | None = None
         self._head_peak = 0.0
         self._calls = 0
@@ -290,7 +311,21 @@ class Monitor:
             self._diverged(step, row["norm"])
         else:
             self._check_head(step, head)
+            self._check_norm(step, row)
         return row
+
+    def _check_norm(self, step: int, row: dict[str, float]) -> None:
+        if self.memorised_step is None:
+            if row.get("train_acc", -math.inf) >= MEMORISED:
+                self.memorised_step, self._norm_at_mem = step, row["norm"]
+            return
+        if self.grok_warning_step is None and row["norm"] <= (1.0 - GROK_WARNING_DROP) * self._norm_at_mem:
+            self.grok_warning_step = step
+            message = (f"step {step}: ‖θ‖² {row['norm']:,.1f} is {GROK_WARNING_DROP:.0%} below its value at "
+                       f"memorisation (step {self.memorised_step}): the contraction that precedes grokking has begun")
+            self.warnings.append((step, message))
+            if self.on_warning is not None:
+                self.on_warning(step, message)
 
     def _diverged(self, step: int, norm: float) -> None:
         if self.diverged_step is not None:
@@ -326,11 +361,6 @@ class Monitor:
         self._head_peak = max(self._head_peak, head)
         if self.head_contracting_step is None and head <= (1.0 - self.warn_drop) * self._head_peak:
             self.head_contracting_step = step
-            message = (f"step {step}: the read-out {self.head!r} is contracting "
-                       f"(‖θ_L‖² {head:,.1f}, {1 - head / self._head_peak:.1%} below its peak)")
-            self.warnings.append((step, message))
-            if self.on_warning is not None:
-                self.on_warning(step, message)
 
     # -- reading ------------------------------------------------------------------------
     @property
@@ -375,6 +405,7 @@ class Monitor:
             "norm peak step": int(self.rows[peak]["step"]),
             "norm contraction": round(float(max(0.0, 1.0 - norm[-1] / norm[peak])), 4),
             "head contracting from step": self.head_contracting_step,
+            "grok warning at step": self.grok_warning_step,
             "head/first ratio (last)": round(self.rows[-1]["head_ratio"], 4),
         }
         if "dlr" in self.rows[-1]:
