@@ -11,15 +11,30 @@ PY     := $(VENV)/bin/python
 # on first import, into .venv and the ignored __pycache__ folders.
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: book test install clean reproduce format
+.PHONY: book test install clean reproduce format measurements
 
+# What the install honours (uv reads no pip configuration):
+#   TORCH_INDEX_URL   an extra index for torch and torchvision, e.g. PyTorch's CPU wheels
+#                     (https://download.pytorch.org/whl/cpu, as the workflows set it): ~200 MB
+#                     instead of the CUDA build's several GB; unset, torch comes from PyPI.
+#   PIP_CONSTRAINT_FILE  pip's constraints handed to uv; by default /etc/xdg/pip/constraints.txt
+#                     where a machine caps its torch there (this project's machines do).
+#   RESOLUTION        uv's --resolution: highest (default) or lowest-direct (each declared minimum;
+#                     .github/workflows/drift.yml).
+TORCH_INDEX_URL     ?=
+PIP_CONSTRAINT_FILE ?= $(wildcard /etc/xdg/pip/constraints.txt)
+RESOLUTION          ?= highest
+UV_ARGS := --resolution $(RESOLUTION) \
+	$(if $(PIP_CONSTRAINT_FILE),--constraint $(PIP_CONSTRAINT_FILE)) \
+	$(if $(TORCH_INDEX_URL),--extra-index-url $(TORCH_INDEX_URL) --index-strategy unsafe-best-match)
+
+# uv from the package index into the venv, then uv resolves and installs everything (in parallel,
+# hard-linked from its cache when warm). Like pip --no-compile, uv compiles no bytecode: Python
+# writes it on first import (see above).
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --upgrade pip
-	# pip resolves once, then one pip process per core installs the resolved wheels (torch's ~4.5 GB unpack on one
-	# core left the other idle; tools/install.py). --no-compile inside: Python compiles what is imported on first
-	# use (see above); pip would compile all ~12,000 files (~30 s)
-	$(PY) tools/install.py ".[book,test]"
+	$(PY) -m pip install --quiet --upgrade uv
+	$(PY) -m uv pip install --python $(PY) $(UV_ARGS) -e ".[book,test]"
 	touch $@
 
 install: $(VENV)/.installed
@@ -40,6 +55,11 @@ format: install
 # The companion paper's λ sweep (Table 3) on this machine: about 300k training steps.
 reproduce: install
 	$(PY) scripts/reproduce_table3.py $(REPRODUCE_ARGS)
+
+# book/measurements.md, rendered from the JSON records the benchmarks write
+# (benchmarks/_record: CPU model, cores, torch version, date, the measured numbers).
+measurements: install
+	$(PY) tools/measurements_page.py
 
 clean:
 	rm -rf _build

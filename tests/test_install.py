@@ -1,50 +1,37 @@
-"""tools/install.py: pip's resolution installed by parallel pip processes, checked offline on toy wheels."""
+"""`make install`: uv, from the package index into the venv, installs nhtlab[book,test] with the
+Makefile's arguments; checked offline on toy wheels (the command is the one `make -n install` prints)."""
 
 from __future__ import annotations
 
 import importlib.util
+import shlex
 import subprocess
 import sys
 import textwrap
 import venv
 from pathlib import Path
 
-import install  # tools/ is on sys.path (conftest.py)
+import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def test_split_by_size_places_every_archive_once_and_balances_the_bytes():
-    items = [("a", 10), ("b", 9), ("c", 3), ("d", 3), ("e", 2), ("f", 1)]
-    groups = install.split_by_size(items, 2)
-    assert sorted(u for g in groups for u in g) == ["a", "b", "c", "d", "e", "f"]
-    size = dict(items)
-    assert sorted(sum(size[u] for u in g) for g in groups) == [14, 14]
+def uv() -> list[str]:
+    """``python -m uv`` of this environment (make install puts uv there; so does the test extra)."""
+    if importlib.util.find_spec("uv") is None:
+        pytest.fail("uv is not installed in this environment; `make install` installs it (pip install uv)")
+    return [sys.executable, "-m", "uv"]
 
 
-def test_split_by_size_counts_unknown_sizes_as_the_median_and_allows_empty_parts():
-    # u weighs the median known size, 50: big + tiny against mid + u (weighing 0, u would join mid and tiny)
-    groups = install.split_by_size([("big", 100), ("mid", 50), ("tiny", 1), ("u", None)], 2)
-    assert sorted(sorted(g) for g in groups) == [["big", "tiny"], ["mid", "u"]]
-    assert install.split_by_size([("only", None)], 3) == [["only"], [], []]
-
-
-def test_pinned_url_carries_the_resolved_hash_and_drops_any_other_fragment():
-    entry = {"download_info": {"url": "https://x.org/p-1.0-py3-none-any.whl#md5=00",
-                               "archive_info": {"hashes": {"sha256": "ab12"}}}}
-    assert install.pinned_url(entry) == "https://x.org/p-1.0-py3-none-any.whl#sha256=ab12"
-    assert install.pinned_url({"download_info": {"url": "file:///w/p.whl"}}) == "file:///w/p.whl"
-
-
-def test_archive_size_reads_local_files_and_admits_what_it_cannot_know(tmp_path):
-    wheel = tmp_path / "p.whl"
-    wheel.write_bytes(b"x" * 123)
-    assert install.archive_size(wheel.as_uri()) == 123
-    assert install.archive_size((tmp_path / "missing.whl").as_uri()) is None
-    assert install.archive_size("ftp://example.invalid/p.whl") is None
-    # a registry that refuses the connection (nothing listens on port 9 here) leaves the size unknown
-    assert install.archive_size("http://127.0.0.1:9/p.whl", timeout=2) is None
-    assert install.archive_sizes([wheel.as_uri(), "http://127.0.0.1:9/p.whl"], deadline=3) == [123, None]
+def make_install_uv_args(*variables: str) -> list[str]:
+    """The arguments the Makefile hands to ``uv pip install`` (between ``--python PY`` and ``-e``)."""
+    printed = subprocess.run(["make", "-n", "install", "VENV=/nonexistent/venv", *variables], cwd=ROOT,
+                             capture_output=True, text=True, timeout=60, check=True).stdout
+    line = next(line for line in printed.splitlines() if " -m uv pip install " in line)
+    words = shlex.split(line)
+    assert words[words.index("install") + 1:words.index("install") + 3] == ["--python", "/nonexistent/venv/bin/python"]
+    assert words[-2:] == ["-e", ".[book,test]"], words
+    return words[words.index("install") + 3:-2]
 
 
 # An in-tree PEP 517/660 backend for the toy project (an editable wheel is a .pth file pointing at its source).
@@ -83,7 +70,9 @@ def build_editable(directory, config_settings=None, metadata_directory=None):
 '''
 
 
-def test_installs_the_resolved_set_in_parallel_then_the_project_editable(tmp_path):
+
+def toy_project(tmp_path: Path) -> tuple[Path, Path]:
+    """A toy project needing toy_app (which needs toy_base), and a folder of wheels: toy_base 1.0 and 1.1."""
     project = tmp_path / "project"
     project.mkdir()
     (project / "toy_backend.py").write_text(BACKEND)
@@ -93,7 +82,9 @@ def test_installs_the_resolved_set_in_parallel_then_the_project_editable(tmp_pat
     wheels = tmp_path / "wheels"
     wheels.mkdir()
     backend.write_wheel(wheels, "toy_base", "1.0", [], {"toy_base.py": "VALUE = 41\n"})
-    backend.write_wheel(wheels, "toy_app", "2.0", ["toy_base>=1"], {"toy_app.py": "import toy_base\nVALUE = toy_base.VALUE + 1\n"})
+    backend.write_wheel(wheels, "toy_base", "1.1", [], {"toy_base.py": "VALUE = 0\n"})
+    backend.write_wheel(wheels, "toy_app", "2.0", ["toy_base>=1"],
+                        {"toy_app.py": "import toy_base\nVALUE = toy_base.VALUE + 1\n"})
     backend.write_wheel(wheels, "toy_unused", "1.0", [], {"toy_unused.py": ""})
     (project / "pyproject.toml").write_text(textwrap.dedent("""
         [build-system]
@@ -104,26 +95,54 @@ def test_installs_the_resolved_set_in_parallel_then_the_project_editable(tmp_pat
         name = "toy_project"
         version = "0.1"
         dependencies = ["toy_app"]
+        [project.optional-dependencies]
+        book = []
+        test = []
     """))
     (project / "toy_project.py").write_text("import toy_app\nVALUE = toy_app.VALUE\n")
+    return project, wheels
+
+
+def test_make_install_installs_editable_with_uv_under_pips_constraints(tmp_path):
+    """The Makefile's uv arguments, offline: the project editable, its dependencies, and a machine's pip
+    constraint file (the cap this project's machines put on torch) holding toy_base at 1.0 below 1.1."""
+    project, wheels = toy_project(tmp_path)
+    caps = tmp_path / "constraints.txt"
+    caps.write_text("toy_base<=1.0\n")
+    args = make_install_uv_args(f"PIP_CONSTRAINT_FILE={caps}")
+    assert args == ["--resolution", "highest", "--constraint", str(caps)], args
     env = tmp_path / "env"
-    venv.create(env, with_pip=True)
-    python = env / "bin" / "python"
-    out = subprocess.run(
-        [str(python), str(ROOT / "tools" / "install.py"), str(project), "--jobs", "2",
-         "--no-index", "--find-links", str(wheels), "--disable-pip-version-check"],
-        check=False, capture_output=True, text=True, cwd=tmp_path)
+    venv.create(env, with_pip=False)  # uv needs no pip in the target environment
+    out = subprocess.run([*uv(), "pip", "install", "--python", str(env / "bin" / "python"), *args,
+                          "--offline", "--no-index", "--find-links", str(wheels), "--cache-dir", str(tmp_path / "cache"),
+                          "-e", ".[book,test]"], capture_output=True, text=True, cwd=project, timeout=120)
     assert out.returncode == 0, out.stdout + out.stderr
-    assert "2 distributions resolved" in out.stdout and "in 2 pip processes" in out.stdout, out.stdout
-    # the project imports through its editable .pth, its dependencies through the parallel installs
-    check = subprocess.run([str(python), "-c", "import toy_project; print(toy_project.VALUE)"],
-                           check=False, capture_output=True, text=True, cwd=tmp_path)
-    assert check.stdout.strip() == "42", check.stderr
-    listed = subprocess.run([str(python), "-m", "pip", "list", "--format=freeze"], check=False, capture_output=True, text=True)
-    assert "toy-unused" not in listed.stdout.lower().replace("_", "-")  # only what the resolution asked for
+    check = subprocess.run([str(env / "bin" / "python"), "-c", "import toy_project; print(toy_project.VALUE)"],
+                           capture_output=True, text=True, cwd=tmp_path, timeout=60)
+    assert check.stdout.strip() == "42", check.stdout + check.stderr  # toy_base 1.0, not the newer 1.1
+    listed = subprocess.run([*uv(), "pip", "list", "--python", str(env / "bin" / "python"), "--format", "freeze"],
+                            capture_output=True, text=True, timeout=60).stdout.lower().replace("_", "-")
+    assert "toy-base==1.0" in listed and "toy-unused" not in listed, listed  # only what the resolution asked for
+    # an edit to the source shows without reinstalling: the install is editable
+    (project / "toy_project.py").write_text("import toy_app\nVALUE = -toy_app.VALUE\n")
+    again = subprocess.run([str(env / "bin" / "python"), "-c", "import toy_project; print(toy_project.VALUE)"],
+                           capture_output=True, text=True, cwd=tmp_path, timeout=60)
+    assert again.stdout.strip() == "-42", again.stderr
 
 
-def test_rejects_a_job_count_below_one():
-    out = subprocess.run([sys.executable, str(ROOT / "tools" / "install.py"), ".", "--jobs", "0"],
-                         check=False, capture_output=True, text=True)
-    assert out.returncode == 2 and "--jobs must be at least 1. Got 0 instead." in out.stderr
+def test_lowest_direct_resolution_takes_the_declared_minimums(tmp_path):
+    """drift.yml's minimum job: RESOLUTION=lowest-direct installs toy_app's declared minimum of toy_base."""
+    project, wheels = toy_project(tmp_path)
+    (project / "pyproject.toml").write_text((project / "pyproject.toml").read_text().replace(
+        'dependencies = ["toy_app"]', 'dependencies = ["toy_app", "toy_base>=1.0"]'))
+    args = make_install_uv_args("RESOLUTION=lowest-direct", "PIP_CONSTRAINT_FILE=")
+    assert args == ["--resolution", "lowest-direct"], args
+    env = tmp_path / "env"
+    venv.create(env, with_pip=False)
+    out = subprocess.run([*uv(), "pip", "install", "--python", str(env / "bin" / "python"), *args,
+                          "--offline", "--no-index", "--find-links", str(wheels), "--cache-dir", str(tmp_path / "cache"),
+                          "-e", ".[book,test]"], capture_output=True, text=True, cwd=project, timeout=120)
+    assert out.returncode == 0, out.stdout + out.stderr
+    check = subprocess.run([str(env / "bin" / "python"), "-c", "import toy_base; print(toy_base.VALUE)"],
+                           capture_output=True, text=True, timeout=60)
+    assert check.stdout.strip() == "41", check.stdout + check.stderr  # 1.0, the minimum, not the newest 1.1

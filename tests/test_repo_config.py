@@ -20,10 +20,30 @@ ROOT = Path(__file__).resolve().parent.parent
 SOURCES = sorted((ROOT / "book").glob("[0-9][0-9]_*.py"))
 
 
-def test_release_tag_is_the_package_version():
+def test_colab_ref_is_main_or_an_existing_release_tag_of_this_version():
+    """The launch button and the install cell share one ref: main, or a tag a release created."""
     import sync_repo
 
-    assert sync_repo.repository().release_tag == f"v{nhtlab.__version__}"
+    repo = sync_repo.repository()
+    assert sync_repo.package_version() == nhtlab.__version__
+    if not repo.is_release_tag:
+        assert repo.branch == "main", repo.branch
+        return
+    assert repo.branch == f"v{nhtlab.__version__}", "a release tag names the version it installs"
+    if not (ROOT / ".git").exists():
+        pytest.skip("not a git checkout: cannot see which tags exist")
+    tags = subprocess.run(["git", "tag", "--list", repo.branch], cwd=ROOT, capture_output=True, text=True, timeout=30)
+    assert tags.stdout.split() == [repo.branch], f"{repo.branch} is not a tag yet: run the release workflow first"
+
+
+def test_launch_button_and_install_cell_use_the_same_ref():
+    import sync_repo
+
+    repo = sync_repo.repository()
+    assert repo.install_requirement.endswith(f"@{repo.branch}")
+    assert f"/blob/{repo.branch}/book/" in repo.colab_url("01_grokking")
+    config = yaml.safe_load((ROOT / "_config.yml").read_text())
+    assert config["launch_buttons"]["colab_url"] == "https://colab.research.google.com"
 
 
 def test_install_cells_and_citation_are_in_sync():
@@ -53,7 +73,8 @@ def test_colab_cell_installs_from_the_config_and_gives_a_t4_estimate(src):
 
 
 def test_changing_the_owner_is_one_line_and_the_sync_command(tmp_path):
-    for name in ("_config.yml", "CITATION.cff"):
+    for name in ("_config.yml", "CITATION.cff", "nhtlab/_version.py"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(ROOT / name, tmp_path / name)
     shutil.copytree(ROOT / "book", tmp_path / "book", ignore=shutil.ignore_patterns("*.md", "*.bib", "__pycache__"))
     config = tmp_path / "_config.yml"
@@ -77,7 +98,7 @@ def test_changing_the_owner_is_one_line_and_the_sync_command(tmp_path):
     for src in sorted((tmp_path / "book").glob("[0-9][0-9]_*.py")):
         for path in (src, src.with_suffix(".ipynb")):
             text = path.read_text()
-            assert "git+https://github.com/someone-else/nht-book@v" in text and old not in text, path.name
+            assert "git+https://github.com/someone-else/nht-book@main" in text and old not in text, path.name
         # The rewritten pair still matches cell by cell, and the notebook is still valid JSON.
         json.loads(src.with_suffix(".ipynb").read_text())
         assert [c.source for c in jupytext.read(src).cells] == [c.source for c in jupytext.read(src.with_suffix(".ipynb")).cells]
@@ -92,18 +113,31 @@ def test_changing_the_owner_is_one_line_and_the_sync_command(tmp_path):
 def test_bad_repository_url_is_named(tmp_path, url):
     import sync_repo
 
-    (tmp_path / "_config.yml").write_text(f"repository:\n  url: {url}\n  branch: main\n  release_tag: v0.1.0\n")
+    (tmp_path / "_config.yml").write_text(f"repository:\n  url: {url}\n  branch: main\n")
     with pytest.raises(ValueError, match=r"repository\.url must be https://github\.com/<owner>/<name>; got '"
                        + re.escape(url)):
         sync_repo.repository(tmp_path)
 
 
-def test_missing_release_tag_is_named(tmp_path):
+def test_missing_branch_and_retired_release_tag_are_named(tmp_path):
     import sync_repo
 
-    (tmp_path / "_config.yml").write_text("repository:\n  url: https://github.com/a/b\n  branch: main\n")
-    with pytest.raises(ValueError, match=r"repository\.release_tag must be set .* got None"):
+    (tmp_path / "_config.yml").write_text("repository:\n  url: https://github.com/a/b\n")
+    with pytest.raises(ValueError, match=r"repository\.branch must be set .* got None"):
         sync_repo.repository(tmp_path)
+    (tmp_path / "_config.yml").write_text("repository:\n  url: https://github.com/a/b\n  branch: main\n"
+                                          "  release_tag: v0.1.0\n")
+    with pytest.raises(ValueError, match=r"release_tag is retired"):
+        sync_repo.repository(tmp_path)
+
+
+def test_a_release_tag_ref_is_recognised(tmp_path):
+    import sync_repo
+
+    (tmp_path / "_config.yml").write_text("repository:\n  url: https://github.com/a/b\n  branch: v1.2.0\n")
+    repo = sync_repo.repository(tmp_path)
+    assert repo.is_release_tag and repo.install_requirement == "nhtlab @ git+https://github.com/a/b@v1.2.0"
+    assert not sync_repo.Repository("https://github.com/a/b", "main").is_release_tag
 
 
 def test_citation_cites_nhtlab_and_the_papers():

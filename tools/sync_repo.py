@@ -1,11 +1,13 @@
 """Write the repository named in ``_config.yml`` into every file that repeats it.
 
 ``_config.yml``'s ``repository`` section is the one place that names the
-repository (``url``), the branch Colab opens chapters from (``branch``) and the
-release tag Colab installs nhtlab from (``release_tag``). Jupyter Book's Colab
+repository (``url``) and the ref that Colab both opens a chapter from and
+installs nhtlab from (``branch``: ``main``, or a release tag such as ``v0.3.0``
+once ``.github/workflows/release.yml`` has created it). Jupyter Book's Colab
 launch buttons read it directly; this command rewrites the copies that cannot
 read it: each chapter's Colab install cell (``book/NN_*.py`` and its ``.ipynb``)
-and ``CITATION.cff``. ``tests/test_repo_config.py`` fails when a copy is stale.
+and ``CITATION.cff`` (URL, and the version from ``nhtlab/_version.py``).
+``tests/test_repo_config.py`` fails when a copy is stale.
 
     python tools/sync_repo.py            # rewrite the copies
     python tools/sync_repo.py --check    # list stale copies, exit 1 if any
@@ -22,6 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 # The Colab install line's requirement, as it appears in a chapter's .py and (JSON-escaped) .ipynb.
 INSTALL = re.compile(r'nhtlab @ git\+[^"\\\s]+')
+TAG = re.compile(r"^v\d+(\.\d+)*$")
 URL = re.compile(r"^https://github\.com/(?P<owner>[A-Za-z0-9_.-]+)/(?P<name>[A-Za-z0-9_.-]+)$")
 
 
@@ -30,8 +33,7 @@ class Repository:
     """The repository as set in ``_config.yml`` (``repository:`` section)."""
 
     url: str
-    branch: str
-    release_tag: str
+    branch: str  # a branch or a release tag: the one ref the launch button opens and the install cell installs
 
     @property
     def owner(self) -> str:
@@ -42,9 +44,14 @@ class Repository:
         return URL.match(self.url).group("name")
 
     @property
+    def is_release_tag(self) -> bool:
+        """Whether the ref is a release tag (``v`` and a version) rather than a branch."""
+        return TAG.match(self.branch) is not None
+
+    @property
     def install_requirement(self) -> str:
-        """What the Colab cell pip-installs: nhtlab at the release tag."""
-        return f"nhtlab @ git+{self.url}@{self.release_tag}"
+        """What the Colab cell pip-installs: nhtlab at the ref the launch button opens."""
+        return f"nhtlab @ git+{self.url}@{self.branch}"
 
     def colab_url(self, stem: str) -> str:
         """Where the book's launch button opens chapter ``stem`` in Colab."""
@@ -57,7 +64,8 @@ def repository(root: Path = ROOT) -> Repository:
     Raises
     ------
     ValueError
-        When ``url`` is not ``https://github.com/<owner>/<name>`` or ``branch`` / ``release_tag`` is missing.
+        When ``url`` is not ``https://github.com/<owner>/<name>``, ``branch`` is missing, or the
+        retired ``release_tag`` key is still set (the install cell follows ``branch`` now).
     """
     import yaml
 
@@ -65,11 +73,22 @@ def repository(root: Path = ROOT) -> Repository:
     url = str(section.get("url", "")).rstrip("/")
     if not URL.match(url):
         raise ValueError(f"_config.yml repository.url must be https://github.com/<owner>/<name>; got {url!r}")
-    for key in ("branch", "release_tag"):
-        if not str(section.get(key, "")).strip():
-            raise ValueError(f"_config.yml repository.{key} must be set (e.g. branch: main, release_tag: v0.1.0); got "
-                             f"{section.get(key)!r}")
-    return Repository(url=url, branch=str(section["branch"]), release_tag=str(section["release_tag"]))
+    if not str(section.get("branch", "") or "").strip():
+        raise ValueError(f"_config.yml repository.branch must be set (main, or a release tag such as v0.3.0); got "
+                         f"{section.get('branch')!r}")
+    if "release_tag" in section:
+        raise ValueError("_config.yml repository.release_tag is retired: Colab opens and installs the same ref, "
+                         "repository.branch (set it to a release tag once a release has created the tag)")
+    return Repository(url=url, branch=str(section["branch"]).strip())
+
+
+def package_version(root: Path = ROOT) -> str:
+    """``__version__`` as written in ``root/nhtlab/_version.py`` (read, not imported)."""
+    text = (root / "nhtlab" / "_version.py").read_text(encoding="utf-8")
+    found = re.search(r'^__version__ = "([^"]+)"', text, re.M)
+    if found is None:
+        raise ValueError(f"{root / 'nhtlab' / '_version.py'}: no __version__ line")
+    return found.group(1)
 
 
 def chapter_files(root: Path = ROOT) -> list[Path]:
@@ -86,9 +105,9 @@ def _rewrite_chapter(path: Path, repo: Repository) -> str:
     return INSTALL.sub(lambda _: repo.install_requirement, text)
 
 
-def _rewrite_citation(path: Path, repo: Repository) -> str:
+def _rewrite_citation(path: Path, repo: Repository, version: str) -> str:
     text = path.read_text(encoding="utf-8")
-    for key, value in (("repository-code", repo.url), ("version", repo.release_tag.removeprefix("v"))):
+    for key, value in (("repository-code", repo.url), ("version", version)):
         pattern = re.compile(rf"^{key}: .*$", re.M)
         if len(pattern.findall(text)) != 1:
             raise ValueError(f"{path.name}: expected exactly one top-level '{key}:' line")
@@ -99,8 +118,10 @@ def _rewrite_citation(path: Path, repo: Repository) -> str:
 def sync(root: Path = ROOT, check: bool = False) -> list[Path]:
     """Rewrite the copies under ``root`` (or with ``check``, only report them); return the stale files."""
     repo = repository(root)
+    version = package_version(root)
     stale = []
-    targets = [(p, _rewrite_chapter) for p in chapter_files(root)] + [(root / "CITATION.cff", _rewrite_citation)]
+    targets = [(p, _rewrite_chapter) for p in chapter_files(root)]
+    targets.append((root / "CITATION.cff", lambda path, repo: _rewrite_citation(path, repo, version)))
     for path, rewrite in targets:
         new = rewrite(path, repo)
         if new != path.read_text(encoding="utf-8"):

@@ -1,0 +1,125 @@
+"""Write a benchmark's measurements as one JSON record that ``tools/measurements_page.py`` renders.
+
+(A package folder, not ``benchmarks/_record.py``: ``tests/test_benchmarks.py`` runs every
+``benchmarks/*.py`` as a benchmark.)
+
+A benchmark calls :func:`record` once at its end with the numbers it printed::
+
+    from _record import record  # benchmarks/ is the script's own folder, so this imports as is
+    record("bench_grok", [{"what": "bare AdamW step", "value": 121.7, "unit": "steps per CPU second"}],
+           settings={"steps": 60, "threads": 1})
+
+The record names the machine the numbers belong to (``lscpu``'s model name, the core count, torch's
+version, nhtlab's, Python's) and the UTC time, so a page built from records of several machines
+says which number came from which. Records go to ``_build/measurements/`` (ignored; this machine's
+runs) unless ``out_dir`` or ``NHTLAB_MEASUREMENTS_DIR`` names another folder:
+``benchmarks/results/`` holds the records kept in the repository for the published page.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import platform
+import re
+import subprocess
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent.parent  # this file is benchmarks/_record/__init__.py
+DEFAULT_DIR = ROOT / "_build" / "measurements"
+SCHEMA = 1
+
+
+def cpu_model(lscpu_text: str | None = None) -> str:
+    """The CPU's model name as ``lscpu`` prints it, else ``/proc/cpuinfo``'s, else ``platform.processor()``.
+
+    Parameters
+    ----------
+    lscpu_text : str, optional
+        ``lscpu``'s output to read instead of running it (tests).
+
+    Returns
+    -------
+    str
+        The model name, or ``"unknown"`` when no source names it.
+    """
+    if lscpu_text is None:
+        try:
+            lscpu_text = subprocess.run(["lscpu"], capture_output=True, text=True, timeout=10,
+                                        env={**os.environ, "LC_ALL": "C"}).stdout
+        except (OSError, subprocess.SubprocessError):
+            lscpu_text = ""
+    found = re.search(r"^\s*Model name:\s*(.+?)\s*$", lscpu_text, re.M)
+    if found:
+        return found.group(1)
+    try:
+        found = re.search(r"^model name\s*:\s*(.+?)\s*$", Path("/proc/cpuinfo").read_text(), re.M)
+    except OSError:
+        found = None
+    return found.group(1) if found else (platform.processor() or "unknown")
+
+
+def machine() -> dict[str, Any]:
+    """What the numbers depend on: CPU model, core count, torch, nhtlab and Python versions, platform.
+
+    Returns
+    -------
+    dict
+        Keys ``cpu_model``, ``cores``, ``torch``, ``nhtlab``, ``python``, ``platform``; a version is
+        ``None`` where the package is not installed.
+    """
+    def version(module: str) -> str | None:
+        try:
+            return __import__(module).__version__
+        except ImportError:
+            return None
+
+    return {"cpu_model": cpu_model(), "cores": os.cpu_count(), "torch": version("torch"),
+            "nhtlab": version("nhtlab"), "python": platform.python_version(), "platform": platform.platform()}
+
+
+def record(benchmark: str, results: list[dict[str, Any]], *, settings: dict[str, Any] | None = None,
+           note: str = "", out_dir: Path | str | None = None, when: _dt.datetime | None = None) -> Path:
+    """Write one benchmark run's results and its machine as ``<out_dir>/<benchmark>-<UTC time>.json``.
+
+    Parameters
+    ----------
+    benchmark : str
+        The benchmark's name (its script's stem, e.g. ``"bench_grok"``).
+    results : list of dict
+        One row per measured quantity; every row has the same keys, whose values are numbers or
+        short strings (e.g. ``{"what": ..., "value": ..., "unit": ...}``).
+    settings : dict, optional
+        The arguments the numbers were measured with (steps, threads, ...).
+    note : str, optional
+        One sentence the page prints above the benchmark's table.
+    out_dir : path, optional
+        Where to write; default ``NHTLAB_MEASUREMENTS_DIR`` or ``_build/measurements``.
+    when : datetime, optional
+        The run's time (UTC); default now.
+
+    Returns
+    -------
+    Path
+        The file written.
+
+    Raises
+    ------
+    ValueError
+        When ``benchmark`` is not a plain name or ``results`` is empty or its rows' keys differ.
+    """
+    if not re.fullmatch(r"[A-Za-z0-9_.-]+", benchmark):
+        raise ValueError(f"benchmark must be a plain name (letters, digits, _ . -). Got {benchmark!r} instead.")
+    rows = [dict(row) for row in results]
+    if not rows or any(set(row) != set(rows[0]) for row in rows):
+        raise ValueError(f"{benchmark}: results must be one or more rows with the same keys. Got {rows!r} instead.")
+    when = (when or _dt.datetime.now(_dt.timezone.utc)).astimezone(_dt.timezone.utc)
+    folder = Path(out_dir or os.environ.get("NHTLAB_MEASUREMENTS_DIR") or DEFAULT_DIR)
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{benchmark}-{when:%Y%m%dT%H%M%SZ}.json"
+    payload = {"schema": SCHEMA, "benchmark": benchmark, "date": when.isoformat(timespec="seconds"),
+               "machine": machine(), "settings": dict(settings or {}), "note": note, "results": rows}
+    path.write_text(json.dumps(payload, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    return path

@@ -1,0 +1,87 @@
+"""benchmarks/_record writes a benchmark's numbers with their machine; tools/measurements_page.py renders them."""
+
+from __future__ import annotations
+
+import datetime as dt
+import importlib.util
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import measurements_page  # tools/ is on sys.path (conftest.py)
+
+ROOT = Path(__file__).resolve().parent.parent
+_spec = importlib.util.spec_from_file_location("_record", ROOT / "benchmarks" / "_record" / "__init__.py")
+_record = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_record)
+
+LSCPU = """Architecture:             x86_64
+  CPU op-mode(s):         32-bit, 64-bit
+CPU(s):                   2
+Vendor ID:                GenuineIntel
+  Model name:             Intel(R) Xeon(R) Processor
+    CPU family:           6
+"""
+
+
+def test_cpu_model_reads_lscpu_and_falls_back():
+    assert _record.cpu_model(LSCPU) == "Intel(R) Xeon(R) Processor"
+    assert _record.cpu_model("Architecture: x86_64\n") not in ("", None)  # /proc/cpuinfo or platform, else "unknown"
+
+
+def test_record_writes_the_machine_and_the_date(tmp_path):
+    when = dt.datetime(2026, 12, 2, 9, 30, tzinfo=dt.timezone.utc)
+    path = _record.record("bench_toy", [{"what": "step", "value": 12.5, "unit": "steps/s"}],
+                          settings={"steps": 60}, out_dir=tmp_path, when=when)
+    assert path.name == "bench_toy-20261202T093000Z.json"
+    data = json.loads(path.read_text())
+    assert data["date"] == "2026-12-02T09:30:00+00:00" and data["settings"] == {"steps": 60}
+    machine = data["machine"]
+    assert machine["cores"] >= 1 and machine["cpu_model"] and machine["python"]
+    import torch
+
+    assert machine["torch"] == torch.__version__
+    with pytest.raises(ValueError, match="same keys"):
+        _record.record("bench_toy", [{"a": 1}, {"b": 2}], out_dir=tmp_path)
+    with pytest.raises(ValueError, match="plain name"):
+        _record.record("../escape", [{"a": 1}], out_dir=tmp_path)
+
+
+def _write(folder: Path, name: str, cpu: str, date: str, rows: list[dict]) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"{name}-{date}.json").write_text(json.dumps({
+        "schema": 1, "benchmark": name, "date": date, "settings": {"threads": 1}, "note": "",
+        "machine": {"cpu_model": cpu, "cores": 2, "torch": "2.14.1", "nhtlab": "0.2.4"}, "results": rows}))
+
+
+def test_page_lists_each_run_under_its_machine(tmp_path):
+    kept, local = tmp_path / "results", tmp_path / "measurements"
+    _write(kept, "bench_grok", "CPU A", "2026-12-01T10:00:00+00:00", [{"what": "step", "value": 121.7}])
+    _write(local, "bench_grok", "CPU B", "2026-12-02T10:00:00+00:00", [{"what": "step", "value": 93.25}])
+    _write(local, "bench_dlr", "CPU B", "2026-12-02T11:00:00+00:00", [{"what": "probe", "value": 1234.0}])
+    page = measurements_page.render(measurements_page.load([kept, local, tmp_path / "missing"]))
+    assert "| M1 | CPU A | 2 | 2.14.1 |" in page and "| M2 | CPU B | 2 | 2.14.1 |" in page, page
+    assert page.index("## `bench_dlr`") < page.index("## `bench_grok`")
+    grok = page[page.index("## `bench_grok`"):]
+    assert grok.index("machine M1") < grok.index("| step | 122 |") < grok.index("machine M2") < grok.index("| step | 93.2 |")
+    assert "| probe | 1,234 |" in page and "(threads = 1)" in page
+
+
+def test_a_record_without_its_machine_is_refused_by_name(tmp_path):
+    (tmp_path / "bad.json").write_text(json.dumps({"benchmark": "x", "date": "d", "results": [{"a": 1}],
+                                                   "machine": {"cores": 2}}))
+    with pytest.raises(ValueError, match=r"bad\.json: the record lacks machine\.cpu_model, machine\.torch"):
+        measurements_page.load([tmp_path])
+
+
+def test_no_records_gives_a_page_that_says_so_and_check_finds_a_stale_page(tmp_path):
+    out = tmp_path / "measurements.md"
+    tool = [sys.executable, str(ROOT / "tools" / "measurements_page.py"), "--out", str(out), "--records", str(tmp_path / "none")]
+    assert subprocess.run(tool, capture_output=True, timeout=60).returncode == 0
+    assert "No benchmark has recorded a run yet" in out.read_text()
+    assert subprocess.run([*tool, "--check"], capture_output=True, timeout=60).returncode == 0
+    out.write_text(out.read_text() + "| hand-typed | 5 min |\n")
+    assert subprocess.run([*tool, "--check"], capture_output=True, timeout=60).returncode == 1
