@@ -46,7 +46,7 @@
 import sys
 
 if "google.colab" in sys.modules:
-    # %pip install -q "nhtlab @ git+https://github.com/nhtlab/nhtlab@v0.2.4"
+    # %pip install -q "nhtlab @ git+https://github.com/nhtlab/nhtlab@main"
     print(
         'Launch note: profile = "full" takes roughly 5-10 minutes on a'
         " Colab T4 GPU (an estimate, not yet measured).\n"

@@ -83,7 +83,7 @@
 import sys
 
 if "google.colab" in sys.modules:
-    # %pip install -q "nhtlab @ git+https://github.com/nhtlab/nhtlab@v0.2.4"
+    # %pip install -q "nhtlab @ git+https://github.com/nhtlab/nhtlab@main"
     print(
         'Launch note: profile = "full" takes several hours on a Colab T4'
         " GPU (its 20 regime-edge runs use whole 50,000-step budgets)"
