@@ -1,17 +1,21 @@
 """Probe grid for chapter 06's border design: in which settings is the border fitted first and dropped later?
 
-One process, one torch thread; prints one table row per run as it finishes (stop it any time).
-Every run is a :class:`nhtlab.ShortcutRun` on the offline digits (10 × 10 + a 1-pixel border, the
-19k-parameter SimpleCNN, AdamW lr 3e-3, batch 64, **constant** learning rate) that differs from
-``BASE`` only in the grid's axes.
+One process, one torch thread; prints one table row per run as it finishes (stop it any time) and,
+with ``--out``, writes the rows in the JSON format chapter 06 renders
+(:func:`nhtlab.analysis.shortcut_report.write_probe`; ``book/data/probe_shortcuts.json``). Every run is a
+:class:`nhtlab.ShortcutRun` on the offline digits (10 × 10 + a 1-pixel border, the 19k-parameter
+SimpleCNN, AdamW lr 3e-3, batch 64, **constant** learning rate) that differs from ``BASE`` only in
+the grid's axes.
 
-Columns: ``fitted`` and ``dropped`` are :func:`nhtlab.analysis.events.border_times` (the border followed on
-≥ 30% of the conflict images and more often than the digit; then the digit read on ≥ 50% of them);
-``conflict min`` is the worst-group accuracy's minimum; the rest are final accuracies.
+Columns (:func:`nhtlab.analysis.shortcut_report.probe_row`): ``fitted`` and ``dropped`` are
+:func:`nhtlab.analysis.events.border_times` (the border followed on ≥ 30% of the conflict images and
+more often than the digit; then the digit read on ≥ 50% of them); ``conflict min`` is the
+worst-group accuracy's minimum; the rest are final values.
 
-Usage (the table in chapter 06 was made with the first command)::
+Usage (``book/data/probe_shortcuts.json`` holds the first command's grid, 16 runs, about 25 s of
+CPU each)::
 
-    PYTHONPATH=. python benchmarks/probe_shortcuts.py
+    PYTHONPATH=. python benchmarks/probe_shortcuts.py --harder all n400 --out book/data/probe_shortcuts.json
     PYTHONPATH=. python benchmarks/probe_shortcuts.py --otherwise none --seeds 0 1 --steps 3000
 """
 
@@ -19,12 +23,15 @@ from __future__ import annotations
 
 import argparse
 import itertools
+import platform
+import sys
 import time
 
 import torch
 
+import nhtlab
+from nhtlab.analysis.shortcut_report import PROBE_COLUMNS, probe_row, write_probe
 from nhtlab.training.image_runs import ShortcutRun, run_shortcut
-from nhtlab.analysis.events import border_times
 
 BASE = dict(base="digits", size=10, width=1, pad=True, clean="mean", channels=(8, 8, 16, 16, 32, 32),
             lr=3e-3, batch_size=64, schedule="constant", eval_every=100)
@@ -32,13 +39,10 @@ HARDER = {"all": dict(train_size=None, noise=0.0), "n400": dict(train_size=400, 
           "noise": dict(train_size=None, noise=0.3)}
 
 
-def row(h, setting: dict) -> dict:
-    fitted, dropped = border_times(h)
-    conflict = h.column("conflict_acc")
-    last = h.rows[-1]
-    return {**setting, "fitted": fitted, "dropped": dropped, "conflict min": round(float(conflict.min()), 2),
-            "conflict end": round(last["conflict_acc"], 2), "clean end": round(last["clean_acc"], 2),
-            "train end": round(last["train_acc"], 2), "norm peak→end": f"{h.column('norm').max():.0f}→{last['norm']:.0f}"}
+def task(run: ShortcutRun) -> str:
+    """The training task in words: how many training images, and the pixel noise if any."""
+    n = len(run.data().y_train)
+    return f"{n:,} images" + (f", noise {run.noise:g}" if run.noise else "")
 
 
 def main() -> None:
@@ -50,21 +54,27 @@ def main() -> None:
     parser.add_argument("--harder", nargs="+", default=["all", "n400", "noise"], choices=list(HARDER))
     parser.add_argument("--seeds", nargs="+", type=int, default=[0])
     parser.add_argument("--steps", type=int, default=3000)
+    parser.add_argument("--out", help="write the rows to this JSON file (the format chapter 06 renders)")
     args = parser.parse_args()
     torch.set_num_threads(1)
-    header = None
+    header = list(PROBE_COLUMNS) + ["cpu s"]
+    print("| " + " | ".join(header) + " |\n|" + "---|" * len(header), flush=True)
+    rows = []
     for otherwise, harder, contrast, rho, lam, seed in itertools.product(args.otherwise, args.harder, args.contrast,
                                                                          args.rho, args.lam, args.seeds):
         run = ShortcutRun(**BASE, **HARDER[harder], otherwise=otherwise, contrast=contrast, rho=rho,
                           weight_decay=lam, seed=seed, steps=args.steps)
         t = time.process_time()
         h = run_shortcut(run, progress="none")
-        r = row(h, dict(otherwise=otherwise, harder=harder, contrast=contrast, rho=rho, lam=lam, seed=seed))
+        r = probe_row(h, dict(otherwise=otherwise, task=task(run), contrast=contrast, rho=rho, lam=lam, seed=seed))
         r["cpu s"] = round(time.process_time() - t)
-        if header is None:
-            header = list(r)
-            print("| " + " | ".join(header) + " |\n|" + "---|" * len(header), flush=True)
+        rows.append(r)
         print("| " + " | ".join("—" if r[k] is None else str(r[k]) for k in header) + " |", flush=True)
+    if args.out:
+        about = {"machine": f"{platform.machine()} {platform.processor() or platform.platform()}, "
+                            f"torch {torch.__version__}",
+                 "nhtlab": nhtlab.__version__, "command": "python " + " ".join(sys.argv)}
+        print("wrote", write_probe(args.out, rows, about))
 
 
 if __name__ == "__main__":

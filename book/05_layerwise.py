@@ -19,32 +19,44 @@
 # The total norm $\|\theta\|^2$ is a sum over layers, and the layers need
 # not move together. The NHT paper {cite}`khanh2026nht` follows every
 # layer's own squared norm $\|\theta_\ell\|^2$, each divided by its own
-# maximum over the run, on CIFAR-10 images whose class is also written in
-# a coloured border. Under intermediate weight decay it reports a
-# **backward** transition: the read-out layer (`fc`) peaks first (near
-# epoch 60 of 200) and has contracted 45% by the end, while the first
-# convolution peaks later and contracts less (31%). The head leaves the
-# shortcut first; the input layers follow. The total norm can even still
-# be rising while the head shrinks, so the paper suggests two
-# early-warning signals read off the head:
-# $\|\theta_L\|^2/\|\theta_L(0)\|^2$ and $\|\theta_L\|^2/\|\theta_1\|^2$.
+# maximum over the run, and predicts (its P4, the *layer hierarchy*) a
+# **backward** transition: once the shortcut is fitted, the read-out
+# layer leaves it first and the input layers follow. It scores P4 as
+# holding on modular arithmetic, and on CIFAR-10 images whose class is
+# also written in a coloured border it reports the read-out (`fc`)
+# peaking near epoch 60 of 200 and contracting 45% by the end, the first
+# convolution later and by 31% ({data}`nhtlab.papers.NHT_LAYER_ORDER`).
 #
-# A layer order only means something in a run where there is a shortcut to
-# leave. So this chapter first builds one: handwritten digits whose border
-# names the class on 95% of the training images and names a **wrong**
-# class on the other 5% (the design is measured and chosen in the next
-# chapter, from a probe grid). Reading the border then fits at most 95% of
-# the training set; fitting the rest means memorising the exceptions
-# (large weights) or reading the digit (the structure). The learning rate
-# is constant, so weight decay keeps acting until the end. In this setting
-# the network first follows the border and later drops it, and *then* we
-# ask which layer peaks and contracts first. A control run leaves the 5%
-# without a border (`otherwise="none"`, the previous design): the border
-# is never dropped there, so its layer order tests nothing.
+# This chapter reads the order first on the companion paper's own
+# setting, the transformer of chapters 01-03 on $(a+b) \bmod 97$, with
+# the λ sweep and seeds of chapter 03 (the result cache serves them), and
+# then on handwritten digits with a border shortcut.
 #
-# Everything runs on the handwritten digits that ship with scikit-learn,
-# so it needs no download; the `full` profile switches to CIFAR-10 and the
-# paper's 288k-parameter network for a GPU.
+# ## The reading, fixed before the runs
+#
+# "Which layer peaks first" says nothing here: the transformer's
+# embeddings are largest at initialisation and fall from the first step,
+# so by peak steps the first layer always "comes first". The reading
+# therefore starts where the shortcut is fitted
+# ({func}`nhtlab.analysis.layers.contraction_order`). Each weight layer's
+# $\|\theta_\ell\|^2$ at $T_\text{mem}$ is its reference; the layer
+# **contracts** at the first evaluated step of the window
+# $[T_\text{mem}, T_\text{grok}]$ at which it has lost 10% of that value
+# (the run's last step ends the window when the structure is never
+# reached). Between the read-out and the first layer (the token
+# embedding; on images `conv1`):
+#
+# * **backward** (P4 holds in that run): the read-out contracts at an
+#   earlier step, or it contracts and the first layer does not;
+# * **forward** (P4 fails in that run): the first layer contracts
+#   earlier, or it contracts and the read-out does not;
+# * **simultaneous**: the same evaluated step; **undetermined**: neither
+#   contracts in the window, or there is no window.
+#
+# P4 holds at a λ when the reading is backward in a strict majority of
+# its seeds, and fails there otherwise; the tables count it as "k of n".
+# The checks at the end assert only that the reading is determined in
+# every companion run, not which way it comes out.
 
 # %% tags=["remove-cell"]
 # In Colab, install this book's version of nhtlab; elsewhere the
@@ -52,10 +64,10 @@
 import sys
 
 if "google.colab" in sys.modules:
-    # %pip install -q "nhtlab @ git+https://github.com/nhtlab/nhtlab@v0.2.4"
+    # %pip install -q "nhtlab @ git+https://github.com/nhtlab/nhtlab@main"
     print(
-        'Launch note: profile = "full" takes one to two hours on a Colab'
-        " T4 GPU (an estimate, not yet measured).\n"
+        'Launch note: profile = "full" takes two to three hours on a'
+        " Colab T4 GPU (an estimate, not yet measured).\n"
         "To run it: Runtime > Change runtime type > T4 GPU, "
         'set profile = "full" in the next cell, run all.'
     )
@@ -70,54 +82,52 @@ seed = 0
 # %%
 import nhtlab
 from nhtlab import charts
-from nhtlab.analysis.events import border_times
+from nhtlab.papers import NHT_LAYER_ORDER
 
 # %% tags=["hide-input"]
-# The setting chapter 06 chooses from its probe grid: a bright one-pixel
-# border on 10×10 digits, its class's colour on ρ = 0.95 of the training
-# images and a wrong class's colour on the rest, a constant learning rate.
+# The digit-border setting chapter 06 chooses from its probe grid: a
+# bright one-pixel border on 10×10 digits, its class's colour on ρ = 0.95
+# of the training images and a wrong class's colour on the rest, a
+# constant learning rate.
 DESIGN = nhtlab.BORDER_DESIGN  # nhtlab.training.presets
 PROFILES = {
-    # the main run (λ = 0.1) and the control without a border on the
-    # remaining 5%
+    # quick: chapter 03's quick companion runs at λ = 1 (η = 3e-3), two
+    # seeds; one seed of the digit runs.
     "quick": dict(
-        run=dict(DESIGN, steps=3000),
-        main=dict(weight_decay=0.1),
-        others={
-            "control: no border on the 5%": dict(
-                weight_decay=0.1, otherwise="none"
-            )
-        },
+        modular=dict(lr=3e-3, steps=4000, stop_after=100),
+        lams=[1.0],
+        seeds=[0, 1],
+        budgets={},
+        images=dict(DESIGN, steps=3000),
+        image_lam=0.1,
+        image_seeds=[0],
         workers=2,
     ),
-    # plus a second seed of the main run and a stronger λ
+    # book: chapter 03's companion runs (η = 1e-3, 8,000 steps, 4,000 at
+    # λ = 1, stopped 500 steps after T_grok), three λ and three seeds;
+    # three seeds of the digit runs.
     "book": dict(
-        run=dict(DESIGN, steps=3000),
-        main=dict(weight_decay=0.1),
-        others={
-            "main, seed + 1": dict(weight_decay=0.1, seed_offset=1),
-            "λ = 0.3": dict(weight_decay=0.3),
-            "control: no border on the 5%": dict(
-                weight_decay=0.1, otherwise="none"
-            ),
-        },
+        modular=dict(lr=1e-3, steps=8000, stop_after=500),
+        lams=[0.3, 0.5, 1.0],
+        seeds=[0, 1, 2],
+        budgets={1.0: 4000, 2.0: 2000},
+        images=dict(DESIGN, steps=3000),
+        image_lam=0.1,
+        image_seeds=[0, 1, 2],
         workers=2,
     ),
-    # The paper's network on coloured-border CIFAR-10 (arXiv 2603.07323):
-    # SimpleCNN of 288k parameters without normalisation, AdamW lr 1e-3,
-    # batch 128, 200 epochs (78k steps), here with the chapter's border
-    # design and a constant learning rate. Needs CIFAR-10 (downloaded on
-    # first use).
+    # full: chapter 03's full companion runs (50,000 steps, stopped 2,000
+    # after T_grok), ten seeds; the paper's network on coloured-border
+    # CIFAR-10 (SimpleCNN of 288k parameters, AdamW lr 1e-3, batch 128,
+    # 200 epochs) with this chapter's border design, three seeds.
     "full": dict(
-        run=dict(nhtlab.BORDER_DESIGN_CIFAR10),
-        main=dict(weight_decay=0.1),
-        others={
-            "main, seed + 1": dict(weight_decay=0.1, seed_offset=1),
-            "λ = 0.3": dict(weight_decay=0.3),
-            "control: no border on the 5%": dict(
-                weight_decay=0.1, otherwise="none"
-            ),
-        },
+        modular=dict(lr=1e-3, steps=50_000, stop_after=2000),
+        lams=[0.3, 0.5, 1.0],
+        seeds=list(range(10)),
+        budgets={},
+        images=dict(nhtlab.BORDER_DESIGN_CIFAR10),
+        image_lam=0.1,
+        image_seeds=[0, 1, 2],
         workers=1,
     ),
 }
@@ -125,284 +135,249 @@ cfg = nhtlab.select_profile(PROFILES, profile)
 nhtlab.stamp(profile, cfg)
 
 # %% [markdown]
-# ## The data and the runs
+# ## The companion transformer
 #
-# Every class gets its own border colour. The test sets (all built from
-# held-out digits, {mod}`nhtlab.data.cues`): `clean` carries the mean of
-# the class colours as its border (a border is present, as on every
-# training image, but says nothing), `conflict` a wrong class's border on
-# every digit (the worst group: following the border is always wrong
-# there; `cue` is the same images scored by the border's class) and
-# `shortcut` a class border on a plain grey image (reading the border
-# alone). The border counts as **fitted** from the first step at which the
-# network follows it on at least 30% of the conflict images and more often
-# than it reads the digit, and as **dropped** from the first later step at
-# which it reads the digit on at least half of them
-# ({func}`nhtlab.analysis.events.border_times`).
-
+# One run per λ and seed, $T_\text{mem}$ and $T_\text{grok}$ as in chapter
+# 01 (training and test accuracy ≥ 99%). One sweep trains the runs the
+# cache does not hold yet, on both cores.
 
 # %%
-def make_run(change: dict) -> nhtlab.ShortcutRun:
-    change = dict(change)
-    return nhtlab.ShortcutRun(
-        seed=seed + change.pop("seed_offset", 0), **{**cfg.run, **change}
+companion_runs = [
+    nhtlab.companion(
+        lam,
+        seed + s,
+        steps=cfg.budgets.get(lam, cfg.modular["steps"]),
+        **{k: v for k, v in cfg.modular.items() if k != "steps"},
     )
+    for lam in cfg.lams
+    for s in cfg.seeds
+]
+companion = nhtlab.sweep(
+    companion_runs,
+    strategy="parallel",
+    workers=2,
+    cache=nhtlab.default_cache(),
+)
+modular = {(r.run.weight_decay, r.run.seed): r.history for r in companion}
+orders = {key: nhtlab.contraction_order(h) for key, h in modular.items()}
+nhtlab.table(
+    nhtlab.modular_order_rows(orders),
+    columns=["λ", "seed", "t_mem", "t_end", "head_step", "first_step"]
+    + ["head_lost", "first_lost", "verdict"],
+    formats={"λ": "{:g}", "head_lost": "{:.0%}", "first_lost": "{:.0%}"},
+    headers={
+        "t_mem": "T_mem",
+        "t_end": "T_grok",
+        "head_step": "read-out −10% at",
+        "first_step": "embedding −10% at",
+        "head_lost": "read-out lost by T_grok",
+        "first_lost": "embedding lost by T_grok",
+    },
+)
 
+# %% [markdown]
+# Each layer from $T_\text{mem}$ to $T_\text{grok}$, one run at a time:
+# the paper's view (each layer over its own peak over the run) or each
+# layer over its value at $T_\text{mem}$, where the dashed line is the 10%
+# loss that counts as contracting and filled points mark the steps after
+# a layer has crossed it. Click a layer in the legend to isolate it.
 
-configs = {
-    "main": make_run(cfg.main),
-    **{label: make_run(change) for label, change in cfg.others.items()},
+# %%
+charts.contraction_curves(
+    [
+        row
+        for (lam, s), h in modular.items()
+        for row in nhtlab.layer_window_records(
+            h, orders[(lam, s)], run=f"λ = {lam:g}, seed {s}"
+        )
+    ],
+    nhtlab.analysis.layers.CONTRACTION_SHARE,
+    title="‖θ_ℓ‖² from T_mem to T_grok (companion transformer)",
+)
+
+# %% [markdown]
+# The order over seeds, per λ, against the paper:
+
+# %% tags=["remove-input"]
+modular_readings = nhtlab.order_readings(
+    {(f"λ = {lam:g}", s): o for (lam, s), o in orders.items()}
+)
+paper_p4 = "{order} (P4 {modular arithmetic})".format_map(NHT_LAYER_ORDER)
+nhtlab.table(
+    nhtlab.reading_rows(
+        modular_readings, {key: paper_p4 for key in modular_readings}
+    ),
+    headers={"ours": "ours (k of n seeds)", "holds": "P4 holds"},
+)
+
+# %% tags=["remove-input"]
+failed = [key for key, r in modular_readings.items() if not r.holds]
+nhtlab.md(
+    "On this setting the paper's P4 **"
+    + ("holds at every λ" if not failed else "does not hold")
+    + "**"
+    + (f" at {', '.join(failed)}" if failed else "")
+    + ": "
+    + "; ".join(r.text() for r in modular_readings.values())
+    + "."
+)
+
+# %% [markdown]
+# ## The digit-border images
+#
+# A layer order only means something in a run where there is a shortcut
+# to leave. Here the shortcut is a border: handwritten digits whose
+# border names the class on 95% of the training images and a **wrong**
+# class on the other 5% (the design chapter 06 chooses from a probe
+# grid). Reading the border then fits at most 95% of the training set;
+# fitting the rest means memorising the exceptions or reading the digit.
+# The border counts as **fitted** from the first step at which the
+# network follows it on at least 30% of the `conflict` test images (a
+# wrong class's border on every held-out digit) and more often than it
+# reads the digit, and as **dropped** from the first later step at which
+# it reads the digit on at least half of them
+# ({func}`nhtlab.analysis.events.border_times`). The window of the
+# layer-order reading runs from fitted to dropped, the first layer is
+# `conv1`. A control run leaves the 5% without a border
+# (`otherwise="none"`): its border should never be dropped, so its order
+# tests nothing. The `full` profile switches to CIFAR-10 and the paper's
+# network for a GPU.
+
+# %%
+image_runs = {
+    (label, s): nhtlab.ShortcutRun(
+        seed=seed + s,
+        **{**cfg.images, "weight_decay": cfg.image_lam, **change},
+    )
+    for label, change in [
+        ("main", {}),
+        ("control", {"otherwise": "none"}),
+    ]
+    for s in cfg.image_seeds
 }
-data = configs["main"].data()
-print(
-    f"{len(data.y_train)} training images of shape"
-    f" {tuple(data.x_train.shape[1:])}; {data.cue_agreement:.1%} of them"
-    " carry their class's border, the rest a wrong class's"
-)
-model = configs["main"].build_model()
-print(
-    f"SimpleCNN: {sum(p.numel() for p in model.parameters()):,}"
-    f" parameters,"
-    f" layers {list(nhtlab.layer_norms(model))}"
-)
-# One sweep through the result cache, as in chapters 01-03:
-# a re-run reuses every finished run.
-result = nhtlab.sweep(
-    list(configs.values()),
+images = nhtlab.sweep(
+    list(image_runs.values()),
     strategy="parallel" if cfg.workers > 1 else "sequential",
     workers=cfg.workers,
     cache=nhtlab.default_cache(),
 )
-runs = dict(zip(configs, result.histories))
-times = {label: border_times(h) for label, h in runs.items()}
-[
-    {
-        "run": label,
-        "border fitted at": fitted,
-        "dropped at": dropped,
-        **{
-            k: round(h.rows[-1][k], 3)
-            for k in ("train_acc", "clean_acc", "conflict_acc", "cue_acc")
-        },
-    }
-    for (label, h), (fitted, dropped) in zip(runs.items(), times.values())
-]
+image_hists = dict(zip(image_runs, images.histories))
+image_rows = nhtlab.image_run_rows(image_hists)
+nhtlab.table(
+    image_rows,
+    columns=["run", "seed", "fitted", "dropped", "border", "verdict"]
+    + ["warning", "conflict_acc"],
+    formats={"conflict_acc": "{:.2f}"},
+    headers={
+        "fitted": "border fitted",
+        "dropped": "border dropped",
+        "verdict": "layer order",
+        "warning": "‖θ_L‖²/‖θ_L(0)‖²",
+        "conflict_acc": "final conflict acc.",
+    },
+)
 
 # %% [markdown]
 # What the network reads, step by step: the share of conflict images on
-# which it answers the digit (rising through 0.5 is the drop) and the
-# share on which it answers the border.
+# which it answers the digit (rising through 0.5 is the drop).
 
 # %%
+labelled = {
+    f"{label}, seed {s}": h for (label, s), h in image_hists.items()
+}
 charts.norm_curves(
-    [(label, h) for label, h in runs.items()],
+    list(labelled.items()),
     column="conflict_acc",
     title="conflict accuracy: reads the digit against a wrong border",
 )
 
-# %%
-charts.norm_curves(
-    [(label, h) for label, h in runs.items()],
-    column="cue_acc",
-    title="follows the border against the digit (cue accuracy)",
-)
-
 # %% [markdown]
-# ## Each layer against its own peak
-#
-# Pick a run in the dropdown; click a layer in the legend to isolate it;
-# switch between the raw $\|\theta_\ell\|^2$ and the norm divided by its
-# own peak. Triangles mark each layer's peak. A curve that ends below 1
-# has contracted by that much.
+# Each layer from the border fitted to the border dropped (the run's end
+# for a border never dropped), as for the transformer:
 
 # %%
-transitions = {
-    label: nhtlab.layer_transitions(h) for label, h in runs.items()
-}
-records = [
-    row
-    for label, h in runs.items()
-    for row in nhtlab.layer_records(h, lam=label)
-]
-peaks = [
-    {**t.to_dict(), "lam": label}
-    for label, ts in transitions.items()
-    for t in ts
-]
-charts.layerwise_norms(
-    records, peaks, title="‖θ_ℓ‖² of each layer (pick a run and layers)"
-)
-
-# %% [markdown]
-# The same peaks on one chart: one row per layer, one colour per run; a
-# larger point means a larger contraction by the end.
-
-# %%
-charts.layer_peak_steps(peaks)
-
-# %% [markdown]
-# The order in which the layers peaked and contracted (a layer that lost
-# less than 2% of its peak by the end counts as never contracted), and the
-# order between the read-out and conv1
-# ({func}`nhtlab.analysis.layers.layer_order`: "backward" only when both
-# contracted and the read-out peaked first; "first only" or "head only"
-# when one of them never contracted, so no order between them was seen):
-
-# %%
-orders = {
-    label: nhtlab.peak_order(ts) for label, ts in transitions.items()
-}
-head_first = {
-    label: nhtlab.analysis.layers.layer_order(ts, "readout", "conv1")
-    for label, ts in transitions.items()
-}
-for label, ts in transitions.items():
-    by_layer = {t.layer: t for t in ts}
-    print(
-        f"{label} (border fitted {times[label][0]}, dropped"
-        f" {times[label][1]}): read-out vs conv1 = {head_first[label]}"
-        f"\n   "
-        " peaked "
-        + (
-            " → ".join(
-                f"{name} ({by_layer[name].peak_step},"
-                f" −{by_layer[name].contraction:.0%})"
-                for name in orders[label]
-                if by_layer[name].peaked
-            )
-            or "none"
+charts.contraction_curves(
+    [
+        row
+        for label, h in labelled.items()
+        for row in nhtlab.layer_window_records(
+            h,
+            nhtlab.contraction_order(h, window=nhtlab.border_times(h)),
+            run=label,
         )
-        + "; never contracted: "
-        + (", ".join(t.layer for t in ts if not t.peaked) or "none")
-    )
+    ],
+    nhtlab.analysis.layers.CONTRACTION_SHARE,
+    title="‖θ_ℓ‖² from the border fitted to the border dropped",
+)
 
 # %% [markdown]
 # ## The early-warning signals against the drop
 #
-# The paper's two signals, the read-out's norm against its start
-# $\|\theta_L\|^2/\|\theta_L(0)\|^2$ and against the first layer's
-# $\|\theta_L\|^2/\|\theta_1\|^2$, next to the total norm, with the steps
-# at which the border was fitted and dropped as dashed lines. A signal
-# *warns* if it turns down (reaches its maximum) before the border is
-# dropped ({func}`nhtlab.analysis.layers.warning_times`).
+# The total norm can still be rising while the head shrinks, so the paper
+# suggests two early-warning signals read off the head, the read-out's
+# norm against its start $\|\theta_L\|^2/\|\theta_L(0)\|^2$ and against
+# the first layer's $\|\theta_L\|^2/\|\theta_1\|^2$. They are drawn next
+# to the total norm, with the steps at which the border was fitted and
+# dropped as dashed lines. A signal *warns* if it turns down (reaches its
+# maximum) before the border is dropped
+# ({func}`nhtlab.analysis.layers.warning_times`); the table's
+# "‖θ_L‖²/‖θ_L(0)‖²" column says whether the first one did.
 
 # %%
-signal_records, events = [], []
-for label, h in runs.items():
-    sig = nhtlab.head_to_first_ratio(h)
-    norm0 = h.column("norm")[0]
-    for name, values in (
-        ("‖θ_L‖²/‖θ_L(0)‖²", sig["head_over_init"]),
-        ("‖θ_L‖²/‖θ_1‖²", sig["head_over_first"]),
-        ("‖θ‖²/‖θ(0)‖²", h.column("norm") / norm0),
-    ):
-        signal_records += [
-            {
-                "step": int(s),
-                "run": label,
-                "signal": name,
-                "value": float(v),
-            }
-            for s, v in zip(sig["step"], values)
-        ]
-    events += [
-        {"run": label, "event": event, "step": step}
-        for event, step in zip(
-            ("border fitted", "border dropped"), times[label]
-        )
-        if step is not None
-    ]
-charts.warning_signals(signal_records, events)
-
-# %%
-warnings_ = {
-    label: nhtlab.analysis.layers.warning_times(h, times[label][1])
-    for label, h in runs.items()
-}
-[{"run": label, **w} for label, w in warnings_.items()]
+charts.warning_signals(*nhtlab.signal_records(labelled))
 
 # %% [markdown]
 # ## What this shows
 #
-# Numbers from the `book` profile (seed 0 unless said), executed on a
-# 2-core Intel Xeon (AVX-512) with torch 2.14.1; another CPU rounds
-# differently and moves them (see the last point, and
-# {ref}`How to run <numbers-in-the-text>`).
-#
-# * **The design works as a test bed.** With a wrong border on the
-#   remaining 5%, the network follows the border from step 200 (seed 0;
-#   step 100 for seed 1) and drops it later: conflict accuracy passes 0.5
-#   at step 1,400 (seed 1: 1,100). At λ = 0.3 the border is followed for
-#   longer and dropped at step 2,800. In the control (no border on the
-#   5%) it is followed from step 100 and never dropped (conflict accuracy
-#   0.18 at the end).
-# * **No run shows the paper's backward order** (read-out at epoch ≈ 60
-#   of 200, −45%; conv1 later, −31%). In the main run conv1 peaks at step
-#   1,300 and contracts 6%, and the read-out never loses 2% of its peak:
-#   "first only", which says nothing about which layer contracts first.
-#   In seed 1 neither contracts. At λ = 0.3 the order is forward (conv1
-#   at step 200, −58%; read-out at 1,300, −17%), and in the control too
-#   (conv1 at 300, −51%; read-out at 2,300, −4%).
-# * **The early-warning signals do not warn in the main runs.**
-#   ‖θ_L‖²/‖θ_L(0)‖² turns down 1,400 (seed 0) and 500 (seed 1) steps
-#   *after* the border is dropped, ‖θ_L‖²/‖θ_1‖² 1,600 and 200 steps
-#   after, and the total norm 1,400 and 1,900 steps after: these escapes
-#   happen while the norms are still growing, so the border is not left
-#   because weight decay shrinks a high-norm solution, which is also what
-#   chapter 06's scorecard finds (P1 and P5). At λ = 0.3, where the drop
-#   comes late, all three signals turn down before it (by 1,500, 1,100
-#   and 700 steps): there they do warn.
-# * **How firm these readings are.** On the machine this chapter was
-#   first written on (another 2-core x86-64 CPU, another float rounding
-#   of the same code) the same four runs gave a drop at step 1,900 (seed
-#   1: 1,000), no drop by step 3,000 at λ = 0.3, a forward read-out/conv1
-#   order in both main seeds (conv1 peaking at steps 1,200 and 1,900, the
-#   read-out at 2,300 and 2,100 and contracting 5–6%), "first only" in
-#   the control, and no signal that warned in any run. So at this scale
-#   when a layer peaks, whether the read-out contracts at all and whether
-#   a signal leads the drop are within float-rounding noise. What held on
-#   both machines is the test bed (the border fitted, then dropped; the
-#   control keeps it) and the absence of the backward order.
+# Each reading over the digit runs' seeds, with the rule fixed before the
+# runs (a strict majority of seeds): the test bed (main run: the border
+# fitted, then dropped; control: kept), the paper's backward order in
+# the main run, and the first early-warning signal leading the drop.
+
+# %% tags=["remove-input"]
+image_read = nhtlab.image_readings(
+    image_rows,
+    {
+        ("main", "border"): "dropped",
+        ("control", "border"): "kept",
+        ("main", "verdict"): "backward",
+        ("main", "warning"): "warns",
+    },
+)
+nhtlab.table(
+    nhtlab.reading_rows(
+        image_read,
+        {
+            ("main", "verdict"): NHT_LAYER_ORDER["order"],
+            ("main", "warning"): "warns",
+        },
+    ),
+    headers={"ours": "ours (k of n seeds)"},
+)
+
+# %% [markdown]
+# Where the paper's backward order or its warning fails on these runs
+# (✗ above), that is a reading of this scale and this CPU, not a result
+# the chapter asserts: a single seed's order can flip with the float
+# rounding of another CPU ({ref}`How to run <numbers-in-the-text>`).
 #
 # ## Checks
 #
-# Decided before the run: the main run is a setting built to test a layer
-# order (the border is fitted, then dropped), and the control is not (its
-# border is never dropped). The read-out/conv1 order is then *reported*
-# for the main run against the paper's backward order, and asserted only
-# as what the chapter claims below.
+# Decided before the runs: every companion run gives a determined layer
+# order (a window and a contraction in it), whichever way it comes out;
+# on the digits the main run is a test bed (the border fitted, then
+# dropped, in a strict majority of seeds) and the control is not (its
+# border kept in a strict majority of seeds). The orders themselves are
+# reported above against the paper, not asserted.
 
 # %%
 # skipped, with a notice, in a capped smoke run
 if nhtlab.science_checks(cfg):
-    main_fit, main_drop = times["main"]
-    assert main_fit is not None and main_drop is not None, (
-        "the main run must fit and then drop the border",
-        times["main"],
-    )
-    control = "control: no border on the 5%"
-    assert times[control][0] is not None and times[control][1] is None, (
-        "the control keeps its border",
-        times[control],
-    )
-    by_main = {t.layer: t for t in transitions["main"]}
-    print(
-        "paper: read-out peaks first (epoch ≈ 60/200) and contracts 45%,"
-        " conv1 later and 31% (backward). ours (main run, border fitted"
-        f" at {main_fit}, dropped at {main_drop}): {head_first['main']};"
-        f" read-out peaks at {by_main['readout'].peak_step}"
-        f" (−{by_main['readout'].contraction:.0%}), conv1 at"
-        f" {by_main['conv1'].peak_step}"
-        f" (−{by_main['conv1'].contraction:.0%})."
-    )
-    print(
-        "early warnings (steps before the drop; > 0 warns):",
-        {
-            k: warnings_["main"][k]
-            for k in (
-                "head_over_init_lead",
-                "head_over_first_lead",
-                "total_lead",
-            )
-        },
-    )
+    checks = [
+        nhtlab.order_determined(orders),
+        nhtlab.check_reading(image_read[("main", "border")]),
+        nhtlab.check_reading(image_read[("control", "border")]),
+    ]
+    for c in checks:
+        assert c, c.detail
+    display(nhtlab.table([c.to_dict() for c in checks]))

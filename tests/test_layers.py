@@ -181,3 +181,94 @@ def test_head_and_first_skips_normalisation_layers():
     assert head_and_first(["embed", "ln0", "hidden", "bn"]) == ("hidden", "embed")
     assert head_and_first(["conv1", "layer1.bn1", "fc", "post.norm"]) == ("fc", "conv1")
     assert head_and_first(["ln_only"]) == ("ln_only", "ln_only")  # nothing but norms: use them
+
+
+# --- the order after the shortcut is fitted (contraction_order) ---------------------------------------------------
+
+def modular_like(head_drop_at, first_drop_at, steps=range(0, 1001, 100), t_mem=300, t_grok=800):
+    """A history whose read-out and embedding lose 30% of their T_mem value at the given steps (None: never).
+
+    The embedding ``tok`` falls from its initialisation before T_mem (its peak is step 0, so its peak step
+    says nothing); the accuracies put T_mem at ``t_mem`` and T_grok at ``t_grok``.
+    """
+    rows = []
+    for s in steps:
+        tok = 100.0 - 0.1 * min(s, t_mem) - (30.0 if first_drop_at is not None and s >= first_drop_at else 0.0)
+        readout = min(10.0 + s / 10, 40.0) * (0.7 if head_drop_at is not None and s >= head_drop_at else 1.0)
+        rows.append({"step": s, "train_acc": 1.0 if s >= t_mem else 0.5, "test_acc": 1.0 if s >= t_grok else 0.1,
+                     "norm": tok + readout + 5.0,
+                     "norm/tok": tok, "norm/blocks.0.ln_1": 5.0, "norm/readout": readout})
+    return History(rows=rows, status="completed")
+
+
+def test_contraction_order_reads_backward_and_forward():
+    from nhtlab.analysis.layers import contraction_order
+
+    back = contraction_order(modular_like(head_drop_at=400, first_drop_at=600))
+    assert (back.t_mem, back.t_end, back.head, back.first) == (300, 800, "readout", "tok")
+    assert back.verdict == "backward" and back.order == ["readout", "tok"]
+    assert back.layer("readout").step == 400 and back.layer("tok").step == 600
+    assert [c.layer for c in back.layers] == ["tok", "readout"]  # the normalisation layer is skipped
+    assert back.layer("tok").share_lost == pytest.approx(30 / 70)
+    # the same curves with the two drops swapped read forward: the reading can come out either way
+    fwd = contraction_order(modular_like(head_drop_at=600, first_drop_at=400))
+    assert fwd.verdict == "forward" and fwd.order == ["tok", "readout"]
+    assert fwd.to_dict()["head_step"] == 600 and fwd.to_dict()["first_step"] == 400
+    # the embedding falls from step 0: by peak steps it would always come "first"
+    head_only = modular_like(600, None)
+    assert {t.layer: t.peak_step for t in layer_transitions(head_only)}["tok"] == 0
+    assert contraction_order(head_only).verdict == "backward"  # the read-out contracts, the embedding never does
+
+
+def test_contraction_order_ties_no_contraction_and_no_window():
+    from nhtlab.analysis.layers import contraction_order
+
+    assert contraction_order(modular_like(500, 500)).verdict == "simultaneous"
+    assert contraction_order(modular_like(None, 500)).verdict == "forward"
+    assert contraction_order(modular_like(None, None)).verdict == "undetermined"
+    # a drop after T_grok is outside the window
+    assert contraction_order(modular_like(900, None)).verdict == "undetermined"
+    # never memorised: no window
+    never = contraction_order(modular_like(400, 600, t_mem=5000))
+    assert never.verdict == "undetermined" and never.t_mem is None and never.order == []
+    # a window given by hand (images: border fitted, dropped); None as its end: the run's last step
+    late = contraction_order(modular_like(900, None), window=(300, None))
+    assert late.t_end == 1000 and late.verdict == "backward"
+    # a larger share is not reached by a 30% drop
+    assert contraction_order(modular_like(400, 600), share=0.5).verdict == "undetermined"
+    with pytest.raises(ValueError, match="'window' parameter of contraction_order must contain"):
+        contraction_order(modular_like(400, 600), window=(2000, 3000))
+    with pytest.raises(ValueError, match="share"):
+        contraction_order(modular_like(400, 600), share=1.0)
+
+
+def test_order_readings_count_seeds_and_order_determined_fails_on_an_open_run():
+    from nhtlab.analysis.layers import contraction_order, order_determined, order_readings
+
+    orders = {(1.0, 0): contraction_order(modular_like(400, 600)), (1.0, 1): contraction_order(modular_like(600, 400)),
+              (1.0, 2): contraction_order(modular_like(400, None)), (0.5, 0): contraction_order(modular_like(600, 400))}
+    readings = order_readings(orders)
+    assert list(readings) == [1.0, 0.5]
+    assert (readings[1.0].k, readings[1.0].n, readings[1.0].holds, readings[1.0].flips) == (2, 3, True, True)
+    assert readings[0.5].text() == "backward in 0 of 1 seeds (seed 0: forward)" and not readings[0.5].holds
+    assert order_determined(orders)
+    failing = order_determined({**orders, (0.5, 1): contraction_order(modular_like(None, None))})
+    assert not failing and "undetermined: [(0.5, 1)]" in failing.detail
+    assert not order_determined({})
+
+
+def test_layer_window_records_and_chart_show_the_window():
+    from nhtlab.analysis.layers import contraction_order, layer_window_records
+    from nhtlab.charts.layers import contraction_curves
+
+    h = modular_like(400, 600)
+    order = contraction_order(h)
+    rows = layer_window_records(h, order, run="λ = 1, seed 0")
+    assert {r["step"] for r in rows} == set(range(300, 801, 100)) and {r["layer"] for r in rows} == {"tok", "readout"}
+    first = {(r["layer"], r["step"]): r for r in rows}
+    assert first[("tok", 300)]["at_mem"] == 1.0 and first[("tok", 300)]["normalised"] == pytest.approx(0.7)
+    assert first[("readout", 400)]["contracted"] and not first[("readout", 300)]["contracted"]
+    assert layer_window_records(h, contraction_order(h, window=(None, None))) == []
+    spec = contraction_curves(rows, order.share).to_dict()
+    params = {p["name"]: p for p in spec["params"]}
+    assert params["run"]["bind"]["options"] == ["λ = 1, seed 0"] and params["view"]["bind"]["input"] == "radio"

@@ -54,7 +54,10 @@ def test_parameters_cell_and_colab_install(src):
     assert re.search(r'^profile = "book"', params[0].source, re.M), "the parameters cell sets profile = \"book\""
     first_code = next(c for c in cells if c.cell_type == "code")
     assert "google.colab" in first_code.source, "first code cell installs nhtlab in Colab only"
-    assert f"@v{nhtlab.__version__}" in first_code.source, "Colab install pinned to the book's version"
+    import sync_repo  # tools/ is on sys.path (tests/conftest.py)
+
+    assert sync_repo.repository().install_requirement in first_code.source, (
+        "Colab installs the ref the launch button opens (_config.yml's repository.branch): run tools/sync_repo.py")
     last = ast.parse(cells[-1].source)
     assert any(isinstance(node, ast.Assert) for node in ast.walk(last)), "the last cell asserts the chapter's claims"
 

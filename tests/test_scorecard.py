@@ -163,3 +163,18 @@ def test_score_predictions_and_the_table_print_each_number():
     assert "toy (4/6)" in text and "✓ V_sc/V_st = 100/40 = 2.50" in text and "✗ head only" in text
     rows = scorecard_rows({"toy": card})
     assert rows[-1] == {"prediction": "passed", "toy": "4/6"} and rows[0]["toy"].startswith("✓ V_sc/V_st")
+
+
+def test_prediction_readings_count_each_prediction_over_seeds():
+    from nhtlab.analysis.scorecard import Verdict, prediction_readings
+
+    def card(p1, p3):
+        return {"P1 norm ordering": Verdict(p1, 1.0, ""), "P3 clean/worst-group": Verdict(p3, 0.6, "")}
+
+    readings = prediction_readings({0: card(True, False), 1: card(False, False), 2: card(True, True)})
+    p1, p3 = readings
+    assert (p1.name, p1.k, p1.n, p1.holds, p1.flips) == ("P1 norm ordering", 2, 3, True, True)
+    # the paper's P3 fails in two seeds of three: the reading does not hold
+    assert (p3.k, p3.holds) == (1, False) and p3.by_seed == {0: "✗", 1: "✗", 2: "✓"}
+    only = prediction_readings({0: card(True, True)}, names=["P3 clean/worst-group"])
+    assert [r.name for r in only] == ["P3 clean/worst-group"] and prediction_readings({}) == []

@@ -14,7 +14,7 @@ columns the training loop records at every evaluation.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -23,9 +23,12 @@ from numpy.typing import ArrayLike
 
 from ..history import History
 from ..validation import check_real, check_type
+from .claims import Check, Reading, over_seeds
 
 __all__ = ["LayerTransition", "layer_transitions", "peak_order", "normalised_layer_norms",
-           "head_to_first_ratio", "head_signals", "early_warning", "head_and_first", "default_head_and_first", "layer_records", "is_backward", "layer_order", "ORDERS", "warning_times"]
+           "head_to_first_ratio", "head_signals", "early_warning", "head_and_first", "default_head_and_first", "layer_records", "is_backward", "layer_order", "ORDERS", "warning_times",
+           "CONTRACTION_SHARE", "CONTRACTION_VERDICTS", "LayerContraction", "ContractionOrder", "contraction_order",
+           "order_readings", "order_determined", "layer_window_records"]
 
 
 @dataclass
@@ -55,6 +58,11 @@ class LayerTransition:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+def _is_norm_layer(name: str) -> bool:
+    last = name.split(".")[-1]
+    return "norm" in last or "bn" in last or last.startswith("ln")
 
 
 def _check_history(history: History, owner: str) -> None:
@@ -99,11 +107,7 @@ def head_and_first(names: Sequence[str]) -> tuple[str, str]:
     >>> head_and_first(["0", "3", "7", "9"])
     ('9', '0')
     """
-    def is_norm(name: str) -> bool:
-        last = name.split(".")[-1]
-        return "norm" in last or "bn" in last or last.startswith("ln")
-
-    weights = [n for n in names if not is_norm(n)] or list(names)
+    weights = [n for n in names if not _is_norm_layer(n)] or list(names)
     heads = [n for n in weights if n == "readout" or n.endswith("fc") or n.endswith("readout")]
     return (heads[-1] if heads else weights[-1]), weights[0]
 
@@ -410,4 +414,256 @@ def layer_records(history: History, layers: Sequence[str] | None = None, **const
         for i, step in enumerate(steps):
             rows.append({"step": int(step), "layer": name, "norm": float(raw[i]),
                          "normalised": float(normalised[name][i]), **constants})
+    return rows
+
+
+# --- The order after the shortcut is fitted: which layer loses a share of its T_mem value first ---------------------
+
+#: The share of its value at T_mem a layer must lose to count as contracted (fixed before any run was read).
+CONTRACTION_SHARE = 0.1
+#: The readings :func:`contraction_order` can give.
+CONTRACTION_VERDICTS = ("backward", "forward", "simultaneous", "undetermined")
+
+
+
+@dataclass
+class LayerContraction:
+    """How one layer's ‖θ_ℓ‖² moved between the fitted shortcut (T_mem) and the structure (T_grok).
+
+    Attributes
+    ----------
+    layer : str
+    at_mem, at_end : float
+        ‖θ_ℓ‖² at T_mem and at the window's end (T_grok, or the run's last step).
+    share_lost : float
+        1 − at_end/at_mem (negative when the layer grew).
+    step : int or None
+        The first evaluated step in the window at which ‖θ_ℓ‖² ≤ (1 − share)·at_mem; None if it never did.
+    """
+
+    layer: str
+    at_mem: float
+    at_end: float
+    share_lost: float
+    step: int | None
+
+
+@dataclass
+class ContractionOrder:
+    """The order in which the layers contract after the shortcut is fitted, and its verdict.
+
+    Attributes
+    ----------
+    t_mem, t_end : int or None
+        The window: the step the shortcut is fitted and the step the structure is reached
+        (the run's last step when it never was); None when the shortcut was never fitted.
+    share : float
+        The share of its T_mem value a layer must lose to count as contracted.
+    head, first : str
+        The read-out and the first weight layer.
+    layers : list of LayerContraction
+        Every weight layer (normalisation layers skipped), in model order.
+    verdict : str
+        One of ``CONTRACTION_VERDICTS`` (see :func:`contraction_order`).
+    """
+
+    t_mem: int | None
+    t_end: int | None
+    share: float
+    head: str
+    first: str
+    layers: list[LayerContraction]
+    verdict: str
+
+    @property
+    def order(self) -> list[str]:
+        """The layers that contracted, by the step they did (ties in model order)."""
+        done = [c for c in self.layers if c.step is not None]
+        return [c.layer for c in sorted(done, key=lambda c: c.step)]
+
+    def layer(self, name: str) -> LayerContraction:
+        """The contraction of layer ``name``."""
+        return {c.layer: c for c in self.layers}[name]
+
+    def to_dict(self) -> dict[str, Any]:
+        """One flat record: the window, the two layers' steps and shares lost, the order and the verdict."""
+        h, f = self.layer(self.head), self.layer(self.first)
+        return {"t_mem": self.t_mem, "t_end": self.t_end, "head_step": h.step, "first_step": f.step,
+                "head_lost": h.share_lost, "first_lost": f.share_lost,
+                "order": " → ".join(self.order) or "none", "verdict": self.verdict}
+
+
+def contraction_order(history: History, window: tuple[int | None, int | None] | None = None,
+                      share: float = CONTRACTION_SHARE, head: str | None = None,
+                      first: str | None = None) -> ContractionOrder:
+    """Which layer contracts first once the shortcut is fitted: the NHT paper's P4, as a reading that can fail.
+
+    Each layer's peak step cannot order layers that fall from their initialisation
+    (the transformer's embeddings peak at step 0), so the reading starts where the
+    shortcut is fitted. Each weight layer's ‖θ_ℓ‖² at T_mem is its reference; the
+    layer *contracts* at the first evaluated step of the window [T_mem, T_end] at
+    which it has lost ``share`` of that value. T_end is T_grok (the structure is
+    reached), or the run's last step when it never was.
+
+    The rule, fixed before any run was read (``share`` = 0.1):
+
+    * ``"backward"`` (the paper's P4 holds in this run): the read-out contracts at
+      an earlier step than the first layer, or it contracts and the first layer
+      does not within the window;
+    * ``"forward"`` (P4 fails in this run): the first layer contracts earlier, or
+      it contracts and the read-out does not;
+    * ``"simultaneous"``: both at the same evaluated step;
+    * ``"undetermined"``: neither contracts within the window, or there is no
+      window (the shortcut was never fitted).
+
+    Over seeds, P4 holds at a setting when the reading is ``"backward"`` in a
+    strict majority of its seeds, and fails otherwise.
+
+    Parameters
+    ----------
+    history : History
+        Evaluated rows with ``step`` and ``norm/<layer>`` columns.
+    window : (t_mem, t_grok), optional
+        The steps the shortcut is fitted and dropped (images:
+        :func:`nhtlab.analysis.events.border_times`); by default T_mem and T_grok of
+        :func:`nhtlab.analysis.events.find_events`. ``t_grok`` None: the run's end.
+    share : float in (0, 1)
+        The share of its T_mem value a layer must lose to count as contracted.
+    head, first : str, optional
+        The two layers compared; by default :func:`default_head_and_first`.
+
+    Returns
+    -------
+    ContractionOrder
+        Per layer the step and the share lost, the order, and the verdict.
+
+    Examples
+    --------
+    >>> rows = [{"step": s, "norm/tok": a, "norm/readout": b} for s, a, b in
+    ...         [(0, 9.0, 1.0), (100, 8.0, 4.0), (200, 7.5, 3.0), (300, 6.0, 2.0)]]
+    >>> r = contraction_order(History(rows), window=(100, 300))
+    >>> r.verdict, r.order
+    ('backward', ['readout', 'tok'])
+    """
+    _check_history(history, "contraction_order")
+    check_real(share, "share", 0.0, 1.0, low_open=True, high_open=True, owner="contraction_order")
+    d_head, d_first = default_head_and_first(history)
+    head, first = head or d_head, first or d_first
+    names = [n for n in history.layers if not _is_norm_layer(n)] or list(history.layers)
+    names = list(dict.fromkeys(_select(history, [*names, head, first], "contraction_order")))
+    if window is None:
+        from .events import find_events
+        ev = find_events(history)
+        window = (ev.t_mem, ev.t_grok)
+    check_type(window, "window", (tuple, list), owner="contraction_order")
+    steps = history.column("step").astype(int)
+    t_mem, t_grok = window
+    if t_mem is None:
+        empty = [LayerContraction(n, math.nan, math.nan, math.nan, None) for n in names]
+        return ContractionOrder(None, None, share, head, first, empty, "undetermined")
+    t_end = int(steps[-1]) if t_grok is None else int(t_grok)
+    inside = (steps >= int(t_mem)) & (steps <= t_end)
+    if not inside.any():
+        raise ValueError(f"The 'window' parameter of contraction_order must contain an evaluated step. "
+                         f"Got {window} for steps {int(steps[0])}–{int(steps[-1])}.")
+    i0, i1 = int(np.argmax(inside)), int(np.nonzero(inside)[0][-1])
+    layers = []
+    for name in names:
+        values = history.column(f"norm/{name}")
+        ref, end = float(values[i0]), float(values[i1])
+        below = np.nonzero(values[i0:i1 + 1] <= (1.0 - share) * ref)[0] if ref > 0 else []
+        layers.append(LayerContraction(name, ref, end, 1.0 - end / ref if ref > 0 else math.nan,
+                                       int(steps[i0 + below[0]]) if len(below) else None))
+    by = {c.layer: c.step for c in layers}
+    h, f = by[head], by[first]
+    if h is None and f is None:
+        verdict = "undetermined"
+    elif h is not None and f is not None and h == f:
+        verdict = "simultaneous"
+    else:
+        verdict = "backward" if f is None or (h is not None and h < f) else "forward"
+    return ContractionOrder(int(t_mem), t_end, share, head, first, layers, verdict)
+
+
+def order_readings(orders: Mapping[tuple[Any, int], ContractionOrder], expected: str = "backward",
+                   rule: str = "majority") -> dict[Any, Reading]:
+    """The layer order of every setting counted over its seeds (:func:`nhtlab.over_seeds`).
+
+    Parameters
+    ----------
+    orders : mapping (setting, seed) → ContractionOrder
+        One reading per run, e.g. keyed by (λ, seed).
+    expected : str
+        The verdict the text states, fixed before the run (the paper's ``"backward"``).
+    rule : {"majority", "all"}
+        What makes the reading a claim over seeds.
+
+    Returns
+    -------
+    dict of setting → Reading
+        In the order the settings first appear; each ``text()`` reads "backward in k of n seeds (…)".
+    """
+    check_type(orders, "orders", Mapping, owner="order_readings")
+    groups: dict[Any, dict[int, str]] = {}
+    for (group, seed), order in orders.items():
+        check_type(order, f"orders[{group!r}, {seed!r}]", ContractionOrder, owner="order_readings")
+        groups.setdefault(group, {})[seed] = order.verdict
+    return {g: over_seeds(f"layer order at {g}", by_seed, expected=expected, rule=rule) for g, by_seed in groups.items()}
+
+
+def order_determined(orders: Mapping[Any, ContractionOrder]) -> Check:
+    """Check: every run's layer order is determined (the window exists and a layer contracts in it).
+
+    Fails when any reading is ``"undetermined"`` (no shortcut fitted, or neither
+    the read-out nor the first layer lost the set share of its T_mem value) or
+    when there is no reading at all.
+
+    Parameters
+    ----------
+    orders : mapping of any key → ContractionOrder
+
+    Returns
+    -------
+    Check
+        Passed when no reading is undetermined; the detail counts them.
+    """
+    check_type(orders, "orders", Mapping, owner="order_determined")
+    open_ = [key for key, o in orders.items() if o.verdict == "undetermined"]
+    detail = f"{len(orders) - len(open_)} of {len(orders)} runs determined" + (
+        f"; undetermined: {open_}" if open_ else "")
+    return Check("the layer order is determined in every run", bool(orders) and not open_, detail)
+
+
+def layer_window_records(history: History, order: ContractionOrder, **constants: Any) -> list[dict[str, Any]]:
+    """Tidy rows of each weight layer's norm in the window [T_mem, T_end], for the paper's view.
+
+    Parameters
+    ----------
+    history : History
+        The run ``order`` was read on.
+    order : ContractionOrder
+        From :func:`contraction_order` on ``history``.
+    **constants
+        Added to every row (the run's label…).
+
+    Returns
+    -------
+    list of dict
+        ``{step, layer, normalised, at_mem, contracted, …constants}``: ‖θ_ℓ‖² over its own peak over
+        the run (the paper's view), over its value at T_mem, and whether the layer has contracted by that
+        step. Empty when there is no window.
+    """
+    check_type(order, "order", ContractionOrder, owner="layer_window_records")
+    if order.t_mem is None:
+        return []
+    steps = history.column("step").astype(int)
+    keep = (steps >= order.t_mem) & (steps <= order.t_end)
+    peaks = normalised_layer_norms(history, [c.layer for c in order.layers])
+    rows = []
+    for c in order.layers:
+        values = history.column(f"norm/{c.layer}")
+        for i in np.nonzero(keep)[0]:
+            rows.append({"step": int(steps[i]), "layer": c.layer, "normalised": float(peaks[c.layer][i]),
+                         "at_mem": float(values[i] / c.at_mem) if c.at_mem > 0 else math.nan,
+                         "contracted": c.step is not None and int(steps[i]) >= c.step, **constants})
     return rows

@@ -32,13 +32,15 @@ import numpy as np
 from ..history import History
 from ..validation import check_int, check_real, check_type
 from .events import border_times, norm_at
+from .claims import Reading, over_seeds
 from .layers import LayerTransition, layer_order
 from .regimes import REGIMES, UNJUDGED, regime_order_ok
 from .separation import Separation, format_score
 
 __all__ = ["PREDICTIONS", "Verdict", "norm_ordering", "three_regimes", "regimes_in_order", "worst_group_rise",
            "backward_order", "separation_rule", "delay_scaling", "DelayExponent", "fit_delay_exponent",
-           "cue_escape_step", "score_predictions", "scorecard_text", "scorecard_rows"]
+           "cue_escape_step", "score_predictions", "scorecard_text", "scorecard_rows",
+           "prediction_readings"]
 
 PREDICTIONS = ("P1 norm ordering", "P2 three regimes", "P3 clean/worst-group", "P4 layer hierarchy",
                "P5 clean separation", "P6 delay scaling")
@@ -357,7 +359,19 @@ def score_predictions(*, main: History, regimes: Mapping[float, str], shortcut_s
 
 
 def scorecard_rows(scorecard: Mapping[str, Mapping[str, Verdict]]) -> list[dict[str, str]]:
-    """One row per prediction, one column per domain, each cell "✓ number" or "✗ number" (for a table)."""
+    """One row per prediction, one column per domain, each cell "✓ number" or "✗ number" (for a table).
+
+    Parameters
+    ----------
+    scorecard : mapping of domain to (mapping of prediction to Verdict)
+        :func:`score_predictions` per domain.
+
+    Returns
+    -------
+    list of dict
+        ``{"prediction": name, <domain>: "✓ …"}`` per prediction, then a ``"passed"`` row with
+        each domain's count ("4/6").
+    """
     names = list(dict.fromkeys(name for row in scorecard.values() for name in row))
     rows = [{"prediction": name, **{domain: str(row[name]) for domain, row in scorecard.items() if name in row}}
             for name in names]
@@ -383,3 +397,31 @@ def scorecard_text(scorecard: Mapping[str, Mapping[str, Verdict]]) -> str:
         lines.append(f"{domain} ({sum(v.passed for v in row.values())}/{len(row)}):")
         lines += [f"    {name:<22} {verdict}" for name, verdict in row.items()]
     return "\n".join(lines)
+
+
+def prediction_readings(cards: Mapping[int, Mapping[str, Verdict]],
+                        names: Sequence[str] | None = None) -> list[Reading]:
+    """Each prediction's verdict over seeds: the paper's claim, read as ✓ or ✗ in every seed.
+
+    The paper predicts every rule passes, so the expected reading is ``"✓"``; a reading that
+    holds in too few seeds is the paper's claim failing on these runs (displayed, not asserted).
+
+    Parameters
+    ----------
+    cards : mapping seed → (mapping prediction → Verdict)
+        :func:`score_predictions` (or a subset of its predictions) per seed.
+    names : sequence of str, optional
+        The predictions to read; by default those of the first seed's card.
+
+    Returns
+    -------
+    list of Reading
+        One per prediction (:func:`nhtlab.analysis.claims.over_seeds`, majority rule), each seed's
+        reading ``"✓"`` or ``"✗"``.
+    """
+    check_type(cards, "cards", Mapping, owner="prediction_readings")
+    if not cards:
+        return []
+    names = list(names) if names is not None else list(next(iter(cards.values())))
+    return [over_seeds(name, {seed: "✓" if card[name].passed else "✗" for seed, card in cards.items()},
+                       expected="✓") for name in names]

@@ -16,7 +16,8 @@ import altair as alt
 
 from .training import WIDTH
 
-__all__ = ["layerwise_norms", "layer_peak_steps", "head_ratio_curves", "warning_signals", "sweep_lines", "score_bars"]
+__all__ = ["layerwise_norms", "layer_peak_steps", "head_ratio_curves", "warning_signals", "sweep_lines", "score_bars",
+           "contraction_curves"]
 
 
 def _lam_param(values: Sequence[Any], name: str = "lam", label: str = "λ ") -> alt.Parameter:
@@ -161,3 +162,47 @@ def score_bars(records: Sequence[dict[str, Any]], title: str = "clean norm separ
         tooltip=["domain:N", alt.Tooltip("score:Q", format=".2f"), alt.Tooltip("phi_drop:Q", format=".2f", title="φ drop"),
                  alt.Tooltip("norm_contraction:Q", format=".1%", title="norm contraction"), "defined:N"],
     ).properties(width=WIDTH, height=30 * max(1, len({r["domain"] for r in records})), title=title)
+
+
+def contraction_curves(records: Sequence[dict[str, Any]], share: float,
+                       title: str = "each layer from T_mem to T_grok") -> alt.Chart:
+    """Each layer's ‖θ_ℓ‖² in the window [T_mem, T_grok], one run at a time (dropdown).
+
+    A switch shows the norm over the layer's own peak over the run (the NHT paper's
+    view) or over its value at T_mem, where a dashed line marks 1 − ``share``: a
+    layer has contracted where its curve crosses it (filled points).
+
+    Parameters
+    ----------
+    records : sequence of dict
+        Rows ``{step, layer, normalised, at_mem, contracted, run}``
+        (:func:`nhtlab.analysis.layers.layer_window_records` concatenated over runs).
+    share : float
+        The share a layer must lose to count as contracted.
+    title : str
+        The chart's title.
+
+    Returns
+    -------
+    alt.Chart
+        A layered Vega-Lite chart with a run dropdown, a view switch and layer selection in the legend.
+    """
+    run = _lam_param([r["run"] for r in records], name="run", label="run ")
+    view = alt.param(name="view", value="normalised",
+                     bind=alt.binding_radio(options=["normalised", "at_mem"],
+                                            labels=["‖θ_ℓ‖² / own peak", "‖θ_ℓ‖² / value at T_mem"], name="show "))
+    pick = alt.selection_point(fields=["layer"], bind="legend")
+    order = list(dict.fromkeys(r["layer"] for r in records))
+    base = alt.Chart(alt.Data(values=list(records))).transform_filter(alt.datum.run == run).transform_calculate(
+        value="view == 'normalised' ? datum.normalised : datum.at_mem")
+    encoding = dict(x=alt.X("step:Q", title="step"), y=alt.Y("value:Q", title="‖θ_ℓ‖² (see switch)"),
+                    color=alt.Color("layer:N", sort=order, title="layer (click to pick)"),
+                    opacity=alt.condition(pick, alt.value(1.0), alt.value(0.15)))
+    lines = base.mark_line().encode(**encoding).add_params(run, view, pick)
+    points = base.mark_point(size=40).encode(
+        **encoding, fill=alt.condition(alt.datum.contracted, alt.Color("layer:N", sort=order), alt.value("white")),
+        tooltip=["layer:N", "step:Q", alt.Tooltip("normalised:Q", format=".3f", title="/ own peak"),
+                 alt.Tooltip("at_mem:Q", format=".3f", title="/ at T_mem"), "contracted:N"])
+    level = alt.Chart(alt.Data(values=[{"level": 1.0 - share}])).transform_filter(view == "at_mem").mark_rule(
+        strokeDash=[4, 3], color="black").encode(y="level:Q")
+    return (lines + points + level).properties(width=WIDTH, height=260, title=title)

@@ -1,0 +1,152 @@
+"""Chapter 05's readings over seeds: the layer order, the border's fate and the early warnings, as records.
+
+Every function here turns runs (keyed by ``(setting, seed)``) into the records a
+chapter displays with :func:`nhtlab.table`, and into :class:`~nhtlab.Reading`\\ s
+counted over seeds with :func:`nhtlab.over_seeds`. Nothing here trains.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ..history import History
+from ..validation import check_type
+from .claims import Reading, over_seeds
+from .events import border_times
+from .layers import (
+    ContractionOrder,
+    contraction_order,
+    head_to_first_ratio,
+    warning_times,
+)
+from .shortcut_report import border_reading
+
+__all__ = ["image_run_rows", "image_readings", "reading_rows", "signal_records",
+           "modular_order_rows"]
+
+def _warns(history: History, dropped: int | None) -> str:
+    if dropped is None:
+        return "no drop"
+    lead = warning_times(history, dropped)["head_over_init_lead"]
+    return "warns" if lead > 0 else "does not warn"
+
+
+def image_run_rows(runs: Mapping[tuple[str, int], History]) -> list[dict[str, Any]]:
+    """One record per digit-border run: the border's steps and fate, the layer order, the warning.
+
+    Parameters
+    ----------
+    runs : mapping (setting, seed) → History
+        The chapter's digit-border runs.
+
+    Returns
+    -------
+    list of dict
+        ``{run, seed, fitted, dropped, border, order, verdict, warning, final conflict_acc}``: ``verdict``
+        from :func:`nhtlab.analysis.layers.contraction_order` over [border fitted, border dropped] (the
+        run's end when it was not dropped); ``warning`` whether ‖θ_L‖²/‖θ_L(0)‖² turned down before the
+        drop (``"warns"``, ``"does not warn"``, ``"no drop"``).
+    """
+    check_type(runs, "runs", Mapping, owner="image_run_rows")
+    rows = []
+    for (label, seed), h in runs.items():
+        fitted, dropped = border_times(h)
+        order = contraction_order(h, window=(fitted, dropped))
+        rows.append({"run": label, "seed": seed, "fitted": fitted, "dropped": dropped, "border": border_reading(h),
+                     "order": " → ".join(order.order) or "none", "verdict": order.verdict,
+                     "warning": _warns(h, dropped), "conflict_acc": float(h.rows[-1]["conflict_acc"])})
+    return rows
+
+
+def image_readings(rows: list[dict[str, Any]], expected: Mapping[tuple[str, str], str],
+                   rule: str = "majority") -> dict[tuple[str, str], Reading]:
+    """Count readings of :func:`image_run_rows` over seeds, one per (setting, field) the text states.
+
+    Parameters
+    ----------
+    rows : list of dict
+        From :func:`image_run_rows`.
+    expected : mapping (setting, field) → str
+        The reading the text states for that setting and field (``("main", "border"): "dropped"``), fixed
+        before the run.
+    rule : {"majority", "all"}
+        What makes a reading a claim over seeds.
+
+    Returns
+    -------
+    dict of (setting, field) → Reading
+        In the order of ``expected``.
+    """
+    check_type(expected, "expected", Mapping, owner="image_readings")
+    out = {}
+    for (label, field), want in expected.items():
+        by_seed = {r["seed"]: r[field] for r in rows if r["run"] == label}
+        out[(label, field)] = over_seeds(f"{label}: {field}", by_seed, expected=want, rule=rule)
+    return out
+
+
+def reading_rows(readings: Mapping[Any, Reading], paper: Mapping[Any, str] | None = None) -> list[dict[str, Any]]:
+    """One table row per reading: what was read, the paper's claim, ours as "k of n", and the rule's verdict.
+
+    Parameters
+    ----------
+    readings : mapping of key → Reading
+        From :func:`nhtlab.analysis.layers.order_readings`, :func:`image_readings` or :func:`nhtlab.over_seeds`.
+    paper : mapping of key → str, optional
+        The paper's claim for that key ("backward (P4, held)"); ``—`` where absent.
+
+    Returns
+    -------
+    list of dict
+        ``{reading, paper, ours, rule, holds}``; ``holds`` is ``"✓"`` or ``"✗"``, ``flips`` marks disagreeing seeds.
+    """
+    check_type(readings, "readings", Mapping, owner="reading_rows")
+    paper = paper or {}
+    return [{"reading": r.name, "paper": paper.get(key), "ours": r.text(), "rule": r.rule,
+             "holds": "✓" if r.holds else "✗", "seeds agree": "no" if r.flips else "yes"}
+            for key, r in readings.items()]
+
+
+def modular_order_rows(orders: Mapping[tuple[float, int], ContractionOrder]) -> list[dict[str, Any]]:
+    """One record per companion run: λ, seed and :meth:`ContractionOrder.to_dict`.
+
+    Parameters
+    ----------
+    orders : mapping (λ, seed) → ContractionOrder
+
+    Returns
+    -------
+    list of dict
+        ``{λ, seed, t_mem, t_end, head_step, first_step, head_lost, first_lost, order, verdict}``.
+    """
+    check_type(orders, "orders", Mapping, owner="modular_order_rows")
+    return [{"λ": lam, "seed": seed, **o.to_dict()} for (lam, seed), o in orders.items()]
+
+
+def signal_records(runs: Mapping[str, History]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The paper's two early-warning signals and the total norm of every run, with the border's events.
+
+    Parameters
+    ----------
+    runs : mapping label → History
+        Digit-border runs.
+
+    Returns
+    -------
+    (records, events) : tuple of lists of dict
+        ``{step, run, signal, value}`` for :func:`nhtlab.charts.warning_signals` (‖θ_L‖²/‖θ_L(0)‖²,
+        ‖θ_L‖²/‖θ_1‖², ‖θ‖²/‖θ(0)‖²), and ``{run, event, step}`` for the border fitted and dropped.
+    """
+    check_type(runs, "runs", Mapping, owner="signal_records")
+    records, events = [], []
+    for label, h in runs.items():
+        sig = head_to_first_ratio(h)
+        norm = h.column("norm")
+        for name, values in (("‖θ_L‖²/‖θ_L(0)‖²", sig["head_over_init"]), ("‖θ_L‖²/‖θ_1‖²", sig["head_over_first"]),
+                             ("‖θ‖²/‖θ(0)‖²", norm / norm[0])):
+            records += [{"step": int(s), "run": label, "signal": name, "value": float(v)}
+                        for s, v in zip(sig["step"], values)]
+        events += [{"run": label, "event": event, "step": step}
+                   for event, step in zip(("border fitted", "border dropped"), border_times(h)) if step is not None]
+    return records, events

@@ -1,0 +1,452 @@
+"""Shortcut-image runs as records: the border's events, final accuracies, readings over seeds and checks.
+
+A chapter on shortcut images reports, for each run, when the border was
+fitted and dropped (:func:`nhtlab.analysis.events.border_times`) and where the
+accuracies ended (:func:`border_record`); it states qualitative readings (the
+border dropped or kept, a ρ trend, one normalisation above another) only over
+seeds (:func:`nhtlab.analysis.claims.over_seeds`), and asserts them through
+checks that return :class:`~nhtlab.analysis.claims.Check` verdicts
+(:func:`check_border_escape`, :func:`check_rho_trend`,
+:func:`check_separation_defined`). The probe grid that chose the border design
+is kept as a small JSON file in the same row format (:func:`probe_row`,
+:func:`write_probe`, :func:`read_probe`).
+
+>>> rows = [dict(step=s, cue_acc=c, conflict_acc=d, norm=n) for s, c, d, n in
+...         [(0, 0.1, 0.1, 5.0), (100, 0.6, 0.2, 8.0), (200, 0.3, 0.4, 7.0), (300, 0.1, 0.7, 6.0)]]
+>>> border_reading(History(rows))
+'dropped'
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..history import History
+from ..validation import check_real, check_type
+from .claims import Check, Reading, over_seeds
+from .events import border_times
+from .separation import Separation, format_score
+
+__all__ = ["ACCURACIES", "RECORD_COLUMNS", "RECORD_FORMATS", "SET_LABELS", "BORDER_READINGS", "border_record", "norm_record", "border_reading", "higher_reading",
+           "rho_drop", "rho_reading", "final_accuracy_records", "separation_records", "seed_reading_records",
+           "reading_sentence", "reading_check",
+           "check_border_escape", "check_rho_trend", "check_separation_defined", "probe_row", "write_probe",
+           "read_probe", "PROBE_COLUMNS"]
+
+#: The test sets whose final accuracy a record reports (``<name>_acc`` columns of a shortcut run).
+ACCURACIES = ("train", "clean", "conflict", "shortcut")
+
+#: The columns of :func:`border_record` a chapter's tables show, and their formats (for :func:`nhtlab.table`).
+RECORD_COLUMNS = ("fitted at", "dropped at", "conflict min", *ACCURACIES)
+RECORD_FORMATS = {name: "{:.2f}" for name in ("conflict min", *ACCURACIES)}
+
+#: Accuracy columns of a shortcut run → their labels in a chart of final accuracies.
+SET_LABELS = {"train_acc": "train", "clean_acc": "clean", "conflict_acc": "conflict (worst group)",
+              "cue_acc": "follows the border", "shortcut_acc": "border alone"}
+
+#: What :func:`border_reading` can say of a run.
+BORDER_READINGS = ("dropped", "kept", "never fitted")
+
+
+def _history(history: Any, owner: str) -> History:
+    check_type(history, "history", History, owner=owner)
+    if len(history) == 0:
+        raise ValueError(f"The 'history' parameter of {owner} is empty: it has no evaluated step.")
+    return history
+
+
+def border_record(history: History) -> dict[str, Any]:
+    """One shortcut run as a table record: the border's events and the final accuracies.
+
+    Parameters
+    ----------
+    history : History
+        Rows with ``step``, ``cue_acc``, ``conflict_acc`` and the ``<set>_acc`` of :data:`ACCURACIES`.
+
+    Returns
+    -------
+    dict
+        ``fitted at`` and ``dropped at`` (:func:`~nhtlab.analysis.events.border_times`; None when the
+        event never happened), ``conflict min`` (the worst group's lowest accuracy) and the last
+        evaluated accuracy of each set in :data:`ACCURACIES` (keys ``train``, ``clean``, …).
+    """
+    history = _history(history, "border_record")
+    fitted, dropped = border_times(history)
+    last = history.rows[-1]
+    return {"fitted at": fitted, "dropped at": dropped,
+            "conflict min": float(history.column("conflict_acc").min()),
+            **{name: float(last[f"{name}_acc"]) for name in ACCURACIES}}
+
+
+def norm_record(history: History) -> dict[str, Any]:
+    """Where ‖θ‖² peaked and how far it contracted by the end of the run.
+
+    Parameters
+    ----------
+    history : History
+        Rows with ``step`` and ``norm``.
+
+    Returns
+    -------
+    dict
+        ``norm peak step``, ``norm peak``, ``norm end`` and ``contraction`` (1 − end/peak, 0 when
+        the norm ended at its peak).
+
+    Examples
+    --------
+    >>> norm_record(History([{"step": 0, "norm": 2.0}, {"step": 100, "norm": 4.0}, {"step": 200, "norm": 3.0}]))
+    {'norm peak step': 100, 'norm peak': 4.0, 'norm end': 3.0, 'contraction': 0.25}
+    """
+    history = _history(history, "norm_record")
+    norm = history.column("norm")
+    k = int(np.nanargmax(norm))
+    peak, end = float(norm[k]), float(norm[-1])
+    return {"norm peak step": int(history.column("step")[k]), "norm peak": peak, "norm end": end,
+            "contraction": max(0.0, 1.0 - end / peak) if peak > 0 else 0.0}
+
+
+def border_reading(history: History) -> str:
+    """Whether the run fitted the border and then dropped it: one of :data:`BORDER_READINGS`.
+
+    Parameters
+    ----------
+    history : History
+        Rows with ``step``, ``cue_acc`` and ``conflict_acc``.
+
+    Returns
+    -------
+    str
+        ``"dropped"`` (fitted, then the digit read on half the conflict images), ``"kept"`` (fitted,
+        never dropped) or ``"never fitted"``.
+    """
+    fitted, dropped = border_times(_history(history, "border_reading"))
+    if fitted is None:
+        return "never fitted"
+    return "kept" if dropped is None else "dropped"
+
+
+def higher_reading(histories: Mapping[str, History], column: str) -> str:
+    """Which of two runs ends higher on ``column``: ``"<name> higher"``, or ``"tie"``.
+
+    Parameters
+    ----------
+    histories : mapping name → History, exactly two
+        The runs compared (e.g. ``{"batch": h1, "none": h2}``).
+    column : str
+        The column whose last evaluated value is compared (``"clean_acc"``).
+
+    Returns
+    -------
+    str
+        ``"batch higher"``, ``"none higher"`` or ``"tie"``.
+    """
+    check_type(histories, "histories", Mapping, owner="higher_reading")
+    if len(histories) != 2:
+        raise ValueError(f"The 'histories' parameter of higher_reading must hold exactly two runs. "
+                         f"Got {len(histories)}: {list(histories)}.")
+    (a, ha), (b, hb) = histories.items()
+    va = float(_history(ha, "higher_reading").column(column)[-1])
+    vb = float(_history(hb, "higher_reading").column(column)[-1])
+    return "tie" if va == vb else f"{a if va > vb else b} higher"
+
+
+def rho_drop(low: History, high: History, column: str = "conflict_acc") -> float:
+    """How far the final ``column`` accuracy falls from the run at the lowest ρ to the run at the highest.
+
+    Parameters
+    ----------
+    low, high : History
+        The runs at the smallest and the largest ρ.
+    column : str
+        The accuracy read (the worst group, ``conflict_acc``, by default).
+
+    Returns
+    -------
+    float
+        low's last value minus high's (positive when reliance on the border grows with ρ).
+    """
+    return float(_history(low, "rho_drop").column(column)[-1] - _history(high, "rho_drop").column(column)[-1])
+
+
+def rho_reading(low: History, high: History, margin: float = 0.2) -> str:
+    """``"falls"`` when the worst-group accuracy falls by more than ``margin`` from low to high ρ.
+
+    Parameters
+    ----------
+    low, high : History
+        The runs at the smallest and the largest ρ.
+    margin : float in (0, 1)
+        The fall the reading asks for (fixed before the run).
+
+    Returns
+    -------
+    str
+        ``"falls"`` or ``"does not fall"``.
+    """
+    check_real(margin, "margin", 0.0, 1.0, low_open=True, high_open=True, owner="rho_reading")
+    return "falls" if rho_drop(low, high) > margin else "does not fall"
+
+
+def final_accuracy_records(histories: Mapping[float, History], labels: Mapping[str, str],
+                           x: str = "rho") -> list[dict[str, Any]]:
+    """Long-form records of final accuracies against a swept value, for a line chart.
+
+    Parameters
+    ----------
+    histories : mapping value → History
+        One run per swept value (ρ, λ, …).
+    labels : mapping column → series label
+        The accuracy columns drawn and their legend labels.
+    x : str
+        The key of the swept value in each record.
+
+    Returns
+    -------
+    list of dict
+        One ``{x: value, "series": label, "value": final accuracy}`` per run and column.
+    """
+    check_type(labels, "labels", Mapping, owner="final_accuracy_records")
+    return [{x: value, "series": label, "value": float(_history(h, "final_accuracy_records").rows[-1][col])}
+            for value, h in histories.items() for col, label in labels.items()]
+
+
+def separation_records(separations: Mapping[str, Separation]) -> list[dict[str, Any]]:
+    """Separation scores per domain as records, for a table and for :func:`nhtlab.charts.score_bars`.
+
+    Parameters
+    ----------
+    separations : mapping domain → Separation
+
+    Returns
+    -------
+    list of dict
+        ``{"domain": …, **separation.to_dict(), "score text": …}``; the score text reads
+        "undefined" for a NaN score (:func:`~nhtlab.analysis.separation.format_score`).
+    """
+    check_type(separations, "separations", Mapping, owner="separation_records")
+    out = []
+    for domain, sep in separations.items():
+        check_type(sep, f"separations[{domain!r}]", Separation, owner="separation_records")
+        out.append({"domain": domain, **sep.to_dict(), "score text": format_score(sep)})
+    return out
+
+
+def seed_reading_records(readings: Sequence[Reading]) -> list[dict[str, Any]]:
+    """Readings over seeds as table records: what was read, as stated, in k of n seeds, each seed's reading.
+
+    Parameters
+    ----------
+    readings : sequence of Reading
+        From :func:`nhtlab.analysis.claims.over_seeds`.
+
+    Returns
+    -------
+    list of dict
+        ``reading``, ``stated`` (the expected reading), ``seeds`` ("k of n"), ``rule``, ``holds``
+        (✓/✗ for the rule), ``flips`` ("yes"/"no") and ``by seed``.
+    """
+    out = []
+    for i, r in enumerate(readings):
+        check_type(r, f"readings[{i}]", Reading, owner="seed_reading_records")
+        out.append({"reading": r.name, "stated": r.expected, "seeds": f"{r.k} of {r.n}", "rule": r.rule,
+                    "holds": "✓" if r.holds else "✗", "flips": "yes" if r.flips else "no",
+                    "by seed": ", ".join(f"{s}: {v}" for s, v in r.by_seed.items())})
+    return out
+
+
+def reading_sentence(reading: Reading) -> str:
+    """A reading over seeds in words, saying whether its rule holds and whether the seeds disagree.
+
+    Parameters
+    ----------
+    reading : Reading
+
+    Returns
+    -------
+    str
+        "<name>: <expected> in k of n seeds (…): the reading holds (rule majority)", with "does not
+        hold" when the rule fails and "; it flips between seeds" when the seeds disagree.
+
+    Examples
+    --------
+    >>> text = reading_sentence(over_seeds("border", {0: "dropped", 1: "kept", 2: "dropped"}, expected="dropped"))
+    >>> text.split(": the reading ")[1]
+    'holds (rule: majority); it flips between seeds'
+    """
+    check_type(reading, "reading", Reading, owner="reading_sentence")
+    verdict = "holds" if reading.holds else "does not hold"
+    flips = "; it flips between seeds" if reading.flips else ""
+    return f"{reading.name}: {reading.text()}: the reading {verdict} (rule: {reading.rule}){flips}"
+
+
+def reading_check(reading: Reading) -> Check:
+    """A reading over seeds as a check: it passes when the reading's pre-fixed rule holds.
+
+    Parameters
+    ----------
+    reading : Reading
+
+    Returns
+    -------
+    Check
+        Named after the reading; ``detail`` is :meth:`~nhtlab.analysis.claims.Reading.text`.
+    """
+    check_type(reading, "reading", Reading, owner="reading_check")
+    return Check(reading.name, reading.holds, f"{reading.text()}; rule: {reading.rule}")
+
+
+def check_border_escape(by_seed: Mapping[int, History], rule: str = "majority") -> Check:
+    """The border is fitted and later dropped (:func:`border_reading` is ``"dropped"``) over seeds.
+
+    Parameters
+    ----------
+    by_seed : mapping seed → History
+        The same run at each seed.
+    rule : {"majority", "all"}
+        How many seeds must read ``"dropped"``.
+
+    Returns
+    -------
+    Check
+        Fails when the border is kept or never fitted in too many seeds (or no seed was run).
+    """
+    check_type(by_seed, "by_seed", Mapping, owner="check_border_escape")
+    reading = over_seeds("the border is fitted, then dropped",
+                         {s: border_reading(h) for s, h in by_seed.items()}, expected="dropped", rule=rule)
+    return reading_check(reading)
+
+
+def check_rho_trend(low: Mapping[int, History], high: Mapping[int, History], margin: float = 0.2,
+                    rule: str = "majority") -> Check:
+    """The worst-group accuracy at the end falls by more than ``margin`` from the lowest ρ to the highest.
+
+    Parameters
+    ----------
+    low, high : mapping seed → History
+        The runs at the smallest and the largest ρ, seed by seed (the same seeds).
+    margin : float in (0, 1)
+        The fall each seed must show.
+    rule : {"majority", "all"}
+
+    Returns
+    -------
+    Check
+        ``detail`` gives each seed's reading and fall; fails when too few seeds fall by ``margin``.
+    """
+    check_type(low, "low", Mapping, owner="check_rho_trend")
+    check_type(high, "high", Mapping, owner="check_rho_trend")
+    if set(low) != set(high):
+        raise ValueError(f"The 'low' and 'high' parameters of check_rho_trend must hold the same seeds. "
+                         f"Got {sorted(low)} and {sorted(high)}.")
+    reading = over_seeds(f"worst-group accuracy falls by more than {margin:g} from low to high ρ",
+                         {s: rho_reading(low[s], high[s], margin) for s in low}, expected="falls", rule=rule)
+    falls = ", ".join(f"seed {s}: {rho_drop(low[s], high[s]):.2f}" for s in low)
+    check = reading_check(reading)
+    return Check(check.name, check.passed, f"{check.detail}; falls by {falls}")
+
+
+def check_separation_defined(by_seed: Mapping[int, Separation], rule: str = "majority") -> Check:
+    """The separation score is defined (the shortcut was fitted and the window moved) over seeds.
+
+    Parameters
+    ----------
+    by_seed : mapping seed → Separation
+    rule : {"majority", "all"}
+
+    Returns
+    -------
+    Check
+        Fails when the score is undefined (NaN) in too many seeds.
+    """
+    check_type(by_seed, "by_seed", Mapping, owner="check_separation_defined")
+    for s, sep in by_seed.items():
+        check_type(sep, f"by_seed[{s!r}]", Separation, owner="check_separation_defined")
+    reading = over_seeds("the separation score is defined",
+                         {s: "defined" if sep.defined else "undefined" for s, sep in by_seed.items()},
+                         expected="defined", rule=rule)
+    scores = ", ".join(f"seed {s}: {format_score(sep)}" for s, sep in by_seed.items())
+    return Check(reading.name, reading.holds, f"{reading.text()}; scores {scores}")
+
+
+#: The columns of a probe-grid row (:func:`probe_row`), in order.
+PROBE_COLUMNS = ("otherwise", "task", "contrast", "rho", "lam", "seed", "fitted", "dropped", "conflict min",
+                 "conflict end", "clean end", "train end", "norm peak", "norm end")
+
+
+def probe_row(history: History, setting: Mapping[str, Any]) -> dict[str, Any]:
+    """One probe-grid run as a row of :data:`PROBE_COLUMNS`: its setting, the border's events, final values.
+
+    Parameters
+    ----------
+    history : History
+        The run.
+    setting : mapping
+        ``otherwise``, ``task``, ``contrast``, ``rho``, ``lam`` and ``seed`` of the run.
+
+    Returns
+    -------
+    dict
+        The setting, ``fitted`` and ``dropped`` (None when never), ``conflict min`` and the end values,
+        ``norm peak`` and ``norm end`` (‖θ‖²), each rounded to two decimals (norms to integers).
+    """
+    check_type(setting, "setting", Mapping, owner="probe_row")
+    record, norms = border_record(history), norm_record(history)
+    row = {**{k: setting.get(k) for k in PROBE_COLUMNS[:6]}, "fitted": record["fitted at"],
+           "dropped": record["dropped at"], "conflict min": round(record["conflict min"], 2),
+           "conflict end": round(record["conflict"], 2), "clean end": round(record["clean"], 2),
+           "train end": round(record["train"], 2), "norm peak": round(norms["norm peak"]),
+           "norm end": round(norms["norm end"])}
+    return row
+
+
+def write_probe(path: str | os.PathLike, rows: Sequence[Mapping[str, Any]], about: Mapping[str, Any]) -> Path:
+    """Write probe-grid rows and what produced them to a JSON file (the format :func:`read_probe` reads).
+
+    Parameters
+    ----------
+    path : path-like
+        The JSON file.
+    rows : sequence of mappings
+        Rows of :data:`PROBE_COLUMNS` (a missing column is written as null).
+    about : mapping
+        Where the rows come from: at least ``machine``, ``nhtlab`` (the version) and ``command``.
+
+    Returns
+    -------
+    Path
+        The file written.
+    """
+    check_type(about, "about", Mapping, owner="write_probe")
+    missing = [k for k in ("machine", "nhtlab", "command") if k not in about]
+    if missing:
+        raise ValueError(f"The 'about' parameter of write_probe must say {missing}. Got keys {list(about)}.")
+    path = Path(path)
+    data = {"about": dict(about), "columns": list(PROBE_COLUMNS),
+            "rows": [{c: row.get(c) for c in PROBE_COLUMNS} for row in rows]}
+    path.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    return path
+
+
+def read_probe(path: str | os.PathLike) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """Read a probe-grid file written by :func:`write_probe`.
+
+    Parameters
+    ----------
+    path : path-like
+
+    Returns
+    -------
+    (about, rows) : tuple of dict and list of dict
+        Where the rows come from, and the rows (keys :data:`PROBE_COLUMNS`).
+    """
+    data = json.loads(Path(path).read_text(encoding="utf-8"))
+    if set(data) != {"about", "columns", "rows"} or data["columns"] != list(PROBE_COLUMNS):
+        raise ValueError(f"{os.fspath(path)} is not a probe-grid file: it needs 'about', 'columns' (equal to "
+                         f"{list(PROBE_COLUMNS)}) and 'rows'.")
+    return data["about"], data["rows"]

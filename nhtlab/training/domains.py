@@ -1,0 +1,258 @@
+"""What a run kind's shortcut is and how its events are read, so a scorecard needs no domain names.
+
+The NHT paper scores the same six predictions on domains whose shortcuts differ:
+on modular arithmetic the shortcut is the memorised table (fitted at T_mem,
+dropped at T_grok, read by :func:`nhtlab.analysis.events.find_events`); on
+shortcut images it is the border (fitted and dropped as
+:func:`nhtlab.analysis.events.border_times` reads them). :func:`domain_of` maps a
+run to the :class:`Domain` that knows these facts for its kind (the number of
+classes, the worst group's column, how reliance and the regime are read), and
+:func:`score_runs` scores a λ sweep of any kind through it.
+
+>>> from nhtlab.training.image_runs import ShortcutRun
+>>> from nhtlab.training.runs import ModularRun
+>>> domain_of(ModularRun(p=7)).num_classes, domain_of(ModularRun(p=7)).worst_column
+(7, 'test_acc')
+>>> domain_of(ShortcutRun()).worst_column
+'conflict_acc'
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..analysis.events import border_times, find_events
+from ..analysis.layers import default_head_and_first, layer_transitions
+from ..analysis.regimes import diagnose_regime
+from ..analysis.scorecard import Verdict, score_predictions
+from ..analysis.separation import Separation, separation_from_history
+from ..analysis.shortcut_report import border_record, norm_record
+from ..history import History
+from ..validation import check_real, check_type
+from .image_runs import ShortcutRun
+from .loop import TrainConfig
+from .monitor import online_regime
+from .runs import ModularRun
+
+__all__ = ["Domain", "MemorisationDomain", "BorderDomain", "IMAGE_CLASSES", "domain_of", "score_runs",
+           "sweep_records"]
+
+#: Classes of the image bases a :class:`~nhtlab.training.image_runs.ShortcutRun` trains on.
+IMAGE_CLASSES = {"digits": 10, "cifar10": 10}
+
+
+@dataclass(frozen=True)
+class Domain:
+    """The facts a scorecard reads off one run kind (subclasses define how its events are found).
+
+    Attributes
+    ----------
+    shortcut : str
+        The shortcut in words ("the memorised table", "the border").
+    num_classes : int
+        Classes of the task (chance level of the separation's reliance).
+    worst_column : str
+        The worst group's accuracy column (P3).
+    """
+
+    shortcut: str
+    num_classes: int
+    worst_column: str
+
+    def times(self, history: History) -> tuple[int | None, int | None]:
+        """(step the shortcut is fitted, step it is dropped), None where it never happened.
+
+        Parameters
+        ----------
+        history : History
+
+        Returns
+        -------
+        (fitted, dropped) : tuple of int or None
+        """
+        raise NotImplementedError
+
+    def regime(self, history: History) -> str:
+        """The run's regime (weak, intermediate, strong, or an unjudged label).
+
+        Parameters
+        ----------
+        history : History
+
+        Returns
+        -------
+        str
+        """
+        raise NotImplementedError
+
+    def separation(self, history: History) -> Separation:
+        """The clean-norm-separation score of the run, from the step the shortcut is fitted.
+
+        Parameters
+        ----------
+        history : History
+
+        Returns
+        -------
+        Separation
+        """
+        raise NotImplementedError
+
+    def delay(self, history: History) -> int | None:
+        """Steps from fitting the shortcut to dropping it (T_grok − T_mem), None when either is missing.
+
+        Parameters
+        ----------
+        history : History
+
+        Returns
+        -------
+        int or None
+        """
+        fitted, dropped = self.times(history)
+        return None if fitted is None or dropped is None else dropped - fitted
+
+
+@dataclass(frozen=True)
+class MemorisationDomain(Domain):
+    """A modular-arithmetic run: the memorised table is the shortcut (T_mem, T_grok; regimes by diagnose_regime)."""
+
+    def times(self, history: History) -> tuple[int | None, int | None]:
+        ev = find_events(history)
+        return ev.t_mem, ev.t_grok
+
+    def regime(self, history: History) -> str:
+        return diagnose_regime(history).regime
+
+    def separation(self, history: History) -> Separation:
+        return separation_from_history(history, self.num_classes, kind="generalisation")
+
+
+@dataclass(frozen=True)
+class BorderDomain(Domain):
+    """A shortcut-image run: the cue is fitted and dropped as border_times reads it; regimes by online_regime.
+
+    Attributes
+    ----------
+    fit : float
+        Training accuracy that counts as fitted for the regime (above the cue's ceiling ρ).
+    drop : float
+        Relative contraction of ‖θ‖² below its peak that counts as intermediate.
+    """
+
+    fit: float = 0.97
+    drop: float = 0.05
+
+    def times(self, history: History) -> tuple[int | None, int | None]:
+        return border_times(history)
+
+    def regime(self, history: History) -> str:
+        return online_regime(history.column("norm"), history.column("train_acc"), drop=self.drop, fit=self.fit)
+
+    def separation(self, history: History) -> Separation:
+        return separation_from_history(history, self.num_classes)
+
+
+def domain_of(run: TrainConfig, fit: float = 0.97) -> Domain:
+    """The :class:`Domain` of a run kind: how its shortcut's events, regime and separation are read.
+
+    Parameters
+    ----------
+    run : ModularRun or ShortcutRun
+    fit : float in (0, 1]
+        Training accuracy that counts as fitted in an image run's regime (the modular rule has its own).
+
+    Returns
+    -------
+    Domain
+        :class:`MemorisationDomain` (classes ``run.p``, worst group ``test_acc``) for a ModularRun,
+        :class:`BorderDomain` (10 classes, worst group ``conflict_acc``) for a ShortcutRun of either cue.
+    """
+    check_real(fit, "fit", 0.0, 1.0, low_open=True, owner="domain_of")
+    if isinstance(run, ModularRun):
+        return MemorisationDomain("the memorised table", run.p, "test_acc")
+    if isinstance(run, ShortcutRun):
+        cue = "the border" if run.kind == "border" else "the tint"
+        return BorderDomain(cue, IMAGE_CLASSES[run.base], "conflict_acc", fit=fit)
+    raise TypeError(f"The 'run' parameter of domain_of must be a ModularRun or a ShortcutRun. "
+                    f"Got {type(run).__name__}.")
+
+
+def _history_of(histories: Mapping[TrainConfig, History], run: TrainConfig, owner: str) -> History:
+    if run not in histories:
+        raise ValueError(f"The 'histories' parameter of {owner} has no history for the run {run!r}.")
+    return histories[run]
+
+
+def score_runs(runs: Mapping[float, Sequence[TrainConfig]], histories: Mapping[TrainConfig, History],
+               main: TrainConfig, fit: float = 0.97) -> dict[str, Verdict]:
+    """The six predictions of :func:`nhtlab.analysis.scorecard.score_predictions` for a λ sweep of one run kind.
+
+    The regimes (P2) are read on the runs of ``main``'s seed, one per λ; the delays (P6) on every
+    run; P1, P3, P4 and P5 on ``main``, whose shortcut counts as fitted and left as its
+    :class:`Domain` reads it (P1 compares ‖θ‖² when it is fitted with ‖θ‖² at the end of the
+    run, when it was dropped).
+
+    Parameters
+    ----------
+    runs : mapping λ → sequence of runs
+        The sweep, one run per seed at each λ.
+    histories : mapping run → History
+        Every run's history.
+    main : ModularRun or ShortcutRun
+        The run at the main λ.
+    fit : float
+        Passed to :func:`domain_of`.
+
+    Returns
+    -------
+    dict of str to Verdict
+        ``"P1 norm ordering"`` … ``"P6 delay scaling"``.
+    """
+    owner = "score_runs"
+    check_type(runs, "runs", Mapping, owner=owner)
+    domain = domain_of(main, fit)
+    main_h = _history_of(histories, main, owner)
+    fitted, dropped = domain.times(main_h)
+    regimes = {lam: domain.regime(_history_of(histories, run, owner))
+               for lam, seeds in runs.items() for run in seeds if run.seed == main.seed}
+    delays = {lam: [domain.delay(_history_of(histories, run, owner)) for run in seeds] for lam, seeds in runs.items()}
+    head, first = default_head_and_first(main_h)
+    return score_predictions(
+        main=main_h, regimes=regimes, shortcut_step=fitted,
+        structured_step=int(main_h.rows[-1]["step"]) if dropped is not None else None,
+        worst_column=domain.worst_column, transitions=layer_transitions(main_h), head=head, first=first,
+        separation=domain.separation(main_h), delays=delays)
+
+
+def sweep_records(runs: Mapping[Any, TrainConfig], histories: Mapping[TrainConfig, History], key: str = "λ",
+                  fit: float = 0.97, **constants: Any) -> list[dict[str, Any]]:
+    """One table record per run of a shortcut-image sweep: the swept value, its regime, events and accuracies.
+
+    Parameters
+    ----------
+    runs : mapping value → ShortcutRun
+        One run per swept value (λ, ρ, normalisation…).
+    histories : mapping run → History
+    key : str
+        The record key of the swept value.
+    fit : float
+        Passed to :func:`domain_of` for the regime.
+    **constants
+        Put in every record first (e.g. ``domain="border"``).
+
+    Returns
+    -------
+    list of dict
+        ``{**constants, key: value, "regime": …}`` with :func:`~nhtlab.analysis.shortcut_report.border_record`
+        and :func:`~nhtlab.analysis.shortcut_report.norm_record` of the run.
+    """
+    check_type(runs, "runs", Mapping, owner="sweep_records")
+    out = []
+    for value, run in runs.items():
+        h = _history_of(histories, run, "sweep_records")
+        out.append({**constants, key: value, "regime": domain_of(run, fit).regime(h), **border_record(h),
+                    **norm_record(h)})
+    return out

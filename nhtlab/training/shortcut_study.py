@@ -1,0 +1,340 @@
+"""The runs of a shortcut study (chapter 06) and what it reads off them: records, readings over seeds, checks.
+
+A :class:`ShortcutStudy` is built from a chapter's profile settings: one border
+design trained at a main λ over several seeds, a λ sweep, a border-less control,
+a ρ sweep, a normalisation comparison, the entangled tint and the companion
+paper's modular runs. :meth:`ShortcutStudy.runs` lists every run once, for one
+:func:`nhtlab.sweep`; the other methods take the ``{run: History}`` mapping the
+sweep returned and give table records (:func:`nhtlab.table`), readings over seeds
+(:func:`nhtlab.over_seeds`), the scorecard per domain (:func:`score_runs`) and
+the study's pre-fixed checks (:class:`nhtlab.Check`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..analysis.claims import Check, Reading, over_seeds
+from ..analysis.scorecard import PREDICTIONS, Verdict, prediction_readings
+from ..analysis.separation import Separation
+from ..analysis.shortcut_report import (border_reading, check_border_escape, check_rho_trend,
+                                        check_separation_defined, higher_reading)
+from ..history import History
+from ..validation import check_type
+from .domains import domain_of, score_runs, sweep_records
+from .image_runs import ShortcutRun
+from .loop import TrainConfig
+from .presets import companion
+
+__all__ = ["ShortcutStudy", "SEED_PREDICTIONS"]
+
+#: The predictions read on the main run alone, hence at every seed (P2 and P6 need a whole sweep).
+SEED_PREDICTIONS = tuple(name for name in PREDICTIONS if name[:2] in ("P1", "P3", "P4", "P5"))
+
+Histories = Mapping[TrainConfig, History]
+
+
+@dataclass(frozen=True)
+class ShortcutStudy:
+    """Every run of the shortcut study, built from profile settings.
+
+    Attributes
+    ----------
+    base : ShortcutRun
+        The border design at seed ``seeds[0]`` (its λ is replaced by each sweep).
+    lam_main : float
+        The main weight decay.
+    seeds : tuple of int
+        Seeds of every stated reading (the main run, its control, the ends of the ρ sweep,
+        BatchNorm against none); the sweeps run at ``seeds[0]`` only.
+    lams, control_lams, rhos, tint_lams : tuple of float
+        The λ sweep, the λ of the border-less control (``otherwise="none"``), the ρ sweep at
+        the main λ, the entangled tint's λ.
+    norms : tuple of str
+        Normalisations compared at the main λ, on ``norm_model``.
+    norm_model : str
+        The model of the normalisation comparison (``"simple"`` or ``"resnet18"``).
+    fit : float
+        Training accuracy that counts as fitted in an image run's regime.
+    modular_lams, modular_seeds : tuple
+        The companion runs' λ and seed offsets (none: no modular domain).
+    modular : dict
+        :func:`nhtlab.companion` settings; ``modular_budgets`` maps λ to its own ``steps``.
+    modular_main : float
+        The λ of the modular domain's main run.
+    """
+
+    base: ShortcutRun
+    lam_main: float
+    seeds: tuple[int, ...]
+    lams: tuple[float, ...] = ()
+    control_lams: tuple[float, ...] = ()
+    rhos: tuple[float, ...] = ()
+    norms: tuple[str, ...] = ()
+    norm_model: str = "simple"
+    tint_lams: tuple[float, ...] = ()
+    fit: float = 0.97
+    modular_lams: tuple[float, ...] = ()
+    modular_seeds: tuple[int, ...] = ()
+    modular: dict[str, Any] = field(default_factory=dict)
+    modular_budgets: dict[float, int] = field(default_factory=dict)
+    modular_main: float = 1.0
+
+    @classmethod
+    def from_profile(cls, cfg: Any, seed: int = 0) -> "ShortcutStudy":
+        """The study of a chapter profile (``nhtlab.select_profile``'s namespace or a mapping).
+
+        Parameters
+        ----------
+        cfg : namespace or mapping
+            ``run`` (ShortcutRun fields), ``lam_main``, ``seeds`` (offsets from ``seed``) and the
+            other attributes of this class by name; unknown names (``workers``…) are ignored.
+        seed : int
+            The first seed.
+
+        Returns
+        -------
+        ShortcutStudy
+        """
+        settings = dict(cfg) if isinstance(cfg, Mapping) else dict(vars(cfg))
+        names = {f for f in cls.__dataclass_fields__ if f not in ("base", "seeds")}
+        kept = {k: tuple(v) if isinstance(v, list) else v for k, v in settings.items() if k in names}
+        seeds = tuple(seed + s for s in settings.get("seeds", [0]))
+        return cls(base=ShortcutRun(seed=seeds[0], **settings["run"]), seeds=seeds, **kept)
+
+    # --- the runs ---------------------------------------------------------------------------------
+
+    @property
+    def main(self) -> dict[int, ShortcutRun]:
+        """seed → the main run (the border design at the main λ)."""
+        return {s: self.base.replace(weight_decay=self.lam_main, seed=s) for s in self.seeds}
+
+    @property
+    def sweep(self) -> dict[float, list[ShortcutRun]]:
+        """λ → runs: every seed at the main λ, the first seed elsewhere."""
+        return {lam: list(self.main.values()) if lam == self.lam_main else [self.base.replace(weight_decay=lam)]
+                for lam in self.lams}
+
+    @property
+    def control(self) -> dict[float, ShortcutRun]:
+        """λ → the border-less design (no border on the 1 − ρ images), first seed."""
+        return {lam: self.base.replace(weight_decay=lam, otherwise="none") for lam in self.control_lams}
+
+    @property
+    def control_seeds(self) -> dict[int, ShortcutRun]:
+        """seed → the border-less design at the main λ (empty without ``control_lams``)."""
+        return {s: r.replace(otherwise="none") for s, r in self.main.items()} if self.control_lams else {}
+
+    @property
+    def rho_runs(self) -> dict[float, ShortcutRun]:
+        """ρ → the main run at that ρ, first seed."""
+        return {rho: self.main[self.seeds[0]].replace(rho=rho) for rho in self.rhos}
+
+    @property
+    def rho_ends(self) -> dict[float, dict[int, ShortcutRun]]:
+        """The smallest and the largest ρ → seed → run."""
+        if not self.rhos:
+            return {}
+        return {end: {s: r.replace(rho=end) for s, r in self.main.items()} for end in (min(self.rhos), max(self.rhos))}
+
+    @property
+    def norm_runs(self) -> dict[str, ShortcutRun]:
+        """Normalisation → the main run with it, on ``norm_model``, first seed."""
+        return {n: self.main[self.seeds[0]].replace(norm=n, model=self.norm_model) for n in self.norms}
+
+    @property
+    def norm_seeds(self) -> dict[str, dict[int, ShortcutRun]]:
+        """``"batch"`` and ``"none"`` → seed → run (empty unless both are compared)."""
+        if not {"batch", "none"} <= set(self.norms):
+            return {}
+        return {n: {s: r.replace(norm=n, model=self.norm_model) for s, r in self.main.items()}
+                for n in ("batch", "none")}
+
+    @property
+    def tint(self) -> dict[float, list[ShortcutRun]]:
+        """λ → the entangled tint at that λ, first seed."""
+        return {lam: [self.base.replace(kind="tint", weight_decay=lam)] for lam in self.tint_lams}
+
+    @property
+    def modular_sweep(self) -> dict[float, list[TrainConfig]]:
+        """λ → the companion runs at that λ, one per seed offset."""
+        def settings(lam: float) -> dict[str, Any]:
+            return {**self.modular, "steps": self.modular_budgets.get(lam, self.modular.get("steps"))}
+
+        return {lam: [companion(lam, self.seeds[0] + s, **settings(lam)) for s in self.modular_seeds]
+                for lam in self.modular_lams}
+
+    def domains(self) -> dict[str, tuple[dict[float, list[TrainConfig]], TrainConfig]]:
+        """Domain name → (its λ sweep, its main run), for the domains this study trains.
+
+        Returns
+        -------
+        dict
+            ``"border"`` always; ``"entangled tint"`` when the tint runs at the main λ;
+            ``"modular arithmetic"`` when the companion runs hold ``modular_main``.
+        """
+        out: dict[str, tuple[dict[float, list[TrainConfig]], TrainConfig]] = {
+            "border": (self.sweep, self.main[self.seeds[0]])}
+        if self.lam_main in self.tint:
+            out["entangled tint"] = (self.tint, self.tint[self.lam_main][0])
+        mod = self.modular_sweep
+        if mod.get(self.modular_main):
+            out["modular arithmetic"] = (mod, mod[self.modular_main][0])
+        return out
+
+    def runs(self) -> list[TrainConfig]:
+        """Every run of the study once, in a stable order (for one :func:`nhtlab.sweep`).
+
+        Returns
+        -------
+        list of ModularRun and ShortcutRun
+        """
+        groups: list[Sequence[TrainConfig]] = [
+            list(self.main.values()), *self.sweep.values(), list(self.control.values()),
+            list(self.control_seeds.values()), list(self.rho_runs.values()),
+            *[list(by.values()) for by in self.rho_ends.values()], list(self.norm_runs.values()),
+            *[list(by.values()) for by in self.norm_seeds.values()], *self.tint.values(),
+            *self.modular_sweep.values()]
+        return list(dict.fromkeys(r for g in groups for r in g))
+
+    # --- what is read off them --------------------------------------------------------------------
+
+    def small_grid(self, trained: Histories) -> list[dict[str, Any]]:
+        """The wrong-border and the border-less design at the control λ (first seed), one record each.
+
+        Parameters
+        ----------
+        trained : mapping run → History
+
+        Returns
+        -------
+        list of dict
+            :func:`sweep_records` rows with ``otherwise`` and ``λ``.
+        """
+        sweep = self.sweep
+        return [*sweep_records({lam: sweep[lam][0] for lam in self.control_lams if lam in sweep}, trained,
+                               fit=self.fit, otherwise="other"),
+                *sweep_records(self.control, trained, fit=self.fit, otherwise="none")]
+
+    def lam_records(self, trained: Histories) -> list[dict[str, Any]]:
+        """The border's and the tint's λ sweeps (first seed), one record per λ with its regime.
+
+        Parameters
+        ----------
+        trained : mapping run → History
+
+        Returns
+        -------
+        list of dict
+            :func:`sweep_records` rows with ``domain`` and ``λ``.
+        """
+        return [*sweep_records({lam: rs[0] for lam, rs in self.sweep.items()}, trained, fit=self.fit,
+                               domain="border"),
+                *sweep_records({lam: rs[0] for lam, rs in self.tint.items()}, trained, fit=self.fit,
+                               domain="entangled tint")]
+
+    def design_readings(self, trained: Histories) -> list[Reading]:
+        """Over seeds at the main λ: the wrong-border design drops the border, the border-less one keeps it.
+
+        Parameters
+        ----------
+        trained : mapping run → History
+
+        Returns
+        -------
+        list of Reading
+            The border-less reading only when the study has a control.
+        """
+        pairs = [("wrong border on the 1 − ρ images", self.main, "dropped"),
+                 ("no border on the 1 − ρ images", self.control_seeds, "kept")]
+        return [over_seeds(f"{name}, λ = {self.lam_main:g}", {s: border_reading(trained[r]) for s, r in by.items()},
+                           expected=expected) for name, by, expected in pairs if by]
+
+    def norm_reading(self, trained: Histories) -> Reading | None:
+        """Over seeds: does BatchNorm end with a higher clean accuracy than no normalisation (the paper's order)?
+
+        Parameters
+        ----------
+        trained : mapping run → History
+
+        Returns
+        -------
+        Reading or None
+            None when the study does not compare both.
+        """
+        by = self.norm_seeds
+        if not by:
+            return None
+        return over_seeds("clean accuracy at the end, BatchNorm against none",
+                          {s: higher_reading({n: trained[by[n][s]] for n in ("batch", "none")}, "clean_acc")
+                           for s in self.seeds}, expected="batch higher")
+
+    def separations(self, trained: Histories) -> dict[str, Separation]:
+        """Domain → the separation score of its main run (read as its run kind says).
+
+        Parameters
+        ----------
+        trained : mapping run → History
+
+        Returns
+        -------
+        dict of str to Separation
+        """
+        return {d: domain_of(m, self.fit).separation(trained[m]) for d, (_, m) in self.domains().items()}
+
+    def scorecard(self, trained: Histories) -> dict[str, dict[str, Verdict]]:
+        """Domain → the six predictions on its sweep (:func:`score_runs`).
+
+        Parameters
+        ----------
+        trained : mapping run → History
+
+        Returns
+        -------
+        dict of str to (dict of str to Verdict)
+        """
+        return {d: score_runs(runs, trained, main=m, fit=self.fit) for d, (runs, m) in self.domains().items()}
+
+    def prediction_readings(self, trained: Histories) -> list[Reading]:
+        """P1, P3, P4 and P5 on the border's main run at every seed (the paper expects ✓).
+
+        Parameters
+        ----------
+        trained : mapping run → History
+
+        Returns
+        -------
+        list of Reading
+        """
+        cards = {s: score_runs({self.lam_main: [r]}, trained, main=r, fit=self.fit) for s, r in self.main.items()}
+        return prediction_readings(cards, names=SEED_PREDICTIONS)
+
+    def checks(self, trained: Histories, margin: float = 0.2) -> list[Check]:
+        """The study's pre-fixed checks, each over the seeds by a strict majority.
+
+        The border is fitted then dropped in the main run; the worst-group accuracy at the end
+        falls by more than ``margin`` from the smallest ρ to the largest; the main run's
+        separation score is defined.
+
+        Parameters
+        ----------
+        trained : mapping run → History
+        margin : float
+            The ρ trend's fall.
+
+        Returns
+        -------
+        list of Check
+        """
+        check_type(trained, "trained", Mapping, owner="ShortcutStudy.checks")
+        main = self.main
+        out = [check_border_escape({s: trained[r] for s, r in main.items()})]
+        if len(self.rho_ends) == 2:
+            low, high = (self.rho_ends[k] for k in sorted(self.rho_ends))
+            out.append(check_rho_trend({s: trained[r] for s, r in low.items()},
+                                       {s: trained[r] for s, r in high.items()}, margin=margin))
+        out.append(check_separation_defined({s: domain_of(r, self.fit).separation(trained[r])
+                                             for s, r in main.items()}))
+        return out

@@ -1,0 +1,75 @@
+"""Chapter 05's readings over seeds, on synthetic digit-border histories with known answers."""
+
+import pytest
+
+from nhtlab.analysis.layer_report import (
+    image_readings,
+    image_run_rows,
+    modular_order_rows,
+    reading_rows,
+    signal_records,
+)
+from nhtlab.analysis.layers import contraction_order, order_readings
+from nhtlab.analysis.shortcut_report import border_reading
+from nhtlab.history import History
+
+
+def border_run(drop=True, head_first=True, fitted=True):
+    """Follows the border from step 100 (if ``fitted``) and reads the digit from 500 (if ``drop``).
+
+    ``head_first``: the read-out peaks at 100 and loses 20% at 200, conv1 at 400 (backward; the read-out's
+    signal turns down before the drop: it warns). Otherwise conv1 loses 20% at 200 while the read-out grows
+    until the drop at 500 (forward; the signal turns down at the drop: no warning).
+    """
+    rows = []
+    for s in range(0, 701, 100):
+        cue = 0.8 if fitted and 100 <= s < (500 if drop else 10**9) else 0.1
+        conflict = 0.7 if drop and s >= 500 else 0.1
+        if head_first:
+            readout, conv1 = (1.0 + s / 100 if s <= 100 else 2.0) * (0.8 if s >= 200 else 1.0), 5.0 * (
+                0.8 if s >= 400 else 1.0)
+        else:
+            readout, conv1 = 1.0 + min(s, 500) / 100, 5.0 * (0.8 if s >= 200 else 1.0)
+        rows.append({"step": s, "cue_acc": cue, "conflict_acc": conflict, "norm": readout + conv1,
+                     "norm/conv1": conv1, "norm/bn1": 1.0, "norm/readout": readout})
+    return History(rows=rows, status="completed")
+
+
+def test_border_reading_tells_the_three_fates():
+    assert border_reading(border_run()) == "dropped"
+    assert border_reading(border_run(drop=False)) == "kept"
+    assert border_reading(border_run(fitted=False)) == "never fitted"
+
+
+def test_image_rows_and_readings_count_seeds():
+    runs = {("main", 0): border_run(), ("main", 1): border_run(head_first=False), ("main", 2): border_run(),
+            ("control", 0): border_run(drop=False), ("control", 1): border_run(drop=True)}
+    rows = image_run_rows(runs)
+    first = rows[0]
+    assert (first["fitted"], first["dropped"], first["border"], first["verdict"]) == (100, 500, "dropped", "backward")
+    assert first["order"] == "readout → conv1" and first["warning"] == "warns"
+    assert rows[1]["verdict"] == "forward" and rows[1]["warning"] == "does not warn"
+    assert rows[3]["border"] == "kept" and rows[3]["warning"] == "no drop"
+    readings = image_readings(rows, {("main", "border"): "dropped", ("main", "verdict"): "backward",
+                                     ("control", "border"): "kept"})
+    main, order, control = readings.values()
+    assert (main.k, main.n, main.holds) == (3, 3, True)
+    assert (order.k, order.n, order.holds, order.flips) == (2, 3, True, True)
+    assert (control.k, control.n, control.holds) == (1, 2, False)  # one of two is not a strict majority
+    table = reading_rows(readings, {("main", "verdict"): "backward"})
+    assert table[1]["paper"] == "backward" and table[1]["holds"] == "✓" and table[1]["seeds agree"] == "no"
+    assert table[2]["holds"] == "✗" and table[0]["paper"] is None
+    assert table[1]["ours"].startswith("backward in 2 of 3 seeds")
+
+
+def test_modular_rows_and_signal_records():
+    h = border_run()
+    orders = {(1.0, 0): contraction_order(h, window=(100, 500))}
+    rows = modular_order_rows(orders)
+    assert rows[0]["λ"] == 1.0 and rows[0]["verdict"] == "backward" and rows[0]["head_step"] == 200
+    assert order_readings(orders)[1.0].k == 1
+    records, events = signal_records({"main": h})
+    assert {r["signal"] for r in records} == {"‖θ_L‖²/‖θ_L(0)‖²", "‖θ_L‖²/‖θ_1‖²", "‖θ‖²/‖θ(0)‖²"}
+    assert len(records) == 3 * len(h) and records[0]["value"] == pytest.approx(1.0)
+    assert events == [{"run": "main", "event": "border fitted", "step": 100},
+                      {"run": "main", "event": "border dropped", "step": 500}]

@@ -1,0 +1,141 @@
+"""Records, readings over seeds and checks of shortcut-image runs, each check on histories that fail it."""
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from nhtlab.analysis.claims import over_seeds
+from nhtlab.analysis.separation import clean_norm_separation
+from nhtlab.analysis.shortcut_report import (PROBE_COLUMNS, border_reading, border_record, check_border_escape,
+                                             check_rho_trend, check_separation_defined, final_accuracy_records,
+                                             higher_reading, norm_record, probe_row, read_probe, reading_check,
+                                             reading_sentence, rho_drop, rho_reading, seed_reading_records,
+                                             separation_records, write_probe)
+from nhtlab.history import History
+
+STEPS = np.arange(0, 1001, 100)
+
+
+def run(cue, conflict, norm=None, clean=None, train=None):
+    """A shortcut-image history: the border followed (cue) and the digit read (conflict) at each step."""
+    n = len(STEPS)
+    norm = np.linspace(10, 50, n) if norm is None else norm
+    cols = dict(cue_acc=cue, conflict_acc=conflict, norm=norm,
+                clean_acc=np.full(n, 0.8) if clean is None else clean,
+                train_acc=np.full(n, 1.0) if train is None else train, shortcut_acc=np.full(n, 0.9))
+    return History(rows=[{"step": int(s), **{k: float(v[i]) for k, v in cols.items()}} for i, s in enumerate(STEPS)],
+                   status="completed")
+
+
+# fitted at 100 (cue 0.6 > conflict 0.1), dropped at 600 (conflict ≥ 0.5)
+ESCAPE = run(np.r_[0.1, 0.6, 0.6, 0.5, 0.4, 0.3, 0.2, 0.2, 0.1, 0.1, 0.1],
+             np.r_[0.1, 0.1, 0.2, 0.3, 0.4, 0.45, 0.55, 0.6, 0.7, 0.7, 0.72])
+# fitted at 100, never dropped
+KEPT = run(np.r_[0.1, 0.6, 0.7, 0.8, 0.8, 0.8, 0.8, 0.8, 0.8, 0.8, 0.8], np.full(11, 0.1))
+# the digit read from the start: never fitted
+NEVER = run(np.full(11, 0.1), np.linspace(0.3, 0.9, 11))
+
+
+def test_border_record_and_reading():
+    r = border_record(ESCAPE)
+    assert (r["fitted at"], r["dropped at"]) == (100, 600)
+    assert r["conflict min"] == pytest.approx(0.1) and r["conflict"] == pytest.approx(0.72)
+    assert r["train"] == 1.0 and r["clean"] == pytest.approx(0.8) and r["shortcut"] == pytest.approx(0.9)
+    assert [border_reading(h) for h in (ESCAPE, KEPT, NEVER)] == ["dropped", "kept", "never fitted"]
+    assert border_record(KEPT)["dropped at"] is None
+    with pytest.raises(ValueError, match="empty"):
+        border_record(History(rows=[]))
+
+
+def test_norm_record_peak_and_contraction():
+    rec = norm_record(run(ESCAPE.column("cue_acc"), ESCAPE.column("conflict_acc"),
+                          norm=np.r_[10, 50, 90, 100, 95, 80, 60, 50, 45, 42, 40.0]))
+    assert rec == {"norm peak step": 300, "norm peak": 100.0, "norm end": 40.0, "contraction": pytest.approx(0.6)}
+    assert norm_record(KEPT)["contraction"] == 0.0  # still rising at the end
+
+
+def test_higher_reading_names_the_run_that_ends_higher():
+    low = run(KEPT.column("cue_acc"), KEPT.column("conflict_acc"), clean=np.full(11, 0.5))
+    assert higher_reading({"batch": ESCAPE, "none": low}, "clean_acc") == "batch higher"
+    assert higher_reading({"batch": low, "none": ESCAPE}, "clean_acc") == "none higher"
+    assert higher_reading({"batch": ESCAPE, "none": ESCAPE}, "clean_acc") == "tie"
+    with pytest.raises(ValueError, match="exactly two"):
+        higher_reading({"batch": ESCAPE}, "clean_acc")
+
+
+def test_rho_reading_needs_a_fall_above_the_margin():
+    assert rho_drop(ESCAPE, KEPT) == pytest.approx(0.62)
+    assert rho_reading(ESCAPE, KEPT) == "falls"
+    assert rho_reading(ESCAPE, KEPT, margin=0.7) == "does not fall"
+    assert rho_reading(KEPT, ESCAPE) == "does not fall"  # it rises with ρ
+
+
+def test_check_border_escape_passes_on_a_majority_and_fails_otherwise():
+    ok = check_border_escape({0: ESCAPE, 1: ESCAPE, 2: KEPT})
+    assert ok and "dropped in 2 of 3 seeds" in ok.detail
+    # kept in two seeds of three, or never fitted: the border is not escaped
+    assert not check_border_escape({0: ESCAPE, 1: KEPT, 2: NEVER})
+    assert not check_border_escape({0: ESCAPE, 1: ESCAPE, 2: KEPT}, rule="all")
+    assert not check_border_escape({})
+
+
+def test_check_rho_trend_fails_when_the_worst_group_does_not_fall():
+    ok = check_rho_trend({0: ESCAPE, 1: ESCAPE}, {0: KEPT, 1: KEPT})
+    assert ok and "seed 0: 0.62" in ok.detail
+    flat = check_rho_trend({0: ESCAPE, 1: KEPT, 2: KEPT}, {0: KEPT, 1: KEPT, 2: KEPT})
+    assert not flat and "falls in 1 of 3 seeds" in flat.detail
+    with pytest.raises(ValueError, match="same seeds"):
+        check_rho_trend({0: ESCAPE}, {1: KEPT})
+
+
+def test_check_separation_defined_fails_when_the_score_is_undefined():
+    steps = np.arange(0, 2001, 20.0)
+    norm = np.where(steps <= 500, 100 + steps, 600 * np.exp(-(steps - 500) / 600))
+    defined = clean_norm_separation(steps, norm, 1 / (1 + np.exp((steps - 1200) / 50)), start_step=500)
+    never = clean_norm_separation(steps, norm, np.ones(len(steps)), start_step=None)
+    assert check_separation_defined({0: defined, 1: defined, 2: never})
+    bad = check_separation_defined({0: defined, 1: never, 2: never})
+    assert not bad and "undefined" in bad.detail
+    rows = separation_records({"border": defined, "tint": never})
+    assert rows[0]["domain"] == "border" and rows[0]["score text"] == "1.00" and rows[0]["defined"]
+    assert rows[1]["score text"].startswith("undefined") and math.isnan(rows[1]["score"])
+
+
+def test_readings_become_records_sentences_and_checks():
+    flipping = over_seeds("border", {0: "dropped", 1: "kept", 2: "kept"}, expected="dropped")
+    rec = seed_reading_records([flipping])[0]
+    assert rec["seeds"] == "1 of 3" and rec["holds"] == "✗" and rec["flips"] == "yes"
+    assert rec["by seed"] == "0: dropped, 1: kept, 2: kept"
+    text = reading_sentence(flipping)
+    assert "does not hold" in text and "flips" in text
+    assert not reading_check(flipping)
+    steady = over_seeds("border", {0: "dropped", 1: "dropped", 2: "dropped"}, expected="dropped")
+    assert "flips" not in reading_sentence(steady) and reading_check(steady)
+
+
+def test_final_accuracy_records_are_long_form():
+    recs = final_accuracy_records({0.9: ESCAPE, 1.0: KEPT}, {"conflict_acc": "conflict", "train_acc": "train"})
+    assert len(recs) == 4 and recs[0] == {"rho": 0.9, "series": "conflict", "value": pytest.approx(0.72)}
+
+
+def test_probe_rows_round_trip_through_the_file(tmp_path):
+    row = probe_row(ESCAPE, dict(otherwise="other", task="1,258 images", contrast=1.0, rho=0.95, lam=0.1, seed=0))
+    assert list(row) == list(PROBE_COLUMNS) and (row["fitted"], row["dropped"]) == (100, 600)
+    about = {"machine": "test", "nhtlab": "0", "command": "pytest"}
+    path = write_probe(tmp_path / "probe.json", [row], about)
+    assert read_probe(path) == (about, [row])
+    with pytest.raises(ValueError, match="must say"):
+        write_probe(tmp_path / "x.json", [row], {"machine": "test"})
+    (tmp_path / "bad.json").write_text(json.dumps({"rows": []}))
+    with pytest.raises(ValueError, match="not a probe-grid file"):
+        read_probe(tmp_path / "bad.json")
+
+
+def test_the_books_probe_file_reads():
+    from pathlib import Path
+
+    about, rows = read_probe(Path(__file__).resolve().parent.parent / "book" / "data" / "probe_shortcuts.json")
+    assert {"machine", "nhtlab", "command"} <= set(about) and len(rows) == 16
+    assert all(set(r) == set(PROBE_COLUMNS) for r in rows)

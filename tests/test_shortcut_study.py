@@ -1,0 +1,108 @@
+"""The shortcut study's runs from profile settings, and its readings and checks on synthetic histories."""
+
+import numpy as np
+import pytest
+
+from nhtlab.history import History
+from nhtlab.training.image_runs import ShortcutRun
+from nhtlab.training.presets import BORDER_DESIGN
+from nhtlab.training.runs import ModularRun
+from nhtlab.training.shortcut_study import SEED_PREDICTIONS, ShortcutStudy
+
+STEPS = np.arange(0, 2001, 100)
+N = len(STEPS)
+
+PROFILE = dict(run=dict(BORDER_DESIGN, steps=2000), lam_main=0.1, lams=[0.01, 0.1, 0.3], control_lams=[0.1],
+               rhos=[0.8, 1.0], norms=["none", "batch"], norm_model="simple", seeds=[0, 1, 2], tint_lams=[0.1],
+               fit=0.97, modular_lams=[0.5, 1.0], modular_seeds=[0, 1], modular=dict(steps=800, stop_after=100),
+               modular_budgets={1.0: 400}, modular_main=1.0, workers=2)
+
+
+def history(**cols):
+    return History(rows=[{"step": int(s), **{k: float(v[i]) for k, v in cols.items()}} for i, s in enumerate(STEPS)],
+                   status="completed")
+
+
+def image(drop_at=800, end_conflict=0.7, clean=0.8):
+    """Follows the border from step 200; reads the digit (conflict ``end_conflict``) from ``drop_at`` on."""
+    cue = np.where(STEPS >= 200, 0.7, 0.1) * np.where(STEPS >= drop_at, 0.1, 1.0)
+    conflict = np.where(STEPS >= drop_at, end_conflict, 0.1)
+    norm = np.r_[np.linspace(10, 100, 6), np.linspace(95, 40, N - 6)]
+    return history(cue_acc=cue, conflict_acc=conflict, train_acc=np.full(N, 1.0), clean_acc=np.full(N, clean),
+                   shortcut_acc=np.full(N, 0.9), norm=norm, **{"norm/conv1": norm, "norm/readout": norm})
+
+
+def grokking():
+    norm = np.r_[np.linspace(10, 100, 6), np.linspace(95, 40, N - 6)]
+    return history(train_acc=(STEPS >= 300).astype(float), test_acc=np.where(STEPS >= 1100, 1.0, 0.01), norm=norm,
+                   **{"norm/tok": norm, "norm/readout": norm})
+
+
+def trained_for(study, image_history):
+    return {r: grokking() if isinstance(r, ModularRun) else image_history(r) for r in study.runs()}
+
+
+def test_from_profile_builds_every_run_once():
+    study = ShortcutStudy.from_profile(PROFILE, seed=10)
+    assert study.seeds == (10, 11, 12) and study.base.seed == 10 and study.base.otherwise == "other"
+    runs = study.runs()
+    assert len(runs) == len(set(runs))
+    # main ×3, λ 0.01 and 0.3, control: seed 10 and 11, 12; ρ 0.8 ×3, ρ 1 ×3; batch ×3; tint; modular 4
+    assert len(runs) == 3 + 2 + 3 + 6 + 3 + 1 + 4
+    assert [r.seed for r in study.sweep[0.1]] == [10, 11, 12] and len(study.sweep[0.3]) == 1
+    assert study.norm_seeds["none"] == study.main  # the SimpleCNN without normalisation is the main run
+    assert [r.steps for r in study.modular_sweep[1.0]] == [400, 400] and study.modular_sweep[0.5][0].steps == 800
+    assert list(study.domains()) == ["border", "entangled tint", "modular arithmetic"]
+    quick = ShortcutStudy.from_profile({**PROFILE, "seeds": [0], "control_lams": [], "tint_lams": [],
+                                        "modular_lams": []})
+    assert list(quick.domains()) == ["border"] and quick.control_seeds == {}
+
+
+def test_readings_and_checks_pass_on_a_study_that_escapes():
+    study = ShortcutStudy.from_profile(PROFILE)
+
+    def h(run: ShortcutRun):
+        if run.otherwise == "none":
+            return image(drop_at=10_000)  # the border-less control keeps the border
+        if run.rho == 1.0:
+            return image(drop_at=10_000, end_conflict=0.1)
+        return image(clean=0.9 if run.norm == "batch" else 0.8)
+
+    trained = trained_for(study, h)
+    design = study.design_readings(trained)
+    assert [(r.expected, r.k, r.n, r.holds) for r in design] == [("dropped", 3, 3, True), ("kept", 3, 3, True)]
+    bn = study.norm_reading(trained)
+    assert bn.holds and bn.k == 3
+    checks = study.checks(trained)
+    assert [c.passed for c in checks] == [True, True, True], [c.detail for c in checks]
+    card = study.scorecard(trained)
+    assert set(card) == {"border", "entangled tint", "modular arithmetic"}
+    assert all(len(row) == 6 for row in card.values())
+    readings = study.prediction_readings(trained)
+    assert [r.name for r in readings] == list(SEED_PREDICTIONS) and all(r.n == 3 for r in readings)
+    assert {r["domain"] for r in study.lam_records(trained)} == {"border", "entangled tint"}
+    assert [(r["otherwise"], r["dropped at"]) for r in study.small_grid(trained)] == [("other", 800), ("none", None)]
+    assert set(study.separations(trained)) == set(card)
+
+
+def test_checks_fail_when_the_border_is_kept_and_rho_does_not_matter():
+    study = ShortcutStudy.from_profile(PROFILE)
+    trained = trained_for(study, lambda run: image(drop_at=10_000, end_conflict=0.1))
+    escape, rho, separation = study.checks(trained)
+    assert not escape and "dropped in 0 of 3" in escape.detail and "seed 0: kept" in escape.detail
+    assert not rho and "does not fall" in rho.detail
+    # reliance on the border never moves after it is fitted: no separation to score
+    assert not separation and "constant in the window" in separation.detail
+
+    # one seed escaping of three is not a majority
+    def one(run):
+        return image() if run.seed == 0 else image(drop_at=10_000)
+    assert not study.checks(trained_for(study, one))[0]
+
+
+def test_a_study_without_a_rho_sweep_skips_the_rho_check():
+    study = ShortcutStudy.from_profile({**PROFILE, "rhos": [0.95]})
+    checks = study.checks(trained_for(study, lambda run: image()))
+    assert len(checks) == 2 and all(checks)
+    with pytest.raises(KeyError):
+        study.checks({})
