@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import json
 import math
+from importlib import resources
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -41,7 +42,7 @@ import numpy as np
 
 from ..history import History
 from ..papers import COMPANION_GROK_FIT
-from ..validation import check_real, check_type
+from ..validation import check_choice, check_real, check_type
 from .claims import Check
 from .events import find_events
 
@@ -372,10 +373,6 @@ def saved_evaluation(profile: str = "book") -> dict[str, Any] | None:
         The script's JSON (``eta`` records, ``verdict``, ``warnings``, the split and the versions);
         None when that evaluation has not been run and saved.
     """
-    from importlib import resources
-
-    from ..validation import check_choice
-
     check_choice(profile, "profile", ("quick", "book", "full"), owner="saved_evaluation")
     path = resources.files("nhtlab") / "results" / f"eta_{profile}.json"
     return json.loads(path.read_text()) if path.is_file() else None

@@ -24,6 +24,7 @@ from numpy.typing import ArrayLike
 from ..history import History
 from ..validation import check_real, check_type
 from .claims import Check, Reading, over_seeds
+from .events import find_events
 
 __all__ = ["LayerTransition", "layer_transitions", "peak_order", "normalised_layer_norms",
            "head_to_first_ratio", "head_signals", "early_warning", "head_and_first", "default_head_and_first", "layer_records", "is_backward", "layer_order", "ORDERS", "warning_times",
@@ -552,7 +553,6 @@ def contraction_order(history: History, window: tuple[int | None, int | None] | 
     names = [n for n in history.layers if not _is_norm_layer(n)] or list(history.layers)
     names = list(dict.fromkeys(_select(history, [*names, head, first], "contraction_order")))
     if window is None:
-        from .events import find_events
         ev = find_events(history)
         window = (ev.t_mem, ev.t_grok)
     check_type(window, "window", (tuple, list), owner="contraction_order")
