@@ -535,7 +535,9 @@ checks = [
     gap,
     monotone,
     report.transformer_check(tf_events.t_mem, tf_events.t_grok),
-    same_run,
+    *(
+        [same_run] if tf_history.plain is not None else []
+    ),  # needs a cache
     timing,
     cnn_bn,
 ]

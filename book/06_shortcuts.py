@@ -165,8 +165,8 @@ nhtlab.stamp(profile, cfg)
 # with the machine and version that produced it. The book does not re-run
 # the grid; the table below is that file, and the sentence that heads
 # it, which lists the settings whose border was fitted and then dropped,
-# is read from it. The chosen design (bright border, ρ = 0.95, λ = 0.1) was
-# picked from those rows; a probe is one seed on one machine, so the
+# is read from it. The chosen design (bright border, ρ = 0.95,
+# λ = 0.1) was picked from those rows; a probe is one seed on one machine, so the
 # chapter re-reads the escape over seeds.
 
 # %% tags=["remove-input"]

@@ -109,3 +109,11 @@ def test_eta_report_says_when_the_forecast_does_not_ship():
     assert "**Does not ship**" in text and "offers no ETA" in text and "| 50% |" in text and "2,000" in text
     saved["verdict"]["passed"] = True
     assert "**Ships**" in nhtlab.eta_report(saved) and "no ETA" not in nhtlab.eta_report(saved)
+
+
+def test_table_shows_every_key_and_checks_formats_against_explicit_columns():
+    rows = [{"run": "a"}, {"run": "b", "T_grok": 2100}]
+    text = nhtlab.table(rows, formats={"T_grok": "{:,}"})
+    assert text.splitlines()[0] == "| run | T_grok |" and "| a | — |" in text and "| b | 2,100 |" in text
+    with pytest.raises(ValueError, match="'formats' parameter of table"):
+        nhtlab.table(rows, columns=["run"], formats={"T_grok": "{:,}"})

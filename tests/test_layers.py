@@ -272,3 +272,10 @@ def test_layer_window_records_and_chart_show_the_window():
     spec = contraction_curves(rows, order.share).to_dict()
     params = {p["name"]: p for p in spec["params"]}
     assert params["run"]["bind"]["options"] == ["λ = 1, seed 0"] and params["view"]["bind"]["input"] == "radio"
+
+
+def test_contraction_curves_without_a_window_says_so():
+    from nhtlab import charts
+
+    spec = charts.contraction_curves([], share=0.1).to_dict()
+    assert spec["mark"]["type"] == "text" and "no run" in spec["data"]["values"][0]["text"]

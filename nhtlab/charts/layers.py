@@ -187,6 +187,9 @@ def contraction_curves(records: Sequence[dict[str, Any]], share: float,
     alt.Chart
         A layered Vega-Lite chart with a run dropdown, a view switch and layer selection in the legend.
     """
+    if not records:  # no run memorised and grokked (a capped smoke run): say so instead of an empty chart
+        note = [{"text": "no run has a window from T_mem to T_grok to show"}]
+        return alt.Chart(alt.Data(values=note), title=title).mark_text(size=13).encode(text="text:N")
     run = _lam_param([r["run"] for r in records], name="run", label="run ")
     view = alt.param(name="view", value="normalised",
                      bind=alt.binding_radio(options=["normalised", "at_mem"],

@@ -95,9 +95,9 @@ def table(records: Iterable[Mapping[str, Any]], columns: Sequence[str] | None = 
     records : iterable of mappings
         One mapping per row; a missing key renders as ``—``.
     columns : sequence of str, optional
-        Keys to show, in order; by default those of the first record.
+        Keys to show, in order; by default every key of any record, in first-seen order.
     formats : mapping, optional
-        Column → format string (``"{:,}"``, ``"{:.3f}"``).
+        Column → format string (``"{:,}"``, ``"{:.3f}"``); with explicit ``columns``, each must be shown.
     headers : mapping, optional
         Column → header text, when the header differs from the key.
 
@@ -111,10 +111,13 @@ def table(records: Iterable[Mapping[str, Any]], columns: Sequence[str] | None = 
         check_type(row, f"records[{i}]", Mapping, owner="table")
     if not rows:
         return Markdown("*(no rows)*")
-    columns = list(columns) if columns is not None else list(rows[0])
+    explicit = columns is not None
+    # by default every key of any record, in first-seen order (records of one table may differ: a run
+    # that never grokked has no T_grok)
+    columns = list(columns) if explicit else list(dict.fromkeys(k for row in rows for k in row))
     formats, headers = dict(formats or {}), dict(headers or {})
     unknown = sorted(set(formats) - set(columns))
-    if unknown:
+    if unknown and explicit:
         raise ValueError(f"The 'formats' parameter of table names columns that are not shown: {unknown}; "
                          f"columns are {columns}.")
     lines = ["| " + " | ".join(cell(headers.get(c, c)) for c in columns) + " |",

@@ -171,7 +171,9 @@ def same_run_check(tracked: History, plain: History | None = None) -> Check:
     plain = plain if plain is not None else getattr(tracked, "plain_history", None)
     name = "the DLR run is the plain run (same steps, same measurements)"
     if plain is None:
-        return Check(name, False, "no plain entry to compare with")
+        why = ("no result cache (NHTLAB_CACHE off): no entry is shared, so nothing was compared"
+               if getattr(tracked, "plain", "") is None else "no plain entry to compare with")
+        return Check(name, False, why)
     check_type(plain, "plain", History, owner="same_run_check")
     origin = {"cached before": "the plain entry was cached before the probed run (another chapter's run)",
               "cached": "both entries read from the cache",
