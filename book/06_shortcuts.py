@@ -166,8 +166,8 @@ nhtlab.stamp(profile, cfg)
 # the grid; the table below is that file, and the sentence that heads
 # it, which lists the settings whose border was fitted and then dropped,
 # is read from it. The chosen design (bright border, ρ = 0.95,
-# λ = 0.1) was picked from those rows; a probe is one seed on one machine, so the
-# chapter re-reads the escape over seeds.
+# λ = 0.1) was picked from those rows; a probe is one seed on one
+# machine, so the chapter re-reads the escape over seeds.
 
 # %% tags=["remove-input"]
 probe_about, probe = nhtlab.read_probe("data/probe_shortcuts.json")
