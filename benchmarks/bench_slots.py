@@ -32,7 +32,7 @@ from contextlib import nullcontext
 import torch
 
 import nhtlab
-from nhtlab.training.slots import cpu_slot
+from nhtlab.training.cpu_slots import cpu_slot
 
 
 def _init() -> None:

@@ -31,7 +31,7 @@ import torch
 
 import nhtlab
 from nhtlab.analysis.shortcut_report import PROBE_COLUMNS, probe_row, write_probe
-from nhtlab.training.image_runs import ShortcutRun, run_shortcut
+from nhtlab.training.shortcut_run import ShortcutRun, run_shortcut
 
 BASE = dict(base="digits", size=10, width=1, pad=True, clean="mean", channels=(8, 8, 16, 16, 32, 32),
             lr=3e-3, batch_size=64, schedule="constant", eval_every=100)

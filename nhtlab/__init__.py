@@ -78,12 +78,12 @@ from .training.dlr_tracker import DLRTracker
 from .analysis import dlr_report
 from .training.tracked import pair_probe, same_run_check, tracked_run
 from .notebook.dlr_tables import dlr_table
-from .training.image_runs import ShortcutRun, run_shortcut
+from .training.shortcut_run import ShortcutRun, run_shortcut
 from .training.loop import TrainConfig, train
 from .training.monitor import Monitor, online_regime
 from .training.presets import BORDER_DESIGN, BORDER_DESIGN_CIFAR10, companion, companion_sweep
-from .training.runs import ModularRun, run_modular
-from .training.slots import cpu_slot
+from .training.modular_run import ModularRun, run_modular
+from .training.cpu_slots import cpu_slot
 from .training.sweeps import SweepResult, grid, sweep
 
 # Imported on first use: the charts (and the widgets, which draw them) load altair, about 0.3 s that

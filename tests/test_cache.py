@@ -11,7 +11,7 @@ import pytest
 
 import nhtlab
 from nhtlab.training.cache import ResultCache, cached_run, config_key, default_cache_dir
-from nhtlab.training.runs import ModularRun
+from nhtlab.training.modular_run import ModularRun
 from nhtlab.history import History
 
 RUN = ModularRun(p=11, model_kwargs=dict(width=16), steps=40, eval_every=10, seed=5, device="cpu")
@@ -175,7 +175,7 @@ import sys, time
 from pathlib import Path
 import nhtlab
 from nhtlab.training.cache import ResultCache
-from nhtlab.training.runs import ModularRun
+from nhtlab.training.modular_run import ModularRun
 run = ModularRun(**__import__("json").loads(sys.argv[2]))
 cache = ResultCache(sys.argv[1])
 with cache.claim(run.cache_config()) as hit:

@@ -15,7 +15,7 @@ import torch
 
 import nhtlab
 from nhtlab.training.checkpoint import atomic_write_bytes, checkpoint_path, load_checkpoint
-from nhtlab.training.runs import ModularRun, run_modular
+from nhtlab.training.modular_run import ModularRun, run_modular
 
 WORKER = Path(__file__).with_name("resume_worker.py")
 SMALL = ModularRun(p=11, model_kwargs=dict(width=32), steps=120, eval_every=10, batch_size=16,

@@ -8,7 +8,7 @@ import warnings
 import pytest
 
 import nhtlab
-from nhtlab.training.runs import ModularRun
+from nhtlab.training.modular_run import ModularRun
 from nhtlab.training.sweeps import sweep
 
 distributed = pytest.importorskip("distributed", reason="dask[distributed] is not installed (pip install 'nhtlab[test]')")

@@ -6,9 +6,9 @@ import pytest
 from nhtlab.analysis.events import border_times, find_events
 from nhtlab.history import History
 from nhtlab.training.domains import BorderDomain, MemorisationDomain, domain_of, score_runs, sweep_records
-from nhtlab.training.image_runs import ShortcutRun
+from nhtlab.training.shortcut_run import ShortcutRun
 from nhtlab.training.loop import TrainConfig
-from nhtlab.training.runs import ModularRun
+from nhtlab.training.modular_run import ModularRun
 
 STEPS = np.arange(0, 2001, 100)
 N = len(STEPS)

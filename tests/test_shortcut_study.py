@@ -4,9 +4,9 @@ import numpy as np
 import pytest
 
 from nhtlab.history import History
-from nhtlab.training.image_runs import ShortcutRun
+from nhtlab.training.shortcut_run import ShortcutRun
 from nhtlab.training.presets import BORDER_DESIGN
-from nhtlab.training.runs import ModularRun
+from nhtlab.training.modular_run import ModularRun
 from nhtlab.training.shortcut_study import SEED_PREDICTIONS, ShortcutStudy
 
 STEPS = np.arange(0, 2001, 100)

@@ -138,7 +138,7 @@ def test_works_on_the_offline_digits():
 
 
 def test_shortcut_run_trains_every_test_set_reproducibly():
-    from nhtlab.training.image_runs import ShortcutRun, run_shortcut
+    from nhtlab.training.shortcut_run import ShortcutRun, run_shortcut
     from nhtlab.training.sweeps import sweep
 
     run = ShortcutRun(steps=6, eval_every=3, channels=(2, 2, 2, 2, 4, 4), device="cpu")
@@ -157,7 +157,7 @@ def test_shortcut_run_trains_every_test_set_reproducibly():
 def test_one_sweep_trains_both_run_kinds():
     """A mixed list: each run executes itself (run_modular or run_shortcut), rows as if called directly."""
     from nhtlab import ModularRun, run_modular
-    from nhtlab.training.image_runs import ShortcutRun, run_shortcut
+    from nhtlab.training.shortcut_run import ShortcutRun, run_shortcut
     from nhtlab.training.sweeps import sweep
 
     modular = ModularRun(p=7, steps=4, eval_every=2, device="cpu")
@@ -173,7 +173,7 @@ def test_one_sweep_trains_both_run_kinds():
 
 def test_offline_cifar_switch(tmp_path):
     from nhtlab.data.images import DatasetUnavailableError
-    from nhtlab.training.image_runs import ShortcutRun
+    from nhtlab.training.shortcut_run import ShortcutRun
 
     assert ShortcutRun(size=10).data().settings["base"] == "digits10"  # the offline default
     with pytest.raises(DatasetUnavailableError, match="download=True"):
@@ -193,7 +193,7 @@ def test_harder_shrinks_the_training_set_and_adds_seeded_noise():
     assert 0.1 < float((noisy.x_test - base.x_test).std()) < 0.25
     with pytest.raises(ValueError, match="'train_size' parameter of harder"):
         harder(base, train_size=201)
-    from nhtlab.training.image_runs import ShortcutRun
+    from nhtlab.training.shortcut_run import ShortcutRun
 
     data = ShortcutRun(train_size=300, noise=0.1, otherwise="other").data()
     assert len(data.y_train) == 300 and data.settings["base"].startswith("digits10-n300")
@@ -222,7 +222,7 @@ def test_border_times_fitted_then_dropped():
 def test_a_shortcut_sweep_reuses_the_result_cache(tmp_path, monkeypatch):
     """The second sweep of the same runs trains nothing: every row comes from the cache."""
     from nhtlab.training.cache import ResultCache
-    from nhtlab.training.image_runs import ShortcutRun
+    from nhtlab.training.shortcut_run import ShortcutRun
     from nhtlab.training.sweeps import sweep
 
     cache = ResultCache(tmp_path)
@@ -249,7 +249,7 @@ def test_a_shortcut_sweep_reuses_the_result_cache(tmp_path, monkeypatch):
 
 def test_shortcut_run_keys_are_those_of_nhtlab_0_2_0():
     """Inheriting TrainConfig added stop_after and eval_batch_size; at their defaults they stay out of the key."""
-    from nhtlab.training.image_runs import ShortcutRun
+    from nhtlab.training.shortcut_run import ShortcutRun
 
     run = ShortcutRun()
     assert run.cache_config() == {
@@ -269,8 +269,8 @@ def test_shortcut_run_keys_are_those_of_nhtlab_0_2_0():
 def test_run_shortcut_sizes_its_evaluation_batch_for_a_t4(monkeypatch):
     """ResNet18 on 32 px images evaluates in batches of 4,096 (6 GB at 8,192); SimpleCNN keeps 8,192."""
     from nhtlab.history import History
-    from nhtlab.training import image_runs
-    from nhtlab.training.image_runs import ShortcutRun, run_shortcut
+    from nhtlab.training import shortcut_run
+    from nhtlab.training.shortcut_run import ShortcutRun, run_shortcut
 
     seen = []
 
@@ -278,7 +278,7 @@ def test_run_shortcut_sizes_its_evaluation_batch_for_a_t4(monkeypatch):
         seen.append(config.eval_batch_size)
         return History(config={"threads": 1})  # train records the CPU threads it ran with
 
-    monkeypatch.setattr(image_runs, "train", record)  # the loop as image runs call it
+    monkeypatch.setattr(shortcut_run, "train", record)  # the loop as image runs call it
     run_shortcut(ShortcutRun(size=30, model="resnet18", norm="batch", steps=1, device="cpu"))
     run_shortcut(ShortcutRun(steps=1, device="cpu"))
     assert seen == [4096, 8192], seen

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 import torch
 
-from nhtlab.training.runs import ModularRun, run_modular
+from nhtlab.training.modular_run import ModularRun, run_modular
 from nhtlab.models import EmbeddingMLP
 from nhtlab.data.modular import modular_data
 from nhtlab.history import History
@@ -107,7 +107,7 @@ def test_run_kinds_declare_the_training_fields_once():
     """ModularRun and ShortcutRun inherit TrainConfig's fields; each default that differs is an override in the class body."""
     from dataclasses import fields
 
-    from nhtlab.training.image_runs import ShortcutRun
+    from nhtlab.training.shortcut_run import ShortcutRun
 
     train_fields = {f.name: f for f in fields(TrainConfig)}
     for kind, overrides in ((ModularRun, {"lr"}),

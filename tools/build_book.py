@@ -17,7 +17,7 @@ The lanes are therefore balanced by time, not by which chapter trains a run.
 Each lane's kernel has one thread; a chapter's own sweep still starts its pool
 of workers, so the cores stay busy while the other lane analyses, draws or
 trains in its kernel. Every training loop then holds one of the machine's CPU
-slots (``NHTLAB_CPU_SLOTS``, :mod:`nhtlab.training.slots`): never more loops
+slots (``NHTLAB_CPU_SLOTS``, :mod:`nhtlab.training.cpu_slots`): never more loops
 compute than there are cores, which time-slicing would slow by ~8%.
 """
 
@@ -143,7 +143,7 @@ def _execute_one(args: tuple[str, str, bool], threads: int | None = None) -> tup
         # Parallel chapters: one BLAS/OpenMP thread per kernel, or the threads spin against each other.
         os.environ["OMP_NUM_THREADS"] = os.environ["MKL_NUM_THREADS"] = str(threads)
         # Side by side, chapters and their pools would run more training loops than there are cores;
-        # each loop holds one of the machine's slots instead (nhtlab.training.slots; ~8% faster).
+        # each loop holds one of the machine's slots instead (nhtlab.training.cpu_slots; ~8% faster).
         os.environ.setdefault("NHTLAB_CPU_SLOTS", str(os.cpu_count() or 1))
     out, seconds, cached = execute(Path(args[0]), args[1], args[2])
     return str(out), seconds, cached

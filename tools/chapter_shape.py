@@ -9,7 +9,7 @@ number in its Markdown is allowed only when it is one of:
 
 * a value a paper reports (any number held by :mod:`nhtlab.papers`);
 * a setting: a numeric literal of the chapter's PROFILES cell, or of the shared presets and run
-  definitions (``nhtlab/training/presets.py``, ``runs.py``, ``image_runs.py``) and the event and
+  definitions (``nhtlab/training/presets.py``, ``modular_run.py``, ``shortcut_run.py``) and the event and
   delay definitions (``nhtlab/analysis/events.py``, ``delay.py``);
 * a small count (an integer from 0 to 10: "two phases", "chapter 3") or a year (1900–2099);
 * an entry of :data:`ALLOWED` below, each with its reason (at most 20).
@@ -34,7 +34,7 @@ import jupytext
 
 ROOT = Path(__file__).resolve().parent.parent
 CHAPTERS = sorted((ROOT / "book").glob("[0-9][0-9]_*.py"))
-SETTING_SOURCES = ["nhtlab/training/presets.py", "nhtlab/training/runs.py", "nhtlab/training/image_runs.py",
+SETTING_SOURCES = ["nhtlab/training/presets.py", "nhtlab/training/modular_run.py", "nhtlab/training/shortcut_run.py",
                    "nhtlab/analysis/events.py", "nhtlab/analysis/delay.py"]
 
 #: Targets of the issue on chapters that are narrative and calls.

@@ -59,7 +59,7 @@ def make_model(name: str, p: int, **kwargs) -> nn.Module:
 def model_defaults(name: str) -> dict[str, Any]:
     """The constructor settings of a modular-arithmetic model and their defaults (``p`` aside).
 
-    What :class:`~nhtlab.training.runs.ModularRun` checks ``model_kwargs`` against (and drops
+    What :class:`~nhtlab.training.modular_run.ModularRun` checks ``model_kwargs`` against (and drops
     when spelled out), and where a size left out of a run's config is read back.
 
     Examples

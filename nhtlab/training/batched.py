@@ -49,15 +49,15 @@ from ..validation import check_type
 from .device import pick_device, seed_everything
 from .loop import _lr_factor
 from .progress import Progress
-from .rules import (
+from .evaluation import (
     diverged_at_evaluation,
     diverged_in_training,
     history_row,
     reached_stop_accuracy,
     stopped_after,
 )
-from .runs import ModularRun
-from .slots import cpu_slot
+from .modular_run import ModularRun
+from .cpu_slots import cpu_slot
 
 __all__ = ["SHARED_FIELDS", "batch_key", "train_batched", "StackedAdamW"]
 

@@ -56,7 +56,7 @@ from ..history import History
 from ..smoke import smoke_signature
 from ..validation import check_bool, check_type
 from .checkpoint import atomic_write_bytes
-from .runs import ModularRun, run_modular
+from .modular_run import ModularRun, run_modular
 
 __all__ = ["ResultCache", "default_cache_dir", "config_key", "cached_run", "cache_enabled"]
 

@@ -9,8 +9,8 @@ run to the :class:`Domain` that knows these facts for its kind (the number of
 classes, the worst group's column, how reliance and the regime are read), and
 :func:`score_runs` scores a λ sweep of any kind through it.
 
->>> from nhtlab.training.image_runs import ShortcutRun
->>> from nhtlab.training.runs import ModularRun
+>>> from nhtlab.training.shortcut_run import ShortcutRun
+>>> from nhtlab.training.modular_run import ModularRun
 >>> domain_of(ModularRun(p=7)).num_classes, domain_of(ModularRun(p=7)).worst_column
 (7, 'test_acc')
 >>> domain_of(ShortcutRun()).worst_column
@@ -31,15 +31,15 @@ from ..analysis.separation import Separation, separation_from_history
 from ..analysis.shortcut_report import border_record, norm_record
 from ..history import History
 from ..validation import check_real, check_type
-from .image_runs import ShortcutRun
+from .shortcut_run import ShortcutRun
 from .loop import TrainConfig
 from .monitor import online_regime
-from .runs import ModularRun
+from .modular_run import ModularRun
 
 __all__ = ["Domain", "MemorisationDomain", "BorderDomain", "IMAGE_CLASSES", "domain_of", "score_runs",
            "sweep_records"]
 
-#: Classes of the image bases a :class:`~nhtlab.training.image_runs.ShortcutRun` trains on.
+#: Classes of the image bases a :class:`~nhtlab.training.shortcut_run.ShortcutRun` trains on.
 IMAGE_CLASSES = {"digits": 10, "cifar10": 10}
 
 

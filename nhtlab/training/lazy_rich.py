@@ -40,7 +40,7 @@ from ..measures.collapse import nc1
 from ..measures.dlr import DEFAULT_RANK, _check_rank, _Prepared
 from ..validation import check_int, check_real, check_type
 from .device import pick_device
-from .slots import cpu_slot
+from .cpu_slots import cpu_slot
 
 __all__ = ["LazyRichResult", "mlp", "flat_inputs", "lazy_rich_run"]
 

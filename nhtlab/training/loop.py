@@ -40,8 +40,8 @@ from .checkpoint import (
 )
 from .device import pick_device
 from .progress import Progress
-from .slots import cpu_slot
-from .rules import (
+from .cpu_slots import cpu_slot
+from .evaluation import (
     diverged_at_evaluation,
     diverged_in_training,
     grok_step,
@@ -63,8 +63,8 @@ SCHEDULES = ("constant", "cosine")
 class TrainConfig:
     """Hyper-parameters of one training run, and the base of every run config.
 
-    :class:`~nhtlab.training.runs.ModularRun` and
-    :class:`~nhtlab.training.image_runs.ShortcutRun` inherit these fields (and
+    :class:`~nhtlab.training.modular_run.ModularRun` and
+    :class:`~nhtlab.training.shortcut_run.ShortcutRun` inherit these fields (and
     their validation, :meth:`to_dict`, :meth:`replace` and hashing) and add only
     their data and model fields; a run kind trains itself through ``execute``.
     Configs are frozen and keyword-only: change one with :meth:`replace`.

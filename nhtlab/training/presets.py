@@ -25,7 +25,7 @@ from types import MappingProxyType
 from typing import Any
 
 from ..validation import check_choice
-from .runs import ModularRun
+from .modular_run import ModularRun
 
 __all__ = ["companion", "companion_sweep", "COMPANION_SWEEPS", "COMPANION_STOP_AFTER", "BORDER_DESIGN",
            "BORDER_DESIGN_CIFAR10"]
@@ -93,7 +93,7 @@ def companion_sweep(profile: str, lams: Sequence[float] | None = None) -> dict[s
 
 
 #: The border shortcut chapter 06 chooses from its probe grid, and chapter 05 reads
-#: layer by layer (:class:`~nhtlab.training.image_runs.ShortcutRun` fields): a bright
+#: layer by layer (:class:`~nhtlab.training.shortcut_run.ShortcutRun` fields): a bright
 #: one-pixel border on 10×10 digits, its class's colour on ρ = 0.95 of the training
 #: images and a wrong class's colour on the rest, SimpleCNN, AdamW 3·10⁻³ at a
 #: constant rate, batch 64. Read-only; use ``dict(BORDER_DESIGN, steps=...)``.
@@ -122,7 +122,7 @@ def companion(weight_decay: float = 1.0, seed: int = 0, **changes: Any) -> Modul
     seed : int
         Seeds the split, the init and the minibatch sampler.
     **changes
-        Any other :class:`~nhtlab.training.runs.ModularRun` field, its own or
+        Any other :class:`~nhtlab.training.modular_run.ModularRun` field, its own or
         inherited from :class:`~nhtlab.training.loop.TrainConfig` (``steps``,
         ``stop_after``, ``lr``, ``p``, ``model_kwargs``…).
 

@@ -24,7 +24,7 @@ from ..analysis.shortcut_report import (border_reading, check_border_escape, che
 from ..history import History
 from ..validation import check_type
 from .domains import domain_of, score_runs, sweep_records
-from .image_runs import ShortcutRun
+from .shortcut_run import ShortcutRun
 from .loop import TrainConfig
 from .presets import companion
 

@@ -1,8 +1,8 @@
 """Sweeps: one call trains a list of runs of any kind, through the result cache and a process pool.
 
 A run is a :class:`~nhtlab.training.loop.TrainConfig` subclass that executes
-itself: :class:`~nhtlab.training.runs.ModularRun` (modular arithmetic) and
-:class:`~nhtlab.training.image_runs.ShortcutRun` (shortcut images) both do, through
+itself: :class:`~nhtlab.training.modular_run.ModularRun` (modular arithmetic) and
+:class:`~nhtlab.training.shortcut_run.ShortcutRun` (shortcut images) both do, through
 ``run.execute(progress=...)``; a run's ``cache_config()`` is its cache key and
 ``events(history)`` what the sweep reports. A new run kind needs nothing here.
 
@@ -58,7 +58,7 @@ from .batched import batch_key, train_batched
 from .cache import ResultCache
 from .loop import TrainConfig
 from .progress import Progress
-from .runs import ModularRun
+from .modular_run import ModularRun
 
 __all__ = ["STRATEGIES", "grid", "sweep", "SweepResult", "SweepRow", "default_executor"]
 
@@ -366,10 +366,10 @@ def sweep(
 ) -> SweepResult:
     """Train every run of ``runs`` (any run kinds, mixed) and return the tidy :class:`SweepResult`.
 
-    Each run trains itself (``run.execute``): :class:`~nhtlab.training.runs.ModularRun`
-    through :func:`~nhtlab.training.runs.run_modular`,
-    :class:`~nhtlab.training.image_runs.ShortcutRun` through
-    :func:`~nhtlab.training.image_runs.run_shortcut`.
+    Each run trains itself (``run.execute``): :class:`~nhtlab.training.modular_run.ModularRun`
+    through :func:`~nhtlab.training.modular_run.run_modular`,
+    :class:`~nhtlab.training.shortcut_run.ShortcutRun` through
+    :func:`~nhtlab.training.shortcut_run.run_shortcut`.
 
     Parameters
     ----------

@@ -29,7 +29,7 @@ from ..history import History
 from ..validation import check_type
 from .cache import ResultCache, cache_enabled
 from .dlr_tracker import DLRTracker
-from .runs import ModularRun, run_modular
+from .modular_run import ModularRun, run_modular
 
 __all__ = ["tracked_run", "probe_key", "same_run_check", "pair_probe"]
 

@@ -1,4 +1,4 @@
-"""The rules both trainers share (nhtlab.training.rules): row layout, divergence, early stop."""
+"""The rules both trainers share (nhtlab.training.evaluation): row layout, divergence, early stop."""
 
 import math
 
@@ -10,7 +10,7 @@ from torch.func import stack_module_state
 from nhtlab.history import History
 from nhtlab.measures.norms import layer_names, layer_norms, layer_parameters
 from nhtlab.models import EmbeddingMLP
-from nhtlab.training.rules import (
+from nhtlab.training.evaluation import (
     STOP_ACCURACY,
     diverged_at_evaluation,
     diverged_in_training,
