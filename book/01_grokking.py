@@ -299,7 +299,7 @@ nhtlab.md(
 
 # %%
 your_answer = None
-nhtlab.notebook.exercises.check_answer(
+nhtlab.exercises.check_answer(
     your_answer,
     expected=nhtlab.predicted_delay(4.0, 1.0, lr=1e-3, weight_decay=0.5),
 )

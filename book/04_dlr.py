@@ -61,7 +61,6 @@ import torch
 
 import nhtlab
 
-report = nhtlab.dlr_report  # the chapter's records and checks
 # these small models train fastest on one CPU thread
 torch.set_num_threads(1)
 
@@ -158,7 +157,7 @@ nhtlab.stamp(profile, cfg)
 # falls monotonically from near 1 to 0 here is a unit test of nhtlab.
 
 # %%
-toy = report.toy_curve(seed=seed, **TOY)
+toy = nhtlab.dlr_report.toy_curve(seed=seed, **TOY)
 nhtlab.charts.toy_curve(
     toy, title="toy: α · (output span) + (1 − α) · noise"
 )
@@ -202,11 +201,12 @@ nhtlab.charts.toy_curve(
 # first three properties, on synthetic features and outputs:
 
 # %% tags=["remove-input"]
-rules = dict(report.CANDIDATE_RULES)
+rules = dict(nhtlab.dlr_report.CANDIDATE_RULES)
 others = [name for name in rules if name != "energy 0.99"]
-properties = report.rule_properties(rules, seed=seed)
-display(nhtlab.dlr_table("rules", report.rule_records(properties)))
-nhtlab.md(f"Pass thresholds: {report.RULE_THRESHOLDS}.")
+properties = nhtlab.dlr_report.rule_properties(rules, seed=seed)
+rule_rows = nhtlab.dlr_report.rule_records(properties)
+display(nhtlab.dlr_table("rules", rule_rows))
+nhtlab.md(f"Pass thresholds: {nhtlab.dlr_report.RULE_THRESHOLDS}.")
 
 # %% [markdown]
 # A rule that counts near-zero-energy directions as learned functions
@@ -235,17 +235,19 @@ nhtlab.md(f"Pass thresholds: {report.RULE_THRESHOLDS}.")
 
 # %%
 lazy_rich_data = nhtlab.digits(size=8, seed=seed)
-lazy_rich = report.lazy_rich_records(
+lazy_rich = nhtlab.dlr_report.lazy_rich_records(
     nhtlab.lazy_rich.lazy_rich_run(
         lazy_rich_data, alpha, seed=seed, compare=rules, **cfg.lazy_rich
     )
     for alpha in cfg.alphas
 )
-ground_truth = report.lazy_rich_ground_truth(lazy_rich, **TRUTH)
-gap = report.lazy_rich_gap(lazy_rich, CLAIMS["margin"])
-monotone = report.lazy_rich_monotone(lazy_rich, CLAIMS["slack"])
+ground_truth, gap, monotone = nhtlab.dlr_report.lazy_rich_checks(
+    lazy_rich, CLAIMS["margin"], CLAIMS["slack"], **TRUTH
+)
 display(nhtlab.dlr_table("lazy_rich", lazy_rich))
-scored = report.rule_records(properties, lazy_rich, CLAIMS["margin"])
+scored = nhtlab.dlr_report.rule_records(
+    properties, lazy_rich, CLAIMS["margin"]
+)
 nhtlab.dlr_table("scored", scored)
 
 # %% tags=["remove-input"]
@@ -290,7 +292,7 @@ tf_tracker = nhtlab.pair_probe(tf_run, compare, spectra=True, top=cfg.top)
 tf_history = nhtlab.tracked_run(tf_run, tf_tracker, desc="transformer")
 tf_events = nhtlab.find_events(tf_history)
 tf_steps = (tf_events.t_mem, tf_events.t_grok)
-tf_band = report.rule_band(tf_history.rows, others)
+tf_band = nhtlab.dlr_report.rule_band(tf_history.rows, others)
 same_run = nhtlab.same_run_check(tf_history)
 display(
     nhtlab.charts.dlr_timeline(
@@ -304,11 +306,9 @@ nhtlab.charts.dlr_band(
 )
 
 # %% tags=["remove-input"]
-timing = report.timing_check(
-    report.dlr_timing(tf_history.rows, *tf_steps)
-)
+timing = nhtlab.dlr_report.run_timing(tf_history)
 paper = nhtlab.papers.DLR_PAPER
-marks = report.dlr_marks(
+marks = nhtlab.dlr_report.dlr_marks(
     tf_history.rows, *tf_steps, tf_band, paper["transformer"]
 )
 display(nhtlab.dlr_table("marks", marks))
@@ -316,12 +316,8 @@ timing_by_seed = {seed: timing}
 for s in range(seed + 1, seed + 1 + cfg.extra_seeds):
     run_s = tf_run.replace(seed=s)
     h = nhtlab.tracked_run(run_s, nhtlab.pair_probe(run_s))
-    e = nhtlab.find_events(h)
-    steps = (e.t_mem, e.t_grok)
-    timing_by_seed[s] = report.timing_check(
-        report.dlr_timing(h.rows, *steps)
-    )
-timing_seeds = report.timing_reading(timing_by_seed)
+    timing_by_seed[s] = nhtlab.dlr_report.run_timing(h)
+timing_seeds = nhtlab.dlr_report.timing_reading(timing_by_seed)
 nhtlab.md(f"""
 {same_run}. Its last step is {tf_history.rows[-1]["step"]:,}. {timing}:
 the timing claim {"holds" if timing else "FAILS"} on this run. Over
@@ -343,7 +339,9 @@ nhtlab.charts.dlr_decomposition(
 # moves DLR in this run:
 
 # %% tags=["remove-input"]
-tf_terms = report.layer_change(tf_history.rows, tf_events.t_mem, others)
+tf_terms = nhtlab.dlr_report.layer_change(
+    tf_history.rows, tf_events.t_mem, others
+)
 nhtlab.dlr_table("terms", tf_terms)
 
 # %% [markdown]
@@ -367,7 +365,8 @@ spectrum_marks = {"step 0": 0, "T_mem": tf_events.t_mem}
 spectrum_marks |= {"T_grok": tf_events.t_grok}
 spectrum_marks |= {"last": tf_history.rows[-1]["step"]}
 nhtlab.dlr_table(
-    "spectra", report.spectra_marks(tf_history.spectra, spectrum_marks)
+    "spectra",
+    nhtlab.dlr_report.spectra_marks(tf_history.spectra, spectrum_marks),
 )
 
 # %% [markdown]
@@ -399,20 +398,20 @@ display(
     )
 )
 nhtlab.charts.dlr_band(
-    report.rule_band(history.rows, others),
+    nhtlab.dlr_report.rule_band(history.rows, others),
     events,
     title="1 hidden layer: DLR in the band of the other rules",
 )
 
 # %% tags=["remove-input"]
-mlp_terms = report.layer_change(history.rows, events.t_mem, others)
-mlp_move = (
-    "rises" if mlp_terms[1]["dlr"] > mlp_terms[0]["dlr"] else "falls"
+mlp_terms = nhtlab.dlr_report.layer_change(
+    history.rows, events.t_mem, others
 )
+move = "rises" if mlp_terms[1]["dlr"] > mlp_terms[0]["dlr"] else "falls"
 display(nhtlab.dlr_table("terms", mlp_terms))
 nhtlab.md(f"""
 In this run (seed {seed}; $T_\\text{{mem}}$ = {events.t_mem},
-$T_\\text{{grok}}$ = {events.t_grok}) the MLP's DLR **{mlp_move}** from
+$T_\\text{{grok}}$ = {events.t_grok}) the MLP's DLR **{move}** from
 {mlp_terms[0]["mark"]} to the end. A finding of one run, not a check.
 """)
 
@@ -427,7 +426,7 @@ $T_\\text{{grok}}$ = {events.t_grok}) the MLP's DLR **{mlp_move}** from
 
 # %% tags=["remove-input"]
 hidden = nhtlab.capture(history.model, shallow.x).features
-share = report.additive_share(hidden, shallow.x, run.p)
+share = nhtlab.dlr_report.additive_share(hidden, shallow.x, run.p)
 nhtlab.md(f"""
 Share of the centred hidden energy that is additive (a function of $a$
 plus a function of $b$): **{share:.2f}**; share inside the logits' span,
@@ -457,17 +456,17 @@ nhtlab.charts.spectra_explorer(
 # with **shuffled labels** at a low DLR and chance accuracy, and VGG-16 on
 # CIFAR-100 at a high DLR **without BatchNorm** against a low one
 # **with** (their values are in the table below). At CPU scale we train a
-# small six-layer CNN (nhtlab's `SimpleCNN`) on scikit-learn's
-# handwritten digits, upsampled to RGB images: without normalisation,
-# with BatchNorm, and with BatchNorm on shuffled training labels. AdamW,
-# lr 10⁻³, λ = 0.05, batch 128; DLR and NC1 are measured on the training
-# images.
+# small six-layer CNN (`SimpleCNN`) on scikit-learn's digits, upsampled
+# to RGB images: without normalisation, with BatchNorm, and with
+# BatchNorm on shuffled training labels. AdamW, lr 10⁻³, λ = 0.05, batch
+# 128; DLR and NC1 are measured on the training images.
 
 # %%
 images = nhtlab.digits(size=cfg.size, seed=seed)
 cnn_config = nhtlab.TrainConfig(seed=seed, **cfg.cnn, **CNN_TRAIN)
 cnn_runs = {}
-for name, (norm, dataset) in report.cnn_settings(images, seed).items():
+settings = nhtlab.dlr_report.cnn_settings(images, seed)
+for name, (norm, dataset) in settings.items():
     torch.manual_seed(seed)
     cnn = nhtlab.SimpleCNN(
         images.num_classes, norm=norm, channels=cfg.channels
@@ -476,11 +475,13 @@ for name, (norm, dataset) in report.cnn_settings(images, seed).items():
     cnn_runs[name] = nhtlab.train(
         cnn, dataset, cnn_config, callbacks=[tracker], desc=name
     )
-cnn_end = report.final_records(cnn_runs)
-cnn_bn = report.batchnorm_check(cnn_end, CLAIMS["bn_margin"])
-cnn_shuffled = report.shuffled_check(cnn_end, CLAIMS["chance_below"])
+cnn_end = nhtlab.dlr_report.final_records(cnn_runs)
+cnn_bn, cnn_shuffled = nhtlab.dlr_report.cnn_checks(
+    cnn_end, CLAIMS["bn_margin"], CLAIMS["chance_below"]
+)
 display(nhtlab.dlr_table("cnn", cnn_end))
-nhtlab.dlr_table("paper_cnn", report.paper_cnn_records(paper["cnn"]))
+paper_cnn = nhtlab.dlr_report.paper_cnn_records(paper["cnn"])
+nhtlab.dlr_table("paper_cnn", paper_cnn)
 
 # %% tags=["remove-input"]
 no_norm = cnn_end[0]
@@ -513,7 +514,7 @@ compared = [("transformer, mod 97", tf_history)]
 compared += [("MLP, 1 hidden layer", history)]
 compared += [(f"CNN, {name}", h) for name, h in cnn_runs.items()]
 display(nhtlab.charts.compare_measures(compared))
-nhtlab.dlr_table("measures", report.measure_summary(compared))
+nhtlab.dlr_table("measures", nhtlab.dlr_report.measure_summary(compared))
 
 # %% [markdown]
 # ## Checks
@@ -530,17 +531,16 @@ nhtlab.dlr_table("measures", report.measure_summary(compared))
 
 # %%
 checks = [
-    report.chosen_rule_check(scored),
+    nhtlab.dlr_report.chosen_rule_check(scored),
     ground_truth,
     gap,
     monotone,
-    report.transformer_check(tf_events.t_mem, tf_events.t_grok),
-    *(
-        [same_run] if tf_history.plain is not None else []
-    ),  # needs a cache
+    nhtlab.dlr_report.transformer_check(*tf_steps),
     timing,
     cnn_bn,
 ]
+if tf_history.plain is not None:  # the same-run check needs a cache
+    checks.append(same_run)
 if profile != "quick":  # the quick CNNs are too short to fit noise
     checks.append(cnn_shuffled)
 display(nhtlab.table([c.to_dict() for c in checks]))

@@ -81,8 +81,6 @@ seed = 0
 
 # %%
 import nhtlab
-from nhtlab import charts
-from nhtlab.papers import NHT_LAYER_ORDER
 
 # %% tags=["hide-input"]
 # The digit-border setting chapter 06 chooses from its probe grid: a
@@ -183,7 +181,7 @@ nhtlab.table(
 # a layer has crossed it. Click a layer in the legend to isolate it.
 
 # %%
-charts.contraction_curves(
+nhtlab.charts.contraction_curves(
     [
         row
         for (lam, s), h in modular.items()
@@ -191,7 +189,7 @@ charts.contraction_curves(
             h, orders[(lam, s)], run=f"λ = {lam:g}, seed {s}"
         )
     ],
-    nhtlab.analysis.layers.CONTRACTION_SHARE,
+    nhtlab.layers.CONTRACTION_SHARE,
     title="‖θ_ℓ‖² from T_mem to T_grok (companion transformer)",
 )
 
@@ -202,7 +200,9 @@ charts.contraction_curves(
 modular_readings = nhtlab.order_readings(
     {(f"λ = {lam:g}", s): o for (lam, s), o in orders.items()}
 )
-paper_p4 = "{order} (P4 {modular arithmetic})".format_map(NHT_LAYER_ORDER)
+paper_p4 = "{order} (P4 {modular arithmetic})".format_map(
+    nhtlab.papers.NHT_LAYER_ORDER
+)
 nhtlab.table(
     nhtlab.reading_rows(
         modular_readings, {key: paper_p4 for key in modular_readings}
@@ -285,7 +285,7 @@ nhtlab.table(
 labelled = {
     f"{label}, seed {s}": h for (label, s), h in image_hists.items()
 }
-charts.norm_curves(
+nhtlab.charts.norm_curves(
     list(labelled.items()),
     column="conflict_acc",
     title="conflict accuracy: reads the digit against a wrong border",
@@ -296,7 +296,7 @@ charts.norm_curves(
 # for a border never dropped), as for the transformer:
 
 # %%
-charts.contraction_curves(
+nhtlab.charts.contraction_curves(
     [
         row
         for label, h in labelled.items()
@@ -306,7 +306,7 @@ charts.contraction_curves(
             run=label,
         )
     ],
-    nhtlab.analysis.layers.CONTRACTION_SHARE,
+    nhtlab.layers.CONTRACTION_SHARE,
     title="‖θ_ℓ‖² from the border fitted to the border dropped",
 )
 
@@ -324,7 +324,7 @@ charts.contraction_curves(
 # "‖θ_L‖²/‖θ_L(0)‖²" column says whether the first one did.
 
 # %%
-charts.warning_signals(*nhtlab.signal_records(labelled))
+nhtlab.charts.warning_signals(*nhtlab.signal_records(labelled))
 
 # %% [markdown]
 # ## What this shows
@@ -348,7 +348,7 @@ nhtlab.table(
     nhtlab.reading_rows(
         image_read,
         {
-            ("main", "verdict"): NHT_LAYER_ORDER["order"],
+            ("main", "verdict"): nhtlab.papers.NHT_LAYER_ORDER["order"],
             ("main", "warning"): "warns",
         },
     ),

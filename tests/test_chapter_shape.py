@@ -80,3 +80,25 @@ def test_chapter_is_narrative_and_calls(stem, report):
 
 def test_no_block_repeated_across_chapters():
     assert chapter_shape.repeated_blocks(chapter_shape.CHAPTERS) == []
+
+
+@pytest.mark.parametrize("stem", STEMS)
+def test_chapters_use_one_import_style(report, stem):
+    """`import nhtlab` and its top-level names: no `from nhtlab import`, no deep paths, no aliases."""
+    assert report[stem]["import_style"] == []
+
+
+@pytest.mark.parametrize("source, flagged", [
+    ("import nhtlab\nnhtlab.charts.training_curves(h)\nnhtlab.papers.NHT_PAPER", False),
+    ("from nhtlab import charts", True),
+    ("from nhtlab.papers import NHT_LAYER_ORDER", True),
+    ("import nhtlab.analysis", True),
+    ("import nhtlab as nl", True),
+    ("import nhtlab\nnhtlab.analysis.layers.CONTRACTION_SHARE", True),
+    ("import nhtlab\nreport = nhtlab.dlr_report", True),
+    ("import nhtlab\nrun = nhtlab.companion(lam=1.0)", False),
+])
+def test_import_style_scanner_flags_what_it_should(source, flagged):
+    import nhtlab
+
+    assert bool(chapter_shape.import_style(source, nhtlab.__all__)) is flagged

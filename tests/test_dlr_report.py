@@ -163,3 +163,27 @@ def test_cnn_settings_shuffle_only_the_third_settings_training_labels():
 def test_paper_records_come_from_nhtlab_papers():
     rows = report.paper_cnn_records(DLR_PAPER["cnn"])
     assert {r["run"] for r in rows} == set(DLR_PAPER["cnn"]) and rows[0]["dlr"] == 0.034
+
+
+def test_run_timing_reads_the_runs_own_events():
+    """T_mem at step 100 (train accuracy), T_grok at step 200 (test): the same verdicts as the two-step form."""
+    def history(dlrs):
+        accs = [(0.1, 0.0), (1.0, 0.2), (1.0, 1.0), (1.0, 1.0)]
+        return History(rows=[{"step": i * 100, "dlr": d, "train_acc": a, "test_acc": b, "norm": 1.0}
+                             for i, (d, (a, b)) in enumerate(zip(dlrs, accs))])
+
+    assert report.run_timing(history([0.3, 0.32, 0.1, 0.05]))  # fell after T_mem
+    assert not report.run_timing(history([0.5, 0.2, 0.15, 0.1]))  # fell during memorisation
+    never = History(rows=[{"step": 0, "dlr": 0.3, "train_acc": 0.1, "test_acc": 0.0, "norm": 1.0}])
+    assert not report.run_timing(never) and "did not both" in report.run_timing(never).detail
+
+
+def test_grouped_checks_are_the_single_checks_in_the_chapters_order():
+    good, bad = lazy_rich([0.05, 0.2, 0.5]), lazy_rich([0.3, 0.45], ckas=(0.8, 0.99))
+    assert [bool(c) for c in report.lazy_rich_checks(good)] == [True, True, True]
+    assert [bool(c) for c in report.lazy_rich_checks(bad)] == [False, False, True]
+    assert [bool(c) for c in report.lazy_rich_checks(good, margin=0.5)] == [True, False, True]
+    assert not report.lazy_rich_checks(good, rich_cka=0.2)[0]  # the thresholds reach the ground truth
+    end = report.final_records(cnn_runs([0.3, 0.03, 0.1], [0.95, 0.99, 0.5]))
+    assert [bool(c) for c in report.cnn_checks(end)] == [True, False]
+    assert [bool(c) for c in report.cnn_checks(end, chance_below=0.6)] == [True, True]

@@ -215,6 +215,50 @@ def shape(path: Path) -> dict:
     return {"chapter": path.stem, "code_lines": code, "file_lines": len(path.read_text().splitlines())}
 
 
+def import_style(source: str, exported: Iterable[str]) -> list[str]:
+    """Where chapter code leaves the one import style: ``import nhtlab`` and its top-level names.
+
+    Flagged: ``from nhtlab…`` or ``import nhtlab.x`` / ``import nhtlab as …``; a path below a
+    top-level name that is not itself exported (``nhtlab.analysis.layers.X``, where
+    ``nhtlab.layers.X`` is the name); and a module bound to a short alias
+    (``report = nhtlab.dlr_report``), which hides where a name comes from.
+    """
+    import ast
+    import types
+
+    import nhtlab
+
+    exported = set(exported)
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "nhtlab":
+            found.append(f"line {node.lineno}: from {node.module} import …")
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.split(".")[0] == "nhtlab" and (alias.name != "nhtlab" or alias.asname):
+                    found.append(f"line {node.lineno}: import {alias.name}" + (f" as {alias.asname}" if alias.asname else ""))
+        elif (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+              and node.value.id == "nhtlab" and node.attr not in exported):
+            found.append(f"line {node.lineno}: nhtlab.{node.attr} is not a top-level name")
+        elif (isinstance(node, ast.Assign) and isinstance(node.value, ast.Attribute)
+              and isinstance(node.value.value, ast.Name) and node.value.value.id == "nhtlab"
+              and isinstance(getattr(nhtlab, node.value.attr, None), types.ModuleType)):
+            found.append(f"line {node.lineno}: module nhtlab.{node.value.attr} bound to an alias")
+    return found
+
+
+def chapter_imports(path: Path) -> list[str]:
+    """:func:`import_style` over a chapter's code cells (IPython magics and shell lines dropped)."""
+    import nhtlab
+
+    cells = jupytext.read(path).cells
+    code = "\n".join(
+        "\n".join(line for line in c.source.splitlines() if not line.lstrip().startswith(("%", "!")))
+        for c in cells if c.cell_type == "code"
+    )
+    return import_style(code, nhtlab.__all__)
+
+
 def report(paths: list[Path] | None = None) -> dict:
     """Per-chapter shape, unlisted numbers and repeated blocks, with whether each target is met."""
     paths = CHAPTERS if paths is None else paths
@@ -223,6 +267,7 @@ def report(paths: list[Path] | None = None) -> dict:
     for path in paths:
         row = shape(path)
         row["unlisted_numbers"] = unlisted_numbers(path, papers, shared)
+        row["import_style"] = chapter_imports(path)
         rows.append(row)
     return {"chapters": rows, "repeated_blocks": repeated_blocks(paths), "allowed": len(ALLOWED)}
 
@@ -245,6 +290,8 @@ def main() -> int:
     for row in result["chapters"]:
         if row["unlisted_numbers"]:
             print(f"{row['chapter']}: {', '.join(row['unlisted_numbers'])}")
+        for where in row["import_style"]:
+            print(f"{row['chapter']}: import style, {where}")
     return 0
 
 

@@ -80,6 +80,27 @@ def toy_curve(seed: int = 0, n: int = 400, useful: int = 3, unused: int = 61, ou
     return records
 
 
+def lazy_rich_checks(records: Sequence[Mapping[str, Any]], margin: float = 0.2, slack: float = 0.02,
+                     **truth: float) -> tuple[Check, Check, Check]:
+    """The three lazy/rich checks, in the chapter's order: ground truth, DLR gap, DLR monotone.
+
+    Parameters
+    ----------
+    records : sequence of dict
+        :func:`lazy_rich_records`, smallest α first.
+    margin, slack : float
+        :func:`lazy_rich_gap`'s ``margin`` and :func:`lazy_rich_monotone`'s ``slack``.
+    **truth : float
+        :func:`lazy_rich_ground_truth`'s thresholds (``rich_cka``, ``lazy_cka``, ``nc1_ratio``).
+
+    Returns
+    -------
+    tuple of Check
+    """
+    return (lazy_rich_ground_truth(records, **truth), lazy_rich_gap(records, margin),
+            lazy_rich_monotone(records, slack))
+
+
 def lazy_rich_records(results: Iterable[Any]) -> list[dict[str, Any]]:
     """One record per lazy/rich run: α, DLR, the independent signals and the band of the other rules.
 
@@ -298,6 +319,25 @@ def timing_check(timing: Mapping[str, Any]) -> Check:
                  f"fall T_mem → T_grok {timing['fall_mem_to_grok']:+.3f}")
 
 
+def run_timing(history: History) -> Check:
+    """:func:`timing_check` of a run's own DLR rows, read at the run's own events.
+
+    Parameters
+    ----------
+    history : History
+        A run whose rows carry ``dlr`` (a :class:`~nhtlab.training.dlr_tracker.DLRTracker`
+        or :func:`~nhtlab.training.tracked.pair_probe` trained with it).
+
+    Returns
+    -------
+    Check
+    """
+    from .events import find_events
+
+    events = find_events(history)
+    return timing_check(dlr_timing(history.rows, events.t_mem, events.t_grok))
+
+
 def transformer_check(t_mem: int | None, t_grok: int | None) -> Check:
     """Whether the run memorised and then generalised (both events found).
 
@@ -488,6 +528,17 @@ def shuffled_check(records: Sequence[Mapping[str, Any]], chance_below: float = 0
     return Check("richness is not generalisation: shuffled labels, low DLR, chance accuracy", passed,
                  f"shuffled: DLR {sh['dlr']:.3f}, test acc {sh['test_acc']:.3f}; no normalisation DLR "
                  f"{none['dlr']:.3f}")
+
+
+def cnn_checks(records: Sequence[Mapping[str, Any]], bn_margin: float = 0.1,
+               chance_below: float = 0.2) -> tuple[Check, Check]:
+    """:func:`batchnorm_check` and :func:`shuffled_check` of :func:`final_records`.
+
+    Returns
+    -------
+    tuple of Check
+    """
+    return batchnorm_check(records, bn_margin), shuffled_check(records, chance_below)
 
 
 def measure_summary(runs: Sequence[tuple[str, History]]) -> list[dict[str, Any]]:
