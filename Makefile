@@ -11,7 +11,7 @@ PY     := $(VENV)/bin/python
 # on first import, into .venv and the ignored __pycache__ folders.
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: book test install clean reproduce format measurements
+.PHONY: book test install clean reproduce format measurements kernel-paths
 
 # What the install honours (uv reads no pip configuration):
 #   TORCH_INDEX_URL   an extra index for torch and torchvision, e.g. PyTorch's CPU wheels
@@ -60,6 +60,12 @@ reproduce: install
 # (benchmarks/_record: CPU model, cores, torch version, date, the measured numbers).
 measurements: install
 	$(PY) tools/measurements_page.py
+
+# The book's closing checks under a second CPU kernel path (ATEN_CPU_CAPABILITY=default) beside
+# `make book`'s native build: book/data/kernel_paths.json and the How to run fragment
+# book/across_machines.md. Two builds of the book; a release's check, not CI's.
+kernel-paths: install
+	$(PY) tools/kernel_paths.py
 
 clean:
 	rm -rf _build

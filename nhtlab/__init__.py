@@ -65,6 +65,7 @@ from .measures.spectra import eigenfunctions, feature_spectrum
 from .models import EmbeddingMLP, ResNet18, SimpleCNN, Transformer, make_model
 from .notebook import exercises
 from .notebook.profiles import select_profile
+from .notebook.closing import closing_checks
 from .notebook.report import Markdown, eta_report, md, table
 from .notebook.stamp import stamp
 from .smoke import science_checks, smoke_enabled
@@ -145,7 +146,7 @@ __all__ = [
     "Monitor", "online_regime", "DLRTracker", "pick_device", "seed_everything", "cpu_slot",
     "science_checks", "smoke_enabled",
     # notebook
-    "select_profile", "stamp", "Markdown", "md", "table", "eta_report",
+    "select_profile", "stamp", "Markdown", "md", "table", "eta_report", "closing_checks",
     # modules the chapters reach by attribute (nhtlab.delay.mean_std, …)
     "charts", "papers", "delay", "emergence", "layers", "regimes", "scorecard", "separation", "lazy_rich", "monitor",
     "exercises", "widgets",

@@ -59,7 +59,9 @@ def test_parameters_cell_and_colab_install(src):
     assert sync_repo.repository().install_requirement in first_code.source, (
         "Colab installs the ref the launch button opens (_config.yml's repository.branch): run tools/sync_repo.py")
     last = ast.parse(cells[-1].source)
-    assert any(isinstance(node, ast.Assert) for node in ast.walk(last)), "the last cell asserts the chapter's claims"
+    calls = [node for node in ast.walk(last) if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)]
+    assert any(c.func.attr == "closing_checks" and len(c.args) >= 2 for c in calls), (
+        "the last cell asserts the chapter's claims: nhtlab.closing_checks(checks, cfg)")
 
 
 @pytest.mark.parametrize("src", SOURCES, ids=lambda p: p.stem)

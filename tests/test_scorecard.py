@@ -5,8 +5,8 @@ import math
 import numpy as np
 import pytest
 
-from nhtlab.analysis.layers import LayerTransition, layer_transitions
-from nhtlab.analysis.scorecard import PREDICTIONS, backward_order, cue_escape_step, delay_scaling, fit_delay_exponent, norm_ordering, regimes_in_order, score_predictions, scorecard_rows, scorecard_text, separation_rule, three_regimes, worst_group_rise
+from nhtlab.analysis.layers import LayerTransition, contraction_order, layer_transitions
+from nhtlab.analysis.scorecard import PREDICTIONS, backward_order, contraction_rule, cue_escape_step, delay_scaling, fit_delay_exponent, norm_ordering, regimes_in_order, score_predictions, scorecard_rows, scorecard_text, separation_rule, three_regimes, worst_group_rise
 from nhtlab.analysis.separation import clean_norm_separation
 from nhtlab.history import History
 
@@ -149,18 +149,21 @@ def test_cue_escape_step_is_the_border_drop():
 
 
 def test_score_predictions_and_the_table_print_each_number():
-    h = history(STEPS, norm=RISE_FALL, conflict_acc=np.linspace(0.1, 0.7, 11), **{"norm/conv1": RISING,
-                "norm/readout": RISE_FALL})
+    # the first layer contracts after the shortcut is fitted, the read-out never does: forward, P4 fails
+    h = history(STEPS, norm=RISE_FALL, conflict_acc=np.linspace(0.1, 0.7, 11), **{"norm/conv1": RISE_FALL,
+                "norm/readout": RISING})
     sep = clean_norm_separation(STEPS, RISE_FALL, np.linspace(1, 0, 11), start_step=300)
     card = score_predictions(main=h, regimes={0.01: "weak", 0.3: "intermediate", 3.0: "strong"}, shortcut_step=300,
-                             structured_step=1000, worst_column="conflict_acc", transitions=layer_transitions(h),
-                             head="readout", first="conv1", separation=sep, delays={0.3: [900], 1.0: [None]})
+                             structured_step=1000, worst_column="conflict_acc",
+                             order=contraction_order(h, window=(300, None), head="readout", first="conv1"),
+                             separation=sep, delays={0.3: [900], 1.0: [None]})
     assert list(card) == list(PREDICTIONS)
     passed = {name: v.passed for name, v in card.items()}
     assert passed == {"P1 norm ordering": True, "P2 three regimes": True, "P3 clean/worst-group": True,
                       "P4 layer hierarchy": False, "P5 clean separation": True, "P6 delay scaling": False}
     text = scorecard_text({"toy": card})
-    assert "toy (4/6)" in text and "✓ V_sc/V_st = 100/40 = 2.50" in text and "✗ head only" in text
+    assert "toy (4/6)" in text and "✓ V_sc/V_st = 100/40 = 2.50" in text
+    assert "✗ forward: readout not within the window, conv1 step 500" in text
     rows = scorecard_rows({"toy": card})
     assert rows[-1] == {"prediction": "passed", "toy": "4/6"} and rows[0]["toy"].startswith("✓ V_sc/V_st")
 
@@ -178,3 +181,22 @@ def test_prediction_readings_count_each_prediction_over_seeds():
     assert (p3.k, p3.holds) == (1, False) and p3.by_seed == {0: "✗", 1: "✗", 2: "✓"}
     only = prediction_readings({0: card(True, True)}, names=["P3 clean/worst-group"])
     assert [r.name for r in only] == ["P3 clean/worst-group"] and prediction_readings({}) == []
+
+
+def test_p4_contraction_rule_passes_only_on_the_backward_reading():
+    """Chapter 05's reading: each layer's step of losing 10% of its value at the fitted step."""
+    def order(head, first, window=(300, None)):
+        h = history(STEPS, **{"norm/conv1": first, "norm/readout": head})
+        return contraction_order(h, window=window, head="readout", first="conv1")
+
+    late = np.array([10, 50, 90, 100, 99, 98, 97, 95, 85, 80, 75.0])  # loses 10% of its step-300 value at 800
+    back = contraction_rule(order(RISE_FALL, late))
+    assert back.passed and back.value == 300.0 and back.text.startswith("backward")
+    assert contraction_rule(order(RISE_FALL, RISING)).passed  # the first layer never contracts: still backward
+    fwd = contraction_rule(order(late, RISE_FALL))
+    assert not fwd.passed and fwd.value == -300.0 and fwd.text.startswith("forward")
+    assert not contraction_rule(order(RISE_FALL, RISE_FALL)).passed  # simultaneous
+    none = contraction_rule(order(RISE_FALL, RISE_FALL, window=(None, None)))
+    assert not none.passed and math.isnan(none.value) and none.text.startswith("undetermined")
+    with pytest.raises(TypeError, match="order"):
+        contraction_rule("backward")

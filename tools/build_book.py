@@ -38,7 +38,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 BOOK = ROOT / "book"
-BUILD = ROOT / "_build"
+# NHTLAB_BUILD_DIR moves the whole build (executed chapters, their run cache, the HTML) elsewhere:
+# tools/kernel_paths.py builds a second copy of the book under another kernel path that way.
+BUILD = Path(os.environ.get("NHTLAB_BUILD_DIR") or ROOT / "_build")
 # What the kernel sees while a chapter is executed for the book: offline chart
 # renderer and static stand-ins for widgets (NHTLAB_BOOK), one summary line per
 # training loop instead of a widget or dozens of partial bars (NHTLAB_PROGRESS).
@@ -115,6 +117,46 @@ def run_papermill(notebook: Path, out: Path, profile: str, env: dict[str, str]) 
     return time.perf_counter() - start
 
 
+def claims_file(executed: Path) -> Path:
+    """Where an executed chapter's closing checks are recorded (JSON, :func:`nhtlab.closing_checks`)."""
+    return executed.with_suffix(".claims.json")
+
+
+def claims_summary(profile: str, only: list[str] | None = None) -> list[str]:
+    """One line per executed chapter: how many of its claims held, how many readings it showed."""
+    lines = []
+    for nb in chapters(only):
+        path = claims_file(BUILD / "executed" / profile / nb.name)
+        if not path.exists():
+            lines.append(f"  {nb.stem}: no claims recorded")
+            continue
+        checks = json.loads(path.read_text())["checks"]
+        claims = [c for c in checks if c["claim"]]
+        shown = [c for c in checks if not c["claim"]]
+        lines.append(f"  {nb.stem}: {sum(c['passed'] for c in claims)} of {len(claims)} claims held"
+                     + (f"; {sum(c['passed'] for c in shown)} of {len(shown)} shown readings as the paper reads"
+                        if shown else ""))
+    return lines
+
+
+def cpu_model() -> str:
+    """The machine's CPU model as ``lscpu`` names it (``/proc/cpuinfo`` where there is no lscpu)."""
+    try:
+        out = subprocess.run(["lscpu"], capture_output=True, text=True, timeout=10).stdout
+    except (OSError, subprocess.SubprocessError):
+        out = ""
+    for line in out.splitlines():
+        if line.startswith("Model name:"):
+            return line.split(":", 1)[1].strip()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return "unknown CPU"
+
+
 def execute(notebook: Path, profile: str, force: bool = False) -> tuple[Path, float, bool]:
     """Execute ``notebook`` in ``profile`` (cached). Returns (output, seconds, was_cached).
 
@@ -130,8 +172,11 @@ def execute(notebook: Path, profile: str, force: bool = False) -> tuple[Path, fl
         # A cached chapter reports the seconds its execution took, so timing checks see real work.
         return out, float(recorded[1]), True
     stamp.unlink(missing_ok=True)
+    claims = claims_file(out)
+    claims.unlink(missing_ok=True)
     # Finished runs are cached per version of nhtlab's source, so an edit never reuses stale results.
-    env = {**BOOK_ENV, "NHTLAB_CACHE_DIR": str(BUILD / "run-cache" / source_hash())}
+    # The chapter's closing checks write what held to its claims file (nhtlab.closing_checks).
+    env = {**BOOK_ENV, "NHTLAB_CACHE_DIR": str(BUILD / "run-cache" / source_hash()), "NHTLAB_CLAIMS_FILE": str(claims)}
     seconds = run_papermill(notebook, out, profile, env)
     hide_injected_parameters(out)
     stamp.write_text(f"{key} {seconds:.1f}")
@@ -253,9 +298,11 @@ def main() -> None:
     parser.add_argument("--force", action="store_true", help="re-execute even when cached")
     parser.add_argument("--html", type=Path, default=None, help="output folder (default _build/html)")
     parser.add_argument("--only", nargs="*", default=None, help="chapter stems to build (default: all)")
+    parser.add_argument("--no-html", action="store_true", help="execute the chapters only (tools/kernel_paths.py)")
     args = parser.parse_args()
     start = time.perf_counter()
-    print(f"Executing {len(chapters(args.only))} chapters in profile {args.profile!r}…", flush=True)
+    print(f"Executing {len(chapters(args.only))} chapters in profile {args.profile!r} on {cpu_model()!r} "
+          f"({os.cpu_count()} cores)…", flush=True)
     cpu_start = cpu_ticks()
     execute_all(args.profile, jobs=args.jobs, force=args.force, only=args.only, by_lane=True)
     executed = time.perf_counter()
@@ -264,6 +311,9 @@ def main() -> None:
         busy, total = (b - a for a, b in zip(cpu_start, cpu_end))
         print(f"Chapters: {busy / os.sysconf('SC_CLK_TCK'):,.0f} busy core-seconds in {executed - start:,.0f} s, "
               f"{busy / max(total, 1):.0%} of the machine's {os.cpu_count()} cores", flush=True)
+    print("Closing checks (nhtlab.closing_checks):", *claims_summary(args.profile, args.only), sep="\n", flush=True)
+    if args.no_html:
+        return
     html = render(args.profile, args.html, args.only)
     done = time.perf_counter()  # one reading, so that the total is the sum of its two parts
     print(f"Book written to {html / 'index.html'} in {done - start:.0f} s "

@@ -12,8 +12,10 @@ docstring says what makes it fail.
 * P2 :func:`three_regimes`: the λ sweep reads weak → intermediate → strong;
 * P3 :func:`worst_group_rise`: the worst-group accuracy starts below a stated
   level (when the shortcut is fitted) and ends above it;
-* P4 :func:`backward_order`: the read-out peaks *and contracts* strictly before
-  the first layer does (a first layer that never contracts is not enough);
+* P4 :func:`contraction_rule`: after the shortcut is fitted, the read-out loses its
+  share of ‖θ_ℓ‖² before the first layer does (:func:`nhtlab.analysis.layers.contraction_order`,
+  the reading chapter 05 reports over seeds; :func:`backward_order`, on peak steps, is kept for
+  layers that do not fall from their initialisation);
 * P5 :func:`separation_rule`: nhtlab's separation score (from the fitted
   shortcut on, :mod:`nhtlab.analysis.separation`) is defined and at least 0.5;
 * P6 :func:`delay_scaling`: over at least three λ values, the fitted exponent
@@ -33,11 +35,11 @@ from ..history import History
 from ..validation import check_int, check_real, check_type
 from .events import border_times, norm_at
 from .claims import Reading, over_seeds
-from .layers import LayerTransition, layer_order
+from .layers import ContractionOrder, LayerTransition, layer_order
 from .regimes import REGIMES, UNJUDGED, regime_order_ok
 from .separation import Separation, format_score
 
-__all__ = ["PREDICTIONS", "Verdict", "norm_ordering", "three_regimes", "regimes_in_order", "worst_group_rise",
+__all__ = ["PREDICTIONS", "Verdict", "norm_ordering", "contraction_rule", "three_regimes", "regimes_in_order", "worst_group_rise",
            "backward_order", "separation_rule", "delay_scaling", "DelayExponent", "fit_delay_exponent",
            "cue_escape_step", "score_predictions", "scorecard_text", "scorecard_rows",
            "prediction_readings"]
@@ -202,6 +204,29 @@ def backward_order(transitions: Sequence[LayerTransition], head: str, first: str
     return Verdict(order == "backward", lead, text)
 
 
+def contraction_rule(order: ContractionOrder) -> Verdict:
+    """P4: the read-out contracts before the first layer once the shortcut is fitted.
+
+    Passes only on :func:`nhtlab.analysis.layers.contraction_order`'s ``"backward"`` verdict
+    (the read-out lost its ``share`` of its value at the fitted step at an earlier evaluated
+    step than the first layer, or it did and the first layer did not); ``"forward"``,
+    ``"simultaneous"`` and ``"undetermined"`` (no window, or neither contracted) fail. The
+    value is the first layer's contraction step minus the read-out's (NaN when either is
+    missing).
+    """
+    check_type(order, "order", ContractionOrder, owner="contraction_rule")
+    by = {c.layer: c for c in order.layers}
+    h, f = by[order.head], by[order.first]
+    lead = float(f.step - h.step) if h.step is not None and f.step is not None else math.nan
+
+    def step(c):
+        return "not within the window" if c.step is None else f"step {c.step}"
+
+    text = (f"{order.verdict}: {order.head} {step(h)}, {order.first} {step(f)} "
+            f"(−{order.share:.0%} of the value at step {order.t_mem})")
+    return Verdict(order.verdict == "backward", lead, text)
+
+
 def separation_rule(separation: Separation, threshold: float = 0.5) -> Verdict:
     """P5: nhtlab's clean-norm-separation score is defined and at least ``threshold``.
 
@@ -318,8 +343,8 @@ def cue_escape_step(history: History, fit_level: float = 0.3, drop_level: float 
 
 
 def score_predictions(*, main: History, regimes: Mapping[float, str], shortcut_step: int | None,
-                      structured_step: int | None, worst_column: str, transitions: Sequence[LayerTransition],
-                      head: str, first: str, separation: Separation, delays: Mapping[float, Sequence[int | None]],
+                      structured_step: int | None, worst_column: str, order: ContractionOrder,
+                      separation: Separation, delays: Mapping[float, Sequence[int | None]],
                       level: float = 0.5) -> dict[str, Verdict]:
     """The six predictions for one domain, by the rules of this module.
 
@@ -335,7 +360,8 @@ def score_predictions(*, main: History, regimes: Mapping[float, str], shortcut_s
         None otherwise). P1 compares the norm at the two; P3 starts at the first.
     worst_column : str
         The worst group's accuracy column (``conflict_acc`` on images, ``test_acc`` on modular arithmetic).
-    transitions, head, first : per-layer transitions of ``main`` and the two layers P4 compares.
+    order : ContractionOrder
+        :func:`nhtlab.analysis.layers.contraction_order` of ``main`` over its shortcut window (P4).
     separation : Separation
         The main run's score (P5).
     delays : mapping λ → delays (one per seed)
@@ -352,7 +378,7 @@ def score_predictions(*, main: History, regimes: Mapping[float, str], shortcut_s
         "P1 norm ordering": norm_ordering(main, shortcut_step, structured_step),
         "P2 three regimes": three_regimes(regimes),
         "P3 clean/worst-group": worst_group_rise(main, worst_column, shortcut_step, level),
-        "P4 layer hierarchy": backward_order(transitions, head, first),
+        "P4 layer hierarchy": contraction_rule(order),
         "P5 clean separation": separation_rule(separation),
         "P6 delay scaling": delay_scaling(delays),
     }

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..analysis.events import border_times, find_events
-from ..analysis.layers import default_head_and_first, layer_transitions
+from ..analysis.layers import contraction_order
 from ..analysis.regimes import diagnose_regime
 from ..analysis.scorecard import Verdict, score_predictions
 from ..analysis.separation import Separation, separation_from_history
@@ -219,12 +219,12 @@ def score_runs(runs: Mapping[float, Sequence[TrainConfig]], histories: Mapping[T
     regimes = {lam: domain.regime(_history_of(histories, run, owner))
                for lam, seeds in runs.items() for run in seeds if run.seed == main.seed}
     delays = {lam: [domain.delay(_history_of(histories, run, owner)) for run in seeds] for lam, seeds in runs.items()}
-    head, first = default_head_and_first(main_h)
+    # P4 is chapter 05's reading: which layer contracts first over the shortcut's window
+    order = contraction_order(main_h, window=(fitted, dropped))
     return score_predictions(
         main=main_h, regimes=regimes, shortcut_step=fitted,
         structured_step=int(main_h.rows[-1]["step"]) if dropped is not None else None,
-        worst_column=domain.worst_column, transitions=layer_transitions(main_h), head=head, first=first,
-        separation=domain.separation(main_h), delays=delays)
+        worst_column=domain.worst_column, order=order, separation=domain.separation(main_h), delays=delays)
 
 
 def sweep_records(runs: Mapping[Any, TrainConfig], histories: Mapping[TrainConfig, History], key: str = "λ",

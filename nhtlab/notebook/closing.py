@@ -1,0 +1,89 @@
+"""A chapter's closing checks: one table, one record of what held, one assertion.
+
+Every chapter ends the same way. Its claims are :class:`~nhtlab.analysis.claims.Check`
+verdicts (a reading over seeds becomes one through
+:func:`~nhtlab.analysis.comparison.check_reading`); :func:`closing_checks` shows them as a
+table, writes them to ``$NHTLAB_CLAIMS_FILE`` when that is set (the book build sets it for each
+chapter, and ``tools/kernel_paths.py`` compares two builds' records), and asserts them on a real
+run, so papermill fails when the science breaks. Readings the chapter shows but does not claim
+(a paper's prediction that fails here, a reading that flips between seeds) go in ``shown``:
+they are tabled and recorded, never asserted.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from ..analysis.claims import Check, Reading
+from ..analysis.comparison import check_reading
+from ..smoke import science_checks
+from ..validation import check_type
+from .report import Markdown, table
+
+__all__ = ["CLAIMS_FILE", "closing_checks"]
+
+#: Where :func:`closing_checks` writes its record (JSON), when set.
+CLAIMS_FILE = "NHTLAB_CLAIMS_FILE"
+
+
+def _as_check(item: Check | Reading, owner: str) -> Check:
+    if isinstance(item, Reading):
+        return check_reading(item)
+    check_type(item, "checks", Check, owner=owner)
+    return item
+
+
+def closing_checks(checks: Iterable[Check | Reading], cfg: Any = None,
+                   shown: Sequence[Check | Reading] = ()) -> Markdown:
+    """Table the chapter's claims, record them, and assert them on a real run.
+
+    Parameters
+    ----------
+    checks : iterable of Check or Reading
+        The claims the chapter's text states; a Reading counts as held when its rule holds.
+    cfg : namespace, optional
+        The chapter's settings (:func:`nhtlab.select_profile`): its ``profile`` is recorded, and
+        under the smoke cap (:func:`nhtlab.science_checks`) nothing is asserted.
+    shown : sequence of Check or Reading
+        Readings shown beside the claims and recorded, never asserted.
+
+    Returns
+    -------
+    Markdown
+        The table: one row per check, claims first, with whether each is asserted.
+
+    Raises
+    ------
+    AssertionError
+        On a real run when a claim fails, naming every failing claim and its measurement
+        (the table is displayed first, so the executed notebook shows what failed).
+    """
+    claims = [_as_check(c, "closing_checks") for c in checks]
+    extra = [_as_check(c, "closing_checks") for c in shown]
+    asserted = science_checks(cfg)
+    rows = [{**c.to_dict(), "claim": "asserted" if asserted else "not asserted (smoke)"} for c in claims]
+    rows += [{**c.to_dict(), "claim": "shown"} for c in extra]
+    text = table(rows, columns=["check", "holds", "claim", "measured"])
+    path = os.environ.get(CLAIMS_FILE)
+    if path:
+        record = {"profile": getattr(cfg, "profile", None), "asserted": asserted,
+                  "checks": [{"check": c.name, "passed": bool(c.passed), "detail": c.detail, "claim": True}
+                             for c in claims]
+                  + [{"check": c.name, "passed": bool(c.passed), "detail": c.detail, "claim": False}
+                     for c in extra]}
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        Path(path).write_text(json.dumps(record, indent=1, ensure_ascii=False), encoding="utf-8")
+    failed = [c for c in claims if not c.passed]
+    if asserted and failed:
+        try:
+            from IPython.display import display
+
+            display(text)
+        except ImportError:  # outside IPython the message below carries everything
+            pass
+        raise AssertionError("; ".join(f"{c.name}: {c.detail}" for c in failed))
+    return text

@@ -1,0 +1,158 @@
+"""The book's claims under two kernel paths of one CPU: do they survive another rounding?
+
+    python tools/kernel_paths.py            # build under ATEN_CPU_CAPABILITY=default, compare, write the page
+    python tools/kernel_paths.py --render   # only re-render book/across_machines.md from the saved record
+    python tools/kernel_paths.py --check    # exit 1 if book/across_machines.md is not what the record gives
+
+Another CPU rounds a sum differently, and a training run amplifies the difference until an event
+moves. One machine can show what that does to the book: PyTorch picks its CPU kernels for the
+instruction set it finds (``torch.backends.cpu.get_cpu_capability()``, AVX-512 or AVX2 on most
+machines), and ``ATEN_CPU_CAPABILITY=default`` makes it take the plain kernels, which round
+differently (MKL's own paths are not moved by it). This script executes every chapter in the
+``book`` profile a second time that way, in a separate build folder with its own cold result
+cache (``NHTLAB_BUILD_DIR``), and compares what each chapter's closing checks recorded
+(:func:`nhtlab.closing_checks`) with the native build's (``make book`` first; run here if missing).
+
+The comparison is saved with the repository (``book/data/kernel_paths.json``: machine, torch,
+date, both paths' capabilities and every check's verdict and measurement under each) and
+rendered into ``book/across_machines.md``, which How to run includes: the section on numbers
+across machines is generated from these runs, not typed. It is a script run for a release's
+closing note, not part of CI (two builds of the book).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tools"))
+import build_book  # noqa: E402  (tools/ is not a package)
+
+RECORD = ROOT / "book" / "data" / "kernel_paths.json"
+PAGE = ROOT / "book" / "across_machines.md"
+PROFILE = "book"
+OTHER = "default"  # the ATEN_CPU_CAPABILITY of the second build
+
+
+def capability(env: dict[str, str] | None = None) -> str:
+    """The CPU kernel path PyTorch takes in a fresh process with ``env`` (its own value when None)."""
+    code = "import torch; print(torch.backends.cpu.get_cpu_capability())"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={**os.environ, **(env or {})})
+    return out.stdout.strip()
+
+
+def claims(folder: Path) -> dict[str, dict[str, Any]]:
+    """``chapter stem → claims record`` of every chapter executed in ``folder``."""
+    return {p.name.removesuffix(".claims.json"): json.loads(p.read_text(encoding="utf-8"))
+            for p in sorted(folder.glob("*.claims.json"))}
+
+
+def compare(native: dict[str, dict[str, Any]], other: dict[str, dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """Each chapter's checks side by side: ``{stem: [{check, claim, native, other}]}``.
+
+    A check missing from one build is kept with None on that side (a chapter that failed to build
+    under one path records nothing there).
+    """
+    out: dict[str, list[dict[str, Any]]] = {}
+    for stem in sorted(set(native) | set(other)):
+        mine = {c["check"]: c for c in native.get(stem, {}).get("checks", [])}
+        theirs = {c["check"]: c for c in other.get(stem, {}).get("checks", [])}
+        names = list(mine) + [n for n in theirs if n not in mine]
+        out[stem] = [{"check": n, "claim": (mine.get(n) or theirs[n])["claim"],
+                      "native": {k: mine[n][k] for k in ("passed", "detail")} if n in mine else None,
+                      "other": {k: theirs[n][k] for k in ("passed", "detail")} if n in theirs else None}
+                     for n in names]
+    return out
+
+
+def _mark(side: dict[str, Any] | None) -> str:
+    return "—" if side is None else ("✓" if side["passed"] else "✗")
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def render(record: dict[str, Any]) -> str:
+    """The How to run fragment: a summary built from the record, then one table per chapter."""
+    rows = [r for checks in record["chapters"].values() for r in checks]
+    claims_ = [r for r in rows if r["claim"]]
+    both = [r for r in claims_ if r["native"] and r["other"] and r["native"]["passed"] and r["other"]["passed"]]
+    moved = [r for r in rows if r["native"] and r["other"] and r["native"]["detail"] != r["other"]["detail"]]
+    flipped = [r for r in rows if r["native"] and r["other"] and r["native"]["passed"] != r["other"]["passed"]]
+    machine, paths = record["machine"], record["paths"]
+    lines = [
+        f"Measured on {record['date']} on one machine ({machine['cpu_model']}, {machine['cores']} cores, "
+        f"torch {machine['torch']}), nhtlab {record['nhtlab']}, profile `{record['profile']}`: the book "
+        f"built twice, with PyTorch's native CPU kernels (`{paths['native']}`) and with "
+        f"`ATEN_CPU_CAPABILITY={OTHER}` (`{paths['other']}`), each with a cold result cache.",
+        "",
+        f"- **{len(both)} of {len(claims_)}** claims the chapters assert held under both kernel paths.",
+        f"- {len(moved)} of {len(rows)} checks and shown readings measured something different under the "
+        "two paths (the rounding did move the runs);",
+        f"- {len(flipped)} of {len(rows)} came out the other way"
+        + (": " + "; ".join(f"{r['check']} ({_mark(r['native'])} native, {_mark(r['other'])} {OTHER})"
+                            for r in flipped) if flipped else "") + ".",
+        "",
+    ]
+    for stem, checks in record["chapters"].items():
+        lines += [f"**{stem}**", "", f"| check | kind | native | {OTHER} |", "|---|---|---|---|"]
+        for r in checks:
+            cells = [f"{_mark(r[side])} {_cell(r[side]['detail']) if r[side] else ''}".strip()
+                     for side in ("native", "other")]
+            lines.append(f"| {_cell(r['check'])} | {'claim' if r['claim'] else 'shown'} | {cells[0]} | {cells[1]} |")
+        lines.append("")
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def build_other() -> Path:
+    """Execute every chapter under ``ATEN_CPU_CAPABILITY=default`` in its own build folder."""
+    folder = ROOT / "_build" / "kernel-paths" / OTHER
+    env = {**os.environ, "NHTLAB_BUILD_DIR": str(folder), "ATEN_CPU_CAPABILITY": OTHER}
+    subprocess.run([sys.executable, str(ROOT / "tools" / "build_book.py"), "--profile", PROFILE, "--jobs", "2",
+                    "--no-html"], check=True, cwd=ROOT, env=env)
+    return folder / "executed" / PROFILE
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--render", action="store_true", help="re-render the page from the saved record")
+    parser.add_argument("--check", action="store_true", help="exit 1 if the page is not what the record gives")
+    args = parser.parse_args()
+    if args.check:
+        ok = PAGE.exists() and PAGE.read_text(encoding="utf-8") == render(json.loads(RECORD.read_text()))
+        print("book/across_machines.md is " + ("up to date" if ok else "out of date: run tools/kernel_paths.py --render"))
+        return 0 if ok else 1
+    if not args.render:
+        native_dir = build_book.BUILD / "executed" / PROFILE
+        if len(claims(native_dir)) < len(build_book.chapters()):
+            subprocess.run([sys.executable, str(ROOT / "tools" / "build_book.py"), "--profile", PROFILE,
+                            "--jobs", "2", "--no-html"], check=True, cwd=ROOT)
+        other_dir = build_other()
+        import torch
+
+        import nhtlab
+
+        record = {
+            "date": dt.date.today().isoformat(), "nhtlab": nhtlab.__version__, "profile": PROFILE,
+            "machine": {"cpu_model": build_book.cpu_model(), "cores": os.cpu_count(), "torch": torch.__version__},
+            "paths": {"native": capability(), "other": capability({"ATEN_CPU_CAPABILITY": OTHER})},
+            "chapters": compare(claims(native_dir), claims(other_dir)),
+        }
+        RECORD.parent.mkdir(parents=True, exist_ok=True)
+        RECORD.write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    PAGE.write_text(render(json.loads(RECORD.read_text(encoding="utf-8"))), encoding="utf-8")
+    print(PAGE.read_text(encoding="utf-8"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
