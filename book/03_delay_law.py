@@ -82,14 +82,17 @@
 # repository's environment has it.
 import sys
 
+# Colab: True keeps results and checkpoints on Google Drive
+KEEP_ON_DRIVE = False
+
 if "google.colab" in sys.modules:
     # %pip install -q "nhtlab @ git+https://github.com/nhtlab/nhtlab@main"
-    print(
-        'Launch note: profile = "full" takes several hours on a Colab T4'
-        " GPU (its 20 regime-edge runs use whole 50,000-step budgets)"
-        " (an estimate, not yet measured).\n"
-        "To run it: Runtime > Change runtime type > T4 GPU, "
-        'set profile = "full" in the next cell, run all.'
+    import nhtlab
+
+    nhtlab.colab_launch(
+        "several hours",
+        "its 20 regime-edge runs use whole 50,000-step budgets",
+        keep=KEEP_ON_DRIVE,
     )
 
 # %% tags=["parameters"]

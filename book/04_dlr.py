@@ -39,14 +39,14 @@
 # repository's environment has it.
 import sys
 
+# Colab: True keeps results and checkpoints on Google Drive
+KEEP_ON_DRIVE = False
+
 if "google.colab" in sys.modules:
     # %pip install -q "nhtlab @ git+https://github.com/nhtlab/nhtlab@main"
-    print(
-        'Launch note: profile = "full" takes about an hour on a Colab T4'
-        " GPU (an estimate, not yet measured).\n"
-        "To run it: Runtime > Change runtime type > T4 GPU, "
-        'set profile = "full" in the next cell, run all.'
-    )
+    import nhtlab
+
+    nhtlab.colab_launch("about an hour", keep=KEEP_ON_DRIVE)
 
 # %% tags=["parameters"]
 profile = "book"  # "quick", "book" or "full": see How to run

@@ -43,14 +43,17 @@
 # repository's environment has it.
 import sys
 
+# Colab: True keeps results and checkpoints on Google Drive
+KEEP_ON_DRIVE = False
+
 if "google.colab" in sys.modules:
     # %pip install -q "nhtlab @ git+https://github.com/nhtlab/nhtlab@main"
-    print(
-        'Launch note: profile = "full" takes many hours on a Colab T4'
-        " GPU, more than a free session allows (an estimate, "
-        "not yet measured).\n"
-        "To run it: Runtime > Change runtime type > T4 GPU, "
-        'set profile = "full" in the next cell, run all.'
+    import nhtlab
+
+    nhtlab.colab_launch(
+        "many hours",
+        "more than a free session allows",
+        keep=KEEP_ON_DRIVE,
     )
 
 # %% tags=["parameters"]

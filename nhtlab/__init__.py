@@ -66,6 +66,7 @@ from .models import EmbeddingMLP, ResNet18, SimpleCNN, Transformer, make_model
 from .notebook import exercises
 from .notebook.profiles import select_profile
 from .notebook.closing import closing_checks
+from .notebook.colab import colab_launch, keep_on_drive
 from .notebook.report import Markdown, eta_report, md, table
 from .notebook.stamp import stamp
 from .smoke import science_checks, smoke_enabled
@@ -146,7 +147,7 @@ __all__ = [
     "Monitor", "online_regime", "DLRTracker", "pick_device", "seed_everything", "cpu_slot",
     "science_checks", "smoke_enabled",
     # notebook
-    "select_profile", "stamp", "Markdown", "md", "table", "eta_report", "closing_checks",
+    "select_profile", "stamp", "Markdown", "md", "table", "eta_report", "closing_checks", "keep_on_drive", "colab_launch",
     # modules the chapters reach by attribute (nhtlab.delay.mean_std, …)
     "charts", "papers", "delay", "emergence", "layers", "regimes", "scorecard", "separation", "lazy_rich", "monitor",
     "exercises", "widgets",

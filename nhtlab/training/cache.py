@@ -17,13 +17,13 @@ Where the cache lives, first match wins:
 2. the ``NHTLAB_CACHE_DIR`` environment variable;
 3. ``$XDG_CACHE_HOME/nhtlab``, else ``~/.cache/nhtlab``.
 
-In Colab, mount Google Drive and point the cache there so that finished runs
-survive the session::
+With checkpoints on (``NHTLAB_CHECKPOINTS=on``, or ``ResultCache(checkpoints=True)``),
+a run that :func:`cached_run` or :func:`nhtlab.sweep` trains through the cache also
+checkpoints into the cache (``<root>/checkpoints/<key>``): a process killed mid-run
+resumes there on the next call, and the checkpoints go once the finished run is stored.
 
-    from google.colab import drive
-    drive.mount("/content/drive")
-    import os
-    os.environ["NHTLAB_CACHE_DIR"] = "/content/drive/MyDrive/nhtlab-cache"
+In Colab, :func:`nhtlab.keep_on_drive` mounts Google Drive and points the cache there,
+checkpoints on, so that finished runs and unfinished ones survive a runtime reset.
 
 Set ``NHTLAB_CACHE=off`` to make :func:`cached_run` always train (nothing is
 read or written).
@@ -38,6 +38,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import warnings
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -58,7 +59,7 @@ from ..validation import check_bool, check_type
 from .checkpoint import atomic_write_bytes
 from .modular_run import ModularRun, run_modular
 
-__all__ = ["ResultCache", "default_cache_dir", "config_key", "cached_run", "cache_enabled"]
+__all__ = ["ResultCache", "default_cache_dir", "config_key", "cached_run", "cache_enabled", "checkpoints_enabled"]
 
 _FINISHED = ("completed", "stopped", "diverged")
 
@@ -69,6 +70,11 @@ def default_cache_dir() -> Path:
         return Path(os.environ["NHTLAB_CACHE_DIR"]).expanduser()
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return Path(base) / "nhtlab"
+
+
+def checkpoints_enabled() -> bool:
+    """True when the environment variable ``NHTLAB_CHECKPOINTS`` is ``on``, ``1``, ``yes`` or ``true``."""
+    return os.environ.get("NHTLAB_CHECKPOINTS", "off").strip().lower() in ("on", "1", "yes", "true")
 
 
 def cache_enabled() -> bool:
@@ -141,6 +147,9 @@ class ResultCache:
     root : str or path, optional
         Directory of the cache (created when first written). Defaults to
         :func:`default_cache_dir`.
+    checkpoints : bool, optional
+        Whether runs trained through the cache checkpoint into it (:meth:`run_dir`) and
+        resume from there; defaults to :func:`checkpoints_enabled`.
 
     Examples
     --------
@@ -150,10 +159,26 @@ class ResultCache:
     True
     """
 
-    def __init__(self, root: str | os.PathLike | None = None):
+    def __init__(self, root: str | os.PathLike | None = None, checkpoints: bool | None = None):
         if root is not None:
             check_type(root, "root", (str, os.PathLike), owner="ResultCache")
         self.root = Path(root).expanduser() if root is not None else default_cache_dir()
+        self.checkpoints = (checkpoints_enabled() if checkpoints is None
+                            else check_bool(checkpoints, "checkpoints", owner="ResultCache"))
+
+    def run_dir(self, config: Mapping[str, Any]) -> Path:
+        """Where an unfinished run of ``config`` keeps its checkpoints (``<root>/checkpoints/<key>``)."""
+        return self.root / "checkpoints" / config_key(config)
+
+    def train(self, run: Any, **kwargs: Any) -> History:
+        """``run.execute(**kwargs)``, checkpointing into :meth:`run_dir` when checkpoints are on.
+
+        A run killed mid-way resumes from its last checkpoint on the next call; :meth:`put`
+        removes the checkpoints once the finished run is stored.
+        """
+        if self.checkpoints and kwargs.get("run_dir") is None:
+            kwargs["run_dir"] = self.run_dir(run.cache_config())
+        return run.execute(**kwargs)
 
     def __repr__(self) -> str:
         return f"ResultCache({str(self.root)!r})"
@@ -218,6 +243,7 @@ class ResultCache:
         body = json.loads(_canonical(body))  # the stored form: what get() will checksum
         entry = {"checksum": _sha256(_canonical(body)), "body": body}
         atomic_write_bytes(path, _canonical(entry).encode("utf-8"))
+        shutil.rmtree(self.run_dir(config), ignore_errors=True)  # a stored run needs no checkpoint
         return path
 
     @contextmanager
@@ -340,7 +366,7 @@ def cached_run(run: Any, cache: ResultCache | None = None, *, use_cache: bool | 
         if hit is not None:
             hit.cached = True  # type: ignore[attr-defined]
             return hit
-        history = run_modular(run, **kwargs)
+        history = cache.train(run, **kwargs)
         cache.put(config, history)
     history.cached = False  # type: ignore[attr-defined]
     return history

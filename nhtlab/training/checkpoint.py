@@ -19,6 +19,7 @@ half of one.
 from __future__ import annotations
 
 import io
+import json
 import os
 import random
 import tempfile
@@ -38,6 +39,7 @@ __all__ = [
     "restore_rng_state",
     "save_checkpoint",
     "load_checkpoint",
+    "claim_run_dir",
     "checkpoint_path",
 ]
 
@@ -146,3 +148,27 @@ def load_checkpoint(run_dir: str | os.PathLike, map_location: torch.device | str
             stacklevel=2,
         )
         return None
+
+
+def claim_run_dir(run_dir: Path, run: Any, owner: str) -> None:
+    """Write ``run.json`` into a new run directory, or check that an existing one belongs to ``run``."""
+    config_file = run_dir / "run.json"
+    if config_file.exists():
+        try:
+            theirs = json.loads(config_file.read_text())
+            if not isinstance(theirs, dict):
+                raise ValueError(f"it holds a {type(theirs).__name__}, not a run's fields")
+        except (ValueError, UnicodeDecodeError) as error:
+            raise ValueError(
+                f"The 'run_dir' parameter of {owner} ({run_dir}) holds a damaged run.json ({error}); it cannot "
+                f"say which run the directory belongs to. Delete {config_file} (and the checkpoint beside it) "
+                f"to start the run afresh, or use another directory."
+            ) from error
+        if theirs != run.to_dict():
+            changed = sorted(k for k in set(theirs) | set(run.to_dict()) if theirs.get(k) != run.to_dict().get(k))
+            raise ValueError(
+                f"The 'run_dir' parameter of {owner} ({run_dir}) belongs to a different run "
+                f"(fields that differ: {', '.join(changed)}). Use one directory per run."
+            )
+        return
+    atomic_write_bytes(config_file, json.dumps(run.to_dict(), sort_keys=True, indent=1).encode())

@@ -6,7 +6,6 @@ can be named, swept over, cached and reproduced from its config alone.
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,7 +16,7 @@ from ..data.modular import OPERATIONS, check_max_p, modular_data
 from ..history import History
 from ..models import MODELS, make_model, model_defaults
 from ..validation import check_choice, check_int, check_real, check_type
-from .checkpoint import atomic_write_bytes
+from .checkpoint import claim_run_dir
 from .device import seed_everything
 from .loop import TrainConfig, train
 
@@ -143,7 +142,7 @@ def run_modular(
     check_type(run, "run", ModularRun, owner="run_modular")
     if run_dir is not None:
         check_type(run_dir, "run_dir", (str, os.PathLike), owner="run_modular")
-        _claim_run_dir(Path(run_dir), run)
+        claim_run_dir(Path(run_dir), run, owner="run_modular")
     data = modular_data(run.p, run.operation, run.train_fraction, seed=run.seed)
     seed_everything(run.seed)
     model = make_model(run.model, run.p, **run.model_kwargs)
@@ -153,27 +152,3 @@ def run_modular(
     history.config = {**run.to_dict(), "threads": history.config["threads"]}  # the CPU threads it trained with
     history.model = model  # type: ignore[attr-defined]  # kept for analysis in notebooks; not serialised
     return history
-
-
-def _claim_run_dir(run_dir: Path, run: ModularRun) -> None:
-    """Write ``run.json`` into a new run directory, or check that an existing one belongs to ``run``."""
-    config_file = run_dir / "run.json"
-    if config_file.exists():
-        try:
-            theirs = json.loads(config_file.read_text())
-            if not isinstance(theirs, dict):
-                raise ValueError(f"it holds a {type(theirs).__name__}, not a run's fields")
-        except (ValueError, UnicodeDecodeError) as error:
-            raise ValueError(
-                f"The 'run_dir' parameter of run_modular ({run_dir}) holds a damaged run.json ({error}); it cannot "
-                f"say which run the directory belongs to. Delete {config_file} (and the checkpoint beside it) "
-                f"to start the run afresh, or use another directory."
-            ) from error
-        if theirs != run.to_dict():
-            changed = sorted(k for k in set(theirs) | set(run.to_dict()) if theirs.get(k) != run.to_dict().get(k))
-            raise ValueError(
-                f"The 'run_dir' parameter of run_modular ({run_dir}) belongs to a different run "
-                f"(fields that differ: {', '.join(changed)}). Use one directory per run."
-            )
-        return
-    atomic_write_bytes(config_file, json.dumps(run.to_dict(), sort_keys=True, indent=1).encode())

@@ -6,12 +6,15 @@ process pool) with :func:`nhtlab.sweep`, as modular runs.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 from ..data.cues import ShortcutData, border_shortcut, harder, tint_shortcut
 from ..data.images import cifar10, digits
 from ..history import History
+from .checkpoint import claim_run_dir
 from ..models.cnn import ResNet18, SimpleCNN
 from ..validation import check_choice, check_int, check_real, check_type
 from .device import pick_device, seed_everything, suggest_eval_batch_size
@@ -163,7 +166,8 @@ class ShortcutRun(TrainConfig):
         return ResNet18(num_classes, norm=self.norm)
 
 
-def run_shortcut(run: ShortcutRun, callbacks=(), progress: str | None = None, desc: str | None = None) -> History:
+def run_shortcut(run: ShortcutRun, callbacks=(), progress: str | None = None, desc: str | None = None,
+                 run_dir: str | os.PathLike | None = None, checkpoint_every: int | None = None) -> History:
     """Build data and model of ``run``, train with every test set evaluated, return the History.
 
     The evaluation batch is the largest that fits a quarter of a 16 GB T4 for this
@@ -180,6 +184,11 @@ def run_shortcut(run: ShortcutRun, callbacks=(), progress: str | None = None, de
         Progress mode (see :mod:`nhtlab.training.progress`).
     desc : str, optional
         Label of the progress bar; defaults to the cue kind, ρ, λ and the norm layers.
+    run_dir : str or path, optional
+        A directory for ``run.json`` and checkpoints, as in :func:`nhtlab.run_modular`: the
+        same ``run`` with the same ``run_dir`` resumes where the last checkpoint left off.
+    checkpoint_every : int, optional
+        Steps between checkpoints (needs ``run_dir``); defaults to ``10 * run.eval_every``.
 
     Returns
     -------
@@ -191,6 +200,9 @@ def run_shortcut(run: ShortcutRun, callbacks=(), progress: str | None = None, de
         serialised: a history from :func:`nhtlab.sweep` or the cache has none).
     """
     check_type(run, "run", ShortcutRun, owner="run_shortcut")
+    if run_dir is not None:
+        check_type(run_dir, "run_dir", (str, os.PathLike), owner="run_shortcut")
+        claim_run_dir(Path(run_dir), run, owner="run_shortcut")
     data = run.data()
     device = pick_device(run.device)
     model = run.build_model(data.num_classes).to(device)
@@ -199,7 +211,7 @@ def run_shortcut(run: ShortcutRun, callbacks=(), progress: str | None = None, de
                                                  suggest_eval_batch_size(model, data.x_test[:2].to(device))))
     label = desc or f"{run.kind} ρ={run.rho:g} λ={run.weight_decay:g} {run.norm}"
     history = train(model, data, config, callbacks=callbacks, eval_sets=data.eval_sets(),
-                    progress=progress, desc=label)
+                    progress=progress, desc=label, checkpoint_dir=run_dir, checkpoint_every=checkpoint_every)
     history.config = {**run.to_dict(), "threads": history.config["threads"]}  # the CPU threads it trained with
     history.model = model  # type: ignore[attr-defined]
     return history

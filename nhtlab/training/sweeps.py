@@ -305,7 +305,8 @@ def _train_one(run: TrainConfig, cache: ResultCache | None = None) -> tuple[dict
             return hit.to_dict(), 0.0, "cache", None
         with _PROCESS_LOCK, warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)  # divergence is reported in the result
-            history = run.execute(progress="none")
+            # through the cache, a run checkpoints there when its checkpoints are on (ResultCache.train)
+            history = cache.train(run, progress="none") if cache is not None else run.execute(progress="none")
         if cache is not None:
             note = _put(cache, config, history)
     finally:

@@ -1,0 +1,92 @@
+"""Colab: keep a chapter's results and checkpoints on Google Drive, so a runtime reset loses nothing.
+
+A Colab VM forgets its disk when the runtime resets or the session ends; Drive does not.
+:func:`keep_on_drive` mounts Drive and points nhtlab there: finished runs go to the result cache
+on Drive (``NHTLAB_CACHE_DIR``) and runs being trained checkpoint into it
+(``NHTLAB_CHECKPOINTS=on``, :class:`~nhtlab.training.cache.ResultCache`). After a reset, run the
+notebook again from the top: finished runs are read back and an interrupted one resumes from its
+last checkpoint (on the device it was written on: a GPU run resumes on a GPU).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from ..validation import check_type
+
+__all__ = ["DRIVE_FOLDER", "keep_on_drive", "colab_launch"]
+
+#: Where :func:`keep_on_drive` keeps nhtlab's files on a mounted Drive.
+DRIVE_FOLDER = "/content/drive/MyDrive/nhtlab"
+
+
+def keep_on_drive(folder: str | os.PathLike = DRIVE_FOLDER, mount_point: str = "/content/drive") -> Path:
+    """Mount Google Drive (Colab asks once for access) and keep results and checkpoints in ``folder``.
+
+    Call it before the first run of a session; the chapters' Colab cell does when its
+    ``KEEP_ON_DRIVE`` is True. Sets ``NHTLAB_CACHE_DIR`` to ``folder/cache`` and
+    ``NHTLAB_CHECKPOINTS`` to ``on`` for this kernel and the sweep workers it starts.
+
+    Parameters
+    ----------
+    folder : str or path
+        A folder on the mounted Drive.
+    mount_point : str
+        Where Drive is mounted.
+
+    Returns
+    -------
+    Path
+        The result cache's folder on Drive.
+
+    Raises
+    ------
+    RuntimeError
+        Outside Colab (``google.colab`` cannot be imported): elsewhere, set ``NHTLAB_CACHE_DIR``
+        and ``NHTLAB_CHECKPOINTS=on`` yourself.
+    """
+    check_type(folder, "folder", (str, os.PathLike), owner="keep_on_drive")
+    try:
+        from google.colab import drive
+    except ImportError:
+        raise RuntimeError("keep_on_drive runs in Google Colab only (google.colab cannot be imported here). "
+                           "Elsewhere set NHTLAB_CACHE_DIR to a lasting folder and NHTLAB_CHECKPOINTS=on.") from None
+    drive.mount(mount_point)
+    cache = Path(folder) / "cache"
+    cache.mkdir(parents=True, exist_ok=True)
+    os.environ["NHTLAB_CACHE_DIR"] = str(cache)
+    os.environ["NHTLAB_CHECKPOINTS"] = "on"
+    print(f"Results and checkpoints are kept on Drive in {cache}: after a runtime reset, run all again.")
+    return cache
+
+
+def colab_launch(takes: str, why: str = "", keep: bool = False) -> str:
+    """The chapter's launch note in Colab, printed; with ``keep``, :func:`keep_on_drive` too.
+
+    Each chapter's Colab cell installs nhtlab, then calls this.
+
+    Parameters
+    ----------
+    takes : str
+        How long the ``full`` profile takes on a Colab T4 GPU ("about an hour").
+    why : str
+        What makes it take that long, if worth saying.
+    keep : bool
+        The cell's ``KEEP_ON_DRIVE``: results and checkpoints on Google Drive.
+
+    Returns
+    -------
+    str
+        The note.
+    """
+    check_type(takes, "takes", str, owner="colab_launch")
+    note = (f'Launch note: profile = "full" takes {takes} on a Colab T4 GPU{f" ({why})" if why else ""} '
+            "(an estimate, not yet measured).\n"
+            'To run it: Runtime > Change runtime type > T4 GPU, set profile = "full" in the next cell, run all.\n'
+            "A long run survives a runtime reset with KEEP_ON_DRIVE = True in this cell (results and checkpoints "
+            "on Google Drive): after a reset, run all again; finished runs are read back, the others resume.")
+    print(note)
+    if keep:
+        keep_on_drive()
+    return note
