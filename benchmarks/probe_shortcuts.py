@@ -2,7 +2,7 @@
 
 One process, one torch thread; prints one table row per run as it finishes (stop it any time) and,
 with ``--out``, writes the rows in the JSON format chapter 06 renders
-(:func:`nhtlab.analysis.shortcut_report.write_probe`; ``book/data/probe_shortcuts.json``). Every run is a
+(:func:`nhtlab.analysis.shortcut_report.write_probe`; ``nhtlab/results/probe_shortcuts.json``). Every run is a
 :class:`nhtlab.ShortcutRun` on the offline digits (10 × 10 + a 1-pixel border, the 19k-parameter
 SimpleCNN, AdamW lr 3e-3, batch 64, **constant** learning rate) that differs from ``BASE`` only in
 the grid's axes.
@@ -12,10 +12,10 @@ Columns (:func:`nhtlab.analysis.shortcut_report.probe_row`): ``fitted`` and ``dr
 more often than the digit; then the digit read on ≥ 50% of them); ``conflict min`` is the
 worst-group accuracy's minimum; the rest are final values.
 
-Usage (``book/data/probe_shortcuts.json`` holds the first command's grid, 16 runs, about 25 s of
+Usage (``nhtlab/results/probe_shortcuts.json`` holds the first command's grid, 16 runs, about 25 s of
 CPU each)::
 
-    PYTHONPATH=. python benchmarks/probe_shortcuts.py --harder all n400 --out book/data/probe_shortcuts.json
+    PYTHONPATH=. python benchmarks/probe_shortcuts.py --harder all n400 --out nhtlab/results/probe_shortcuts.json
     PYTHONPATH=. python benchmarks/probe_shortcuts.py --otherwise none --seeds 0 1 --steps 3000
 """
 

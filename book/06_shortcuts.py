@@ -164,7 +164,7 @@ nhtlab.stamp(profile, cfg)
 # (the network follows it on ≥ 30% of the `conflict` images, and more
 # often than the digit) and **dropped** (it reads the digit on ≥ 50% of
 # them): one seed per row, 3,000 steps, made by
-# `benchmarks/probe_shortcuts.py` and kept in `data/probe_shortcuts.json`
+# `benchmarks/probe_shortcuts.py` and kept with nhtlab (`read_probe`)
 # with the machine and version that produced it. The book does not re-run
 # the grid; the table below is that file, and the sentence that heads
 # it, which lists the settings whose border was fitted and then dropped,
@@ -173,7 +173,7 @@ nhtlab.stamp(profile, cfg)
 # machine, so the chapter re-reads the escape over seeds.
 
 # %% tags=["remove-input"]
-probe_about, probe = nhtlab.read_probe("data/probe_shortcuts.json")
+probe_about, probe = nhtlab.read_probe()
 escaped = [r for r in probe if r["dropped"] is not None]
 nhtlab.md(
     f"Probe grid, {probe_about['machine']}, nhtlab"

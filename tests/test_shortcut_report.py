@@ -136,6 +136,6 @@ def test_probe_rows_round_trip_through_the_file(tmp_path):
 def test_the_books_probe_file_reads():
     from pathlib import Path
 
-    about, rows = read_probe(Path(__file__).resolve().parent.parent / "book" / "data" / "probe_shortcuts.json")
+    about, rows = read_probe()
     assert {"machine", "nhtlab", "command"} <= set(about) and len(rows) == 16
     assert all(set(r) == set(PROBE_COLUMNS) for r in rows)

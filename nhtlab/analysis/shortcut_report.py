@@ -433,19 +433,25 @@ def write_probe(path: str | os.PathLike, rows: Sequence[Mapping[str, Any]], abou
     return path
 
 
-def read_probe(path: str | os.PathLike) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def read_probe(path: str | os.PathLike | None = None) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """Read a probe-grid file written by :func:`write_probe`.
 
     Parameters
     ----------
-    path : path-like
+    path : path-like, optional
+        By default the probe grid saved with nhtlab (``nhtlab/results/probe_shortcuts.json``,
+        package data, so a chapter opened in Colab reads it too).
 
     Returns
     -------
     (about, rows) : tuple of dict and list of dict
         Where the rows come from, and the rows (keys :data:`PROBE_COLUMNS`).
     """
-    data = json.loads(Path(path).read_text(encoding="utf-8"))
+    if path is None:
+        from importlib import resources
+
+        path = resources.files("nhtlab") / "results" / "probe_shortcuts.json"
+    data = json.loads(Path(os.fspath(path)).read_text(encoding="utf-8"))
     if set(data) != {"about", "columns", "rows"} or data["columns"] != list(PROBE_COLUMNS):
         raise ValueError(f"{os.fspath(path)} is not a probe-grid file: it needs 'about', 'columns' (equal to "
                          f"{list(PROBE_COLUMNS)}) and 'rows'.")
