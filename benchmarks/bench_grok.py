@@ -183,6 +183,76 @@ def bench_optimizer(steps: int, rounds: int | None = None) -> None:
               f"fused / foreach ×{rates['fused'] / rates['foreach']:.3f}")
 
 
+COMPILE_CHILD = """
+import time, torch
+torch.set_num_threads(1)
+import nhtlab
+from nhtlab.training.compiled import compiled_forward
+import torch.nn.functional as F
+run = nhtlab.companion(1.0, seed=0, device="cpu")
+data = nhtlab.modular_data(run.p, run.operation, run.train_fraction, seed=run.seed)
+nhtlab.seed_everything(0)
+model = nhtlab.make_model(run.model, run.p)
+forward, path = compiled_forward(model, "cpu")
+x, y = data.x_train[:run.batch_size], data.y_train[:run.batch_size]
+t0 = time.perf_counter()
+F.cross_entropy(forward(x), y).backward()
+print(path, time.perf_counter() - t0)
+"""
+
+
+def compile_cost() -> tuple[str, float]:
+    """Wall seconds of the first compiled step in a fresh process with a cold inductor cache (compile workers included)."""
+    import subprocess
+    import sys
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as cold:
+        env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": cold, "OMP_NUM_THREADS": "1"}
+        out = subprocess.run([sys.executable, "-c", COMPILE_CHILD], capture_output=True, text=True, env=env,
+                             check=True, timeout=900).stdout.split()
+    return out[0], float(out[1])
+
+
+def bench_compile(steps: int, flops: float, limit: float, rounds: int | None = None) -> dict:
+    """Eager against the compiled step (TrainConfig.compile), alternating blocks, and each one's share of the floor.
+
+    The floor is the step's matmul FLOPs as eager counts them (fixed: fusing cannot add to it) at the
+    single-thread ``torch.mm`` rate on the same shapes.
+    """
+    from nhtlab.training.compiled import compiled_forward, compiler_missing
+
+    rounds = ROUNDS if rounds is None else rounds
+    why = compiler_missing("cpu")
+    if why is not None:
+        print(f"\ncompiled step: skipped ({why})")
+        return {}
+    path, cold = compile_cost()
+    steppers = {}
+    for label in ("eager", "compiled"):
+        run = nhtlab.companion(1.0, seed=0, device="cpu")
+        data = nhtlab.modular_data(run.p, run.operation, run.train_fraction, seed=run.seed)
+        nhtlab.seed_everything(0)
+        model = nhtlab.make_model(run.model, run.p)
+        forward = compiled_forward(model, "cpu")[0] if label == "compiled" else model
+        opt = torch.optim.AdamW(model.parameters(), lr=run.lr, betas=run.betas, weight_decay=run.weight_decay, fused=True)
+        steppers[label] = _step_fn(forward, opt, data.x_train, data.y_train, torch.Generator().manual_seed(0),
+                                   run.batch_size)
+        steppers[label]()  # compiles here (warm inductor cache: the cold cost is measured above)
+    rates = _alternate(steppers, steps, rounds)
+    floor_ms = flops / (limit * 1e9) * 1e3
+    print(f"\ncompiled step ({path}), {rounds} alternating blocks of {steps} steps each, 1 thread:")
+    for label, rate in rates.items():
+        print(f"  {label:<10} {rate:6.1f} steps per CPU second ({1e3 / rate:.1f} ms), "
+              f"{floor_ms * rate / 1e3:.0%} of the floor ({floor_ms:.1f} ms of matmuls at torch.mm's rate)")
+    print(f"  compiled / eager: ×{rates['compiled'] / rates['eager']:.2f}; compilation with a cold inductor cache: "
+          f"{cold:.1f} s wall (first step, compile workers included)")
+    return {"eager_steps_per_cpu_s": rates["eager"], "compiled_steps_per_cpu_s": rates["compiled"],
+            "ratio": rates["compiled"] / rates["eager"], "floor_ms": floor_ms,
+            "eager_floor_fraction": floor_ms * rates["eager"] / 1e3,
+            "compiled_floor_fraction": floor_ms * rates["compiled"] / 1e3, "cold_compile_s": cold}
+
+
 def count_matmuls(model, x, y, batch) -> tuple[int, Counter]:
     """Matmul FLOPs of one training step (forward + backward) and the (M, K, N) shapes they come from."""
     from torch.utils._python_dispatch import TorchDispatchMode
@@ -254,6 +324,7 @@ def bench_cpu(args) -> None:
     print(f"  achieved:                {achieved:6.2f} GFLOP per CPU second")
     print(f"  torch.mm/bmm on the same shapes, 1 thread: {limit:6.2f} GFLOP per CPU second  →  {achieved / limit:.0%} of the limit")
     print("  matmul shapes (batch, M, K, N) × count:", dict(shapes))
+    args.floor = (flops, limit)
 
     # the real loop, with its evaluations (every 100 steps on all pairs); 300 steps = 3 evaluations + step 0
     for label, every in (("train(), eval_every=100", 100), ("train(), eval_every=25", 25)):
@@ -306,6 +377,7 @@ def main() -> None:
     parser.add_argument("--attention-steps", type=int, default=50, help="steps per block of the attention comparison")
     parser.add_argument("--optimizer-steps", type=int, default=50, help="steps per block of the AdamW comparison")
     parser.add_argument("--table-steps", type=int, default=50, help="steps per block of the token-table comparison")
+    parser.add_argument("--compile-steps", type=int, default=50, help="steps per block of the eager/compiled comparison")
     parser.add_argument("--sweep-steps", type=int, default=300)
     parser.add_argument("--skip-sweep", action="store_true")
     parser.add_argument("--gpu-seeds", type=int, default=10)
@@ -315,13 +387,23 @@ def main() -> None:
     global ROUNDS
     if args.smoke:
         ROUNDS = 1
-        args.steps = args.attention_steps = args.optimizer_steps = args.table_steps = 2
+        args.steps = args.attention_steps = args.optimizer_steps = args.table_steps = args.compile_steps = 2
         args.loop_steps, args.skip_sweep, args.gpu_seeds, args.gpu_steps = 2, True, 2, 2
         os.environ.setdefault("NHTLAB_CACHE", "off")
     os.environ.setdefault("NHTLAB_PROGRESS", "none")
     print(f"torch {torch.__version__}, {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs; "
           f"load average {os.getloadavg()[0]:.1f} (inflated timings when > 0)\n")
     bench_cpu(args)
+    compiled = bench_compile(args.compile_steps, *args.floor)
+    if compiled and not args.smoke:  # a smoke run's numbers mean nothing: nothing is recorded
+        from _record import record  # benchmarks/_record: the measurements page's records
+
+        units = {"ratio": "×", "floor_ms": "ms", "cold_compile_s": "s wall"}
+        rows = [{"what": key.replace("_", " "), "value": round(value, 3),
+                 "unit": units.get(key, "share of the floor" if "fraction" in key else "steps per CPU second")}
+                for key, value in compiled.items()]
+        print("  recorded:", record("bench_grok", rows, settings={"threads": 1, "compile_steps": args.compile_steps},
+                                    note="The companion step, eager against torch.compile (inductor), side by side."))
     ratio = bench_attention(args.attention_steps)
     bench_optimizer(args.optimizer_steps)
     bench_token_table(args.table_steps)

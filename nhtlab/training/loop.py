@@ -40,6 +40,7 @@ from .checkpoint import (
 )
 from .device import pick_device
 from .progress import Progress
+from .compiled import compiled_forward
 from .cpu_slots import cpu_slot
 from .evaluation import (
     diverged_at_evaluation,
@@ -103,6 +104,12 @@ class TrainConfig:
         step is mostly convolutions (``benchmarks/bench_grok.py`` times both side by side). Off
         by default, so that runs keep the numbers of earlier versions;
         :func:`nhtlab.companion` turns it on.
+    compile : bool
+        Run each step's forward and backward through ``torch.compile`` (inductor), which fuses
+        the elementwise work around the matmuls; the same run in another float rounding, so part
+        of the cache key. Where inductor cannot build (no C/C++ compiler on a CPU, no Triton on a
+        GPU) the run trains eagerly with a warning; ``history.config["compiled"]`` records which
+        path ran (:mod:`nhtlab.training.compiled`). Evaluations stay eager. Off by default.
     """
 
     steps: int = 3000
@@ -117,12 +124,13 @@ class TrainConfig:
     stop_after: int | None = None
     eval_batch_size: int = 8192
     fused: bool = False
+    compile: bool = False
 
     # Fields a run kind gained after nhtlab 0.2.0 first keyed its runs: to_dict() leaves them out while they
     # hold their default, so a run's dict (its run.json, the config in its cache key) reads as it did in 0.2.0.
     # (The cache also keys on nhtlab's version: results of another version are never reused.)
     # A plain class attribute (no annotation), not a field.
-    _key_omits_at_default = ("fused",)
+    _key_omits_at_default = ("fused", "compile")
 
     def __post_init__(self) -> None:
         owner = type(self).__name__  # errors name the class the user called: TrainConfig, ModularRun, ...
@@ -147,6 +155,7 @@ class TrainConfig:
             check_int(self.stop_after, "stop_after", low=0, owner=owner)
         check_int(self.eval_batch_size, "eval_batch_size", low=1, owner=owner)
         check_bool(self.fused, "fused", owner=owner)
+        check_bool(self.compile, "compile", owner=owner)
 
     def train_config(self) -> TrainConfig:
         """The training fields alone, as a plain :class:`TrainConfig` (what :func:`train` records and checkpoints)."""
@@ -272,6 +281,15 @@ def _check_same_run(saved: Mapping[str, Any], config: TrainConfig, device: torch
         )
 
 
+#: What :func:`train` adds to a history's config about how it ran (not settings of the run).
+TRAINED_WITH = ("threads", "compiled")
+
+
+def trained_with(history: History) -> dict[str, Any]:
+    """The entries of ``history.config`` that :func:`train` adds (:data:`TRAINED_WITH`), for a run kind to keep."""
+    return {k: history.config[k] for k in TRAINED_WITH if k in history.config}
+
+
 def train(
     model: nn.Module,
     data: Any,
@@ -364,6 +382,9 @@ def train(
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, _lr_factor(config.schedule, config.steps))
     sampler = torch.Generator(device=device).manual_seed(config.seed)
     history = History(config={**asdict(config), "threads": torch.get_num_threads()})  # what the CPU kernels split over
+    forward = model
+    if config.compile:  # the step's forward (and backward) fused by inductor; evaluations stay eager
+        forward, history.config["compiled"] = compiled_forward(model, device)
     if smoke_enabled():
         history.config["smoke_steps"] = smoke_steps()
     bar = Progress(config.steps, desc, mode=progress)
@@ -432,7 +453,7 @@ def train(
             else:
                 idx = torch.randint(0, n, (config.batch_size,), generator=sampler, device=device)
                 xb, yb = x_train[idx], y_train[idx]
-            loss = F.cross_entropy(model(xb), yb)
+            loss = F.cross_entropy(forward(xb), yb)
             if not torch.isfinite(loss):
                 diverged_in_training(history, step + 1)
                 break

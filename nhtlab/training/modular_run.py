@@ -18,7 +18,7 @@ from ..models import MODELS, make_model, model_defaults
 from ..validation import check_choice, check_int, check_real, check_type
 from .checkpoint import claim_run_dir
 from .device import seed_everything
-from .loop import TrainConfig, train
+from .loop import TrainConfig, train, trained_with
 
 __all__ = ["ModularRun", "run_modular"]
 
@@ -68,7 +68,7 @@ class ModularRun(TrainConfig):
     lr: float = 3e-3  # not TrainConfig's 1e-3: ModularRun's own default before it had a base, kept so default runs (and keys) stay
 
     # eval_batch_size came with the TrainConfig base, fused in 0.2.2: in the dict only when set (see TrainConfig)
-    _key_omits_at_default = ("eval_batch_size", "fused")
+    _key_omits_at_default = ("eval_batch_size", "fused", "compile")
     __hash__ = TrainConfig.__hash__  # @dataclass would write a field hash, which fails on the model_kwargs dict
 
     def __post_init__(self) -> None:
@@ -149,6 +149,6 @@ def run_modular(
     label = desc or f"{run.model} p={run.p} λ={run.weight_decay:g}"
     history = train(model, data, run.train_config(), callbacks=callbacks, progress=progress, desc=label,
                     checkpoint_dir=run_dir, checkpoint_every=checkpoint_every)
-    history.config = {**run.to_dict(), "threads": history.config["threads"]}  # the CPU threads it trained with
+    history.config = {**run.to_dict(), **trained_with(history)}  # the CPU threads, the compiled path
     history.model = model  # type: ignore[attr-defined]  # kept for analysis in notebooks; not serialised
     return history

@@ -18,7 +18,7 @@ from .checkpoint import claim_run_dir
 from ..models.cnn import ResNet18, SimpleCNN
 from ..validation import check_choice, check_int, check_real, check_type
 from .device import pick_device, seed_everything, suggest_eval_batch_size
-from .loop import TrainConfig, train
+from .loop import TrainConfig, train, trained_with
 
 __all__ = ["ShortcutRun", "run_shortcut"]
 
@@ -119,7 +119,7 @@ class ShortcutRun(TrainConfig):
     schedule: str = "cosine"  # TrainConfig: constant
 
     # stop_after and eval_batch_size came with the TrainConfig base, fused in 0.2.2: in the dict only when set
-    _key_omits_at_default = ("stop_after", "eval_batch_size", "fused")
+    _key_omits_at_default = ("stop_after", "eval_batch_size", "fused", "compile")
     __hash__ = TrainConfig.__hash__  # the one hash of every run kind (@dataclass would write a field hash)
 
     def __post_init__(self) -> None:
@@ -212,6 +212,6 @@ def run_shortcut(run: ShortcutRun, callbacks=(), progress: str | None = None, de
     label = desc or f"{run.kind} ρ={run.rho:g} λ={run.weight_decay:g} {run.norm}"
     history = train(model, data, config, callbacks=callbacks, eval_sets=data.eval_sets(),
                     progress=progress, desc=label, checkpoint_dir=run_dir, checkpoint_every=checkpoint_every)
-    history.config = {**run.to_dict(), "threads": history.config["threads"]}  # the CPU threads it trained with
+    history.config = {**run.to_dict(), **trained_with(history)}  # the CPU threads, the compiled path
     history.model = model  # type: ignore[attr-defined]
     return history

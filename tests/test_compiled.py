@@ -1,0 +1,65 @@
+"""The compiled step (TrainConfig.compile): the same science within float tolerance, the path recorded, a clean fallback."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import nhtlab
+from nhtlab.training import compiled
+
+needs_compiler = pytest.mark.skipif(compiled.compiler_missing("cpu") is not None,
+                                    reason=f"inductor cannot build here: {compiled.compiler_missing('cpu')}")
+
+
+@needs_compiler
+@pytest.mark.slow
+def test_compiled_companion_gives_eager_logits_and_gradients_within_tolerance():
+    torch.manual_seed(0)
+    model = nhtlab.make_model("transformer", 97)
+    data = nhtlab.modular_data(97, seed=0)
+    x, y = data.x_train[:512], data.y_train[:512]
+    forward, path = compiled.compiled_forward(model, "cpu")
+    assert path == "inductor" and forward is not model
+    eager_logits = model(x)
+    F.cross_entropy(eager_logits, y).backward()
+    eager_grads = [p.grad.clone() for p in model.parameters()]
+    model.zero_grad(set_to_none=True)
+    fused_logits = forward(x)
+    F.cross_entropy(fused_logits, y).backward()
+    torch.testing.assert_close(fused_logits, eager_logits, rtol=1e-4, atol=1e-5)
+    for p, g in zip(model.parameters(), eager_grads):
+        torch.testing.assert_close(p.grad, g, rtol=1e-3, atol=1e-6)
+
+
+@needs_compiler
+@pytest.mark.slow
+def test_a_compiled_run_records_its_path_and_keys_apart_from_the_eager_one():
+    run = nhtlab.ModularRun(p=11, model_kwargs=dict(width=16), steps=30, eval_every=10, batch_size=16, device="cpu")
+    fused = run.replace(compile=True)
+    eager_h, fused_h = nhtlab.run_modular(run, progress="none"), nhtlab.run_modular(fused, progress="none")
+    assert fused_h.config["compiled"] == "inductor" and "compiled" not in eager_h.config
+    assert "compile" not in run.to_dict() and fused.to_dict()["compile"] is True
+    assert nhtlab.training.cache.config_key(run.cache_config()) != nhtlab.training.cache.config_key(fused.cache_config())
+    for a, b in zip(eager_h.rows, fused_h.rows):  # same science: every measurement within float tolerance
+        assert a.keys() == b.keys() and all(a[k] == pytest.approx(b[k], rel=1e-3, abs=1e-5) for k in a)
+
+
+def test_without_a_compiler_the_run_trains_eagerly_and_says_why(monkeypatch):
+    monkeypatch.setattr(compiled, "compiler_missing", lambda device: "no C/C++ compiler found (set CXX, or install g++)")
+    run = nhtlab.ModularRun(p=7, model_kwargs=dict(width=8), steps=20, eval_every=10, device="cpu")
+    with pytest.warns(RuntimeWarning, match="compile=True.*no C/C\\+\\+ compiler"):
+        h = nhtlab.run_modular(run.replace(compile=True), progress="none")
+    assert h.config["compiled"].startswith("eager (no C/C++ compiler")
+    assert h.rows == nhtlab.run_modular(run, progress="none").rows  # eager is eager, bit for bit
+
+
+def test_compiler_detection_honours_cxx(monkeypatch):
+    monkeypatch.setattr(compiled.shutil, "which", lambda name: "/usr/bin/x" if name == "my-cxx" else None)
+    monkeypatch.setenv("CXX", "my-cxx")
+    assert compiled.compiler_missing("cpu") is None
+    monkeypatch.delenv("CXX")
+    assert "no C/C++ compiler" in compiled.compiler_missing("cpu")
+    with pytest.raises(TypeError, match="compile"):
+        nhtlab.TrainConfig(compile="yes")
