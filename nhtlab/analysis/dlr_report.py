@@ -28,6 +28,7 @@ from ..measures.dlr import (
 )
 from ..validation import check_type
 from .claims import Check, over_seeds
+from .events import find_events
 
 __all__ = [
     "toy_curve", "rule_records", "lazy_rich_records", "lazy_rich_ground_truth", "lazy_rich_gap",
@@ -332,8 +333,6 @@ def run_timing(history: History) -> Check:
     -------
     Check
     """
-    from .events import find_events
-
     events = find_events(history)
     return timing_check(dlr_timing(history.rows, events.t_mem, events.t_grok))
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping, Sequence
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -448,8 +449,6 @@ def read_probe(path: str | os.PathLike | None = None) -> tuple[dict[str, Any], l
         Where the rows come from, and the rows (keys :data:`PROBE_COLUMNS`).
     """
     if path is None:
-        from importlib import resources
-
         path = resources.files("nhtlab") / "results" / "probe_shortcuts.json"
     data = json.loads(Path(os.fspath(path)).read_text(encoding="utf-8"))
     if set(data) != {"about", "columns", "rows"} or data["columns"] != list(PROBE_COLUMNS):
