@@ -93,7 +93,8 @@ def render(record: dict[str, Any]) -> str:
         f"Measured on {record['date']} on one machine ({machine['cpu_model']}, {machine['cores']} cores, "
         f"torch {machine['torch']}), nhtlab {record['nhtlab']}, profile `{record['profile']}`: the book "
         f"built twice, with PyTorch's native CPU kernels (`{paths['native']}`) and with "
-        f"`ATEN_CPU_CAPABILITY={OTHER}` (`{paths['other']}`), each with a cold result cache.",
+        f"`ATEN_CPU_CAPABILITY={OTHER}` (`{paths['other']}`), each with a cold result cache. Chapters "
+        f"compared: {', '.join(record['chapters'])}.",
         "",
         f"- **{len(both)} of {len(claims_)}** claims the chapters assert held under both kernel paths.",
         f"- {len(moved)} of {len(rows)} checks and shown readings measured something different under the "
@@ -113,12 +114,12 @@ def render(record: dict[str, Any]) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
-def build_other() -> Path:
-    """Execute every chapter under ``ATEN_CPU_CAPABILITY=default`` in its own build folder."""
+def build_other(only: list[str] | None = None) -> Path:
+    """Execute the chapters (``only``: a subset) under ``ATEN_CPU_CAPABILITY=default`` in its own build folder."""
     folder = ROOT / "_build" / "kernel-paths" / OTHER
     env = {**os.environ, "NHTLAB_BUILD_DIR": str(folder), "ATEN_CPU_CAPABILITY": OTHER}
     subprocess.run([sys.executable, str(ROOT / "tools" / "build_book.py"), "--profile", PROFILE, "--jobs", "2",
-                    "--no-html"], check=True, cwd=ROOT, env=env)
+                    "--no-html", *(["--only", *only] if only else [])], check=True, cwd=ROOT, env=env)
     return folder / "executed" / PROFILE
 
 
@@ -126,6 +127,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--render", action="store_true", help="re-render the page from the saved record")
     parser.add_argument("--check", action="store_true", help="exit 1 if the page is not what the record gives")
+    parser.add_argument("--only", nargs="*", default=None, help="chapter stems to compare (default: all)")
     args = parser.parse_args()
     if args.check:
         ok = PAGE.exists() and PAGE.read_text(encoding="utf-8") == render(json.loads(RECORD.read_text()))
@@ -133,10 +135,12 @@ def main() -> int:
         return 0 if ok else 1
     if not args.render:
         native_dir = build_book.BUILD / "executed" / PROFILE
-        if len(claims(native_dir)) < len(build_book.chapters()):
+        wanted = [nb.stem for nb in build_book.chapters(args.only)]
+        if not set(wanted) <= set(claims(native_dir)):
             subprocess.run([sys.executable, str(ROOT / "tools" / "build_book.py"), "--profile", PROFILE,
-                            "--jobs", "2", "--no-html"], check=True, cwd=ROOT)
-        other_dir = build_other()
+                            "--jobs", "2", "--no-html", *(["--only", *args.only] if args.only else [])],
+                           check=True, cwd=ROOT)
+        other_dir = build_other(args.only)
         import torch
 
         import nhtlab
@@ -145,7 +149,8 @@ def main() -> int:
             "date": dt.date.today().isoformat(), "nhtlab": nhtlab.__version__, "profile": PROFILE,
             "machine": {"cpu_model": build_book.cpu_model(), "cores": os.cpu_count(), "torch": torch.__version__},
             "paths": {"native": capability(), "other": capability({"ATEN_CPU_CAPABILITY": OTHER})},
-            "chapters": compare(claims(native_dir), claims(other_dir)),
+            "chapters": compare({k: v for k, v in claims(native_dir).items() if k in wanted},
+                                {k: v for k, v in claims(other_dir).items() if k in wanted}),
         }
         RECORD.parent.mkdir(parents=True, exist_ok=True)
         RECORD.write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
