@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import kernel_paths  # tools/ is on sys.path (tests/conftest.py)
 
 
@@ -31,3 +33,10 @@ def test_render_counts_what_held_under_both_and_names_what_flipped():
     assert "1 of 3 came out the other way: b (✓ native, ✗ default)" in page
     assert "| b | claim | ✓ 2 | ✗ 3 |" in page and "| s | shown | ✓ x | ✓ y |" in page
 
+
+
+def test_the_saved_page_is_what_the_saved_record_gives():
+    """book/across_machines.md is generated (tools/kernel_paths.py --render), never edited by hand."""
+    saved = json.loads(kernel_paths.RECORD.read_text(encoding="utf-8"))
+    assert kernel_paths.PAGE.read_text(encoding="utf-8") == kernel_paths.render(saved)
+    assert set(saved["chapters"]) <= {p.stem for p in kernel_paths.build_book.chapters()}
