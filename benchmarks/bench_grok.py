@@ -111,14 +111,21 @@ def _alternate(steppers: dict, steps: int, rounds: int, before=lambda label: Non
     return {label: rounds * steps / seconds for label, seconds in cpu.items()}
 
 
-def _companion_stepper(fused: bool):
-    """One training step of the companion run (λ = 1, seed 0) with its own model and AdamW."""
+def _companion_stepper(fused: bool, compiled: bool = False):
+    """One training step of the companion run (λ = 1, seed 0) with its own model and AdamW.
+
+    ``compiled``: the forward through :func:`nhtlab.training.compiled.compiled_forward`, as
+    ``TrainConfig(compile=True)`` trains.
+    """
+    from nhtlab.training.compiled import compiled_forward
+
     run = nhtlab.companion(1.0, seed=0, device="cpu")
     data = nhtlab.modular_data(run.p, run.operation, run.train_fraction, seed=run.seed)
     nhtlab.seed_everything(0)
     model = nhtlab.make_model(run.model, run.p)
+    forward = compiled_forward(model, "cpu")[0] if compiled else model
     opt = torch.optim.AdamW(model.parameters(), lr=run.lr, betas=run.betas, weight_decay=run.weight_decay, fused=fused)
-    return _step_fn(model, opt, data.x_train, data.y_train, torch.Generator().manual_seed(0), run.batch_size)
+    return _step_fn(forward, opt, data.x_train, data.y_train, torch.Generator().manual_seed(0), run.batch_size)
 
 
 def bench_attention(steps: int, rounds: int | None = None) -> float:
@@ -220,7 +227,7 @@ def bench_compile(steps: int, flops: float, limit: float, rounds: int | None = N
     The floor is the step's matmul FLOPs as eager counts them (fixed: fusing cannot add to it) at the
     single-thread ``torch.mm`` rate on the same shapes.
     """
-    from nhtlab.training.compiled import compiled_forward, compiler_missing
+    from nhtlab.training.compiled import compiler_missing
 
     rounds = ROUNDS if rounds is None else rounds
     why = compiler_missing("cpu")
@@ -228,17 +235,9 @@ def bench_compile(steps: int, flops: float, limit: float, rounds: int | None = N
         print(f"\ncompiled step: skipped ({why})")
         return {}
     path, cold = compile_cost()
-    steppers = {}
-    for label in ("eager", "compiled"):
-        run = nhtlab.companion(1.0, seed=0, device="cpu")
-        data = nhtlab.modular_data(run.p, run.operation, run.train_fraction, seed=run.seed)
-        nhtlab.seed_everything(0)
-        model = nhtlab.make_model(run.model, run.p)
-        forward = compiled_forward(model, "cpu")[0] if label == "compiled" else model
-        opt = torch.optim.AdamW(model.parameters(), lr=run.lr, betas=run.betas, weight_decay=run.weight_decay, fused=True)
-        steppers[label] = _step_fn(forward, opt, data.x_train, data.y_train, torch.Generator().manual_seed(0),
-                                   run.batch_size)
-        steppers[label]()  # compiles here (warm inductor cache: the cold cost is measured above)
+    steppers = {label: _companion_stepper(fused=True, compiled=label == "compiled") for label in ("eager", "compiled")}
+    for stepper in steppers.values():
+        stepper()  # the compiled one compiles here (warm inductor cache: the cold cost is measured above)
     rates = _alternate(steppers, steps, rounds)
     floor_ms = flops / (limit * 1e9) * 1e3
     print(f"\ncompiled step ({path}), {rounds} alternating blocks of {steps} steps each, 1 thread:")

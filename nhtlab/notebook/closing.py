@@ -70,11 +70,10 @@ def closing_checks(checks: Iterable[Check | Reading], cfg: Any = None,
     text = table(rows, columns=["check", "holds", "claim", "measured"])
     path = os.environ.get(CLAIMS_FILE)
     if path:
+        tagged = [(c, True) for c in claims] + [(c, False) for c in extra]
         record = {"profile": getattr(cfg, "profile", None), "asserted": asserted,
-                  "checks": [{"check": c.name, "passed": bool(c.passed), "detail": c.detail, "claim": True}
-                             for c in claims]
-                  + [{"check": c.name, "passed": bool(c.passed), "detail": c.detail, "claim": False}
-                     for c in extra]}
+                  "checks": [{"check": c.name, "passed": bool(c.passed), "detail": c.detail, "claim": is_claim}
+                             for c, is_claim in tagged]}
         Path(path).parent.mkdir(parents=True, exist_ok=True)
         Path(path).write_text(json.dumps(record, indent=1, ensure_ascii=False), encoding="utf-8")
     failed = [c for c in claims if not c.passed]
