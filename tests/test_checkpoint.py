@@ -29,7 +29,7 @@ def _worker(out: Path, run_dir: Path | None = None, slow: bool = False) -> subpr
 
 
 def _finish(proc: subprocess.Popen) -> None:
-    _, err = proc.communicate(timeout=120)
+    _, err = proc.communicate()
     assert proc.returncode == 0, err
 
 
@@ -49,9 +49,8 @@ def test_sigkill_mid_run_then_resume_equals_uninterrupted_run(tmp_path):
     reference = _worker(tmp_path / "reference.pt")  # runs alongside the killed one
     run_dir = tmp_path / "run"
     victim = _worker(tmp_path / "never.pt", run_dir, slow=True)
-    deadline = time.monotonic() + 90
     killed_at = None
-    while time.monotonic() < deadline and victim.poll() is None:
+    while victim.poll() is None:  # no deadline: a slower machine only takes longer to get there
         killed_at = _checkpoint_step(run_dir)
         if killed_at is not None and killed_at >= 60:
             victim.send_signal(signal.SIGKILL)

@@ -44,21 +44,20 @@ def test_a_killed_sweep_resumes_from_its_checkpoint_in_the_cache(tmp_path):
     checkpoint = checkpoint_path(cache.run_dir(long_run.cache_config()))
     victim = _worker(cache.root, tmp_path / "never.json")
     killed_at = None
-    deadline = time.monotonic() + 300
-    while time.monotonic() < deadline and victim.poll() is None:
+    while victim.poll() is None:  # no deadline: a slower machine only takes longer to get there
         killed_at = _step(checkpoint)
         if killed_at is not None and killed_at >= 300:
             victim.send_signal(signal.SIGKILL)
             break
         time.sleep(0.01)
-    victim.wait(timeout=60)
+    victim.wait()
     assert victim.returncode == -signal.SIGKILL, f"the sweep ended on its own (rc={victim.returncode})"
     last = _step(checkpoint)
     assert last is not None and 300 <= last < long_run.steps, last
     assert drive_worker.RUNS[0].cache_config() in cache  # the short run had finished and was stored
 
     again = _worker(cache.root, tmp_path / "again.json")
-    _, err = again.communicate(timeout=600)
+    _, err = again.communicate()
     assert again.returncode == 0, err
     short, resumed = json.loads((tmp_path / "again.json").read_text())
     assert short["source"] == "cache"
