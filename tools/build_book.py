@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import math
 import os
 import re
 import shutil
@@ -194,11 +195,23 @@ def _execute_one(args: tuple[str, str, bool], threads: int | None = None) -> tup
     return str(out), seconds, cached
 
 
-def _execute_lane(todo: list[tuple[str, str, bool]], threads: int | None = 1) -> list[tuple[str, float, bool]]:
-    """Execute a lane's chapters one after another (a pool process's lane: one thread per kernel)."""
+def _execute_lane(todo: list[tuple[str, str, bool]], threads: int | None = 1,
+                  keep_going: bool = False) -> list[tuple[str, float, bool]]:
+    """Execute a lane's chapters one after another (a pool process's lane: one thread per kernel).
+
+    With ``keep_going`` a chapter that fails (a closing check that did not hold) is reported with
+    seconds NaN and the lane goes on: its claims file still records what held and what did not.
+    """
     done = []
     for item in todo:
-        out, seconds, cached = _execute_one(item, threads=threads)
+        try:
+            out, seconds, cached = _execute_one(item, threads=threads)
+        except Exception as err:  # papermill's execution error, re-raised unless keep_going
+            if not keep_going:
+                raise
+            print(f"  {Path(item[0]).stem}: FAILED ({str(err).strip().splitlines()[-1][:200]})", flush=True)
+            done.append((str(item[0]), float("nan"), False))
+            continue
         done.append((out, seconds, cached))
         print(f"  {Path(item[0]).stem}: {'cached' if cached else f'{seconds:.0f} s'}", flush=True)
     return done
@@ -214,7 +227,7 @@ def lanes(notebooks: list[Path]) -> list[list[Path]]:
 
 
 def execute_all(profile: str, jobs: int = 1, force: bool = False, only: list[str] | None = None,
-                by_lane: bool = False) -> dict[str, tuple[float, bool]]:
+                by_lane: bool = False, keep_going: bool = False) -> dict[str, tuple[float, bool]]:
     """Execute every chapter; ``jobs`` > 1 runs chapters in parallel processes.
 
     With ``by_lane`` the parallel processes take whole :func:`lanes` (the chapters in a fixed,
@@ -226,7 +239,8 @@ def execute_all(profile: str, jobs: int = 1, force: bool = False, only: list[str
     if jobs > 1 and by_lane:
         groups = lanes(notebooks)
         with ProcessPoolExecutor(min(jobs, len(groups))) as pool:
-            for group, done in zip(groups, pool.map(_execute_lane, [[(str(nb), profile, force) for nb in g] for g in groups])):
+            todo = [[(str(nb), profile, force) for nb in g] for g in groups]
+            for group, done in zip(groups, pool.map(_execute_lane, todo, [1] * len(todo), [keep_going] * len(todo))):
                 for nb, (_, seconds, cached) in zip(group, done):
                     results[nb.stem] = (seconds, cached)
     elif jobs > 1:
@@ -235,7 +249,7 @@ def execute_all(profile: str, jobs: int = 1, force: bool = False, only: list[str
             for (nb, _, _), (_, seconds, cached) in zip(todo, pool.map(_execute_one, todo, [1] * len(todo))):
                 results[Path(nb).stem] = (seconds, cached)
     else:  # one lane of every chapter, in this process, with torch's default threads
-        done = _execute_lane([(str(nb), profile, force) for nb in notebooks], threads=None)
+        done = _execute_lane([(str(nb), profile, force) for nb in notebooks], threads=None, keep_going=keep_going)
         for nb, (_, seconds, cached) in zip(notebooks, done):
             results[nb.stem] = (seconds, cached)
     return {nb.stem: results[nb.stem] for nb in notebooks}
@@ -299,12 +313,16 @@ def main() -> None:
     parser.add_argument("--html", type=Path, default=None, help="output folder (default _build/html)")
     parser.add_argument("--only", nargs="*", default=None, help="chapter stems to build (default: all)")
     parser.add_argument("--no-html", action="store_true", help="execute the chapters only (tools/kernel_paths.py)")
+    parser.add_argument("--keep-going", action="store_true",
+                        help="execute every chapter even when one fails; exit 1 at the end naming them")
     args = parser.parse_args()
     start = time.perf_counter()
     print(f"Executing {len(chapters(args.only))} chapters in profile {args.profile!r} on {cpu_model()!r} "
           f"({os.cpu_count()} cores)…", flush=True)
     cpu_start = cpu_ticks()
-    execute_all(args.profile, jobs=args.jobs, force=args.force, only=args.only, by_lane=True)
+    results = execute_all(args.profile, jobs=args.jobs, force=args.force, only=args.only, by_lane=True,
+                          keep_going=args.keep_going)
+    failed = [stem for stem, (seconds, _) in results.items() if math.isnan(seconds)]
     executed = time.perf_counter()
     cpu_end = cpu_ticks()
     if cpu_start is not None and cpu_end is not None:
@@ -312,6 +330,8 @@ def main() -> None:
         print(f"Chapters: {busy / os.sysconf('SC_CLK_TCK'):,.0f} busy core-seconds in {executed - start:,.0f} s, "
               f"{busy / max(total, 1):.0%} of the machine's {os.cpu_count()} cores", flush=True)
     print("Closing checks (nhtlab.closing_checks):", *claims_summary(args.profile, args.only), sep="\n", flush=True)
+    if failed:
+        sys.exit(f"Chapters that failed: {', '.join(failed)}")
     if args.no_html:
         return
     html = render(args.profile, args.html, args.only)

@@ -118,8 +118,12 @@ def build_other(only: list[str] | None = None) -> Path:
     """Execute the chapters (``only``: a subset) under ``ATEN_CPU_CAPABILITY=default`` in its own build folder."""
     folder = ROOT / "_build" / "kernel-paths" / OTHER
     env = {**os.environ, "NHTLAB_BUILD_DIR": str(folder), "ATEN_CPU_CAPABILITY": OTHER}
-    subprocess.run([sys.executable, str(ROOT / "tools" / "build_book.py"), "--profile", PROFILE, "--jobs", "2",
-                    "--no-html", *(["--only", *only] if only else [])], check=True, cwd=ROOT, env=env)
+    # --keep-going: a claim that fails under this path is what the comparison reports, not a reason
+    # to stop (the chapter's claims file records it before its closing cell raises).
+    run = subprocess.run([sys.executable, str(ROOT / "tools" / "build_book.py"), "--profile", PROFILE, "--jobs", "2",
+                          "--no-html", "--keep-going", *(["--only", *only] if only else [])], check=False, cwd=ROOT, env=env)
+    if run.returncode:
+        print(f"some chapters failed under ATEN_CPU_CAPABILITY={OTHER}: compared as recorded", flush=True)
     return folder / "executed" / PROFILE
 
 
@@ -138,8 +142,8 @@ def main() -> int:
         wanted = [nb.stem for nb in build_book.chapters(args.only)]
         if not set(wanted) <= set(claims(native_dir)):
             subprocess.run([sys.executable, str(ROOT / "tools" / "build_book.py"), "--profile", PROFILE,
-                            "--jobs", "2", "--no-html", *(["--only", *args.only] if args.only else [])],
-                           check=True, cwd=ROOT)
+                            "--jobs", "2", "--no-html", "--keep-going", *(["--only", *args.only] if args.only else [])],
+                           check=False, cwd=ROOT)
         other_dir = build_other(args.only)
         import torch
 
