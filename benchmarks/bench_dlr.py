@@ -26,6 +26,7 @@ import torch
 
 from nhtlab.measures.cka import centre, linear_cka_gram
 from nhtlab.measures.dlr import dlr, output_rank
+from _record import record  # benchmarks/_record (this script's folder): the measurements page's records
 
 
 def synthetic(n: int, p: int, c: int, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
@@ -69,6 +70,7 @@ def main() -> None:
     print(f"{'n':>7} | {'feature space (s)':>17} | {'Gram n×n (s)':>13} | {'Gram / feature':>14} | {'|ΔDLR|':>8} | DLR")
     print("-" * 80)
     ratio = float("nan")
+    rows = []
     for n in args.ns:
         phi, out = synthetic(n, args.p, args.classes)
         repeats = 3 if n < 10000 else 1
@@ -83,7 +85,13 @@ def main() -> None:
             gram = f"{'skipped':>13} | {'—':>14} | {'—':>8}"
             note = f"  (Gram path skipped: it needs ~{gram_gb:.0f} GB > --gram-max-gb {args.gram_max_gb:g})"
         print(f"{n:7,d} | {t_fast:17.3f} | {gram} | {value:.4f}{note}", flush=True)
+        rows.append({"n": n, "feature space (s)": round(t_fast, 4),
+                     "Gram n×n (s)": round(t_gram, 4) if not note else "skipped",
+                     "Gram / feature": round(t_gram / t_fast, 2) if not note else "—", "DLR": round(value, 4)})
     print(f"ratio Gram / feature space at the largest n timed both ways: {ratio:.3f}")
+    record("bench_dlr", rows, settings={"p": args.p, "classes": args.classes, "threads": args.threads},
+           note="DLR in feature space (O(n·p²)) against the n×n Gram-matrix CKA, one process, side by side.",
+           smoke=args.smoke)
 
 
 if __name__ == "__main__":

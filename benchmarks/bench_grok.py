@@ -394,7 +394,7 @@ def main() -> None:
           f"load average {os.getloadavg()[0]:.1f} (inflated timings when > 0)\n")
     bench_cpu(args)
     compiled = bench_compile(args.compile_steps, *args.floor)
-    if compiled and not args.smoke:  # a smoke run's numbers mean nothing: nothing is recorded
+    if compiled:  # a smoke run's record is marked as such: the measurements page leaves it out
         from _record import record  # benchmarks/_record: the measurements page's records
 
         units = {"ratio": "×", "floor_ms": "ms", "cold_compile_s": "s wall"}
@@ -402,7 +402,8 @@ def main() -> None:
                  "unit": units.get(key, "share of the floor" if "fraction" in key else "steps per CPU second")}
                 for key, value in compiled.items()]
         print("  recorded:", record("bench_grok", rows, settings={"threads": 1, "compile_steps": args.compile_steps},
-                                    note="The companion step, eager against torch.compile (inductor), side by side."))
+                                    note="The companion step, eager against torch.compile (inductor), side by side.",
+                                    smoke=args.smoke))
     ratio = bench_attention(args.attention_steps)
     bench_optimizer(args.optimizer_steps)
     bench_token_table(args.table_steps)

@@ -25,6 +25,7 @@ import torch.nn.functional as F
 from nhtlab.models.cnn import ResNet18, SimpleCNN
 from nhtlab.training.device import estimate_eval_bytes, estimate_train_bytes, suggest_eval_batch_size
 from nhtlab.models import Transformer
+from _record import record  # benchmarks/_record (this script's folder): the measurements page's records
 
 GIB = 2**30
 CIFAR_TRAIN, CIFAR_TEST, CIFAR_TEST_SETS = 50_000, 10_000, 5  # coloured, clean, shortcut, conflict, cue
@@ -107,6 +108,7 @@ def main() -> None:
     print("| configuration | chapters | params | train batch | step (GiB) | eval batch 8192 (GiB) | suggested eval batch | eval at it (GiB) | data on device (GiB) | fits |")
     print("|---|---|---:|---:|---:|---:|---:|---:|---:|---|")
     worst_of_all = 0.0
+    rows = []
     for c in CONFIGS[:1] if args.smoke else CONFIGS:
         model = c.build()
         example = c.example(2)
@@ -126,8 +128,13 @@ def main() -> None:
         label = c.name + (f" (×{c.stacked})" if c.stacked > 1 else "")
         print(f"| {label} | {c.chapters} | {n_params / 1e6:.2f} M | {c.train_batch} | {step:.2f} | {eval_cfg:.2f} | "
               f"{suggested} | {eval_sug:.2f} | {data:.2f} | {fits} |", flush=True)
+        rows.append({"configuration": label, "params (M)": round(n_params / 1e6, 2), "train batch": c.train_batch,
+                     "step (GiB)": round(step, 2), "suggested eval batch": suggested,
+                     "eval at it (GiB)": round(eval_sug, 2), "fits": fits})
     print("\nEvaluation batches are capped by the set size (4,705 pairs of p = 97; 10,000 CIFAR-10 test images).")
     print(f"ratio largest peak / budget: {worst_of_all / args.budget_gib:.3f}")
+    record("bench_memory", rows, settings={"budget_gib": args.budget_gib, "how": "measured" if cuda else "estimated"},
+           note=f"Peak memory of the `full` configurations, {how}.", smoke=args.smoke)
 
 
 if __name__ == "__main__":

@@ -18,6 +18,7 @@ import torch
 import torch.nn.functional as F
 
 import nhtlab
+from _record import record  # benchmarks/_record (this script's folder): the measurements page's records
 
 
 def main() -> None:
@@ -80,6 +81,14 @@ def main() -> None:
         implied = ", ".join(f"every={k}: +{seconds / k / bare:.1%}" for k in (1, 10, 100))
         print(f"{name:38s} {seconds * 1e3:7.3f} CPU ms/record  overhead per step {implied}")
     print(f"ratio monitor every=10 / bare loop: {best['monitor every=10'] / bare:.3f}")
+    rows = [{"what": name, "CPU ms": round(seconds * 1e3, 3), "per": "step", "ratio to bare loop": round(seconds / bare, 3)}
+            for name, seconds in best.items()]
+    rows += [{"what": name, "CPU ms": round(seconds * 1e3, 3), "per": "record",
+              "ratio to bare loop": round(seconds / 10 / bare, 3)} for name, seconds in per_record.items()]
+    record("bench_monitor", rows, settings={"p": args.p, "width": args.width, "steps": args.steps,
+                                            "repeats": args.repeats, "threads": 1},
+           note="A training loop bare and with nhtlab.Monitor, best repeat; a record's ratio is its cost at every=10.",
+           smoke=args.smoke)
 
 
 if __name__ == "__main__":

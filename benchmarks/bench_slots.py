@@ -33,6 +33,7 @@ import torch
 
 import nhtlab
 from nhtlab.training.cpu_slots import cpu_slot
+from _record import record  # benchmarks/_record (this script's folder): the measurements page's records
 
 
 def _init() -> None:
@@ -83,6 +84,11 @@ def main() -> None:
         print(f"round {k}: free / slots = {free / slotted:.3f}")
     print(f"total: free {sum(walls['free']):.1f} s, slots {sum(walls['slots']):.1f} s")
     print(f"ratio free / slots (wall clock): {sum(walls['free']) / sum(walls['slots']):.3f}")
+    rows = [{"round": k, "free (s)": round(free, 2), "slots (s)": round(slotted, 2), "free / slots": round(free / slotted, 3)}
+            for k, (free, slotted) in enumerate(zip(walls["free"], walls["slots"]), start=1)]
+    record("bench_slots", rows, settings={"runs": args.runs, "steps": args.steps, "cores": cores},
+           note="Companion runs in as many processes, free against holding the machine's CPU slots, wall clock.",
+           smoke=args.smoke)
 
 
 if __name__ == "__main__":

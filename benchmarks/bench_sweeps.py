@@ -21,6 +21,7 @@ import torch
 
 import nhtlab
 from nhtlab.training.sweeps import grid, sweep
+from _record import record  # benchmarks/_record (this script's folder): the measurements page's records
 
 
 def timed(label: str, runs, **kwargs) -> tuple[str, float, float, object]:
@@ -65,12 +66,20 @@ def main() -> None:
         print(f"  {label:<38} {seq_wall / wall:5.2f}x")
     print(f"  (os.getloadavg() at the end: {', '.join(f'{x:.1f}' for x in os.getloadavg())})")
     print(f"ratio sequential / batched (1 stack) wall clock: {seq_wall / rows[2][1]:.3f}")
+    table = [{"strategy": label, "wall (s)": round(wall, 2), "summed training (s)": round(busy, 2),
+              "speed-up over sequential": round(seq_wall / wall, 3)} for label, wall, busy, _ in rows]
     if torch.cuda.is_available():
         gpu_runs = [r.replace(device="cuda") for r in runs]
         print(f"\nCUDA: {torch.cuda.get_device_name()}")
         g_seq = timed("sequential on CUDA", gpu_runs, strategy="sequential")
         g_bat = timed("batched on CUDA (1 stack)", gpu_runs, strategy="batched")
         print(f"  batched/sequential on CUDA: {g_seq[1] / g_bat[1]:.1f}x; batched CUDA vs sequential CPU: {seq_wall / g_bat[1]:.1f}x")
+        table += [{"strategy": label, "wall (s)": round(wall, 2), "summed training (s)": round(busy, 2),
+                   "speed-up over sequential": round(seq_wall / wall, 3)} for label, wall, busy, _ in (g_seq, g_bat)]
+    record("bench_sweeps", table, settings={"runs": len(runs), "p": args.p, "width": args.width, "steps": args.steps,
+                                            "workers": args.workers},
+           note="One sweep of 16 runs four ways, side by side; each strategy's runs end with the same events.",
+           smoke=args.smoke)
 
 
 if __name__ == "__main__":

@@ -9,17 +9,23 @@ AdamW lr 1e-3, default betas, batch 512 with replacement, stopped 2,000 steps af
 at most 50,000 steps), trained on a process pool (one torch thread per worker) through the
 result cache, so an interrupted reproduction resumes where it stopped. The table (ours beside
 the companion's 10-seed means ± std, computed by ``nhtlab.paper_comparison``, the function
-chapter 3 uses) is printed and written as markdown to ``--out``.
+chapter 3 uses) is printed and written as markdown to ``--out``, and recorded for the generated
+measurements page (``benchmarks/_record``; ``NHTLAB_MEASUREMENTS_DIR=benchmarks/results`` keeps
+the record with the repository, for the published page).
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
 
 import nhtlab
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+from _record import record  # noqa: E402  (benchmarks/_record: the measurements page's records)
 
 
 def table3_markdown(histories: Sequence[nhtlab.History], header: str) -> str:
@@ -55,6 +61,13 @@ def main() -> None:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(text)
     print(f"written to {args.out}")
+    comparison = nhtlab.paper_comparison(list(result.histories))
+    rows = [{k: str(v) for k, v in row.items()} for row in comparison.rows]
+    path = record("reproduce_table3", rows, settings={"seeds": args.seeds, "runs": len(runs), "workers": args.workers,
+                                                      "wall_min": round(wall / 60, 1)},
+                  note="The companion's λ sweep (its Table 3) on this machine; cells: ours, seed mean ± std "
+                       "(the companion's 10-seed value). " + comparison.fit_text())
+    print(f"recorded: {path}")
 
 
 if __name__ == "__main__":

@@ -115,6 +115,7 @@ def test_reproduce_table3_main_writes_the_table(tmp_path, monkeypatch, capsys):
             self.histories = [run(wd=r.weight_decay, seed=r.seed, grok=0.1 <= r.weight_decay <= 1.0) for r in runs]
 
     monkeypatch.setattr(script.nhtlab, "sweep", lambda runs, **kwargs: Result(runs))
+    monkeypatch.setenv("NHTLAB_MEASUREMENTS_DIR", str(tmp_path / "records"))
     out = tmp_path / "table3.md"
     monkeypatch.setattr("sys.argv", ["reproduce_table3.py", "--seeds", "2", "--lams", "0.3", "0.5", "1.0",
                                      "--edges", "--out", str(out)])
@@ -122,6 +123,13 @@ def test_reproduce_table3_main_writes_the_table(tmp_path, monkeypatch, capsys):
     text = out.read_text()
     assert "| 2 | 0/2 (3/10) |" in text and "| 0.01 | 0/2 (0/10) |" in text
     assert "seed means of 3 λ values" in text and "written to" in capsys.readouterr().out
+    # ... and the same table is recorded for the generated measurements page (tools/measurements_page.py)
+    import measurements_page  # tools/ is on sys.path (conftest.py)
+
+    (recorded,) = measurements_page.load([tmp_path / "records"])
+    assert recorded["benchmark"] == "reproduce_table3" and recorded["settings"]["runs"] == 5 * 2
+    page = measurements_page.render([recorded])
+    assert "## `reproduce_table3`" in page and "| 2 | 0/2 (3/10) |" in page and "seed means of 3 λ values" in page
 
 
 # --- records --------------------------------------------------------------------------------------

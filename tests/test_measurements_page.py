@@ -85,3 +85,17 @@ def test_no_records_gives_a_page_that_says_so_and_check_finds_a_stale_page(tmp_p
     assert subprocess.run([*tool, "--check"], capture_output=True, timeout=60).returncode == 0
     out.write_text(out.read_text() + "| hand-typed | 5 min |\n")
     assert subprocess.run([*tool, "--check"], capture_output=True, timeout=60).returncode == 1
+
+
+def test_a_smoke_record_is_written_but_left_off_the_page_and_the_load_is_shown(tmp_path):
+    _record.record("bench_toy", [{"what": "step", "value": 1.0}], smoke=True, out_dir=tmp_path,
+                   when=dt.datetime(2026, 12, 3, 9, 0, tzinfo=dt.timezone.utc))
+    real = _record.record("bench_toy", [{"what": "step", "value": 2.0}], out_dir=tmp_path,
+                          when=dt.datetime(2026, 12, 3, 10, 0, tzinfo=dt.timezone.utc))
+    data = json.loads(real.read_text())
+    assert data["smoke"] is False and (data["load_average"] is None or data["load_average"] >= 0)
+    loaded = measurements_page.load([tmp_path])
+    assert [r["results"][0]["value"] for r in loaded] == [2.0]
+    page = measurements_page.render(loaded)
+    assert "| step | 1 |" not in page and "| step | 2 |" in page
+    assert ("load average" in page) == (data["load_average"] is not None)

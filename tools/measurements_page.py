@@ -35,7 +35,8 @@ the load of its run; compare ratios within one run rather than times across mach
 
 
 def load(sources: tuple[Path, ...] | list[Path] = SOURCES) -> list[dict[str, Any]]:
-    """Every record in the ``sources`` folders, oldest first; a folder that does not exist is skipped.
+    """Every record in the ``sources`` folders, oldest first; a folder that does not exist is skipped,
+    and so is a ``--smoke`` run's record (its numbers mean nothing).
 
     Raises
     ------
@@ -55,7 +56,8 @@ def load(sources: tuple[Path, ...] | list[Path] = SOURCES) -> list[dict[str, Any
                 raise ValueError(f"{path}: the record lacks {', '.join(missing)}")
             if not data["results"]:
                 raise ValueError(f"{path}: the record has no results")
-            records.append(data)
+            if not data.get("smoke"):
+                records.append(data)
     return sorted(records, key=lambda r: (r["benchmark"], r["date"]))
 
 
@@ -107,6 +109,8 @@ def render(records: list[dict[str, Any]]) -> str:
             key = tuple(r["machine"].get(k) for k in MACHINE)
             settings = ", ".join(f"{k} = {v}" for k, v in r.get("settings", {}).items())
             heading = f"{r['date']}, machine M{machines.index(key) + 1}, nhtlab {r['machine'].get('nhtlab') or '?'}"
+            if r.get("load_average") is not None:
+                heading += f", load average {r['load_average']:g}"
             lines += [f"**{heading}**" + (f" ({settings})" if settings else ""), ""]
             if r.get("note"):
                 lines += [r["note"], ""]

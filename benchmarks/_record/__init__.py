@@ -80,8 +80,18 @@ def machine() -> dict[str, Any]:
             "nhtlab": version("nhtlab"), "python": platform.python_version(), "platform": platform.platform()}
 
 
+def _load_average() -> float | None:
+    """The machine's 1-minute load average when the record is written (None where there is none):
+    above zero, other work shared the cores and the timings are inflated."""
+    try:
+        return round(os.getloadavg()[0], 2)
+    except (AttributeError, OSError):
+        return None
+
+
 def record(benchmark: str, results: list[dict[str, Any]], *, settings: dict[str, Any] | None = None,
-           note: str = "", out_dir: Path | str | None = None, when: _dt.datetime | None = None) -> Path:
+           note: str = "", smoke: bool = False, out_dir: Path | str | None = None,
+           when: _dt.datetime | None = None) -> Path:
     """Write one benchmark run's results and its machine as ``<out_dir>/<benchmark>-<UTC time>.json``.
 
     Parameters
@@ -95,6 +105,9 @@ def record(benchmark: str, results: list[dict[str, Any]], *, settings: dict[str,
         The arguments the numbers were measured with (steps, threads, ...).
     note : str, optional
         One sentence the page prints above the benchmark's table.
+    smoke : bool, optional
+        A ``--smoke`` run (a few steps, to check the script runs): recorded so that its test sees
+        the record written, marked so that the measurements page leaves it out.
     out_dir : path, optional
         Where to write; default ``NHTLAB_MEASUREMENTS_DIR`` or ``_build/measurements``.
     when : datetime, optional
@@ -120,6 +133,7 @@ def record(benchmark: str, results: list[dict[str, Any]], *, settings: dict[str,
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{benchmark}-{when:%Y%m%dT%H%M%SZ}.json"
     payload = {"schema": SCHEMA, "benchmark": benchmark, "date": when.isoformat(timespec="seconds"),
-               "machine": machine(), "settings": dict(settings or {}), "note": note, "results": rows}
+               "machine": machine(), "load_average": _load_average(), "smoke": bool(smoke),
+               "settings": dict(settings or {}), "note": note, "results": rows}
     path.write_text(json.dumps(payload, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     return path
