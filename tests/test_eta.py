@@ -111,6 +111,18 @@ def test_eta_report_says_when_the_forecast_does_not_ship():
     assert "**Ships**" in nhtlab.eta_report(saved) and "no ETA" not in nhtlab.eta_report(saved)
 
 
+
+def test_eta_report_of_a_profile_renders_its_saved_evaluation_or_says_it_is_missing(monkeypatch):
+    import nhtlab.analysis.eta as eta
+
+    assert nhtlab.eta_report("book") == nhtlab.eta_report(eta.saved_evaluation("book"))
+    with pytest.raises(ValueError, match="profile"):
+        nhtlab.eta_report("paper")
+    monkeypatch.setattr(eta, "saved_evaluation", lambda profile: None)
+    text = nhtlab.eta_report("full")
+    assert "has not been saved" in text and "evaluate_eta.py --profile full" in text
+
+
 def test_table_shows_every_key_and_checks_formats_against_explicit_columns():
     rows = [{"run": "a"}, {"run": "b", "T_grok": 2100}]
     text = nhtlab.table(rows, formats={"T_grok": "{:,}"})

@@ -126,20 +126,29 @@ def table(records: Iterable[Mapping[str, Any]], columns: Sequence[str] | None = 
     return Markdown("\n".join(lines))
 
 
-def eta_report(saved: Mapping[str, Any]) -> Markdown:
+def eta_report(saved: Mapping[str, Any] | str) -> Markdown:
     """The saved ETA and early-warning evaluation (:func:`nhtlab.analysis.eta.saved_evaluation`) as Markdown.
 
     Parameters
     ----------
-    saved : mapping
-        The JSON ``scripts/evaluate_eta.py`` wrote: split, ``eta`` records, ``verdict``, ``warnings``.
+    saved : mapping or {"quick", "book", "full"}
+        The JSON ``scripts/evaluate_eta.py`` wrote (split, ``eta`` records, ``verdict``, ``warnings``),
+        or the profile whose evaluation saved with nhtlab to render.
 
     Returns
     -------
     Markdown
         The split and versions, the forecast table, the shipping verdict (and, when it fails, that no ETA is
-        offered), and the warnings table.
+        offered), and the warnings table; for a profile whose evaluation is not saved, a line that says so
+        and names the command that makes it.
     """
+    if isinstance(saved, str):
+        from ..analysis.eta import saved_evaluation
+
+        profile, saved = saved, saved_evaluation(saved)
+        if saved is None:
+            return Markdown(f"The `{profile}` evaluation has not been saved with nhtlab {_version()}: "
+                            f"`python scripts/evaluate_eta.py --profile {profile}` runs it.")
     check_type(saved, "saved", Mapping, owner="eta_report")
     steps = "{:,.0f}"
     verdict = saved["verdict"]
@@ -156,3 +165,8 @@ def eta_report(saved: Mapping[str, Any]) -> Markdown:
         f"**{shipped}**: {verdict['name']} — {verdict['detail']}.{negative}\n\n"
         f"Early warnings on the same held-out runs:\n\n{warnings}")
 
+
+def _version() -> str:
+    from .._version import __version__
+
+    return __version__
