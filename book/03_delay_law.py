@@ -355,6 +355,24 @@ nhtlab.table(
 )
 
 # %% [markdown]
+# ## The law as a forecast
+#
+# A reader with a live run asks *when* it will grok. The forecast of the
+# last chapter, {func}`nhtlab.predict_grok`, reads how fast
+# $\|\theta\|^2$ has contracted since $T_\text{mem}$ and how far it
+# still has to go. Here it is evaluated on this chapter's λ sweep: its
+# constants fitted on every seed but the last, each run of the last seed
+# forecast at a quarter, a half and three quarters of its plateau, against
+# the naive forecast ($T_\text{mem}$ plus the fitting runs' mean delay at
+# the same λ). Every run here is one that groks or is cut short, so the
+# warnings' false alarms are counted in the last chapter, not here.
+
+# %% tags=["remove-input"]
+nhtlab.held_out_eta_report(
+    lam_histories, test_seeds=[seed + cfg.seeds[-1]], profile=profile
+)
+
+# %% [markdown]
 # ## What holds here
 #
 # The directions the law predicts, and its fit against the two simpler

@@ -25,7 +25,7 @@ from .analysis.delay import contraction_fit, delay_fits, delay_point, delay_summ
 from .analysis.comparison import (PaperComparison, check_lambdas_grok, check_norm_halves, check_reading,
                                   contraction_records, delay_readings, delay_records, eta_comparison,
                                   fit_records, law_fits, paper_comparison, ratio_records, run_records)
-from .analysis.eta import EtaCalibration, GrokEstimate, calibrate_eta, eta_verdict, evaluate_eta, predict_grok, saved_evaluation
+from .analysis.eta import EtaCalibration, GrokEstimate, calibrate_eta, eta_verdict, eta_evaluation, evaluate_eta, predict_grok, saved_evaluation
 from .analysis.events import Events, border_times, find_events
 from .analysis.layers import (early_warning, head_to_first_ratio, is_backward, layer_records, layer_transitions,
                               peak_order)
@@ -67,7 +67,7 @@ from .notebook import exercises
 from .notebook.profiles import select_profile
 from .notebook.closing import closing_checks
 from .notebook.colab import colab_launch, keep_on_drive
-from .notebook.report import Markdown, eta_report, md, table
+from .notebook.report import Markdown, eta_report, held_out_eta_report, md, table
 from .notebook.stamp import stamp
 from .smoke import science_checks, smoke_enabled
 from .training import lazy_rich, monitor
@@ -117,7 +117,7 @@ __all__ = [
     # analysis
     "Check", "Reading", "over_seeds", "failed_checks",
     "Events", "find_events", "border_times",
-    "predict_grok", "calibrate_eta", "evaluate_eta", "eta_verdict", "EtaCalibration", "GrokEstimate", "saved_evaluation",
+    "predict_grok", "calibrate_eta", "evaluate_eta", "eta_verdict", "EtaCalibration", "GrokEstimate", "saved_evaluation", "eta_evaluation",
     "evaluate_warnings", "warning_step",
     "delay_point", "delay_summary", "delay_fits", "linear_fit", "contraction_fit", "predicted_delay",
     "paper_comparison", "PaperComparison", "delay_records", "run_records", "eta_comparison", "law_fits",
@@ -147,7 +147,7 @@ __all__ = [
     "Monitor", "online_regime", "DLRTracker", "pick_device", "seed_everything", "cpu_slot",
     "science_checks", "smoke_enabled",
     # notebook
-    "select_profile", "stamp", "Markdown", "md", "table", "eta_report", "closing_checks", "keep_on_drive", "colab_launch",
+    "select_profile", "stamp", "Markdown", "md", "table", "eta_report", "held_out_eta_report", "closing_checks", "keep_on_drive", "colab_launch",
     # modules the chapters reach by attribute (nhtlab.delay.mean_std, …)
     "charts", "papers", "delay", "emergence", "layers", "regimes", "scorecard", "separation", "lazy_rich", "monitor",
     "exercises", "widgets",

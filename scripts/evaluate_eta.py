@@ -53,20 +53,13 @@ def main() -> None:
     result = nhtlab.sweep(fit_runs + test_runs + weak, strategy="parallel", workers=args.workers,
                           cache=nhtlab.default_cache(), progress="text")
     histories = [row.history for row in result]
-    fit = histories[:len(fit_runs)]
-    test = histories[len(fit_runs):len(fit_runs) + len(test_runs)]
     no_grok = histories[len(fit_runs) + len(test_runs):]
-    records = nhtlab.evaluate_eta(fit, test)
-    verdict = nhtlab.eta_verdict(records)
-    warnings = nhtlab.evaluate_warnings(test, no_grok)
-    payload = {
-        "profile": args.profile, "nhtlab": nhtlab.__version__, "python": platform.python_version(),
-        "machine": platform.machine(), "wall_seconds": round(time.perf_counter() - start, 1),
-        "fit": f"λ ∈ {cfg['lams']}, seeds {list(cfg['fit_seeds'])}", "test": f"seeds {list(cfg['test_seeds'])}",
-        "no_grok": f"λ = {cfg['weak']['weight_decay']}, {cfg['weak']['steps']:,} steps",
-        "eta": records, "verdict": {"passed": verdict.passed, "detail": verdict.detail, "name": verdict.name},
-        "warnings": warnings,
-    }
+    payload = {**nhtlab.eta_evaluation(histories[:len(fit_runs) + len(test_runs)], cfg["test_seeds"], no_grok,
+                                       profile=args.profile),
+               "python": platform.python_version(), "machine": platform.machine(),
+               "wall_seconds": round(time.perf_counter() - start, 1)}
+    records, warnings = payload["eta"], payload["warnings"]
+    verdict = nhtlab.Check(payload["verdict"]["name"], payload["verdict"]["passed"], payload["verdict"]["detail"])
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(payload, indent=1, ensure_ascii=False) + "\n")
     steps = {k: "{:,.0f}" for k in ("mae", "mae_baseline", "mae_companion_fit", "median_width")}

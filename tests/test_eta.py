@@ -129,3 +129,34 @@ def test_table_shows_every_key_and_checks_formats_against_explicit_columns():
     assert text.splitlines()[0] == "| run | T_grok |" and "| a | — |" in text and "| b | 2,100 |" in text
     with pytest.raises(ValueError, match="'formats' parameter of table"):
         nhtlab.table(rows, columns=["run"], formats={"T_grok": "{:,}"})
+
+
+def test_eta_evaluation_holds_out_the_test_seeds_and_is_what_the_script_saves():
+    runs = []
+    for seed, j in ((0, 0.7), (1, 1.3), (2, 1.0)):
+        (h,) = _family([1.0], jitter=(j,))
+        h.config["seed"] = seed
+        runs.append(h)
+    weak = synthetic_contraction(t_mem=500, t_grok=None, rate=0.0, end=3000, weight_decay=0.01)
+    weak.config["seed"] = 2
+    saved = nhtlab.eta_evaluation(runs, test_seeds=[2], no_grok=[weak], profile="book")
+    assert saved["fit"] == "λ ∈ [1.0], seeds [0, 1]" and saved["test"] == "seeds [2]"
+    assert saved["no_grok"].startswith("λ = 0.01, ")
+    assert saved["eta"] == evaluate_eta(runs[:2], runs[2:])  # constants from seeds 0 and 1 only
+    assert saved["verdict"]["name"] == eta_verdict(saved["eta"]).name
+    assert {r["signal"] for r in saved["warnings"]} and all(r["false_alarms"].endswith("of 1") for r in saved["warnings"])
+    assert "Saved evaluation (book profile" in nhtlab.eta_report(saved)
+    with pytest.raises(ValueError, match="'test_seeds' parameter of eta_evaluation"):
+        nhtlab.eta_evaluation(runs, test_seeds=[0, 1, 2])
+
+
+def test_held_out_eta_report_evaluates_a_chapter_sweep_or_says_one_seed_holds_nothing_out():
+    runs = []
+    for seed, j in ((0, 0.7), (1, 1.3), (2, 1.0)):
+        (h,) = _family([1.0], jitter=(j,))
+        h.config["seed"] = seed
+        runs.append(h)
+    text = nhtlab.held_out_eta_report(runs, test_seeds=[2], profile="book")
+    assert text == nhtlab.eta_report(nhtlab.eta_evaluation(runs, test_seeds=[2], profile="book"))
+    one = nhtlab.held_out_eta_report(runs[:1], test_seeds=[0], profile="quick")
+    assert "nothing to hold out" in one and "`quick` profile runs 1 seed" in one

@@ -46,7 +46,7 @@ from ..validation import check_choice, check_real, check_type
 from .claims import Check
 from .events import find_events
 
-__all__ = ["saved_evaluation", "EtaCalibration", "GrokEstimate", "calibrate_eta", "predict_grok", "evaluate_eta", "eta_verdict",
+__all__ = ["saved_evaluation", "eta_evaluation", "EtaCalibration", "GrokEstimate", "calibrate_eta", "predict_grok", "evaluate_eta", "eta_verdict",
            "cut_history", "synthetic_contraction"]
 
 FRACTIONS = (0.25, 0.5, 0.75)
@@ -321,6 +321,65 @@ def eta_verdict(records: Sequence[Mapping[str, Any]], fraction: float = 0.5, tol
     return Check(name, better and calibrated,
                  f"error {row['mae']:,.0f} against the baseline's {row['mae_baseline']:,.0f} steps; coverage "
                  f"{row['coverage']:.0%} against the stated {row['stated_coverage']:.0%} (n = {row['n']})")
+
+
+def eta_evaluation(histories: Sequence[History], test_seeds: Sequence[int], no_grok: Sequence[History] = (),
+                   profile: str = "book", coverage: float = 0.8) -> dict[str, Any]:
+    """The ETA and early-warning evaluation of a set of runs split by seed, as ``scripts/evaluate_eta.py`` saves it.
+
+    Runs whose seed is in ``test_seeds`` are held out: the constants come from the others only
+    (:func:`evaluate_eta`), the shipping rule is :func:`eta_verdict`, and the warnings are scored on the
+    held-out runs against ``no_grok`` (:func:`nhtlab.analysis.warnings.evaluate_warnings`).
+
+    Parameters
+    ----------
+    histories : sequence of History
+        Companion-style runs with ``seed``, ``lr`` and ``weight_decay`` in their config.
+    test_seeds : sequence of int
+        The held-out seeds; at least one run must be held out and one kept for fitting.
+    no_grok : sequence of History, optional
+        Runs after which no grokking follows within their horizon (false alarms); none by default.
+    profile : str
+        The label the payload carries (``"book"``, ``"full"``, or a chapter's profile).
+    coverage : float
+        The interval's stated coverage.
+
+    Returns
+    -------
+    dict
+        ``profile``, ``nhtlab``, ``fit`` / ``test`` / ``no_grok`` (the split in words), ``eta`` (the records),
+        ``verdict`` (``passed``, ``detail``, ``name``) and ``warnings``: what :func:`nhtlab.eta_report` renders.
+
+    Raises
+    ------
+    ValueError
+        When the split leaves no fitting or no held-out run.
+    """
+    from .._version import __version__
+    from .warnings import evaluate_warnings
+
+    held = {int(s) for s in test_seeds}
+    fit = [h for h in histories if int(h.config["seed"]) not in held]
+    test = [h for h in histories if int(h.config["seed"]) in held]
+    if not fit or not test:
+        raise ValueError(f"The 'test_seeds' parameter of eta_evaluation must hold out some runs and keep others for "
+                         f"fitting. Got {sorted(held)} for runs of seeds {sorted({int(h.config['seed']) for h in histories})}.")
+    records = evaluate_eta(fit, test, coverage)
+    verdict = eta_verdict(records)
+
+    def seeds(hs: Sequence[History]) -> list[int]:
+        return sorted({int(h.config["seed"]) for h in hs})
+
+    lams = sorted({float(h.config["weight_decay"]) for h in fit})
+    # the horizon: the run's step budget, else (a history without one) its last recorded step
+    weak = sorted({(float(h.config["weight_decay"]), int(h.config.get("steps") or h.rows[-1]["step"])) for h in no_grok})
+    return {
+        "profile": profile, "nhtlab": __version__, "fit": f"λ ∈ {lams}, seeds {seeds(fit)}",
+        "test": f"seeds {seeds(test)}",
+        "no_grok": "; ".join(f"λ = {lam:g}, {steps:,} steps" for lam, steps in weak) or "none",
+        "eta": records, "verdict": {"passed": verdict.passed, "detail": verdict.detail, "name": verdict.name},
+        "warnings": evaluate_warnings(test, no_grok),
+    }
 
 
 def synthetic_contraction(t_mem: int, t_grok: int | None, rate: float, v_mem: float = 1000.0,

@@ -166,6 +166,33 @@ def eta_report(saved: Mapping[str, Any] | str) -> Markdown:
         f"Early warnings on the same held-out runs:\n\n{warnings}")
 
 
+def held_out_eta_report(histories: Sequence[Any], test_seeds: Sequence[int], profile: str) -> Markdown:
+    """The ETA evaluation repeated on a chapter's own runs (:func:`nhtlab.analysis.eta.eta_evaluation`),
+    the seeds ``test_seeds`` held out, rendered by :func:`eta_report`.
+
+    Parameters
+    ----------
+    histories : sequence of History
+        The chapter's companion runs (a λ sweep over seeds).
+    test_seeds : sequence of int
+        The seeds forecast; the others fit the constants.
+    profile : str
+        The chapter's profile, named in the rendering.
+
+    Returns
+    -------
+    Markdown
+        The evaluation, or, when the runs have a single seed (nothing to hold out), a line that says so.
+    """
+    from ..analysis.eta import eta_evaluation
+
+    seeds = {int(h.config["seed"]) for h in histories}
+    if len(seeds) < 2:
+        return Markdown(f"*The `{profile}` profile runs {len(seeds)} seed: nothing to hold out, so the forecast "
+                        "is not evaluated on this chapter's runs.*")
+    return eta_report(eta_evaluation(histories, test_seeds, profile=profile))
+
+
 def _version() -> str:
     from .._version import __version__
 
