@@ -13,12 +13,13 @@ from typing import Any
 
 import altair as alt
 
-from ..analysis.regimes import REGIMES, UNDETERMINED
+from ..analysis.regimes import DIVERGED, REGIMES, UNDETERMINED
 from .training import WIDTH
 
 __all__ = ["REGIME_COLORS", "regime_norm_curves", "lambda_slider", "phase_diagram", "delay_fit_chart", "contraction_chart"]
 
-REGIME_COLORS = dict(zip((*REGIMES, UNDETERMINED), ("#4c78a8", "#f58518", "#e45756", "#9d9d9d")))
+# A diverged run (stopped on a non-finite loss, no verdict) gets its own colour, not one borrowed from a regime.
+REGIME_COLORS = dict(zip((*REGIMES, UNDETERMINED, DIVERGED), ("#4c78a8", "#f58518", "#e45756", "#9d9d9d", "#3b3b3b")))
 
 
 def _regime_color(title: str = "regime") -> alt.Color:
