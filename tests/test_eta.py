@@ -145,7 +145,7 @@ def test_eta_evaluation_holds_out_the_test_seeds_and_is_what_the_script_saves():
     assert saved["eta"] == evaluate_eta(runs[:2], runs[2:])  # constants from seeds 0 and 1 only
     assert saved["verdict"]["name"] == eta_verdict(saved["eta"]).name
     assert {r["signal"] for r in saved["warnings"]} and all(r["false_alarms"].endswith("of 1") for r in saved["warnings"])
-    assert "Saved evaluation (book profile" in nhtlab.eta_report(saved)
+    assert "Evaluation (book profile" in nhtlab.eta_report(saved)
     with pytest.raises(ValueError, match="'test_seeds' parameter of eta_evaluation"):
         nhtlab.eta_evaluation(runs, test_seeds=[0, 1, 2])
 

@@ -160,7 +160,7 @@ def eta_report(saved: Mapping[str, Any] | str) -> Markdown:
                                             "coverage": "{:.0%}", "stated_coverage": "{:.0%}"})
     warnings = table(saved["warnings"], formats={"median_lead": steps, "median_lead_eta_lambda": "{:.2f}"})
     return Markdown(
-        f"Saved evaluation ({saved['profile']} profile, nhtlab {saved['nhtlab']}): fitted on {saved['fit']}, "
+        f"Evaluation ({saved['profile']} profile, nhtlab {saved['nhtlab']}): fitted on {saved['fit']}, "
         f"forecasting {saved['test']}; runs that never grok: {saved['no_grok']}.\n\n{forecast}\n\n"
         f"**{shipped}**: {verdict['name']} — {verdict['detail']}.{negative}\n\n"
         f"Early warnings on the same held-out runs:\n\n{warnings}")
