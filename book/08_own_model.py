@@ -349,8 +349,9 @@ nhtlab.md(f"The recipe's λ: {readings['recipe'].text()}.")
 # recipe's λ, or the middle of the grid when no run is intermediate. Drag
 # to zoom. Read the head signals against the total norm: the paper reports
 # that the read-out turns *before* the total norm, which would make it an
-# early warning. Here "turns" means falling 2% below its running peak, the
-# monitor's warning rule, for the read-out and for the total norm alike.
+# early warning. Here "turns" means falling 2% below its running peak (the
+# rule the monitor records the read-out's contraction by), for the
+# read-out and for the total norm alike.
 # Whether the read-out turns first is counted below over the seeds, each
 # on its shown run; it is the paper's claim, displayed, not asserted. DLR
 # on the probe batch tracks the features without looking at a single
@@ -469,10 +470,13 @@ nhtlab.charts.layer_norm_curves(
 # as it claims, within ten points. The same script scores each candidate
 # early-warning signal: how long before T_grok it fires, and how often it
 # fires on runs that never grok. The Monitor warns by the rule that did
-# best. The tables are the saved evaluations, with the versions that made
-# them. First the pre-registered one, on the companion paper's own Table 3
-# runs (its four λ, ten seeds each): constants fitted on seeds 0–4, every
-# forecast made on seeds 5–9, and λ = 0.01 as the runs that never grok.
+# best on the pre-registered runs ({func}`nhtlab.supported_signal`: no
+# false alarm first, then the most runs warned in time; a test holds the
+# Monitor to it). The tables are the saved evaluations, with the versions
+# that made them. First the pre-registered one, on the companion paper's
+# own Table 3 runs (its four λ, ten seeds each): constants fitted on seeds
+# 0–4, every forecast made on seeds 5–9, and λ = 0.01 as the runs that
+# never grok.
 
 # %% tags=["remove-input"]
 nhtlab.eta_report("full")

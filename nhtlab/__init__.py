@@ -40,7 +40,7 @@ from .analysis.regime_report import (check_regime_order, norm_start_records, reg
 from .analysis.run_report import (check_contraction, check_grokking, check_norm_largest_at_init, check_weak,
                                   checks_over_seeds, delay_law_records, events_vs_paper,
                                   reading_records)
-from .analysis.warnings import evaluate_warnings, warning_step
+from .analysis.warnings import evaluate_warnings, supported_signal, warning_step
 from .analysis.scorecard import cue_escape_step, prediction_readings, score_predictions, scorecard_rows, scorecard_text
 from .analysis.shortcut_report import (RECORD_COLUMNS, RECORD_FORMATS, SET_LABELS, border_reading, border_record,
                                        check_border_escape, check_rho_trend,
@@ -118,7 +118,7 @@ __all__ = [
     "Check", "Reading", "over_seeds", "failed_checks",
     "Events", "find_events", "border_times",
     "predict_grok", "calibrate_eta", "evaluate_eta", "eta_verdict", "EtaCalibration", "GrokEstimate", "saved_evaluation", "eta_evaluation",
-    "evaluate_warnings", "warning_step",
+    "evaluate_warnings", "warning_step", "supported_signal",
     "delay_point", "delay_summary", "delay_fits", "linear_fit", "contraction_fit", "predicted_delay",
     "paper_comparison", "PaperComparison", "delay_records", "run_records", "eta_comparison", "law_fits",
     "fit_records", "contraction_records", "ratio_records", "delay_readings", "check_lambdas_grok",

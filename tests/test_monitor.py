@@ -83,40 +83,56 @@ def test_head_contraction_is_recorded_without_a_warning():
     assert messages == [] and monitor.warnings == []
 
 
-def test_grok_warning_fires_once_when_the_norm_falls_ten_percent_below_memorisation():
+def test_grok_warning_fires_once_when_the_train_loss_doubles_from_its_minimum_since_memorisation():
     model = hand_built()
     messages = []
     monitor = Monitor(model, every=1, on_warning=lambda s, m: messages.append((s, m)))
-    with torch.no_grad():
-        monitor(1, train_acc=0.5)
-        for p in model.parameters():
-            p.mul_(0.99)
-        monitor(2, train_acc=0.995)          # memorised here: the reference norm
-        reference = monitor.rows[-1]["norm"]
-        for p in model.parameters():
-            p.mul_(0.97)                     # ‖θ‖² × 0.941: not yet 10% below
-        monitor(3, train_acc=1.0)
-        for p in model.parameters():
-            p.mul_(0.97)                     # × 0.885: fires
-        monitor(4, train_acc=1.0)
-        for p in model.parameters():
-            p.mul_(0.5)
-        monitor(5, train_acc=1.0)
-    assert monitor.memorised_step == 2 and monitor.grok_warning_step == 4
-    assert monitor.rows[4]["norm"] <= 0.9 * reference < monitor.rows[3]["norm"]  # rows[0] is step 0
-    assert len(messages) == 1 and messages[0][0] == 4 and "memorisation (step 2)" in messages[0][1]
+    monitor(1, train_acc=0.5, train_loss=0.001)    # not memorised: a low loss here sets no minimum
+    monitor(2, train_acc=0.995, train_loss=0.02)   # memorised here: the minimum starts at 0.02
+    monitor(3, train_acc=1.0, train_loss=0.01)     # new minimum
+    monitor(4, train_acc=1.0, train_loss=0.019)    # 1.9×: not yet
+    monitor(5, train_acc=1.0, train_loss=0.02)     # 2×: fires
+    monitor(6, train_acc=1.0, train_loss=0.5)      # once only
+    assert monitor.memorised_step == 2 and monitor.grok_warning_step == 5
+    assert len(messages) == 1 and messages[0][0] == 5 and "memorisation (step 2)" in messages[0][1]
+    assert "2.0× its minimum 0.01" in messages[0][1]
     assert monitor.warnings == messages
 
 
-def test_no_grok_warning_without_train_accuracy():
+def test_the_monitor_warns_by_the_signal_the_saved_full_evaluation_supports():
+    from nhtlab.analysis.eta import saved_evaluation
+    from nhtlab.analysis.warnings import SIGNALS, supported_signal
+    from nhtlab.training import monitor as monitor_module
+
+    saved = saved_evaluation("full")
+    assert saved is not None, "nhtlab/results/eta_full.json is the evaluation the Monitor's rule rests on"
+    assert supported_signal(saved["warnings"]) == monitor_module.GROK_WARNING_SIGNAL == "train_loss"
+    assert f"{monitor_module.GROK_WARNING_LOSS_RATIO:g}" == "2" and "twice" in SIGNALS["train_loss"][0]
+
+
+def test_supported_signal_puts_false_alarms_first_then_warned_runs_then_lead():
+    from nhtlab.analysis.warnings import supported_signal
+
+    rows = [{"signal": "early_but_wrong", "fired": "20 of 20", "late": 0, "median_lead": 3000.0, "false_alarms": "5 of 5"},
+            {"signal": "right", "fired": "18 of 20", "late": 2, "median_lead": 2600.0, "false_alarms": "0 of 5"},
+            {"signal": "right_less_often", "fired": "17 of 20", "late": 3, "median_lead": 4000.0, "false_alarms": "0 of 5"},
+            {"signal": "never", "fired": "0 of 20", "late": 0, "median_lead": None, "false_alarms": "0 of 5"}]
+    assert supported_signal(rows) == "right"
+    assert supported_signal([rows[3], rows[0]]) == "early_but_wrong"  # one that never warns is no signal
+    with pytest.raises(ValueError, match="'records' parameter of supported_signal"):
+        supported_signal([])
+
+
+def test_no_grok_warning_without_train_accuracy_or_train_loss():
     model = hand_built()
     monitor = Monitor(model, every=1)
-    with torch.no_grad():
-        for step in range(1, 4):
-            for p in model.parameters():
-                p.mul_(0.5)
-            monitor(step)
+    for step in range(1, 4):
+        monitor(step, train_loss=0.01 * 3 ** step)   # the loss grows, but the run never memorised
     assert monitor.grok_warning_step is None and monitor.memorised_step is None
+    quiet = Monitor(model, every=1)
+    for step in range(1, 4):
+        quiet(step, train_acc=1.0, loss=0.01 * 3 ** step)  # a minibatch `loss` is not the rule's train loss
+    assert quiet.memorised_step == 1 and quiet.grok_warning_step is None
 
 
 @pytest.mark.parametrize("norm, acc, expected", [

@@ -38,7 +38,7 @@ from ..validation import check_choice, check_type
 from .events import find_events
 from .layers import head_and_first
 
-__all__ = ["SIGNALS", "warning_step", "evaluate_warnings"]
+__all__ = ["supported_signal", "SIGNALS", "warning_step", "evaluate_warnings"]
 
 
 def _after_peak(values: np.ndarray, share: float) -> np.ndarray:
@@ -170,3 +170,37 @@ def evaluate_warnings(grokking: Sequence[History], no_grokking: Sequence[History
             "false_alarms": f"{alarms} of {len(no_grokking)}", "recorded": recorded,
         })
     return records
+
+
+def supported_signal(records: Sequence[dict[str, Any]]) -> str:
+    """The signal an online monitor should warn by, from :func:`evaluate_warnings` records.
+
+    The order: a signal that warned before T_grok in at least one run before one that never did
+    (no warning is no signal); then fewest false alarms (a warning that fires on runs that never
+    grok misleads more than a late one); then most runs warned before T_grok; then fewest late
+    warnings; then the longest median lead.
+
+    Parameters
+    ----------
+    records : sequence of dict
+        As :func:`evaluate_warnings` returns them (``fired`` and ``false_alarms`` as "k of n").
+
+    Returns
+    -------
+    str
+        The ``signal`` of the best record.
+
+    Raises
+    ------
+    ValueError
+        When ``records`` is empty.
+    """
+    if not records:
+        raise ValueError("The 'records' parameter of supported_signal must hold at least one evaluated signal. "
+                         "Got an empty sequence.")
+
+    def count(text: str) -> int:
+        return int(str(text).split(" of ")[0])
+
+    return min(records, key=lambda r: (count(r["fired"]) == 0, count(r["false_alarms"]), -count(r["fired"]), r["late"],
+                                       -(r["median_lead"] or 0.0)))["signal"]
