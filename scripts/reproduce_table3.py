@@ -63,8 +63,9 @@ def main() -> None:
     print(f"written to {args.out}")
     comparison = nhtlab.paper_comparison(list(result.histories))
     rows = [{k: str(v) for k, v in row.items()} for row in comparison.rows]
-    path = record("reproduce_table3", rows, settings={"seeds": args.seeds, "runs": len(runs), "workers": args.workers,
-                                                      "wall_min": round(wall / 60, 1)},
+    cached = sum(row.cached for row in result)  # trained earlier (make reproduce, evaluate_eta.py) and read back
+    path = record("reproduce_table3", rows, settings={"seeds": args.seeds, "runs": len(runs), "from_cache": cached,
+                                                      "workers": args.workers, "wall_min": round(wall / 60, 1)},
                   note="The companion's λ sweep (its Table 3) on this machine; cells: ours, seed mean ± std "
                        "(the companion's 10-seed value). " + comparison.fit_text())
     print(f"recorded: {path}")

@@ -114,6 +114,9 @@ def test_reproduce_table3_main_writes_the_table(tmp_path, monkeypatch, capsys):
         def __init__(self, runs):
             self.histories = [run(wd=r.weight_decay, seed=r.seed, grok=0.1 <= r.weight_decay <= 1.0) for r in runs]
 
+        def __iter__(self):  # rows: none of these came from the cache
+            return iter([type("Row", (), {"cached": False})() for _ in self.histories])
+
     monkeypatch.setattr(script.nhtlab, "sweep", lambda runs, **kwargs: Result(runs))
     monkeypatch.setenv("NHTLAB_MEASUREMENTS_DIR", str(tmp_path / "records"))
     out = tmp_path / "table3.md"
@@ -128,6 +131,7 @@ def test_reproduce_table3_main_writes_the_table(tmp_path, monkeypatch, capsys):
 
     (recorded,) = measurements_page.load([tmp_path / "records"])
     assert recorded["benchmark"] == "reproduce_table3" and recorded["settings"]["runs"] == 5 * 2
+    assert recorded["settings"]["from_cache"] == 0
     page = measurements_page.render([recorded])
     assert "## `reproduce_table3`" in page and "| 2 | 0/2 (3/10) |" in page and "seed means of 3 λ values" in page
 

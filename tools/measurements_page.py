@@ -26,8 +26,9 @@ MACHINE = ("cpu_model", "cores", "torch")
 INTRO = """\
 # Measurements
 
-How fast the book's code runs, as measured by the scripts in `benchmarks/`. This page is
-generated: each benchmark writes a JSON record of its numbers together with the machine they
+How fast the book's code runs, as measured by the scripts in `benchmarks/`, and the companion
+paper's Table 3 as `make reproduce` trained it (`scripts/reproduce_table3.py`). This page is
+generated: each script writes a JSON record of its numbers together with the machine they
 were measured on (`benchmarks/_record`), and `make measurements` renders the records into
 this page (`tools/measurements_page.py`). A number holds for the machine, the torch version and
 the load of its run; compare ratios within one run rather than times across machines.
