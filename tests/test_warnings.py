@@ -61,3 +61,37 @@ def test_evaluation_counts_leads_and_false_alarms():
 
 def test_exported():
     assert nhtlab.evaluate_warnings is evaluate_warnings and nhtlab.warning_step is warning_step
+
+
+def _set(h, name, value_at):
+    for row in h.rows:
+        row[name] = value_at(row["step"])
+    return h
+
+
+def test_train_loss_fires_when_the_loss_doubles_from_its_minimum_since_t_mem():
+    # the Monitor's rule: low losses before T_mem (500) set no minimum; 0.01 from 800 is the minimum since
+    loss = {**{s: 0.001 for s in range(0, 500, 100)}, 500: 0.02, 600: 0.02, 700: 0.015, 800: 0.01,
+            900: 0.01, 1000: 0.012, 1100: 0.019, 1200: 0.02}
+    h = _set(synthetic_contraction(t_mem=500, t_grok=2500, rate=1e-3), "train_loss", lambda s: loss.get(s, 0.5))
+    assert warning_step(h, "train_loss") == 1200
+
+
+def test_readout_against_its_start_fires_once_it_is_below_its_initial_norm():
+    # read-out 10 + s/100 up to its peak at 1500 (25), then 25 − (s − 1500)/20: below 10 after 1800
+    h = _with_layers(synthetic_contraction(t_mem=500, t_grok=3000, rate=1e-4), head_peak_step=1500)
+    assert warning_step(h, "readout_vs_init") == 1900
+
+
+def test_readout_against_the_first_layer_fires_five_percent_below_its_peak_ratio():
+    h = _with_layers(synthetic_contraction(t_mem=500, t_grok=3000, rate=1e-4), head_peak_step=1500)
+    _set(h, "norm/tok", lambda s: 100.0)  # a constant first layer: the ratio is the read-out over 100
+    # 5% below the peak 25: ≤ 23.75, i.e. (s − 1500)/20 ≥ 1.25, first evaluated at 1600
+    assert warning_step(h, "readout_vs_first") == 1600
+    assert warning_step(h, "embedding_norm") is None
+
+
+def test_dlr_fires_below_one_half_after_t_mem_only():
+    h = _set(synthetic_contraction(t_mem=500, t_grok=2500, rate=1e-3), "dlr",
+             lambda s: 0.3 if s == 100 else (0.9 if s < 1100 else 0.4))
+    assert warning_step(h, "dlr") == 1100
