@@ -118,7 +118,9 @@ def test_eta_report_of_a_profile_renders_its_saved_evaluation_or_says_it_is_miss
     assert nhtlab.eta_report("book") == nhtlab.eta_report(eta.saved_evaluation("book"))
     with pytest.raises(ValueError, match="profile"):
         nhtlab.eta_report("paper")
-    monkeypatch.setattr(eta, "saved_evaluation", lambda profile: None)
+    import nhtlab.notebook.report as report
+
+    monkeypatch.setattr(report, "saved_evaluation", lambda profile: None)
     text = nhtlab.eta_report("full")
     assert "has not been saved" in text and "evaluate_eta.py --profile full" in text
 

@@ -40,11 +40,13 @@ from typing import Any
 
 import numpy as np
 
+from .._version import __version__
 from ..history import History
 from ..papers import COMPANION_GROK_FIT
 from ..validation import check_choice, check_real, check_type
 from .claims import Check
 from .events import find_events
+from .warnings import evaluate_warnings
 
 __all__ = ["saved_evaluation", "eta_evaluation", "EtaCalibration", "GrokEstimate", "calibrate_eta", "predict_grok", "evaluate_eta", "eta_verdict",
            "cut_history", "synthetic_contraction"]
@@ -355,9 +357,6 @@ def eta_evaluation(histories: Sequence[History], test_seeds: Sequence[int], no_g
     ValueError
         When the split leaves no fitting or no held-out run.
     """
-    from .._version import __version__
-    from .warnings import evaluate_warnings
-
     held = {int(s) for s in test_seeds}
     fit = [h for h in histories if int(h.config["seed"]) not in held]
     test = [h for h in histories if int(h.config["seed"]) in held]

@@ -22,6 +22,8 @@ import textwrap
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from .._version import __version__
+from ..analysis.eta import eta_evaluation, saved_evaluation
 from ..validation import check_type
 
 __all__ = ["Markdown", "md", "table", "cell", "eta_report"]
@@ -143,11 +145,9 @@ def eta_report(saved: Mapping[str, Any] | str) -> Markdown:
         and names the command that makes it.
     """
     if isinstance(saved, str):
-        from ..analysis.eta import saved_evaluation
-
         profile, saved = saved, saved_evaluation(saved)
         if saved is None:
-            return Markdown(f"The `{profile}` evaluation has not been saved with nhtlab {_version()}: "
+            return Markdown(f"The `{profile}` evaluation has not been saved with nhtlab {__version__}: "
                             f"`python scripts/evaluate_eta.py --profile {profile}` runs it.")
     check_type(saved, "saved", Mapping, owner="eta_report")
     steps = "{:,.0f}"
@@ -184,16 +184,9 @@ def held_out_eta_report(histories: Sequence[Any], test_seeds: Sequence[int], pro
     Markdown
         The evaluation, or, when the runs have a single seed (nothing to hold out), a line that says so.
     """
-    from ..analysis.eta import eta_evaluation
-
     seeds = {int(h.config["seed"]) for h in histories}
     if len(seeds) < 2:
         return Markdown(f"*The `{profile}` profile runs {len(seeds)} seed: nothing to hold out, so the forecast "
                         "is not evaluated on this chapter's runs.*")
     return eta_report(eta_evaluation(histories, test_seeds, profile=profile))
 
-
-def _version() -> str:
-    from .._version import __version__
-
-    return __version__
