@@ -133,12 +133,18 @@ def test_table_shows_every_key_and_checks_formats_against_explicit_columns():
         nhtlab.table(rows, columns=["run"], formats={"T_grok": "{:,}"})
 
 
-def test_eta_evaluation_holds_out_the_test_seeds_and_is_what_the_script_saves():
+def _seeded_runs():
+    # three seeds of λ = 1 at different contraction rates: seeds 0 and 1 to fit, seed 2 to forecast
     runs = []
     for seed, j in ((0, 0.7), (1, 1.3), (2, 1.0)):
         (h,) = _family([1.0], jitter=(j,))
         h.config["seed"] = seed
         runs.append(h)
+    return runs
+
+
+def test_eta_evaluation_holds_out_the_test_seeds_and_is_what_the_script_saves():
+    runs = _seeded_runs()
     weak = synthetic_contraction(t_mem=500, t_grok=None, rate=0.0, end=3000, weight_decay=0.01)
     weak.config["seed"] = 2
     saved = nhtlab.eta_evaluation(runs, test_seeds=[2], no_grok=[weak], profile="book")
@@ -153,11 +159,7 @@ def test_eta_evaluation_holds_out_the_test_seeds_and_is_what_the_script_saves():
 
 
 def test_held_out_eta_report_evaluates_a_chapter_sweep_or_says_one_seed_holds_nothing_out():
-    runs = []
-    for seed, j in ((0, 0.7), (1, 1.3), (2, 1.0)):
-        (h,) = _family([1.0], jitter=(j,))
-        h.config["seed"] = seed
-        runs.append(h)
+    runs = _seeded_runs()
     text = nhtlab.held_out_eta_report(runs, test_seeds=[2], profile="book")
     assert text == nhtlab.eta_report(nhtlab.eta_evaluation(runs, test_seeds=[2], profile="book"))
     one = nhtlab.held_out_eta_report(runs[:1], test_seeds=[0], profile="quick")

@@ -114,15 +114,21 @@ def render(record: dict[str, Any]) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
+def execute_book(only: list[str] | None = None, env: dict[str, str] | None = None) -> int:
+    """Execute the chapters (``only``: a subset) in the ``book`` profile, no HTML; the build's exit status.
+
+    ``--keep-going``: a claim that fails under a kernel path is what the comparison reports, not a
+    reason to stop (the chapter's claims file records it before its closing cell raises).
+    """
+    return subprocess.run([sys.executable, str(ROOT / "tools" / "build_book.py"), "--profile", PROFILE, "--jobs", "2",
+                           "--no-html", "--keep-going", *(["--only", *only] if only else [])],
+                          check=False, cwd=ROOT, env=env).returncode
+
+
 def build_other(only: list[str] | None = None) -> Path:
     """Execute the chapters (``only``: a subset) under ``ATEN_CPU_CAPABILITY=default`` in its own build folder."""
     folder = ROOT / "_build" / "kernel-paths" / OTHER
-    env = {**os.environ, "NHTLAB_BUILD_DIR": str(folder), "ATEN_CPU_CAPABILITY": OTHER}
-    # --keep-going: a claim that fails under this path is what the comparison reports, not a reason
-    # to stop (the chapter's claims file records it before its closing cell raises).
-    run = subprocess.run([sys.executable, str(ROOT / "tools" / "build_book.py"), "--profile", PROFILE, "--jobs", "2",
-                          "--no-html", "--keep-going", *(["--only", *only] if only else [])], check=False, cwd=ROOT, env=env)
-    if run.returncode:
+    if execute_book(only, env={**os.environ, "NHTLAB_BUILD_DIR": str(folder), "ATEN_CPU_CAPABILITY": OTHER}):
         print(f"some chapters failed under ATEN_CPU_CAPABILITY={OTHER}: compared as recorded", flush=True)
     return folder / "executed" / PROFILE
 
@@ -141,9 +147,7 @@ def main() -> int:
         native_dir = build_book.BUILD / "executed" / PROFILE
         wanted = [nb.stem for nb in build_book.chapters(args.only)]
         if not set(wanted) <= set(claims(native_dir)):
-            subprocess.run([sys.executable, str(ROOT / "tools" / "build_book.py"), "--profile", PROFILE,
-                            "--jobs", "2", "--no-html", "--keep-going", *(["--only", *args.only] if args.only else [])],
-                           check=False, cwd=ROOT)
+            execute_book(args.only)
         other_dir = build_other(args.only)
         import torch
 

@@ -357,17 +357,17 @@ def eta_evaluation(histories: Sequence[History], test_seeds: Sequence[int], no_g
     ValueError
         When the split leaves no fitting or no held-out run.
     """
+    def seeds(hs: Sequence[History]) -> list[int]:
+        return sorted({int(h.config["seed"]) for h in hs})
+
     held = {int(s) for s in test_seeds}
     fit = [h for h in histories if int(h.config["seed"]) not in held]
     test = [h for h in histories if int(h.config["seed"]) in held]
     if not fit or not test:
         raise ValueError(f"The 'test_seeds' parameter of eta_evaluation must hold out some runs and keep others for "
-                         f"fitting. Got {sorted(held)} for runs of seeds {sorted({int(h.config['seed']) for h in histories})}.")
+                         f"fitting. Got {sorted(held)} for runs of seeds {seeds(histories)}.")
     records = evaluate_eta(fit, test, coverage)
     verdict = eta_verdict(records)
-
-    def seeds(hs: Sequence[History]) -> list[int]:
-        return sorted({int(h.config["seed"]) for h in hs})
 
     lams = sorted({float(h.config["weight_decay"]) for h in fit})
     # the horizon: the run's step budget, else (a history without one) its last recorded step

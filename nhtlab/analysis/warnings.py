@@ -38,7 +38,10 @@ from ..validation import check_choice, check_type
 from .events import find_events
 from .layers import head_and_first
 
-__all__ = ["supported_signal", "SIGNALS", "warning_step", "evaluate_warnings"]
+__all__ = ["supported_signal", "SIGNALS", "TRAIN_LOSS_RATIO", "warning_step", "evaluate_warnings"]
+
+#: The train-loss rule: the loss at least this many times its minimum since T_mem (the Monitor's rule too).
+TRAIN_LOSS_RATIO = 2.0
 
 
 def _after_peak(values: np.ndarray, share: float) -> np.ndarray:
@@ -83,7 +86,7 @@ def _embedding_norm(h: History, w: slice) -> np.ndarray | None:
 
 def _train_loss(h: History, w: slice) -> np.ndarray | None:
     loss = _column(h, "train_loss")
-    return None if loss is None else loss[w] >= 2.0 * np.fmin.accumulate(loss[w])
+    return None if loss is None else loss[w] >= TRAIN_LOSS_RATIO * np.fmin.accumulate(loss[w])
 
 
 def _dlr(h: History, w: slice) -> np.ndarray | None:

@@ -26,7 +26,7 @@ from .._version import __version__
 from ..analysis.eta import eta_evaluation, saved_evaluation
 from ..validation import check_type
 
-__all__ = ["Markdown", "md", "table", "cell", "eta_report"]
+__all__ = ["Markdown", "md", "table", "cell", "eta_report", "held_out_eta_report"]
 
 
 class Markdown(str):
@@ -189,4 +189,3 @@ def held_out_eta_report(histories: Sequence[Any], test_seeds: Sequence[int], pro
         return Markdown(f"*The `{profile}` profile runs {len(seeds)} seed: nothing to hold out, so the forecast "
                         "is not evaluated on this chapter's runs.*")
     return eta_report(eta_evaluation(histories, test_seeds, profile=profile))
-

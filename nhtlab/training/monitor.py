@@ -73,6 +73,7 @@ import torch.nn as nn
 
 from ..analysis.layers import head_and_first, head_signals
 from ..analysis.regimes import DIVERGED, TOO_EARLY, diagnose_regime
+from ..analysis.warnings import TRAIN_LOSS_RATIO
 from ..history import History
 from ..measures.dlr import dlr as default_dlr
 from ..measures.norms import layer_names, layer_norms
@@ -86,7 +87,7 @@ MEMORISED = 0.99
 #: rule: the train loss at least this many times its minimum since memorisation (``train_loss`` in
 #: :data:`nhtlab.analysis.warnings.SIGNALS`).
 GROK_WARNING_SIGNAL = "train_loss"
-GROK_WARNING_LOSS_RATIO = 2.0
+GROK_WARNING_LOSS_RATIO = TRAIN_LOSS_RATIO
 
 
 def online_regime(
