@@ -349,24 +349,38 @@ def bench_sweep(args) -> None:
         print(f"  {label:<20} {times[label]:6.1f} s  (×{times['sequential'] / times[label]:.2f} vs sequential)", flush=True)
 
 
-def bench_cuda(args) -> None:
+def bench_cuda(args) -> list[dict] | None:
+    """On a GPU: the seeds of one λ stacked (eager, then compiled) against the same runs one at a time."""
     if not torch.cuda.is_available():
         print("\nno CUDA: the stacked-vs-one-at-a-time GPU comparison is skipped")
-        return
+        return None
+    from nhtlab.training.compiled import compiler_missing
+
     seeds = list(range(args.gpu_seeds))
     runs = [nhtlab.companion(1.0, seed=s, steps=args.gpu_steps, stop_after=None, device="cuda") for s in seeds]
-    torch.cuda.synchronize()
-    t0 = time.perf_counter()
-    nhtlab.train_batched(runs, progress="none")
-    torch.cuda.synchronize()
-    stacked = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    for r in runs:
-        nhtlab.run_modular(r, progress="none")
-    torch.cuda.synchronize()
-    single = time.perf_counter() - t0
-    print(f"\n{torch.cuda.get_device_name()}: {len(runs)} seeds of λ = 1 × {args.gpu_steps} steps: "
-          f"stacked {stacked:.1f} s, one at a time {single:.1f} s (×{single / stacked:.1f})")
+
+    def wall(train) -> float:
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        train()
+        torch.cuda.synchronize()
+        return time.perf_counter() - t0
+
+    times = {"one at a time": wall(lambda: [nhtlab.run_modular(r, progress="none") for r in runs]),
+             "stacked": wall(lambda: nhtlab.train_batched(runs, progress="none"))}
+    why = compiler_missing("cuda")
+    if why is None:  # compilation included: the first compiled stack of this process
+        times["stacked, compiled"] = wall(lambda: nhtlab.train_batched([r.replace(compile=True) for r in runs],
+                                                                      progress="none"))
+    print(f"\n{torch.cuda.get_device_name()}: {len(runs)} seeds of λ = 1 × {args.gpu_steps} steps"
+          + ("" if why is None else f" (compiled stack skipped: {why})"))
+    single = times["one at a time"]
+    for label, seconds in times.items():
+        print(f"  {label:<18} {seconds:7.1f} s wall  (×{single / seconds:.1f} of one at a time)")
+    where = f"{torch.cuda.get_device_name()}, {len(runs)} seeds × {args.gpu_steps} steps"
+    rows = [{"what": f"{label} ({where})", "value": round(seconds, 2), "unit": "s wall"} for label, seconds in times.items()]
+    return rows + [{"what": f"{label} over one at a time", "value": round(single / seconds, 2), "unit": "×"}
+                   for label, seconds in times.items() if label != "one at a time"]
 
 
 def main() -> None:
@@ -394,22 +408,24 @@ def main() -> None:
           f"load average {os.getloadavg()[0]:.1f} (inflated timings when > 0)\n")
     bench_cpu(args)
     compiled = bench_compile(args.compile_steps, *args.floor)
-    if compiled:  # a smoke run's record is marked as such: the measurements page leaves it out
-        from _record import record  # benchmarks/_record: the measurements page's records
-
-        units = {"ratio": "×", "floor_ms": "ms", "cold_compile_s": "s wall"}
-        rows = [{"what": key.replace("_", " "), "value": round(value, 3),
-                 "unit": units.get(key, "share of the floor" if "fraction" in key else "steps per CPU second")}
-                for key, value in compiled.items()]
-        print("  recorded:", record("bench_grok", rows, settings={"threads": 1, "compile_steps": args.compile_steps},
-                                    note="The companion step, eager against torch.compile (inductor), side by side.",
-                                    smoke=args.smoke))
     ratio = bench_attention(args.attention_steps)
     bench_optimizer(args.optimizer_steps)
     bench_token_table(args.table_steps)
     if not args.skip_sweep:
         bench_sweep(args)
-    bench_cuda(args)
+    gpu = bench_cuda(args)
+    if compiled or gpu:  # a smoke run's record is marked as such: the measurements page leaves it out
+        from _record import record  # benchmarks/_record: the measurements page's records
+
+        units = {"ratio": "×", "floor_ms": "ms", "cold_compile_s": "s wall"}
+        rows = [{"what": key.replace("_", " "), "value": round(value, 3),
+                 "unit": units.get(key, "share of the floor" if "fraction" in key else "steps per CPU second")}
+                for key, value in (compiled or {}).items()]
+        print("  recorded:", record("bench_grok", rows + (gpu or []),
+                                    settings={"threads": 1, "compile_steps": args.compile_steps},
+                                    note="The companion step, eager against torch.compile (inductor), side by side; "
+                                         "on a GPU, the seeds of one λ stacked against one at a time.",
+                                    smoke=args.smoke))
     print(f"\nratio broadcast / batched-matmul attention (steps per CPU second): {ratio:.3f}")
 
 

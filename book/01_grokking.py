@@ -101,6 +101,7 @@ runs = [
         lr=cfg.lr,
         steps=cfg.budgets[1.0],
         stop_after=cfg.stop_after,
+        compile=cfg.compile,
     )
     for s in seeds
 ]
@@ -135,7 +136,6 @@ no_decay = [
 ]
 result = nhtlab.sweep(
     runs + no_decay,
-    strategy="parallel",
     workers=2,
     cache=nhtlab.default_cache(),
 )

@@ -93,14 +93,17 @@ nhtlab.stamp(profile, cfg)
 # %%
 runs = [
     nhtlab.companion(
-        lam, seed + s, lr=cfg.lr, steps=steps, stop_after=cfg.stop_after
+        lam,
+        seed + s,
+        lr=cfg.lr,
+        steps=steps,
+        stop_after=cfg.stop_after,
+        compile=cfg.compile,
     )
     for lam, steps in cfg.budgets.items()
     for s in cfg.seeds
 ]
-result = nhtlab.sweep(
-    runs, strategy="parallel", workers=2, cache=nhtlab.default_cache()
-)
+result = nhtlab.sweep(runs, workers=2, cache=nhtlab.default_cache())
 result
 
 # %% [markdown]

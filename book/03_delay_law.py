@@ -121,6 +121,7 @@ PROFILES = {
         steps=4000,
         budgets={},
         stop_after=100,
+        compile=False,
     ),
     # book: the companion's setting (η = 1e-3) from the grid the chapters
     # share (nhtlab.training.presets.COMPANION_SWEEPS: three seeds, runs
@@ -148,6 +149,7 @@ PROFILES = {
         steps=50_000,
         budgets={},
         stop_after=2000,
+        compile=True,
     ),
 }
 cfg = nhtlab.select_profile(PROFILES, profile)
@@ -168,7 +170,7 @@ nhtlab.stamp(profile, cfg)
 # from the result cache.
 
 # %%
-base = dict(lr=cfg.lr, stop_after=cfg.stop_after)
+base = dict(lr=cfg.lr, stop_after=cfg.stop_after, compile=cfg.compile)
 families = {
     "λ sweep": [
         nhtlab.companion(
@@ -205,7 +207,6 @@ for label, group in families.items():
         family.setdefault(r, label)
 result = nhtlab.sweep(
     list(family),
-    strategy="parallel",
     workers=2,
     cache=nhtlab.default_cache(),
 )

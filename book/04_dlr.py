@@ -94,7 +94,9 @@ PROFILES = {
     "full": dict(
         mlp=dict(p=97, steps=10000, eval_every=100),
         top=96,
-        transformer=dict(lr=1e-3, steps=50_000, stop_after=2000),
+        transformer=dict(
+            lr=1e-3, steps=50_000, stop_after=2000, compile=True
+        ),
         extra_seeds=2,
         alphas=[0.3, 1.0, 3.0, 10.0, 30.0, 100.0],
         lazy_rich=dict(steps=1000, width=256),

@@ -92,7 +92,7 @@ PROFILES = {
     # quick: chapter 03's quick companion runs at λ = 1 (η = 3e-3), two
     # seeds; one seed of the digit runs.
     "quick": dict(
-        modular=dict(lr=3e-3, steps=4000, stop_after=100),
+        modular=dict(lr=3e-3, steps=4000, stop_after=100, compile=False),
         lams=[1.0],
         seeds=[0, 1],
         budgets={},
@@ -105,7 +105,7 @@ PROFILES = {
     # λ = 1, stopped 500 steps after T_grok), three λ and three seeds;
     # three seeds of the digit runs.
     "book": dict(
-        modular=dict(lr=1e-3, steps=8000, stop_after=500),
+        modular=dict(lr=1e-3, steps=8000, stop_after=500, compile=False),
         lams=[0.3, 0.5, 1.0],
         seeds=[0, 1, 2],
         budgets={1.0: 4000, 2.0: 2000},
@@ -119,7 +119,9 @@ PROFILES = {
     # CIFAR-10 (SimpleCNN of 288k parameters, AdamW lr 1e-3, batch 128,
     # 200 epochs) with this chapter's border design, three seeds.
     "full": dict(
-        modular=dict(lr=1e-3, steps=50_000, stop_after=2000),
+        modular=dict(
+            lr=1e-3, steps=50_000, stop_after=2000, compile=True
+        ),
         lams=[0.3, 0.5, 1.0],
         seeds=list(range(10)),
         budgets={},
@@ -152,7 +154,6 @@ companion_runs = [
 ]
 companion = nhtlab.sweep(
     companion_runs,
-    strategy="parallel",
     workers=2,
     cache=nhtlab.default_cache(),
 )

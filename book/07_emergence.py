@@ -117,14 +117,13 @@ runs = [
         lr=cfg.lr,
         steps=steps,
         stop_after=cfg.stop_after,
+        compile=cfg.compile,
         model_kwargs=dict(d_model=size, d_ff=4 * size),
     )
     for size in cfg.sizes
     for k in cfg.seeds
 ]
-result = nhtlab.sweep(
-    runs, strategy="parallel", workers=2, cache=nhtlab.default_cache()
-)
+result = nhtlab.sweep(runs, workers=2, cache=nhtlab.default_cache())
 rows = nhtlab.emergence.scale_table(result.histories, key="d_model")
 result
 

@@ -31,7 +31,7 @@ def test_stacked_runs_equal_separate_adamw_runs(batch_size, schedule):
         np.testing.assert_allclose(h["norm"], alone["norm"], rtol=1e-6)
         np.testing.assert_allclose(h["lr"], alone["lr"], rtol=1e-12)
         assert h.columns == alone.columns
-        assert h.config == {**run.to_dict(), "threads": 1} and h.status == alone.status == "completed"
+        assert h.config == {**run.to_dict(), "threads": 1, "stacked": True} and h.status == alone.status == "completed"
     # different decay and seeds really give different runs
     assert _max_param_gap(stacked[0].model, stacked[1].model) > 1e-2
 

@@ -12,7 +12,15 @@ def test_book_grid_is_the_runs_the_chapters_share():
     # the budgets the chapters' λ = 1 and λ = 2 runs were trained with (their cache keys)
     assert book["budgets"][1.0] == 4000 and book["budgets"][2.0] == 2000
     quick = companion_sweep("quick", lams=[1.0])
-    assert quick == {"lr": 2e-3, "stop_after": 200, "seeds": [0], "budgets": {1.0: 3000}}
+    assert quick == {"lr": 2e-3, "stop_after": 200, "compile": False, "seeds": [0], "budgets": {1.0: 3000}}
+
+
+def test_only_the_gpu_profile_compiles_the_step():
+    # quick and book train eagerly (the rounding the book's pages were measured in); full compiles
+    assert [companion_sweep(name)["compile"] for name in ("quick", "book", "full")] == [False, False, True]
+    full = companion_sweep("full", lams=[1.0])
+    run = nhtlab.companion(1.0, 0, lr=full["lr"], stop_after=full["stop_after"], compile=full["compile"])
+    assert run.compile is True and run.cache_config() != run.replace(compile=False).cache_config()
 
 
 def test_same_lambda_same_run_config_across_selections():

@@ -7,6 +7,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
+import torch
 
 import nhtlab
 from nhtlab.training import sweeps
@@ -112,6 +113,29 @@ def test_a_diverging_run_is_reported_and_the_sweep_carries_on(strategy):
     assert [r["status"] for r in result.records()] == ["completed", "diverged", "completed"]
     assert result[2].history.column("step")[-1] == 20
     assert "1 diverged" in repr(result)
+
+
+def test_auto_stacks_modular_runs_on_a_gpu_and_runs_processes_elsewhere(monkeypatch):
+    shortcut = nhtlab.ShortcutRun(device="cpu")
+    assert sweeps.resolve_strategy([BASE, BASE.replace(seed=1)]) == "parallel"  # a CPU: processes win
+    assert sweeps.resolve_strategy([BASE], "sequential") == "sequential"  # any other strategy is kept
+    monkeypatch.setattr(sweeps, "pick_device", lambda device: torch.device("cuda"))
+    assert sweeps.resolve_strategy([BASE, BASE.replace(seed=1)]) == "batched"
+    assert sweeps.resolve_strategy([BASE, shortcut]) == "parallel"  # only modular runs stack
+    with pytest.raises(ValueError, match="'strategy' parameter of sweep must be one of"):
+        sweeps.resolve_strategy([BASE], "stacked")
+
+
+def test_a_stacked_run_is_cached_apart_from_the_run_trained_alone():
+    cache = FakeCache()
+    runs = grid(BASE, weight_decay=[0.0, 1.0])
+    stacked = sweep(runs, strategy="batched", cache=cache, progress="none")
+    assert all(row.history.config["stacked"] is True for row in stacked)
+    alone = sweep(runs, strategy="sequential", cache=cache, progress="none")
+    assert [row.source for row in alone] == ["computed", "computed"], "a stacked history does not stand in for the run alone"
+    assert "stacked" not in alone[0].history.config and cache.puts == 4
+    again = sweep(runs, strategy="batched", cache=cache, progress="none")
+    assert [row.source for row in again] == ["cache", "cache"] and again[0].history is stacked[0].history
 
 
 def test_bad_arguments_are_named():

@@ -57,6 +57,7 @@ from .evaluation import (
     stopped_after,
 )
 from .modular_run import ModularRun
+from .compiled import compiled_forward
 from .cpu_slots import cpu_slot
 
 __all__ = ["SHARED_FIELDS", "batch_key", "train_batched", "StackedAdamW"]
@@ -64,7 +65,7 @@ __all__ = ["SHARED_FIELDS", "batch_key", "train_batched", "StackedAdamW"]
 # Fields that every run of one stack must share (η, λ and seed may differ).
 SHARED_FIELDS = (
     "p", "operation", "train_fraction", "model", "model_kwargs", "steps", "betas",
-    "batch_size", "eval_every", "schedule", "device",
+    "batch_size", "eval_every", "schedule", "device", "compile",
 )
 
 _EPS = 1e-8  # torch.optim.AdamW's default eps
@@ -73,7 +74,7 @@ _EPS = 1e-8  # torch.optim.AdamW's default eps
 def batch_key(run: ModularRun) -> str:
     """A string equal for runs that can share one stack (see ``SHARED_FIELDS``)."""
     d = run.to_dict()
-    return json.dumps({k: d[k] for k in SHARED_FIELDS}, sort_keys=True)
+    return json.dumps({k: d.get(k, getattr(run, k)) for k in SHARED_FIELDS}, sort_keys=True)  # to_dict omits some defaults
 
 
 class StackedAdamW:
@@ -156,7 +157,9 @@ def train_batched(runs: Sequence[ModularRun], progress: str | None = None, desc:
     ----------
     runs : sequence of ModularRun
         Runs that share every field of ``SHARED_FIELDS``; ``lr``,
-        ``weight_decay``, ``seed`` and ``stop_after`` may differ.
+        ``weight_decay``, ``seed`` and ``stop_after`` may differ. With ``compile=True`` the
+        stacked step runs through ``torch.compile`` (:mod:`nhtlab.training.compiled`; eager
+        with a warning where inductor cannot build), evaluations eager.
     progress : str, optional
         Progress mode (see :mod:`nhtlab.training.progress`).
     desc : str
@@ -165,9 +168,10 @@ def train_batched(runs: Sequence[ModularRun], progress: str | None = None, desc:
     Returns
     -------
     list of History
-        In the order of ``runs``; ``config`` holds each run as a dict and
-        ``history.model`` the run's trained model (unstacked), as with
-        :func:`nhtlab.run_modular`.
+        In the order of ``runs``; ``config`` holds each run as a dict, plus
+        ``threads``, ``stacked = True`` and, when compiled, the path that ran
+        (``compiled``); ``history.model`` is the run's trained model (unstacked), as
+        with :func:`nhtlab.run_modular`.
     """
     check_type(runs, "runs", (list, tuple), owner="train_batched")
     if not runs:
@@ -211,6 +215,9 @@ def train_batched(runs: Sequence[ModularRun], progress: str | None = None, desc:
         return functional_call(base, (prm, buf), (x,))
 
     forward = torch.vmap(forward_one, in_dims=(0, 0, 0))
+    step_forward, compiled = forward, None
+    if first.compile:  # the stacked step fused by inductor, as train(compile=True); evaluations stay eager
+        step_forward, compiled = compiled_forward(forward, device)
 
     lr = torch.tensor([r.lr for r in runs], dtype=torch.float64)
     wd = torch.tensor([r.weight_decay for r in runs], dtype=torch.float64)
@@ -219,7 +226,11 @@ def train_batched(runs: Sequence[ModularRun], progress: str | None = None, desc:
     samplers = [torch.Generator(device=device).manual_seed(r.seed) for r in runs]
     layers = layer_parameters(base)  # {layer: [parameter names]}, the grouping of layer_norms
 
-    histories = [History(config={**run.to_dict(), "threads": torch.get_num_threads()}) for run in runs]
+    # "stacked": another float rounding than the run trained alone, which the sweep keys apart
+    trained_with = {"threads": torch.get_num_threads(), "stacked": True}
+    if compiled is not None:
+        trained_with["compiled"] = compiled
+    histories = [History(config={**run.to_dict(), **trained_with}) for run in runs]
     live = list(range(R))  # the runs still in the stack, by their index in ``runs``; position k holds run live[k]
     final: list[dict[str, torch.Tensor] | None] = [None] * R  # parameters of a run when it finished
     finished: list[int] = []  # positions (in the stack) of runs that finished since the last compaction
@@ -289,7 +300,7 @@ def train_batched(runs: Sequence[ModularRun], progress: str | None = None, desc:
                 idx = torch.stack([torch.randint(0, n, (batch_size,), generator=g, device=device) for g in samplers])
                 xb = torch.gather(x_train, 1, idx.unsqueeze(-1).expand(-1, -1, x_train.shape[-1]))
                 yb = torch.gather(y_train, 1, idx)
-            logits = forward(params, buffers, xb)  # (R_live, b, p)
+            logits = step_forward(params, buffers, xb)  # (R_live, b, p)
             losses = F.cross_entropy(logits.transpose(1, 2), yb, reduction="none").mean(dim=1)  # (R_live,)
             # No host sync per step: the first non-finite loss of each run is noted on the device and read
             # at the next evaluation (a diverged run cannot touch the others, so it may step until then).

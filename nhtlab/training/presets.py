@@ -34,7 +34,10 @@ __all__ = ["companion", "companion_sweep", "COMPANION_SWEEPS", "COMPANION_STOP_A
 COMPANION_STOP_AFTER = 2000
 
 #: The companion runs the chapters share, per profile (read with :func:`companion_sweep`): η
-#: (``lr``), the steps to train past T_grok (``stop_after``), the seeds, and the step budget
+#: (``lr``), the steps to train past T_grok (``stop_after``), whether the step is compiled
+#: (``compile``: in ``full`` only, the GPU profile, where :func:`nhtlab.sweep` also stacks the
+#: seeds; ``quick`` and ``book`` train eagerly, the rounding the book's pages were measured in),
+#: the seeds, and the step budget
 #: of each weight decay λ the chapters train (``budgets``, λ → steps). Chapters 01, 02, 03, 06
 #: and 07 take their λ = 1 (and other λ) runs from here, so that the same λ gives the same run
 #: config in every chapter and the result cache trains it once. In ``book`` a λ where grokking is
@@ -46,14 +49,14 @@ COMPANION_STOP_AFTER = 2000
 #: (:func:`nhtlab.analysis.claims.over_seeds`) needs.
 COMPANION_SWEEPS: MappingProxyType = MappingProxyType({
     "quick": MappingProxyType(dict(
-        lr=2e-3, stop_after=200, seeds=(0,),
+        lr=2e-3, stop_after=200, compile=False, seeds=(0,),
         budgets=MappingProxyType({0.01: 1000, 1.0: 3000, 5.0: 1000}))),
     "book": MappingProxyType(dict(
-        lr=1e-3, stop_after=500, seeds=(0, 1, 2),
+        lr=1e-3, stop_after=500, compile=False, seeds=(0, 1, 2),
         budgets=MappingProxyType({0.01: 1500, 0.1: 2000, 0.3: 8000, 0.5: 8000, 1.0: 4000, 2.0: 2000,
                                   5.0: 1000}))),
     "full": MappingProxyType(dict(
-        lr=1e-3, stop_after=COMPANION_STOP_AFTER, seeds=(0, 1, 2),
+        lr=1e-3, stop_after=COMPANION_STOP_AFTER, compile=True, seeds=(0, 1, 2),
         budgets=MappingProxyType({lam: 50_000 for lam in (0.001, 0.01, 0.1, 0.3, 0.5, 1.0, 2.0, 5.0)}))),
 })
 
@@ -71,14 +74,14 @@ def companion_sweep(profile: str, lams: Sequence[float] | None = None) -> dict[s
     Returns
     -------
     dict
-        A fresh, plain dict: ``lr``, ``stop_after``, ``seeds`` (a list) and ``budgets`` (λ → steps,
+        A fresh, plain dict: ``lr``, ``stop_after``, ``compile``, ``seeds`` (a list) and ``budgets`` (λ → steps,
         in the order of ``lams``). Plain, so that :func:`nhtlab.select_profile` caps it by name
         under the smoke cap and a chapter can add or override settings with ``dict(..., key=value)``.
 
     Examples
     --------
     >>> companion_sweep("book", lams=[1.0, 2.0])
-    {'lr': 0.001, 'stop_after': 500, 'seeds': [0, 1, 2], 'budgets': {1.0: 4000, 2.0: 2000}}
+    {'lr': 0.001, 'stop_after': 500, 'compile': False, 'seeds': [0, 1, 2], 'budgets': {1.0: 4000, 2.0: 2000}}
     """
     check_choice(profile, "profile", tuple(COMPANION_SWEEPS), owner="companion_sweep")
     grid = COMPANION_SWEEPS[profile]
@@ -88,7 +91,7 @@ def companion_sweep(profile: str, lams: Sequence[float] | None = None) -> dict[s
     if missing:
         raise ValueError(f"The 'lams' parameter of companion_sweep names weight decays that the {profile!r} grid "
                          f"does not train: {missing}; it trains {list(budgets)}.")
-    return {"lr": grid["lr"], "stop_after": grid["stop_after"], "seeds": list(grid["seeds"]),
+    return {"lr": grid["lr"], "stop_after": grid["stop_after"], "compile": grid["compile"], "seeds": list(grid["seeds"]),
             "budgets": {lam: budgets[lam] for lam in chosen}}
 
 

@@ -7,7 +7,10 @@ itself: :class:`~nhtlab.training.modular_run.ModularRun` (modular arithmetic) an
 ``events(history)`` what the sweep reports. A new run kind needs nothing here.
 
 Three strategies give the same histories (on the CPU, bit for bit for
-``"sequential"`` and ``"parallel"``, within float rounding for ``"batched"``):
+``"sequential"`` and ``"parallel"``, within float rounding for ``"batched"``),
+and ``"auto"`` (the default) picks one of them (:func:`resolve_strategy`):
+``"batched"`` when every run is a modular run that trains on a GPU, where one
+stacked model keeps the device busy, ``"parallel"`` otherwise:
 
 * ``"sequential"``: one run after the other in this process;
 * ``"parallel"``: independent runs handed to a :class:`concurrent.futures.Executor`.
@@ -18,7 +21,8 @@ Three strategies give the same histories (on the CPU, bit for bit for
   over a cluster;
 * ``"batched"``: modular runs of the same architecture trained as one stacked model
   (:func:`nhtlab.training.batched.train_batched`); on a CPU with ``workers=k`` the runs
-  are split into k stacks trained in k processes.
+  are split into k stacks trained in k processes. A stacked history rounds otherwise
+  than the same run trained alone, so the cache keys it apart (``stacked: true``).
 
 The result is tidy: one row per run with its config, its events (T_mem, T_grok,
 norm peak), a short summary and its status, the full histories kept alongside.
@@ -56,13 +60,36 @@ from ..history import History
 from ..validation import check_choice, check_int, check_type
 from .batched import batch_key, train_batched
 from .cache import ResultCache
+from .device import pick_device
 from .loop import TrainConfig
 from .progress import Progress
 from .modular_run import ModularRun
 
-__all__ = ["STRATEGIES", "grid", "sweep", "SweepResult", "SweepRow", "default_executor"]
+__all__ = ["STRATEGIES", "grid", "sweep", "resolve_strategy", "SweepResult", "SweepRow", "default_executor"]
 
-STRATEGIES = ("sequential", "parallel", "batched")
+STRATEGIES = ("auto", "sequential", "parallel", "batched")
+
+
+def resolve_strategy(runs: Sequence[TrainConfig], strategy: str = "auto") -> str:
+    """The strategy :func:`sweep` trains ``runs`` with: ``strategy`` itself, or what ``"auto"`` picks.
+
+    ``"auto"`` gives ``"batched"`` when every run is a
+    :class:`~nhtlab.training.modular_run.ModularRun` whose device resolves to CUDA (one stacked
+    model per architecture keeps a GPU busy where one small run leaves it idle), and
+    ``"parallel"`` otherwise (on a CPU, processes win: ``benchmarks/bench_sweeps.py``).
+
+    Examples
+    --------
+    >>> resolve_strategy([ModularRun(p=7, device="cpu")])
+    'parallel'
+    >>> resolve_strategy([ModularRun(p=7, device="cpu")], "batched")
+    'batched'
+    """
+    check_choice(strategy, "strategy", STRATEGIES, owner="sweep")
+    if strategy != "auto":
+        return strategy
+    on_gpu = bool(runs) and all(isinstance(run, ModularRun) and pick_device(run.device).type == "cuda" for run in runs)
+    return "batched" if on_gpu else "parallel"
 
 
 def grid(base: TrainConfig, **axes: Iterable[Any]) -> list[TrainConfig]:
@@ -358,7 +385,7 @@ def _check_cache(cache: Any) -> None:
 
 def sweep(
     runs: Sequence[TrainConfig],
-    strategy: str = "parallel",
+    strategy: str = "auto",
     executor: Executor | None = None,
     workers: int | None = None,
     cache: Any = None,
@@ -377,9 +404,12 @@ def sweep(
     runs : list or tuple of ModularRun or ShortcutRun, length n_runs
         The runs (see :func:`grid`); any :class:`~nhtlab.training.loop.TrainConfig`
         subclass that defines ``execute``.
-    strategy : {"sequential", "parallel", "batched"}
+    strategy : {"auto", "sequential", "parallel", "batched"}
         How to train the runs that the cache does not already hold.
-        ``"batched"`` stacks modular runs only.
+        ``"batched"`` stacks modular runs only; ``"auto"`` is ``"batched"`` for modular
+        runs on a GPU, their stacks trained in this process whatever ``workers`` says, and
+        ``"parallel"`` otherwise (:func:`resolve_strategy`). A stacked run is cached under
+        its config plus ``stacked: true``.
     executor : concurrent.futures.Executor, optional
         Where the work goes: single runs (``"parallel"``) or whole stacks
         (``"batched"``, one stack per compatible group). None creates (and shuts
@@ -417,7 +447,8 @@ def sweep(
     SweepResult
         One :class:`SweepRow` per run, length n_runs, in the order of ``runs``
         (``row.cached`` tells whether it came from the cache). Diverged runs
-        are kept (``status == "diverged"``) and listed by ``.diverged``.
+        are kept (``status == "diverged"``) and listed by ``.diverged``; its
+        ``strategy`` is the one that ran (what ``"auto"`` resolved to).
 
     Examples
     --------
@@ -447,7 +478,9 @@ def _sweep(runs: Sequence[TrainConfig], strategy: str, executor: Executor | None
         if not (isinstance(run, TrainConfig) and type(run).execute is not TrainConfig.execute):
             raise TypeError(f"The 'runs' parameter of sweep must hold runs that train themselves (ModularRun, "
                             f"ShortcutRun: a TrainConfig subclass with execute). runs[{i}] is {type(run).__name__}.")
-    check_choice(strategy, "strategy", STRATEGIES, owner="sweep")
+    requested, strategy = strategy, resolve_strategy(runs, strategy)
+    if requested == "auto" and strategy == "batched" and executor is None:
+        workers = 1  # on a GPU the stacks train in this process: ``workers`` sizes a CPU pool
     if strategy == "batched":
         for i, run in enumerate(runs):
             if not isinstance(run, ModularRun):  # the strategy is what is wrong for this run: a ValueError
@@ -462,7 +495,8 @@ def _sweep(runs: Sequence[TrainConfig], strategy: str, executor: Executor | None
     _check_cache(cache)
 
     start = time.perf_counter()
-    configs = [run.cache_config() for run in runs]
+    # a stacked run rounds otherwise than the run trained alone: its own cache entry
+    configs = [{**run.cache_config(), "stacked": True} if strategy == "batched" else run.cache_config() for run in runs]
     histories: list[History | None] = [None] * len(runs)
     seconds = [0.0] * len(runs)
     sources = ["computed"] * len(runs)
