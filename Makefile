@@ -31,11 +31,15 @@ UV_ARGS := --resolution $(RESOLUTION) \
 # uv from the package index into the venv, then uv resolves and installs everything (in parallel,
 # hard-linked from its cache when warm). Like pip --no-compile, uv compiles no bytecode: Python
 # writes it on first import (see above).
+# When make started (install is the first thing `make book` and `make test` do): the install's time, printed apart.
+MAKE_START := $(shell date +%s)
+
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade uv
 	$(PY) -m uv pip install --python $(PY) $(UV_ARGS) -e ".[book,test]"
 	touch $@
+	@echo "install: $$(( $$(date +%s) - $(MAKE_START) )) s (apart from the build and the tests)"
 
 install: $(VENV)/.installed
 

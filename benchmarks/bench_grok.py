@@ -252,6 +252,47 @@ def bench_compile(steps: int, flops: float, limit: float, rounds: int | None = N
             "compiled_floor_fraction": floor_ms * rates["compiled"] / 1e3, "cold_compile_s": cold}
 
 
+STEP_PARTS = (  # where a step's CPU time goes, by the profiler's op name (first match wins)
+    ("matmuls (mm, addmm, bmm)", ("aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm")),
+    ("inductor's fused kernels", ("CompiledFxGraph",)),
+    ("AdamW (fused kernel and its step)", ("adam", "Optimizer.")),
+    ("other ATen ops (elementwise, softmax, LayerNorm, GELU, gathers)", ("aten::",)),
+)
+
+
+def bench_where_time_goes(steps: int) -> dict:
+    """A profile table of the eager and the compiled step: CPU ms per step in each part (torch.profiler).
+
+    Self times, so a part counts its own work only. The profiler adds a few microseconds to every
+    op, which inflates the parts made of many small ops ("the rest": autograd, dispatch, Python).
+    """
+    from torch.profiler import ProfilerActivity, profile
+
+    from nhtlab.training.compiled import compiler_missing
+
+    forms = {"eager": False} | ({} if compiler_missing("cpu") else {"compiled": True})
+    table: dict[str, dict[str, float]] = {}
+    for label, compiled in forms.items():
+        stepper = _companion_stepper(fused=True, compiled=compiled)
+        for _ in range(5):
+            stepper()  # warm (and compile)
+        with profile(activities=[ProfilerActivity.CPU]) as prof:
+            for _ in range(steps):
+                stepper()
+        parts = {name: 0.0 for name, _ in STEP_PARTS} | {"the rest (autograd, dispatch, Python)": 0.0}
+        for event in prof.key_averages():
+            name = next((part for part, keys in STEP_PARTS if any(k in event.key for k in keys)),
+                        "the rest (autograd, dispatch, Python)")
+            parts[name] += event.self_cpu_time_total / 1e3 / steps  # µs in all → ms per step
+        table[label] = parts
+    print(f"\nwhere a step's CPU time goes (torch.profiler self times, {steps} steps, ms per step):")
+    print(f"  {'part':<66}" + "".join(f"{label:>10}" for label in table))
+    for part in next(iter(table.values())):
+        print(f"  {part:<66}" + "".join(f"{parts[part]:10.2f}" for parts in table.values()))
+    print(f"  {'all':<66}" + "".join(f"{sum(parts.values()):10.2f}" for parts in table.values()))
+    return table
+
+
 def count_matmuls(model, x, y, batch) -> tuple[int, Counter]:
     """Matmul FLOPs of one training step (forward + backward) and the (M, K, N) shapes they come from."""
     from torch.utils._python_dispatch import TorchDispatchMode
@@ -391,6 +432,7 @@ def main() -> None:
     parser.add_argument("--optimizer-steps", type=int, default=50, help="steps per block of the AdamW comparison")
     parser.add_argument("--table-steps", type=int, default=50, help="steps per block of the token-table comparison")
     parser.add_argument("--compile-steps", type=int, default=50, help="steps per block of the eager/compiled comparison")
+    parser.add_argument("--profile-steps", type=int, default=100, help="steps profiled for the where-the-time-goes table")
     parser.add_argument("--sweep-steps", type=int, default=300)
     parser.add_argument("--skip-sweep", action="store_true")
     parser.add_argument("--gpu-seeds", type=int, default=10)
@@ -401,6 +443,7 @@ def main() -> None:
     if args.smoke:
         ROUNDS = 1
         args.steps = args.attention_steps = args.optimizer_steps = args.table_steps = args.compile_steps = 2
+        args.profile_steps = 2
         args.loop_steps, args.skip_sweep, args.gpu_seeds, args.gpu_steps = 2, True, 2, 2
         os.environ.setdefault("NHTLAB_CACHE", "off")
     os.environ.setdefault("NHTLAB_PROGRESS", "none")
@@ -408,6 +451,7 @@ def main() -> None:
           f"load average {os.getloadavg()[0]:.1f} (inflated timings when > 0)\n")
     bench_cpu(args)
     compiled = bench_compile(args.compile_steps, *args.floor)
+    profile_table = bench_where_time_goes(args.profile_steps)
     ratio = bench_attention(args.attention_steps)
     bench_optimizer(args.optimizer_steps)
     bench_token_table(args.table_steps)
@@ -421,6 +465,8 @@ def main() -> None:
         rows = [{"what": key.replace("_", " "), "value": round(value, 3),
                  "unit": units.get(key, "share of the floor" if "fraction" in key else "steps per CPU second")}
                 for key, value in (compiled or {}).items()]
+        rows += [{"what": f"{form} step: {part}", "value": round(ms, 3), "unit": "CPU ms per step (profiler)"}
+                 for form, parts in profile_table.items() for part, ms in parts.items()]
         print("  recorded:", record("bench_grok", rows + (gpu or []),
                                     settings={"threads": 1, "compile_steps": args.compile_steps},
                                     note="The companion step, eager against torch.compile (inductor), side by side; "

@@ -136,6 +136,37 @@ def test_run_kinds_declare_the_training_fields_once():
         TrainConfig().execute()
 
 
+@pytest.mark.parametrize("kind", ["mlp", "cnn"])
+def test_the_multi_tensor_adamw_is_the_single_tensor_one_bit_for_bit(kind, monkeypatch):
+    """Unfused, train() asks for torch's multi-tensor (foreach) AdamW, which on a CPU is faster than
+    its default single-tensor loop; the two compute the same update op for op, so no number moves."""
+    import nhtlab
+
+    if kind == "mlp":
+        run = ModularRun(p=11, model_kwargs=dict(width=32), steps=40, eval_every=10, batch_size=16, seed=1,
+                         weight_decay=0.5, device="cpu")
+        execute = lambda: run_modular(run, progress="none")
+    else:
+        run = nhtlab.ShortcutRun(base="digits", size=10, steps=30, eval_every=10, weight_decay=0.1,
+                                 channels=(4, 4, 8, 8, 8, 8), device="cpu")
+        execute = lambda: nhtlab.run_shortcut(run, progress="none")
+    asked = []
+    real = torch.optim.AdamW
+
+    def adamw(*args, foreach=None, **kwargs):
+        asked.append(foreach)
+        return real(*args, foreach=single if single is not None else foreach, **kwargs)
+
+    monkeypatch.setattr(torch.optim, "AdamW", adamw)
+    single = None
+    multi = execute()
+    single = False  # torch's CPU default: one tensor at a time
+    alone = execute()
+    assert asked == [True, True], "unfused, train() asks for the multi-tensor AdamW"
+    assert multi.rows == alone.rows
+    assert all(torch.equal(a, b) for a, b in zip(multi.model.parameters(), alone.model.parameters()))
+
+
 def test_fused_adamw_is_the_same_update_in_another_rounding():
     """fused=True changes how AdamW is computed, not what: a short run agrees to float rounding.
 
