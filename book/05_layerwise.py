@@ -258,7 +258,6 @@ image_runs = {
 }
 images = nhtlab.sweep(
     list(image_runs.values()),
-    strategy="parallel" if cfg.workers > 1 else "sequential",
     workers=cfg.workers,
     cache=nhtlab.default_cache(),
 )

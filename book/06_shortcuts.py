@@ -137,7 +137,7 @@ PROFILES = {
         rho_margin=0.2,
         modular_lams=[0.1, 0.3, 0.5, 1.0],
         modular_seeds=[0, 1, 2],
-        modular=dict(steps=50_000),
+        modular=dict(steps=50_000, compile=True),
         modular_budgets={},
         modular_main=1.0,
         workers=1,
@@ -205,7 +205,6 @@ study = nhtlab.ShortcutStudy.from_profile(cfg, seed=seed)
 runs = study.runs()
 result = nhtlab.sweep(
     runs,
-    strategy="parallel" if cfg.workers > 1 else "sequential",
     workers=cfg.workers,
     cache=nhtlab.default_cache(),
 )

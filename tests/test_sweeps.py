@@ -118,12 +118,31 @@ def test_a_diverging_run_is_reported_and_the_sweep_carries_on(strategy):
 def test_auto_stacks_modular_runs_on_a_gpu_and_runs_processes_elsewhere(monkeypatch):
     shortcut = nhtlab.ShortcutRun(device="cpu")
     assert sweeps.resolve_strategy([BASE, BASE.replace(seed=1)]) == "parallel"  # a CPU: processes win
+    assert sweeps.resolve_strategy([BASE], workers=1) == "sequential"
     assert sweeps.resolve_strategy([BASE], "sequential") == "sequential"  # any other strategy is kept
+    cpu_sweep = sweep([BASE, shortcut.replace(steps=4, eval_every=2)], workers=1, progress="none")
+    assert cpu_sweep.strategy == "sequential" and "stacked" not in cpu_sweep[0].history.config
     monkeypatch.setattr(sweeps, "pick_device", lambda device: torch.device("cuda"))
     assert sweeps.resolve_strategy([BASE, BASE.replace(seed=1)]) == "batched"
-    assert sweeps.resolve_strategy([BASE, shortcut]) == "parallel"  # only modular runs stack
+    assert sweeps.resolve_strategy([BASE, shortcut]) == "batched + parallel"  # only modular runs stack
+    assert sweeps.resolve_strategy([BASE, shortcut], workers=1) == "batched + sequential"
     with pytest.raises(ValueError, match="'strategy' parameter of sweep must be one of"):
         sweeps.resolve_strategy([BASE], "stacked")
+
+
+def test_auto_with_both_kinds_stacks_the_modular_runs_and_keeps_the_order(monkeypatch):
+    """A sweep of modular and image runs on a GPU: the modular ones stacked, the others alone, rows in order.
+
+    The GPU is pretended (a CPU stack is the same code): pick_device says cuda to the strategy only.
+    """
+    monkeypatch.setattr(sweeps, "_stacks_on_gpu", lambda run: isinstance(run, nhtlab.ModularRun))
+    shortcut = nhtlab.ShortcutRun(steps=4, eval_every=2, device="cpu")
+    runs = [BASE, shortcut, BASE.replace(seed=1)]
+    result = sweep(runs, workers=1, progress="none")
+    assert result.strategy == "batched + sequential" and result.runs == runs
+    assert [row.history.config.get("stacked", False) for row in result] == [True, False, True]
+    alone = sweep(runs[1:2], strategy="sequential", progress="none")
+    assert result[1].history.rows == alone[0].history.rows
 
 
 def test_a_stacked_run_is_cached_apart_from_the_run_trained_alone():

@@ -70,26 +70,36 @@ __all__ = ["STRATEGIES", "grid", "sweep", "resolve_strategy", "SweepResult", "Sw
 STRATEGIES = ("auto", "sequential", "parallel", "batched")
 
 
-def resolve_strategy(runs: Sequence[TrainConfig], strategy: str = "auto") -> str:
+def _stacks_on_gpu(run: TrainConfig) -> bool:
+    return isinstance(run, ModularRun) and pick_device(run.device).type == "cuda"
+
+
+def resolve_strategy(runs: Sequence[TrainConfig], strategy: str = "auto", workers: int | None = None) -> str:
     """The strategy :func:`sweep` trains ``runs`` with: ``strategy`` itself, or what ``"auto"`` picks.
 
-    ``"auto"`` gives ``"batched"`` when every run is a
-    :class:`~nhtlab.training.modular_run.ModularRun` whose device resolves to CUDA (one stacked
-    model per architecture keeps a GPU busy where one small run leaves it idle), and
-    ``"parallel"`` otherwise (on a CPU, processes win: ``benchmarks/bench_sweeps.py``).
+    ``"auto"`` stacks (``"batched"``) the :class:`~nhtlab.training.modular_run.ModularRun` runs
+    whose device resolves to CUDA: one stacked model per architecture keeps a GPU busy where one
+    small run leaves it idle. Every other run trains ``"parallel"`` (on a CPU, processes win:
+    ``benchmarks/bench_sweeps.py``), or ``"sequential"`` when ``workers`` is 1. A sweep that
+    holds both kinds gives ``"batched + parallel"`` (or ``"batched + sequential"``).
 
     Examples
     --------
     >>> resolve_strategy([ModularRun(p=7, device="cpu")])
     'parallel'
+    >>> resolve_strategy([ModularRun(p=7, device="cpu")], workers=1)
+    'sequential'
     >>> resolve_strategy([ModularRun(p=7, device="cpu")], "batched")
     'batched'
     """
     check_choice(strategy, "strategy", STRATEGIES, owner="sweep")
     if strategy != "auto":
         return strategy
-    on_gpu = bool(runs) and all(isinstance(run, ModularRun) and pick_device(run.device).type == "cuda" for run in runs)
-    return "batched" if on_gpu else "parallel"
+    stacked = [_stacks_on_gpu(run) for run in runs]
+    rest = "sequential" if workers == 1 else "parallel"
+    if stacked and all(stacked):
+        return "batched"
+    return f"batched + {rest}" if any(stacked) else rest
 
 
 def grid(base: TrainConfig, **axes: Iterable[Any]) -> list[TrainConfig]:
@@ -406,10 +416,10 @@ def sweep(
         subclass that defines ``execute``.
     strategy : {"auto", "sequential", "parallel", "batched"}
         How to train the runs that the cache does not already hold.
-        ``"batched"`` stacks modular runs only; ``"auto"`` is ``"batched"`` for modular
-        runs on a GPU, their stacks trained in this process whatever ``workers`` says, and
-        ``"parallel"`` otherwise (:func:`resolve_strategy`). A stacked run is cached under
-        its config plus ``stacked: true``.
+        ``"batched"`` stacks modular runs only; ``"auto"`` stacks the modular runs that
+        train on a GPU (in this process, whatever ``workers`` says) and trains the others
+        ``"parallel"``, or ``"sequential"`` with ``workers=1`` (:func:`resolve_strategy`).
+        A stacked run is cached under its config plus ``stacked: true``.
     executor : concurrent.futures.Executor, optional
         Where the work goes: single runs (``"parallel"``) or whole stacks
         (``"batched"``, one stack per compatible group). None creates (and shuts
@@ -478,7 +488,18 @@ def _sweep(runs: Sequence[TrainConfig], strategy: str, executor: Executor | None
         if not (isinstance(run, TrainConfig) and type(run).execute is not TrainConfig.execute):
             raise TypeError(f"The 'runs' parameter of sweep must hold runs that train themselves (ModularRun, "
                             f"ShortcutRun: a TrainConfig subclass with execute). runs[{i}] is {type(run).__name__}.")
-    requested, strategy = strategy, resolve_strategy(runs, strategy)
+    requested, strategy = strategy, resolve_strategy(runs, strategy, workers)
+    if requested == "auto" and strategy.startswith("batched + "):  # the stacks on the GPU, the others apart
+        stack = [i for i, run in enumerate(runs) if _stacks_on_gpu(run)]
+        rest = [i for i in range(len(runs)) if i not in stack]
+        parts = [(stack, _sweep([runs[i] for i in stack], "auto", executor, workers, cache, progress, max_stack)),
+                 (rest, _sweep([runs[i] for i in rest], strategy.split(" + ")[1], executor, workers, cache, progress,
+                               max_stack))]
+        rows: list[SweepRow | None] = [None] * len(runs)
+        for where, part in parts:
+            for i, row in zip(where, part):
+                rows[i] = row
+        return SweepResult(rows, strategy, sum(part.seconds for _, part in parts))  # type: ignore[arg-type]
     if requested == "auto" and strategy == "batched" and executor is None:
         workers = 1  # on a GPU the stacks train in this process: ``workers`` sizes a CPU pool
     if strategy == "batched":
