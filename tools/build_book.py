@@ -48,12 +48,9 @@ BUILD = Path(os.environ.get("NHTLAB_BUILD_DIR") or ROOT / "_build")
 BOOK_ENV = {"NHTLAB_BOOK": "1", "NHTLAB_PROGRESS": "text"}
 
 
-# The two lanes of `make book`, each list in the order it runs. Shared runs: 01, 02 and 07 reuse 03's λ = 1 runs,
-# 02 03's λ = 2 run, 06 03's runs and 05's border runs; whichever chapter reaches a run first trains it, the other
-# waits for its claim (ResultCache.claim). 04 trains chapter 01's λ = 1, seed-0 run with a DLR probe
-# (nhtlab.tracked_run) and files it under the plain run's key too, so no chapter trains it again, but only if 04
-# claims it first: 03 leads the first lane because its sweep reaches that run after its λ = 0.3 and 0.5 runs,
-# well after 04 has claimed it (01 leading, it was claimed at once and trained twice). Every training loop holds
+# The two lanes of `make book`, each list in the order it runs. Shared runs: 02 and 03 reuse 01's λ = 1 run,
+# 03 02's λ = 2 run, 07 03's λ = 1 runs (its base width), 06 03's runs and 05's border runs; whichever chapter
+# reaches a run first trains it, the other waits for its claim (ResultCache.claim). Every training loop holds
 # one of the machine's CPU slots (NHTLAB_CPU_SLOTS, set below), so the lanes' pools never run more loops than
 # there are cores and the order only has to balance the lanes' totals: 04 and 08 train in their kernel while
 # the other lane's pools fill the second core; 06 comes after 05 and reads 03's runs once they are trained.
@@ -61,7 +58,7 @@ BOOK_ENV = {"NHTLAB_BOOK": "1", "NHTLAB_PROGRESS": "text"}
 # for ~40 s in the middle, ~70 core-seconds in all); three lanes starved 04's single loop (818 s against 742 s
 # for these). A chapter missing here gets a lane of its own.
 LANES = (
-    ("03_delay_law", "01_grokking", "02_regimes", "07_emergence"),
+    ("01_grokking", "02_regimes", "03_delay_law", "07_emergence"),
     ("04_dlr", "08_own_model", "05_layerwise", "06_shortcuts"),
 )
 
