@@ -8,9 +8,10 @@ itself: :class:`~nhtlab.training.modular_run.ModularRun` (modular arithmetic) an
 
 Three strategies give the same histories (on the CPU, bit for bit for
 ``"sequential"`` and ``"parallel"``, within float rounding for ``"batched"``),
-and ``"auto"`` (the default) picks one of them (:func:`resolve_strategy`):
-``"batched"`` when every run is a modular run that trains on a GPU, where one
-stacked model keeps the device busy, ``"parallel"`` otherwise:
+and ``"auto"`` (the default) picks among them (:func:`resolve_strategy`):
+``"batched"`` for the modular runs that train on a GPU, where one stacked model
+keeps the device busy, and ``"parallel"`` (``"sequential"`` with ``workers=1``)
+for every other run:
 
 * ``"sequential"``: one run after the other in this process;
 * ``"parallel"``: independent runs handed to a :class:`concurrent.futures.Executor`.
