@@ -66,14 +66,13 @@ torch.set_num_threads(1)
 
 # %% tags=["hide-input"]
 PROFILES = {
-    # mlp: chapter 1's embedding MLP, full batch; transformer: chapter 1's
-    # run (nhtlab.companion, λ = 1); extra_seeds: more transformer seeds
-    # for the timing reading; alphas: the lazy/rich scaling.
+    # mlp: chapter 1's embedding MLP, full batch; top: eigenpairs of its
+    # spectra; transformer: chapter 1's λ = 1 runs and seeds (the
+    # companion grid); alphas: the lazy/rich scaling.
     "quick": dict(
         mlp=dict(p=47, steps=600, eval_every=100),
         top=48,
-        transformer=dict(lr=2e-3, steps=3000, stop_after=200),
-        extra_seeds=0,
+        transformer=nhtlab.companion_sweep("quick", lams=[1.0]),
         alphas=[0.3, 1.0, 10.0, 100.0],
         lazy_rich=dict(steps=100, width=128),
         size=16,
@@ -83,8 +82,7 @@ PROFILES = {
     "book": dict(
         mlp=dict(p=47, steps=3500, eval_every=100),
         top=64,
-        transformer=dict(lr=1e-3, steps=4000, stop_after=500),
-        extra_seeds=0,
+        transformer=nhtlab.companion_sweep("book", lams=[1.0]),
         alphas=[0.3, 1.0, 3.0, 10.0, 100.0],
         lazy_rich=dict(steps=300, width=256),
         size=16,
@@ -94,10 +92,7 @@ PROFILES = {
     "full": dict(
         mlp=dict(p=97, steps=10000, eval_every=100),
         top=96,
-        transformer=dict(
-            lr=1e-3, steps=50_000, stop_after=2000, compile=True
-        ),
-        extra_seeds=2,
+        transformer=nhtlab.companion_sweep("full", lams=[1.0]),
         alphas=[0.3, 1.0, 3.0, 10.0, 30.0, 100.0],
         lazy_rich=dict(steps=1000, width=256),
         size=32,
@@ -273,24 +268,24 @@ nhtlab.md(f"""
 # λ = 1, minibatches of 512), and the run is **chapter 1's own**: the
 # same config, the same cache key. The cache keeps a run's measurements,
 # not its models, so DLR cannot be computed from chapter 1's entry
-# afterwards; {func}`nhtlab.tracked_run` trains the run with a DLR probe
-# (the final LayerNorm's output at the read-out position on all $97^2$
-# pairs at every evaluation; no label enters DLR) and keeps that history
-# beside the plain one, under the plain run's key too when chapter 1 has
-# not cached it yet. The probe only reads the model, so the trajectory is
-# chapter 1's; when chapter 1's entry exists, a check compares every one
-# of its measurements with the probed run's. The rank rule and the timing
+# afterwards. Instead whichever chapter trains the run first trains it
+# with this chapter's DLR probe ({func}`nhtlab.shared_probe`: the final
+# LayerNorm's output at the read-out position on all $97^2$ pairs at
+# every evaluation; no label enters DLR) and keeps that history beside the
+# plain one, so the run is trained once. The probe only reads the model,
+# so the trajectory is chapter 1's; a check compares every one of chapter
+# 1's measurements with the probed run's. The rank rule and the timing
 # claim were fixed before this run was first executed: **DLR falls more
 # between $T_\text{mem}$ and $T_\text{grok}$ than between initialisation
 # and $T_\text{mem}$**, i.e. it times generalisation, not memorisation.
-# It is checked on this run and read over the seeds the profile trains
-# (`extra_seeds`): a claim over seeds only where a majority of at least
-# three seeds holds it.
+# It is checked on this run and read over chapter 1's seeds (three in
+# `book`): a claim over seeds only where a majority of at least three
+# seeds holds it.
 
 # %%
-tf_run = nhtlab.companion(weight_decay=1.0, seed=seed, **cfg.transformer)
+tf_run = nhtlab.companion_grid_run(cfg.transformer, 1.0, seed)
 compare = {n: rules[n] for n in others}
-tf_tracker = nhtlab.pair_probe(tf_run, compare, spectra=True, top=cfg.top)
+tf_tracker = nhtlab.companion_probe(tf_run)
 tf_history = nhtlab.tracked_run(tf_run, tf_tracker, desc="transformer")
 tf_events = nhtlab.find_events(tf_history)
 tf_steps = (tf_events.t_mem, tf_events.t_grok)
@@ -315,10 +310,10 @@ marks = nhtlab.dlr_report.dlr_marks(
 )
 display(nhtlab.dlr_table("marks", marks))
 timing_by_seed = {seed: timing}
-for s in range(seed + 1, seed + 1 + cfg.extra_seeds):
-    run_s = tf_run.replace(seed=s)
-    h = nhtlab.tracked_run(run_s, nhtlab.pair_probe(run_s))
-    timing_by_seed[s] = nhtlab.dlr_report.run_timing(h)
+for s in cfg.transformer["seeds"][1:]:
+    run_s = tf_run.replace(seed=seed + s)
+    h = nhtlab.tracked_run(run_s, nhtlab.companion_probe(run_s))
+    timing_by_seed[seed + s] = nhtlab.dlr_report.run_timing(h)
 timing_seeds = nhtlab.dlr_report.timing_reading(timing_by_seed)
 nhtlab.md(f"""
 {same_run}. Its last step is {tf_history.rows[-1]["step"]:,}. {timing}:

@@ -78,12 +78,12 @@ from .training.shortcut_study import ShortcutStudy
 from .training.device import pick_device, seed_everything
 from .training.dlr_tracker import DLRTracker
 from .analysis import dlr_report
-from .training.tracked import pair_probe, same_run_check, tracked_run
+from .training.tracked import companion_probe, pair_probe, same_run_check, shared_probe, tracked_run
 from .notebook.dlr_tables import dlr_table
 from .training.shortcut_run import ShortcutRun, run_shortcut
 from .training.loop import TrainConfig, train
 from .training.monitor import Monitor, online_regime
-from .training.presets import BORDER_DESIGN, BORDER_DESIGN_CIFAR10, companion, companion_sweep
+from .training.presets import BORDER_DESIGN, BORDER_DESIGN_CIFAR10, companion, companion_grid_run, companion_sweep
 from .training.modular_run import ModularRun, run_modular
 from .training.cpu_slots import cpu_slot
 from .training.sweeps import SweepResult, grid, sweep
@@ -141,9 +141,9 @@ __all__ = [
     "fit_threshold", "lambda_grid_records", "regimes_by_seed", "lambda_recipe", "lambda_readings", "lambda_checks",
     "norm_curve_records", "monitor_dlr_check",
     # training
-    "TrainConfig", "train", "ModularRun", "run_modular", "ShortcutRun", "run_shortcut", "companion", "companion_sweep", "BORDER_DESIGN", "BORDER_DESIGN_CIFAR10",
+    "TrainConfig", "train", "ModularRun", "run_modular", "ShortcutRun", "run_shortcut", "companion", "companion_sweep", "companion_grid_run", "BORDER_DESIGN", "BORDER_DESIGN_CIFAR10",
     "grid", "sweep", "SweepResult", "train_batched", "ResultCache", "cached_run", "default_cache",
-    "tracked_run", "same_run_check", "pair_probe", "dlr_report", "dlr_table",
+    "tracked_run", "same_run_check", "pair_probe", "companion_probe", "shared_probe", "dlr_report", "dlr_table",
     "Monitor", "online_regime", "DLRTracker", "pick_device", "seed_everything", "cpu_slot",
     "science_checks", "smoke_enabled",
     # notebook

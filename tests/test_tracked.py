@@ -77,3 +77,71 @@ def test_probe_key_changes_with_the_probe_inputs_and_rules():
     assert probe_key(a) != probe_key(pair_probe(RUN.replace(seed=1)))  # another split: other rows
     assert probe_key(a) != probe_key(pair_probe(RUN, {"full": ("full", None)}))
     assert a.x.shape == (RUN.p**2, 2) and torch.equal(a.labels, (a.x[:, 0] + a.x[:, 1]) % RUN.p)
+
+
+def share_probe_of_run(monkeypatch, spectra=True):
+    """Make RUN a run with a shared probe (as the companion grid's λ = 1 runs are), in this process."""
+    import nhtlab.training.tracked as tracked
+
+    monkeypatch.setattr(tracked, "shared_probe", lambda run: probe(spectra) if run == RUN else None)
+
+
+def test_whoever_trains_a_run_with_a_shared_probe_writes_the_tracked_entry_too(cache, monkeypatch):
+    share_probe_of_run(monkeypatch)
+    plain = nhtlab.cached_run(RUN, cache, use_cache=True, progress="none")  # chapter 1 first
+    assert not plain.cached and "dlr" not in plain.columns and hasattr(plain, "model")
+    assert nhtlab.cached_run(RUN, cache, use_cache=True, progress="none").rows == plain.rows
+
+    def no_training(*args, **kwargs):
+        raise AssertionError("the probed run must be read, not trained again")
+
+    monkeypatch.setattr("nhtlab.training.tracked.run_modular", no_training)
+    tracked = tracked_run(RUN, probe(), cache, use_cache=True, progress="none")
+    assert tracked.cached and tracked.plain == "cached" and tracked.spectra
+    check = same_run_check(tracked)
+    assert check, check.detail
+
+
+def test_a_sweep_trains_a_run_with_its_shared_probe_once(cache, monkeypatch):
+    share_probe_of_run(monkeypatch)
+    result = nhtlab.sweep([RUN, RUN.replace(seed=1)], cache=cache, strategy="sequential", progress="none")
+    assert [row.source for row in result] == ["computed", "computed"]
+    assert "dlr" not in result.histories[0].columns
+    tracked = tracked_run(RUN, probe(), cache, use_cache=True, progress="none")
+    assert tracked.cached and tracked.rows[-1]["step"] == RUN.steps
+    other = tracked_run(RUN.replace(seed=1), pair_probe(RUN.replace(seed=1)), cache, use_cache=True, progress="none")
+    assert not other.cached and other.plain == "cached before", "seed 1 has no shared probe: trained with the probe"
+
+
+def test_a_run_resuming_from_a_checkpoint_is_not_probed(cache, monkeypatch, tmp_path):
+    from nhtlab.training.tracked import train_probed
+
+    run_modular = nhtlab.run_modular
+    run_modular(RUN, run_dir=tmp_path / "run", progress="none")  # a checkpoint of the finished run
+    history = train_probed(RUN, probe(), cache, run_dir=tmp_path / "run", progress="none")
+    assert "dlr" not in history.columns and len(cache) == 0, "a resumed run would miss the probe's first rows"
+
+
+def test_the_shared_probe_is_chapter_4s_on_every_grid_lambda_1_run_and_no_other():
+    from nhtlab.training.presets import COMPANION_SWEEPS, companion_grid_run, companion_sweep
+    from nhtlab.training.tracked import COMPANION_PROBE_TOP, companion_probe, shared_probe
+
+    for profile in COMPANION_SWEEPS:
+        run = companion_grid_run(companion_sweep(profile), 1.0, seed=3)
+        shared = shared_probe(run)
+        assert shared is not None and probe_key(shared) == probe_key(companion_probe(run)), profile
+        assert shared.spectra and shared.top == COMPANION_PROBE_TOP and "energy 0.99" not in shared.compare
+    book = companion_sweep("book")
+    assert shared_probe(companion_grid_run(book, 0.5, seed=0)) is None
+    assert shared_probe(companion_grid_run(book, 1.0, seed=0, eval_every=50)) is None
+    assert shared_probe(companion_grid_run(book, 1.0, seed=0, steps=3999)) is None
+    assert shared_probe(RUN) is None and shared_probe("a run") is None
+
+
+def test_companion_grid_run_names_what_is_wrong():
+    from nhtlab.training.presets import companion_grid_run, companion_sweep
+
+    with pytest.raises(ValueError, match="'lam' parameter of companion_grid_run.*0.5"):
+        companion_grid_run(companion_sweep("book", lams=[1.0]), 0.5, seed=0)
+    with pytest.raises(ValueError, match="'grid' parameter of companion_grid_run lacks"):
+        companion_grid_run({"lr": 1e-3}, 1.0, seed=0)

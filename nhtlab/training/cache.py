@@ -174,11 +174,17 @@ class ResultCache:
         """``run.execute(**kwargs)``, checkpointing into :meth:`run_dir` when checkpoints are on.
 
         A run killed mid-way resumes from its last checkpoint on the next call; :meth:`put`
-        removes the checkpoints once the finished run is stored.
+        removes the checkpoints once the finished run is stored. A run that a chapter reads
+        through a probe (:func:`~nhtlab.training.tracked.shared_probe`) is trained with it, and
+        the probed entry is put here too (:func:`~nhtlab.training.tracked.train_probed`); the
+        history returned is the plain run's either way.
         """
+        from .tracked import shared_probe, train_probed  # tracked imports this module
+
         if self.checkpoints and kwargs.get("run_dir") is None:
             kwargs["run_dir"] = self.run_dir(run.cache_config())
-        return run.execute(**kwargs)
+        probe = None if kwargs.get("callbacks") else shared_probe(run)
+        return run.execute(**kwargs) if probe is None else train_probed(run, probe, self, **kwargs)
 
     def __repr__(self) -> str:
         return f"ResultCache({str(self.root)!r})"

@@ -20,14 +20,14 @@ Three choices are ours and are recorded in every run's config:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
 
-from ..validation import check_choice
+from ..validation import check_choice, check_type
 from .modular_run import ModularRun
 
-__all__ = ["companion", "companion_sweep", "COMPANION_SWEEPS", "COMPANION_STOP_AFTER", "BORDER_DESIGN",
+__all__ = ["companion", "companion_sweep", "companion_grid_run", "COMPANION_SWEEPS", "COMPANION_STOP_AFTER", "BORDER_DESIGN",
            "BORDER_DESIGN_CIFAR10"]
 
 #: Steps the companion paper trains past T_grok before it reads V_final.
@@ -93,6 +93,42 @@ def companion_sweep(profile: str, lams: Sequence[float] | None = None) -> dict[s
                          f"does not train: {missing}; it trains {list(budgets)}.")
     return {"lr": grid["lr"], "stop_after": grid["stop_after"], "compile": grid["compile"], "seeds": list(grid["seeds"]),
             "budgets": {lam: budgets[lam] for lam in chosen}}
+
+
+def companion_grid_run(grid: Mapping[str, Any], lam: float, seed: int, **changes: Any) -> ModularRun:
+    """The run of a companion grid (a :func:`companion_sweep` dict) at weight decay ``lam`` and ``seed``.
+
+    Parameters
+    ----------
+    grid : mapping
+        :func:`companion_sweep`'s dict (possibly capped by the smoke cap): its ``lr``,
+        ``stop_after``, ``compile`` and ``budgets[lam]`` (the steps) make the run.
+    lam : float
+        One of the grid's weight decays.
+    seed : int
+    **changes
+        Any other :func:`companion` setting.
+
+    Returns
+    -------
+    ModularRun
+
+    Examples
+    --------
+    >>> run = companion_grid_run(companion_sweep("book"), 1.0, seed=2)
+    >>> (run.weight_decay, run.seed, run.steps, run.stop_after)
+    (1.0, 2, 4000, 500)
+    """
+    check_type(grid, "grid", Mapping, owner="companion_grid_run")
+    missing = [name for name in ("lr", "stop_after", "compile", "budgets") if name not in grid]
+    if missing:
+        raise ValueError(f"The 'grid' parameter of companion_grid_run lacks {missing}: pass companion_sweep's dict.")
+    if float(lam) not in grid["budgets"]:
+        raise ValueError(f"The 'lam' parameter of companion_grid_run must be one of the grid's weight decays "
+                         f"{list(grid['budgets'])}. Got {lam!r} instead.")
+    settings = dict(lr=grid["lr"], steps=grid["budgets"][float(lam)], stop_after=grid["stop_after"],
+                    compile=grid["compile"])
+    return companion(float(lam), seed=seed, **{**settings, **changes})
 
 
 #: The border shortcut chapter 06 chooses from its probe grid, and chapter 05 reads

@@ -10,8 +10,12 @@ settings) and the plain history, under the run's own key, which is what
 plain run's: when the plain entry already exists the tracked run's own columns are
 compared with it, number for number (:func:`same_run_check`).
 
-What it does not avoid: when the plain run was cached first (chapter 1 reached it
-first), the tracked run is trained once more, the one time its own entry is missing;
+Which chapter reaches a shared run first does not matter: a run that chapter 4 reads
+through a probe (:func:`shared_probe`: the companion grid's λ = 1 runs, with
+:func:`companion_probe`) is trained with that probe by whoever trains it
+(:meth:`ResultCache.train <nhtlab.training.cache.ResultCache.train>`, under the plain
+run's claim), and both entries are written; chapter 4 then reads them. Any other probe
+on a run cached before trains the run once more, the one time its own entry is missing:
 the cache holds measurements, not the models needed to compute a probe afterwards.
 """
 
@@ -26,12 +30,19 @@ import torch
 from ..analysis.claims import Check
 from ..data.modular import modular_data
 from ..history import History
+from ..measures.dlr import CANDIDATE_RULES, DEFAULT_RANK, DEFAULT_TOL
 from ..validation import check_type
 from .cache import ResultCache, cache_enabled
+from .checkpoint import checkpoint_path
 from .dlr_tracker import DLRTracker
 from .modular_run import ModularRun, run_modular
+from .presets import COMPANION_SWEEPS, companion_grid_run
 
-__all__ = ["tracked_run", "probe_key", "same_run_check", "pair_probe"]
+__all__ = ["tracked_run", "probe_key", "same_run_check", "pair_probe", "companion_probe", "shared_probe",
+           "train_probed", "COMPANION_PROBE_TOP"]
+
+#: Eigenpairs kept in the spectra of :func:`companion_probe` (the companion transformer has 128 features).
+COMPANION_PROBE_TOP = 64
 
 
 def _tensor_digest(x: torch.Tensor | None) -> str | None:
@@ -111,7 +122,8 @@ def tracked_run(run: ModularRun, tracker: DLRTracker, cache: ResultCache | None 
         was read, nothing trained), ``spectra`` (spectrum records with a ``step``, possibly
         empty), ``plain`` (``"cached before"``: the run's plain entry existed, e.g. chapter
         1's, and was compared; ``"written"``: this call wrote it; ``"cached"``: the tracked entry
-        was read; None without cache) and
+        was read, written by an earlier call or by whoever trained the run with its
+        :func:`shared_probe`; None without cache) and
         ``plain_history`` (the plain entry, or None).
     """
     check_type(run, "run", ModularRun, owner="tracked_run")
@@ -119,36 +131,95 @@ def tracked_run(run: ModularRun, tracker: DLRTracker, cache: ResultCache | None 
     if cache is not None:
         check_type(cache, "cache", ResultCache, owner="tracked_run")
     use_cache = cache_enabled() if use_cache is None else use_cache
-    plain_config = run.cache_config()
-    tracked_config = {"tracked": plain_config, "probe": probe_key(tracker)}
-    spectra_config = {"spectra_of": tracked_config}
     if not use_cache:
         history = run_modular(run, callbacks=[tracker], progress=progress, desc=desc)
         history.cached, history.plain, history.plain_history = False, None, None  # type: ignore[attr-defined]
         history.spectra = tracker.spectrum_records()  # type: ignore[attr-defined]
         return history
     cache = cache if cache is not None else ResultCache()
-    hit = cache.get(tracked_config)
-    spectra = cache.get(spectra_config) if tracker.spectra else History(status="completed")
-    if hit is not None and spectra is not None:
-        hit.cached, hit.spectra = True, spectra.rows  # type: ignore[attr-defined]
-        hit.plain, hit.plain_history = "cached", cache.get(plain_config)  # type: ignore[attr-defined]
+    plain_config = run.cache_config()
+    hit = _read_tracked(cache, run, tracker)
+    if hit is not None:
+        hit.plain_history = cache.get(plain_config)  # type: ignore[attr-defined]
         return hit
     with cache.claim(plain_config) as plain_hit:  # chapter 1 reaching the run meanwhile waits, then reads it
-        recording = _Recording(tracker)
-        history = run_modular(run, callbacks=[recording], progress=progress, desc=desc)
+        if plain_hit is not None:  # whoever trained it meanwhile may have probed it (shared_probe)
+            hit = _read_tracked(cache, run, tracker)
+            if hit is not None:
+                hit.plain_history = plain_hit  # type: ignore[attr-defined]
+                return hit
+        history, columns = _train_tracked(run, tracker, cache, progress=progress, desc=desc)
         if plain_hit is None:
-            plain_hit = _plain(history, recording.columns)
+            plain_hit = _plain(history, columns)
             cache.put(plain_config, plain_hit)
             history.plain = "written"  # type: ignore[attr-defined]
         else:
             history.plain = "cached before"  # type: ignore[attr-defined]
-    cache.put(tracked_config, history)
-    if tracker.spectra:
-        cache.put(spectra_config, History(rows=tracker.spectrum_records(), status="completed"))
     history.cached, history.plain_history = False, plain_hit  # type: ignore[attr-defined]
     history.spectra = tracker.spectrum_records()  # type: ignore[attr-defined]
     return history
+
+
+def _tracked_configs(run: ModularRun, tracker: DLRTracker) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The cache keys of ``run`` measured by ``tracker``: its history, and its spectra."""
+    tracked = {"tracked": run.cache_config(), "probe": probe_key(tracker)}
+    return tracked, {"spectra_of": tracked}
+
+
+def _read_tracked(cache: ResultCache, run: ModularRun, tracker: DLRTracker) -> History | None:
+    """The tracked entry with its spectra (``plain = "cached"``), or None when either is missing."""
+    tracked_config, spectra_config = _tracked_configs(run, tracker)
+    hit = cache.get(tracked_config)
+    spectra = cache.get(spectra_config) if tracker.spectra else History(status="completed")
+    if hit is None or spectra is None:
+        return None
+    hit.cached, hit.spectra, hit.plain = True, spectra.rows, "cached"  # type: ignore[attr-defined]
+    return hit
+
+
+def _train_tracked(run: ModularRun, tracker: DLRTracker, cache: ResultCache,
+                   **kwargs: Any) -> tuple[History, set[str]]:
+    """Train ``run`` with ``tracker``, put the tracked entry and its spectra; the history and the probe's columns."""
+    recording = _Recording(tracker)
+    history = run_modular(run, callbacks=[recording], **kwargs)
+    tracked_config, spectra_config = _tracked_configs(run, tracker)
+    cache.put(tracked_config, history)
+    if tracker.spectra:
+        cache.put(spectra_config, History(rows=tracker.spectrum_records(), status="completed"))
+    return history, recording.columns
+
+
+def train_probed(run: ModularRun, tracker: DLRTracker, cache: ResultCache, **kwargs: Any) -> History:
+    """Train ``run`` with ``tracker``, put the tracked entry in ``cache``, return the plain history.
+
+    What :meth:`ResultCache.train <nhtlab.training.cache.ResultCache.train>` does for a run with a
+    :func:`shared_probe`; the caller holds the plain run's claim and puts the plain entry. A run that
+    resumes from a checkpoint (``run_dir``) trains without the probe: the probe would miss the
+    evaluations before it, and :func:`tracked_run` trains its own entry later.
+
+    Parameters
+    ----------
+    run : ModularRun
+    tracker : DLRTracker
+    cache : ResultCache
+    **kwargs
+        Passed to :func:`nhtlab.run_modular` (``progress``, ``desc``, ``run_dir``, ``checkpoint_every``).
+
+    Returns
+    -------
+    History
+        The rows without the probe's columns (the plain run's), ``model`` attached.
+    """
+    check_type(run, "run", ModularRun, owner="train_probed")
+    check_type(tracker, "tracker", DLRTracker, owner="train_probed")
+    check_type(cache, "cache", ResultCache, owner="train_probed")
+    run_dir = kwargs.get("run_dir")
+    if run_dir is not None and checkpoint_path(run_dir).exists():
+        return run_modular(run, **kwargs)
+    history, columns = _train_tracked(run, tracker, cache, **kwargs)
+    plain = _plain(history, columns)
+    plain.model = history.model  # type: ignore[attr-defined]
+    return plain
 
 
 def same_run_check(tracked: History, plain: History | None = None) -> Check:
@@ -212,3 +283,59 @@ def pair_probe(run: ModularRun, compare: Mapping[str, tuple[str | int, float | N
     data = modular_data(run.p, run.operation, run.train_fraction, seed=run.seed)
     return DLRTracker(torch.cat([data.x_train, data.x_test]), labels=torch.cat([data.y_train, data.y_test]),
                       compare=dict(compare) if compare else None, spectra=spectra, top=top)
+
+
+def companion_probe(run: ModularRun) -> DLRTracker:
+    """Chapter 4's DLR probe of ``run``: every pair, the candidate rank rules, NC1 and spectra.
+
+    Parameters
+    ----------
+    run : ModularRun
+        Its table gives the inputs and labels (:func:`pair_probe`).
+
+    Returns
+    -------
+    DLRTracker
+        The default rank rule, the other :data:`~nhtlab.measures.dlr.CANDIDATE_RULES` beside it
+        (``compare``), spectra of the top :data:`COMPANION_PROBE_TOP` eigenpairs.
+    """
+    check_type(run, "run", ModularRun, owner="companion_probe")
+    default = (DEFAULT_RANK, DEFAULT_TOL[DEFAULT_RANK])
+    compare = {name: rule for name, rule in CANDIDATE_RULES.items() if tuple(rule) != default}
+    return pair_probe(run, compare, spectra=True, top=COMPANION_PROBE_TOP)
+
+
+def shared_probe(run: Any) -> DLRTracker | None:
+    """The probe a chapter reads of ``run``, so that whoever trains the run trains it with the probe.
+
+    Chapter 4 reads DLR on the λ = 1 runs of the companion grid, which chapters 1, 2 and 3
+    train too; :meth:`ResultCache.train <nhtlab.training.cache.ResultCache.train>` trains
+    a run with its shared probe (at the probe's price: a forward pass over the p² pairs and
+    a few small eigendecompositions per evaluation) and keeps both entries, so the run is
+    trained once, whichever chapter reaches it first.
+
+    Parameters
+    ----------
+    run : run config
+        Any run; only a :class:`ModularRun` can have a shared probe.
+
+    Returns
+    -------
+    DLRTracker or None
+        :func:`companion_probe` when ``run`` is the λ = 1 run of a profile's companion grid
+        (:data:`~nhtlab.training.presets.COMPANION_SWEEPS`: its η, step budget, window and
+        compiled path) at any seed; None for every other run.
+
+    Examples
+    --------
+    >>> from nhtlab.training.presets import companion, companion_grid_run, companion_sweep
+    >>> shared_probe(companion_grid_run(companion_sweep("book"), 1.0, seed=2)) is not None
+    True
+    >>> shared_probe(companion(1.0, seed=2, lr=1e-3, steps=4000)) is None  # the default 2,000-step window
+    True
+    """
+    if not isinstance(run, ModularRun) or run.weight_decay != 1.0:
+        return None
+    if any(run == companion_grid_run(grid, 1.0, run.seed) for grid in COMPANION_SWEEPS.values()):
+        return companion_probe(run)
+    return None
