@@ -136,10 +136,12 @@ PROFILES = {
         gap_seeds=[0, 1, 2],
         steps=8000,
     ),
-    # full: the companion's λ sweep (+ its regime edges) and η sweep, 10
-    # seeds, 50k steps.
+    # full: the companion's λ sweep (+ its regime edges) and η sweep from
+    # the full grid (50k steps, the compiled step), in 10 seeds.
     "full": dict(
-        lr=1e-3,
+        nhtlab.companion_sweep(
+            "full", lams=[0.01, 0.1, 0.3, 0.5, 1.0, 2.0]
+        ),
         lams=[0.01, 0.1, 0.3, 0.5, 1.0, 2.0],
         seeds=list(range(10)),
         etas=[2e-3, 5e-4],
@@ -147,9 +149,6 @@ PROFILES = {
         init_scales=[0.5, 1.5],
         gap_seeds=list(range(10)),
         steps=50_000,
-        budgets={},
-        stop_after=2000,
-        compile=True,
     ),
 }
 cfg = nhtlab.select_profile(PROFILES, profile)
