@@ -177,8 +177,9 @@ nhtlab.md(
 # plain PyTorch; the only additions are the `Monitor(...)` line and the
 # `monitor(step, ...)` call after `optimizer.step()`. Accuracies are
 # optional; we pass them so that the regime call can tell *strong* from
-# *intermediate*. A fixed probe batch of held-out images (no labels used)
-# feeds DLR.
+# *intermediate*, and the whole training set's loss (not the minibatch's)
+# so that the monitor's early warning can fire. A fixed probe batch of
+# held-out images (no labels used) feeds DLR.
 #
 # The λ-tuning recipe is to run exactly this loop, *short*, over a grid of
 # λ — here once per seed.
@@ -218,12 +219,13 @@ for s in seeds:
             optimizer.step()
             if step % cfg.every == 0:
                 # nhtlab: record this step
+                train_loss, train_acc = nhtlab.loss_and_accuracy(
+                    model, data.x_train, y_train
+                )
                 monitor(
                     step,
-                    loss=loss.item(),
-                    train_acc=nhtlab.accuracy(
-                        model, data.x_train, y_train
-                    ),
+                    train_loss=train_loss,
+                    train_acc=train_acc,
                     test_acc=nhtlab.accuracy(
                         model, data.x_test, data.y_test
                     ),

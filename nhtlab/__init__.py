@@ -60,7 +60,7 @@ from .measures.collapse import nc1
 from .measures.dlr import dlr, dlr_terms, output_rank
 from .measures.features import Captured, capture, hooked
 from .measures.norms import layer_norms, total_norm
-from .measures.predictions import accuracy, readout_dlr
+from .measures.predictions import accuracy, loss_and_accuracy, readout_dlr
 from .measures.spectra import eigenfunctions, feature_spectrum
 from .models import EmbeddingMLP, ResNet18, SimpleCNN, Transformer, make_model
 from .notebook import exercises
@@ -112,7 +112,7 @@ __all__ = [
     "EmbeddingMLP", "Transformer", "SimpleCNN", "ResNet18", "make_model",
     # measures
     "total_norm", "layer_norms", "linear_cka", "nc1", "capture", "hooked", "Captured",
-    "accuracy", "readout_dlr",
+    "accuracy", "loss_and_accuracy", "readout_dlr",
     "dlr", "dlr_terms", "output_rank", "feature_spectrum", "eigenfunctions",
     # analysis
     "Check", "Reading", "over_seeds", "failed_checks",

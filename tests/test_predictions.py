@@ -22,6 +22,23 @@ def test_accuracy_closed_form():
         nhtlab.accuracy(model, x, torch.tensor([0]))
 
 
+def test_loss_and_accuracy_closed_form_and_the_monitors_warning_reads_it():
+    model = nn.Sequential(nn.Identity())
+    x = torch.tensor([[1.0, 0.0], [0.0, 1.0], [2.0, 1.0]])
+    y = torch.tensor([0, 1, 1])
+    loss, acc = nhtlab.loss_and_accuracy(model, x, y)
+    by_hand = -sum(torch.log_softmax(x[i], 0)[y[i]].item() for i in range(3)) / 3
+    assert loss == pytest.approx(by_hand, rel=1e-6) and acc == nhtlab.accuracy(model, x, y) == pytest.approx(2 / 3)
+    with pytest.raises(ValueError, match="loss_and_accuracy needs as many labels"):
+        nhtlab.loss_and_accuracy(model, x, y[:1])
+    # the Monitor warns when the whole-set train loss doubles after memorisation
+    net = small_model()
+    monitor = nhtlab.Monitor(net, every=1)
+    for step, (train_loss, train_acc) in enumerate([(0.5, 1.0), (0.2, 1.0), (0.45, 1.0)], start=1):
+        monitor(step, train_loss=train_loss, train_acc=train_acc)
+    assert monitor.grok_warning_step == 3
+
+
 def test_readout_dlr_equals_the_monitor_and_detects_a_stale_record():
     model, x = small_model(), torch.randn(64, 4, generator=torch.Generator().manual_seed(1))
     monitor = nhtlab.Monitor(model, probe=(x,), every=1)

@@ -1,4 +1,4 @@
-"""What a classifier predicts: its accuracy, and the DLR of its read-out computed by hand.
+"""What a classifier predicts: its accuracy (and loss), and the DLR of its read-out computed by hand.
 
 :func:`readout_dlr` splits an ``nn.Sequential`` at its last module: everything before
 it gives the features Φ, the last module (the read-out) the outputs. It does not use
@@ -15,12 +15,13 @@ hooks, so it is an independent recomputation of what :class:`nhtlab.Monitor` rec
 from __future__ import annotations
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from ..validation import check_type
 from .dlr import dlr
 
-__all__ = ["accuracy", "readout_dlr"]
+__all__ = ["accuracy", "loss_and_accuracy", "readout_dlr"]
 
 
 @torch.no_grad()
@@ -45,6 +46,39 @@ def accuracy(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> float:
     if len(x) != len(y) or len(y) == 0:
         raise ValueError(f"accuracy needs as many labels as inputs, at least one. Got {len(x)} inputs and {len(y)} labels.")
     return (model(x).argmax(1) == y).float().mean().item()
+
+
+@torch.no_grad()
+def loss_and_accuracy(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> tuple[float, float]:
+    """The mean cross-entropy and the accuracy of ``model`` on ``(x, y)``, from one forward pass.
+
+    What :class:`nhtlab.Monitor`'s early warning reads as ``train_loss=`` (the whole training
+    set's loss, not a minibatch's) and ``train_acc=``.
+
+    Parameters
+    ----------
+    model, x, y
+        As for :func:`accuracy`.
+
+    Returns
+    -------
+    (float, float)
+        The loss (nats) and the accuracy in [0, 1].
+
+    Examples
+    --------
+    >>> model = nn.Linear(2, 2, bias=False)
+    >>> with torch.no_grad():
+    ...     _ = model.weight.zero_()
+    >>> loss_and_accuracy(model, torch.ones(4, 2), torch.tensor([0, 0, 1, 1]))[0] == torch.log(torch.tensor(2.0)).item()
+    True
+    """
+    check_type(model, "model", nn.Module, owner="loss_and_accuracy")
+    if len(x) != len(y) or len(y) == 0:
+        raise ValueError(f"loss_and_accuracy needs as many labels as inputs, at least one. Got {len(x)} inputs and "
+                         f"{len(y)} labels.")
+    logits = model(x)
+    return F.cross_entropy(logits, y).item(), (logits.argmax(1) == y).float().mean().item()
 
 
 @torch.no_grad()
