@@ -81,9 +81,11 @@ def test_probe_key_changes_with_the_probe_inputs_and_rules():
 
 def share_probe_of_run(monkeypatch, spectra=True):
     """Make RUN a run with a shared probe (as the companion grid's λ = 1 runs are), in this process."""
-    import nhtlab.training.tracked as tracked
+    import nhtlab.training.cache as cache_module
+    from nhtlab.training.tracked import train_probed
 
-    monkeypatch.setattr(tracked, "shared_probe", lambda run: probe(spectra) if run == RUN else None)
+    assert cache_module._PROBES is not None, "importing nhtlab registers the shared probes with the cache"
+    monkeypatch.setattr(cache_module, "_PROBES", (lambda run: probe(spectra) if run == RUN else None, train_probed))
 
 
 def test_whoever_trains_a_run_with_a_shared_probe_writes_the_tracked_entry_too(cache, monkeypatch):

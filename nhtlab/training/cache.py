@@ -40,7 +40,7 @@ import json
 import os
 import shutil
 import warnings
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -62,6 +62,18 @@ from .modular_run import ModularRun, run_modular
 __all__ = ["ResultCache", "default_cache_dir", "config_key", "cached_run", "cache_enabled", "checkpoints_enabled"]
 
 _FINISHED = ("completed", "stopped", "diverged")
+
+
+# Which probe a run carries and how it trains with it: nhtlab.training.tracked registers its
+# shared_probe and train_probed here when it is imported (nhtlab's __init__ always imports it).
+# A registration, not an import: tracked builds on this module, so this module cannot import it.
+_PROBES: tuple[Callable[[Any], Any], Callable[..., History]] | None = None
+
+
+def register_probes(shared_probe: Callable[[Any], Any], train_probed: Callable[..., History]) -> None:
+    """Make :meth:`ResultCache.train` train a run with ``shared_probe(run)`` (when not None) via ``train_probed``."""
+    global _PROBES
+    _PROBES = (shared_probe, train_probed)
 
 
 def default_cache_dir() -> Path:
@@ -179,12 +191,10 @@ class ResultCache:
         the probed entry is put here too (:func:`~nhtlab.training.tracked.train_probed`); the
         history returned is the plain run's either way.
         """
-        from .tracked import shared_probe, train_probed  # tracked imports this module
-
         if self.checkpoints and kwargs.get("run_dir") is None:
             kwargs["run_dir"] = self.run_dir(run.cache_config())
-        probe = None if kwargs.get("callbacks") else shared_probe(run)
-        return run.execute(**kwargs) if probe is None else train_probed(run, probe, self, **kwargs)
+        probe = None if kwargs.get("callbacks") or _PROBES is None else _PROBES[0](run)
+        return run.execute(**kwargs) if probe is None else _PROBES[1](run, probe, self, **kwargs)
 
     def __repr__(self) -> str:
         return f"ResultCache({str(self.root)!r})"

@@ -14,7 +14,7 @@ Which chapter reaches a shared run first does not matter: a run that chapter 4 r
 through a probe (:func:`shared_probe`: the companion grid's λ = 1 runs, with
 :func:`companion_probe`) is trained with that probe by whoever trains it
 (:meth:`ResultCache.train <nhtlab.training.cache.ResultCache.train>`, under the plain
-run's claim), and both entries are written; chapter 4 then reads them. Any other probe
+run's claim, through :func:`train_probed`), and both entries are written; chapter 4 then reads them. Any other probe
 on a run cached before trains the run once more, the one time its own entry is missing:
 the cache holds measurements, not the models needed to compute a probe afterwards.
 """
@@ -32,13 +32,13 @@ from ..data.modular import modular_data
 from ..history import History
 from ..measures.dlr import CANDIDATE_RULES, DEFAULT_RANK, DEFAULT_TOL
 from ..validation import check_type
-from .cache import ResultCache, cache_enabled
+from .cache import ResultCache, cache_enabled, register_probes
 from .checkpoint import checkpoint_path
 from .dlr_tracker import DLRTracker
 from .modular_run import ModularRun, run_modular
 from .presets import COMPANION_SWEEPS, companion_grid_run
 
-__all__ = ["tracked_run", "probe_key", "same_run_check", "pair_probe", "companion_probe", "shared_probe",
+__all__ = ["tracked_run", "same_run_check", "probe_key", "pair_probe", "companion_probe", "shared_probe",
            "train_probed", "COMPANION_PROBE_TOP"]
 
 #: Eigenpairs kept in the spectra of :func:`companion_probe` (the companion transformer has 128 features).
@@ -79,184 +79,6 @@ def probe_key(tracker: DLRTracker) -> dict[str, Any]:
         "layer": tracker.layer, "which": tracker.which, "spectra": tracker.spectra,
         "top": tracker.top if tracker.spectra else None, "prefix": tracker.prefix,
     }
-
-
-class _Recording:
-    """Calls the tracker and remembers which columns it wrote."""
-
-    def __init__(self, tracker: DLRTracker):
-        self.tracker, self.columns = tracker, set()
-
-    def __call__(self, state: Any) -> None:
-        before = set(state.row)
-        self.tracker(state)
-        self.columns |= set(state.row) - before
-
-
-def _plain(history: History, probe_columns: set[str]) -> History:
-    rows = [{k: v for k, v in row.items() if k not in probe_columns} for row in history.rows]
-    return History(rows=rows, status=history.status, message=history.message, config=dict(history.config))
-
-
-def tracked_run(run: ModularRun, tracker: DLRTracker, cache: ResultCache | None = None, *,
-                use_cache: bool | None = None, progress: str | None = None, desc: str | None = None) -> History:
-    """``run`` with ``tracker`` as a callback, through the result cache, sharing the plain run's entry.
-
-    Parameters
-    ----------
-    run : ModularRun
-        The run, exactly as another chapter defines it (its cache key is unchanged).
-    tracker : DLRTracker
-        The probe; its spectra (when ``tracker.spectra``) come back as ``history.spectra``.
-    cache : ResultCache, optional
-        Defaults to ``ResultCache()``.
-    use_cache : bool, optional
-        False trains without reading or writing; defaults to the ``NHTLAB_CACHE`` setting.
-    progress, desc : str, optional
-        Passed to :func:`nhtlab.run_modular` when the run is trained.
-
-    Returns
-    -------
-    History
-        The run's rows with the probe's columns. Attributes: ``cached`` (the tracked entry
-        was read, nothing trained), ``spectra`` (spectrum records with a ``step``, possibly
-        empty), ``plain`` (``"cached before"``: the run's plain entry existed, e.g. chapter
-        1's, and was compared; ``"written"``: this call wrote it; ``"cached"``: the tracked entry
-        was read, written by an earlier call or by whoever trained the run with its
-        :func:`shared_probe`; None without cache) and
-        ``plain_history`` (the plain entry, or None).
-    """
-    check_type(run, "run", ModularRun, owner="tracked_run")
-    check_type(tracker, "tracker", DLRTracker, owner="tracked_run")
-    if cache is not None:
-        check_type(cache, "cache", ResultCache, owner="tracked_run")
-    use_cache = cache_enabled() if use_cache is None else use_cache
-    if not use_cache:
-        history = run_modular(run, callbacks=[tracker], progress=progress, desc=desc)
-        history.cached, history.plain, history.plain_history = False, None, None  # type: ignore[attr-defined]
-        history.spectra = tracker.spectrum_records()  # type: ignore[attr-defined]
-        return history
-    cache = cache if cache is not None else ResultCache()
-    plain_config = run.cache_config()
-    hit = _read_tracked(cache, run, tracker)
-    if hit is not None:
-        hit.plain_history = cache.get(plain_config)  # type: ignore[attr-defined]
-        return hit
-    with cache.claim(plain_config) as plain_hit:  # chapter 1 reaching the run meanwhile waits, then reads it
-        if plain_hit is not None:  # whoever trained it meanwhile may have probed it (shared_probe)
-            hit = _read_tracked(cache, run, tracker)
-            if hit is not None:
-                hit.plain_history = plain_hit  # type: ignore[attr-defined]
-                return hit
-        history, columns = _train_tracked(run, tracker, cache, progress=progress, desc=desc)
-        if plain_hit is None:
-            plain_hit = _plain(history, columns)
-            cache.put(plain_config, plain_hit)
-            history.plain = "written"  # type: ignore[attr-defined]
-        else:
-            history.plain = "cached before"  # type: ignore[attr-defined]
-    history.cached, history.plain_history = False, plain_hit  # type: ignore[attr-defined]
-    history.spectra = tracker.spectrum_records()  # type: ignore[attr-defined]
-    return history
-
-
-def _tracked_configs(run: ModularRun, tracker: DLRTracker) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The cache keys of ``run`` measured by ``tracker``: its history, and its spectra."""
-    tracked = {"tracked": run.cache_config(), "probe": probe_key(tracker)}
-    return tracked, {"spectra_of": tracked}
-
-
-def _read_tracked(cache: ResultCache, run: ModularRun, tracker: DLRTracker) -> History | None:
-    """The tracked entry with its spectra (``plain = "cached"``), or None when either is missing."""
-    tracked_config, spectra_config = _tracked_configs(run, tracker)
-    hit = cache.get(tracked_config)
-    spectra = cache.get(spectra_config) if tracker.spectra else History(status="completed")
-    if hit is None or spectra is None:
-        return None
-    hit.cached, hit.spectra, hit.plain = True, spectra.rows, "cached"  # type: ignore[attr-defined]
-    return hit
-
-
-def _train_tracked(run: ModularRun, tracker: DLRTracker, cache: ResultCache,
-                   **kwargs: Any) -> tuple[History, set[str]]:
-    """Train ``run`` with ``tracker``, put the tracked entry and its spectra; the history and the probe's columns."""
-    recording = _Recording(tracker)
-    history = run_modular(run, callbacks=[recording], **kwargs)
-    tracked_config, spectra_config = _tracked_configs(run, tracker)
-    cache.put(tracked_config, history)
-    if tracker.spectra:
-        cache.put(spectra_config, History(rows=tracker.spectrum_records(), status="completed"))
-    return history, recording.columns
-
-
-def train_probed(run: ModularRun, tracker: DLRTracker, cache: ResultCache, **kwargs: Any) -> History:
-    """Train ``run`` with ``tracker``, put the tracked entry in ``cache``, return the plain history.
-
-    What :meth:`ResultCache.train <nhtlab.training.cache.ResultCache.train>` does for a run with a
-    :func:`shared_probe`; the caller holds the plain run's claim and puts the plain entry. A run that
-    resumes from a checkpoint (``run_dir``) trains without the probe: the probe would miss the
-    evaluations before it, and :func:`tracked_run` trains its own entry later.
-
-    Parameters
-    ----------
-    run : ModularRun
-    tracker : DLRTracker
-    cache : ResultCache
-    **kwargs
-        Passed to :func:`nhtlab.run_modular` (``progress``, ``desc``, ``run_dir``, ``checkpoint_every``).
-
-    Returns
-    -------
-    History
-        The rows without the probe's columns (the plain run's), ``model`` attached.
-    """
-    check_type(run, "run", ModularRun, owner="train_probed")
-    check_type(tracker, "tracker", DLRTracker, owner="train_probed")
-    check_type(cache, "cache", ResultCache, owner="train_probed")
-    run_dir = kwargs.get("run_dir")
-    if run_dir is not None and checkpoint_path(run_dir).exists():
-        return run_modular(run, **kwargs)
-    history, columns = _train_tracked(run, tracker, cache, **kwargs)
-    plain = _plain(history, columns)
-    plain.model = history.model  # type: ignore[attr-defined]
-    return plain
-
-
-def same_run_check(tracked: History, plain: History | None = None) -> Check:
-    """Whether a tracked history is the plain run: the same steps and the same value in every plain column.
-
-    Parameters
-    ----------
-    tracked : History
-        The run trained with a probe (:func:`tracked_run`).
-    plain : History, optional
-        The run's plain cached history; defaults to ``tracked.plain_history``. None there fails the check.
-
-    Returns
-    -------
-    Check
-        Passed when every row of ``plain`` equals the same row of ``tracked`` on ``plain``'s columns; the
-        detail says whether the plain entry was cached before (another chapter's run) or written by this call.
-    """
-    check_type(tracked, "tracked", History, owner="same_run_check")
-    plain = plain if plain is not None else getattr(tracked, "plain_history", None)
-    name = "the DLR run is the plain run (same steps, same measurements)"
-    if plain is None:
-        why = ("no result cache (NHTLAB_CACHE off): no entry is shared, so nothing was compared"
-               if getattr(tracked, "plain", "") is None else "no plain entry to compare with")
-        return Check(name, False, why)
-    check_type(plain, "plain", History, owner="same_run_check")
-    origin = {"cached before": "the plain entry was cached before the probed run (another chapter's run)",
-              "cached": "both entries read from the cache",
-              "written": "the plain entry was written from this run"}.get(getattr(tracked, "plain", None), "")
-    if len(plain) != len(tracked):
-        return Check(name, False, f"{len(tracked)} rows against {len(plain)}")
-    for mine, theirs in zip(tracked.rows, plain.rows):
-        differ = [k for k, v in theirs.items() if mine.get(k) != v]
-        if differ:
-            return Check(name, False, f"step {theirs.get('step')}: {', '.join(differ[:4])} differ")
-    return Check(name, True, f"{origin + '; ' if origin else ''}{len(plain)} evaluations, "
-                             f"{len(plain.columns)} columns equal")
 
 
 def pair_probe(run: ModularRun, compare: Mapping[str, tuple[str | int, float | None]] | None = None,
@@ -339,3 +161,184 @@ def shared_probe(run: Any) -> DLRTracker | None:
     if any(run == companion_grid_run(grid, 1.0, run.seed) for grid in COMPANION_SWEEPS.values()):
         return companion_probe(run)
     return None
+
+
+class _Recording:
+    """Calls the tracker and remembers which columns it wrote."""
+
+    def __init__(self, tracker: DLRTracker):
+        self.tracker, self.columns = tracker, set()
+
+    def __call__(self, state: Any) -> None:
+        before = set(state.row)
+        self.tracker(state)
+        self.columns |= set(state.row) - before
+
+
+def plain_history(history: History, probe_columns: set[str]) -> History:
+    """``history`` without the probe's columns: the plain run's rows."""
+    rows = [{k: v for k, v in row.items() if k not in probe_columns} for row in history.rows]
+    return History(rows=rows, status=history.status, message=history.message, config=dict(history.config))
+
+
+def tracked_configs(run: ModularRun, tracker: DLRTracker) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The cache keys of ``run`` measured by ``tracker``: its history, and its spectra (JSON-able dicts)."""
+    tracked = {"tracked": run.cache_config(), "probe": probe_key(tracker)}
+    return tracked, {"spectra_of": tracked}
+
+
+def train_tracked(run: ModularRun, tracker: DLRTracker, cache: Any, **kwargs: Any) -> tuple[History, set[str]]:
+    """Train ``run`` with ``tracker``, put the tracked entry and its spectra; the history and the probe's columns."""
+    recording = _Recording(tracker)
+    history = run_modular(run, callbacks=[recording], **kwargs)
+    tracked_config, spectra_config = tracked_configs(run, tracker)
+    cache.put(tracked_config, history)
+    if tracker.spectra:
+        cache.put(spectra_config, History(rows=tracker.spectrum_records(), status="completed"))
+    return history, recording.columns
+
+
+def train_probed(run: ModularRun, tracker: DLRTracker, cache: Any, **kwargs: Any) -> History:
+    """Train ``run`` with ``tracker``, put the tracked entry in ``cache``, return the plain history.
+
+    What :meth:`ResultCache.train <nhtlab.training.cache.ResultCache.train>` does for a run with a
+    :func:`shared_probe`; the caller holds the plain run's claim and puts the plain entry. A run that
+    resumes from a checkpoint (``run_dir``) trains without the probe: the probe would miss the
+    evaluations before it, and :func:`tracked_run` trains its own entry later.
+
+    Parameters
+    ----------
+    run : ModularRun
+    tracker : DLRTracker
+    cache : ResultCache
+        Where the tracked entry (and its spectra) are put.
+    **kwargs
+        Passed to :func:`nhtlab.run_modular` (``progress``, ``desc``, ``run_dir``, ``checkpoint_every``).
+
+    Returns
+    -------
+    History
+        The rows without the probe's columns (the plain run's), ``model`` attached.
+    """
+    check_type(run, "run", ModularRun, owner="train_probed")
+    check_type(tracker, "tracker", DLRTracker, owner="train_probed")
+    run_dir = kwargs.get("run_dir")
+    if run_dir is not None and checkpoint_path(run_dir).exists():
+        return run_modular(run, **kwargs)
+    history, columns = train_tracked(run, tracker, cache, **kwargs)
+    plain = plain_history(history, columns)
+    plain.model = history.model  # type: ignore[attr-defined]
+    return plain
+
+
+def tracked_run(run: ModularRun, tracker: DLRTracker, cache: ResultCache | None = None, *,
+                use_cache: bool | None = None, progress: str | None = None, desc: str | None = None) -> History:
+    """``run`` with ``tracker`` as a callback, through the result cache, sharing the plain run's entry.
+
+    Parameters
+    ----------
+    run : ModularRun
+        The run, exactly as another chapter defines it (its cache key is unchanged).
+    tracker : DLRTracker
+        The probe; its spectra (when ``tracker.spectra``) come back as ``history.spectra``.
+    cache : ResultCache, optional
+        Defaults to ``ResultCache()``.
+    use_cache : bool, optional
+        False trains without reading or writing; defaults to the ``NHTLAB_CACHE`` setting.
+    progress, desc : str, optional
+        Passed to :func:`nhtlab.run_modular` when the run is trained.
+
+    Returns
+    -------
+    History
+        The run's rows with the probe's columns. Attributes: ``cached`` (the tracked entry
+        was read, nothing trained), ``spectra`` (spectrum records with a ``step``, possibly
+        empty), ``plain`` (``"cached before"``: the run's plain entry existed, e.g. chapter
+        1's, and was compared; ``"written"``: this call wrote it; ``"cached"``: the tracked entry
+        was read, written by an earlier call or by whoever trained the run with its
+        :func:`shared_probe`; None without cache) and
+        ``plain_history`` (the plain entry, or None).
+    """
+    check_type(run, "run", ModularRun, owner="tracked_run")
+    check_type(tracker, "tracker", DLRTracker, owner="tracked_run")
+    if cache is not None:
+        check_type(cache, "cache", ResultCache, owner="tracked_run")
+    use_cache = cache_enabled() if use_cache is None else use_cache
+    if not use_cache:
+        history = run_modular(run, callbacks=[tracker], progress=progress, desc=desc)
+        history.cached, history.plain, history.plain_history = False, None, None  # type: ignore[attr-defined]
+        history.spectra = tracker.spectrum_records()  # type: ignore[attr-defined]
+        return history
+    cache = cache if cache is not None else ResultCache()
+    plain_config = run.cache_config()
+    hit = _read_tracked(cache, run, tracker)
+    if hit is not None:
+        hit.plain_history = cache.get(plain_config)  # type: ignore[attr-defined]
+        return hit
+    with cache.claim(plain_config) as plain_hit:  # chapter 1 reaching the run meanwhile waits, then reads it
+        if plain_hit is not None:  # whoever trained it meanwhile may have probed it (shared_probe)
+            hit = _read_tracked(cache, run, tracker)
+            if hit is not None:
+                hit.plain_history = plain_hit  # type: ignore[attr-defined]
+                return hit
+        history, columns = train_tracked(run, tracker, cache, progress=progress, desc=desc)
+        if plain_hit is None:
+            plain_hit = plain_history(history, columns)
+            cache.put(plain_config, plain_hit)
+            history.plain = "written"  # type: ignore[attr-defined]
+        else:
+            history.plain = "cached before"  # type: ignore[attr-defined]
+    history.cached, history.plain_history = False, plain_hit  # type: ignore[attr-defined]
+    history.spectra = tracker.spectrum_records()  # type: ignore[attr-defined]
+    return history
+
+
+def _read_tracked(cache: ResultCache, run: ModularRun, tracker: DLRTracker) -> History | None:
+    """The tracked entry with its spectra (``plain = "cached"``), or None when either is missing."""
+    tracked_config, spectra_config = tracked_configs(run, tracker)
+    hit = cache.get(tracked_config)
+    spectra = cache.get(spectra_config) if tracker.spectra else History(status="completed")
+    if hit is None or spectra is None:
+        return None
+    hit.cached, hit.spectra, hit.plain = True, spectra.rows, "cached"  # type: ignore[attr-defined]
+    return hit
+
+
+def same_run_check(tracked: History, plain: History | None = None) -> Check:
+    """Whether a tracked history is the plain run: the same steps and the same value in every plain column.
+
+    Parameters
+    ----------
+    tracked : History
+        The run trained with a probe (:func:`tracked_run`).
+    plain : History, optional
+        The run's plain cached history; defaults to ``tracked.plain_history``. None there fails the check.
+
+    Returns
+    -------
+    Check
+        Passed when every row of ``plain`` equals the same row of ``tracked`` on ``plain``'s columns; the
+        detail says whether the plain entry was cached before (another chapter's run) or written by this call.
+    """
+    check_type(tracked, "tracked", History, owner="same_run_check")
+    plain = plain if plain is not None else getattr(tracked, "plain_history", None)
+    name = "the DLR run is the plain run (same steps, same measurements)"
+    if plain is None:
+        why = ("no result cache (NHTLAB_CACHE off): no entry is shared, so nothing was compared"
+               if getattr(tracked, "plain", "") is None else "no plain entry to compare with")
+        return Check(name, False, why)
+    check_type(plain, "plain", History, owner="same_run_check")
+    origin = {"cached before": "the plain entry was cached before the probed run (another chapter's run)",
+              "cached": "both entries read from the cache",
+              "written": "the plain entry was written from this run"}.get(getattr(tracked, "plain", None), "")
+    if len(plain) != len(tracked):
+        return Check(name, False, f"{len(tracked)} rows against {len(plain)}")
+    for mine, theirs in zip(tracked.rows, plain.rows):
+        differ = [k for k, v in theirs.items() if mine.get(k) != v]
+        if differ:
+            return Check(name, False, f"step {theirs.get('step')}: {', '.join(differ[:4])} differ")
+    return Check(name, True, f"{origin + '; ' if origin else ''}{len(plain)} evaluations, "
+                             f"{len(plain.columns)} columns equal")
+
+
+register_probes(shared_probe, train_probed)  # what ResultCache.train asks (see nhtlab.training.cache)
