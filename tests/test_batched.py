@@ -102,9 +102,14 @@ TRANSFORMER = nhtlab.companion(1.0, p=13, steps=30, eval_every=10, device="cpu",
 def test_stacked_transformers_equal_separate_adamw_runs():
     """The companion transformer, stacked: different λ, η and seeds, against separate torch.optim.AdamW runs.
 
-    Every parameter agrees within 1e-6 except the attention's key bias: its gradient is zero in exact
-    arithmetic (softmax ignores a shift shared by all keys), so Adam turns float noise into steps of
-    size ≤ η; it differs by O(η) and, as the logits show, changes nothing the model computes.
+    Every parameter agrees within 1e-6 except the attention's key bias and a rare element elsewhere:
+    the key bias's gradient is zero in exact arithmetic (softmax ignores a shift shared by all keys),
+    so Adam turns float noise into steps of size ≤ η; it differs by O(η) and, as the logits show,
+    changes nothing the model computes. Adam does the same to any element whose gradient happens to
+    be near zero (a GELU unit flat on the batch), and which elements those are depends on how the CPU
+    rounds: on a Zen 3 (AVX2) one fc.weight element of 2,048 moved by 5e-6. So at most one element in
+    a thousand may pass 1e-6, none may pass Adam's bound, and the model's function must agree. A
+    stacking bug (a member's λ, η or seed mixed up) moves most elements, the norms and the logits.
     """
     runs = [TRANSFORMER.replace(weight_decay=wd, seed=seed, lr=lr) for wd, seed, lr in [(0.0, 0, 1e-3), (1.0, 1, 3e-3), (5.0, 2, 1e-3)]]
     stacked = train_batched(runs, progress="none")
@@ -120,7 +125,9 @@ def test_stacked_transformers_equal_separate_adamw_runs():
             if name.endswith("attn.qkv.bias"):
                 assert float((a[d:2 * d] - b[d:2 * d]).abs().max()) <= 2 * run.lr * run.steps  # the key bias: O(η) noise
                 a, b = torch.cat([a[:d], a[2 * d:]]), torch.cat([b[:d], b[2 * d:]])
-            assert float((a - b).abs().max()) < 1e-6, name
+            gap = (a - b).abs()
+            assert float(gap.max()) <= 2 * run.lr * run.steps, name  # Adam's bound: a step moves an element ≤ ~η
+            assert int((gap > 1e-6).sum()) <= max(1, gap.numel() // 1000), name  # rare near-zero gradients only
         with torch.no_grad():
             assert float((h.model(inputs) - alone.model(inputs)).abs().max()) < 1e-4
         assert h.column("step").tolist() == alone.column("step").tolist() == [0, 10, 20, 30]
