@@ -1,5 +1,6 @@
-"""tools/build_book.py's CPU accounting: the busy core-seconds it prints after the chapters."""
+"""tools/build_book.py: the busy core-seconds it prints after the chapters, and the build's measurements record."""
 
+import json
 import math
 import os
 import time
@@ -38,3 +39,23 @@ def test_a_lane_keeps_going_past_a_failed_chapter_only_when_asked(monkeypatch):
     done = build_book._execute_lane(todo, keep_going=True)
     assert [seconds for _, seconds, _ in done][1] == 12.0
     assert math.isnan(done[0][1])  # the failed chapter, and the lane went on to the next one
+
+
+def test_the_build_record_names_each_chapter_and_what_the_ledger_says(tmp_path, monkeypatch):
+    from nhtlab.training.ledger import summarise
+
+    monkeypatch.setenv("NHTLAB_MEASUREMENTS_DIR", str(tmp_path))
+    trained = summarise([{"run": "a", "kind": "ModularRun", "label": "A", "steps": 400, "cpu_s": 5.0},
+                         {"run": "a", "kind": "ModularRun", "label": "A probed", "steps": 400, "cpu_s": 6.0},
+                         {"run": "b", "kind": "ShortcutRun", "label": "B", "steps": 100, "cpu_s": 2.0}])
+    path = build_book.record_build("book", 2, {"01_grokking": (30.0, False), "02_regimes": (50.0, False)}, 80.0, 10.0,
+                                   150.0, 0.94, trained)
+    data = json.loads(path.read_text())
+    values = {row["what"]: row["value"] for row in data["results"]}
+    assert values["chapter 01_grokking"] == 30.0 and values["chapter 02_regimes"] == 50.0
+    assert values["whole build (install apart)"] == 90.0 and values["busy core-seconds (chapters)"] == 150
+    assert values["runs trained"] == 3 and values["runs trained more than once"] == 1
+    assert values["ModularRun: steps trained"] == 800 and values["ShortcutRun: training CPU"] == 2
+    assert data["benchmark"] == "build_book" and data["settings"]["result cache"] == "cold"
+    assert data["machine"]["cpu_isa"]  # which of two machines that lscpu names alike
+    assert "(" in build_book.machine_line() and "cores)" in build_book.machine_line()

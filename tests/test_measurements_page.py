@@ -50,11 +50,12 @@ def test_record_writes_the_machine_and_the_date(tmp_path):
         _record.record("../escape", [{"a": 1}], out_dir=tmp_path)
 
 
-def _write(folder: Path, name: str, cpu: str, date: str, rows: list[dict]) -> None:
+def _write(folder: Path, name: str, cpu: str, date: str, rows: list[dict], isa: str | None = None) -> None:
     folder.mkdir(parents=True, exist_ok=True)
+    machine = {"cpu_model": cpu, "cores": 2, "torch": "2.14.1", "nhtlab": "0.2.4"} | ({"cpu_isa": isa} if isa else {})
     (folder / f"{name}-{date}.json").write_text(json.dumps({
         "schema": 1, "benchmark": name, "date": date, "settings": {"threads": 1}, "note": "",
-        "machine": {"cpu_model": cpu, "cores": 2, "torch": "2.14.1", "nhtlab": "0.2.4"}, "results": rows}))
+        "machine": machine, "results": rows}))
 
 
 def test_page_lists_each_run_under_its_machine(tmp_path):
@@ -63,11 +64,26 @@ def test_page_lists_each_run_under_its_machine(tmp_path):
     _write(local, "bench_grok", "CPU B", "2026-12-02T10:00:00+00:00", [{"what": "step", "value": 93.25}])
     _write(local, "bench_dlr", "CPU B", "2026-12-02T11:00:00+00:00", [{"what": "probe", "value": 1234.0}])
     page = measurements_page.render(measurements_page.load([kept, local, tmp_path / "missing"]))
-    assert "| M1 | CPU A | 2 | 2.14.1 |" in page and "| M2 | CPU B | 2 | 2.14.1 |" in page, page
+    assert "| M1 | CPU A | not recorded | 2 | 2.14.1 |" in page and "| M2 | CPU B | not recorded | 2 | 2.14.1 |" in page, page
     assert page.index("## `bench_dlr`") < page.index("## `bench_grok`")
     grok = page[page.index("## `bench_grok`"):]
     assert grok.index("machine M1") < grok.index("| step | 122 |") < grok.index("machine M2") < grok.index("| step | 93.2 |")
     assert "| probe | 1,234 |" in page and "(threads = 1)" in page
+
+
+def test_machines_that_lscpu_names_alike_are_told_apart_by_their_vector_isa(tmp_path):
+    # "AMD EPYC" has named a 2-core AVX-512 machine and a 2-core AVX2 one; their timings differ
+    _write(tmp_path, "bench_grok", "AMD EPYC", "2026-12-01T10:00:00+00:00", [{"what": "step", "value": 100.0}], "AVX512")
+    _write(tmp_path, "bench_grok", "AMD EPYC", "2026-12-03T10:00:00+00:00", [{"what": "step", "value": 62.0}], "AVX2")
+    page = measurements_page.render(measurements_page.load([tmp_path]))
+    assert "| M1 | AMD EPYC | AVX512 | 2 | 2.14.1 |" in page and "| M2 | AMD EPYC | AVX2 | 2 | 2.14.1 |" in page, page
+
+
+def test_the_record_names_the_vector_isa_torch_runs_on(tmp_path):
+    import torch
+
+    data = json.loads(_record.record("bench_toy", [{"a": 1}], out_dir=tmp_path).read_text())
+    assert data["machine"]["cpu_isa"] == torch.backends.cpu.get_cpu_capability()
 
 
 def test_a_record_without_its_machine_is_refused_by_name(tmp_path):

@@ -35,10 +35,14 @@ import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(ROOT / "benchmarks"))  # benchmarks/_record: the machine's name and the build's record
 BOOK = ROOT / "book"
+if TYPE_CHECKING:
+    from nhtlab.training.ledger import LedgerSummary
 # NHTLAB_BUILD_DIR moves the whole build (executed chapters, their run cache, the HTML) elsewhere:
 # tools/kernel_paths.py builds a second copy of the book under another kernel path that way.
 BUILD = Path(os.environ.get("NHTLAB_BUILD_DIR") or ROOT / "_build")
@@ -141,21 +145,41 @@ def claims_summary(profile: str, only: list[str] | None = None) -> list[str]:
 
 
 def cpu_model() -> str:
-    """The machine's CPU model as ``lscpu`` names it (``/proc/cpuinfo`` where there is no lscpu)."""
-    try:
-        out = subprocess.run(["lscpu"], capture_output=True, text=True, timeout=10).stdout
-    except (OSError, subprocess.SubprocessError):
-        out = ""
-    for line in out.splitlines():
-        if line.startswith("Model name:"):
-            return line.split(":", 1)[1].strip()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return "unknown CPU"
+    """The machine's CPU model as ``lscpu`` names it (``/proc/cpuinfo`` where there is no lscpu): ``_record``'s."""
+    from _record import cpu_model as model
+
+    return model()
+
+
+def machine_line() -> str:
+    """The CPU model, torch's vector ISA and the core count: what a build's timings belong to.
+
+    ``lscpu`` names a 2-core AVX-512 and a 2-core AVX2 machine both "AMD EPYC", and one build took 1.8× the
+    CPU of the other: the ISA tells them apart.
+    """
+    from _record import cpu_isa
+
+    return f"{cpu_model()!r} ({cpu_isa() or 'vector ISA unknown'}, {os.cpu_count()} cores)"
+
+
+def run_cache() -> Path:
+    """The result cache the chapters of this build share (per version of nhtlab's source)."""
+    return BUILD / "run-cache" / source_hash()
+
+
+def ledger_lines() -> list[dict]:
+    """The trainings this build's result cache has recorded so far (:mod:`nhtlab.training.ledger`)."""
+    from nhtlab.training.ledger import read_ledger
+
+    return read_ledger(run_cache())
+
+
+def ledger_summary(since: int = 0) -> "LedgerSummary":
+    """What the chapters trained into this build's result cache after its first ``since`` ledger lines
+    (the quick profile's test executions share the folder)."""
+    from nhtlab.training.ledger import summarise
+
+    return summarise(ledger_lines()[since:])
 
 
 def execute(notebook: Path, profile: str, force: bool = False) -> tuple[Path, float, bool]:
@@ -177,7 +201,7 @@ def execute(notebook: Path, profile: str, force: bool = False) -> tuple[Path, fl
     claims.unlink(missing_ok=True)
     # Finished runs are cached per version of nhtlab's source, so an edit never reuses stale results.
     # The chapter's closing checks write what held to its claims file (nhtlab.closing_checks).
-    env = {**BOOK_ENV, "NHTLAB_CACHE_DIR": str(BUILD / "run-cache" / source_hash()), "NHTLAB_CLAIMS_FILE": str(claims)}
+    env = {**BOOK_ENV, "NHTLAB_CACHE_DIR": str(run_cache()), "NHTLAB_CLAIMS_FILE": str(claims)}
     seconds = run_papermill(notebook, out, profile, env)
     hide_injected_parameters(out)
     stamp.write_text(f"{key} {seconds:.1f}")
@@ -317,19 +341,24 @@ def main() -> None:
                         help="execute every chapter even when one fails; exit 1 at the end naming them")
     args = parser.parse_args()
     start = time.perf_counter()
-    print(f"Executing {len(chapters(args.only))} chapters in profile {args.profile!r} on {cpu_model()!r} "
-          f"({os.cpu_count()} cores)…", flush=True)
+    print(f"Executing {len(chapters(args.only))} chapters in profile {args.profile!r} on {machine_line()}…", flush=True)
+    cold = not any(run_cache().glob("*/*.json"))  # no finished run to read: the build trains everything it needs
+    ledger_start = len(ledger_lines())
     cpu_start = cpu_ticks()
     results = execute_all(args.profile, jobs=args.jobs, force=args.force, only=args.only, by_lane=True,
                           keep_going=args.keep_going)
     failed = [stem for stem, (seconds, _) in results.items() if math.isnan(seconds)]
     executed = time.perf_counter()
     cpu_end = cpu_ticks()
+    busy_seconds = share = None
     if cpu_start is not None and cpu_end is not None:
         busy, total = (b - a for a, b in zip(cpu_start, cpu_end))
-        print(f"Chapters: {busy / os.sysconf('SC_CLK_TCK'):,.0f} busy core-seconds in {executed - start:,.0f} s, "
-              f"{busy / max(total, 1):.0%} of the machine's {os.cpu_count()} cores", flush=True)
+        busy_seconds, share = busy / os.sysconf("SC_CLK_TCK"), busy / max(total, 1)
+        print(f"Chapters: {busy_seconds:,.0f} busy core-seconds in {executed - start:,.0f} s, "
+              f"{share:.0%} of the machine's {os.cpu_count()} cores", flush=True)
     print("Closing checks (nhtlab.closing_checks):", *claims_summary(args.profile, args.only), sep="\n", flush=True)
+    trained = ledger_summary(since=ledger_start)
+    print("This build's training (the result cache's ledger):", *trained.lines(), sep="\n", flush=True)
     if failed:
         sys.exit(f"Chapters that failed: {', '.join(failed)}")
     if args.no_html:
@@ -338,6 +367,34 @@ def main() -> None:
     done = time.perf_counter()  # one reading, so that the total is the sum of its two parts
     print(f"Book written to {html / 'index.html'} in {done - start:.0f} s "
           f"(chapters {executed - start:.0f} s, HTML {done - executed:.0f} s)", flush=True)
+    # A whole build that executed every chapter on a cold result cache is a measurement of the book's cost:
+    # recorded for the measurements page (`make measurements`; kept ones go to benchmarks/results).
+    if args.only is None and cold and not any(cached for _, cached in results.values()):
+        print("  recorded:", record_build(args.profile, args.jobs, results, executed - start, done - executed,
+                                          busy_seconds, share, trained), flush=True)
+
+
+def record_build(profile: str, jobs: int, results: dict[str, tuple[float, bool]], chapters_s: float, html_s: float,
+                 busy_seconds: float | None, share: float | None, trained: "LedgerSummary") -> Path:
+    """Write the build's measurements record (``benchmarks/_record``): each chapter's seconds, the whole build,
+    the cores' busy time, and what the result cache's ledger says was trained, by kind and twice."""
+    from _record import record
+
+    rows = [{"what": f"chapter {stem}", "value": round(seconds, 1), "unit": "s wall"} for stem, (seconds, _) in results.items()]
+    rows += [{"what": "chapters", "value": round(chapters_s, 1), "unit": f"s wall ({jobs} lanes)"},
+             {"what": "HTML", "value": round(html_s, 1), "unit": "s wall"},
+             {"what": "whole build (install apart)", "value": round(chapters_s + html_s, 1), "unit": "s wall"}]
+    if busy_seconds is not None:
+        rows += [{"what": "busy core-seconds (chapters)", "value": round(busy_seconds), "unit": "core-s"},
+                 {"what": "share of the cores busy", "value": round(share, 3), "unit": "share"}]
+    rows += [{"what": "runs trained", "value": trained.trainings, "unit": "runs"},
+             {"what": "runs trained more than once", "value": len(trained.twice), "unit": "runs"}]
+    for kind, totals in trained.by_kind.items():
+        rows += [{"what": f"{kind}: steps trained", "value": int(totals["steps"]), "unit": "steps"},
+                 {"what": f"{kind}: training CPU", "value": round(totals["cpu_s"]), "unit": "CPU s"}]
+    return record("build_book", rows, settings={"profile": profile, "lanes": jobs, "result cache": "cold"},
+                  note="`make book` from a clean clone's state (every chapter executed, cold result cache): each "
+                       "chapter's wall time in its lane, and what the chapters trained (the cache's ledger).")
 
 
 if __name__ == "__main__":

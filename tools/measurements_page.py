@@ -22,6 +22,9 @@ SOURCES = (ROOT / "benchmarks" / "results", ROOT / "_build" / "measurements")
 OUT = ROOT / "book" / "measurements.md"
 REQUIRED = ("benchmark", "date", "machine", "results")
 MACHINE = ("cpu_model", "cores", "torch")
+# What tells machines apart on the page: the required keys and the vector ISA torch ran on (records
+# before it was kept lack it; "AMD EPYC" has named both an AVX-512 and an AVX2 machine).
+IDENTITY = ("cpu_model", "cpu_isa", "cores", "torch")
 
 INTRO = """\
 # Measurements
@@ -97,17 +100,17 @@ def render(records: list[dict[str, Any]]) -> str:
         return "\n".join(lines)
     machines = []  # numbered in the order they first recorded a run
     for r in sorted(records, key=lambda r: r["date"]):
-        key = tuple(r["machine"].get(k) for k in MACHINE)
+        key = tuple(r["machine"].get(k) for k in IDENTITY)
         if key not in machines:
             machines.append(key)
     lines += ["## Machines", ""]
-    lines += _table([{"machine": f"M{i + 1}", "CPU model": cpu, "cores": cores, "torch": torch}
-                     for i, (cpu, cores, torch) in enumerate(machines)])
+    lines += _table([{"machine": f"M{i + 1}", "CPU model": cpu, "vector ISA (torch)": isa or "not recorded",
+                      "cores": cores, "torch": torch} for i, (cpu, isa, cores, torch) in enumerate(machines)])
     lines.append("")
     for name in dict.fromkeys(r["benchmark"] for r in records):
         lines += [f"## `{name}`", ""]
         for r in (r for r in records if r["benchmark"] == name):
-            key = tuple(r["machine"].get(k) for k in MACHINE)
+            key = tuple(r["machine"].get(k) for k in IDENTITY)
             settings = ", ".join(f"{k} = {v}" for k, v in r.get("settings", {}).items())
             heading = f"{r['date']}, machine M{machines.index(key) + 1}, nhtlab {r['machine'].get('nhtlab') or '?'}"
             if r.get("load_average") is not None:

@@ -61,14 +61,33 @@ def cpu_model(lscpu_text: str | None = None) -> str:
     return found.group(1) if found else (platform.processor() or "unknown")
 
 
+def cpu_isa() -> str | None:
+    """The vector instruction set torch's CPU kernels run on here, as torch names it.
+
+    ``torch.backends.cpu.get_cpu_capability()``: ``"AVX512"``, ``"AVX2"``, ``"DEFAULT"`` (no vector
+    kernels) and so on; ``ATEN_CPU_CAPABILITY`` can lower it (``make kernel-paths``). Two machines
+    that ``lscpu`` names alike ("AMD EPYC") can differ here, and their timings with it.
+
+    Returns
+    -------
+    str or None
+        None where torch is not installed or does not say.
+    """
+    try:
+        import torch
+        return str(torch.backends.cpu.get_cpu_capability())
+    except (ImportError, AttributeError):
+        return None
+
+
 def machine() -> dict[str, Any]:
-    """What the numbers depend on: CPU model, core count, torch, nhtlab and Python versions, platform.
+    """What the numbers depend on: CPU model and vector ISA, core count, torch, nhtlab and Python versions, platform.
 
     Returns
     -------
     dict
-        Keys ``cpu_model``, ``cores``, ``torch``, ``nhtlab``, ``python``, ``platform``; a version is
-        ``None`` where the package is not installed.
+        Keys ``cpu_model``, ``cpu_isa`` (:func:`cpu_isa`), ``cores``, ``torch``, ``nhtlab``, ``python``,
+        ``platform``; a version is ``None`` where the package is not installed.
     """
     def version(module: str) -> str | None:
         try:
@@ -76,7 +95,7 @@ def machine() -> dict[str, Any]:
         except ImportError:
             return None
 
-    return {"cpu_model": cpu_model(), "cores": os.cpu_count(), "torch": version("torch"),
+    return {"cpu_model": cpu_model(), "cpu_isa": cpu_isa(), "cores": os.cpu_count(), "torch": version("torch"),
             "nhtlab": version("nhtlab"), "python": platform.python_version(), "platform": platform.platform()}
 
 

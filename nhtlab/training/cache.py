@@ -39,6 +39,7 @@ import hashlib
 import json
 import os
 import shutil
+import time
 import warnings
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -57,6 +58,7 @@ from ..history import History
 from ..smoke import smoke_signature
 from ..validation import check_bool, check_type
 from .checkpoint import atomic_write_bytes
+from .ledger import record_training
 from .modular_run import ModularRun, run_modular
 
 __all__ = ["ResultCache", "default_cache_dir", "config_key", "cached_run", "cache_enabled", "checkpoints_enabled"]
@@ -189,12 +191,27 @@ class ResultCache:
         removes the checkpoints once the finished run is stored. A run that a chapter reads
         through a probe (:func:`~nhtlab.training.tracked.shared_probe`) is trained with it, and
         the probed entry is put here too (:func:`~nhtlab.training.tracked.train_probed`); the
-        history returned is the plain run's either way.
+        history returned is the plain run's either way. The training is added to the cache's
+        ledger (:meth:`record_training`).
         """
         if self.checkpoints and kwargs.get("run_dir") is None:
             kwargs["run_dir"] = self.run_dir(run.cache_config())
         probe = None if kwargs.get("callbacks") or _PROBES is None else _PROBES[0](run)
-        return run.execute(**kwargs) if probe is None else _PROBES[1](run, probe, self, **kwargs)
+        cpu, wall = time.process_time(), time.perf_counter()
+        history = run.execute(**kwargs) if probe is None else _PROBES[1](run, probe, self, **kwargs)
+        self.record_training(run, history, time.process_time() - cpu, time.perf_counter() - wall,
+                             how="alone" if probe is None else "probed")
+        return history
+
+    def record_training(self, run: Any, history: History, cpu_seconds: float | None, wall_seconds: float,
+                        how: str = "alone") -> None:
+        """Add a training of ``run`` to this cache's ledger (:mod:`nhtlab.training.ledger`), keyed by the plain run.
+
+        The ledger (``<root>/trained.jsonl``) is how a build tells what it trained, at what CPU cost,
+        and whether any run was trained twice; :func:`nhtlab.training.ledger.summarise` reads it.
+        """
+        record_training(self.root, config_key(run.cache_config()), run, history, cpu_seconds=cpu_seconds,
+                        wall_seconds=wall_seconds, how=how)
 
     def __repr__(self) -> str:
         return f"ResultCache({str(self.root)!r})"

@@ -548,6 +548,8 @@ def _sweep(runs: Sequence[TrainConfig], strategy: str, executor: Executor | None
         if cache is not None and claiming is None:
             with _at_threads(int(history.config.get("threads", threads))):
                 note = _put(cache, configs[i], history)
+            if isinstance(cache, ResultCache) and source == "computed":  # trained in a stack or a user's pool
+                cache.record_training(runs[i], history, None, secs, how="stacked" if strategy == "batched" else "alone")
         if note is not None and not notes:
             notes.append(note)
             warnings.warn(note, RuntimeWarning, stacklevel=4)

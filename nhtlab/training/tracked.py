@@ -22,6 +22,7 @@ the cache holds measurements, not the models needed to compute a probe afterward
 from __future__ import annotations
 
 import hashlib
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -281,7 +282,9 @@ def tracked_run(run: ModularRun, tracker: DLRTracker, cache: ResultCache | None 
             if hit is not None:
                 hit.plain_history = plain_hit  # type: ignore[attr-defined]
                 return hit
+        cpu, wall = time.process_time(), time.perf_counter()
         history, columns = train_tracked(run, tracker, cache, progress=progress, desc=desc)
+        cache.record_training(run, history, time.process_time() - cpu, time.perf_counter() - wall, how="probed")
         if plain_hit is None:
             plain_hit = plain_history(history, columns)
             cache.put(plain_config, plain_hit)
