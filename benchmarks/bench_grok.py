@@ -447,7 +447,8 @@ def main() -> None:
         args.loop_steps, args.skip_sweep, args.gpu_seeds, args.gpu_steps = 2, True, 2, 2
         os.environ.setdefault("NHTLAB_CACHE", "off")
     os.environ.setdefault("NHTLAB_PROGRESS", "none")
-    print(f"torch {torch.__version__}, {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs; "
+    print(f"torch {torch.__version__}, {platform.processor() or platform.machine()}, "
+          f"{torch.backends.cpu.get_cpu_capability()} kernels, {os.cpu_count()} CPUs; "
           f"load average {os.getloadavg()[0]:.1f} (inflated timings when > 0)\n")
     bench_cpu(args)
     compiled = bench_compile(args.compile_steps, *args.floor)
