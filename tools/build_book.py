@@ -154,8 +154,8 @@ def cpu_model() -> str:
 def machine_line() -> str:
     """The CPU model, torch's vector ISA and the core count: what a build's timings belong to.
 
-    ``lscpu`` names a 2-core AVX-512 and a 2-core AVX2 machine both "AMD EPYC", and one build took 1.8× the
-    CPU of the other: the ISA tells them apart.
+    ``lscpu`` names a 2-core AVX-512 and a 2-core AVX2 machine both "AMD EPYC", whose builds' CPU differed
+    (1.15× and 1.82× in two AVX2 builds an hour apart): the ISA tells them apart.
     """
     from _record import cpu_isa
 
