@@ -80,6 +80,11 @@ def _table(rows: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
+def _machine_key(record: dict[str, Any]) -> tuple:
+    """The record's machine as the page tells machines apart (:data:`IDENTITY`; a missing key reads None)."""
+    return tuple(record["machine"].get(k) for k in IDENTITY)
+
+
 def render(records: list[dict[str, Any]]) -> str:
     """The page's Markdown: one section per benchmark, one table per recorded run, each under its machine.
 
@@ -100,7 +105,7 @@ def render(records: list[dict[str, Any]]) -> str:
         return "\n".join(lines)
     machines = []  # numbered in the order they first recorded a run
     for r in sorted(records, key=lambda r: r["date"]):
-        key = tuple(r["machine"].get(k) for k in IDENTITY)
+        key = _machine_key(r)
         if key not in machines:
             machines.append(key)
     lines += ["## Machines", ""]
@@ -110,7 +115,7 @@ def render(records: list[dict[str, Any]]) -> str:
     for name in dict.fromkeys(r["benchmark"] for r in records):
         lines += [f"## `{name}`", ""]
         for r in (r for r in records if r["benchmark"] == name):
-            key = tuple(r["machine"].get(k) for k in IDENTITY)
+            key = _machine_key(r)
             settings = ", ".join(f"{k} = {v}" for k, v in r.get("settings", {}).items())
             heading = f"{r['date']}, machine M{machines.index(key) + 1}, nhtlab {r['machine'].get('nhtlab') or '?'}"
             if r.get("load_average") is not None:
