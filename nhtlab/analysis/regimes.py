@@ -14,16 +14,16 @@ companion setting (transformer, default init) ‖θ‖² is largest at
 initialisation and falls from step 0, so the peak is step 0 for every λ and
 says nothing; what separates the regimes is what the norm does *after* the
 network has memorised. :func:`diagnose_regime` therefore reads everything from
-T_mem on, with explicit, documented thresholds:
+T_mem on, with explicit, documented thresholds, in this order:
 
+0. a run that diverged (``status == "diverged"``, or a non-finite ‖θ‖² or training
+   loss in its history) is **diverged**: no regime is read off a broken run;
 1. train accuracy never reaches ``fit_threshold`` within the budget → **strong**;
 2. memorised and generalised (test accuracy ≥ ``generalise_threshold``), with a
    delay T_grok − T_mem ≥ ``min_delay`` steps and ‖θ‖² contracted by at least
    ``min_contraction`` between T_mem and T_grok → **intermediate**;
 3. memorised, not generalised, and ‖θ‖² never fell more than ``min_contraction``
    below its value at T_mem → **weak**;
-0. a run that diverged (``status == "diverged"``, or a non-finite ‖θ‖² or training
-   loss in its history) is **diverged**: no regime is read off a broken run;
 4. anything else → **undetermined**, with the reason: a run that generalised
    without a delay or without its norm contracting (no shortcut phase to speak
    of), or one whose norm is contracting when the budget ends without having

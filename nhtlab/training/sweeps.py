@@ -204,12 +204,8 @@ class SweepResult(Sequence):
     seconds : float
         Wall time of the whole sweep.
 
-    Attributes
-    ----------
-    histories : list of History, length n_runs
-    runs : list of ModularRun or ShortcutRun, length n_runs
-    diverged : list of runs
-        Those whose history ended with ``status == "diverged"``.
+    The properties :attr:`histories`, :attr:`runs` and :attr:`diverged` give one list each (length
+    n_runs, the runs' order; ``diverged`` only the runs whose history ended diverged).
     """
 
     def __init__(self, rows: Sequence[SweepRow], strategy: str, seconds: float):
