@@ -62,3 +62,14 @@ def test_a_line_cut_short_is_skipped(cache):
 def test_an_empty_cache_has_an_empty_ledger(tmp_path):
     assert read_ledger(tmp_path / "nothing") == []
     assert summarise([]).trainings == 0 and summarise([]).cpu_s == 0
+
+
+def test_a_ledger_that_cannot_be_written_warns_once_and_keeps_the_result(tmp_path):
+    root = tmp_path / "cache"
+    (root / LEDGER_NAME).mkdir(parents=True)  # a folder where the file should be: every append fails, even as root
+    cache = ResultCache(root)
+    with pytest.warns(RuntimeWarning, match="could not write the ledger.*incomplete") as caught:
+        history = nhtlab.cached_run(RUN, cache, use_cache=True, progress="none")
+        nhtlab.cached_run(RUN.replace(seed=1), cache, use_cache=True, progress="none")
+    assert sum("ledger" in str(w.message) for w in caught) == 1  # once per folder and process, not per run
+    assert history.status == "completed" and cache.get(RUN.cache_config()) is not None  # the result itself is cached

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import warnings
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -27,6 +28,9 @@ __all__ = ["LEDGER_NAME", "record_training", "read_ledger", "LedgerSummary", "su
 
 #: The ledger's file name inside a cache's root.
 LEDGER_NAME = "trained.jsonl"
+
+# Folders whose ledger this process could not write (warned about once each).
+_UNWRITABLE: set[str] = set()
 
 
 def _label(run: Any) -> str:
@@ -62,7 +66,8 @@ def record_training(root: str | os.PathLike, run_key: str, run: Any, history: An
     how : str
         ``"alone"``, ``"probed"`` (with a DLR probe) or ``"stacked"``.
 
-    A ledger that cannot be written (a read-only cache) is skipped: the cache's own put reports it.
+    A ledger that cannot be written (a read-only cache) is skipped with one warning per folder and
+    process: the run's result is unaffected, but the ledger then undercounts.
     """
     rows = getattr(history, "rows", None) or []
     line = {"run": run_key, "kind": type(run).__name__, "label": _label(run),
@@ -73,8 +78,12 @@ def record_training(root: str | os.PathLike, run_key: str, run: Any, history: An
         Path(root).mkdir(parents=True, exist_ok=True)
         with open(Path(root) / LEDGER_NAME, "a", encoding="utf-8") as handle:
             handle.write(json.dumps(line, ensure_ascii=False) + "\n")
-    except OSError:
-        pass
+    except OSError as error:  # the training itself is done and kept; only its accounting is lost
+        if str(root) not in _UNWRITABLE:
+            _UNWRITABLE.add(str(root))
+            warnings.warn(f"record_training could not write the ledger in {root} ({type(error).__name__}: {error}); "
+                          "this process's trainings are missing from it, so a build's count of runs trained (and "
+                          "of any trained twice) is incomplete.", RuntimeWarning, stacklevel=2)
 
 
 def read_ledger(root: str | os.PathLike) -> list[dict[str, Any]]:
