@@ -40,3 +40,27 @@ def test_the_saved_page_is_what_the_saved_record_gives():
     saved = json.loads(kernel_paths.RECORD.read_text(encoding="utf-8"))
     assert kernel_paths.PAGE.read_text(encoding="utf-8") == kernel_paths.render(saved)
     assert set(saved["chapters"]) <= {p.stem for p in kernel_paths.build_book.chapters()}
+
+
+def test_another_machine_is_a_column_counted_against_the_native_build():
+    chapters = kernel_paths.compare(
+        {**record("01_x", ("a", True, "1", True), ("b", True, "2", True)), **record("02_y", ("s", True, "x", False))},
+        {**record("01_x", ("a", True, "1", True), ("b", True, "2", True)), **record("02_y", ("s", True, "x", False))})
+    base = {"date": "2026-12-02", "nhtlab": "0.3.0", "profile": "book",
+            "machine": {"cpu_model": "AMD EPYC", "cores": 2, "torch": "2.14.1"},
+            "paths": {"native": "AVX512", "other": "DEFAULT"}, "chapters": chapters}
+    theirs = kernel_paths.verdicts({**record("01_x", ("a", False, "0", True), ("b", True, "2", True)),
+                                    **record("02_y", ("s", True, "z", False))})
+    machine = {"label": "avx2 (AMD EPYC)", "machine": {"cpu_model": "AMD EPYC", "cores": 2, "torch": "2.14.1"},
+               "path": "AVX2", "date": "2026-12-03", "commit": "abc1234", "nhtlab": "0.3.0", "chapters": theirs}
+    saved = kernel_paths.add_machine(base, machine)
+    page = kernel_paths.render(saved)
+    assert "**1 of 2** claims held there" in page  # a failed there, b held
+    assert "2 of 3 checks and shown readings measured something different from the native (`AVX512`)" in page
+    assert "1 of 3 came out the other way: a (✓ native, ✗ avx2 (AMD EPYC))" in page
+    assert "| check | kind | native | default | avx2 (AMD EPYC) |" in page and "| s | shown | ✓ x | ✓ x | ✓ z |" in page
+    # the same CPU and path again replaces its column; another path adds one
+    again = kernel_paths.add_machine(saved, {**machine, "date": "2026-12-04"})
+    assert [m["date"] for m in again["more"]] == ["2026-12-04"]
+    assert len(kernel_paths.add_machine(again, {**machine, "path": "AVX512_BF16"})["more"]) == 2
+    assert "Another machine" not in kernel_paths.render(base)  # a record without one renders as before

@@ -3,6 +3,7 @@
     python tools/kernel_paths.py            # build under ATEN_CPU_CAPABILITY=default, compare, write the page
     python tools/kernel_paths.py --render   # only re-render book/across_machines.md from the saved record
     python tools/kernel_paths.py --check    # exit 1 if book/across_machines.md is not what the record gives
+    python tools/kernel_paths.py --add-native   # add this machine's native build (make book) as a column
 
 Another CPU rounds a sum differently, and a training run amplifies the difference until an event
 moves. One machine can show what that does to the book: PyTorch picks its CPU kernels for the
@@ -18,6 +19,11 @@ date, both paths' capabilities and every check's verdict and measurement under e
 rendered into ``book/across_machines.md``, which How to run includes: the section on numbers
 across machines is generated from these runs, not typed. It is a script run for a release's
 closing note, not part of CI (two builds of the book).
+
+Another machine's kernels are a third rounding that one machine cannot make: ``--add-native`` adds
+the claims of this machine's own ``make book`` (its native path, say AVX2 where the record's pair
+came from an AVX-512 CPU) as a further column, with its CPU, vector ISA, date and commit, compared
+against the record's native build. One column per CPU model and path; adding it again replaces it.
 """
 
 from __future__ import annotations
@@ -73,6 +79,21 @@ def compare(native: dict[str, dict[str, Any]], other: dict[str, dict[str, Any]])
     return out
 
 
+def verdicts(chapters: dict[str, dict[str, Any]]) -> dict[str, dict[str, dict[str, Any]]]:
+    """``{stem: {check: {passed, detail}}}`` of a build's claims records (:func:`claims`)."""
+    return {stem: {c["check"]: {"passed": c["passed"], "detail": c["detail"]} for c in rec.get("checks", [])}
+            for stem, rec in chapters.items()}
+
+
+def add_machine(record: dict[str, Any], machine: dict[str, Any]) -> dict[str, Any]:
+    """``record`` with ``machine`` (a native build of another CPU: ``label``, ``machine``, ``path``, ``date``,
+    ``commit``, ``nhtlab``, ``chapters`` as :func:`verdicts` gives) in its ``more`` list, replacing an entry of
+    the same CPU model and path."""
+    same = (machine["machine"]["cpu_model"], machine["path"])
+    kept = [m for m in record.get("more", []) if (m["machine"]["cpu_model"], m["path"]) != same]
+    return {**record, "more": kept + [machine]}
+
+
 def _mark(side: dict[str, Any] | None) -> str:
     return "—" if side is None else ("✓" if side["passed"] else "✗")
 
@@ -104,12 +125,35 @@ def render(record: dict[str, Any]) -> str:
                             for r in flipped) if flipped else "") + ".",
         "",
     ]
+    more = record.get("more", [])
+    for m in more:  # another CPU's own native build, against the record's native one
+        theirs = [(r, m["chapters"].get(stem, {}).get(r["check"])) for stem, checks in record["chapters"].items()
+                  for r in checks]
+        held = [r for r, t in theirs if r["claim"] and t and t["passed"]]
+        differ = [r for r, t in theirs if t and r["native"] and t["detail"] != r["native"]["detail"]]
+        turned = [(r, t) for r, t in theirs if t and r["native"] and t["passed"] != r["native"]["passed"]]
+        absent = [r for r, t in theirs if t is None]
+        lines += [
+            f"Another machine: {m['machine']['cpu_model']} ({m['path']}, {m['machine']['cores']} cores, torch "
+            f"{m['machine']['torch']}), its own `make book` on {m['date']} (commit `{m['commit']}`, nhtlab "
+            f"{m['nhtlab']}), column `{m['label']}`:",
+            "",
+            f"- **{len(held)} of {len(claims_)}** claims held there;",
+            f"- {len(differ)} of {len(rows)} checks and shown readings measured something different from the "
+            f"native (`{paths['native']}`) build;",
+            f"- {len(turned)} of {len(rows)} came out the other way"
+            + (": " + "; ".join(f"{r['check']} ({_mark(r['native'])} native, {_mark(t)} {m['label']})"
+                                for r, t in turned) if turned else "")
+            + (f"; {len(absent)} not recorded there" if absent else "") + ".",
+            "",
+        ]
     for stem, checks in record["chapters"].items():
-        lines += [f"**{stem}**", "", f"| check | kind | native | {OTHER} |", "|---|---|---|---|"]
+        heads = ["native", OTHER] + [m["label"] for m in more]
+        lines += [f"**{stem}**", "", "| check | kind | " + " | ".join(heads) + " |", "|---" * (len(heads) + 2) + "|"]
         for r in checks:
-            cells = [f"{_mark(r[side])} {_cell(r[side]['detail']) if r[side] else ''}".strip()
-                     for side in ("native", "other")]
-            lines.append(f"| {_cell(r['check'])} | {'claim' if r['claim'] else 'shown'} | {cells[0]} | {cells[1]} |")
+            sides = [r["native"], r["other"]] + [m["chapters"].get(stem, {}).get(r["check"]) for m in more]
+            cells = [f"{_mark(side)} {_cell(side['detail']) if side else ''}".strip() for side in sides]
+            lines.append(f"| {_cell(r['check'])} | {'claim' if r['claim'] else 'shown'} | " + " | ".join(cells) + " |")
         lines.append("")
     return "\n".join(lines).rstrip() + "\n"
 
@@ -138,12 +182,33 @@ def main() -> int:
     parser.add_argument("--render", action="store_true", help="re-render the page from the saved record")
     parser.add_argument("--check", action="store_true", help="exit 1 if the page is not what the record gives")
     parser.add_argument("--only", nargs="*", default=None, help="chapter stems to compare (default: all)")
+    parser.add_argument("--add-native", action="store_true",
+                        help="add this machine's own book build (make book first) to the record as a column")
     args = parser.parse_args()
     if args.check:
         ok = PAGE.exists() and PAGE.read_text(encoding="utf-8") == render(json.loads(RECORD.read_text()))
         print("book/across_machines.md is " + ("up to date" if ok else "out of date: run tools/kernel_paths.py --render"))
         return 0 if ok else 1
-    if not args.render:
+    if args.add_native:
+        record = json.loads(RECORD.read_text(encoding="utf-8"))
+        built = claims(build_book.BUILD / "executed" / PROFILE)
+        missing = sorted(set(record["chapters"]) - set(built))
+        if missing:
+            sys.exit(f"--add-native needs this machine's whole `make book` first; no claims for {', '.join(missing)}")
+        import torch
+
+        import nhtlab
+
+        path = capability()
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                                cwd=ROOT).stdout.strip() or "unknown"
+        record = add_machine(record, {
+            "label": f"{path.lower()} ({build_book.cpu_model()})",
+            "machine": {"cpu_model": build_book.cpu_model(), "cores": os.cpu_count(), "torch": torch.__version__},
+            "path": path, "date": dt.date.today().isoformat(), "commit": commit, "nhtlab": nhtlab.__version__,
+            "chapters": verdicts(built)})
+        RECORD.write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    elif not args.render:
         native_dir = build_book.BUILD / "executed" / PROFILE
         wanted = [nb.stem for nb in build_book.chapters(args.only)]
         if not set(wanted) <= set(claims(native_dir)):
