@@ -35,8 +35,8 @@ def test_a_lane_keeps_going_past_a_failed_chapter_only_when_asked(monkeypatch):
     monkeypatch.setattr(build_book, "_execute_one", execute_one)
     todo = [("book/02_regimes.ipynb", "quick", False), ("book/08_own_model.ipynb", "quick", False)]
     with pytest.raises(RuntimeError, match="λ = 5"):
-        build_book._execute_lane(todo)
-    done = build_book._execute_lane(todo, keep_going=True)
+        build_book._execute_chapters(todo)
+    done = build_book._execute_chapters(todo, keep_going=True)
     assert [seconds for _, seconds, _ in done][1] == 12.0
     assert math.isnan(done[0][1])  # the failed chapter, and the lane went on to the next one
 
@@ -59,3 +59,62 @@ def test_the_build_record_names_each_chapter_and_what_the_ledger_says(tmp_path, 
     assert data["benchmark"] == "build_book" and data["settings"]["result cache"] == "cold"
     assert data["machine"]["cpu_isa"]  # which of two machines that lscpu names alike
     assert "(" in build_book.machine_line() and "cores)" in build_book.machine_line()
+
+
+def _notebooks(*stems):
+    return [Path(f"book/{stem}.ipynb") for stem in stems]
+
+
+def test_longest_first_puts_a_never_measured_chapter_first_and_keeps_ties_in_order():
+    books = _notebooks("01_a", "02_b", "03_c", "04_d", "05_new")
+    order = build_book.longest_first(books, {"01_a": 140.0, "02_b": 250.0, "03_c": 390.0, "04_d": 250.0})
+    assert [nb.stem for nb in order] == ["05_new", "03_c", "02_b", "04_d", "01_a"]
+    assert build_book.longest_first(books, {}) == books  # nothing measured: the table of contents' order
+
+
+def _build_record(folder, name, cpu_model, date, seconds):
+    from _record import machine
+
+    folder.mkdir(parents=True, exist_ok=True)
+    data = {"benchmark": "build_book", "date": date, "machine": {**machine(), "cpu_model": cpu_model},
+            "settings": {"profile": "book"},
+            "results": [{"what": f"chapter {stem}", "value": s, "unit": "s wall"} for stem, s in seconds.items()]
+            + [{"what": "chapters", "value": 1.0, "unit": "s wall"}]}
+    (folder / f"build_book-{name}.json").write_text(json.dumps(data))
+
+
+def test_expected_seconds_come_from_this_folders_stamps_else_this_machines_newest_build(tmp_path, monkeypatch):
+    from _record import machine
+
+    monkeypatch.setattr(build_book, "ROOT", tmp_path / "repo")
+    monkeypatch.setattr(build_book, "BUILD", tmp_path / "build")
+    books = _notebooks("01_a", "02_b")
+    assert build_book.expected_seconds("book", books) == ({}, "no measured build")
+    _build_record(tmp_path / "repo" / "benchmarks" / "results", "1", machine()["cpu_model"], "2026-12-01T10:00:00+00:00",
+                  {"01_a": 10.0, "02_b": 20.0})
+    _build_record(tmp_path / "build" / "measurements", "2", "another CPU", "2026-12-02T10:00:00+00:00",
+                  {"01_a": 30.0, "02_b": 5.0})
+    seconds, source = build_book.expected_seconds("book", books)
+    assert seconds == {"01_a": 10.0, "02_b": 20.0} and source.startswith("this machine's build of 2026-12-01")
+    assert build_book.expected_seconds("quick", books) == ({}, "no measured build")  # another profile's records
+    stamps = tmp_path / "build" / "executed" / "book"
+    stamps.mkdir(parents=True)
+    (stamps / "01_a.key").write_text("abc 7.5")
+    assert build_book.expected_seconds("book", books)[0] == {"01_a": 10.0, "02_b": 20.0}  # one stamp is not all
+    (stamps / "02_b.key").write_text("def 3.0")
+    assert build_book.expected_seconds("book", books) == ({"01_a": 7.5, "02_b": 3.0}, "this build folder's last executions")
+
+
+def test_one_process_executes_the_chapters_in_the_order_given(monkeypatch):
+    seen = []
+
+    def execute_one(item, threads=None):
+        seen.append(Path(item[0]).stem)
+        return item[0] + ".out", float(len(seen)), False
+
+    monkeypatch.setattr(build_book, "_execute_one", execute_one)
+    books = build_book.chapters()
+    results = build_book.execute_all("quick", jobs=1, order=books[::-1])
+    assert seen == [nb.stem for nb in books[::-1]]
+    assert list(results) == [nb.stem for nb in books]  # reported in the table of contents' order
+    assert results[books[-1].stem] == (1.0, False)

@@ -21,19 +21,6 @@ def test_every_chapter_is_in_the_toc():
         assert f"file: book/{src.stem}" in toc, src.name
 
 
-def test_book_build_lanes_hold_every_chapter_once():
-    # make book runs the chapters in build_book.LANES; a chapter left out would run alone and one named
-    # twice would run twice. The order within a lane is chosen for time: shared runs are claimed in the
-    # result cache, so order is not what keeps a run from being trained twice (tests/test_cache.py).
-    import build_book  # tools/ is on sys.path (tests/conftest.py)
-
-    named = [stem for lane in build_book.LANES for stem in lane]
-    assert sorted(named) == sorted(src.stem for src in SOURCES) and len(named) == len(set(named))
-    assert [[nb.stem for nb in g] for g in build_book.lanes(build_book.chapters())] == [list(x) for x in build_book.LANES]
-    extra = [ROOT / "book" / "99_new.ipynb"]
-    assert build_book.lanes(build_book.chapters()[:2] + extra)[-1] == extra
-
-
 @pytest.mark.parametrize("src", SOURCES, ids=lambda p: p.stem)
 def test_text_form_and_ipynb_are_in_sync(src):
     ipynb = src.with_suffix(".ipynb")

@@ -9,13 +9,17 @@ is re-run only when something it depends on changed. Jupyter Book never
 executes anything itself (``execute_notebooks: off``): it renders a staging copy
 of the book in which each chapter is replaced by its executed version.
 
-``make book`` executes the chapters in two *lanes* side by side (``--jobs 2``).
+``make book`` executes two chapters at a time (``--jobs 2``), **longest first**: the
+chapters are queued by the seconds each took in the last measured build
+(:func:`expected_seconds`), and whichever of the two kernels is free takes the next,
+so the short ones fill the end instead of one long chapter running alone.
 The chapters share runs through the result cache, and a run one chapter is
-training is claimed (``ResultCache.claim``): a chapter in the other lane that
-reaches it waits and reads it, so no run is trained twice whatever the order.
-The lanes are therefore balanced by time, not by which chapter trains a run.
-Each lane's kernel has one thread; a chapter's own sweep still starts its pool
-of workers, so the cores stay busy while the other lane analyses, draws or
+training is claimed (``ResultCache.claim``): a chapter running beside it that
+reaches it waits and reads it, so no run is trained twice whatever the order
+(the runs chapter 4 reads through a DLR probe are trained with it by whichever
+chapter comes first, ``nhtlab.shared_probe``). The order is therefore chosen for time only.
+Each chapter's kernel has one thread; a chapter's own sweep still starts its pool
+of workers, so the cores stay busy while the other chapter analyses, draws or
 trains in its kernel. Every training loop then holds one of the machine's CPU
 slots (``NHTLAB_CPU_SLOTS``, :mod:`nhtlab.training.cpu_slots`): never more loops
 compute than there are cores, which time-slicing would slow by ~8%.
@@ -50,21 +54,6 @@ BUILD = Path(os.environ.get("NHTLAB_BUILD_DIR") or ROOT / "_build")
 # renderer and static stand-ins for widgets (NHTLAB_BOOK), one summary line per
 # training loop instead of a widget or dozens of partial bars (NHTLAB_PROGRESS).
 BOOK_ENV = {"NHTLAB_BOOK": "1", "NHTLAB_PROGRESS": "text"}
-
-
-# The two lanes of `make book`, each list in the order it runs. Shared runs: 02 and 03 reuse 01's λ = 1 run,
-# 03 02's λ = 2 run, 07 03's λ = 1 runs (its base width), 06 03's runs and 05's border runs; whichever chapter
-# reaches a run first trains it, the other waits for its claim (ResultCache.claim). Every training loop holds
-# one of the machine's CPU slots (NHTLAB_CPU_SLOTS, set below), so the lanes' pools never run more loops than
-# there are cores and the order only has to balance the lanes' totals: 04 and 08 train in their kernel while
-# the other lane's pools fill the second core; 06 comes after 05 and reads 03's runs once they are trained.
-# Measured with slots: 01-02-03 | 04-08-05-07-06 left the first lane done ~185 s early (the second core idle
-# for ~40 s in the middle, ~70 core-seconds in all); three lanes starved 04's single loop (818 s against 742 s
-# for these). A chapter missing here gets a lane of its own.
-LANES = (
-    ("01_grokking", "02_regimes", "03_delay_law", "07_emergence"),
-    ("04_dlr", "08_own_model", "05_layerwise", "06_shortcuts"),
-)
 
 
 def chapters(only: list[str] | None = None) -> list[Path]:
@@ -219,12 +208,12 @@ def _execute_one(args: tuple[str, str, bool], threads: int | None = None) -> tup
     return str(out), seconds, cached
 
 
-def _execute_lane(todo: list[tuple[str, str, bool]], threads: int | None = 1,
+def _execute_chapters(todo: list[tuple[str, str, bool]], threads: int | None = 1,
                   keep_going: bool = False) -> list[tuple[str, float, bool]]:
-    """Execute a lane's chapters one after another (a pool process's lane: one thread per kernel).
+    """Execute chapters one after another (in a pool process: one thread per kernel).
 
     With ``keep_going`` a chapter that fails (a closing check that did not hold) is reported with
-    seconds NaN and the lane goes on: its claims file still records what held and what did not.
+    seconds NaN and the next one runs: its claims file still records what held and what did not.
     """
     done = []
     for item in todo:
@@ -241,40 +230,79 @@ def _execute_lane(todo: list[tuple[str, str, bool]], threads: int | None = 1,
     return done
 
 
-def lanes(notebooks: list[Path]) -> list[list[Path]]:
-    """``notebooks`` grouped by :data:`LANES` (order kept within a lane); any other chapter alone."""
-    by_stem = {nb.stem: nb for nb in notebooks}
-    grouped = [[by_stem[stem] for stem in lane if stem in by_stem] for lane in LANES]
-    placed = {stem for lane in LANES for stem in lane}
-    grouped += [[nb] for nb in notebooks if nb.stem not in placed]
-    return [lane for lane in grouped if lane]
+def _build_records(profile: str) -> list[dict]:
+    """The ``build_book`` measurements records of ``profile``: this checkout's kept ones and this machine's."""
+    found = []
+    for folder in (ROOT / "benchmarks" / "results", BUILD / "measurements"):
+        for path in sorted(folder.glob("build_book-*.json")):
+            try:
+                data = json.loads(path.read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                continue
+            if data.get("settings", {}).get("profile") == profile:
+                found.append(data)
+    return found
+
+
+def expected_seconds(profile: str, notebooks: list[Path]) -> tuple[dict[str, float], str]:
+    """Each chapter's seconds in the last measured build of ``profile``, and where they come from.
+
+    This build folder's own stamps (the seconds of each chapter's last execution here) where every
+    chapter has one; else the newest ``build_book`` record of the profile, this machine's kind
+    (CPU model, vector ISA, cores) preferred; else none (``{}``, and the chapters keep their order).
+    """
+    stamps = {}
+    for nb in notebooks:
+        stamp = BUILD / "executed" / profile / nb.with_suffix(".key").name
+        parts = stamp.read_text().split() if stamp.exists() else []
+        if len(parts) == 2 and math.isfinite(float(parts[1])):
+            stamps[nb.stem] = float(parts[1])
+    if len(stamps) == len(notebooks):
+        return stamps, "this build folder's last executions"
+    records = _build_records(profile)
+    if not records:
+        return {}, "no measured build"
+    from _record import machine
+
+    here = machine()
+    same = lambda r: all(r["machine"].get(k) == here.get(k) for k in ("cpu_model", "cpu_isa", "cores"))  # noqa: E731
+    newest = max(records, key=lambda r: (same(r), r["date"]))
+    seconds = {row["what"].removeprefix("chapter "): float(row["value"]) for row in newest["results"]
+               if row["what"].startswith("chapter ")}
+    where = "this machine's" if same(newest) else f"{newest['machine'].get('cpu_model')}'s"
+    return seconds, f"{where} build of {newest['date'][:16]}"
+
+
+def longest_first(notebooks: list[Path], seconds: dict[str, float]) -> list[Path]:
+    """``notebooks`` by expected ``seconds``, longest first; a chapter never measured goes first
+    (it may be the longest), ties keep the table of contents' order."""
+    order = {nb.stem: i for i, nb in enumerate(notebooks)}
+    return sorted(notebooks, key=lambda nb: (-seconds.get(nb.stem, math.inf), order[nb.stem]))
 
 
 def execute_all(profile: str, jobs: int = 1, force: bool = False, only: list[str] | None = None,
-                by_lane: bool = False, keep_going: bool = False) -> dict[str, tuple[float, bool]]:
-    """Execute every chapter; ``jobs`` > 1 runs chapters in parallel processes.
+                keep_going: bool = False, order: list[Path] | None = None) -> dict[str, tuple[float, bool]]:
+    """Execute every chapter; ``jobs`` > 1 runs that many chapters at a time in parallel processes.
 
-    With ``by_lane`` the parallel processes take whole :func:`lanes` (the chapters in a fixed,
-    time-balanced order), not single chapters: what the book build measures and documents.
-    The tests' executions run without a cache, so single chapters balance the cores better there.
+    The chapters are handed out in ``order`` (default: :func:`longest_first` by
+    :func:`expected_seconds`), each to whichever process is free. Returns ``stem → (seconds,
+    cached)`` in the table of contents' order; a chapter that failed under ``keep_going`` has
+    seconds NaN.
     """
     notebooks = chapters(only)
+    if order is None:
+        order = longest_first(notebooks, expected_seconds(profile, notebooks)[0])
     results: dict[str, tuple[float, bool]] = {}
-    if jobs > 1 and by_lane:
-        groups = lanes(notebooks)
-        with ProcessPoolExecutor(min(jobs, len(groups))) as pool:
-            todo = [[(str(nb), profile, force) for nb in g] for g in groups]
-            for group, done in zip(groups, pool.map(_execute_lane, todo, [1] * len(todo), [keep_going] * len(todo))):
-                for nb, (_, seconds, cached) in zip(group, done):
-                    results[nb.stem] = (seconds, cached)
-    elif jobs > 1:
-        todo = [(str(nb), profile, force) for nb in notebooks]
-        with ProcessPoolExecutor(jobs) as pool:
-            for (nb, _, _), (_, seconds, cached) in zip(todo, pool.map(_execute_one, todo, [1] * len(todo))):
-                results[Path(nb).stem] = (seconds, cached)
-    else:  # one lane of every chapter, in this process, with torch's default threads
-        done = _execute_lane([(str(nb), profile, force) for nb in notebooks], threads=None, keep_going=keep_going)
-        for nb, (_, seconds, cached) in zip(notebooks, done):
+    if jobs > 1:
+        # One chapter per task: a free process takes the next chapter in ``order`` (tasks start in the order given).
+        with ProcessPoolExecutor(max(1, min(jobs, len(order)))) as pool:
+            futures = {nb.stem: pool.submit(_execute_chapters, [(str(nb), profile, force)], 1, keep_going) for nb in order}
+            for stem, future in futures.items():
+                (_, seconds, cached), = future.result()
+                results[stem] = (seconds, cached)
+    else:  # every chapter in this process, with torch's default threads
+        done = _execute_chapters([(str(nb), profile, force) for nb in order], threads=None, keep_going=keep_going)
+        for nb, (_, seconds, cached) in zip(order, done):
             results[nb.stem] = (seconds, cached)
     return {nb.stem: results[nb.stem] for nb in notebooks}
 
@@ -332,7 +360,7 @@ def cpu_ticks() -> tuple[int, int] | None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--profile", default="book", choices=["quick", "book", "full"])
-    parser.add_argument("--jobs", type=int, default=1, help="lanes of chapters executed side by side (see LANES)")
+    parser.add_argument("--jobs", type=int, default=1, help="chapters executed at a time, longest first")
     parser.add_argument("--force", action="store_true", help="re-execute even when cached")
     parser.add_argument("--html", type=Path, default=None, help="output folder (default _build/html)")
     parser.add_argument("--only", nargs="*", default=None, help="chapter stems to build (default: all)")
@@ -341,12 +369,18 @@ def main() -> None:
                         help="execute every chapter even when one fails; exit 1 at the end naming them")
     args = parser.parse_args()
     start = time.perf_counter()
-    print(f"Executing {len(chapters(args.only))} chapters in profile {args.profile!r} on {machine_line()}…", flush=True)
+    notebooks = chapters(args.only)
+    seconds, source = expected_seconds(args.profile, notebooks)
+    order = longest_first(notebooks, seconds)
+    print(f"Executing {len(notebooks)} chapters in profile {args.profile!r} on {machine_line()}, "
+          f"{args.jobs} at a time…", flush=True)
+    print(f"  longest first, by {source}: " + (", ".join(nb.stem[:2] for nb in order) if seconds
+                                                 else "none, so in the table of contents' order"), flush=True)
     cold = not any(run_cache().glob("*/*.json"))  # no finished run to read: the build trains everything it needs
     ledger_start = len(ledger_lines())
     cpu_start = cpu_ticks()
-    results = execute_all(args.profile, jobs=args.jobs, force=args.force, only=args.only, by_lane=True,
-                          keep_going=args.keep_going)
+    results = execute_all(args.profile, jobs=args.jobs, force=args.force, only=args.only,
+                          keep_going=args.keep_going, order=order)
     failed = [stem for stem, (seconds, _) in results.items() if math.isnan(seconds)]
     executed = time.perf_counter()
     cpu_end = cpu_ticks()
@@ -381,7 +415,7 @@ def record_build(profile: str, jobs: int, results: dict[str, tuple[float, bool]]
     from _record import record
 
     rows = [{"what": f"chapter {stem}", "value": round(seconds, 1), "unit": "s wall"} for stem, (seconds, _) in results.items()]
-    rows += [{"what": "chapters", "value": round(chapters_s, 1), "unit": f"s wall ({jobs} lanes)"},
+    rows += [{"what": "chapters", "value": round(chapters_s, 1), "unit": f"s wall ({jobs} at a time)"},
              {"what": "HTML", "value": round(html_s, 1), "unit": "s wall"},
              {"what": "whole build (install apart)", "value": round(chapters_s + html_s, 1), "unit": "s wall"}]
     if busy_seconds is not None:
@@ -392,9 +426,10 @@ def record_build(profile: str, jobs: int, results: dict[str, tuple[float, bool]]
     for kind, totals in trained.by_kind.items():
         rows += [{"what": f"{kind}: steps trained", "value": int(totals["steps"]), "unit": "steps"},
                  {"what": f"{kind}: training CPU", "value": round(totals["cpu_s"]), "unit": "CPU s"}]
-    return record("build_book", rows, settings={"profile": profile, "lanes": jobs, "result cache": "cold"},
+    return record("build_book", rows, settings={"profile": profile, "chapters at a time": jobs, "order": "longest first",
+                                              "result cache": "cold"},
                   note="`make book` from a clean clone's state (every chapter executed, cold result cache): each "
-                       "chapter's wall time in its lane, and what the chapters trained (the cache's ledger).")
+                       "chapter's wall time in its process, and what the chapters trained (the cache's ledger).")
 
 
 if __name__ == "__main__":

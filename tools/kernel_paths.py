@@ -200,7 +200,7 @@ def main() -> int:
         import nhtlab
 
         path = capability()
-        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=False,
                                 cwd=ROOT).stdout.strip() or "unknown"
         record = add_machine(record, {
             "label": f"{path.lower()} ({build_book.cpu_model()})",
