@@ -49,10 +49,11 @@ def test_the_build_record_names_each_chapter_and_what_the_ledger_says(tmp_path, 
                          {"run": "a", "kind": "ModularRun", "label": "A probed", "steps": 400, "cpu_s": 6.0},
                          {"run": "b", "kind": "ShortcutRun", "label": "B", "steps": 100, "cpu_s": 2.0}])
     path = build_book.record_build("book", 2, {"01_grokking": (30.0, False), "02_regimes": (50.0, False)}, 80.0, 10.0,
-                                   150.0, 0.94, trained)
+                                   150.0, 0.94, trained, {"01_grokking": 41.2, "02_regimes": 97.6})
     data = json.loads(path.read_text())
     values = {row["what"]: row["value"] for row in data["results"]}
     assert values["chapter 01_grokking"] == 30.0 and values["chapter 02_regimes"] == 50.0
+    assert values["CPU of chapter 01_grokking"] == 41 and values["CPU of chapter 02_regimes"] == 98
     assert values["whole build (install apart)"] == 90.0 and values["busy core-seconds (chapters)"] == 150
     assert values["runs trained"] == 3 and values["runs trained more than once"] == 1
     assert values["ModularRun: steps trained"] == 800 and values["ShortcutRun: training CPU"] == 2
@@ -118,3 +119,49 @@ def test_one_process_executes_the_chapters_in_the_order_given(monkeypatch):
     assert seen == [nb.stem for nb in books[::-1]]
     assert list(results) == [nb.stem for nb in books]  # reported in the table of contents' order
     assert results[books[-1].stem] == (1.0, False)
+
+
+def test_a_chapters_cpu_counts_its_kernel_and_the_kernels_own_workers():
+    # papermill's kernel is the build process's child and a chapter's pool workers are the kernel's:
+    # a grandchild's CPU must count once the child has waited for it.
+    import subprocess
+    import sys
+
+    burn = "import time; t = time.process_time(); exec('while time.process_time() - t < 0.4: pass')"
+    child = f"import subprocess, sys; subprocess.run([sys.executable, '-c', {burn!r}], check=True); {burn}"
+    before = build_book.children_cpu_seconds()
+    subprocess.run([sys.executable, "-c", child], check=True)
+    assert build_book.children_cpu_seconds() - before >= 0.75  # 0.4 s in the child, 0.4 s in its child
+
+
+def test_a_stamp_reads_with_or_without_its_cpu_seconds(tmp_path):
+    out = tmp_path / "01_a.ipynb"
+    out.with_suffix(".key").write_text("abc 12.5 30.2")
+    assert build_book.read_stamp(out) == ("abc", 12.5, 30.2)
+    out.with_suffix(".key").write_text("abc 12.5")  # written before the CPU was recorded
+    assert build_book.read_stamp(out) == ("abc", 12.5, None)
+    out.with_suffix(".key").write_text("")
+    assert build_book.read_stamp(out) is None and build_book.read_stamp(tmp_path / "none.ipynb") is None
+
+
+@pytest.mark.skipif(not Path("/proc/self").exists(), reason="Linux only (child subreaper)")
+def test_a_chapters_cpu_counts_the_workers_its_kernel_left_behind():
+    # A chapter's pool workers belong to the kernel's fork server, which outlives the kernel: the build adopts
+    # such orphans and waits for them, or their CPU would be lost. Run apart, so pytest adopts nothing.
+    import subprocess
+    import sys
+
+    script = f"""
+import subprocess, sys
+sys.path.insert(0, {str(Path(build_book.__file__).parent)!r})
+import build_book
+burn = "import time; t = time.process_time(); exec('while time.process_time() - t < 0.5: pass')"
+leave = f"import subprocess, sys; subprocess.Popen([sys.executable, '-c', {{burn!r}}])"  # exits at once, unwaited
+assert build_book.adopt_orphans()
+before = build_book.children_cpu_seconds()
+subprocess.run([sys.executable, "-c", leave], check=True)
+assert build_book.reap_descendants(timeout=30)
+print(build_book.children_cpu_seconds() - before)
+"""
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=60)
+    assert float(out.stdout) >= 0.45  # the orphan's 0.5 s, counted once it was adopted and reaped

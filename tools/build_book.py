@@ -33,6 +33,7 @@ import json
 import math
 import os
 import re
+import resource
 import shutil
 import subprocess
 import sys
@@ -111,6 +112,52 @@ def run_papermill(notebook: Path, out: Path, profile: str, env: dict[str, str]) 
     return time.perf_counter() - start
 
 
+def children_cpu_seconds() -> float:
+    """CPU seconds (user + system) of this process's finished, waited-for children and their own children.
+
+    Papermill's kernel is such a child. A chapter's pool workers are not the kernel's children but its
+    fork server's, which outlives the kernel by a moment; :func:`adopt_orphans` and
+    :func:`reap_descendants` make them ours too, so the difference around one execution is everything
+    that chapter computed, whichever core it ran on and whatever ran beside it.
+    """
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def adopt_orphans() -> bool:
+    """Make this process the reaper of its orphaned descendants (Linux's child subreaper); False elsewhere."""
+    try:
+        import ctypes
+
+        return ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0) == 0  # PR_SET_CHILD_SUBREAPER
+    except (OSError, AttributeError):
+        return False
+
+
+def reap_descendants(timeout: float = 60.0) -> bool:
+    """Wait until this process has no child left (a kernel's fork server and workers, adopted when the kernel
+    ended, exit within about a second of it); False when some outlive ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:  # no child at all: everything this chapter started has been counted
+            return True
+        if pid == 0:
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.05)
+
+
+def read_stamp(executed: Path) -> tuple[str, float, float | None] | None:
+    """An executed chapter's stamp: (cache key, wall seconds, CPU seconds or None for older stamps)."""
+    stamp = executed.with_suffix(".key")
+    parts = stamp.read_text().split() if stamp.exists() else []
+    if len(parts) not in (2, 3):
+        return None
+    return parts[0], float(parts[1]), float(parts[2]) if len(parts) == 3 else None
+
+
 def claims_file(executed: Path) -> Path:
     """Where an executed chapter's closing checks are recorded (JSON, :func:`nhtlab.closing_checks`)."""
     return executed.with_suffix(".claims.json")
@@ -181,19 +228,24 @@ def execute(notebook: Path, profile: str, force: bool = False) -> tuple[Path, fl
     out = out_dir / notebook.name
     stamp = out.with_suffix(".key")
     key = cache_key(notebook, profile)
-    recorded = stamp.read_text().split() if stamp.exists() else []
-    if not force and out.exists() and len(recorded) == 2 and recorded[0] == key:
+    recorded = read_stamp(out)
+    if not force and out.exists() and recorded is not None and recorded[0] == key:
         # A cached chapter reports the seconds its execution took, so timing checks see real work.
-        return out, float(recorded[1]), True
+        return out, recorded[1], True
     stamp.unlink(missing_ok=True)
     claims = claims_file(out)
     claims.unlink(missing_ok=True)
     # Finished runs are cached per version of nhtlab's source, so an edit never reuses stale results.
     # The chapter's closing checks write what held to its claims file (nhtlab.closing_checks).
     env = {**BOOK_ENV, "NHTLAB_CACHE_DIR": str(run_cache()), "NHTLAB_CLAIMS_FILE": str(claims)}
+    adopted = adopt_orphans()
+    cpu = children_cpu_seconds()
     seconds = run_papermill(notebook, out, profile, env)
+    # The kernel and, adopted once it ended, its fork server and workers; not measured where they cannot be reaped.
+    counted = adopted and reap_descendants()
+    cpu = children_cpu_seconds() - cpu
     hide_injected_parameters(out)
-    stamp.write_text(f"{key} {seconds:.1f}")
+    stamp.write_text(f"{key} {seconds:.1f}" + (f" {cpu:.1f}" if counted else ""))
     return out, seconds, False
 
 
@@ -226,7 +278,9 @@ def _execute_chapters(todo: list[tuple[str, str, bool]], threads: int | None = 1
             done.append((str(item[0]), float("nan"), False))
             continue
         done.append((out, seconds, cached))
-        print(f"  {Path(item[0]).stem}: {'cached' if cached else f'{seconds:.0f} s'}", flush=True)
+        stamp = read_stamp(Path(out))
+        cpu = f", {stamp[2]:,.0f} CPU s" if stamp and stamp[2] is not None else ""
+        print(f"  {Path(item[0]).stem}: {'cached' if cached else f'{seconds:.0f} s{cpu}'}", flush=True)
     return done
 
 
@@ -253,10 +307,9 @@ def expected_seconds(profile: str, notebooks: list[Path]) -> tuple[dict[str, flo
     """
     stamps = {}
     for nb in notebooks:
-        stamp = BUILD / "executed" / profile / nb.with_suffix(".key").name
-        parts = stamp.read_text().split() if stamp.exists() else []
-        if len(parts) == 2 and math.isfinite(float(parts[1])):
-            stamps[nb.stem] = float(parts[1])
+        stamp = read_stamp(BUILD / "executed" / profile / nb.name)
+        if stamp is not None and math.isfinite(stamp[1]):
+            stamps[nb.stem] = stamp[1]
     if len(stamps) == len(notebooks):
         return stamps, "this build folder's last executions"
     records = _build_records(profile)
@@ -390,6 +443,11 @@ def main() -> None:
         busy_seconds, share = busy / os.sysconf("SC_CLK_TCK"), busy / max(total, 1)
         print(f"Chapters: {busy_seconds:,.0f} busy core-seconds in {executed - start:,.0f} s, "
               f"{share:.0%} of the machine's {os.cpu_count()} cores", flush=True)
+    cpu = chapter_cpu(args.profile, notebooks, results)
+    if cpu:
+        print(f"Each chapter's own CPU seconds (its kernel and workers; {sum(cpu.values()):,.0f} in all): "
+              + ", ".join(f"{stem[:2]} {value:,.0f}" for stem, value in sorted(cpu.items(), key=lambda kv: -kv[1])),
+              flush=True)
     print("Closing checks (nhtlab.closing_checks):", *claims_summary(args.profile, args.only), sep="\n", flush=True)
     trained = ledger_summary(since=ledger_start)
     print("This build's training (the result cache's ledger):", *trained.lines(), sep="\n", flush=True)
@@ -405,16 +463,30 @@ def main() -> None:
     # recorded for the measurements page (`make measurements`; kept ones go to benchmarks/results).
     if args.only is None and cold and not any(cached for _, cached in results.values()):
         print("  recorded:", record_build(args.profile, args.jobs, results, executed - start, done - executed,
-                                          busy_seconds, share, trained), flush=True)
+                                          busy_seconds, share, trained, cpu), flush=True)
+
+
+def chapter_cpu(profile: str, notebooks: list[Path], results: dict[str, tuple[float, bool]]) -> dict[str, float]:
+    """The CPU seconds of each chapter executed in this build (from its stamp; cached or older stamps: none)."""
+    cpu = {}
+    for nb in notebooks:
+        stamp = read_stamp(BUILD / "executed" / profile / nb.name)
+        if nb.stem in results and not results[nb.stem][1] and stamp is not None and stamp[2] is not None:
+            cpu[nb.stem] = stamp[2]
+    return cpu
 
 
 def record_build(profile: str, jobs: int, results: dict[str, tuple[float, bool]], chapters_s: float, html_s: float,
-                 busy_seconds: float | None, share: float | None, trained: "LedgerSummary") -> Path:
-    """Write the build's measurements record (``benchmarks/_record``): each chapter's seconds, the whole build,
-    the cores' busy time, and what the result cache's ledger says was trained, by kind and twice."""
+                 busy_seconds: float | None, share: float | None, trained: "LedgerSummary",
+                 cpu: dict[str, float] | None = None) -> Path:
+    """Write the build's measurements record (``benchmarks/_record``): each chapter's seconds (and CPU seconds,
+    ``cpu``), the whole build, the cores' busy time, and what the result cache's ledger says was trained, by kind
+    and twice."""
     from _record import record
 
     rows = [{"what": f"chapter {stem}", "value": round(seconds, 1), "unit": "s wall"} for stem, (seconds, _) in results.items()]
+    rows += [{"what": f"CPU of chapter {stem}", "value": round(value), "unit": "CPU s (its kernel and workers)"}
+             for stem, value in (cpu or {}).items()]
     rows += [{"what": "chapters", "value": round(chapters_s, 1), "unit": f"s wall ({jobs} at a time)"},
              {"what": "HTML", "value": round(html_s, 1), "unit": "s wall"},
              {"what": "whole build (install apart)", "value": round(chapters_s + html_s, 1), "unit": "s wall"}]
