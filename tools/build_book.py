@@ -31,6 +31,7 @@ import argparse
 import hashlib
 import json
 import math
+import multiprocessing
 import os
 import re
 import resource
@@ -238,7 +239,9 @@ def execute(notebook: Path, profile: str, force: bool = False) -> tuple[Path, fl
     # Finished runs are cached per version of nhtlab's source, so an edit never reuses stale results.
     # The chapter's closing checks write what held to its claims file (nhtlab.closing_checks).
     env = {**BOOK_ENV, "NHTLAB_CACHE_DIR": str(run_cache()), "NHTLAB_CLAIMS_FILE": str(claims)}
-    adopted = adopt_orphans()
+    # Only in a process of the build's own pool: one that runs nothing else, so that it may adopt and wait for
+    # every descendant (the main process or a test's may have children of its own to wait for).
+    adopted = multiprocessing.parent_process() is not None and adopt_orphans()
     cpu = children_cpu_seconds()
     seconds = run_papermill(notebook, out, profile, env)
     # The kernel and, adopted once it ended, its fork server and workers; not measured where they cannot be reaped.
