@@ -195,6 +195,9 @@ class SweepRow:
 class SweepResult(Sequence):
     """The runs of a sweep, in the order they were given (a sequence of :class:`SweepRow`).
 
+    The properties :attr:`histories`, :attr:`runs` and :attr:`diverged` give one list each (length
+    n_runs, the runs' order; ``diverged`` only the runs whose history ended diverged).
+
     Parameters
     ----------
     rows : sequence of SweepRow
@@ -203,9 +206,6 @@ class SweepResult(Sequence):
         The strategy that trained them.
     seconds : float
         Wall time of the whole sweep.
-
-    The properties :attr:`histories`, :attr:`runs` and :attr:`diverged` give one list each (length
-    n_runs, the runs' order; ``diverged`` only the runs whose history ended diverged).
     """
 
     def __init__(self, rows: Sequence[SweepRow], strategy: str, seconds: float):
