@@ -102,13 +102,22 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
+def _against_native(pairs: list[tuple[dict[str, Any], dict[str, Any] | None]], label: str) -> tuple[int, str]:
+    """How many of ``pairs`` (a check, another build's side of it) measured something else than the native
+    build, and the clause naming those whose verdict turned."""
+    both = [(r, t) for r, t in pairs if r["native"] and t]
+    moved = sum(t["detail"] != r["native"]["detail"] for r, t in both)
+    turned = [(r, t) for r, t in both if t["passed"] != r["native"]["passed"]]
+    names = "; ".join(f"{r['check']} ({_mark(r['native'])} native, {_mark(t)} {label})" for r, t in turned)
+    return moved, f"{len(turned)} of {len(pairs)} came out the other way" + (f": {names}" if turned else "")
+
+
 def render(record: dict[str, Any]) -> str:
     """The How to run fragment: a summary built from the record, then one table per chapter."""
     rows = [r for checks in record["chapters"].values() for r in checks]
     claims_ = [r for r in rows if r["claim"]]
     both = [r for r in claims_ if r["native"] and r["other"] and r["native"]["passed"] and r["other"]["passed"]]
-    moved = [r for r in rows if r["native"] and r["other"] and r["native"]["detail"] != r["other"]["detail"]]
-    flipped = [r for r in rows if r["native"] and r["other"] and r["native"]["passed"] != r["other"]["passed"]]
+    moved, flipped = _against_native([(r, r["other"]) for r in rows], OTHER)
     machine, paths = record["machine"], record["paths"]
     lines = [
         f"Measured on {record['date']} on one machine ({machine['cpu_model']}, {machine['cores']} cores, "
@@ -118,11 +127,9 @@ def render(record: dict[str, Any]) -> str:
         f"compared: {', '.join(record['chapters'])}.",
         "",
         f"- **{len(both)} of {len(claims_)}** claims the chapters assert held under both kernel paths.",
-        f"- {len(moved)} of {len(rows)} checks and shown readings measured something different under the "
+        f"- {moved} of {len(rows)} checks and shown readings measured something different under the "
         "two paths (the rounding did move the runs);",
-        f"- {len(flipped)} of {len(rows)} came out the other way"
-        + (": " + "; ".join(f"{r['check']} ({_mark(r['native'])} native, {_mark(r['other'])} {OTHER})"
-                            for r in flipped) if flipped else "") + ".",
+        f"- {flipped}.",
         "",
     ]
     more = record.get("more", [])
@@ -130,8 +137,7 @@ def render(record: dict[str, Any]) -> str:
         theirs = [(r, m["chapters"].get(stem, {}).get(r["check"])) for stem, checks in record["chapters"].items()
                   for r in checks]
         held = [r for r, t in theirs if r["claim"] and t and t["passed"]]
-        differ = [r for r, t in theirs if t and r["native"] and t["detail"] != r["native"]["detail"]]
-        turned = [(r, t) for r, t in theirs if t and r["native"] and t["passed"] != r["native"]["passed"]]
+        differ, turned = _against_native(theirs, m["label"])
         absent = [r for r, t in theirs if t is None]
         lines += [
             f"Another machine: {m['machine']['cpu_model']} ({m['path']}, {m['machine']['cores']} cores, torch "
@@ -139,12 +145,9 @@ def render(record: dict[str, Any]) -> str:
             f"{m['nhtlab']}), column `{m['label']}`:",
             "",
             f"- **{len(held)} of {len(claims_)}** claims held there;",
-            f"- {len(differ)} of {len(rows)} checks and shown readings measured something different from the "
+            f"- {differ} of {len(rows)} checks and shown readings measured something different from the "
             f"native (`{paths['native']}`) build;",
-            f"- {len(turned)} of {len(rows)} came out the other way"
-            + (": " + "; ".join(f"{r['check']} ({_mark(r['native'])} native, {_mark(t)} {m['label']})"
-                                for r, t in turned) if turned else "")
-            + (f"; {len(absent)} not recorded there" if absent else "") + ".",
+            f"- {turned}" + (f"; {len(absent)} not recorded there" if absent else "") + ".",
             "",
         ]
     for stem, checks in record["chapters"].items():
@@ -199,12 +202,12 @@ def main() -> int:
 
         import nhtlab
 
-        path = capability()
+        path, cpu = capability(), build_book.cpu_model()
         commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=False,
                                 cwd=ROOT).stdout.strip() or "unknown"
         record = add_machine(record, {
-            "label": f"{path.lower()} ({build_book.cpu_model()})",
-            "machine": {"cpu_model": build_book.cpu_model(), "cores": os.cpu_count(), "torch": torch.__version__},
+            "label": f"{path.lower()} ({cpu})",
+            "machine": {"cpu_model": cpu, "cores": os.cpu_count(), "torch": torch.__version__},
             "path": path, "date": dt.date.today().isoformat(), "commit": commit, "nhtlab": nhtlab.__version__,
             "chapters": verdicts(built)})
         RECORD.write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
