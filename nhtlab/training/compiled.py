@@ -13,6 +13,17 @@ says why with a :class:`RuntimeWarning`; the history records which path ran
 (``history.config["compiled"]``: ``"inductor"`` or ``"eager (…why…)"``). The compiled code is
 cached on disk by inductor (``TORCHINDUCTOR_CACHE_DIR``, by default a folder in the temporary
 directory), so only a machine's first compiled run of a model pays the compilation.
+
+One of inductor's kernels is left out (:func:`deterministic_inductor`): the embedding backward, the
+gradient of every embedding lookup (the MLP's operand embeddings, the transformer's
+:func:`~nhtlab.models.transformer.gather_rows`). Inductor writes it as a scatter with atomic adds,
+which on a CPU split over threads sum the rows in whatever order the threads reach them: the same
+compiled run of either model at 2 threads gave a different history from call to call. PyTorch's own
+embedding backward, which inductor then calls, sums in a fixed order (the reason
+:func:`~nhtlab.models.transformer.gather_rows` uses it, issue 29), so a compiled run, like an eager
+one, has one history per config and thread count. The price is AOTAutograd's cache (see
+:func:`deterministic_inductor`): a warm machine's first compiled step re-traces the graphs, a few
+seconds, while inductor's cache still spares it the C++ compilation.
 """
 
 from __future__ import annotations
@@ -28,7 +39,7 @@ from torch import nn
 
 from .device import device_audit_enabled
 
-__all__ = ["compiler_missing", "compiled_forward"]
+__all__ = ["compiler_missing", "compiled_forward", "deterministic_inductor"]
 
 _CXX = ("g++", "c++", "clang++")
 
@@ -62,4 +73,50 @@ def compiled_forward(model: nn.Module | Callable, device: torch.device | str) ->
         warnings.warn(f"train was asked to compile the step (compile=True) but {why}: the run trains eagerly, "
                       "and its history records compiled = 'eager'.", RuntimeWarning, stacklevel=3)
         return model, f"eager ({why})"
-    return torch.compile(model), "inductor"
+    return torch.compile(model, backend=deterministic_inductor), "inductor"
+
+
+def deterministic_inductor(graph: torch.fx.GraphModule, example_inputs: list) -> Callable:
+    """Inductor, as ``torch.compile``'s default backend, with PyTorch's embedding backward kept whole.
+
+    Inductor's decomposition of ``embedding_dense_backward`` is an atomic-add scatter whose sums
+    change order between calls when the kernel runs on more than one thread; without it inductor
+    calls ATen's kernel, which sums in a fixed order (see the module's docstring).
+
+    AOTAutograd's cache is off for this backend: its key does not see the decomposition table, and a
+    warm cache served the default backend's atomic kernels here. Inductor's own cache still spares a
+    warm machine the C++ compilation: its key holds the table by name (:class:`_KeptWhole`).
+    """
+    from torch._functorch import config as functorch_config
+    from torch._inductor.compile_fx import compile_fx
+
+    with functorch_config.patch(enable_autograd_cache=False):
+        return compile_fx(graph, example_inputs, decompositions=_decompositions(_KEEP_WHOLE))
+
+
+#: The ATen ops whose inductor decomposition is left out (their ATen kernel runs instead).
+_KEEP_WHOLE = ("embedding_dense_backward.default",)
+
+
+class _KeptWhole(dict):
+    """Inductor's decomposition table less some ops, pickled as the call that builds it.
+
+    Inductor keys its on-disk cache on a pickle of the table; the default table holds C++ functions,
+    which do not pickle, and inductor then skips its cache (a full compile in every process). Pickled
+    by name and the ops it leaves out, the key still changes when they do.
+    """
+
+    def __init__(self, table: dict, kept_whole: tuple[str, ...]):
+        super().__init__(table)
+        self.kept_whole = kept_whole
+
+    def __reduce__(self):
+        return _decompositions, (self.kept_whole,)
+
+
+def _decompositions(kept_whole: tuple[str, ...]) -> _KeptWhole:
+    """Inductor's decomposition table without the ATen ops named in ``kept_whole`` (``"op.overload"``)."""
+    from torch._inductor.decomposition import select_decomp_table
+
+    left_out = {getattr(getattr(torch.ops.aten, op), overload) for op, overload in (n.split(".") for n in kept_whole)}
+    return _KeptWhole({op: fn for op, fn in select_decomp_table().items() if op not in left_out}, kept_whole)
