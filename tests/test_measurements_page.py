@@ -44,6 +44,9 @@ def test_record_writes_the_machine_and_the_date(tmp_path):
     import torch
 
     assert machine["torch"] == torch.__version__
+    head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short=12", "HEAD"], capture_output=True, text=True)
+    if head.returncode == 0:  # a git checkout (CI's clean clone is one): the record names the commit measured
+        assert data["commit"].split()[0] == head.stdout.strip()
     with pytest.raises(ValueError, match="same keys"):
         _record.record("bench_toy", [{"a": 1}, {"b": 2}], out_dir=tmp_path)
     with pytest.raises(ValueError, match="plain name"):
@@ -115,3 +118,26 @@ def test_a_smoke_record_is_written_but_left_off_the_page_and_the_load_is_shown(t
     page = measurements_page.render(loaded)
     assert "| step | 1 |" not in page and "| step | 2 |" in page
     assert ("load average" in page) == (data["load_average"] is not None)
+
+
+def test_the_commit_is_read_from_git_marked_when_files_changed_and_shown_on_the_page(tmp_path):
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run(git + ["init", "-q"], check=True)
+    (repo / "f.txt").write_text("a")
+    subprocess.run(git + ["add", "f.txt"], check=True)
+    subprocess.run(git + ["commit", "-qm", "one"], check=True)
+    head = subprocess.run(git + ["rev-parse", "--short=12", "HEAD"], capture_output=True, text=True).stdout.strip()
+    assert _record.commit(repo) == head
+    (repo / "new.txt").write_text("untracked files do not change what was measured")
+    assert _record.commit(repo) == head
+    (repo / "f.txt").write_text("b")
+    assert _record.commit(repo) == f"{head} with uncommitted changes"
+    assert _record.commit(tmp_path / "not-a-repo") is None
+    folder = tmp_path / "results"
+    _write(folder, "bench_grok", "CPU A", "2026-12-01T10:00:00+00:00", [{"what": "step", "value": 1.0}])
+    data = json.loads(next(folder.iterdir()).read_text())
+    next(folder.iterdir()).write_text(json.dumps(data | {"commit": head}))
+    page = measurements_page.render(measurements_page.load([folder]))
+    assert f"machine M1, nhtlab 0.2.4, commit {head}" in page, page

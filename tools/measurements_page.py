@@ -118,6 +118,8 @@ def render(records: list[dict[str, Any]]) -> str:
             key = _machine_key(r)
             settings = ", ".join(f"{k} = {v}" for k, v in r.get("settings", {}).items())
             heading = f"{r['date']}, machine M{machines.index(key) + 1}, nhtlab {r['machine'].get('nhtlab') or '?'}"
+            if r.get("commit"):
+                heading += f", commit {r['commit']}"
             if r.get("load_average") is not None:
                 heading += f", load average {r['load_average']:g}"
             lines += [f"**{heading}**" + (f" ({settings})" if settings else ""), ""]

@@ -10,8 +10,8 @@ A benchmark calls :func:`record` once at its end with the numbers it printed::
            settings={"steps": 60, "threads": 1})
 
 The record names the machine the numbers belong to (``lscpu``'s model name, the core count, torch's
-version, nhtlab's, Python's) and the UTC time, so a page built from records of several machines
-says which number came from which. Records go to ``_build/measurements/`` (ignored; this machine's
+version, nhtlab's, Python's), the commit measured and the UTC time, so a page built from records of
+several machines and builds says which number came from which. Records go to ``_build/measurements/`` (ignored; this machine's
 runs) unless ``out_dir`` or ``NHTLAB_MEASUREMENTS_DIR`` names another folder:
 ``benchmarks/results/`` holds the records kept in the repository for the published page.
 """
@@ -99,6 +99,26 @@ def machine() -> dict[str, Any]:
             "nhtlab": version("nhtlab"), "python": platform.python_version(), "platform": platform.platform()}
 
 
+def commit(root: Path = ROOT) -> str | None:
+    """The git commit the numbers were measured on: ``git rev-parse --short=12 HEAD`` in ``root``.
+
+    A checkout whose tracked files differ from that commit gets ``" with uncommitted changes"`` after
+    the hash: its numbers belong to no commit. None outside a git checkout or without git.
+    """
+    def git(*args: str) -> str | None:
+        try:
+            done = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, timeout=30)
+        except (OSError, subprocess.SubprocessError):
+            return None
+        return done.stdout.strip() if done.returncode == 0 else None
+
+    head = git("rev-parse", "--short=12", "HEAD")
+    if not head:
+        return None
+    changed = git("status", "--porcelain", "--untracked-files=no")
+    return head + (" with uncommitted changes" if changed else "")
+
+
 def _load_average() -> float | None:
     """The machine's 1-minute load average when the record is written (None where there is none):
     above zero, other work shared the cores and the timings are inflated."""
@@ -152,7 +172,7 @@ def record(benchmark: str, results: list[dict[str, Any]], *, settings: dict[str,
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{benchmark}-{when:%Y%m%dT%H%M%SZ}.json"
     payload = {"schema": SCHEMA, "benchmark": benchmark, "date": when.isoformat(timespec="seconds"),
-               "machine": machine(), "load_average": _load_average(), "smoke": bool(smoke),
+               "machine": machine(), "commit": commit(), "load_average": _load_average(), "smoke": bool(smoke),
                "settings": dict(settings or {}), "note": note, "results": rows}
     path.write_text(json.dumps(payload, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     return path
