@@ -72,6 +72,9 @@ def test_page_lists_each_run_under_its_machine(tmp_path):
     grok = page[page.index("## `bench_grok`"):]
     assert grok.index("machine M1") < grok.index("| step | 122 |") < grok.index("machine M2") < grok.index("| step | 93.2 |")
     assert "| probe | 1,234 |" in page and "(threads = 1)" in page
+    (kept / "bench_dlr-2026-12-02T11:00:00+00:00.json").write_bytes(
+        (local / "bench_dlr-2026-12-02T11:00:00+00:00.json").read_bytes())  # published: copied into the kept folder
+    assert measurements_page.render(measurements_page.load([kept, local])).count("| probe | 1,234 |") == 1
 
 
 def test_machines_that_lscpu_names_alike_are_told_apart_by_their_vector_isa(tmp_path):

@@ -40,16 +40,20 @@ the load of its run; compare ratios within one run rather than times across mach
 
 def load(sources: tuple[Path, ...] | list[Path] = SOURCES) -> list[dict[str, Any]]:
     """Every record in the ``sources`` folders, oldest first; a folder that does not exist is skipped,
-    and so is a ``--smoke`` run's record (its numbers mean nothing).
+    and so is a ``--smoke`` run's record (its numbers mean nothing). A record is one run, named by its
+    file: a local record copied into ``benchmarks/results`` to publish it is listed once.
 
     Raises
     ------
     ValueError
         Naming the file, when a record is not JSON or lacks a required key.
     """
-    records = []
+    records, seen = [], set()
     for folder in sources:
         for path in sorted(Path(folder).glob("*.json")):
+            if path.name in seen:
+                continue
+            seen.add(path.name)
             try:
                 data = json.loads(path.read_text(encoding="utf-8"))
             except json.JSONDecodeError as error:
