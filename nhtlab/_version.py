@@ -1,3 +1,3 @@
 """nhtlab's version, at the ground so that the cache and the stamp read it without importing the package."""
 
-__version__ = "0.3.0"
+__version__ = "0.3.1"
