@@ -216,8 +216,11 @@ def compile_cost() -> tuple[str, float]:
 
     with tempfile.TemporaryDirectory() as cold:
         env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": cold, "OMP_NUM_THREADS": "1"}
-        out = subprocess.run([sys.executable, "-c", COMPILE_CHILD], capture_output=True, text=True, env=env,
-                             check=True, timeout=900).stdout.split()
+        done = subprocess.run([sys.executable, "-c", COMPILE_CHILD], capture_output=True, text=True, env=env,
+                              timeout=900)
+    if done.returncode:  # say why: check=True would raise with the command and hide the child's traceback
+        raise RuntimeError(f"the cold-compile child exited {done.returncode}:\n{done.stderr[-4000:]}")
+    out = done.stdout.split()
     return out[0], float(out[1])
 
 

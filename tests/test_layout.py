@@ -18,7 +18,9 @@ LAYERS = {"_version": 0, "history": 0, "validation": 0, "smoke": 0, "flags": 0, 
 # Function-local imports that stay, each for a reason (an optional or slow dependency; fcntl: POSIX only,
 # imported in a try block by the result cache, whose claims need it).
 LOCAL_ALLOWED = {"tqdm.std", "tqdm.notebook", "torchvision", "torchvision.models", "sklearn.datasets", "ipywidgets",
-                 "IPython.display", "scipy", "fcntl", "google.colab"}
+                 "IPython.display", "scipy", "fcntl", "google.colab",
+                 # inductor's compiler and AOTAutograd's config: seconds to import, needed by a compiled run only
+                 "torch._inductor.compile_fx", "torch._inductor.decomposition", "torch._functorch"}
 
 
 def module_name(path: Path) -> str:
