@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import pickle
+import subprocess
+import sys
 
 import pytest
 import torch
@@ -124,3 +127,18 @@ def test_the_kept_whole_table_pickles_by_name_and_leaves_out_the_embedding_backw
     again = pickle.loads(pickle.dumps(table))  # inductor's cache key is this pickle: a name, not C++ functions
     assert again.keys() == table.keys() and again.kept_whole == compiled._KEEP_WHOLE
     assert pickle.dumps(table) != pickle.dumps(compiled._decompositions(()))  # another table, another key
+
+
+@needs_compiler
+@pytest.mark.slow
+def test_a_compiled_run_builds_where_the_ci_variable_is_set(tmp_path):
+    # Where CI is set, inductor refuses to make its own fallback for an op it could decompose: the kept-whole
+    # embedding backward must come registered. A fresh process and a cold inductor cache, so that nothing
+    # compiled or registered before can stand in for it.
+    code = ("import nhtlab\n"
+            "run = nhtlab.ModularRun(p=7, model_kwargs=dict(width=8), steps=3, eval_every=3, device='cpu', compile=True)\n"
+            "print(nhtlab.run_modular(run, progress='none').config['compiled'])\n")
+    env = {**os.environ, "CI": "1", "TORCHINDUCTOR_CACHE_DIR": str(tmp_path), "OMP_NUM_THREADS": "1"}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.split()[-1] == "inductor"

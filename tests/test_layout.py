@@ -20,7 +20,8 @@ LAYERS = {"_version": 0, "history": 0, "validation": 0, "smoke": 0, "flags": 0, 
 LOCAL_ALLOWED = {"tqdm.std", "tqdm.notebook", "torchvision", "torchvision.models", "sklearn.datasets", "ipywidgets",
                  "IPython.display", "scipy", "fcntl", "google.colab",
                  # inductor's compiler and AOTAutograd's config: seconds to import, needed by a compiled run only
-                 "torch._inductor.compile_fx", "torch._inductor.decomposition", "torch._functorch"}
+                 "torch._inductor.compile_fx", "torch._inductor.decomposition", "torch._inductor.lowering",
+                 "torch._functorch"}
 
 
 def module_name(path: Path) -> str:

@@ -89,7 +89,16 @@ def deterministic_inductor(graph: torch.fx.GraphModule, example_inputs: list) ->
     """
     from torch._functorch import config as functorch_config
     from torch._inductor.compile_fx import compile_fx
+    from torch._inductor.lowering import lowerings, make_fallback, require_contiguous
 
+    for name in _KEEP_WHOLE:
+        op = _aten_op(name)
+        # Register what inductor would make of the op on its own (a call to ATen, contiguous inputs, as for
+        # any ATen op in a backward graph), but by name: left to itself, inductor refuses such an implicit
+        # fallback for an op it can decompose wherever the CI variable is set. The default backend decomposes
+        # the op before lowering, so it never reads this entry.
+        if op not in lowerings:
+            make_fallback(op, layout_constraint=require_contiguous, warn=False, override_decomp=True)
     with functorch_config.patch(enable_autograd_cache=False):
         return compile_fx(graph, example_inputs, decompositions=_decompositions(_KEEP_WHOLE))
 
@@ -118,5 +127,11 @@ def _decompositions(kept_whole: tuple[str, ...]) -> _KeptWhole:
     """Inductor's decomposition table without the ATen ops named in ``kept_whole`` (``"op.overload"``)."""
     from torch._inductor.decomposition import select_decomp_table
 
-    left_out = {getattr(getattr(torch.ops.aten, op), overload) for op, overload in (n.split(".") for n in kept_whole)}
+    left_out = {_aten_op(name) for name in kept_whole}
     return _KeptWhole({op: fn for op, fn in select_decomp_table().items() if op not in left_out}, kept_whole)
+
+
+def _aten_op(name: str) -> torch._ops.OpOverload:
+    """The ATen op overload named ``"op.overload"`` (``"embedding_dense_backward.default"``)."""
+    op, overload = name.split(".")
+    return getattr(getattr(torch.ops.aten, op), overload)
