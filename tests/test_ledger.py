@@ -73,3 +73,15 @@ def test_a_ledger_that_cannot_be_written_warns_once_and_keeps_the_result(tmp_pat
         nhtlab.cached_run(RUN.replace(seed=1), cache, use_cache=True, progress="none")
     assert sum("ledger" in str(w.message) for w in caught) == 1  # once per folder and process, not per run
     assert history.status == "completed" and cache.get(RUN.cache_config()) is not None  # the result itself is cached
+
+
+def test_shortcut_runs_that_differ_in_their_cue_or_normalisation_get_different_labels(tmp_path):
+    # the book trains eight shortcut runs at λ = 0.1 and seed 0; the label must tell them apart
+    from nhtlab.training.ledger import record_training
+
+    runs = [nhtlab.ShortcutRun(weight_decay=0.1, rho=rho, norm=norm) for rho in (0.9, 0.95) for norm in ("none", "batch")]
+    for run in runs:
+        record_training(tmp_path, config_key(run.cache_config()), run, None, cpu_seconds=1.0, wall_seconds=1.0)
+    labels = [line["label"] for line in read_ledger(tmp_path)]
+    assert len(set(labels)) == 4
+    assert "rho=0.9 norm=batch" in labels[1] and "kind=border" in labels[0]

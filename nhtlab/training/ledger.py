@@ -40,6 +40,8 @@ def _label(run: Any) -> str:
     extra = config.get("model_kwargs") or config.get("channels") or ""
     parts = [type(run).__name__, str(model), f"λ={config.get('weight_decay')}", f"lr={config.get('lr')}",
              f"seed={config.get('seed')}", f"steps={config.get('steps')}"]
+    # the settings a run kind names as telling its runs apart (ShortcutRun.label_fields)
+    parts += [f"{name}={config[name]}" for name in getattr(run, "label_fields", ()) if name in config]
     if extra:
         parts.append(json.dumps(extra, sort_keys=True, separators=(",", ":")))
     return " ".join(p for p in parts if p)

@@ -122,6 +122,11 @@ class ShortcutRun(TrainConfig):
     _key_omits_at_default = ("stop_after", "eval_batch_size", "fused", "compile")
     __hash__ = TrainConfig.__hash__  # the one hash of every run kind (@dataclass would write a field hash)
 
+    # Settings the ledger's short label names besides λ, lr, seed and steps: the book's shortcut runs
+    # differ in these, and without them eight different runs read "simple λ=0.1 seed=0".
+    # A plain class attribute (no annotation), not a field.
+    label_fields = ("kind", "rho", "norm", "base")
+
     def __post_init__(self) -> None:
         owner = "ShortcutRun"
         object.__setattr__(self, "channels", tuple(self.channels))
