@@ -165,3 +165,22 @@ print(build_book.children_cpu_seconds() - before)
 """
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=60)
     assert float(out.stdout) >= 0.45  # the orphan's 0.5 s, counted once it was adopted and reaped
+
+
+def test_each_chapters_cpu_splits_into_its_cache_training_and_the_rest(tmp_path, monkeypatch):
+    from nhtlab.training.ledger import summarise
+
+    monkeypatch.setenv("NHTLAB_MEASUREMENTS_DIR", str(tmp_path))
+    trained = summarise([{"run": "a", "kind": "ModularRun", "steps": 400, "cpu_s": 30.0, "chapter": "03_delay_law"},
+                         {"run": "b", "kind": "ModularRun", "steps": 400, "cpu_s": 12.5, "chapter": "03_delay_law"},
+                         {"run": "c", "kind": "ShortcutRun", "steps": 100, "cpu_s": 2.0}])  # no chapter named
+    assert trained.by_chapter == {"03_delay_law": 42.5}
+    cpu = {"01_grokking": 20.0, "03_delay_law": 50.0}
+    total, cached, rest = build_book.cpu_lines(cpu, trained.by_chapter)
+    assert total.endswith("03 50, 01 20")  # longest first
+    assert cached.endswith("(42): 03 42, 01 0") and rest.endswith("(28): 03 8, 01 20")
+    path = build_book.record_build("book", 2, {"01_grokking": (30.0, False), "03_delay_law": (50.0, False)}, 80.0,
+                                   10.0, 150.0, 0.94, trained, cpu)
+    values = {row["what"]: row["value"] for row in json.loads(path.read_text())["results"]}
+    assert values["training CPU of chapter 03_delay_law"] == 42 and values["training CPU of chapter 01_grokking"] == 0
+    assert build_book.cpu_lines(cpu, {}) == total.split("\n")  # a ledger without chapters: the totals only

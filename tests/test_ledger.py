@@ -85,3 +85,11 @@ def test_shortcut_runs_that_differ_in_their_cue_or_normalisation_get_different_l
     labels = [line["label"] for line in read_ledger(tmp_path)]
     assert len(set(labels)) == 4
     assert "rho=0.9 norm=batch" in labels[1] and "kind=border" in labels[0]
+
+
+def test_a_training_names_the_chapter_whose_process_made_it(cache, monkeypatch):
+    monkeypatch.setenv("NHTLAB_CHAPTER", "03_delay_law")  # what make book sets for each chapter's kernel
+    nhtlab.cached_run(RUN, cache, use_cache=True, progress="none")
+    (line,) = read_ledger(cache.root)
+    assert line["chapter"] == "03_delay_law"
+    assert summarise([line]).by_chapter == {"03_delay_law": line["cpu_s"]}

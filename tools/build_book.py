@@ -238,7 +238,9 @@ def execute(notebook: Path, profile: str, force: bool = False) -> tuple[Path, fl
     claims.unlink(missing_ok=True)
     # Finished runs are cached per version of nhtlab's source, so an edit never reuses stale results.
     # The chapter's closing checks write what held to its claims file (nhtlab.closing_checks).
-    env = {**BOOK_ENV, "NHTLAB_CACHE_DIR": str(run_cache()), "NHTLAB_CLAIMS_FILE": str(claims)}
+    # NHTLAB_CHAPTER: the ledger says which chapter's process trained each run (nhtlab.training.ledger).
+    env = {**BOOK_ENV, "NHTLAB_CACHE_DIR": str(run_cache()), "NHTLAB_CLAIMS_FILE": str(claims),
+           "NHTLAB_CHAPTER": notebook.stem}
     # Only in a process of the build's own pool: one that runs nothing else, so that it may adopt and wait for
     # every descendant (the main process or a test's may have children of its own to wait for).
     adopted = multiprocessing.parent_process() is not None and adopt_orphans()
@@ -447,12 +449,10 @@ def main() -> None:
         print(f"Chapters: {busy_seconds:,.0f} busy core-seconds in {executed - start:,.0f} s, "
               f"{share:.0%} of the machine's {os.cpu_count()} cores", flush=True)
     cpu = chapter_cpu(args.profile, notebooks, results)
-    if cpu:
-        print(f"Each chapter's own CPU seconds (its kernel and workers; {sum(cpu.values()):,.0f} in all): "
-              + ", ".join(f"{stem[:2]} {value:,.0f}" for stem, value in sorted(cpu.items(), key=lambda kv: -kv[1])),
-              flush=True)
-    print("Closing checks (nhtlab.closing_checks):", *claims_summary(args.profile, args.only), sep="\n", flush=True)
     trained = ledger_summary(since=ledger_start)
+    if cpu:
+        print(*cpu_lines(cpu, trained.by_chapter), sep="\n", flush=True)
+    print("Closing checks (nhtlab.closing_checks):", *claims_summary(args.profile, args.only), sep="\n", flush=True)
     print("This build's training (the result cache's ledger):", *trained.lines(), sep="\n", flush=True)
     if failed:
         sys.exit(f"Chapters that failed: {', '.join(failed)}")
@@ -479,6 +479,22 @@ def chapter_cpu(profile: str, notebooks: list[Path], results: dict[str, tuple[fl
     return cpu
 
 
+def cpu_lines(cpu: dict[str, float], trained: dict[str, float]) -> list[str]:
+    """Each chapter's CPU seconds, longest first, and where the ledger knows it, the part spent training runs into
+    the result cache (``trained``: chapter → CPU s) against the rest: the chapter's own loops, its analysis and
+    charts, its kernel's start."""
+    order = sorted(cpu, key=lambda stem: -cpu[stem])
+    lines = [f"Each chapter's own CPU seconds (its kernel and workers; {sum(cpu.values()):,.0f} in all): "
+             + ", ".join(f"{stem[:2]} {cpu[stem]:,.0f}" for stem in order)]
+    if trained:
+        cached = {stem: trained.get(stem, 0.0) for stem in order}
+        lines.append(f"  of which training runs into the result cache ({sum(cached.values()):,.0f}): "
+                     + ", ".join(f"{stem[:2]} {cached[stem]:,.0f}" for stem in order))
+        lines.append(f"  the rest: own loops, analysis, charts, kernel ({sum(cpu[s] - cached[s] for s in order):,.0f}): "
+                     + ", ".join(f"{stem[:2]} {cpu[stem] - cached[stem]:,.0f}" for stem in order))
+    return lines
+
+
 def record_build(profile: str, jobs: int, results: dict[str, tuple[float, bool]], chapters_s: float, html_s: float,
                  busy_seconds: float | None, share: float | None, trained: "LedgerSummary",
                  cpu: dict[str, float] | None = None) -> Path:
@@ -490,6 +506,8 @@ def record_build(profile: str, jobs: int, results: dict[str, tuple[float, bool]]
     rows = [{"what": f"chapter {stem}", "value": round(seconds, 1), "unit": "s wall"} for stem, (seconds, _) in results.items()]
     rows += [{"what": f"CPU of chapter {stem}", "value": round(value), "unit": "CPU s (its kernel and workers)"}
              for stem, value in (cpu or {}).items()]
+    rows += [{"what": f"training CPU of chapter {stem}", "value": round(trained.by_chapter.get(stem, 0.0)),
+              "unit": "CPU s (its runs trained into the result cache)"} for stem in (cpu or {}) if trained.by_chapter]
     rows += [{"what": "chapters", "value": round(chapters_s, 1), "unit": f"s wall ({jobs} at a time)"},
              {"what": "HTML", "value": round(html_s, 1), "unit": "s wall"},
              {"what": "whole build (install apart)", "value": round(chapters_s + html_s, 1), "unit": "s wall"}]

@@ -24,10 +24,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["LEDGER_NAME", "record_training", "read_ledger", "LedgerSummary", "summarise"]
+__all__ = ["LEDGER_NAME", "CHAPTER_VARIABLE", "record_training", "read_ledger", "LedgerSummary", "summarise"]
 
 #: The ledger's file name inside a cache's root.
 LEDGER_NAME = "trained.jsonl"
+
+#: Environment variable naming the chapter whose process trains (``make book`` sets it for each chapter's
+#: kernel, whose pool workers inherit it): a ledger line then says which chapter paid for the training.
+CHAPTER_VARIABLE = "NHTLAB_CHAPTER"
 
 # Folders whose ledger this process could not write (warned about once each).
 _UNWRITABLE: set[str] = set()
@@ -76,6 +80,8 @@ def record_training(root: str | os.PathLike, run_key: str, run: Any, history: An
             "steps": int(rows[-1].get("step", 0)) if rows else 0, "status": getattr(history, "status", None),
             "cpu_s": None if cpu_seconds is None else round(float(cpu_seconds), 3),
             "wall_s": round(float(wall_seconds), 3), "how": how, "pid": os.getpid()}
+    if os.environ.get(CHAPTER_VARIABLE):
+        line["chapter"] = os.environ[CHAPTER_VARIABLE]
     try:
         Path(root).mkdir(parents=True, exist_ok=True)
         with open(Path(root) / LEDGER_NAME, "a", encoding="utf-8") as handle:
@@ -117,11 +123,15 @@ class LedgerSummary:
         Run kind → ``{"trainings", "steps", "cpu_s"}`` (CPU seconds summed over the lines that know them).
     twice : list of dict
         One ``{"run", "label", "times"}`` per run key trained more than once.
+    by_chapter : dict
+        Chapter → CPU seconds of the trainings its process made (lines that name a chapter,
+        :data:`CHAPTER_VARIABLE`); which chapter trains a run that several share is whichever reached it first.
     """
 
     trainings: int
     by_kind: dict[str, dict[str, float]] = field(default_factory=dict)
     twice: list[dict[str, Any]] = field(default_factory=list)
+    by_chapter: dict[str, float] = field(default_factory=dict)
 
     @property
     def cpu_s(self) -> float:
@@ -155,7 +165,10 @@ def summarise(lines: Iterable[Mapping[str, Any]]) -> LedgerSummary:
     """
     lines = list(lines)
     by_kind: dict[str, dict[str, float]] = {}
+    by_chapter: dict[str, float] = {}
     for line in lines:
+        if line.get("chapter"):
+            by_chapter[line["chapter"]] = by_chapter.get(line["chapter"], 0.0) + (line.get("cpu_s") or 0.0)
         totals = by_kind.setdefault(line["kind"], {"trainings": 0, "steps": 0, "cpu_s": 0.0})
         totals["trainings"] += 1
         totals["steps"] += line.get("steps") or 0
@@ -165,4 +178,4 @@ def summarise(lines: Iterable[Mapping[str, Any]]) -> LedgerSummary:
     for line in lines:
         first_label.setdefault(line["run"], line.get("label", line["run"]))
     twice = [{"run": key, "label": first_label[key], "times": n} for key, n in counts.items() if n > 1]
-    return LedgerSummary(trainings=len(lines), by_kind=by_kind, twice=twice)
+    return LedgerSummary(trainings=len(lines), by_kind=by_kind, twice=twice, by_chapter=by_chapter)
