@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import time
 from collections import Counter
 
@@ -450,8 +449,10 @@ def main() -> None:
         args.loop_steps, args.skip_sweep, args.gpu_seeds, args.gpu_steps = 2, True, 2, 2
         os.environ.setdefault("NHTLAB_CACHE", "off")
     os.environ.setdefault("NHTLAB_PROGRESS", "none")
-    print(f"torch {torch.__version__}, {platform.processor() or platform.machine()}, "
-          f"{torch.backends.cpu.get_cpu_capability()} kernels, {os.cpu_count()} CPUs; "
+    from _record import cpu_isa, cpu_model  # benchmarks/_record: the same names the measurements records give
+
+    print(f"torch {torch.__version__}, {cpu_model()!r} (lscpu's model name), "
+          f"{cpu_isa() or 'unknown'} kernels, {os.cpu_count()} CPUs; "
           f"load average {os.getloadavg()[0]:.1f} (inflated timings when > 0)\n")
     bench_cpu(args)
     compiled = bench_compile(args.compile_steps, *args.floor)
