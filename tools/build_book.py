@@ -238,9 +238,11 @@ def execute(notebook: Path, profile: str, force: bool = False) -> tuple[Path, fl
     claims.unlink(missing_ok=True)
     # Finished runs are cached per version of nhtlab's source, so an edit never reuses stale results.
     # The chapter's closing checks write what held to its claims file (nhtlab.closing_checks).
-    # NHTLAB_CHAPTER: the ledger says which chapter's process trained each run (nhtlab.training.ledger).
+    # The chapter's name: the ledger says which chapter's process trained each run (nhtlab.training.ledger).
+    from nhtlab.training.ledger import CHAPTER_VARIABLE
+
     env = {**BOOK_ENV, "NHTLAB_CACHE_DIR": str(run_cache()), "NHTLAB_CLAIMS_FILE": str(claims),
-           "NHTLAB_CHAPTER": notebook.stem}
+           CHAPTER_VARIABLE: notebook.stem}
     # Only in a process of the build's own pool: one that runs nothing else, so that it may adopt and wait for
     # every descendant (the main process or a test's may have children of its own to wait for).
     adopted = multiprocessing.parent_process() is not None and adopt_orphans()
