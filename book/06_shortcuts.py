@@ -221,11 +221,17 @@ nhtlab.md(
 
 # %% tags=["remove-input"]
 COLUMNS, FORMATS = list(nhtlab.RECORD_COLUMNS), nhtlab.RECORD_FORMATS
+small_grid = study.small_grid(trained)
 nhtlab.md(
-    nhtlab.table(
-        study.small_grid(trained),
-        columns=["otherwise", "λ", *COLUMNS],
-        formats={**FORMATS, "λ": "{:g}"},
+    (
+        nhtlab.table(
+            small_grid,
+            columns=["otherwise", "λ", *COLUMNS],
+            formats={**FORMATS, "λ": "{:g}"},
+        )
+        if small_grid
+        else f"The `{profile}` profile trains no small grid (the"
+        " `book` profile does); the designs over seeds:"
     )
     + "\n\n"
     + nhtlab.table(

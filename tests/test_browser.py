@@ -1,5 +1,6 @@
-"""The rendered book in a real browser, offline: charts draw, formulas typeset, no console errors,
-Colab links right, each chapter's executed notebook downloadable, code fits the page column.
+"""The rendered book in a real browser, offline: charts draw, formulas typeset, tables render as
+tables (no Markdown shown as text, no empty table), no console errors, Colab links right, each
+chapter's executed notebook downloadable, code fits the page column.
 
 Builds the book from the quick-profile executions, opens every page in headless
 Chromium with the network off, and saves a screenshot per page under
@@ -11,8 +12,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import urllib.parse
-from dataclasses import asdict
 from pathlib import Path
 
 import pytest
@@ -25,15 +26,81 @@ def page_reports(executed_chapters):
     import browser_check
     import build_book
 
+    require_chromium()
+    html = build_book.render("quick", build_book.BUILD / "html-quick")
+    shots = build_book.BUILD / "screenshots"
+    reports = browser_check.check_book(html, screenshots=shots)
+    browser_check.save_report(reports, shots)
+    return {Path(r.page).stem: r for r in reports}
+
+
+def require_chromium():
+    import browser_check
+
     if browser_check.find_chromium() is None:
         if os.environ.get("NHTLAB_REQUIRE_BROWSER") == "1":
             pytest.fail("NHTLAB_REQUIRE_BROWSER=1 but Chromium is not installed (Debian package 'chromium').")
         pytest.skip("Chromium is not installed (apt-get install chromium); .ci/run installs it and sets NHTLAB_REQUIRE_BROWSER=1.")
-    html = build_book.render("quick", build_book.BUILD / "html-quick")
-    shots = build_book.BUILD / "screenshots"
-    reports = browser_check.check_book(html, screenshots=shots)
-    (shots / "report.json").write_text(json.dumps([asdict(r) for r in reports], indent=1))
-    return {Path(r.page).stem: r for r in reports}
+
+
+def test_nothing_a_reader_would_see_broken(page_reports):
+    """No page shows Markdown as text (a pipe-table row, ``**``, ``$…$``) or a table without rows:
+    the failure of a book whose text/markdown outputs are parsed as CommonMark, which has no tables."""
+    import browser_check
+
+    broken = {page: browser_check.problems(r) for page, r in page_reports.items()}
+    broken = {page: found for page, found in broken.items() if found}
+    assert not broken, broken
+
+
+def markdown_tables(notebook: dict) -> int:
+    """Pipe tables in a notebook: in its Markdown cells and in its text/markdown outputs."""
+    texts = ["".join(c["source"]) for c in notebook["cells"] if c["cell_type"] == "markdown"]
+    texts += ["".join(o["data"]["text/markdown"]) for c in notebook["cells"] if c["cell_type"] == "code"
+              for o in c.get("outputs", []) if "text/markdown" in o.get("data", {})]
+    separator = re.compile(r"^\|(\s*:?-{3,}:?\s*\|)+\s*$", re.MULTILINE)
+    return sum(len(separator.findall(t)) for t in texts)
+
+
+def test_every_table_of_the_run_renders_as_a_table(page_reports, executed_chapters):
+    """Each chapter page holds at least as many HTML tables as its executed notebook has pipe tables
+    (the report tables nhtlab.table builds from the run, and the prose's own)."""
+    import build_book
+
+    for stem in executed_chapters:
+        notebook = json.loads((build_book.BUILD / "executed" / "quick" / f"{stem}.ipynb").read_text())
+        expected = markdown_tables(notebook)
+        assert expected > 0, f"{stem}: no table in the executed notebook"
+        assert page_reports[stem].tables >= expected, (
+            f"{stem}: {page_reports[stem].tables} HTML tables on the page for {expected} pipe tables in the notebook")
+
+
+def test_the_check_sees_what_a_reader_would_see(tmp_path):
+    """The page probe itself: a page with a pipe table left as a paragraph, bold markers, dollar math
+    and an empty table is reported for each; the same content rendered is not."""
+    import browser_check
+
+    require_chromium()
+    broken = tmp_path / "html" / "broken.html"
+    broken.parent.mkdir()
+    broken.write_text("""<html><body><article><div class="cell_output">
+<p>| λ | T_grok |\n|---|---|\n| 1 | 900 |</p>
+<p>the delay is **short** here</p>
+<p>the norm $V_{mem}$ falls</p>
+<table><thead><tr><th>λ</th></tr></thead><tbody></tbody></table>
+<p><em>(no rows)</em></p>
+</div></article></body></html>""")
+    fine = tmp_path / "html" / "fine.html"
+    fine.write_text("""<html><body><article><div class="cell_output">
+<table><thead><tr><th>λ</th><th>T_grok</th></tr></thead><tbody><tr><td>1</td><td>900</td></tr></tbody></table>
+<p>the delay is <strong>short</strong>; <code>f(**kwargs)</code> costs $5 in <code>$x$</code></p>
+</div></article></body></html>""")
+    reports = {Path(r.page).stem: r for r in browser_check.check_book(tmp_path / "html", settle=0.2)}
+    kinds = [text.split(":")[0] for text in reports["broken"].raw_markdown]
+    assert kinds == ["pipe table", "**", "$…$"], reports["broken"].raw_markdown
+    assert len(reports["broken"].empty_tables) == 2, reports["broken"].empty_tables
+    assert len(browser_check.problems(reports["broken"])) == 5
+    assert reports["fine"].tables == 1 and not browser_check.problems(reports["fine"]), reports["fine"]
 
 
 def test_no_console_errors_offline(page_reports):

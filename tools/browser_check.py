@@ -3,8 +3,11 @@
 For each page: console errors and uncaught exceptions (none allowed), altair
 charts present and drawn (an ``svg``/``canvas`` with marks inside each chart),
 interactive controls (Vega-Lite bindings), the Colab launch link, the
-notebook download link, typeset formulas (MathJax), code blocks wider than
-their column (they scroll sideways) and a full-page screenshot. Talks to Chromium over the DevTools protocol with tornado's
+notebook download link, typeset formulas (MathJax), Markdown that reached the
+page as text (a pipe-table row, ``**``, ``$…$``), tables without a data row,
+code blocks wider than their column (they scroll sideways) and a full-page
+screenshot. ``make book`` runs it after rendering (:func:`problems` fails the
+build) and keeps the screenshots under ``_build/screenshots/``. Talks to Chromium over the DevTools protocol with tornado's
 websocket client (already installed with Jupyter), so no browser driver is
 needed.
 
@@ -56,9 +59,34 @@ PROBE = """(() => {
                           const widest = lines.reduce((a, b) => (b.length > a.length ? b : a), '');
                           return `${pre.scrollWidth}>${pre.clientWidth}px: ${widest.trim().slice(0, 80)}`;
                         });
+  // Markdown that reached the page as text: a pipe-table row, '**' bold markers or '$…$' math
+  // left in a paragraph, list item, table cell or heading (code, formulas and charts left out).
+  // A chapter's generated tables render this way when the book parses text/markdown outputs as
+  // CommonMark, which has no tables.
+  const rawMarkdown = [];
+  const article = document.querySelector('article') || document.body;
+  for (const block of article.querySelectorAll('p, li, td, th, dd, dt, h1, h2, h3, h4, h5, h6')) {
+    if (block.closest('pre, code, .math, mjx-container, .nhtlab-chart, script, style, .highlight, .sig, dl.py')) continue;
+    const copy = block.cloneNode(true);
+    copy.querySelectorAll('pre, code, .math, mjx-container, .nhtlab-chart, script, style, p, li, table, ul, ol')
+        .forEach(n => n.remove());
+    const text = copy.textContent;
+    const kind = /(^|\\n)\\s*\\|[^\\n]*\\|\\s*($|\\n)/.test(text) || /\\|\\s*:?-{3,}:?\\s*\\|/.test(text) ? 'pipe table'
+               : /\\*\\*\\S/.test(text) ? '**'
+               : /(^|[^\\\\$])\\$[^$\\s][^$\\n]*\\$/.test(text) ? '$…$' : null;
+    if (kind) rawMarkdown.push(`${kind}: ${text.trim().replace(/\\s+/g, ' ').slice(0, 100)}`);
+  }
+  const tables = Array.from(article.querySelectorAll('table')).filter(t => !t.closest('.nhtlab-chart'));
+  const emptyTables = tables.filter(t => !Array.from(t.querySelectorAll('tbody tr, tr'))
+                                           .some(tr => tr.querySelector('td')))
+                            .map(t => t.textContent.trim().replace(/\\s+/g, ' ').slice(0, 80) || '(no text)');
+  const noRows = Array.from(article.querySelectorAll('.cell_output em'))
+                      .filter(e => e.textContent.trim() === '(no rows)').length;
   const widgets = document.querySelectorAll('.jupyter-widgets, [data-mime-type="application/vnd.jupyter.widget-view+json"], script[type="application/vnd.jupyter.widget-view+json"]').length;
   return JSON.stringify({charts: charts.length, drawn: drawn.length, controls: controls, colab: colab, widgets: widgets,
                          downloads: downloads, math: math, formulas: formulas, overflow: overflow,
+                         raw_markdown: rawMarkdown, tables: tables.length,
+                         empty_tables: emptyTables.concat(Array(noRows).fill('*(no rows)*')),
                          title: document.title});
 })()"""
 
@@ -76,6 +104,9 @@ class PageReport:
     math: int = 0
     formulas: int = 0
     overflow: list[str] = field(default_factory=list)  # code blocks wider than the column
+    raw_markdown: list[str] = field(default_factory=list)  # Markdown shown as text, not rendered
+    tables: int = 0  # HTML tables on the page
+    empty_tables: list[str] = field(default_factory=list)  # tables without a data row
     errors: list[str] = field(default_factory=list)
     screenshot: str = ""
 
@@ -183,6 +214,8 @@ async def _check_pages(tools: DevTools, pages: list[Path], shots: Path | None, s
         # every formula is typeset (or time runs out).
         for _ in range(40):
             result = await tools.call("Runtime.evaluate", expression=PROBE, returnByValue=True)
+            if "exceptionDetails" in result:
+                raise RuntimeError(f"the page probe failed on {page}: {result['exceptionDetails']}")
             probe = json.loads(result["result"]["value"])
             if probe["drawn"] >= probe["charts"] and probe["formulas"] >= probe["math"]:
                 break
@@ -191,6 +224,7 @@ async def _check_pages(tools: DevTools, pages: list[Path], shots: Path | None, s
         report.controls, report.colab, report.widgets = probe["controls"], probe["colab"], probe["widgets"]
         report.downloads, report.math, report.formulas = probe["downloads"], probe["math"], probe["formulas"]
         report.overflow = probe["overflow"]
+        report.raw_markdown, report.tables, report.empty_tables = probe["raw_markdown"], probe["tables"], probe["empty_tables"]
         report.errors = _errors(tools.events)
         if shots is not None:
             metrics = await tools.call("Page.getLayoutMetrics")
@@ -220,6 +254,27 @@ def check_book(html_dir: Path, screenshots: Path | None = None, settle: float = 
         return IOLoop.current().run_sync(lambda: _check_pages(tools, pages, screenshots, settle), timeout=600)
     finally:
         tools.close()
+
+
+def problems(report: PageReport) -> list[str]:
+    """What a reader would see broken on the page: console errors, a chart without marks, formulas
+    MathJax left as source, Markdown shown as text, a table without a data row. (Layout checks
+    such as code wider than its column are the tests' business, not the build's.)"""
+    out = [f"console: {e}" for e in report.errors]
+    if report.drawn < report.charts:
+        out.append(f"{report.charts - report.drawn} of {report.charts} charts drew no marks")
+    if report.formulas < report.math:
+        out.append(f"{report.math - report.formulas} of {report.math} formulas not typeset")
+    out += [f"raw Markdown: {text}" for text in report.raw_markdown]
+    out += [f"empty table: {text}" for text in report.empty_tables]
+    return out
+
+
+def save_report(reports: list[PageReport], screenshots: Path) -> Path:
+    """``report.json`` beside the screenshots: every page's probe, for a reviewer or a test."""
+    path = screenshots / "report.json"
+    path.write_text(json.dumps([asdict(r) for r in reports], indent=1))
+    return path
 
 
 def main() -> None:

@@ -402,6 +402,32 @@ def render(profile: str, html_dir: Path | None = None, only: list[str] | None = 
     return html_dir
 
 
+def look_at_pages(html: Path, screenshots: Path) -> list[str]:
+    """Open every built page in headless Chromium, offline (tools/browser_check.py): save a full-page
+    screenshot of each under ``screenshots`` for whoever reviews a change, and print what a reader
+    would see broken (Markdown shown as text, an empty table, a chart without marks, a console
+    error). Returns the broken pages' names; without Chromium, says so and checks nothing."""
+    import browser_check
+
+    if browser_check.find_chromium() is None:
+        print("Pages not looked at: Chromium is not installed (apt-get install chromium); no screenshots.", flush=True)
+        return []
+    if screenshots.exists():
+        shutil.rmtree(screenshots)
+    reports = browser_check.check_book(html, screenshots=screenshots)
+    browser_check.save_report(reports, screenshots)
+    broken = []
+    for report in reports:
+        found = browser_check.problems(report)
+        if found:
+            broken.append(Path(report.page).stem)
+            print(f"  {Path(report.page).stem}: " + "; ".join(found[:5]) + (" …" if len(found) > 5 else ""), flush=True)
+    tables = sum(r.tables for r in reports)
+    print(f"Pages looked at in Chromium: {len(reports)}, {tables} tables, {sum(r.drawn for r in reports)} charts drawn; "
+          f"{len(broken)} with a problem; screenshots in {screenshots}", flush=True)
+    return broken
+
+
 def cpu_ticks() -> tuple[int, int] | None:
     """Machine-wide (busy, total) CPU clock ticks since boot, summed over cores, from ``/proc/stat``
     (Linux; None elsewhere; ``os.sysconf("SC_CLK_TCK")`` ticks per second). Kept as integers so that
@@ -464,11 +490,14 @@ def main() -> None:
     done = time.perf_counter()  # one reading, so that the total is the sum of its two parts
     print(f"Book written to {html / 'index.html'} in {done - start:.0f} s "
           f"(chapters {executed - start:.0f} s, HTML {done - executed:.0f} s)", flush=True)
+    broken = look_at_pages(html, BUILD / "screenshots")
     # A whole build that executed every chapter on a cold result cache is a measurement of the book's cost:
     # recorded for the measurements page (`make measurements`; kept ones go to benchmarks/results).
     if args.only is None and cold and not any(cached for _, cached in results.values()):
         print("  recorded:", record_build(args.profile, args.jobs, results, executed - start, done - executed,
                                           busy_seconds, share, trained, cpu), flush=True)
+    if broken:
+        sys.exit(f"Pages a reader would see broken: {', '.join(broken)} (_build/screenshots/report.json)")
 
 
 def chapter_cpu(profile: str, notebooks: list[Path], results: dict[str, tuple[float, bool]]) -> dict[str, float]:
