@@ -60,3 +60,35 @@ def test_wheel_is_typed_and_describes_itself(built):
     requires = metadata.get_all("Requires-Dist")
     assert "ipywidgets>=7.6" in requires, "Colab's ipywidgets 7 satisfies nhtlab (tests/test_colab.py)"
     assert metadata["Keywords"] and "grokking" in metadata["Keywords"]
+
+
+# pyproject.toml's name → conda-forge's, where they differ; dask[distributed] is two conda packages.
+CONDA_NAMES = {"torch": ["pytorch"], "dask": ["dask", "distributed"]}
+
+
+def test_environment_yml_has_the_package_dependencies():
+    """environment.yml lists every dependency of nhtlab and its book and test extras, with the same
+    bounds, conda-forge's name where it has one and pip's otherwise, and installs nhtlab itself."""
+    import re
+    import tomllib
+
+    import yaml
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    wanted = [*project["dependencies"], *project["optional-dependencies"]["book"],
+              *project["optional-dependencies"]["test"]]
+    env = yaml.safe_load((ROOT / "environment.yml").read_text())
+    conda = [d for d in env["dependencies"] if isinstance(d, str)]
+    pip = next(d["pip"] for d in env["dependencies"] if isinstance(d, dict))
+    listed = {}
+    for spec in [*conda, *pip]:
+        name, bound = re.match(r"([A-Za-z0-9_.-]+)(.*)", spec.replace(" ", "")).groups()
+        listed[name.lower()] = bound
+    for requirement in dict.fromkeys(wanted):
+        name, extra, bound = re.match(r"([A-Za-z0-9_.-]+)(\[[^\]]*\])?(.*)", requirement.replace(" ", "")).groups()
+        for conda_name in CONDA_NAMES.get(name.lower(), [name.lower()]):
+            assert conda_name in listed, f"environment.yml lacks {conda_name} ({requirement} in pyproject.toml)"
+            assert listed[conda_name] == bound, f"{conda_name}: environment.yml says {listed[conda_name]!r}, pyproject.toml {bound!r}"
+    assert "-e." in listed or any(p.replace(" ", "") == "-e." for p in pip), "environment.yml does not install nhtlab"
+    python = next(b for n, b in listed.items() if n == "python")
+    assert python == project["requires-python"].replace(" ", ""), (python, project["requires-python"])
