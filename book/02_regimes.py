@@ -49,11 +49,11 @@ if "google.colab" in sys.modules:
     nhtlab.colab_launch("one to two hours", keep=KEEP_ON_DRIVE)
 
 # %% tags=["parameters"]
-profile = "book"  # "quick", "book" or "full": see How to run
+profile = "book"  # "quick", "book" or "full": see Run a chapter
 seed = 0
 
 # %% [markdown]
-# Profiles, run times, `"full"` on a GPU: {ref}`How to run <profiles>`.
+# Profiles, run times, `"full"` on a GPU: {ref}`Run a chapter <profiles>`.
 
 # %%
 import nhtlab

@@ -96,11 +96,11 @@ if "google.colab" in sys.modules:
     )
 
 # %% tags=["parameters"]
-profile = "book"  # "quick", "book" or "full": see How to run
+profile = "book"  # "quick", "book" or "full": see Run a chapter
 seed = 0
 
 # %% [markdown]
-# Profiles, run times, `"full"` on a GPU: {ref}`How to run <profiles>`.
+# Profiles, run times, `"full"` on a GPU: {ref}`Run a chapter <profiles>`.
 
 # %%
 import nhtlab
@@ -380,8 +380,9 @@ nhtlab.held_out_eta_report(
 # over the seeds. A reading is a claim when it holds in a majority of the
 # seeds, the rule fixed before the runs; one that flips between seeds is
 # shown flipping. Then the sizes, from the tables above. The numbers are
-# this machine's: another CPU rounds differently and moves each run's
-# steps by about a seed spread ({ref}`How to run <numbers-in-the-text>`).
+# this machine's: another CPU rounds differently and can move a run's
+# events ({ref}`Numbers across machines <across-machines>` compares the
+# builds on record, event by event).
 
 # %% tags=["remove-input"]
 readings = nhtlab.delay_readings(points["grok"], lr=cfg.lr)

@@ -73,11 +73,11 @@ if "google.colab" in sys.modules:
     nhtlab.colab_launch("two to three hours", keep=KEEP_ON_DRIVE)
 
 # %% tags=["parameters"]
-profile = "book"  # "quick", "book" or "full": see How to run
+profile = "book"  # "quick", "book" or "full": see Run a chapter
 seed = 0
 
 # %% [markdown]
-# Profiles, run times, `"full"` on a GPU: {ref}`How to run <profiles>`.
+# Profiles, run times, `"full"` on a GPU: {ref}`Run a chapter <profiles>`.
 
 # %%
 import nhtlab
@@ -359,7 +359,8 @@ nhtlab.table(
 # Where the paper's backward order or its warning fails on these runs
 # (✗ above), that is a reading of this scale and this CPU, not a result
 # the chapter asserts: a single seed's order can flip with the float
-# rounding of another CPU ({ref}`How to run <numbers-in-the-text>`).
+# rounding of another CPU ({ref}`Numbers in the text
+# <numbers-in-the-text>`).
 #
 # ## Checks
 #

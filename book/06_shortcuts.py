@@ -57,11 +57,11 @@ if "google.colab" in sys.modules:
     )
 
 # %% tags=["parameters"]
-profile = "book"  # "quick", "book" or "full": see How to run
+profile = "book"  # "quick", "book" or "full": see Run a chapter
 seed = 0
 
 # %% [markdown]
-# Profiles, run times, `"full"` on a GPU: {ref}`How to run <profiles>`.
+# Profiles, run times, `"full"` on a GPU: {ref}`Run a chapter <profiles>`.
 
 # %%
 import nhtlab
@@ -468,7 +468,7 @@ nhtlab.md(
 # ## What held and what failed
 #
 # Every number here is this build's, read from its runs; another CPU
-# rounds differently and moves them ({ref}`How to run
+# rounds differently and moves them ({ref}`Numbers in the text
 # <numbers-in-the-text>`), which is why a reading is stated only over
 # seeds, with the count of seeds that agree. The `quick` profile trains
 # the main run only (fewer steps), ρ = 1 and BatchNorm, at one seed.

@@ -57,11 +57,11 @@ if "google.colab" in sys.modules:
     nhtlab.colab_launch("about an hour", keep=KEEP_ON_DRIVE)
 
 # %% tags=["parameters"]
-profile = "book"  # "quick", "book" or "full": see How to run
+profile = "book"  # "quick", "book" or "full": see Run a chapter
 seed = 0
 
 # %% [markdown]
-# Profiles, run times, `"full"` on a GPU: {ref}`How to run <profiles>`.
+# Profiles, run times, `"full"` on a GPU: {ref}`Run a chapter <profiles>`.
 
 # %%
 import nhtlab
@@ -256,7 +256,7 @@ nhtlab.charts.fraction_threshold(
 #
 # Each link, read on this run (the lines below are built from it; another
 # CPU rounds differently and can move the numbers by about a seed spread,
-# {ref}`How to run <numbers-in-the-text>`):
+# {ref}`Numbers in the text <numbers-in-the-text>`):
 #
 # * **the law's link** holds when the delay follows the norm gap run by
 #   run, a rank correlation of at least 0.5 (asserted below);

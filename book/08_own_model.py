@@ -62,11 +62,11 @@ if "google.colab" in sys.modules:
     nhtlab.colab_launch("tens of minutes", keep=KEEP_ON_DRIVE)
 
 # %% tags=["parameters"]
-profile = "book"  # "quick", "book" or "full": see How to run
+profile = "book"  # "quick", "book" or "full": see Run a chapter
 seed = 0  # the first seed; a profile runs `seeds` seeds from it
 
 # %% [markdown]
-# Profiles, run times, `"full"` on a GPU: {ref}`How to run <profiles>`.
+# Profiles, run times, `"full"` on a GPU: {ref}`Run a chapter <profiles>`.
 
 # %%
 import torch

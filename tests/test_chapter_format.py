@@ -75,14 +75,14 @@ def test_presets_fold_away(src):
 
 
 @pytest.mark.parametrize("src", SOURCES, ids=lambda p: p.stem)
-def test_profile_note_is_a_link_to_how_to_run(src):
+def test_profile_note_is_a_link_to_run_a_chapter(src):
     markdown = "\n".join(c.source for c in jupytext.read(src).cells if c.cell_type == "markdown")
-    assert "{note} Profiles" not in markdown, "the profiles note lives in how_to_run.md, not in each chapter"
-    assert "{ref}`How to run <profiles>`" in markdown, "one line links the chapter to How to run's profiles"
+    assert "{note} Profiles" not in markdown, "the profiles note lives in run_a_chapter.md, not in each chapter"
+    assert "{ref}`Run a chapter <profiles>`" in markdown, "one line links the chapter to Run a chapter's profiles"
 
 
-def test_how_to_run_has_the_profiles_target_and_every_chapter():
-    text = (BOOK / "how_to_run.md").read_text()
+def test_run_a_chapter_has_the_profiles_target_and_every_chapter():
+    text = (BOOK / "run_a_chapter.md").read_text()
     assert "(profiles)=\n## Profiles" in text
     section = text.split("(profiles)=", 1)[1].split("\n## ", 2)[1]
     for number in range(1, len(SOURCES) + 1):

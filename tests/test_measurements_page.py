@@ -101,7 +101,8 @@ def test_a_record_without_its_machine_is_refused_by_name(tmp_path):
 
 def test_no_records_gives_a_page_that_says_so_and_check_finds_a_stale_page(tmp_path):
     out = tmp_path / "measurements.md"
-    tool = [sys.executable, str(ROOT / "tools" / "measurements_page.py"), "--out", str(out), "--records", str(tmp_path / "none")]
+    tool = [sys.executable, str(ROOT / "tools" / "measurements_page.py"), "--out", str(out), "--times-out", str(tmp_path / "times.md"),
+            "--records", str(tmp_path / "none")]
     assert subprocess.run(tool, capture_output=True, timeout=60).returncode == 0
     assert "No benchmark has recorded a run yet" in out.read_text()
     assert subprocess.run([*tool, "--check"], capture_output=True, timeout=60).returncode == 0
@@ -144,3 +145,20 @@ def test_the_commit_is_read_from_git_marked_when_files_changed_and_shown_on_the_
     next(folder.iterdir()).write_text(json.dumps(data | {"commit": head}))
     page = measurements_page.render(measurements_page.load([folder]))
     assert f"machine M1, nhtlab 0.2.4, commit {head}" in page, page
+
+
+def test_chapter_times_table_is_the_kept_build_records(tmp_path):
+    """book/chapter_times.md (on the landing page) is what the kept build records give, and a new
+    record of a profile replaces that profile's column: no chapter time is typed by hand."""
+    kept = measurements_page.load([ROOT / "benchmarks" / "results"])
+    stems = measurements_page.chapter_stems()
+    assert len(stems) == 8 and stems[0] == "01_grokking"
+    assert (ROOT / "book" / "chapter_times.md").read_text() == measurements_page.render_chapter_times(kept, stems), (
+        "book/chapter_times.md is stale: run `make measurements`")
+    record = {"benchmark": "build_book", "date": "2099-01-01T00:00:00+00:00", "settings": {"profile": "quick", "chapters at a time": 2},
+              "machine": {"cpu_model": "CPU Q", "cores": 2, "torch": "2.14.1"},
+              "results": [{"what": "chapter 01_grokking", "value": 45.4}, {"what": "chapter 02_regimes", "value": 150.0}]}
+    table = measurements_page.render_chapter_times([record], stems[:3])
+    assert "| {doc}`01_grokking` | 45 s | not measured yet | not measured yet |" in table, table
+    assert "| {doc}`02_regimes` | 2 min |" in table and "| {doc}`03_delay_law` | not measured yet |" in table
+    assert "- `quick`: CPU Q (vector ISA not recorded), 2 cores" in table

@@ -16,7 +16,7 @@ cache (``NHTLAB_BUILD_DIR``), and compares what each chapter's closing checks re
 
 The comparison is saved with the repository (``book/data/kernel_paths.json``: machine, torch,
 date, both paths' capabilities and every check's verdict and measurement under each) and
-rendered into ``book/across_machines.md``, which How to run includes: the section on numbers
+rendered into ``book/across_machines.md``, which Build and test includes: the section on numbers
 across machines is generated from these runs, not typed. It is a script run for a release's
 closing note, not part of CI (two builds of the book).
 

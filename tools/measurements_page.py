@@ -1,4 +1,5 @@
-"""Render book/measurements.md from the benchmarks' JSON records (``benchmarks/_record``).
+"""Render book/measurements.md and the chapters' time table (book/chapter_times.md, which the
+landing page and Run a chapter include) from the benchmarks' JSON records (``benchmarks/_record``).
 
     python tools/measurements_page.py                 # what `make measurements` runs
     python tools/measurements_page.py --check         # exit 1 if book/measurements.md is not what the records give
@@ -133,21 +134,87 @@ def render(records: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+TIMES_OUT = ROOT / "book" / "chapter_times.md"
+PROFILES = ("quick", "book", "full")
+
+
+def _duration(seconds: float) -> str:
+    """A chapter's time as a reader plans with it: seconds under two minutes, else whole minutes."""
+    return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.0f} min"
+
+
+def render_chapter_times(records: list[dict[str, Any]], chapters: list[str]) -> str:
+    """The landing page's and Run a chapter's table: each chapter's wall time in the newest whole
+    ``make book``-style build of each profile (``build_book`` records), and the machine it ran on.
+
+    Parameters
+    ----------
+    records : list of dict
+        As :func:`load` returns them; only ``build_book`` records are read.
+    chapters : list of str
+        The chapters' stems, in reading order.
+
+    Returns
+    -------
+    str
+        A Markdown fragment (a table and the machines under it); a profile never recorded shows
+        "not measured yet".
+    """
+    newest = {}
+    for r in records:
+        profile = r.get("settings", {}).get("profile")
+        if r["benchmark"] == "build_book" and profile in PROFILES and r["date"] >= newest.get(profile, {}).get("date", ""):
+            newest[profile] = r
+    rows = []
+    for stem in chapters:
+        row = {"chapter": f"{{doc}}`{stem}`"}
+        for profile in PROFILES:
+            r = newest.get(profile)
+            seconds = next((x["value"] for x in r["results"] if x["what"] == f"chapter {stem}"), None) if r else None
+            row[f"`{profile}`"] = _duration(seconds) if seconds is not None else "not measured yet"
+        rows.append(row)
+    lines = _table(rows) + [""]
+    for profile in PROFILES:
+        r = newest.get(profile)
+        if r is None:
+            continue
+        m = r["machine"]
+        jobs = r.get("settings", {}).get("chapters at a time")
+        lines.append(f"- `{profile}`: {m['cpu_model']} ({m.get('cpu_isa') or 'vector ISA not recorded'}), "
+                     f"{m['cores']} cores, torch {m['torch']}, nhtlab {m.get('nhtlab', '?')}, {r['date'][:10]}"
+                     + (f"; {jobs} chapters at a time, sharing the cores" if jobs else "") + ".")
+    return "\n".join(lines) + "\n"
+
+
+def chapter_stems() -> list[str]:
+    """The chapters in _toc.yml's order."""
+    toc = (ROOT / "_toc.yml").read_text()
+    return [line.split("book/")[1].strip() for line in toc.splitlines() if "file: book/" in line
+            and line.split("book/")[1][:2].isdigit()]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="exit 1 if the page is not what the records give")
     parser.add_argument("--out", type=Path, default=OUT, help="the page to write (default: book/measurements.md)")
     parser.add_argument("--records", type=Path, nargs="*", default=list(SOURCES), help="folders of JSON records")
+    parser.add_argument("--times-out", type=Path, default=TIMES_OUT,
+                        help="the chapters' time table to write (default: book/chapter_times.md)")
     args = parser.parse_args(argv)
-    page = render(load(args.records))
+    records = load(args.records)
+    # The chapters' times come from kept records only: a build on this machine moves the book's table
+    # once its record is kept in benchmarks/results, and a test holds the table to those records.
+    kept = load([SOURCES[0]]) if SOURCES[0] in args.records else records
+    pages = {args.out: render(records), args.times_out: render_chapter_times(kept, chapter_stems())}
     if args.check:
-        current = args.out.read_text(encoding="utf-8") if args.out.exists() else None
-        if current != page:
-            print(f"{args.out} is stale: run `make measurements`", file=sys.stderr)
-            return 1
-        return 0
-    args.out.write_text(page, encoding="utf-8")
-    print(f"wrote {args.out}")
+        stale = [out for out, page in pages.items()
+                 if (out.read_text(encoding="utf-8") if out.exists() else None) != page]
+        for out in stale:
+            print(f"{out} is stale: run `make measurements`", file=sys.stderr)
+        return 1 if stale else 0
+    for out, page in pages.items():
+        out.write_text(page, encoding="utf-8")
+        print(f"wrote {out}")
     return 0
 
 
