@@ -368,7 +368,8 @@ def execute_all(profile: str, jobs: int = 1, force: bool = False, only: list[str
 
 
 def stage(profile: str, only: list[str] | None = None) -> Path:
-    """Copy the book's sources to ``_build/stage/<profile>`` with executed chapters in place."""
+    """Copy the book's sources to ``_build/stage/<profile>`` with executed chapters in place, and the
+    findings page written from their closing checks (``tools/findings_page.py``)."""
     target = BUILD / "stage" / profile
     if target.exists():
         shutil.rmtree(target)
@@ -385,6 +386,10 @@ def stage(profile: str, only: list[str] | None = None) -> Path:
     for nb in chapters(only):
         executed = BUILD / "executed" / profile / nb.name
         shutil.copy(executed, target / "book" / nb.name)
+    import findings_page
+
+    records = findings_page.load_records(BUILD / "executed" / profile, [nb.stem for nb in chapters(only)])
+    (target / "book" / "findings.md").write_text(findings_page.render(records, profile), encoding="utf-8")
     return target
 
 
