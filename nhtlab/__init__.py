@@ -88,7 +88,7 @@ from .training.modular_run import ModularRun, run_modular
 from .training.cpu_slots import cpu_slot
 from .training.sweeps import SweepResult, grid, sweep
 
-# Imported on first use: the charts (and the widgets, which draw them) load altair, about 0.3 s that
+# Imported on first use: the charts (and the widgets, which draw them) load altair, an import that
 # `import nhtlab` -- in every sweep worker and script -- need not pay.
 _LAZY_MODULES = {"charts": ".charts", "widgets": ".notebook.widgets"}
 

@@ -16,8 +16,7 @@ kernel, a process-pool worker and the test process all agree):
     Training steps per run. ``eval_every`` is capped at ``max(1, steps // 2)``
     so a capped run still records three evaluation rows (0, 4, 8). At paper
     scale a smoke run's time goes mostly into evaluations (a transformer on all
-    9,409 pairs of p = 97, a CNN on five test sets), hence so few. A
-    ResNet18 smoke run on CIFAR-10 costs about 6 s of CPU time with the defaults.
+    9,409 pairs of p = 97, a CNN on five test sets), hence so few.
 ``NHTLAB_SMOKE_SEEDS`` (default 1)
     Seeds per sweep point.
 ``NHTLAB_SMOKE_IMAGES`` (default 16)

@@ -171,7 +171,7 @@ def test_a_cached_history_keeps_its_column_order(cache):
 
 
 _CLAIM_AND_TRAIN = """
-import sys, time
+import sys
 from pathlib import Path
 import nhtlab
 from nhtlab.training.cache import ResultCache
@@ -181,36 +181,60 @@ cache = ResultCache(sys.argv[1])
 with cache.claim(run.cache_config()) as hit:
     assert hit is None
     Path(sys.argv[3]).touch()  # claimed: the test process may ask for the run now
-    time.sleep(1.5)  # still training while the other process asks
+    assert sys.stdin.readline() == "train\\n"  # held until the test process has seen its sweep wait on the claim
     history = nhtlab.run_modular(run, progress="none")
     cache.put(run.cache_config(), history)
 """
 
 
+def _waiting_on(path: Path) -> bool:
+    """Whether a thread of this process is blocked asking for ``path``'s file lock (a ``->`` line of /proc/locks:
+    ``3: -> FLOCK  ADVISORY  WRITE <pid> <major>:<minor>:<inode> 0 EOF``)."""
+    inode, pid = f":{path.stat().st_ino}", str(os.getpid())
+    return any(fields[1] == "->" and pid in fields and any(f.endswith(inode) for f in fields)
+               for fields in map(str.split, Path("/proc/locks").read_text().splitlines()))
+
+
+@pytest.mark.skipif(not Path("/proc/locks").exists(), reason="Linux only (/proc/locks shows who waits on a lock)")
 def test_a_run_claimed_by_another_process_is_waited_for_and_read_not_trained(cache, tmp_path):
-    """Chapters executed side by side train a shared run once: the second waits for the first's claim."""
+    """Chapters executed side by side train a shared run once: the second waits for the first's claim.
+
+    No clock decides: the other process holds its claim, untrained, until this one's sweep is seen
+    blocked on the claim's lock; only then does it train and put the run.
+    """
     import subprocess
     import sys
+    import threading
     import time
 
     flag = tmp_path / "claimed"
     # the other process trains at one thread, as this one does: a run's cache key holds its thread count
     other = subprocess.Popen([sys.executable, "-c", _CLAIM_AND_TRAIN, str(cache.root), json.dumps(RUN.to_dict()),
-                              str(flag)], env={**os.environ, "OMP_NUM_THREADS": "1"})
+                              str(flag)], env={**os.environ, "OMP_NUM_THREADS": "1"}, stdin=subprocess.PIPE, text=True)
+    swept = []
+    sweeper = threading.Thread(target=lambda: swept.extend(
+        nhtlab.sweep([RUN], strategy="sequential", cache=cache, progress="none")), daemon=True)
     try:
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + 120  # only a hang ever meets it
         while not flag.exists():
             assert other.poll() is None and time.monotonic() < deadline, "the other process did not claim the run"
-            time.sleep(0.05)
-        start = time.monotonic()
-        result = nhtlab.sweep([RUN], strategy="sequential", cache=cache, progress="none")
-        waited = time.monotonic() - start
+            time.sleep(0.02)
+        lock = cache.path(RUN.cache_config()).with_name(cache.path(RUN.cache_config()).name + ".lock")
+        sweeper.start()
+        while not _waiting_on(lock):
+            assert sweeper.is_alive(), "the sweep returned while another process held the run's claim"
+            assert time.monotonic() < deadline, "the sweep never asked for the claim"
+            sweeper.join(0.02)
+        other.stdin.write("train\n")
+        other.stdin.close()
+        sweeper.join(timeout=120)
     finally:
-        other.wait(timeout=60)
-    assert other.returncode == 0
-    (row,) = result
+        if other.stdin and not other.stdin.closed:
+            other.stdin.close()
+        other.wait(timeout=120)
+    assert other.returncode == 0 and not sweeper.is_alive()
+    (row,) = swept
     assert row.cached and row.seconds == 0.0, "the run was trained twice"
-    assert waited > 0.5, f"the sweep did not wait for the claim ({waited:.2f} s)"
     assert row.history.rows == cache.get(RUN.cache_config()).rows and len(cache) == 1
 
 

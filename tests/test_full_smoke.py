@@ -8,8 +8,8 @@ CIFAR-10 comes from a small archive in CIFAR-10's format written by the test
 audit (:mod:`nhtlab.training.device`) in the kernel. On a machine with CUDA the kernels
 train on the GPU (``pick_device`` picks it) and the audit is left off.
 
-Budget (reported, not asserted): all chapters together at most ``SMOKE_BUDGET_S`` seconds (5 minutes on
-the project's 2-core CPU; ``NHTLAB_SMOKE_BUDGET`` overrides it on a slower machine).
+Each execution's seconds are printed (``pytest -s``), never asserted: a time depends on the machine and
+its load. The book's measurements page holds measured times.
 """
 
 from __future__ import annotations
@@ -25,8 +25,6 @@ from test_cifar_offline import write_fake_cifar10
 
 ROOT = Path(__file__).resolve().parent.parent
 CHAPTERS = sorted((ROOT / "book").glob("[0-9][0-9]_*.ipynb"))
-SMOKE_BUDGET_S = float(os.environ.get("NHTLAB_SMOKE_BUDGET", "300"))
-SECONDS: dict[str, float] = {}
 
 
 def smoke_env(cifar_root: Path) -> dict[str, str]:
@@ -102,23 +100,9 @@ def test_harness_runs_a_notebook_under_the_cap(tmp_path, cifar_root):
 @pytest.mark.parametrize("notebook", CHAPTERS, ids=lambda p: p.stem)
 def test_full_profile_runs_under_the_smoke_cap(notebook, tmp_path, cifar_root):
     out = tmp_path / notebook.name
-    try:
-        seconds = execute_smoke(notebook, out, smoke_env(cifar_root))
-    finally:
-        if out.exists():
-            SECONDS.setdefault(notebook.stem, float("nan"))
-    SECONDS[notebook.stem] = seconds
+    seconds = execute_smoke(notebook, out, smoke_env(cifar_root))
     print(f"{notebook.stem}: full profile under the smoke cap in {seconds:.1f} s")
     text = outputs_text(out)
     assert "SMOKE RUN" in text, "the stamp must show that the run is capped"
     assert "scientific checks of this chapter are skipped" in text, "the closing checks must go through nhtlab.science_checks(cfg)"
 
-
-def test_all_smoke_runs_fit_the_budget():
-    if len([s for s in SECONDS.values() if s == s]) < len(CHAPTERS):
-        pytest.skip(f"only {len(SECONDS)} of {len(CHAPTERS)} chapters ran in this session; the budget is for all of them")
-    total = sum(SECONDS.values())
-    print("smoke seconds per chapter:", {k: round(v, 1) for k, v in SECONDS.items()}, f"total {total:.0f} s")
-    # Reported, never asserted: a time depends on the machine and its load (issue 29).
-    if total > SMOKE_BUDGET_S:
-        print(f"note: the smoke runs took {total:.0f} s together, over the {SMOKE_BUDGET_S:.0f} s budget")

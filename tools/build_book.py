@@ -433,14 +433,14 @@ def look_at_pages(html: Path, screenshots: Path) -> list[str]:
     return broken
 
 
-def cpu_ticks() -> tuple[int, int] | None:
-    """Machine-wide (busy, total) CPU clock ticks since boot, summed over cores, from ``/proc/stat``
-    (Linux; None elsewhere; ``os.sysconf("SC_CLK_TCK")`` ticks per second). Kept as integers so that
-    differences are exact: busy equals total when every core was busy. The build prints how much of
-    the cores its chapters kept busy: near 100%, its time is its work divided by the cores, and only
+def cpu_ticks(stat: str | os.PathLike = "/proc/stat") -> tuple[int, int] | None:
+    """Machine-wide (busy, total) CPU clock ticks since boot, summed over cores, from ``stat``'s first line
+    (``/proc/stat``: Linux; None where it is missing; ``os.sysconf("SC_CLK_TCK")`` ticks per second). Kept as
+    integers so that differences are exact: busy equals total when every core was busy. The build prints how
+    much of the cores its chapters kept busy: near 100%, its time is its work divided by the cores, and only
     less work or faster cores shorten it."""
     try:
-        fields = Path("/proc/stat").read_text().splitlines()[0].split()
+        fields = Path(stat).read_text().splitlines()[0].split()
     except OSError:
         return None
     ticks = [int(v) for v in fields[1:9]]  # user nice system idle iowait irq softirq steal

@@ -110,7 +110,7 @@ def digits(size: int = 16, test_fraction: float = 0.3, seed: int = 0) -> ImageDa
     check_int(size, "size", low=8, owner="digits")
     check_real(test_fraction, "test_fraction", 0.0, 1.0, low_open=True, high_open=True, owner="digits")
     check_int(seed, "seed", low=0, owner="digits")
-    # local: scikit-learn takes ~1 s to import; only the digits need it
+    # local: scikit-learn is slow to import; only the digits need it
     from sklearn.datasets import load_digits
 
     bunch = load_digits()

@@ -54,8 +54,8 @@ class SelfAttention(nn.Module):
             q, kv = gather_rows(q, tokens[:, T - Tq:]), gather_rows(kv, tokens)
         q = q.reshape(B, Tq, 1, self.n_heads, hs)
         k, v = kv.reshape(B, 1, T, 2 * self.n_heads, hs).split(self.n_heads, dim=3)
-        # Sequences here are 2 tokens long: broadcasting over (query, key) pairs is ~2x faster on the
-        # CPU than batched matmuls of B·nh tiny matrices (~9% of a training step), with the same result.
+        # Sequences here are 2 tokens long: broadcasting over (query, key) pairs does the work of
+        # B·nh tiny batched matmuls without their per-matrix overhead, with the same result.
         att = (q * k).sum(-1) / math.sqrt(hs)  # (B, Tq, T, nh)
         y = (att.softmax(dim=2).unsqueeze(-1) * v).sum(2)  # (B, Tq, nh, hs)
         return self.proj(y.reshape(B, Tq, C))
@@ -74,7 +74,7 @@ class Block(nn.Module):
 
     def forward(self, x: torch.Tensor, last_only: bool = False, tokens: torch.Tensor | None = None) -> torch.Tensor:
         """``last_only`` computes the block at the last position only (shape (B, 1, C)):
-        the same numbers there, for ~60% of the cost when nothing reads the others.
+        the same numbers there, for less compute when nothing reads the others.
         With ``tokens`` (B, T), ``x`` is a (T, V, C) table of inputs (:meth:`SelfAttention.forward`)."""
         attended = self.attn(x, queries=1 if last_only else None, tokens=tokens)
         if tokens is not None:
@@ -139,7 +139,7 @@ class Transformer(nn.Module):
         positions = torch.arange(x.shape[1], device=x.device)
         # The first block's input at a position depends on one token: its projections are made once
         # per (position, token) row of this table and gathered, the same numbers for fewer FLOPs
-        # (2·p rows instead of 2·n; ~10% of a companion training step, more of an evaluation).
+        # (2·p rows instead of 2·n).
         h = self.tok.weight + self.pos(positions)[:, None]  # (2, p, d_model)
         for i, block in enumerate(self.blocks):
             h = block(h, last_only=i == len(self.blocks) - 1, tokens=x if i == 0 else None)

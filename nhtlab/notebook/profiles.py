@@ -2,9 +2,11 @@
 
 Every chapter defines a ``PROFILES`` dict next to its papermill parameters:
 
-* ``quick``: the tests, under 60 s on a 2-core CPU, still showing the effect;
-* ``book``: the rendered book, a few minutes on a 2-core CPU;
+* ``quick``: for the tests, the smallest settings that still show the effect;
+* ``book``: for the rendered book, sized for a CPU;
 * ``full``: paper scale, for a GPU (Colab).
+
+Measured times (the ``book`` build's, per chapter and machine) are on the book's measurements page.
 
 Under the smoke cap (``NHTLAB_SMOKE=1``, see :mod:`nhtlab.smoke`) the selected
 settings are capped by name (steps, seeds, evaluation interval, batch, image

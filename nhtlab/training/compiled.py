@@ -22,8 +22,8 @@ compiled run of either model at 2 threads gave a different history from call to 
 embedding backward, which inductor then calls, sums in a fixed order (the reason
 :func:`~nhtlab.models.transformer.gather_rows` uses it, issue 29), so a compiled run, like an eager
 one, has one history per config and thread count. The price is AOTAutograd's cache (see
-:func:`deterministic_inductor`): a warm machine's first compiled step re-traces the graphs, a few
-seconds, while inductor's cache still spares it the C++ compilation.
+:func:`deterministic_inductor`): a warm machine's first compiled step re-traces the graphs,
+while inductor's cache still spares it the C++ compilation.
 """
 
 from __future__ import annotations

@@ -2,8 +2,9 @@
 
 The book build runs two chapters side by side, and each chapter may start a
 pool of one worker per core; without a limit, three or four training loops
-share two cores. Time-slicing compute-bound loops costs about 10% of their
-throughput (``benchmarks/bench_slots.py`` measures it), so the build sets
+share two cores. Time-slicing compute-bound loops costs throughput
+(``benchmarks/bench_slots.py`` measures how much on a given machine; its records
+go to the book's measurements page), so the build sets
 ``NHTLAB_CPU_SLOTS`` to the number of cores and every training loop holds a
 slot while it runs: a loop that finds none free waits, asleep, for one.
 

@@ -99,9 +99,9 @@ class TrainConfig:
     fused : bool
         Use PyTorch's fused AdamW (``torch.optim.AdamW(fused=True)``): the same
         update computed in one kernel per step, so the same run in a different
-        float rounding. 1.03–1.13× the steps per CPU second on the companion
-        transformer (four measurements), 1.00–1.07× on the small SimpleCNN, whose
-        step is mostly convolutions (``benchmarks/bench_grok.py`` times both side by side). Off
+        float rounding. It gains more on the companion transformer than on the small
+        SimpleCNN, whose step is mostly convolutions (``benchmarks/bench_grok.py`` times
+        both side by side; its records are on the book's measurements page). Off
         by default, so that runs keep the numbers of earlier versions;
         :func:`nhtlab.companion` turns it on.
     compile : bool

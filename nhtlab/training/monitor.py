@@ -52,12 +52,10 @@ Lightning (nhtlab does not import Lightning; this is the whole adapter)::
 
 Cost: a recorded step sums the squares of every parameter once (plus one
 forward pass on the probe and a small SVD when DLR is on); the steps in between
-cost one integer test. ``benchmarks/bench_monitor.py`` measures it against the
-bare loop. On the development CPU (one thread, EmbeddingMLP width 256, p = 47,
-full batch, 2.96 CPU ms per bare step): a record costs 0.10 ms (+3.5% per step
-at ``every=1``, +0.3% at ``every=10``); with DLR on a 256-example probe 3.3 ms
-(+11% at ``every=10``, +1.1% at ``every=100``). Loop against loop: ×1.01 at
-``every=10``, ×1.08 at ``every=1``, ×1.13 at ``every=10`` with DLR.
+cost one integer test. ``benchmarks/bench_monitor.py`` measures a record, with
+and without DLR, and whole loops at several ``every`` against the bare loop; its
+numbers, with the machine they were measured on, are on the book's measurements
+page.
 """
 
 from __future__ import annotations

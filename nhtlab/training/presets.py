@@ -9,13 +9,14 @@ of 512 drawn *with replacement* at every step.
 Three choices are ours and are recorded in every run's config:
 
 * ``fused=True``: PyTorch's fused AdamW, the same update in one kernel per
-  step, 1.03–1.13× the steps per CPU second on this model (another float
-  rounding than the default multi-tensor AdamW, so other runs keep that);
+  step, for more steps per CPU second on this model (``benchmarks/bench_grok.py``;
+  the book's measurements page) in another float rounding than the default
+  multi-tensor AdamW, so other runs keep that;
 * ``eval_every=100`` (the companion evaluates every 200 steps; finer steps
-  time T_mem and T_grok twice as precisely for about 14% of extra compute);
+  time T_mem and T_grok twice as precisely for twice the evaluations);
 * ``stop_after``: the companion stops 2,000 steps after T_grok and takes
   V_final there. The ``book`` profile stops 500 steps after T_grok to fit a
-  2-core CPU; chapters say which window a number uses (see :mod:`nhtlab.analysis.delay`).
+  CPU build; chapters say which window a number uses (see :mod:`nhtlab.analysis.delay`).
 """
 
 from __future__ import annotations

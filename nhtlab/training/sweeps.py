@@ -364,7 +364,7 @@ def default_executor(workers: int | None = None, threads_per_worker: int = 1) ->
     forking a parent that already ran torch's thread pools can hang. The fork
     server preloads this module (so torch and nhtlab): it imports them once, before
     it runs any torch code, and every worker forks from it ready to train instead
-    of importing torch itself (about 3 s of CPU per worker on a 2-core machine).
+    of importing torch itself.
     This sets the process's forkserver preload list, which takes effect when its
     fork server starts (the first forkserver pool of the process). Each worker
     exits within a second of this process dying (SIGKILL included), so a killed

@@ -1,9 +1,9 @@
-"""Runs that can be trusted anywhere (issue 29): no verdict on a broken run, nothing lost, named errors.
+"""When a run, a worker, a disk or an input goes wrong: no verdict on a broken run, nothing lost, named errors.
 
-Each test is built on an input that today's code (before the issue) got wrong: a diverged run
-called "strong", a NaN norm called "weak", DLR of 1.0 for features scaled by 1e80, a failed
-checkpoint write that lost the run, a damaged run.json that raised JSONDecodeError, bare
-TypeErrors from deep inside torch.
+Each test is built on an input nhtlab once got wrong: a diverged run called "strong", a NaN norm
+called "weak", DLR of 1.0 for features scaled by 1e80, sweep workers left running after their parent
+was killed, a failed checkpoint write that lost the run, a damaged run.json that raised
+JSONDecodeError, bare TypeErrors from deep inside torch.
 """
 
 from __future__ import annotations
