@@ -185,7 +185,7 @@ nhtlab.charts.training_curves(
 # fit of the training data (that was done at $T_\text{mem}$) but a move
 # towards a smaller-norm way of fitting it. Nanda et al.
 # {cite}`nanda2023progress`, reading the inside of a one-layer
-# transformer trained with weight decay on modular addition, divide the
+# transformer trained with weight decay on modular addition, divide
 # such a run into three phases: memorisation, circuit formation and
 # cleanup.
 

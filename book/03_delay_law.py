@@ -65,12 +65,12 @@
 # and inside Θ a constant factor is left open: dividing the log by ηλ or
 # by 2ηλ states the same law, with predictions that differ by a factor of
 # two. The companion's code divides by 2ηλ (its `T_escape_theory`, and
-# the rate $1 - 2\eta\lambda$ it fits the contraction against); its
-# abstract writes the delay over ηλ. The book uses both and always says
-# which: the `companion` definition below divides by 2ηλ; the `grok`
-# definition, chapter 01's exercise and chapter 07's "law, γ = ηλ"
-# divide by ηλ. The other chapters write the law with
-# $\gamma_\text{eff}$ and refer here.
+# the rate $1 - 2\eta\lambda$ it fits the contraction against); the
+# papers' statement for grokking writes the delay over ηλ, as at the top
+# of this chapter. The book uses both and always says which: the
+# `companion` definition below divides by 2ηλ; the `grok` definition,
+# chapter 01's exercise and chapter 07's "law, γ = ηλ" divide by ηλ. The
+# other chapters write the law with $\gamma_\text{eff}$ and refer here.
 #
 # (delay-definitions)=
 # ## Two definitions, stated once
