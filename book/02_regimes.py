@@ -145,7 +145,7 @@ result
 # needs a rule that reads only the norm and the training accuracy seen so
 # far: `online_regime`, which chapter 06 applies to its image runs and
 # chapter 08's Monitor to your model. It counts a fall of the norm from
-# its peak, which on this network is step 0, so it cannot make the
+# its peak, which on this network is often step 0, so it cannot make the
 # distinction this rule makes; the {term}`glossary <regime>` sets the two
 # rules side by side.
 

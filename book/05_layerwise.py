@@ -319,12 +319,11 @@ nhtlab.charts.contraction_curves(
 # suggests two {term}`early-warning <early warning>` signals read off the
 # head, the read-out's norm against its start
 # $\|\theta_L\|^2/\|\theta_L(0)\|^2$ and against the first layer's
-# $\|\theta_L\|^2/\|\theta_1\|^2$. They are drawn next
-# to the total norm, with the steps at which the border was fitted and
-# dropped as dashed lines. A signal *warns* if it turns down (reaches its
-# maximum) before the border is dropped
-# ({func}`nhtlab.analysis.layers.warning_times`); the table's
-# "‖θ_L‖²/‖θ_L(0)‖²" column says whether the first one did.
+# $\|\theta_L\|^2/\|\theta_1\|^2$. They are drawn next to the total norm,
+# with the steps at which the border was fitted and dropped as dashed
+# lines. A signal *warns* if it turns down (reaches its maximum) before
+# the border is dropped ({func}`nhtlab.analysis.layers.warning_times`);
+# the table's "‖θ_L‖²/‖θ_L(0)‖²" column says whether the first one did.
 
 # %%
 nhtlab.charts.warning_signals(*nhtlab.signal_records(labelled))

@@ -32,18 +32,16 @@
 #   $\|\theta_L\|^2/\|\theta_1\|^2$. The NHT paper reports that the
 #   read-out escapes the shortcut first, which would make its contraction
 #   an {term}`early warning`, earlier than the total norm's; this chapter
-#   counts over seeds
-#   whether it does on the model here;
+#   counts over seeds whether it does on the model here;
 # - {term}`DLR`, the label-free dynamical richness of the features on a
-#   fixed
-#   probe batch {cite}`nam2026dlr` (no labels needed, so it works on
+#   fixed probe batch {cite}`nam2026dlr` (no labels needed, so it works on
 #   unlabelled production data too);
 # - any scalar you pass it (loss, accuracies);
 #
 # and it diagnoses the {term}`regime` online
 # ({func}`~nhtlab.training.monitor.online_regime`, from the norm and the
 # training accuracy so far): *weak* while the norm is within 5% of its
-# running peak, *intermediate* once it has fallen further and the
+# running peak, *intermediate* once it is further below it and the
 # training set is fitted, *strong* when it has fallen and the model never
 # fitted. Chapter 02's {ref}`diagnose_regime <regime-rule>` instead reads
 # the norm only from the fit on, with test accuracy, after the run: a
