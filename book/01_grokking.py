@@ -16,27 +16,32 @@
 # %% [markdown]
 # # Grokking and the weight norm
 #
-# A network trained on modular arithmetic first **memorises** its training
-# table, then, long after the training loss is essentially zero, suddenly
-# **generalises** to the pairs it never saw: *grokking*
-# {cite}`power2022grokking`. The Norm-Hierarchy Transition (NHT) view
-# {cite}`khanh2026nht` explains the wait with one quantity, the squared
-# weight norm $V = \|\theta\|^2$. Memorising is a *shortcut*: it fits the
-# table quickly, with large weights. The structured solution (the modular
-# rule itself) fits it with smaller weights. Weight decay shrinks the
-# weights by a factor $(1-\eta\lambda)$ each step, so $V$ drifts from the
-# shortcut's norm towards the structure's at a rate
-# $\gamma_{\text{eff}} \propto \eta\lambda$, and the delay is set by how
-# far apart the two norms are:
+# A network trained on modular arithmetic first
+# **{term}`memorises <memorisation>`** its training table, then, long
+# after the training loss is essentially zero, suddenly **generalises** to
+# the pairs it never saw: *{term}`grokking`* {cite}`power2022grokking`.
+# The Norm-Hierarchy Transition (NHT) view {cite}`khanh2026nht` explains
+# the wait with one quantity, the {term}`squared weight norm <‖θ‖²>`
+# $V = \|\theta\|^2$. Memorising is a *{term}`shortcut`*: it fits the
+# table quickly, with large weights. The {term}`structured solution` (the
+# modular rule itself) fits it with smaller weights.
+# {term}`Weight decay <λ>` shrinks the weights by a factor
+# $(1-\eta\lambda)$ each step, so $V$ drifts from the shortcut's norm
+# towards the structure's at a {term}`rate <γ_eff>`
+# $\gamma_{\text{eff}} \propto \eta\lambda$, and the {term}`delay` is set
+# by how far apart the two norms are:
 #
 # $$T_\text{grok} - T_\text{mem} \approx
 # \frac{\log(V_\text{mem}/V_\text{post})}{\gamma_\text{eff}}.$$
+#
+# This is the {term}`delay law`; chapter 03 derives it. Every symbol in it
+# is in the {doc}`glossary`.
 #
 # This chapter trains the companion paper's own network
 # {cite}`khanh2026delay` and watches accuracy and $\|\theta\|^2$ on the
 # same time axis: a one-layer transformer (d_model 128, 4 heads,
 # feed-forward 512) on $(a + b) \bmod 97$ with half of the table for
-# training, AdamW with η = 10⁻³ and PyTorch's default betas, and
+# training, AdamW with {term}`η` = 10⁻³ and PyTorch's default betas, and
 # minibatches of 512 pairs drawn with replacement at every step. It also
 # trains the same network *without* weight decay.
 
@@ -124,10 +129,10 @@ nhtlab.md(
 # 100 steps: train and test accuracy on the whole of each set, the total
 # squared norm $\|\theta\|^2$ and the squared norm of every layer. The
 # same network without decay (λ = 0) trains alongside on the second core.
-# Each profile trains both on its seeds (three in `book`); the charts show
-# the first seed, and the closing checks count every claim over all of
-# them. Finished runs are kept in a result cache, so re-running the
-# chapter is instant.
+# Each {term}`profile` trains both on its seeds (three in `book`); the
+# charts show the first seed, and the closing checks count every claim
+# over all of them. Finished runs are kept in a {term}`result cache`, so
+# re-running the chapter is instant.
 
 # %%
 no_decay = [
@@ -157,8 +162,8 @@ nhtlab.table(
 
 # %% [markdown]
 # The top panel shows the two phases: training accuracy reaches 99% first
-# ($T_\text{mem}$), and test accuracy reaches it only evaluations later
-# ($T_\text{grok}$; the checks below ask for at least three). The bottom
+# ({term}`T_mem`), and test accuracy reaches it only evaluations later
+# ({term}`T_grok`; the checks below ask for at least three). The bottom
 # panel shows what weight decay is doing meanwhile. Drag on a chart to
 # zoom along the step axis and hover a line to read its values.
 
@@ -174,11 +179,15 @@ nhtlab.charts.training_curves(
 # the checks below assert it), so the norm does not "rise then fall"
 # here: it falls from step 0. What the NHT story needs is what happens
 # **after** memorisation. At $T_\text{mem}$ the network fits its table
-# with a norm $V_\text{mem}$; between $T_\text{mem}$ and $T_\text{grok}$
+# with a norm {term}`V_mem`; between $T_\text{mem}$ and $T_\text{grok}$
 # the norm keeps contracting, at constant training accuracy, and test
 # accuracy rises *during* that contraction. Generalisation is not a new
 # fit of the training data (that was done at $T_\text{mem}$) but a move
-# towards a smaller-norm way of fitting it.
+# towards a smaller-norm way of fitting it. Nanda et al.
+# {cite}`nanda2023progress`, reading the inside of a one-layer
+# transformer trained with weight decay on modular addition, divide
+# such a run into three phases: memorisation, circuit formation and
+# cleanup.
 
 # %% tags=["remove-input"]
 v_mem, v_grok = events.norm_at_mem, events.norm_at_grok
@@ -207,8 +216,9 @@ nhtlab.charts.layer_norm_curves(
 # well, but the shortcut is never abandoned within the budget: after
 # $T_\text{mem}$ the norm does not contract (Adam's steps of size about η
 # keep every weight moving, and nothing shrinks it) and test accuracy
-# never reaches 99%. This is the *weak* regime of the NHT paper, at its
-# extreme.
+# never reaches 99%. This is the *{term}`weak`* regime of the NHT paper,
+# at its extreme. Omnigrok {cite}`liu2023omnigrok` goes further: with the
+# weight norm held fixed, it finds no grokking at all.
 
 # %%
 nhtlab.charts.compare_runs(
@@ -223,20 +233,21 @@ nhtlab.md(f"λ = 0, seed {seed}: **{weak.regime}**: {weak.reason}.")
 # ## What the delay law says about this run
 #
 # The companion paper turns the law into numbers with definitions its code
-# makes precise, and `nhtlab.analysis.delay` computes them the same way
-# (see the [delay-law chapter](03_delay_law.ipynb)):
+# makes precise, and `nhtlab.analysis.delay` computes them the same way.
+# The table below reads the run both ways; the
+# [delay-law chapter](03_delay_law.ipynb) states the two definitions
+# ({ref}`delay-definitions`) and explains why one divides by 2ηλ and the
+# other by ηλ ({ref}`delay-factor-of-two`):
 #
-# * **companion**: $V_\text{mem}$ = $\|\theta\|^2$ at $T_\text{mem}$;
-#   $V_\text{final}$ = $\|\theta\|^2$ at the end of the run;
-#   $T_\text{escape}$ = the first step after $T_\text{mem}$ with
-#   $\|\theta\|^2 \le 1.5\,V_\text{final}$, against
-#   $\log(V_\text{mem}/V_\text{final})/(2\eta\lambda)$. The companion ends
-#   each run 2,000 steps after $T_\text{grok}$; the `book` profile ends it
-#   sooner (its `stop_after`), so its $V_\text{final}$ is larger and its
-#   prediction shorter.
+# * **companion**: the escape time {term}`T_escape` against the companion
+#   code's prediction from $V_\text{mem}$ and {term}`V_final`, the norm at
+#   the end of the run. The companion ends each run 2,000 steps after
+#   $T_\text{grok}$; the `book` profile ends it sooner (its
+#   `stop_after`), so its $V_\text{final}$ is larger and its prediction
+#   shorter.
 # * **grok**: the delay $T_\text{grok} - T_\text{mem}$ itself, against
-#   $\log(V_\text{mem}/V_\text{grok})/(\eta\lambda)$, which needs no
-#   window after $T_\text{grok}$.
+#   the law's time scale from $V_\text{mem}$ and {term}`V_grok`, the norm
+#   at $T_\text{grok}$; it needs no window after $T_\text{grok}$.
 #
 # For AdamW the paper only bounds $\gamma_\text{eff} \ge \eta\lambda$, so
 # the law fixes a time scale, not an exact value; in the companion's own
@@ -289,8 +300,9 @@ nhtlab.md(
 # ```{admonition} Exercise: the time scale of a contraction
 # Suppose a shortcut sits at $V_\text{mem} = 4\,V_\text{post}$ and you
 # train with η = 10⁻³ and λ = 0.5. How many steps does the law's time
-# scale $\log(V_\text{mem}/V_\text{post})/(\eta\lambda)$ give? Put your
-# number in place of `None` and run the cell.
+# scale $\log(V_\text{mem}/V_\text{post})/(\eta\lambda)$ give (the
+# `grok` form; chapter 03 says why the companion's code divides by 2ηλ)?
+# Put your number in place of `None` and run the cell.
 # ```
 #
 # ```{dropdown} Hint

@@ -17,16 +17,19 @@
 # # Three regimes
 #
 # The first chapter trained one network at one weight decay, λ = 1, and
-# watched it grok. The NHT paper {cite}`khanh2026nht` predicts that λ
-# decides *whether* that happens at all, and names three regimes:
+# watched it grok. The NHT paper {cite}`khanh2026nht` predicts that
+# {term}`λ` decides *whether* that happens at all, and names three
+# {term}`regimes <regime>`:
 #
-# * **weak** decay: nothing pulls hard enough on the weights. The network
-#   memorises, its squared norm $\|\theta\|^2$ keeps growing (or stays
-#   put), and it stays on the memorising shortcut;
-# * **intermediate** decay: the network memorises, $\|\theta\|^2$ then
-#   contracts, and the network generalises late: grokking;
-# * **strong** decay: the decay suppresses learning: the network never
-#   fits its training set.
+# * **{term}`weak`** decay: nothing pulls hard enough on the weights. The
+#   network memorises, its {term}`squared norm <‖θ‖²>` $\|\theta\|^2$
+#   keeps growing (or stays put), and it stays on the memorising
+#   {term}`shortcut`;
+# * **{term}`intermediate`** decay: the network memorises,
+#   $\|\theta\|^2$ then contracts, and the network generalises late:
+#   {term}`grokking`;
+# * **{term}`strong`** decay: the decay suppresses learning: the network
+#   never fits its training set.
 #
 # This chapter sweeps λ over three orders of magnitude on the companion
 # paper's setting {cite}`khanh2026delay` (the transformer of the first
@@ -84,11 +87,11 @@ nhtlab.stamp(profile, cfg)
 # independent runs to a pool of processes (one per core, one torch thread
 # each: small models train fastest that way). Runs at λ where grokking is
 # expected within the budget get the long budget and stop a fixed number
-# of steps after $T_\text{grok}$; the others get a short budget, which is
+# of steps after {term}`T_grok`; the others get a short budget, which is
 # enough to see what their norm does after memorising. Every λ gets the
-# budget it has in the other chapters, so the result cache shares the
-# runs. Every run starts from PyTorch's default initialisation; the seed
-# changes the split, the initial weights and the minibatches.
+# budget it has in the other chapters, so the {term}`result cache` shares
+# the runs. Every run starts from PyTorch's default initialisation; the
+# seed changes the split, the initial weights and the minibatches.
 
 # %%
 runs = [
@@ -107,6 +110,7 @@ result = nhtlab.sweep(runs, workers=2, cache=nhtlab.default_cache())
 result
 
 # %% [markdown]
+# (regime-rule)=
 # ## Diagnosing a run, after memorisation
 #
 # In this network $\|\theta\|^2$ starts large: the token embeddings,
@@ -116,7 +120,7 @@ result
 # (the table after the diagnosis says which runs do). Either way, "the
 # norm peaks then decays" does not separate the regimes: a peak at step 0
 # says nothing. What separates them is what the norm does **after
-# $T_\text{mem}$**. `nhtlab.diagnose_regime` reads a history with four
+# {term}`T_mem`**. `nhtlab.diagnose_regime` reads a history with four
 # rules; the thresholds are parameters, with these defaults:
 #
 # 1. training accuracy never reaches 99% within the budget → **strong**;
@@ -126,14 +130,24 @@ result
 #    $T_\text{grok}$ → **intermediate**;
 # 3. memorised, not generalised, and $\|\theta\|^2$ never fell more than
 #    `min_contraction` below its value at $T_\text{mem}$ → **weak**;
-# 4. anything else → **undetermined**, with the reason (for instance a
-#    norm still contracting when the budget ends, with no generalisation
-#    yet). Such a run is shown, never forced into a regime, and the order
-#    check skips it.
+# 4. anything else → **{term}`undetermined`**, with the reason (for
+#    instance a norm still contracting when the budget ends, with no
+#    generalisation yet). Such a run is shown, never forced into a
+#    regime, and the order check skips it.
 #
 # Every diagnosis is "within this budget": the companion's λ = 2 runs
 # memorise only after about 21,000 steps (7 seeds of 10) and grok after
 # about 44,000 (3 of 10).
+#
+# This is the book's rule for judging a finished run that has a test set:
+# chapters 01 and 03 and the modular runs of chapter 06 apply it too. A
+# run still training, or one whose test accuracy has no 99% to reach,
+# needs a rule that reads only the norm and the training accuracy seen so
+# far: `online_regime`, which chapter 06 applies to its image runs and
+# chapter 08's Monitor to your model. It counts a fall of the norm from
+# its peak, which on this network is often step 0, so it cannot make the
+# distinction this rule makes; the {term}`glossary <regime>` sets the two
+# rules side by side.
 
 # %%
 table = nhtlab.regime_table(result)

@@ -16,22 +16,24 @@
 # %% [markdown]
 # # The delay law
 #
-# In the intermediate regime the network memorises first and generalises
-# later. How much later? The NHT paper {cite}`khanh2026nht` and its
-# companion on grokking {cite}`khanh2026delay` answer with one formula,
+# In the {term}`intermediate` regime the network memorises first and
+# generalises later. How much later? The NHT paper {cite}`khanh2026nht`
+# and its companion on grokking {cite}`khanh2026delay` answer with one
+# formula, the {term}`delay law`,
 #
 # $$T_\text{grok} - T_\text{mem} \;=\;
 # \Theta\!\left(
 # \frac{\log(V_\text{mem}/V_\text{post})}{\eta\lambda}
 # \right),$$
 #
-# where $V_\text{mem}$ is the squared weight norm $\|\theta\|^2$ when the
-# network has memorised its table and $V_\text{post}$ the (smaller)
+# where {term}`V_mem` is the squared weight norm $\|\theta\|^2$ when the
+# network has memorised its table and {term}`V_post` the (smaller)
 # squared norm of the structured solution it ends on. This chapter
 # measures delays on the companion paper's own setting and asks two
 # questions: does the law get the *size* of the delay right, and does it
 # explain more than "the delay goes like 1/λ"?
 #
+# (delay-factor-of-two)=
 # ## Where the formula comes from
 #
 # Once the training loss is nearly zero its gradient is small, and what is
@@ -48,11 +50,29 @@
 # reaches the structured solution once $\|\theta\|^2$ has come down to
 # $V_\text{post}$, after about
 # $\log(V_\text{mem}/V_\text{post})/(2\eta\lambda)$ steps. The paper
-# proves matching upper and lower bounds of this order with
-# $\gamma_\text{eff} = \eta\lambda$ for gradient descent and
-# $\gamma_\text{eff} \ge \eta\lambda$ for AdamW: the law fixes a **time
-# scale**, up to a constant.
+# proves matching upper and lower bounds of this order with a
+# {term}`rate <γ_eff>` $\gamma_\text{eff} = \eta\lambda$ for gradient
+# descent and $\gamma_\text{eff} \ge \eta\lambda$ for AdamW: the law
+# fixes a **time scale**, up to a constant. Omnigrok
+# {cite}`liu2023omnigrok` writes the time to generalise in the same form,
+# $\ln(w_0/w_c)/\gamma$: the log of a ratio of weight norms over a rate.
 #
+# **The factor of 2.** It comes from the square. The decay takes a
+# fraction ηλ off every weight per step, so it takes about 2ηλ off
+# $\|\theta\|^2$. The papers write the law with Θ and a rate
+# $\gamma_\text{eff} \propto \eta\lambda$ (their bound on the norm,
+# $E[V_t] \le (1-\eta\lambda)^t V_0 + V_\infty$, contracts at rate ηλ),
+# and inside Θ a constant factor is left open: dividing the log by ηλ or
+# by 2ηλ states the same law, with predictions that differ by a factor of
+# two. The companion's code divides by 2ηλ (its `T_escape_theory`, and
+# the rate $1 - 2\eta\lambda$ it fits the contraction against); the
+# papers' statement for grokking writes the delay over ηλ, as at the top
+# of this chapter. The book uses both and always says which: the
+# `companion` definition below divides by 2ηλ; the `grok` definition,
+# chapter 01's exercise and chapter 07's "law, γ = ηλ" divide by ηλ. The
+# other chapters write the law with $\gamma_\text{eff}$ and refer here.
+#
+# (delay-definitions)=
 # ## Two definitions, stated once
 #
 # `nhtlab.analysis.delay` computes the law's terms exactly as the
@@ -60,22 +80,26 @@
 # uses.
 #
 # * **companion** (the default): $V_\text{mem}$ = $\|\theta\|^2$ at
-#   $T_\text{mem}$, $V_\text{final}$ = $\|\theta\|^2$ at the end of the
-#   run; measured: $T_\text{escape}$, the first step after $T_\text{mem}$
+#   $T_\text{mem}$, {term}`V_final` = $\|\theta\|^2$ at the end of the
+#   run; measured: {term}`T_escape`, the first step after $T_\text{mem}$
 #   at which $\|\theta\|^2 \le 1.5\,V_\text{final}$; predicted:
 #   $\log(V_\text{mem}/V_\text{final})/(2\eta\lambda)$. The companion ends
 #   a run 2,000 steps after $T_\text{grok}$; the `book` profile ends it
 #   500 steps after, which makes $V_\text{final}$ larger and the
 #   prediction shorter.
-# * **grok**: measured: the delay $T_\text{grok} - T_\text{mem}$;
-#   predicted: $\log(V_\text{mem}/V_\text{grok})/(\eta\lambda)$.
+# * **grok**: measured: the {term}`delay` $T_\text{grok} - T_\text{mem}$;
+#   predicted: $\log(V_\text{mem}/V_\text{grok})/(\eta\lambda)$, with
+#   {term}`V_grok` = $\|\theta\|^2$ at $T_\text{grok}$.
 #
 # A λ sweep alone cannot test the law against its simplest rival: every
 # prediction contains $1/\lambda$, so "delay ∝ 1/λ" fits a λ sweep as well
 # as the law does. The law also says the delay scales as $1/\eta$ and
-# grows with the norm gap. So besides the λ sweep this chapter varies the
-# **learning rate** at fixed λ and the **initial scale** of the weights at
-# fixed ηλ (which moves $V_\text{mem}$), and fits all runs together.
+# grows with the {term}`norm gap`. So besides the λ sweep this chapter
+# varies the **learning rate** at fixed λ and the **initial scale** of the
+# weights at fixed ηλ (which moves $V_\text{mem}$), and fits all runs
+# together. The initial scale has a law of its own: Lyu et al.
+# {cite}`lyu2024dichotomy` prove a sharp transition at a time of about
+# $\log(\alpha)/\lambda$ for weights initialised at scale α.
 
 # %% tags=["remove-cell"]
 # In Colab, install this book's version of nhtlab; elsewhere the

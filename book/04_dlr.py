@@ -16,14 +16,15 @@
 # %% [markdown]
 # # DLR: richness without accuracy
 #
-# Grokking is often described as a move from *lazy* to *rich* training
-# dynamics {cite}`kumar2024grokking`: the network stops fitting with the
-# features it started with and learns new ones, fitted to the task. But
-# how rich is a network, measured without looking at its accuracy? Nam et
-# al. {cite}`nam2026dlr` propose the **dynamical low-rank measure** (DLR):
-# it compares the network's feature kernel with the smallest kernel that
-# could produce the network's own outputs. It needs no labels and no test
-# set, so it can tell "rich" from "generalises".
+# {term}`Grokking` is often described as a move from *{term}`lazy`* to
+# *{term}`rich`* training dynamics {cite}`kumar2024grokking`: the network
+# stops fitting with the features it started with and learns new ones,
+# fitted to the task. But how rich is a network, measured without looking
+# at its accuracy? Nam et al. {cite}`nam2026dlr` propose the **dynamical
+# low-rank measure** ({term}`DLR`): it compares the network's feature
+# kernel with the smallest kernel that could produce the network's own
+# outputs. It needs no labels and no test set, so it can tell "rich" from
+# "generalises".
 #
 # This chapter builds DLR from its definition and grounds it before using
 # it: the dimension $r$ of the outputs' span, a choice hidden in any
@@ -133,20 +134,20 @@ nhtlab.stamp(profile, cfg)
 #
 # $$\text{DLR} = 1 - \text{CKA}(T, T_\text{MP}) \in [0, 1],$$
 #
-# with centred linear CKA {cite}`kornblith2019cka`. DLR = 0 means the
-# features *are* the outputs' span (rich; neural collapse
-# {cite}`papyan2020collapse` is the special case for classification); DLR
-# near 1 means most feature energy lies in directions the outputs never
-# use (lazy).
+# with centred linear {term}`CKA` {cite}`kornblith2019cka`. DLR = 0 means
+# the features *are* the outputs' span (rich; neural collapse
+# {cite}`papyan2020collapse` is the special case for classification);
+# DLR near 1 means most feature energy lies in directions the outputs
+# never use (lazy).
 #
 # nhtlab computes it without any $n\times n$ matrix, as
 #
 # $$\text{DLR} = 1 - f_\text{in}\,\sqrt{\text{PR}/r},$$
 #
-# where $f_\text{in}$ is the share of feature energy inside the output
-# span, PR the participation ratio (effective number of features) and $r$
-# the dimension of the output span: every DLR curve below is explained by
-# one of these three numbers.
+# where {term}`f_in` is the share of feature energy inside the output
+# span, {term}`PR` the participation ratio (effective number of features)
+# and {term}`r` the dimension of the output span: every DLR curve below
+# is explained by one of these three numbers.
 #
 # **A toy where DLR moves from 1 to 0.** 400 samples; the outputs span
 # three functions. The features are those three functions (scaled by α)
@@ -222,11 +223,12 @@ nhtlab.md(f"Pass thresholds: {nhtlab.dlr_report.RULE_THRESHOLDS}.")
 # targets, full-batch gradient descent
 # ({func}`nhtlab.training.lazy_rich.lazy_rich_run`). Two signals on the
 # training images decide lazy or rich: the linear CKA between the final
-# and the initial features (≈ 1: the kernel did not move) and NC1 (≪ 1:
-# neural collapse). The claims, fixed before the runs: the smallest α is
-# rich (CKA to init ≤ 0.6, NC1 at most a tenth of the largest α's), the
-# largest is lazy (CKA to init ≥ 0.95); DLR is at least **0.2 higher**
-# for the lazy run and does not fall (by more than 0.02) as α grows.
+# and the initial features (≈ 1: the kernel did not move) and
+# {term}`NC1` (≪ 1: neural collapse). The claims, fixed before the runs:
+# the smallest α is rich (CKA to init ≤ 0.6, NC1 at most a tenth of the
+# largest α's), the largest is lazy (CKA to init ≥ 0.95); DLR is at least
+# **0.2 higher** for the lazy run and does not fall (by more than 0.02) as
+# α grows.
 # (A first probe, two hidden layers and cross-entropy, failed as a ground
 # truth: its small-α runs never collapsed.)
 
@@ -345,12 +347,15 @@ nhtlab.dlr_table("terms", tf_terms)
 # ## The spectra over training
 #
 # DLR is one number; the eigendecomposition of $T$ shows where it comes
-# from {cite}`nam2026dlr`: with $\rho_k$ the eigenvalues of the feature
-# covariance, the chart shows $\rho_k/\rho_1$, the **cumulative quality**
-# $\Pi^*(k)$ (share of the target's energy, the one-hot labels of the
-# whole table, expressed by the top-$k$ (Nyström) eigenfunctions) and the
-# **cumulative utilisation** $\hat\Pi(k)$ (the same for the network's own
-# outputs), at every evaluation; move the slider past $T_\text{grok}$.
+# from {cite}`nam2026dlr`: with $\mu_k$ the eigenvalues of the feature
+# covariance (the DLR paper writes $\rho_k$; in this book ρ is the border
+# probability of chapter 06), the chart shows the
+# {term}`relative eigenvalues` $\mu_k/\mu_1$, the
+# **{term}`cumulative quality`** $\Pi^*(k)$ (share of the target's energy,
+# the one-hot labels of the whole table, expressed by the top-$k$
+# (Nyström) eigenfunctions) and the **{term}`cumulative utilisation`**
+# $\hat\Pi(k)$ (the same for the network's own outputs), at every
+# evaluation; move the slider past {term}`T_grok`.
 
 # %%
 nhtlab.charts.spectra_explorer(

@@ -16,11 +16,12 @@
 # %% [markdown]
 # # Layerwise backward transitions
 #
-# The total norm $\|\theta\|^2$ is a sum over layers, and the layers need
-# not move together. The NHT paper {cite}`khanh2026nht` follows every
-# layer's own squared norm $\|\theta_\ell\|^2$, each divided by its own
-# maximum over the run, and predicts (its P4, the *layer hierarchy*) a
-# **backward** transition: once the shortcut is fitted, the read-out
+# The total {term}`norm <‖θ‖²>` $\|\theta\|^2$ is a sum over layers, and
+# the layers need not move together. The NHT paper {cite}`khanh2026nht`
+# follows every layer's own squared norm $\|\theta_\ell\|^2$, each
+# divided by its own maximum over the run, and predicts (its
+# {term}`P4 <P1–P6>`, the *layer hierarchy*) a **{term}`backward`**
+# transition: once the {term}`shortcut` is fitted, the {term}`read-out`
 # layer leaves it first and the input layers follow. It scores P4 as
 # holding on modular arithmetic, and on CIFAR-10 images whose class is
 # also written in a coloured border it reports the read-out (`fc`)
@@ -29,8 +30,8 @@
 #
 # This chapter reads the order first on the companion paper's own
 # setting, the transformer of chapters 01-03 on $(a+b) \bmod 97$, with
-# the λ sweep and seeds of chapter 03 (the result cache serves them), and
-# then on handwritten digits with a border shortcut.
+# the λ sweep and seeds of chapter 03 (the {term}`result cache` serves
+# them), and then on handwritten digits with a border shortcut.
 #
 # ## The reading, fixed before the runs
 #
@@ -43,18 +44,19 @@
 # **contracts** at the first evaluated step of the window
 # $[T_\text{mem}, T_\text{grok}]$ at which it has lost 10% of that value
 # (the run's last step ends the window when the structure is never
-# reached). Between the read-out and the first layer (the token
+# reached). Between the read-out and the {term}`first layer` (the token
 # embedding; on images `conv1`):
 #
 # * **backward** (P4 holds in that run): the read-out contracts at an
 #   earlier step, or it contracts and the first layer does not;
-# * **forward** (P4 fails in that run): the first layer contracts
+# * **{term}`forward`** (P4 fails in that run): the first layer contracts
 #   earlier, or it contracts and the read-out does not;
 # * **simultaneous**: the same evaluated step; **undetermined**: neither
 #   contracts in the window, or there is no window.
 #
 # P4 holds at a λ when the reading is backward in a strict majority of
-# its seeds, and fails there otherwise; the tables count it as "k of n".
+# its seeds, and fails there otherwise; the tables count it as
+# "{term}`k of n`".
 # The checks at the end assert only that the reading is determined in
 # every companion run, not which way it comes out.
 
@@ -137,7 +139,7 @@ nhtlab.stamp(profile, cfg)
 # %% [markdown]
 # ## The companion transformer
 #
-# One run per λ and seed, $T_\text{mem}$ and $T_\text{grok}$ as in chapter
+# One run per λ and seed, {term}`T_mem` and {term}`T_grok` as in chapter
 # 01 (training and test accuracy ≥ 99%). One sweep trains the runs the
 # cache does not hold yet, on both cores.
 
@@ -232,7 +234,7 @@ nhtlab.md(
 # class on the other 5% (the design chapter 06 chooses from a probe
 # grid). Reading the border then fits at most 95% of the training set;
 # fitting the rest means memorising the exceptions or reading the digit.
-# The border counts as **fitted** from the first step at which the
+# The border counts as **{term}`fitted`** from the first step at which the
 # network follows it on at least 30% of the `conflict` test images (a
 # wrong class's border on every held-out digit) and more often than it
 # reads the digit, and as **dropped** from the first later step at which
@@ -314,14 +316,14 @@ nhtlab.charts.contraction_curves(
 # ## The early-warning signals against the drop
 #
 # The total norm can still be rising while the head shrinks, so the paper
-# suggests two early-warning signals read off the head, the read-out's
-# norm against its start $\|\theta_L\|^2/\|\theta_L(0)\|^2$ and against
-# the first layer's $\|\theta_L\|^2/\|\theta_1\|^2$. They are drawn next
-# to the total norm, with the steps at which the border was fitted and
-# dropped as dashed lines. A signal *warns* if it turns down (reaches its
-# maximum) before the border is dropped
-# ({func}`nhtlab.analysis.layers.warning_times`); the table's
-# "‖θ_L‖²/‖θ_L(0)‖²" column says whether the first one did.
+# suggests two {term}`early-warning <early warning>` signals read off the
+# head, the read-out's norm against its start
+# $\|\theta_L\|^2/\|\theta_L(0)\|^2$ and against the first layer's
+# $\|\theta_L\|^2/\|\theta_1\|^2$. They are drawn next to the total norm,
+# with the steps at which the border was fitted and dropped as dashed
+# lines. A signal *warns* if it turns down (reaches its maximum) before
+# the border is dropped ({func}`nhtlab.analysis.layers.warning_times`);
+# the table's "‖θ_L‖²/‖θ_L(0)‖²" column says whether the first one did.
 
 # %%
 nhtlab.charts.warning_signals(*nhtlab.signal_records(labelled))

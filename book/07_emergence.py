@@ -18,9 +18,10 @@
 #
 # Large models sometimes show capabilities that smaller ones lack
 # entirely, as if a threshold in size had been crossed. The NHT paper
-# {cite}`khanh2026nht` offers a mundane mechanism. The delay between
-# fitting the training set with a shortcut and finding the structured
-# solution is set by the norm gap,
+# {cite}`khanh2026nht` offers a mundane mechanism. The {term}`delay`
+# between fitting the training set with a {term}`shortcut` and finding the
+# {term}`structured solution` is set by the {term}`norm gap` (the
+# {term}`delay law` of chapter 03),
 #
 # $$T_\text{grok} - T_\text{mem} \approx
 # \frac{\log(V_\text{mem}/V_\text{post})}{\gamma_\text{eff}},$$
@@ -130,11 +131,11 @@ result
 # %% [markdown]
 # ## Norm gap and delay against width
 #
-# For each run, $V_\text{mem}$ is $\|\theta\|^2$ at $T_\text{mem}$ and
-# $V_\text{grok}$ is $\|\theta\|^2$ at $T_\text{grok}$ (the `grok`
-# definition of the delay-law chapter). The table gives, per width, the
-# medians over the seeds that generalised, and the fraction that
-# generalised within the budget.
+# For each run, {term}`V_mem` is $\|\theta\|^2$ at {term}`T_mem` and
+# {term}`V_grok` is $\|\theta\|^2$ at {term}`T_grok` (the `grok`
+# definition of {ref}`the delay-law chapter <delay-definitions>`). The
+# table gives, per width, the medians over the seeds that generalised, and
+# the fraction that generalised within the budget.
 
 # %%
 summary = nhtlab.emergence.size_summary(rows, budget=cfg.budget)
@@ -175,8 +176,9 @@ nhtlab.table(
 # Left, each run's norm gap; right, the measured delay (dots: runs; line:
 # median) beside the law's curves: "law, γ = ηλ" plugs each run's measured
 # gap into $\log(V_\text{mem}/V_\text{grok})/(\eta\lambda)$ with no free
-# parameter; "law, fitted γ" keeps its shape and fits one rate for all
-# widths.
+# parameter (the `grok` form, without the companion's factor of 2:
+# {ref}`delay-factor-of-two`); "law, fitted γ" keeps its shape and fits
+# one rate for all widths.
 
 # %%
 grokked = [r for r in rows if r["delay"] is not None]

@@ -25,24 +25,30 @@
 # After every optimiser step you call `monitor(step)`. Every `every` steps
 # it records
 #
-# - the squared weight norm $\|\theta\|^2$ and the norm of every layer
-#   {cite}`khanh2026nht`;
-# - two *head signals*: the read-out layer against its own start,
+# - the {term}`squared weight norm <‖θ‖²>` $\|\theta\|^2$ and the norm
+#   of every layer {cite}`khanh2026nht`;
+# - two *head signals*: the {term}`read-out` layer against its own start,
 #   $\|\theta_L\|^2/\|\theta_L(0)\|^2$, and against the first layer,
 #   $\|\theta_L\|^2/\|\theta_1\|^2$. The NHT paper reports that the
 #   read-out escapes the shortcut first, which would make its contraction
-#   an earlier warning than the total norm; this chapter counts over seeds
-#   whether it does on the model here;
-# - DLR, the label-free dynamical richness of the features on a fixed
-#   probe batch {cite}`nam2026dlr` (no labels needed, so it works on
+#   an {term}`early warning`, earlier than the total norm's; this chapter
+#   counts over seeds whether it does on the model here;
+# - {term}`DLR`, the label-free dynamical richness of the features on a
+#   fixed probe batch {cite}`nam2026dlr` (no labels needed, so it works on
 #   unlabelled production data too);
 # - any scalar you pass it (loss, accuracies);
 #
-# and it diagnoses the regime online: *weak* (the norm keeps growing:
-# nothing pulls the model off a high-norm shortcut), *intermediate* (the
-# norm peaks, then weight decay contracts it: the setting in which the
-# network trades its shortcut for structure), *strong* (the norm contracts
-# but the model cannot even fit its training set).
+# and it diagnoses the {term}`regime` online
+# ({func}`~nhtlab.training.monitor.online_regime`, from the norm and the
+# training accuracy so far): *weak* while the norm is within 5% of its
+# running peak, *intermediate* once it is further below it and the
+# training set is fitted, *strong* when it has fallen and the model never
+# fitted. Chapter 02's {ref}`diagnose_regime <regime-rule>` instead reads
+# the norm only from the fit on, with test accuracy, after the run: a
+# norm largest at initialisation "peaks" at step 0 whatever λ is. A
+# monitor cannot wait, so its *intermediate* means "contracting while
+# fitted", not yet "escaped"; `monitor.diagnose()` applies chapter 02's
+# rule once the run is over.
 #
 # Then we use it for the most practical question of all: **which weight
 # decay λ?**
@@ -286,12 +292,11 @@ nhtlab.table(
 
 # %% [markdown]
 # The norm curves of the first seed's grid, coloured by the diagnosed
-# regime (pick one λ in the menu to isolate it). A weak run's norm climbs
-# while the network memorises wrong labels; a strong run's norm is crushed
-# and the network cannot fit even the clean labels; an intermediate run's
-# norm rises, peaks and contracts. Which λ falls where is the table above;
-# the checks at the end assert that the smallest λ is weak and the largest
-# strong in a majority of the seeds.
+# regime (pick one λ in the menu to isolate it). The colours are the
+# online rule's, and a peak at step 0 counts: read on each curve whether
+# the norm rose before it fell. Which λ falls where is the table above;
+# the checks at the end assert that the smallest λ is weak and the
+# largest strong in a majority of the seeds.
 
 # %%
 nhtlab.charts.lambda_grid(
@@ -300,16 +305,16 @@ nhtlab.charts.lambda_grid(
 )
 
 # %% [markdown]
-# ## The recipe: pick where the norm peaks then decays, then check
+# ## The recipe: pick the smallest intermediate λ, then check
 #
 # 1. Run short trainings over a λ grid spaced by factors of about 3, with
 #    the monitor attached.
-# 2. Discard the weak runs (norm still rising) and the strong ones (not
-#    fitted).
-# 3. Among the intermediate runs — the norm peaked, then contracted — take
-#    the smallest λ: it escapes the shortcut while disturbing the fit
-#    least. If no run is intermediate, widen the grid or lengthen the
-#    runs.
+# 2. Discard the weak runs (norm not yet 5% below its peak) and the
+#    strong ones (not fitted).
+# 3. Among the intermediate runs — fitted, the norm at least 5% below its
+#    peak — take the smallest λ: the least decay that contracts the norm
+#    of a network that fits, so the one that disturbs the fit least. If
+#    no run is intermediate, widen the grid or lengthen the runs.
 # 4. **Check** the choice on held-out data: here against the weakest λ,
 #    which stands for "no regularisation to speak of". The recipe's λ
 #    "beats" it when its test accuracy is higher by more than `beat`
@@ -408,11 +413,12 @@ nhtlab.charts.layer_norm_curves(
 #   - what it means
 #   - when the theory does not apply
 # * - **norm shape**
-#   - `monitor.regime()` (online, norm curve only), the ‖θ‖² curve; after
-#     training, with test labels, `monitor.diagnose()`
+#   - `monitor.regime()` (online), the ‖θ‖² curve; after training, with
+#     test labels, `monitor.diagnose()`
 #     ({func}`nhtlab.analysis.regimes.diagnose_regime`)
-#   - rising without end: weak (shortcut kept); peak then decay:
-#     intermediate (the escape is under way); decay and no fit: strong
+#   - online: weak if no 5% fall from the peak; intermediate if a fall
+#     and a fit (contracting, not yet escaped: chapter 02's rule says if
+#     it escaped); strong if a fall and no fit
 #   - learning-rate schedules that go to zero freeze the norm;
 #     normalisation layers (BatchNorm, LayerNorm) make the loss blind to
 #     the scale of the weights before them, so their norm moves for
@@ -434,14 +440,15 @@ nhtlab.charts.layer_norm_curves(
 #     rule; the DLR chapter reads which way it moves at grokking on the
 #     embedding MLP and on the companion transformer, and the direction
 #     depends on the model: read it on yours
-# * - **separation score**
+# * - **{term}`separation score`**
 #   - {func}`nhtlab.analysis.separation.clean_norm_separation`
 #   - how sharply reliance on the shortcut tracks ‖θ‖²: near 1 means the
 #     norm is a faithful clock of the escape
 #   - needs a way to measure shortcut reliance (a shortcut test set); near
 #     0 the delay law's numbers should not be trusted
 # * - **delay**
-#   - T_grok − T_mem against log(V_sc/V_st)/(ηλ)
+#   - T_grok − T_mem against the law's time scale, the `grok` definition
+#     of {ref}`the delay-law chapter <delay-definitions>`
 #   - the paper's law gives a time *scale*, γ_eff ≥ ηλ for AdamW
 #   - on CIFAR the paper itself reports that T ∝ 1/λ fails; the delay-law
 #     chapter compares the law with the delays of the book's runs, and the
