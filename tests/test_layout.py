@@ -106,3 +106,10 @@ def test_no_import_cycle_and_the_depth_is_reported():
         return depth[m]
 
     assert max(longest(m) for m in graph) <= 9  # nhtlab -> nhtlab.book -> a report -> … the core's seven
+
+
+def test_no_module_is_named_like_a_standard_library_module():
+    import sys
+
+    clashes = [str(p.relative_to(PKG)) for p in MODULES if p.stem in sys.stdlib_module_names]
+    assert not clashes, f"named like a standard-library module: {clashes}"

@@ -7,7 +7,7 @@ Every chapter imports it one way, beside the core's top-level names::
     from nhtlab import book as nb
 
     history = nhtlab.run_modular(nhtlab.companion(weight_decay=1.0))  # the science: nhtlab.X
-    nb.table(nb.events_vs_paper(nhtlab.find_events(history)))        # the chapter's report: nb.X
+    nb.closing_checks([nb.check_grokking(history)], cfg)             # the chapter's report: nb.X
 
 The names below are flat (``nb.rule_records``, not ``nb.dlr_report.rule_records``); each module
 holds one chapter's reports (``grokking_report`` for chapter 01, …). Nothing in the core
