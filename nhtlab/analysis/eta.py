@@ -18,7 +18,7 @@ The baselines it must beat: ``T_mem`` plus the fitting runs' mean delay at the s
 (and η), and the companion paper's fit ``T_grok ≈ slope/λ + intercept`` (η = 10⁻³ only).
 :func:`evaluate_eta` cuts each held-out run at 25%, 50% and 75% of its plateau
 (``T_mem + f·(T_grok − T_mem)``) and reports median absolute errors, the interval's measured
-coverage against its stated level, and its median width. :func:`eta_verdict` is the rule
+coverage against its stated level, and its median width. :func:`nhtlab.book.eta_verdict` is the rule
 for shipping the ETA: better than the same-λ baseline at 50% of the plateau, with coverage
 within 10 points of the stated level.
 

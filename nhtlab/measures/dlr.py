@@ -52,14 +52,14 @@ unit test (``tests/test_dlr_rank.py``, ``tests/test_lazy_rich.py``):
 4. *lazy against rich* (:mod:`nhtlab.book.lazy_rich_experiment`): on runs that CKA-to-init and
    NC1 call lazy or rich, lazy DLR exceeds rich DLR by ≥ 0.2.
 
-Evidence (:func:`rule_properties`, seeds 0–3; lazy/rich on the digits MLP of
+Evidence (:func:`nhtlab.book.dlr_report.rule_properties`, seeds 0–3; lazy/rich on the digits MLP of
 the chapter): ``"full"`` fails 1 (abs(ΔDLR) ≈ 0.2, r jumps 5 → 10) and 2 (0.25);
 ``"relative"`` 1e-2 fails 1 (≈ 0.2); ``"energy"`` 0.9 fails 2 (finds r = 4 of 5,
 abs(ΔDLR) 0.02); ``"energy"`` 0.99, 0.999 and ``"relative"`` 0.1 pass 1–3 (0.999
 only just: 10⁻³ noise sits at its threshold), and every rule passes 4 (lazy
 ≈ 0.47–0.55 against rich ≈ 0.04–0.10). Where several rules pass, the incumbent
 default stays rather than re-choosing with more results in view; the other rules
-are reported only as a sensitivity band (:func:`rule_band`). The rule was fixed
+are reported only as a sensitivity band (:func:`nhtlab.book.dlr_report.rule_band`). The rule was fixed
 before the chapter's transformer run. Two caveats on that history: the
 incumbent had first been picked on MLP grokking runs (these properties could
 have overturned it and did not), and property 3 was first scored with *raw*
