@@ -210,7 +210,7 @@ class ResultCache:
         and whether any run was trained twice; :func:`nhtlab.build.ledger.summarise` reads it.
         """
         hooks.record_training(self.root, config_key(run.cache_config()), run, history, cpu_seconds=cpu_seconds,
-                        wall_seconds=wall_seconds, how=how)
+                              wall_seconds=wall_seconds, how=how)
 
     def __repr__(self) -> str:
         return f"ResultCache({str(self.root)!r})"
