@@ -28,7 +28,7 @@ On one CPU thread it prints
    one stacked model.
 
 On a machine with CUDA it also times all seeds of one λ as one stacked model
-(:func:`nhtlab.train_batched`) against one run at a time.
+(:func:`nhtlab.training.batched.train_batched`) against one run at a time.
 
 Under other load the wall times are inflated: compare the ratios of one run.
 """
@@ -410,10 +410,10 @@ def bench_cuda(args) -> list[dict] | None:
         return time.perf_counter() - t0
 
     times = {"one at a time": wall(lambda: [nhtlab.run_modular(r, progress="none") for r in runs]),
-             "stacked": wall(lambda: nhtlab.train_batched(runs, progress="none"))}
+             "stacked": wall(lambda: nhtlab.training.batched.train_batched(runs, progress="none"))}
     why = compiler_missing("cuda")
     if why is None:  # compilation included: the first compiled stack of this process
-        times["stacked, compiled"] = wall(lambda: nhtlab.train_batched([r.replace(compile=True) for r in runs],
+        times["stacked, compiled"] = wall(lambda: nhtlab.training.batched.train_batched([r.replace(compile=True) for r in runs],
                                                                       progress="none"))
     print(f"\n{torch.cuda.get_device_name()}: {len(runs)} seeds of λ = 1 × {args.gpu_steps} steps"
           + ("" if why is None else f" (compiled stack skipped: {why})"))

@@ -34,7 +34,7 @@ def main() -> None:
     torch.set_num_threads(1)
     torch.manual_seed(0)
     data = nhtlab.modular_data(args.p, train_fraction=0.5, seed=0)
-    model = nhtlab.EmbeddingMLP(args.p, width=args.width, embed_std=0.5)
+    model = nhtlab.models.EmbeddingMLP(args.p, width=args.width, embed_std=0.5)
     opt = torch.optim.AdamW(model.parameters(), lr=3e-3, betas=(0.9, 0.98), weight_decay=1.0)
     probe = (data.x_test[:256],)
     records = 5 if args.smoke else 50

@@ -2,12 +2,12 @@
 
 One process, one torch thread; prints one table row per run as it finishes (stop it any time) and,
 with ``--out``, writes the rows in the JSON format chapter 06 renders
-(:func:`nhtlab.analysis.shortcut_report.write_probe`; ``nhtlab/results/probe_shortcuts.json``). Every run is a
+(:func:`nhtlab.book.shortcut_report.write_probe`; ``nhtlab/results/probe_shortcuts.json``). Every run is a
 :class:`nhtlab.ShortcutRun` on the offline digits (10 × 10 + a 1-pixel border, the 19k-parameter
 SimpleCNN, AdamW lr 3e-3, batch 64, **constant** learning rate) that differs from ``BASE`` only in
 the grid's axes.
 
-Columns (:func:`nhtlab.analysis.shortcut_report.probe_row`): ``fitted`` and ``dropped`` are
+Columns (:func:`nhtlab.book.shortcut_report.probe_row`): ``fitted`` and ``dropped`` are
 :func:`nhtlab.analysis.events.border_times` (the border followed on ≥ 30% of the conflict images and
 more often than the digit; then the digit read on ≥ 50% of them); ``conflict min`` is the
 worst-group accuracy's minimum; the rest are final values.
@@ -30,7 +30,7 @@ import time
 import torch
 
 import nhtlab
-from nhtlab.analysis.shortcut_report import PROBE_COLUMNS, probe_row, write_probe
+from nhtlab.book.shortcut_report import PROBE_COLUMNS, probe_row, write_probe
 from nhtlab.training.shortcut_run import ShortcutRun, run_shortcut
 
 BASE = dict(base="digits", size=10, width=1, pad=True, clean="mean", channels=(8, 8, 16, 16, 32, 32),

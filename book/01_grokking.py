@@ -56,8 +56,9 @@ KEEP_ON_DRIVE = False
 if "google.colab" in sys.modules:
     # %pip install -q "nhtlab @ git+https://github.com/nhtlab/nhtlab@main"
     import nhtlab
+    from nhtlab import book as nb
 
-    nhtlab.colab_launch("roughly 5-10 minutes", keep=KEEP_ON_DRIVE)
+    nb.colab_launch("roughly 5-10 minutes", keep=KEEP_ON_DRIVE)
 
 # %% tags=["parameters"]
 profile = "book"  # "quick", "book" or "full": see Run a chapter
@@ -68,6 +69,7 @@ seed = 0
 
 # %%
 import nhtlab
+from nhtlab import book as nb
 
 # %% tags=["hide-input"]
 # The λ = 1 runs come from the companion grid that chapters 1-3, 6 and 7
@@ -87,8 +89,8 @@ PROFILES = {
         nhtlab.companion_sweep("full", lams=[1.0]), no_decay_steps=10_000
     ),
 }
-cfg = nhtlab.select_profile(PROFILES, profile)
-nhtlab.stamp(profile, cfg)
+cfg = nb.select_profile(PROFILES, profile)
+nb.stamp(profile, cfg)
 
 # %% [markdown]
 # ## The task
@@ -117,7 +119,7 @@ data = nhtlab.modular_data(
     train_fraction=run.train_fraction,
     seed=seed,
 )
-nhtlab.md(
+nb.md(
     f"p = {run.p}: {len(data.y_train):,} training pairs,"
     f" {len(data.y_test):,} test pairs, {run.p} classes."
 )
@@ -153,8 +155,8 @@ events = nhtlab.find_events(history)
 paper = nhtlab.papers.COMPANION_LAMBDA_SWEEP[1.0]
 if cfg.lr != 1e-3:
     paper = {"t_grok": nhtlab.papers.COMPANION_ETA_SWEEP[cfg.lr]}
-nhtlab.table(
-    nhtlab.events_vs_paper(
+nb.table(
+    nb.events_vs_paper(
         {s: nhtlab.find_events(h) for s, h in histories.items()}, paper
     ),
     headers={"paper": "companion (10 seeds)"},
@@ -191,7 +193,7 @@ nhtlab.charts.training_curves(
 
 # %% tags=["remove-input"]
 v_mem, v_grok = events.norm_at_mem, events.norm_at_grok
-nhtlab.md(
+nb.md(
     f"Seed {seed}: ‖θ‖² is {history.column('norm')[0]:,.0f} at"
     f" initialisation, {v_mem:,.0f} at T_mem and {v_grok:,.0f} at"
     f" T_grok, {1 - v_grok / v_mem:.0%} smaller than at T_mem."
@@ -227,7 +229,7 @@ nhtlab.charts.compare_runs(
 
 # %% tags=["remove-input"]
 weak = nhtlab.diagnose_regime(history_no_decay)
-nhtlab.md(f"λ = 0, seed {seed}: **{weak.regime}**: {weak.reason}.")
+nb.md(f"λ = 0, seed {seed}: **{weak.regime}**: {weak.reason}.")
 
 # %% [markdown]
 # ## What the delay law says about this run
@@ -255,17 +257,17 @@ nhtlab.md(f"λ = 0, seed {seed}: **{weak.regime}**: {weak.reason}.")
 
 # %% tags=["remove-input"]
 low, high = nhtlab.papers.COMPANION_THEORY_RATIO
-nhtlab.md(
+nb.md(
     "In the companion's λ-sweep runs, predicted / measured"
     f" T_escape lies between {low:.2f} and {high:.2f}."
 )
 
 # %%
 summary = nhtlab.delay_summary(history)
-law = nhtlab.delay_law_records(
+law = nb.delay_law_records(
     summary, nhtlab.papers.COMPANION_LAMBDA_SWEEP[1.0]
 )
-nhtlab.table(
+nb.table(
     law,
     formats={
         "measured": "{:,}",
@@ -276,7 +278,7 @@ nhtlab.table(
 )
 
 # %% tags=["remove-input"]
-nhtlab.md(
+nb.md(
     f"Seed {seed}: the run ends"
     f" {summary['t_end'] - summary['t_grok']:,} steps after T_grok"
     f" (V_final = {summary['v_final']:,.0f}). Between memorisation and"
@@ -311,7 +313,7 @@ nhtlab.md(
 
 # %%
 your_answer = None
-nhtlab.exercises.check_answer(
+nb.check_answer(
     your_answer,
     expected=nhtlab.predicted_delay(4.0, 1.0, lr=1e-3, weight_decay=0.5),
 )
@@ -325,7 +327,7 @@ nhtlab.exercises.check_answer(
 # interactive charts above work without a kernel.)
 
 # %%
-nhtlab.widgets.train_panel(run)
+nb.train_panel(run)
 
 # %% [markdown]
 # ## Checks
@@ -352,29 +354,28 @@ nhtlab.widgets.train_panel(run)
 # %%
 checks = {
     "memorises, then generalises later": {
-        s: nhtlab.check_grokking(h, min_delay=3 * run.eval_every)
+        s: nb.check_grokking(h, min_delay=3 * run.eval_every)
         for s, h in histories.items()
     },
     "‖θ‖² falls by a third between T_mem and T_grok": {
-        s: nhtlab.check_contraction(h, at_least=1 / 3)
+        s: nb.check_contraction(h, at_least=1 / 3)
         for s, h in histories.items()
     },
     "‖θ‖² is largest at initialisation": {
-        s: nhtlab.check_norm_largest_at_init(h)
-        for s, h in histories.items()
+        s: nb.check_norm_largest_at_init(h) for s, h in histories.items()
     },
     "without decay: memorises and stays weak": {
-        s: nhtlab.check_weak(h) for s, h in histories_no_decay.items()
+        s: nb.check_weak(h) for s, h in histories_no_decay.items()
     },
 }
 readings = [
-    nhtlab.checks_over_seeds(name, by_seed, rule="majority")
+    nb.checks_over_seeds(name, by_seed, rule="majority")
     for name, by_seed in checks.items()
 ]
-nhtlab.table(nhtlab.reading_records(readings))
+nb.table(nb.reading_records(readings))
 
 # %% tags=["remove-input"]
-nhtlab.table(
+nb.table(
     [by_seed[seed].to_dict() for by_seed in checks.values()],
     headers={"measured": f"measured (seed {seed})"},
 )
@@ -387,7 +388,7 @@ inside = [
     for s, t in t_groks.items()
     if t is not None and abs(t - mean) <= std
 ]
-nhtlab.md(
+nb.md(
     f"T_grok within one standard deviation of the companion's"
     f" {nhtlab.papers.paper_cell(paper['t_grok'])} (η = {cfg.lr:g}):"
     f" {len(inside)} of {len(t_groks)} seeds."
@@ -395,4 +396,4 @@ nhtlab.md(
 
 # %%
 # asserted on a real run; a capped smoke run only shows them
-nhtlab.closing_checks(readings, cfg)
+nb.closing_checks(readings, cfg)

@@ -48,8 +48,9 @@ KEEP_ON_DRIVE = False
 if "google.colab" in sys.modules:
     # %pip install -q "nhtlab @ git+https://github.com/nhtlab/nhtlab@main"
     import nhtlab
+    from nhtlab import book as nb
 
-    nhtlab.colab_launch("one to two hours", keep=KEEP_ON_DRIVE)
+    nb.colab_launch("one to two hours", keep=KEEP_ON_DRIVE)
 
 # %% tags=["parameters"]
 profile = "book"  # "quick", "book" or "full": see Run a chapter
@@ -60,6 +61,7 @@ seed = 0
 
 # %%
 import nhtlab
+from nhtlab import book as nb
 
 # %% tags=["hide-input"]
 # The companion grid that chapters 1-3, 6 and 7 share
@@ -77,8 +79,8 @@ PROFILES = {
     ),
     "full": nhtlab.companion_sweep("full"),
 }
-cfg = nhtlab.select_profile(PROFILES, profile)
-nhtlab.stamp(profile, cfg)
+cfg = nb.select_profile(PROFILES, profile)
+nb.stamp(profile, cfg)
 
 # %% [markdown]
 # ## The sweep
@@ -151,10 +153,8 @@ result
 
 # %%
 table = nhtlab.regime_table(result)
-records = nhtlab.regime_records(
-    table, nhtlab.papers.COMPANION_GROK_COUNTS
-)
-nhtlab.table(
+records = nb.regime_records(table, nhtlab.papers.COMPANION_GROK_COUNTS)
+nb.table(
     records,
     columns=[
         "λ",
@@ -185,15 +185,13 @@ nhtlab.table(
 # Why each run got its label:
 
 # %% tags=["remove-input"]
-nhtlab.table(
-    records, columns=["λ", "seed", "reason"], formats={"λ": "{:g}"}
-)
+nb.table(records, columns=["λ", "seed", "reason"], formats={"λ": "{:g}"})
 
 # %% [markdown]
 # Where the norm is largest at initialisation, and where it rises first:
 
 # %% tags=["remove-input"]
-nhtlab.table(nhtlab.norm_start_records(table), formats={"λ": "{:g}"})
+nb.table(nb.norm_start_records(table), formats={"λ": "{:g}"})
 
 # %% [markdown]
 # ## The norm curves, coloured by regime
@@ -206,7 +204,7 @@ nhtlab.table(nhtlab.norm_start_records(table), formats={"λ": "{:g}"})
 # table.
 
 # %%
-curves = nhtlab.regime_curves(result, table)
+curves = nb.regime_curves(result, table)
 nhtlab.charts.regime_norm_curves(curves)
 
 # %% [markdown]
@@ -245,7 +243,7 @@ nhtlab.charts.lambda_slider(curves, sorted(cfg.budgets))
 # The regime at each λ, counted over the seeds:
 
 # %% tags=["remove-input"]
-nhtlab.table(nhtlab.regime_seed_records(table), formats={"λ": "{:g}"})
+nb.table(nb.regime_seed_records(table), formats={"λ": "{:g}"})
 
 # %% [markdown]
 # ## Checks
@@ -260,18 +258,18 @@ nhtlab.table(nhtlab.regime_seed_records(table), formats={"λ": "{:g}"})
 # %%
 lams = sorted(cfg.budgets)
 expected = {lams[0]: "weak", 1.0: "intermediate", lams[-1]: "strong"}
-readings = nhtlab.regime_readings(table, expected, rule="all")
+readings = nb.regime_readings(table, expected, rule="all")
 checks = [
-    nhtlab.Check(f"{r.name} is {r.expected}", r.holds, r.text())
+    nb.Check(f"{r.name} is {r.expected}", r.holds, r.text())
     for r in readings
 ]
 checks += [
-    nhtlab.check_regime_order(table),
-    nhtlab.Check(
+    nb.check_regime_order(table),
+    nb.Check(
         "no run diverged",
         not result.diverged,
         str(result.diverged or "none"),
     ),
 ]
 # asserted on a real run; a capped smoke run only shows them
-nhtlab.closing_checks(checks, cfg)
+nb.closing_checks(checks, cfg)

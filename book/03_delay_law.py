@@ -112,8 +112,9 @@ KEEP_ON_DRIVE = False
 if "google.colab" in sys.modules:
     # %pip install -q "nhtlab @ git+https://github.com/nhtlab/nhtlab@main"
     import nhtlab
+    from nhtlab import book as nb
 
-    nhtlab.colab_launch(
+    nb.colab_launch(
         "several hours",
         "its 20 regime-edge runs use whole 50,000-step budgets",
         keep=KEEP_ON_DRIVE,
@@ -128,6 +129,7 @@ seed = 0
 
 # %%
 import nhtlab
+from nhtlab import book as nb
 
 # %% tags=["hide-input"]
 PROFILES = {
@@ -175,8 +177,8 @@ PROFILES = {
         steps=50_000,
     ),
 }
-cfg = nhtlab.select_profile(PROFILES, profile)
-nhtlab.stamp(profile, cfg)
+cfg = nb.select_profile(PROFILES, profile)
+nb.stamp(profile, cfg)
 
 # %% [markdown]
 # ## The runs
@@ -247,9 +249,9 @@ result
 # memorise and generalise has its regime diagnosis as a note.
 
 # %% tags=["remove-input"]
-points = nhtlab.delay_records(histories, labels)
-nhtlab.table(
-    nhtlab.run_records(histories, labels),
+points = nb.delay_records(histories, labels)
+nb.table(
+    nb.run_records(histories, labels),
     formats=dict.fromkeys(
         ["T_mem", "T_grok", "V_mem", "V_grok", "V_final", "T_escape"]
         + ["theory", "delay", "law"],
@@ -264,17 +266,18 @@ nhtlab.table(
 # companion's 10-seed value in parentheses (its runs are at η = 10⁻³ and
 # end 2,000 steps after $T_\text{grok}$, which lowers $V_\text{final}$ and
 # so delays $T_\text{escape}$ and lengthens the theory compared with a
-# shorter window). `nhtlab.paper_comparison` builds this table, the same
-# function `scripts/reproduce_table3.py` writes its table with. Below it,
+# shorter window). `nhtlab.book.paper_comparison` builds this table,
+# the same function `scripts/reproduce_table3.py` writes its table with.
+# Below it,
 # the companion's fit of $T_\text{grok}$ against $1/\lambda$, made only
 # over three λ values or more, and $T_\text{grok}$ at λ = 1 against η.
 
 # %% tags=["remove-input"]
 lam_histories = [h for h, f in zip(histories, labels) if f == "λ sweep"]
-table3 = nhtlab.paper_comparison(lam_histories)
-display(nhtlab.table(table3.rows), nhtlab.md(table3.fit_text()))
-nhtlab.table(
-    nhtlab.eta_comparison(points["grok"]),
+table3 = nb.paper_comparison(lam_histories)
+display(nb.table(table3.rows), nb.md(table3.fit_text()))
+nb.table(
+    nb.eta_comparison(points["grok"]),
     columns=["η", "runs", "T_grok", "T_grok (companion)", "delay"],
 )
 
@@ -290,9 +293,9 @@ nhtlab.table(
 # definition.
 
 # %% tags=["remove-input"]
-fits = nhtlab.law_fits(points)
-nhtlab.table(
-    nhtlab.fit_records(fits),
+fits = nb.law_fits(points)
+nb.table(
+    nb.fit_records(fits),
     formats={"slope": "{:.3g}", "intercept": "{:,.0f}", "R²": "{:.3f}"},
 )
 
@@ -339,12 +342,13 @@ if "vs_inverse_lambda" in fits.get("grok", {}):
 # evaluation from $T_\text{mem}$ to the end of the run and compares $r$
 # with $1 - 2\eta\lambda$; its "≈ 1.41 ηλ" is $(1-r)/(\eta\lambda)$,
 # 1.30–1.69 across its λ sweep (`companion`, given at its η only).
-# `nhtlab.contraction_fit` does the same fit on every grokked run.
+# `nhtlab.analysis.delay.contraction_fit` does the same fit on every
+# grokked run.
 
 # %% tags=["remove-input"]
-contraction = nhtlab.contraction_records(histories, labels)
+contraction = nb.contraction_records(histories, labels)
 display(
-    nhtlab.table(
+    nb.table(
         contraction,
         columns=["family", "weight_decay", "lr", "seed", "r", "r_theory"]
         + ["ratio", "companion", "r2"],
@@ -359,7 +363,7 @@ display(
         contraction, nhtlab.papers.COMPANION_CONTRACTION_RATE
     )
     if contraction
-    else nhtlab.md("*No grokked run to fit.*")
+    else nb.md("*No grokked run to fit.*")
 )
 
 # %% [markdown]
@@ -371,8 +375,8 @@ display(
 # lowers the ratio.
 
 # %% tags=["remove-input"]
-ratios = nhtlab.ratio_records(points)
-nhtlab.table(
+ratios = nb.ratio_records(points)
+nb.table(
     ratios,
     columns=["definition", "median", "min", "max", "runs", "predicted"],
     formats={"median": "{:.2f}", "min": "{:.2f}", "max": "{:.2f}"},
@@ -392,7 +396,7 @@ nhtlab.table(
 # warnings' false alarms are counted in the last chapter, not here.
 
 # %% tags=["remove-input"]
-nhtlab.held_out_eta_report(
+nb.held_out_eta_report(
     lam_histories, test_seeds=[seed + cfg.seeds[-1]], profile=profile
 )
 
@@ -409,11 +413,9 @@ nhtlab.held_out_eta_report(
 # builds on record, event by event).
 
 # %% tags=["remove-input"]
-readings = nhtlab.delay_readings(points["grok"], lr=cfg.lr)
+readings = nb.delay_readings(points["grok"], lr=cfg.lr)
 display(
-    nhtlab.table(
-        [nhtlab.check_reading(r).to_dict() for r in readings.values()]
-    )
+    nb.table([nb.check_reading(r).to_dict() for r in readings.values()])
 )
 sizes = {}
 for r in ratios:
@@ -432,7 +434,7 @@ within = {
 marks = ", ".join(
     f"λ = {k:g} {'✓' if w else '✗'}" for k, w in within.items()
 )
-nhtlab.md(
+nb.md(
     f"""
 * **The size of the delay.** With the `grok` definition the prediction
   over the measured delay is {sizes.get("grok", "—")}; with the
@@ -475,8 +477,8 @@ nhtlab.md(
 # %%
 # asserted on a real run; a capped smoke run only shows them
 checks = [
-    nhtlab.check_lambdas_grok(lam_histories, max_lambda=1.0),
+    nb.check_lambdas_grok(lam_histories, max_lambda=1.0),
     *(readings[key] for key in ("lambda", "eta", "init", "law vs 1/λ")),
-    nhtlab.check_norm_halves(points["grok"], init_scale=1.0),
+    nb.check_norm_halves(points["grok"], init_scale=1.0),
 ]
-nhtlab.closing_checks(checks, cfg)
+nb.closing_checks(checks, cfg)

@@ -46,8 +46,9 @@ KEEP_ON_DRIVE = False
 if "google.colab" in sys.modules:
     # %pip install -q "nhtlab @ git+https://github.com/nhtlab/nhtlab@main"
     import nhtlab
+    from nhtlab import book as nb
 
-    nhtlab.colab_launch("about an hour", keep=KEEP_ON_DRIVE)
+    nb.colab_launch("about an hour", keep=KEEP_ON_DRIVE)
 
 # %% tags=["parameters"]
 profile = "book"  # "quick", "book" or "full": see Run a chapter
@@ -61,6 +62,7 @@ seed = 0
 import torch
 
 import nhtlab
+from nhtlab import book as nb
 
 # these small models train fastest on one CPU thread
 torch.set_num_threads(1)
@@ -109,8 +111,8 @@ MLP_MODEL = dict(width=256, embed_std=0.5)
 CNN_TRAIN = dict(lr=1e-3, weight_decay=0.05, batch_size=128)
 TRUTH = dict(rich_cka=0.6, lazy_cka=0.95, nc1_ratio=0.1)
 CLAIMS = dict(margin=0.2, slack=0.02, bn_margin=0.1, chance_below=0.2)
-cfg = nhtlab.select_profile(PROFILES, profile)
-nhtlab.stamp(profile, cfg)
+cfg = nb.select_profile(PROFILES, profile)
+nb.stamp(profile, cfg)
 
 # %% [markdown]
 # ## T, T_MP and DLR
@@ -155,7 +157,7 @@ nhtlab.stamp(profile, cfg)
 # falls monotonically from near 1 to 0 here is a unit test of nhtlab.
 
 # %%
-toy = nhtlab.dlr_report.toy_curve(seed=seed, **TOY)
+toy = nb.toy_curve(seed=seed, **TOY)
 nhtlab.charts.toy_curve(
     toy, title="toy: α · (output span) + (1 − α) · noise"
 )
@@ -199,12 +201,12 @@ nhtlab.charts.toy_curve(
 # first three properties, on synthetic features and outputs:
 
 # %% tags=["remove-input"]
-rules = dict(nhtlab.dlr_report.CANDIDATE_RULES)
+rules = dict(nb.CANDIDATE_RULES)
 others = [name for name in rules if name != "energy 0.99"]
-properties = nhtlab.dlr_report.rule_properties(rules, seed=seed)
-rule_rows = nhtlab.dlr_report.rule_records(properties)
-display(nhtlab.dlr_table("rules", rule_rows))
-nhtlab.md(f"Pass thresholds: {nhtlab.dlr_report.RULE_THRESHOLDS}.")
+properties = nb.rule_properties(rules, seed=seed)
+rule_rows = nb.rule_records(properties)
+display(nb.dlr_table("rules", rule_rows))
+nb.md(f"Pass thresholds: {nb.RULE_THRESHOLDS}.")
 
 # %% [markdown]
 # A rule that counts near-zero-energy directions as learned functions
@@ -221,8 +223,8 @@ nhtlab.md(f"Pass thresholds: {nhtlab.dlr_report.RULE_THRESHOLDS}.")
 # small α they move far (rich). The network: a three-hidden-layer ReLU MLP
 # on scikit-learn's digits (8 × 8 pixels), squared loss to one-hot
 # targets, full-batch gradient descent
-# ({func}`nhtlab.training.lazy_rich.lazy_rich_run`). Two signals on the
-# training images decide lazy or rich: the linear CKA between the final
+# ({func}`nhtlab.book.lazy_rich_experiment.lazy_rich_run`). Two signals
+# on the training images decide lazy or rich: the linear CKA between the final
 # and the initial features (≈ 1: the kernel did not move) and
 # {term}`NC1` (≪ 1: neural collapse). The claims, fixed before the runs:
 # the smallest α is rich (CKA to init ≤ 0.6, NC1 at most a tenth of the
@@ -234,24 +236,22 @@ nhtlab.md(f"Pass thresholds: {nhtlab.dlr_report.RULE_THRESHOLDS}.")
 
 # %%
 lazy_rich_data = nhtlab.digits(size=8, seed=seed)
-lazy_rich = nhtlab.dlr_report.lazy_rich_records(
-    nhtlab.lazy_rich.lazy_rich_run(
+lazy_rich = nb.lazy_rich_records(
+    nb.lazy_rich_run(
         lazy_rich_data, alpha, seed=seed, compare=rules, **cfg.lazy_rich
     )
     for alpha in cfg.alphas
 )
-ground_truth, gap, monotone = nhtlab.dlr_report.lazy_rich_checks(
+ground_truth, gap, monotone = nb.lazy_rich_checks(
     lazy_rich, CLAIMS["margin"], CLAIMS["slack"], **TRUTH
 )
-display(nhtlab.dlr_table("lazy_rich", lazy_rich))
-scored = nhtlab.dlr_report.rule_records(
-    properties, lazy_rich, CLAIMS["margin"]
-)
-nhtlab.dlr_table("scored", scored)
+display(nb.dlr_table("lazy_rich", lazy_rich))
+scored = nb.rule_records(properties, lazy_rich, CLAIMS["margin"])
+nb.dlr_table("scored", scored)
 
 # %% tags=["remove-input"]
 passing = [r["rule"] for r in scored if r["all_four"] == "pass"]
-nhtlab.md(f"""
+nb.md(f"""
 {ground_truth}. {gap}. {monotone}. Rules that pass all four properties:
 {", ".join(f"`{r}`" for r in passing) or "none"}.
 """)
@@ -271,8 +271,8 @@ nhtlab.md(f"""
 # same config, the same cache key. The cache keeps a run's measurements,
 # not its models, so DLR cannot be computed from chapter 1's entry
 # afterwards. Instead whichever chapter trains the run first trains it
-# with this chapter's DLR probe ({func}`nhtlab.shared_probe`: the final
-# LayerNorm's output at the read-out position on all $97^2$ pairs at
+# with this chapter's DLR probe ({func}`nhtlab.book.shared_probe`: the
+# final LayerNorm's output at the read-out position on all $97^2$ pairs at
 # every evaluation; no label enters DLR) and keeps that history beside the
 # plain one, so the run is trained once. The probe only reads the model,
 # so the trajectory is chapter 1's; a check compares every one of chapter
@@ -285,14 +285,14 @@ nhtlab.md(f"""
 # seeds holds it.
 
 # %%
-tf_run = nhtlab.companion_grid_run(cfg.transformer, 1.0, seed)
+tf_run = nhtlab.presets.companion_grid_run(cfg.transformer, 1.0, seed)
 compare = {n: rules[n] for n in others}
-tf_tracker = nhtlab.companion_probe(tf_run)
-tf_history = nhtlab.tracked_run(tf_run, tf_tracker, desc="transformer")
+tf_tracker = nb.companion_probe(tf_run)
+tf_history = nb.tracked_run(tf_run, tf_tracker, desc="transformer")
 tf_events = nhtlab.find_events(tf_history)
 tf_steps = (tf_events.t_mem, tf_events.t_grok)
-tf_band = nhtlab.dlr_report.rule_band(tf_history.rows, others)
-same_run = nhtlab.same_run_check(tf_history)
+tf_band = nb.rule_band(tf_history.rows, others)
+same_run = nb.same_run_check(tf_history)
 display(
     nhtlab.charts.dlr_timeline(
         tf_history, tf_events, title="transformer: DLR and accuracy"
@@ -305,19 +305,19 @@ nhtlab.charts.dlr_band(
 )
 
 # %% tags=["remove-input"]
-timing = nhtlab.dlr_report.run_timing(tf_history)
+timing = nb.run_timing(tf_history)
 paper = nhtlab.papers.DLR_PAPER
-marks = nhtlab.dlr_report.dlr_marks(
+marks = nb.dlr_marks(
     tf_history.rows, *tf_steps, tf_band, paper["transformer"]
 )
-display(nhtlab.dlr_table("marks", marks))
+display(nb.dlr_table("marks", marks))
 timing_by_seed = {seed: timing}
 for s in cfg.transformer["seeds"][1:]:
     run_s = tf_run.replace(seed=seed + s)
-    h = nhtlab.tracked_run(run_s, nhtlab.companion_probe(run_s))
-    timing_by_seed[seed + s] = nhtlab.dlr_report.run_timing(h)
-timing_seeds = nhtlab.dlr_report.timing_reading(timing_by_seed)
-nhtlab.md(f"""
+    h = nb.tracked_run(run_s, nb.companion_probe(run_s))
+    timing_by_seed[seed + s] = nb.run_timing(h)
+timing_seeds = nb.timing_reading(timing_by_seed)
+nb.md(f"""
 {same_run}. Its last step is {tf_history.rows[-1]["step"]:,}. {timing}:
 the timing claim {"holds" if timing else "FAILS"} on this run. Over
 seeds: {timing_seeds.text()}.
@@ -338,10 +338,8 @@ nhtlab.charts.dlr_decomposition(
 # moves DLR in this run:
 
 # %% tags=["remove-input"]
-tf_terms = nhtlab.dlr_report.layer_change(
-    tf_history.rows, tf_events.t_mem, others
-)
-nhtlab.dlr_table("terms", tf_terms)
+tf_terms = nb.layer_change(tf_history.rows, tf_events.t_mem, others)
+nb.dlr_table("terms", tf_terms)
 
 # %% [markdown]
 # ## The spectra over training
@@ -366,9 +364,9 @@ nhtlab.charts.spectra_explorer(
 spectrum_marks = {"step 0": 0, "T_mem": tf_events.t_mem}
 spectrum_marks |= {"T_grok": tf_events.t_grok}
 spectrum_marks |= {"last": tf_history.rows[-1]["step"]}
-nhtlab.dlr_table(
+nb.dlr_table(
     "spectra",
-    nhtlab.dlr_report.spectra_marks(tf_history.spectra, spectrum_marks),
+    nb.spectra_marks(tf_history.spectra, spectrum_marks),
 )
 
 # %% [markdown]
@@ -391,7 +389,7 @@ nhtlab.dlr_table(
 run = nhtlab.ModularRun(
     model="mlp", model_kwargs=MLP_MODEL, seed=seed, **cfg.mlp, **MLP
 )
-shallow = nhtlab.pair_probe(run, compare, spectra=True, top=cfg.top)
+shallow = nb.pair_probe(run, compare, spectra=True, top=cfg.top)
 history = nhtlab.run_modular(run, callbacks=[shallow], desc="MLP")
 events = nhtlab.find_events(history)
 display(
@@ -400,18 +398,16 @@ display(
     )
 )
 nhtlab.charts.dlr_band(
-    nhtlab.dlr_report.rule_band(history.rows, others),
+    nb.rule_band(history.rows, others),
     events,
     title="1 hidden layer: DLR in the band of the other rules",
 )
 
 # %% tags=["remove-input"]
-mlp_terms = nhtlab.dlr_report.layer_change(
-    history.rows, events.t_mem, others
-)
+mlp_terms = nb.layer_change(history.rows, events.t_mem, others)
 move = "rises" if mlp_terms[1]["dlr"] > mlp_terms[0]["dlr"] else "falls"
-display(nhtlab.dlr_table("terms", mlp_terms))
-nhtlab.md(f"""
+display(nb.dlr_table("terms", mlp_terms))
+nb.md(f"""
 In this run (seed {seed}; $T_\\text{{mem}}$ = {events.t_mem},
 $T_\\text{{grok}}$ = {events.t_grok}) the MLP's DLR **{move}** from
 {mlp_terms[0]["mark"]} to the end. A finding of one run, not a check.
@@ -428,8 +424,8 @@ $T_\\text{{grok}}$ = {events.t_grok}) the MLP's DLR **{move}** from
 
 # %% tags=["remove-input"]
 hidden = nhtlab.capture(history.model, shallow.x).features
-share = nhtlab.dlr_report.additive_share(hidden, shallow.x, run.p)
-nhtlab.md(f"""
+share = nb.additive_share(hidden, shallow.x, run.p)
+nb.md(f"""
 Share of the centred hidden energy that is additive (a function of $a$
 plus a function of $b$): **{share:.2f}**; share inside the logits' span,
 $f_\\text{{in}}$: **{mlp_terms[1]["f_in"]:.2f}** (end of the run).
@@ -467,7 +463,7 @@ nhtlab.charts.spectra_explorer(
 images = nhtlab.digits(size=cfg.size, seed=seed)
 cnn_config = nhtlab.TrainConfig(seed=seed, **cfg.cnn, **CNN_TRAIN)
 cnn_runs = {}
-settings = nhtlab.dlr_report.cnn_settings(images, seed)
+settings = nb.cnn_settings(images, seed)
 for name, (norm, dataset) in settings.items():
     torch.manual_seed(seed)
     cnn = nhtlab.SimpleCNN(
@@ -477,17 +473,17 @@ for name, (norm, dataset) in settings.items():
     cnn_runs[name] = nhtlab.train(
         cnn, dataset, cnn_config, callbacks=[tracker], desc=name
     )
-cnn_end = nhtlab.dlr_report.final_records(cnn_runs)
-cnn_bn, cnn_shuffled = nhtlab.dlr_report.cnn_checks(
+cnn_end = nb.final_records(cnn_runs)
+cnn_bn, cnn_shuffled = nb.cnn_checks(
     cnn_end, CLAIMS["bn_margin"], CLAIMS["chance_below"]
 )
-display(nhtlab.dlr_table("cnn", cnn_end))
-paper_cnn = nhtlab.dlr_report.paper_cnn_records(paper["cnn"])
-nhtlab.dlr_table("paper_cnn", paper_cnn)
+display(nb.dlr_table("cnn", cnn_end))
+paper_cnn = nb.paper_cnn_records(paper["cnn"])
+nb.dlr_table("paper_cnn", paper_cnn)
 
 # %% tags=["remove-input"]
 no_norm = cnn_end[0]
-nhtlab.md(f"""
+nb.md(f"""
 {cnn_bn}. {cnn_shuffled}. The unnormalised CNN: $f_\\text{{in}}$
 {no_norm["f_in"]:.2f}, PR {no_norm["pr"]:.1f} against $r$ =
 {no_norm["r"]:.0f}.
@@ -516,7 +512,7 @@ compared = [("transformer, mod 97", tf_history)]
 compared += [("MLP, 1 hidden layer", history)]
 compared += [(f"CNN, {name}", h) for name, h in cnn_runs.items()]
 display(nhtlab.charts.compare_measures(compared))
-nhtlab.dlr_table("measures", nhtlab.dlr_report.measure_summary(compared))
+nb.dlr_table("measures", nb.measure_summary(compared))
 
 # %% [markdown]
 # ## Checks
@@ -533,11 +529,11 @@ nhtlab.dlr_table("measures", nhtlab.dlr_report.measure_summary(compared))
 
 # %%
 checks = [
-    nhtlab.dlr_report.chosen_rule_check(scored),
+    nb.chosen_rule_check(scored),
     ground_truth,
     gap,
     monotone,
-    nhtlab.dlr_report.transformer_check(*tf_steps),
+    nb.transformer_check(*tf_steps),
     timing,
     cnn_bn,
 ]
@@ -546,4 +542,4 @@ if tf_history.plain is not None:  # the same-run check needs a cache
 if profile != "quick":  # the quick CNNs are too short to fit noise
     checks.append(cnn_shuffled)
 # asserted on a real run; a capped smoke run only shows them
-nhtlab.closing_checks(checks, cfg)
+nb.closing_checks(checks, cfg)

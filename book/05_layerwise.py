@@ -71,8 +71,9 @@ KEEP_ON_DRIVE = False
 if "google.colab" in sys.modules:
     # %pip install -q "nhtlab @ git+https://github.com/nhtlab/nhtlab@main"
     import nhtlab
+    from nhtlab import book as nb
 
-    nhtlab.colab_launch("two to three hours", keep=KEEP_ON_DRIVE)
+    nb.colab_launch("two to three hours", keep=KEEP_ON_DRIVE)
 
 # %% tags=["parameters"]
 profile = "book"  # "quick", "book" or "full": see Run a chapter
@@ -83,13 +84,14 @@ seed = 0
 
 # %%
 import nhtlab
+from nhtlab import book as nb
 
 # %% tags=["hide-input"]
 # The digit-border setting chapter 06 chooses from its probe grid: a
 # bright one-pixel border on 10×10 digits, its class's colour on ρ = 0.95
 # of the training images and a wrong class's colour on the rest, a
 # constant learning rate.
-DESIGN = nhtlab.BORDER_DESIGN  # nhtlab.training.presets
+DESIGN = nhtlab.presets.BORDER_DESIGN  # nhtlab.training.presets
 PROFILES = {
     # quick: chapter 03's quick companion runs at λ = 1 (η = 3e-3), two
     # seeds; one seed of the digit runs.
@@ -127,14 +129,14 @@ PROFILES = {
         lams=[0.3, 0.5, 1.0],
         seeds=list(range(10)),
         budgets={},
-        images=dict(nhtlab.BORDER_DESIGN_CIFAR10),
+        images=dict(nhtlab.presets.BORDER_DESIGN_CIFAR10),
         image_lam=0.1,
         image_seeds=[0, 1, 2],
         workers=1,
     ),
 }
-cfg = nhtlab.select_profile(PROFILES, profile)
-nhtlab.stamp(profile, cfg)
+cfg = nb.select_profile(PROFILES, profile)
+nb.stamp(profile, cfg)
 
 # %% [markdown]
 # ## The companion transformer
@@ -161,8 +163,8 @@ companion = nhtlab.sweep(
 )
 modular = {(r.run.weight_decay, r.run.seed): r.history for r in companion}
 orders = {key: nhtlab.contraction_order(h) for key, h in modular.items()}
-nhtlab.table(
-    nhtlab.modular_order_rows(orders),
+nb.table(
+    nb.modular_order_rows(orders),
     columns=["λ", "seed", "t_mem", "t_end", "head_step", "first_step"]
     + ["head_lost", "first_lost", "verdict"],
     formats={"λ": "{:g}", "head_lost": "{:.0%}", "first_lost": "{:.0%}"},
@@ -188,7 +190,7 @@ nhtlab.charts.contraction_curves(
     [
         row
         for (lam, s), h in modular.items()
-        for row in nhtlab.layer_window_records(
+        for row in nb.layer_window_records(
             h, orders[(lam, s)], run=f"λ = {lam:g}, seed {s}"
         )
     ],
@@ -200,14 +202,14 @@ nhtlab.charts.contraction_curves(
 # The order over seeds, per λ, against the paper:
 
 # %% tags=["remove-input"]
-modular_readings = nhtlab.order_readings(
+modular_readings = nb.order_readings(
     {(f"λ = {lam:g}", s): o for (lam, s), o in orders.items()}
 )
 paper_p4 = "{order} (P4 {modular arithmetic})".format_map(
     nhtlab.papers.NHT_LAYER_ORDER
 )
-nhtlab.table(
-    nhtlab.reading_rows(
+nb.table(
+    nb.reading_rows(
         modular_readings, {key: paper_p4 for key in modular_readings}
     ),
     headers={"ours": "ours (k of n seeds)", "holds": "P4 holds"},
@@ -215,7 +217,7 @@ nhtlab.table(
 
 # %% tags=["remove-input"]
 failed = [key for key, r in modular_readings.items() if not r.holds]
-nhtlab.md(
+nb.md(
     "On this setting the paper's P4 **"
     + ("holds at every λ" if not failed else "does not hold")
     + "**"
@@ -264,8 +266,8 @@ images = nhtlab.sweep(
     cache=nhtlab.default_cache(),
 )
 image_hists = dict(zip(image_runs, images.histories))
-image_rows = nhtlab.image_run_rows(image_hists)
-nhtlab.table(
+image_rows = nb.image_run_rows(image_hists)
+nb.table(
     image_rows,
     columns=["run", "seed", "fitted", "dropped", "border", "verdict"]
     + ["warning", "conflict_acc"],
@@ -302,7 +304,7 @@ nhtlab.charts.contraction_curves(
     [
         row
         for label, h in labelled.items()
-        for row in nhtlab.layer_window_records(
+        for row in nb.layer_window_records(
             h,
             nhtlab.contraction_order(h, window=nhtlab.border_times(h)),
             run=label,
@@ -326,7 +328,7 @@ nhtlab.charts.contraction_curves(
 # the table's "‖θ_L‖²/‖θ_L(0)‖²" column says whether the first one did.
 
 # %%
-nhtlab.charts.warning_signals(*nhtlab.signal_records(labelled))
+nhtlab.charts.warning_signals(*nb.signal_records(labelled))
 
 # %% [markdown]
 # ## What this shows
@@ -337,7 +339,7 @@ nhtlab.charts.warning_signals(*nhtlab.signal_records(labelled))
 # the main run, and the first early-warning signal leading the drop.
 
 # %% tags=["remove-input"]
-image_read = nhtlab.image_readings(
+image_read = nb.image_readings(
     image_rows,
     {
         ("main", "border"): "dropped",
@@ -346,8 +348,8 @@ image_read = nhtlab.image_readings(
         ("main", "warning"): "warns",
     },
 )
-nhtlab.table(
-    nhtlab.reading_rows(
+nb.table(
+    nb.reading_rows(
         image_read,
         {
             ("main", "verdict"): nhtlab.papers.NHT_LAYER_ORDER["order"],
@@ -376,7 +378,7 @@ nhtlab.table(
 # %%
 # the claims asserted on a real run; the orders and the warning shown
 checks = [
-    nhtlab.order_determined(orders),
+    nb.order_determined(orders),
     image_read[("main", "border")],
     image_read[("control", "border")],
 ]
@@ -385,4 +387,4 @@ shown += [
     image_read[("main", "verdict")],
     image_read[("main", "warning")],
 ]
-nhtlab.closing_checks(checks, cfg, shown=shown)
+nb.closing_checks(checks, cfg, shown=shown)

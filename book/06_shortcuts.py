@@ -50,8 +50,9 @@ KEEP_ON_DRIVE = False
 if "google.colab" in sys.modules:
     # %pip install -q "nhtlab @ git+https://github.com/nhtlab/nhtlab@main"
     import nhtlab
+    from nhtlab import book as nb
 
-    nhtlab.colab_launch(
+    nb.colab_launch(
         "many hours",
         "more than a free session allows",
         keep=KEEP_ON_DRIVE,
@@ -66,12 +67,13 @@ seed = 0
 
 # %%
 import nhtlab
+from nhtlab import book as nb
 
 # %% tags=["hide-input"]
 # The chosen design (see "Choosing the border" below): a bright border
 # naming the class on ρ = 0.95 of the training images and a wrong class on
 # the rest; constant learning rate.
-DESIGN = nhtlab.BORDER_DESIGN  # nhtlab.training.presets
+DESIGN = nhtlab.presets.BORDER_DESIGN  # nhtlab.training.presets
 PROFILES = {
     # One λ, ρ ∈ {0.95, 1}, BatchNorm against none, one seed (readings
     # are k of 1); no modular runs (they are in `book`).
@@ -125,7 +127,7 @@ PROFILES = {
     # at λ = 0.1. The modular domain uses the companion paper's
     # transformer (arXiv 2603.13331) at its own budget.
     "full": dict(
-        run=dict(nhtlab.BORDER_DESIGN_CIFAR10),
+        run=dict(nhtlab.presets.BORDER_DESIGN_CIFAR10),
         lam_main=0.1,
         lams=[0.001, 0.01, 0.1, 0.3, 1.0],
         control_lams=[0.1, 0.3],
@@ -144,8 +146,8 @@ PROFILES = {
         workers=1,
     ),
 }
-cfg = nhtlab.select_profile(PROFILES, profile)
-nhtlab.stamp(profile, cfg)
+cfg = nb.select_profile(PROFILES, profile)
+nb.stamp(profile, cfg)
 
 # %% [markdown]
 # ## Choosing the border
@@ -174,9 +176,9 @@ nhtlab.stamp(profile, cfg)
 # machine, so the chapter re-reads the escape over seeds.
 
 # %% tags=["remove-input"]
-probe_about, probe = nhtlab.read_probe()
+probe_about, probe = nb.read_probe()
 escaped = [r for r in probe if r["dropped"] is not None]
-nhtlab.md(
+nb.md(
     f"Probe grid, {probe_about['machine']}, nhtlab"
     f" {probe_about['nhtlab']} ({probe_about.get('note', '')}):"
     f" {len(escaped)} of {len(probe)} settings"
@@ -188,7 +190,7 @@ nhtlab.md(
         for r in escaped
     )
     + ").\n\n"
-    + nhtlab.table(
+    + nb.table(
         probe,
         columns=[c for c in probe[0] if c not in ("otherwise", "seed")],
         headers={"rho": "ρ", "lam": "λ"},
@@ -202,7 +204,7 @@ nhtlab.md(
 # through one sweep:
 
 # %%
-study = nhtlab.ShortcutStudy.from_profile(cfg, seed=seed)
+study = nb.ShortcutStudy.from_profile(cfg, seed=seed)
 runs = study.runs()
 result = nhtlab.sweep(
     runs,
@@ -210,7 +212,7 @@ result = nhtlab.sweep(
     cache=nhtlab.default_cache(),
 )
 trained = dict(zip(runs, result.histories))
-nhtlab.md(
+nb.md(
     f"{len(runs)} runs ({sum(row.cached for row in result)} from the"
     " result cache)."
 )
@@ -221,11 +223,11 @@ nhtlab.md(
 # with a wrong border on the 5% and kept without one.
 
 # %% tags=["remove-input"]
-COLUMNS, FORMATS = list(nhtlab.RECORD_COLUMNS), nhtlab.RECORD_FORMATS
+COLUMNS, FORMATS = list(nb.RECORD_COLUMNS), nb.RECORD_FORMATS
 small_grid = study.small_grid(trained)
-nhtlab.md(
+nb.md(
     (
-        nhtlab.table(
+        nb.table(
             small_grid,
             columns=["otherwise", "λ", *COLUMNS],
             formats={**FORMATS, "λ": "{:g}"},
@@ -235,9 +237,7 @@ nhtlab.md(
         " `book` profile does); the designs over seeds:"
     )
     + "\n\n"
-    + nhtlab.table(
-        nhtlab.seed_reading_records(study.design_readings(trained))
-    )
+    + nb.table(nb.seed_reading_records(study.design_readings(trained)))
 )
 
 # %% [markdown]
@@ -285,7 +285,7 @@ nhtlab.charts.norm_curves(
 
 # %% tags=["remove-input"]
 lam_rows = study.lam_records(trained)
-nhtlab.table(
+nb.table(
     lam_rows,
     columns=["domain", "λ", "regime", *COLUMNS, "contraction"],
     formats={**FORMATS, "λ": "{:g}", "contraction": "{:.1%}"},
@@ -316,9 +316,9 @@ nhtlab.charts.norm_curves(
 
 # %%
 nhtlab.charts.sweep_lines(
-    nhtlab.final_accuracy_records(
+    nb.final_accuracy_records(
         {rho: trained[run] for rho, run in study.rho_runs.items()},
-        nhtlab.SET_LABELS,
+        nb.SET_LABELS,
     ),
     x="rho",
     x_title="ρ (share of images with their class's border)",
@@ -326,8 +326,8 @@ nhtlab.charts.sweep_lines(
 )
 
 # %% tags=["remove-input"]
-nhtlab.table(
-    nhtlab.sweep_records(study.rho_runs, trained, key="ρ"),
+nb.table(
+    nb.sweep_records(study.rho_runs, trained, key="ρ"),
     columns=["ρ", *COLUMNS],
     formats=FORMATS,
 )
@@ -345,9 +345,9 @@ nhtlab.table(
 
 # %% tags=["remove-input"]
 bn = study.norm_reading(trained)
-nhtlab.md(
-    nhtlab.table(
-        nhtlab.sweep_records(study.norm_runs, trained, key="norm"),
+nb.md(
+    nb.table(
+        nb.sweep_records(study.norm_runs, trained, key="norm"),
         columns=["norm", *COLUMNS, "norm peak step", "contraction"],
         formats={**FORMATS, "contraction": "{:.1%}"},
     )
@@ -356,7 +356,7 @@ nhtlab.md(
         f"{n} {v:.1%}"
         for n, v in nhtlab.papers.NHT_PAPER["clean_by_norm"].items()
     )
-    + (f". Ours: {nhtlab.reading_sentence(bn)}." if bn else ".")
+    + (f". Ours: {nb.reading_sentence(bn)}." if bn else ".")
 )
 
 # %%
@@ -389,12 +389,12 @@ nhtlab.charts.norm_curves(
 # reliance falls while the norm still grows. When the shortcut was never
 # fitted or nothing moves, the score is undefined — NaN, shown as
 # "undefined", never 0. Each run kind says how its shortcut is read
-# ({func}`nhtlab.domain_of`).
+# ({func}`nhtlab.book.domain_of`).
 
 # %% tags=["remove-input"]
-sep_rows = nhtlab.separation_records(study.separations(trained))
-nhtlab.md(
-    nhtlab.table(
+sep_rows = nb.separation_records(study.separations(trained))
+nb.md(
+    nb.table(
         sep_rows,
         columns=[
             "domain",
@@ -425,32 +425,32 @@ nhtlab.charts.score_bars(sep_rows)
 # %% [markdown]
 # ## Scorecard: the paper's six predictions on this chapter's runs
 #
-# Each rule is a function of {mod}`nhtlab.analysis.scorecard`, whose
+# Each rule is a function of {mod}`nhtlab.book.scorecard`, whose
 # docstring says what makes it fail; each cell prints the number the rule
 # compared. The paper predicts every rule passes; a ✗ is the paper's
 # claim failing on these runs, displayed, never asserted.
 #
 # * **P1 norm ordering**
-#   ({func}`~nhtlab.analysis.scorecard.norm_ordering`): ‖θ‖² when the
+#   ({func}`~nhtlab.book.scorecard.norm_ordering`): ‖θ‖² when the
 #   shortcut is fitted (border fitted; T_mem) is larger than ‖θ‖² at the
 #   end of the run, once the structure is reached (border dropped;
 #   T_grok). Not measured (✗) if either never happened.
 # * **P2 three regimes**
-#   ({func}`~nhtlab.analysis.scorecard.three_regimes`): weak →
+#   ({func}`~nhtlab.book.scorecard.three_regimes`): weak →
 #   intermediate → strong in λ.
 # * **P3 worst group**
-#   ({func}`~nhtlab.analysis.scorecard.worst_group_rise`): the worst-group
+#   ({func}`~nhtlab.book.scorecard.worst_group_rise`): the worst-group
 #   accuracy (`conflict`; modular: test) is below 0.5 when the shortcut is
 #   fitted and above 0.5 at the end.
 # * **P4 layer hierarchy**
-#   ({func}`~nhtlab.analysis.scorecard.contraction_rule`): chapter 05's
+#   ({func}`~nhtlab.book.scorecard.contraction_rule`): chapter 05's
 #   reading, once the shortcut is fitted the read-out loses its share of
 #   ‖θ_ℓ‖² before the first layer does.
 # * **P5 clean separation**
-#   ({func}`~nhtlab.analysis.scorecard.separation_rule`): the score above
+#   ({func}`~nhtlab.book.scorecard.separation_rule`): the score above
 #   is defined and ≥ 0.5.
 # * **P6 delay scaling**
-#   ({func}`~nhtlab.analysis.scorecard.delay_scaling`): at least three λ
+#   ({func}`~nhtlab.book.scorecard.delay_scaling`): at least three λ
 #   with a measured delay (dropped − fitted; T_grok − T_mem), and the 95%
 #   interval of the fitted exponent α in T ∝ λ^(−α) contains 1 and
 #   excludes 0.
@@ -464,12 +464,12 @@ nhtlab.charts.score_bars(sep_rows)
 scorecard = study.scorecard(trained)
 per_seed = study.prediction_readings(trained)
 paper_total = nhtlab.papers.NHT_PAPER["scorecard"]
-nhtlab.md(
-    nhtlab.table(nhtlab.scorecard_rows(scorecard))
+nb.md(
+    nb.table(nb.scorecard_rows(scorecard))
     + "\n\nPaper: "
     + ", ".join(f"{d} {k}/6" for d, k in paper_total.items())
     + ".\n\n"
-    + nhtlab.table(nhtlab.seed_reading_records(per_seed))
+    + nb.table(nb.seed_reading_records(per_seed))
 )
 
 # %% [markdown]
@@ -489,17 +489,15 @@ nhtlab.md(
 # then the pressure of the 5% exceptions, not weight decay.
 
 # %% tags=["remove-input"]
-main_rows = nhtlab.sweep_records(
-    {cfg.lam_main: study.main[seed]}, trained
-)
+main_rows = nb.sweep_records({cfg.lam_main: study.main[seed]}, trained)
 card = scorecard["border"]
-nhtlab.md(
+nb.md(
     f"Main run (seed {seed}, λ = {cfg.lam_main:g}):\n\n"
-    + nhtlab.table(main_rows, columns=COLUMNS, formats=FORMATS)
+    + nb.table(main_rows, columns=COLUMNS, formats=FORMATS)
     + f"\n\nP1 on it: {card['P1 norm ordering']}; P5:"
     f" {card['P5 clean separation']}. Over seeds: "
     + "; ".join(
-        nhtlab.reading_sentence(r)
+        nb.reading_sentence(r)
         for r in per_seed
         if r.name[:2] in ("P1", "P5")
     )
@@ -519,4 +517,4 @@ nhtlab.md(
 # %%
 checks = study.checks(trained, margin=cfg.rho_margin)
 # asserted on a real run; the paper's predictions shown over seeds
-nhtlab.closing_checks(checks, cfg, shown=per_seed)
+nb.closing_checks(checks, cfg, shown=per_seed)

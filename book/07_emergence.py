@@ -54,8 +54,9 @@ KEEP_ON_DRIVE = False
 if "google.colab" in sys.modules:
     # %pip install -q "nhtlab @ git+https://github.com/nhtlab/nhtlab@main"
     import nhtlab
+    from nhtlab import book as nb
 
-    nhtlab.colab_launch("about an hour", keep=KEEP_ON_DRIVE)
+    nb.colab_launch("about an hour", keep=KEEP_ON_DRIVE)
 
 # %% tags=["parameters"]
 profile = "book"  # "quick", "book" or "full": see Run a chapter
@@ -66,6 +67,7 @@ seed = 0
 
 # %%
 import nhtlab
+from nhtlab import book as nb
 
 # %% tags=["hide-input"]
 # The λ = 1 run of each width starts from the companion grid that
@@ -97,8 +99,8 @@ PROFILES = {
         budget=10_000,
     ),
 }
-cfg = nhtlab.select_profile(PROFILES, profile)
-nhtlab.stamp(profile, cfg)
+cfg = nb.select_profile(PROFILES, profile)
+nb.stamp(profile, cfg)
 
 # %% [markdown]
 # ## The sweep
@@ -139,7 +141,7 @@ result
 
 # %%
 summary = nhtlab.emergence.size_summary(rows, budget=cfg.budget)
-nhtlab.table(
+nb.table(
     summary,
     columns=[
         "size",
@@ -202,13 +204,13 @@ nhtlab.charts.gap_and_delay(
 # quantity *shrinks* as the model grows).
 
 # %%
-link = nhtlab.law_link(rows)
-trends = nhtlab.trend_records(
+link = nb.law_link(rows)
+trends = nb.trend_records(
     rows,
     {"log gap": "log_gap", "delay": "delay", "T_mem": "T_mem"},
     expected="shrinks",
 )
-nhtlab.table(
+nb.table(
     trends,
     formats={"difference": "{:+,.2f}", "seed spread": "{:,.2f}"},
     headers={
@@ -226,7 +228,7 @@ gamma = (
     f" γ = {fit['gamma / eta_lambda']:.2f} ηλ (R² through the origin"
     f" {fit['r2_through_origin']:.2f})."
 )
-nhtlab.md(
+nb.md(
     f"Law's link: rank correlation of log gap and delay"
     f" {link['correlation']:.2f} over {link['runs']} runs.{gamma}"
 )
@@ -285,7 +287,7 @@ t_mem = ", ".join(
     f"{s['T_mem']:,.0f} at {s['size']}" for s in summary if s["T_mem"]
 )
 never = sorted({r["size"] for r in rows if r["T_mem"] is None})
-nhtlab.md(
+nb.md(
     f"""
     * Law's link: rank correlation {link["correlation"]:.2f} over
       {link["runs"]} runs that generalised.
@@ -315,8 +317,8 @@ nhtlab.md(
 
 # %%
 checks = [
-    nhtlab.check_sizes_generalise(summary, at_least=3),
-    nhtlab.check_law_link(rows, at_least=0.5),
+    nb.check_sizes_generalise(summary, at_least=3),
+    nb.check_law_link(rows, at_least=0.5),
 ]
 # asserted on a real run; a capped smoke run only shows them
-nhtlab.closing_checks(checks, cfg)
+nb.closing_checks(checks, cfg)

@@ -64,8 +64,9 @@ KEEP_ON_DRIVE = False
 if "google.colab" in sys.modules:
     # %pip install -q "nhtlab @ git+https://github.com/nhtlab/nhtlab@main"
     import nhtlab
+    from nhtlab import book as nb
 
-    nhtlab.colab_launch("tens of minutes", keep=KEEP_ON_DRIVE)
+    nb.colab_launch("tens of minutes", keep=KEEP_ON_DRIVE)
 
 # %% tags=["parameters"]
 profile = "book"  # "quick", "book" or "full": see Run a chapter
@@ -80,6 +81,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 import nhtlab
+from nhtlab import book as nb
 
 # %% tags=["hide-input"]
 PROFILES = {
@@ -136,12 +138,12 @@ PROFILES = {
         beat=0.03,
     ),
 }
-cfg = nhtlab.select_profile(PROFILES, profile)
+cfg = nb.select_profile(PROFILES, profile)
 seeds = list(range(seed, seed + cfg.seeds))
 torch.set_num_threads(1)  # small models train fastest on one thread
 # the GPU when there is one; model, data and probe all live there
 device = nhtlab.pick_device()
-nhtlab.stamp(profile, cfg)
+nb.stamp(profile, cfg)
 print(f"training on {device}")
 
 # %% [markdown]
@@ -168,7 +170,7 @@ for s in seeds:
 
 # %% tags=["remove-input"]
 data, y_noisy = datasets[seed]
-nhtlab.md(
+nb.md(
     f"Seed {seed}: {len(y_noisy):,} training images,"
     f" {int((y_noisy != data.y_train).sum()):,} with a wrong label;"
     f" {len(data.y_test):,} test images."
@@ -247,17 +249,17 @@ for s in seeds:
 # label is right one time in ten), and going beyond that means memorising
 # wrong labels — the shortcut itself. We count a run as fitted when it
 # comes within 10% of that ceiling
-# ({func}`nhtlab.analysis.tuning.fit_threshold`). With that threshold,
+# ({func}`nhtlab.book.tuning_report.fit_threshold`). With that threshold,
 # each run's regime, seed by seed:
 
 # %%
-fit = nhtlab.fit_threshold(cfg.noise, classes=10)
-records = nhtlab.lambda_grid_records(monitors, fit=fit)
-recipe = nhtlab.lambda_recipe(records, margin=cfg.beat)
-readings = nhtlab.lambda_readings(records, margin=cfg.beat)
+fit = nb.fit_threshold(cfg.noise, classes=10)
+records = nb.lambda_grid_records(monitors, fit=fit)
+recipe = nb.lambda_recipe(records, margin=cfg.beat)
+readings = nb.lambda_readings(records, margin=cfg.beat)
 
 # %% tags=["remove-input"]
-nhtlab.table(nhtlab.regimes_by_seed(records))
+nb.table(nb.regimes_by_seed(records))
 
 # %% [markdown]
 # and, for every run, its norm peak, how much the norm contracted after
@@ -265,7 +267,7 @@ nhtlab.table(nhtlab.regimes_by_seed(records))
 # accuracies:
 
 # %% tags=["remove-input"]
-nhtlab.table(
+nb.table(
     records,
     columns=[
         "seed",
@@ -300,7 +302,7 @@ nhtlab.table(
 
 # %%
 nhtlab.charts.lambda_grid(
-    nhtlab.norm_curve_records(monitors, records, seed=seed),
+    nb.norm_curve_records(monitors, records, seed=seed),
     title=f"‖θ‖² over the λ grid, seed {seed}",
 )
 
@@ -326,7 +328,7 @@ nhtlab.charts.lambda_grid(
 # %% tags=["remove-input"]
 acc = ("test acc", "weakest test acc", "best test acc")
 display(
-    nhtlab.table(
+    nb.table(
         recipe,
         columns=[
             "seed",
@@ -341,7 +343,7 @@ display(
         formats={c: "{:.3f}" for c in acc},
     )
 )
-nhtlab.md(f"The recipe's λ: {readings['recipe'].text()}.")
+nb.md(f"The recipe's λ: {readings['recipe'].text()}.")
 
 # %% [markdown]
 # Step 4 matters: the recipe chooses λ from the norm curve alone, without
@@ -366,7 +368,7 @@ nhtlab.md(f"The recipe's λ: {readings['recipe'].text()}.")
 
 # %% tags=["remove-input"]
 display(
-    nhtlab.table(
+    nb.table(
         recipe,
         columns=[
             "seed",
@@ -381,7 +383,7 @@ display(
         },
     )
 )
-nhtlab.md(
+nb.md(
     "The paper's early warning, the read-out contracting before the total"
     f" norm: {readings['read-out first'].text()}."
 )
@@ -479,7 +481,8 @@ nhtlab.charts.layer_norm_curves(
 # as it claims, within ten points. The same script scores each candidate
 # early-warning signal: how long before T_grok it fires, and how often it
 # fires on runs that never grok. The Monitor warns by the rule that did
-# best on the pre-registered runs ({func}`nhtlab.supported_signal`: no
+# best on the pre-registered runs
+# ({func}`nhtlab.analysis.early_warnings.supported_signal`: no
 # false alarm first, then the most runs warned in time; a test holds the
 # Monitor to it). The tables are the saved evaluations, with the versions
 # that made them. First the pre-registered one, on the companion paper's
@@ -488,14 +491,14 @@ nhtlab.charts.layer_norm_curves(
 # never grok.
 
 # %% tags=["remove-input"]
-nhtlab.eta_report("full")
+nb.eta_report("full")
 
 # %% [markdown]
 # The same evaluation on the book's own companion runs (the delay-law
 # chapter's λ sweep, a smaller held-out split):
 
 # %% tags=["remove-input"]
-nhtlab.eta_report("book")
+nb.eta_report("book")
 
 # %% [markdown]
 # ## In Lightning, or any other trainer
@@ -533,10 +536,10 @@ nhtlab.eta_report("book")
 
 # %%
 # asserted on a real run; the read-out-first reading shown
-checks = nhtlab.lambda_checks(readings)
+checks = nb.lambda_checks(readings)
 # the last model trained (last seed, last λ), after its last step; it
 # does not depend on scale, so it is asserted under the smoke cap too
-dlr_check = nhtlab.monitor_dlr_check(
+dlr_check = nb.monitor_dlr_check(
     monitors[seeds[-1], cfg.lambdas[-1]].rows[-1],
     nhtlab.readout_dlr(model, x_probe),
     last_step=cfg.steps,
@@ -544,4 +547,4 @@ dlr_check = nhtlab.monitor_dlr_check(
 assert dlr_check, dlr_check.detail
 checks.append(dlr_check)
 shown = [readings["read-out first"]]
-nhtlab.closing_checks(checks, cfg, shown=shown)
+nb.closing_checks(checks, cfg, shown=shown)

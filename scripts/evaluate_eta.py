@@ -54,18 +54,18 @@ def main() -> None:
                           cache=nhtlab.default_cache(), progress="text")
     histories = [row.history for row in result]
     no_grok = histories[len(fit_runs) + len(test_runs):]
-    payload = {**nhtlab.eta_evaluation(histories[:len(fit_runs) + len(test_runs)], cfg["test_seeds"], no_grok,
+    payload = {**nhtlab.book.eta_evaluation(histories[:len(fit_runs) + len(test_runs)], cfg["test_seeds"], no_grok,
                                        profile=args.profile),
                "python": platform.python_version(), "machine": platform.machine(),
                "wall_seconds": round(time.perf_counter() - start, 1)}
     records, warnings = payload["eta"], payload["warnings"]
-    verdict = nhtlab.Check(payload["verdict"]["name"], payload["verdict"]["passed"], payload["verdict"]["detail"])
+    verdict = nhtlab.book.Check(payload["verdict"]["name"], payload["verdict"]["passed"], payload["verdict"]["detail"])
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(payload, indent=1, ensure_ascii=False) + "\n")
     steps = {k: "{:,.0f}" for k in ("mae", "mae_baseline", "mae_companion_fit", "median_width")}
-    print(nhtlab.table(records, formats={**steps, "coverage": "{:.0%}", "stated_coverage": "{:.0%}"}))
+    print(nhtlab.book.table(records, formats={**steps, "coverage": "{:.0%}", "stated_coverage": "{:.0%}"}))
     print(verdict)
-    print(nhtlab.table(warnings, formats={"median_lead": "{:,.0f}", "median_lead_eta_lambda": "{:.2f}"}))
+    print(nhtlab.book.table(warnings, formats={"median_lead": "{:,.0f}", "median_lead_eta_lambda": "{:.2f}"}))
     print(f"written to {out}")
 
 

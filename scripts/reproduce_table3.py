@@ -8,7 +8,7 @@ The runs are the companion's exactly (``nhtlab.companion``: transformer, p = 97,
 AdamW lr 1e-3, default betas, batch 512 with replacement, stopped 2,000 steps after T_grok,
 at most 50,000 steps), trained on a process pool (one torch thread per worker) through the
 result cache, so an interrupted reproduction resumes where it stopped. The table (ours beside
-the companion's 10-seed means ± std, computed by ``nhtlab.paper_comparison``, the function
+the companion's 10-seed means ± std, computed by ``nhtlab.book.paper_comparison``, the function
 chapter 3 uses) is printed and written as markdown to ``--out``, and recorded for the generated
 measurements page (``benchmarks/_record``; ``NHTLAB_MEASUREMENTS_DIR=benchmarks/results`` keeps
 the record with the repository, for the published page).
@@ -31,11 +31,11 @@ from _record import record  # noqa: E402  (benchmarks/_record: the measurements 
 def table3_markdown(histories: Sequence[nhtlab.History], header: str) -> str:
     """The λ sweep beside the companion's Table 3, as Markdown: ``header``, the table and the 1/λ fit.
 
-    The comparison is ``nhtlab.paper_comparison``, the function chapter 3 renders too.
+    The comparison is ``nhtlab.book.paper_comparison``, the function chapter 3 renders too.
     """
-    comparison = nhtlab.paper_comparison(list(histories))
+    comparison = nhtlab.book.paper_comparison(list(histories))
     note = "Cells: ours, seed mean ± std (the companion's 10-seed value)."
-    return "\n\n".join([header, str(nhtlab.table(comparison.rows)), note, comparison.fit_text()]) + "\n"
+    return "\n\n".join([header, str(nhtlab.book.table(comparison.rows)), note, comparison.fit_text()]) + "\n"
 
 
 def main() -> None:
@@ -61,7 +61,7 @@ def main() -> None:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(text)
     print(f"written to {args.out}")
-    comparison = nhtlab.paper_comparison(list(result.histories))
+    comparison = nhtlab.book.paper_comparison(list(result.histories))
     rows = [{k: str(v) for k, v in row.items()} for row in comparison.rows]
     cached = sum(row.cached for row in result)  # trained earlier (make reproduce, evaluate_eta.py) and read back
     path = record("reproduce_table3", rows, settings={"seeds": args.seeds, "runs": len(runs), "from_cache": cached,

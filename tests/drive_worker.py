@@ -3,7 +3,7 @@
 Usage: python drive_worker.py CACHE_DIR OUT
 
 Sweeps two small runs sequentially through the result cache in CACHE_DIR with checkpoints on
-(NHTLAB_CHECKPOINTS=on), as a Colab chapter does after nhtlab.keep_on_drive(), and writes to OUT
+(NHTLAB_CHECKPOINTS=on), as a Colab chapter does after nhtlab.book.keep_on_drive(), and writes to OUT
 each run's source ("cache" or "computed"), the step its training resumed from (None: from
 scratch) and its history rows.
 """
@@ -31,7 +31,7 @@ if __name__ == "__main__":
         return saved
 
     loop.load_checkpoint = recording
-    cache = nhtlab.ResultCache(sys.argv[1])
+    cache = nhtlab.training.cache.ResultCache(sys.argv[1])
     result = nhtlab.sweep(RUNS, strategy="sequential", cache=cache, progress="none")
     out = [{"source": row.source, "resumed_from": resumed.get(str(cache.run_dir(row.run.cache_config()))),
             "rows": row.history.rows} for row in result]

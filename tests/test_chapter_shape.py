@@ -67,7 +67,7 @@ def test_allowlist_is_short_and_every_entry_has_a_reason():
 def test_no_unlisted_number_in_a_chapters_markdown(stem, report):
     numbers = report[stem]["unlisted_numbers"]
     assert not numbers, (f"{stem} types measured numbers into its Markdown: {numbers}. Build the sentence from "
-                         "the run (nhtlab.md) or, for a paper's value, add it to nhtlab.papers")
+                         "the run (nhtlab.book.md) or, for a paper's value, add it to nhtlab.papers")
 
 
 @pytest.mark.parametrize("stem", STEMS)
@@ -84,21 +84,30 @@ def test_no_block_repeated_across_chapters():
 
 @pytest.mark.parametrize("stem", STEMS)
 def test_chapters_use_one_import_style(report, stem):
-    """`import nhtlab` and its top-level names: no `from nhtlab import`, no deep paths, no aliases."""
+    """`import nhtlab` for the core's top-level names and `from nhtlab import book as nb` for the chapter's
+    reports: no other import of nhtlab, no deep paths, no aliases."""
     assert report[stem]["import_style"] == []
 
 
 @pytest.mark.parametrize("source, flagged", [
     ("import nhtlab\nnhtlab.charts.training_curves(h)\nnhtlab.papers.NHT_PAPER", False),
+    ("import nhtlab\nfrom nhtlab import book as nb\nnb.table(nb.events_vs_paper(e))", False),
+    ("import nhtlab\nrun = nhtlab.companion(lam=1.0)", False),
     ("from nhtlab import charts", True),
+    ("from nhtlab import book", True),
+    ("from nhtlab import book as reports", True),
+    ("from nhtlab.book import table", True),
     ("from nhtlab.papers import NHT_LAYER_ORDER", True),
     ("import nhtlab.analysis", True),
     ("import nhtlab as nl", True),
     ("import nhtlab\nnhtlab.analysis.layers.CONTRACTION_SHARE", True),
-    ("import nhtlab\nreport = nhtlab.dlr_report", True),
-    ("import nhtlab\nrun = nhtlab.companion(lam=1.0)", False),
+    ("import nhtlab\nnhtlab.book.table(rows)", True),
+    ("import nhtlab\nnhtlab.table(rows)", True),
+    ("from nhtlab import book as nb\nnb.train(run)", True),
+    ("import nhtlab\nreport = nhtlab.charts", True),
 ])
 def test_import_style_scanner_flags_what_it_should(source, flagged):
     import nhtlab
+    from nhtlab import book as nb
 
-    assert bool(chapter_shape.import_style(source, nhtlab.__all__)) is flagged
+    assert bool(chapter_shape.import_style(source, nhtlab.__all__, nb.__all__)) is flagged

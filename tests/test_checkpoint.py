@@ -116,15 +116,15 @@ def test_a_run_dir_belongs_to_one_run(tmp_path):
 def test_train_refuses_a_checkpoint_of_another_config(tmp_path):
     data = nhtlab.modular_data(p=11, seed=0)
     config = SMALL.train_config()
-    nhtlab.train(nhtlab.EmbeddingMLP(11, width=8), data, config.__class__(steps=20, device="cpu"), progress="none",
+    nhtlab.train(nhtlab.models.EmbeddingMLP(11, width=8), data, config.__class__(steps=20, device="cpu"), progress="none",
                  checkpoint_dir=tmp_path)
     with pytest.raises(ValueError, match=r"different configuration \(steps: 20 there, 40 here\)"):
-        nhtlab.train(nhtlab.EmbeddingMLP(11, width=8), data, config.__class__(steps=40, device="cpu"), progress="none",
+        nhtlab.train(nhtlab.models.EmbeddingMLP(11, width=8), data, config.__class__(steps=40, device="cpu"), progress="none",
                      checkpoint_dir=tmp_path)
     with pytest.raises(ValueError, match="'checkpoint_every' parameter of train needs a 'checkpoint_dir'"):
-        nhtlab.train(nhtlab.EmbeddingMLP(11, width=8), data, config, progress="none", checkpoint_every=5)
+        nhtlab.train(nhtlab.models.EmbeddingMLP(11, width=8), data, config, progress="none", checkpoint_every=5)
     with pytest.raises(ValueError, match="'checkpoint_every' parameter of train must be an int >= 1. Got 0"):
-        nhtlab.train(nhtlab.EmbeddingMLP(11, width=8), data, config, progress="none", checkpoint_dir=tmp_path / "x",
+        nhtlab.train(nhtlab.models.EmbeddingMLP(11, width=8), data, config, progress="none", checkpoint_dir=tmp_path / "x",
                      checkpoint_every=0)
 
 
@@ -168,5 +168,5 @@ def test_a_checkpoint_from_before_a_field_existed_resumes(tmp_path):
     resumed = run_modular(SMALL, progress="none", run_dir=tmp_path, checkpoint_every=30)
     assert resumed.rows == reference.rows
     with pytest.raises(ValueError, match=r"different configuration \(fused: False there, True here\)"):
-        nhtlab.train(nhtlab.EmbeddingMLP(11, width=32), nhtlab.modular_data(p=11, seed=2),
+        nhtlab.train(nhtlab.models.EmbeddingMLP(11, width=32), nhtlab.modular_data(p=11, seed=2),
                      SMALL.train_config().replace(fused=True), progress="none", checkpoint_dir=tmp_path)

@@ -76,7 +76,7 @@ def test_limits_and_the_shortcut_pipeline(tmp_path, monkeypatch):
     assert "NHTLAB_CIFAR_ROOT" in data.name and len(data.y_train) == 150
     run = nhtlab.ShortcutRun(base="cifar10", root="nowhere", width=2, pad=False, rho=0.95, channels=(4, 4, 8, 8, 8, 8),
                              steps=3, eval_every=3, batch_size=8, device="cpu")
-    history = nhtlab.run_shortcut(run, progress="none")
+    history = nhtlab.training.shortcut_run.run_shortcut(run, progress="none")
     assert history.status == "completed" and {"clean_acc", "cue_acc", "norm/conv1"} <= set(history.columns)
 
 

@@ -1,4 +1,4 @@
-"""nhtlab.closing_checks: the table, the record a build compares, and the assertion on a real run."""
+"""nhtlab.book.closing_checks: the table, the record a build compares, and the assertion on a real run."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from types import SimpleNamespace
 import pytest
 
 import nhtlab
-from nhtlab.notebook.closing import CLAIMS_FILE
+from nhtlab.book.closing import CLAIMS_FILE
 
 REAL = SimpleNamespace(profile="book", smoke=False)
 
@@ -17,10 +17,10 @@ def test_passing_claims_are_tabled_and_recorded(tmp_path, monkeypatch):
     out = tmp_path / "sub" / "01.claims.json"
     monkeypatch.setenv(CLAIMS_FILE, str(out))
     monkeypatch.delenv("NHTLAB_SMOKE", raising=False)
-    reading = nhtlab.over_seeds("order", {0: "backward", 1: "forward", 2: "backward"}, expected="backward",
+    reading = nhtlab.book.over_seeds("order", {0: "backward", 1: "forward", 2: "backward"}, expected="backward",
                                 rule="majority")
-    flips = nhtlab.over_seeds("P4", {0: "forward", 1: "backward"}, expected="backward", rule="all")
-    text = nhtlab.closing_checks([nhtlab.Check("norm contracts", True, "0.4 → 0.1"), reading], REAL, shown=[flips])
+    flips = nhtlab.book.over_seeds("P4", {0: "forward", 1: "backward"}, expected="backward", rule="all")
+    text = nhtlab.book.closing_checks([nhtlab.book.Check("norm contracts", True, "0.4 → 0.1"), reading], REAL, shown=[flips])
     assert "norm contracts" in text and "| shown |" in text and text.count("| asserted |") == 2
     record = json.loads(out.read_text())
     assert record["profile"] == "book" and record["asserted"] is True
@@ -32,19 +32,19 @@ def test_passing_claims_are_tabled_and_recorded(tmp_path, monkeypatch):
 def test_a_failing_claim_raises_naming_it_and_a_failing_shown_reading_does_not(monkeypatch):
     monkeypatch.delenv(CLAIMS_FILE, raising=False)
     monkeypatch.delenv("NHTLAB_SMOKE", raising=False)
-    nhtlab.closing_checks([nhtlab.Check("a", True)], REAL, shown=[nhtlab.Check("b", False, "fails here")])
+    nhtlab.book.closing_checks([nhtlab.book.Check("a", True)], REAL, shown=[nhtlab.book.Check("b", False, "fails here")])
     with pytest.raises(AssertionError, match=r"border dropped: 1 of 3"):
-        nhtlab.closing_checks([nhtlab.Check("ok", True), nhtlab.Check("border dropped", False, "1 of 3")], REAL)
+        nhtlab.book.closing_checks([nhtlab.book.Check("ok", True), nhtlab.book.Check("border dropped", False, "1 of 3")], REAL)
 
 
 def test_the_smoke_cap_records_but_asserts_nothing(tmp_path, monkeypatch):
     out = tmp_path / "c.json"
     monkeypatch.setenv(CLAIMS_FILE, str(out))
-    text = nhtlab.closing_checks([nhtlab.Check("x", False, "capped")], SimpleNamespace(profile="full", smoke=True))
+    text = nhtlab.book.closing_checks([nhtlab.book.Check("x", False, "capped")], SimpleNamespace(profile="full", smoke=True))
     assert "not asserted (smoke)" in text
     assert json.loads(out.read_text())["asserted"] is False
 
 
 def test_checks_must_be_checks_or_readings():
     with pytest.raises(TypeError, match="checks"):
-        nhtlab.closing_checks(["the norm contracts"], REAL)
+        nhtlab.book.closing_checks(["the norm contracts"], REAL)

@@ -112,7 +112,7 @@ def test_colab_install_cell_installs_the_launch_ref_and_keeps_colabs_torch_and_w
               cwd=tmp_path)
     assert "Launch note:" in out.stdout, out.stdout + out.stderr
     assert versions() == before, "installing nhtlab replaced a package Colab ships"
-    check = ("import nhtlab, ipywidgets\nfrom nhtlab.notebook.widgets import train_panel\n"
+    check = ("import nhtlab, ipywidgets\nfrom nhtlab.book.widgets import train_panel\n"
              "panel = train_panel(nhtlab.companion(1.0))\n"
              "print(nhtlab.__file__, nhtlab.__version__, type(panel).__name__, ipywidgets.__version__)")
     where, version, panel, widgets = run([python, "-c", check], env=env, cwd=tmp_path).stdout.split()

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import nhtlab
-from nhtlab.analysis.comparison import (MIN_FIT_LAMBDAS, check_lambdas_grok, check_norm_halves, check_reading,
+from nhtlab.book.delay_law_report import (MIN_FIT_LAMBDAS, check_lambdas_grok, check_norm_halves, check_reading,
                                         contraction_records, delay_readings, delay_records, eta_comparison,
                                         fit_records, law_fits, paper_comparison, ratio_records, run_records)
 from nhtlab.history import History
@@ -58,8 +58,8 @@ def test_paper_comparison_rows_and_fit_by_hand():
     lo, hi = COMPANION_GROK_FIT["slope_ci"]
     assert cmp.fit["slope_within_ci"] is bool(lo <= slope <= hi)
     assert "3 λ values" in cmp.fit_text() and f"{slope:,.0f}" in cmp.fit_text()
-    # rendered by nhtlab.table, as the chapter and the script do
-    rendered = nhtlab.table(cmp.rows)
+    # rendered by nhtlab.book.table, as the chapter and the script do
+    rendered = nhtlab.book.table(cmp.rows)
     assert rendered.startswith("| λ | grokked | T_mem | T_grok | T_escape | theory | (1 − r)/(ηλ) |")
 
 
@@ -101,7 +101,7 @@ def test_reproduce_table3_script_renders_the_shared_comparison(tmp_path, monkeyp
     text = script.table3_markdown(histories, header="test header")
     assert text.startswith("test header") and "| λ | grokked |" in text
     assert paper_comparison(histories).fit_text() in text
-    assert str(nhtlab.table(paper_comparison(histories).rows)) in text
+    assert str(nhtlab.book.table(paper_comparison(histories).rows)) in text
 
 
 def test_reproduce_table3_main_writes_the_table(tmp_path, monkeypatch, capsys):

@@ -75,18 +75,18 @@ def test_compiler_detection_honours_cxx(monkeypatch):
 def test_a_compiled_stack_gives_the_eager_stack_within_tolerance_and_records_its_path():
     base = nhtlab.ModularRun(p=11, model_kwargs=dict(width=16), steps=30, eval_every=10, batch_size=16, device="cpu")
     runs = [base.replace(weight_decay=wd, seed=seed) for wd, seed in [(0.5, 0), (1.0, 1)]]
-    eager = nhtlab.train_batched(runs, progress="none")
-    fused = nhtlab.train_batched([run.replace(compile=True) for run in runs], progress="none")
+    eager = nhtlab.training.batched.train_batched(runs, progress="none")
+    fused = nhtlab.training.batched.train_batched([run.replace(compile=True) for run in runs], progress="none")
     for e, f in zip(eager, fused):
         assert f.config["compiled"] == "inductor" and f.config["stacked"] is True and "compiled" not in e.config
         for a, b in zip(e.rows, f.rows):
             assert a.keys() == b.keys() and all(a[k] == pytest.approx(b[k], rel=1e-3, abs=1e-5) for k in a)
     with pytest.raises(ValueError, match="must hold runs that share"):  # compiled and eager runs cannot share a stack
-        nhtlab.train_batched([runs[0], runs[1].replace(compile=True)], progress="none")
+        nhtlab.training.batched.train_batched([runs[0], runs[1].replace(compile=True)], progress="none")
 
 
 def test_under_the_device_audit_the_step_is_not_compiled_and_says_why():
-    with nhtlab.training.device.device_audit():
+    with nhtlab.build.device_audit.device_audit():
         why = compiled.compiler_missing("cpu")
     assert why is not None and "device audit" in why and "NHTLAB_DEVICE_CHECK" in why
 

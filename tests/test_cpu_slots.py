@@ -1,4 +1,4 @@
-"""Machine-wide CPU slots (nhtlab.training.cpu_slots): limits across processes, reentrancy, release, errors."""
+"""Machine-wide CPU slots (nhtlab.build.cpu_slots): limits across processes, reentrancy, release, errors."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import nhtlab
-from nhtlab.training.cpu_slots import SLOTS_VARIABLE, cpu_slot, cpu_slots
+from nhtlab.build.cpu_slots import SLOTS_VARIABLE, cpu_slot, cpu_slots
 
 
 def _log(path: str, line: str) -> None:

@@ -45,7 +45,7 @@ def test_sweep_on_a_local_dask_cluster_equals_the_local_sweep(tmp_path):
 
 
 def test_a_dask_sweep_fills_and_reuses_the_result_cache(tmp_path):
-    cache = nhtlab.ResultCache(tmp_path / "cache")
+    cache = nhtlab.training.cache.ResultCache(tmp_path / "cache")
     first = sweep(RUNS[:2], strategy="sequential", cache=cache, progress="none")
     with distributed.Client(processes=False, n_workers=1, threads_per_worker=1, dashboard_address=None) as client:
         again = sweep(RUNS[:3], strategy="parallel", executor=client.get_executor(), cache=cache, progress="none")

@@ -3,7 +3,7 @@
 On a CPU-only machine the audit makes ``pick_device()`` return ``cpu:0`` and
 tags every tensor as on the chosen device or left on the host; mixing the two,
 ``.numpy()`` on a device tensor, or a model that was never moved raises
-:class:`~nhtlab.training.device.DeviceMixError`. The smoke executions of the chapters
+:class:`~nhtlab.build.device_audit.DeviceMixError`. The smoke executions of the chapters
 (tests/test_full_smoke.py) run under it through ``NHTLAB_DEVICE_CHECK=1``.
 """
 
@@ -19,7 +19,7 @@ import pytest
 import torch
 
 import nhtlab
-from nhtlab.training.device import AUDIT_DEVICE, DeviceMixError, device_audit, device_audit_enabled
+from nhtlab.build.device_audit import AUDIT_DEVICE, DeviceMixError, device_audit, device_audit_enabled
 
 ROOT = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.skipif(torch.cuda.is_available(), reason="the audit stands in for a GPU on CPU-only machines")
@@ -108,7 +108,7 @@ def test_training_loops_are_device_clean():
     with device_audit():
         mlp = nhtlab.run_modular(nhtlab.ModularRun(p=11, model_kwargs=dict(width=16), steps=10, eval_every=5), progress="none")
         tf = nhtlab.run_modular(nhtlab.companion(1.0, p=11, steps=6, eval_every=3), progress="none")
-        stacked = nhtlab.train_batched([nhtlab.companion(1.0, p=11, steps=6, eval_every=3),
+        stacked = nhtlab.training.batched.train_batched([nhtlab.companion(1.0, p=11, steps=6, eval_every=3),
                                         nhtlab.companion(0.1, seed=1, p=11, steps=6, eval_every=3)], progress="none")
     assert mlp.status == tf.status == "completed" and [h.status for h in stacked] == ["completed"] * 2
 
@@ -125,12 +125,12 @@ def test_shortcut_runs_features_dlr_and_monitor_are_device_clean():
     with device_audit():
         device = nhtlab.pick_device()
         run = nhtlab.ShortcutRun(size=10, channels=(4, 4, 8, 8, 8, 8), steps=4, eval_every=2, batch_size=16)
-        history = nhtlab.run_shortcut(run, progress="none")
+        history = nhtlab.training.shortcut_run.run_shortcut(run, progress="none")
         model = history.model
         data = run.data()
         captured = nhtlab.capture(model, data.x_test[:64], layer="readout", which="input")
         value = nhtlab.dlr(captured.features, captured.outputs)
-        spectrum = nhtlab.feature_spectrum(captured.features, captured.outputs, top=4)
+        spectrum = nhtlab.measures.spectra.feature_spectrum(captured.features, captured.outputs, top=4)
         mlp = nhtlab.make_model("mlp", 11, width=16).to(device)
         xs = nhtlab.modular_data(11, seed=0)
         monitor = nhtlab.Monitor(mlp, every=1, probe=(xs.x_test,))
@@ -150,7 +150,7 @@ def test_shortcut_runs_features_dlr_and_monitor_are_device_clean():
 
 def test_the_environment_switch_audits_a_whole_process():
     code = ("import torch, nhtlab\n"
-            "from nhtlab.training.device import DeviceMixError\n"
+            "from nhtlab.build.device_audit import DeviceMixError\n"
             "assert nhtlab.pick_device() == torch.device('cpu', 0)\n"
             "try:\n"
             "    torch.nn.Linear(2, 2)(torch.zeros(1, 2))\n"

@@ -128,7 +128,7 @@ def test_random_high_dimensional_features_unrelated_to_outputs_are_lazy():
 def test_no_labels_anywhere_in_the_dlr_call():
     params = set(inspect.signature(dlr).parameters)
     assert params == {"features", "outputs", "rank", "tol"}
-    model = nhtlab.EmbeddingMLP(7, width=16)
+    model = nhtlab.models.EmbeddingMLP(7, width=16)
     x = torch.cartesian_prod(torch.arange(7), torch.arange(7))
     row, _ = DLRTracker(x).measure(model)  # no labels given
     assert 0.0 <= row["dlr"] <= 1.0 and "nc1" not in row
@@ -233,7 +233,7 @@ def test_nc1_grows_with_within_class_noise_and_ignores_scale():
 
 def test_capture_matches_model_features_in_any_batch_size_and_restores_mode():
     torch.manual_seed(0)
-    model = nhtlab.EmbeddingMLP(11, width=24, depth=2)
+    model = nhtlab.models.EmbeddingMLP(11, width=24, depth=2)
     x = torch.cartesian_prod(torch.arange(11), torch.arange(11))
     model.train()
     whole = capture(model, x, batch_size=1000)

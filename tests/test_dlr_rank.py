@@ -7,7 +7,8 @@ default passes and that the property can fail (a rule that fails it exists).
 import pytest
 import torch
 
-from nhtlab.measures.dlr import CANDIDATE_RULES, DEFAULT_RANK, DEFAULT_TOL, RULE_THRESHOLDS, dlr, output_rank, rule_band, rule_properties
+from nhtlab.book.dlr_report import rule_band, rule_properties
+from nhtlab.measures.dlr import CANDIDATE_RULES, DEFAULT_RANK, DEFAULT_TOL, RULE_THRESHOLDS, dlr, output_rank
 
 DEFAULT = f"{DEFAULT_RANK} {DEFAULT_TOL[DEFAULT_RANK]:g}"
 SEEDS = (0, 1, 2, 3)

@@ -1,4 +1,4 @@
-"""nhtlab.analysis.dlr_report: chapter 04's records and checks, each check shown failing on an input built to fail it.
+"""nhtlab.book.dlr_report: chapter 04's records and checks, each check shown failing on an input built to fail it.
 
 The toy and the rank-rule assertions live here (they train nothing), not in the chapter.
 """
@@ -10,9 +10,9 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from nhtlab.analysis import dlr_report as report
+from nhtlab.book import dlr_report as report
 from nhtlab.history import History
-from nhtlab.notebook.dlr_tables import dlr_table
+from nhtlab.book.dlr_tables import dlr_table
 from nhtlab.papers import DLR_PAPER
 
 

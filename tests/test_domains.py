@@ -5,7 +5,7 @@ import pytest
 
 from nhtlab.analysis.events import border_times, find_events
 from nhtlab.history import History
-from nhtlab.training.domains import BorderDomain, MemorisationDomain, domain_of, score_runs, sweep_records
+from nhtlab.book.scorecard_runs import BorderDomain, MemorisationDomain, domain_of, score_runs, sweep_records
 from nhtlab.training.shortcut_run import ShortcutRun
 from nhtlab.training.loop import TrainConfig
 from nhtlab.training.modular_run import ModularRun

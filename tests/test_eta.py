@@ -7,8 +7,8 @@ import math
 import pytest
 
 import nhtlab
-from nhtlab.analysis.eta import (calibrate_eta, cut_history, eta_verdict, evaluate_eta, predict_grok,
-                                 synthetic_contraction)
+from nhtlab.analysis.eta import calibrate_eta, cut_history, evaluate_eta, predict_grok, synthetic_contraction
+from nhtlab.book.held_out_eta import eta_verdict
 
 
 def _family(lams, jitter=(1.0,)):
@@ -86,14 +86,14 @@ def test_verdict_fails_when_coverage_is_far_from_its_stated_level():
 
 
 def test_saved_evaluation_is_shipped_with_its_verdict_and_warnings():
-    from nhtlab.analysis.eta import saved_evaluation
+    from nhtlab.book.held_out_eta import saved_evaluation
 
     saved = saved_evaluation("book")
     assert saved is not None and saved["profile"] == "book"
     assert {r["fraction"] for r in saved["eta"]} == {0.25, 0.5, 0.75}
     # the verdict saved is the rule applied to the saved records
     assert saved["verdict"]["passed"] == eta_verdict(saved["eta"]).passed
-    assert {r["signal"] for r in saved["warnings"]} == set(nhtlab.analysis.warnings.SIGNALS)
+    assert {r["signal"] for r in saved["warnings"]} == set(nhtlab.analysis.early_warnings.SIGNALS)
     assert saved_evaluation("full") is None or saved_evaluation("full")["profile"] == "full"
     with pytest.raises(ValueError, match="'profile'"):
         saved_evaluation("paper")
@@ -105,32 +105,32 @@ def test_eta_report_says_when_the_forecast_does_not_ship():
                       "stated_coverage": 0.8, "median_width": 5.0, "mae_companion_fit": None, "no_estimate": 0}],
              "verdict": {"passed": False, "name": "rule", "detail": "why"},
              "warnings": [{"signal": "total_norm", "median_lead": 2000.0, "median_lead_eta_lambda": 0.9}]}
-    text = nhtlab.eta_report(saved)
+    text = nhtlab.book.eta_report(saved)
     assert "**Does not ship**" in text and "offers no ETA" in text and "| 50% |" in text and "2,000" in text
     saved["verdict"]["passed"] = True
-    assert "**Ships**" in nhtlab.eta_report(saved) and "no ETA" not in nhtlab.eta_report(saved)
+    assert "**Ships**" in nhtlab.book.eta_report(saved) and "no ETA" not in nhtlab.book.eta_report(saved)
 
 
 
 def test_eta_report_of_a_profile_renders_its_saved_evaluation_or_says_it_is_missing(monkeypatch):
-    import nhtlab.analysis.eta as eta
+    import nhtlab.book.held_out_eta as eta
 
-    assert nhtlab.eta_report("book") == nhtlab.eta_report(eta.saved_evaluation("book"))
+    assert nhtlab.book.eta_report("book") == nhtlab.book.eta_report(eta.saved_evaluation("book"))
     with pytest.raises(ValueError, match="profile"):
-        nhtlab.eta_report("paper")
-    import nhtlab.notebook.report as report
+        nhtlab.book.eta_report("paper")
+    import nhtlab.book.report as report
 
     monkeypatch.setattr(report, "saved_evaluation", lambda profile: None)
-    text = nhtlab.eta_report("full")
+    text = nhtlab.book.eta_report("full")
     assert "has not been saved" in text and "evaluate_eta.py --profile full" in text
 
 
 def test_table_shows_every_key_and_checks_formats_against_explicit_columns():
     rows = [{"run": "a"}, {"run": "b", "T_grok": 2100}]
-    text = nhtlab.table(rows, formats={"T_grok": "{:,}"})
+    text = nhtlab.book.table(rows, formats={"T_grok": "{:,}"})
     assert text.splitlines()[0] == "| run | T_grok |" and "| a | — |" in text and "| b | 2,100 |" in text
     with pytest.raises(ValueError, match="'formats' parameter of table"):
-        nhtlab.table(rows, columns=["run"], formats={"T_grok": "{:,}"})
+        nhtlab.book.table(rows, columns=["run"], formats={"T_grok": "{:,}"})
 
 
 def _seeded_runs():
@@ -147,20 +147,20 @@ def test_eta_evaluation_holds_out_the_test_seeds_and_is_what_the_script_saves():
     runs = _seeded_runs()
     weak = synthetic_contraction(t_mem=500, t_grok=None, rate=0.0, end=3000, weight_decay=0.01)
     weak.config["seed"] = 2
-    saved = nhtlab.eta_evaluation(runs, test_seeds=[2], no_grok=[weak], profile="book")
+    saved = nhtlab.book.eta_evaluation(runs, test_seeds=[2], no_grok=[weak], profile="book")
     assert saved["fit"] == "λ ∈ [1.0], seeds [0, 1]" and saved["test"] == "seeds [2]"
     assert saved["no_grok"].startswith("λ = 0.01, ")
     assert saved["eta"] == evaluate_eta(runs[:2], runs[2:])  # constants from seeds 0 and 1 only
     assert saved["verdict"]["name"] == eta_verdict(saved["eta"]).name
     assert {r["signal"] for r in saved["warnings"]} and all(r["false_alarms"].endswith("of 1") for r in saved["warnings"])
-    assert "Evaluation (book profile" in nhtlab.eta_report(saved)
+    assert "Evaluation (book profile" in nhtlab.book.eta_report(saved)
     with pytest.raises(ValueError, match="'test_seeds' parameter of eta_evaluation"):
-        nhtlab.eta_evaluation(runs, test_seeds=[0, 1, 2])
+        nhtlab.book.eta_evaluation(runs, test_seeds=[0, 1, 2])
 
 
 def test_held_out_eta_report_evaluates_a_chapter_sweep_or_says_one_seed_holds_nothing_out():
     runs = _seeded_runs()
-    text = nhtlab.held_out_eta_report(runs, test_seeds=[2], profile="book")
-    assert text == nhtlab.eta_report(nhtlab.eta_evaluation(runs, test_seeds=[2], profile="book"))
-    one = nhtlab.held_out_eta_report(runs[:1], test_seeds=[0], profile="quick")
+    text = nhtlab.book.held_out_eta_report(runs, test_seeds=[2], profile="book")
+    assert text == nhtlab.book.eta_report(nhtlab.book.eta_evaluation(runs, test_seeds=[2], profile="book"))
+    one = nhtlab.book.held_out_eta_report(runs[:1], test_seeds=[0], profile="quick")
     assert "nothing to hold out" in one and "`quick` profile runs 1 seed" in one

@@ -55,7 +55,7 @@ def test_delay_summary_reads_eta_lambda_from_config():
 
 
 def test_exercise_checks():
-    from nhtlab.notebook.exercises import check_answer
+    from nhtlab.book.exercises import check_answer
 
     assert check_answer(None, 100.0).status == "unanswered"
     assert check_answer(103.0, 100.0).status == "correct"
@@ -66,7 +66,7 @@ def test_exercise_checks():
 
 
 def test_norm_at_is_the_one_reader_of_v_sc_and_v_st():
-    from nhtlab.analysis.scorecard import norm_ordering
+    from nhtlab.book.scorecard import norm_ordering
 
     h = History([{"step": s, "norm": v, "train_acc": a, "test_acc": b}
                  for s, v, a, b in [(0, 10.0, 0.1, 0.1), (50, 40.0, 1.0, 0.2), (100, 20.0, 1.0, 1.0)]])

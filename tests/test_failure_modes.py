@@ -221,7 +221,7 @@ def test_a_sweep_that_cannot_write_its_cache_returns_every_history(tmp_path):
     blocker = tmp_path / "a_file"
     blocker.write_text("not a directory")
     with pytest.warns(RuntimeWarning, match="could not be written"):
-        result = nhtlab.sweep(runs, strategy="sequential", cache=nhtlab.ResultCache(blocker / "cache"), progress="none")
+        result = nhtlab.sweep(runs, strategy="sequential", cache=nhtlab.training.cache.ResultCache(blocker / "cache"), progress="none")
     assert [len(row.history) for row in result] == [3, 3]
 
 

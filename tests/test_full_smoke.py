@@ -1,4 +1,4 @@
-"""Every chapter's ``full`` profile executed end to end under the smoke cap (nhtlab.smoke).
+"""Every chapter's ``full`` profile executed end to end under the smoke cap (nhtlab.build.smoke).
 
 Each chapter runs with papermill (``profile = "full"``) in a kernel that sees
 ``NHTLAB_SMOKE=1``: the same models, loaders, sweeps and layer names as the
@@ -74,15 +74,15 @@ def test_harness_runs_a_notebook_under_the_cap(tmp_path, cifar_root):
             "import os, nhtlab\n"
             "PROFILES = {'quick': dict(steps=10), 'book': dict(steps=10),\n"
             "            'full': dict(steps=50_000, seeds=[0, 1, 2], eval_every=500)}\n"
-            "cfg = nhtlab.select_profile(PROFILES, profile)\n"
-            "nhtlab.stamp(profile, cfg)"),
+            "cfg = nhtlab.book.select_profile(PROFILES, profile)\n"
+            "nhtlab.book.stamp(profile, cfg)"),
         nbformat.v4.new_code_cell(
             "run = nhtlab.companion(1.0, seed=cfg.seeds[0], steps=cfg.steps, eval_every=cfg.eval_every, device='cpu')\n"
-            "history = nhtlab.cached_run(run)\n"
+            "history = nhtlab.training.cache.cached_run(run)\n"
             "data = nhtlab.cifar10('data', download=True)\n"
             "print('steps', [int(s) for s in history.column('step')], 'seeds', cfg.seeds, 'cached', history.cached,\n"
             "      'cifar', len(data.y_train))"),
-        nbformat.v4.new_code_cell("if nhtlab.science_checks(cfg):\n    assert False, 'a capped run must skip this'"),
+        nbformat.v4.new_code_cell("if nhtlab.book.science_checks(cfg):\n    assert False, 'a capped run must skip this'"),
     ]
     src = tmp_path / "tiny.ipynb"
     nbformat.write(nb, src)
@@ -104,5 +104,5 @@ def test_full_profile_runs_under_the_smoke_cap(notebook, tmp_path, cifar_root):
     print(f"{notebook.stem}: full profile under the smoke cap in {seconds:.1f} s")
     text = outputs_text(out)
     assert "SMOKE RUN" in text, "the stamp must show that the run is capped"
-    assert "scientific checks of this chapter are skipped" in text, "the closing checks must go through nhtlab.science_checks(cfg)"
+    assert "scientific checks of this chapter are skipped" in text, "the closing checks must go through nhtlab.book.science_checks(cfg)"
 

@@ -39,7 +39,7 @@ def test_a_killed_sweep_resumes_from_its_checkpoint_in_the_cache(tmp_path):
     sys.path.insert(0, str(WORKER.parent))
     import drive_worker
 
-    cache = nhtlab.ResultCache(tmp_path / "drive" / "cache", checkpoints=True)
+    cache = nhtlab.training.cache.ResultCache(tmp_path / "drive" / "cache", checkpoints=True)
     long_run = drive_worker.RUNS[1]
     checkpoint = checkpoint_path(cache.run_dir(long_run.cache_config()))
     victim = _worker(cache.root, tmp_path / "never.json")
@@ -70,18 +70,18 @@ def test_a_killed_sweep_resumes_from_its_checkpoint_in_the_cache(tmp_path):
 
 def test_checkpoints_follow_the_environment_and_the_argument(monkeypatch, tmp_path):
     monkeypatch.delenv("NHTLAB_CHECKPOINTS", raising=False)
-    assert nhtlab.ResultCache(tmp_path).checkpoints is False
+    assert nhtlab.training.cache.ResultCache(tmp_path).checkpoints is False
     monkeypatch.setenv("NHTLAB_CHECKPOINTS", "on")
-    assert nhtlab.ResultCache(tmp_path).checkpoints is True
-    assert nhtlab.ResultCache(tmp_path, checkpoints=False).checkpoints is False
+    assert nhtlab.training.cache.ResultCache(tmp_path).checkpoints is True
+    assert nhtlab.training.cache.ResultCache(tmp_path, checkpoints=False).checkpoints is False
     with pytest.raises(TypeError, match="checkpoints"):
-        nhtlab.ResultCache(tmp_path, checkpoints="yes")
+        nhtlab.training.cache.ResultCache(tmp_path, checkpoints="yes")
     run = nhtlab.ModularRun(p=7, steps=20, eval_every=10, device="cpu")
-    assert nhtlab.ResultCache(tmp_path).run_dir(run.cache_config()).parent == tmp_path / "checkpoints"
+    assert nhtlab.training.cache.ResultCache(tmp_path).run_dir(run.cache_config()).parent == tmp_path / "checkpoints"
 
 
 def test_cached_run_checkpoints_into_the_cache_and_cleans_up(tmp_path):
-    cache = nhtlab.ResultCache(tmp_path, checkpoints=True)
+    cache = nhtlab.training.cache.ResultCache(tmp_path, checkpoints=True)
     run = nhtlab.ModularRun(p=7, steps=40, eval_every=10, device="cpu")
     seen = []
     original = cache.put
@@ -91,7 +91,7 @@ def test_cached_run_checkpoints_into_the_cache_and_cleans_up(tmp_path):
         return original(config, history)
 
     cache.put = put
-    history = nhtlab.cached_run(run, cache, use_cache=True, progress="none")
+    history = nhtlab.training.cache.cached_run(run, cache, use_cache=True, progress="none")
     assert seen == [True] and not cache.run_dir(run.cache_config()).exists()
     assert history.rows == nhtlab.run_modular(run, progress="none").rows
 
@@ -104,17 +104,17 @@ def test_keep_on_drive_mounts_and_points_the_cache_there(monkeypatch, tmp_path):
     monkeypatch.setitem(sys.modules, "google.colab", colab)
     monkeypatch.delenv("NHTLAB_CACHE_DIR", raising=False)
     monkeypatch.delenv("NHTLAB_CHECKPOINTS", raising=False)
-    root = nhtlab.keep_on_drive(tmp_path / "MyDrive" / "nhtlab")
+    root = nhtlab.book.keep_on_drive(tmp_path / "MyDrive" / "nhtlab")
     assert mounted == ["/content/drive"] and root == tmp_path / "MyDrive" / "nhtlab" / "cache" and root.is_dir()
-    assert nhtlab.ResultCache().root == root and nhtlab.ResultCache().checkpoints is True
-    note = nhtlab.colab_launch("about an hour", "many runs")
+    assert nhtlab.training.cache.ResultCache().root == root and nhtlab.training.cache.ResultCache().checkpoints is True
+    note = nhtlab.book.colab_launch("about an hour", "many runs")
     assert 'takes about an hour on a Colab T4 GPU (many runs)' in note and "KEEP_ON_DRIVE = True" in note
     assert mounted == ["/content/drive"]  # keep=False mounts nothing
-    nhtlab.colab_launch("about an hour", keep=True)
+    nhtlab.book.colab_launch("about an hour", keep=True)
     assert mounted == ["/content/drive"] * 2
 
 
 def test_keep_on_drive_outside_colab_says_what_to_do(monkeypatch):
     monkeypatch.setitem(sys.modules, "google.colab", None)  # import fails
     with pytest.raises(RuntimeError, match="NHTLAB_CACHE_DIR.*NHTLAB_CHECKPOINTS=on"):
-        nhtlab.keep_on_drive()
+        nhtlab.book.keep_on_drive()

@@ -2,15 +2,16 @@
 
 import pytest
 
-from nhtlab.analysis.layer_report import (
+from nhtlab.book.layer_report import (
     image_readings,
     image_run_rows,
     modular_order_rows,
     reading_rows,
     signal_records,
 )
-from nhtlab.analysis.layers import contraction_order, order_readings
-from nhtlab.analysis.shortcut_report import border_reading
+from nhtlab.analysis.layers import contraction_order
+from nhtlab.book.layer_report import order_readings
+from nhtlab.book.shortcut_report import border_reading
 from nhtlab.history import History
 
 

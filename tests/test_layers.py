@@ -243,7 +243,8 @@ def test_contraction_order_ties_no_contraction_and_no_window():
 
 
 def test_order_readings_count_seeds_and_order_determined_fails_on_an_open_run():
-    from nhtlab.analysis.layers import contraction_order, order_determined, order_readings
+    from nhtlab.analysis.layers import contraction_order
+    from nhtlab.book.layer_report import order_determined, order_readings
 
     orders = {(1.0, 0): contraction_order(modular_like(400, 600)), (1.0, 1): contraction_order(modular_like(600, 400)),
               (1.0, 2): contraction_order(modular_like(400, None)), (0.5, 0): contraction_order(modular_like(600, 400))}
@@ -258,7 +259,8 @@ def test_order_readings_count_seeds_and_order_determined_fails_on_an_open_run():
 
 
 def test_layer_window_records_and_chart_show_the_window():
-    from nhtlab.analysis.layers import contraction_order, layer_window_records
+    from nhtlab.analysis.layers import contraction_order
+    from nhtlab.book.layer_report import layer_window_records
     from nhtlab.charts.layers import contraction_curves
 
     h = modular_like(400, 600)

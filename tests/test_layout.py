@@ -1,32 +1,32 @@
-"""The package's layers: imports point downwards only, and function-local imports are the named few.
+"""The package's layers: the science core imports nothing from the book's layer or the build's plumbing.
 
-Layers, lowest first: the ground (the record of a run, argument checks, flags, the papers'
-numbers), then data / models / measures, analysis, training, charts, notebook helpers, and
-the top-level ``nhtlab`` that re-exports the public surface.
+Three layers (tools/package_shape.py prints them): the core (ground, data / models / measures,
+analysis, training, charts), the build's plumbing (``nhtlab.build``) and the book's layer
+(``nhtlab.book``). Imports point downwards only; the core reaches the plumbing through the hooks
+it calls (``nhtlab.hooks``), which ``import nhtlab`` fills. Function-local imports are the named few.
 """
 
 from __future__ import annotations
 
-import ast
 from pathlib import Path
 
 import pytest
 
-PKG = Path(__file__).resolve().parent.parent / "nhtlab"
-LAYERS = {"_version": 0, "history": 0, "validation": 0, "smoke": 0, "flags": 0, "papers": 0,
-          "data": 1, "models": 1, "measures": 1, "analysis": 2, "training": 3, "charts": 4, "notebook": 5, "": 6}
+import package_shape  # tools/ is on sys.path (tests/conftest.py)
+
+PKG = package_shape.PKG
+LAYERS = {"_version": 0, "history": 0, "validation": 0, "hooks": 0, "papers": 0,
+          "data": 1, "models": 1, "measures": 1, "analysis": 2, "training": 3, "charts": 4,
+          "build": 5, "book": 6, "": 7}
 # Function-local imports that stay, each for a reason (an optional or slow dependency; fcntl: POSIX only,
-# imported in a try block by the result cache, whose claims need it).
+# imported in a try block by the CPU slots).
 LOCAL_ALLOWED = {"tqdm.std", "tqdm.notebook", "torchvision", "torchvision.models", "sklearn.datasets", "ipywidgets",
                  "IPython.display", "scipy", "fcntl", "google.colab",
                  # inductor's compiler and AOTAutograd's config: seconds to import, needed by a compiled run only
                  "torch._inductor.compile_fx", "torch._inductor.decomposition", "torch._inductor.lowering",
                  "torch._functorch"}
-
-
-def module_name(path: Path) -> str:
-    parts = path.relative_to(PKG).with_suffix("").parts
-    return ".".join(p for p in parts if p != "__init__")
+MODULES = sorted(PKG.rglob("*.py"))
+module_name = package_shape.module_name
 
 
 def layer(module: str) -> int:
@@ -34,7 +34,9 @@ def layer(module: str) -> int:
 
 
 def imports(path: Path) -> list[tuple[str, bool]]:
-    """(imported nhtlab module or external module, is_function_local) for each import in ``path``."""
+    """(imported module, is_function_local) for each import in ``path``; nhtlab modules as ``nhtlab:<module>``."""
+    import ast
+
     tree = ast.parse(path.read_text())
     here = module_name(path).split(".") if module_name(path) else []
     package = here if path.name == "__init__.py" else here[:-1]
@@ -54,17 +56,31 @@ def imports(path: Path) -> list[tuple[str, bool]]:
     return out
 
 
-MODULES = sorted(PKG.rglob("*.py"))
-
-
 @pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(PKG)))
 def test_imports_point_downwards(path):
     source = module_name(path)
     for target, _ in imports(path):
         if target and target.startswith("nhtlab:"):
             target = target[len("nhtlab:"):]
-            resolved = target if target.split(".")[0] in LAYERS else ""
-            assert layer(resolved) <= layer(source), f"{source} (layer {layer(source)}) imports {target} (layer {layer(resolved)})"
+            assert layer(target) <= layer(source), f"{source} (layer {layer(source)}) imports {target} (layer {layer(target)})"
+
+
+def test_the_core_imports_nothing_from_the_book_or_the_build():
+    assert package_shape.core_imports_of_outer_layers() == []
+
+
+def test_the_scanner_sees_an_import_of_the_book(tmp_path, monkeypatch):
+    (tmp_path / "analysis").mkdir()
+    (tmp_path / "analysis" / "x.py").write_text("from ..book.closing import closing_checks\nimport nhtlab.build.smoke\n")
+    monkeypatch.setattr(package_shape, "PKG", tmp_path)
+    assert package_shape.core_imports_of_outer_layers() == ["analysis.x -> book.closing", "analysis.x -> build.smoke"]
+
+
+def test_the_package_meets_its_targets():
+    result = package_shape.report()
+    assert result["public_names"] <= package_shape.MAX_PUBLIC_NAMES, result["public_names"]
+    assert result["layers"]["core"]["lines"] <= package_shape.MAX_CORE_LINES, result["layers"]
+    assert all(result["targets_met"].values()), result
 
 
 @pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(PKG)))
@@ -89,4 +105,11 @@ def test_no_import_cycle_and_the_depth_is_reported():
             depth[m] = 1 + max((longest(t, (*stack, m)) for t in graph[m] if t != m and t in graph), default=0)
         return depth[m]
 
-    assert max(longest(m) for m in graph) <= 8
+    assert max(longest(m) for m in graph) <= 9  # nhtlab -> nhtlab.book -> a report -> … the core's seven
+
+
+def test_no_module_is_named_like_a_standard_library_module():
+    import sys
+
+    clashes = [str(p.relative_to(PKG)) for p in MODULES if p.stem in sys.stdlib_module_names]
+    assert not clashes, f"named like a standard-library module: {clashes}"

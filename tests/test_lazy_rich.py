@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from nhtlab.data.images import digits
-from nhtlab.training.lazy_rich import flat_inputs, lazy_rich_run, mlp
+from nhtlab.book.lazy_rich_experiment import flat_inputs, lazy_rich_run, mlp
 
 
 @pytest.fixture(scope="module")

@@ -100,8 +100,8 @@ def test_grok_warning_fires_once_when_the_train_loss_doubles_from_its_minimum_si
 
 
 def test_the_monitor_warns_by_the_signal_the_saved_full_evaluation_supports():
-    from nhtlab.analysis.eta import saved_evaluation
-    from nhtlab.analysis.warnings import SIGNALS, supported_signal
+    from nhtlab.book.held_out_eta import saved_evaluation
+    from nhtlab.analysis.early_warnings import SIGNALS, supported_signal
     from nhtlab.training import monitor as monitor_module
 
     saved = saved_evaluation("full")
@@ -111,7 +111,7 @@ def test_the_monitor_warns_by_the_signal_the_saved_full_evaluation_supports():
 
 
 def test_supported_signal_puts_false_alarms_first_then_warned_runs_then_lead():
-    from nhtlab.analysis.warnings import supported_signal
+    from nhtlab.analysis.early_warnings import supported_signal
 
     rows = [{"signal": "early_but_wrong", "fired": "20 of 20", "late": 0, "median_lead": 3000.0, "false_alarms": "5 of 5"},
             {"signal": "right", "fired": "18 of 20", "late": 2, "median_lead": 2600.0, "false_alarms": "0 of 5"},

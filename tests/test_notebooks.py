@@ -48,7 +48,7 @@ def test_parameters_cell_and_colab_install(src):
     last = ast.parse(cells[-1].source)
     calls = [node for node in ast.walk(last) if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)]
     assert any(c.func.attr == "closing_checks" and len(c.args) >= 2 for c in calls), (
-        "the last cell asserts the chapter's claims: nhtlab.closing_checks(checks, cfg)")
+        "the last cell asserts the chapter's claims: nhtlab.book.closing_checks(checks, cfg)")
 
 
 @pytest.mark.parametrize("src", SOURCES, ids=lambda p: p.stem)

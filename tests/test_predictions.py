@@ -49,7 +49,7 @@ def test_readout_dlr_equals_the_monitor_and_detects_a_stale_record():
     optimizer = torch.optim.SGD(model.parameters(), lr=1.0)
     model(x).pow(2).sum().backward()
     optimizer.step()
-    check = nhtlab.monitor_dlr_check(monitor.rows[-1], nhtlab.readout_dlr(model, x), last_step=0)
+    check = nhtlab.book.monitor_dlr_check(monitor.rows[-1], nhtlab.readout_dlr(model, x), last_step=0)
     assert not check, check.detail
 
 

@@ -48,5 +48,5 @@ def test_unknown_profile_or_lambda_is_named():
 def test_smoke_cap_applies_by_name(monkeypatch):
     monkeypatch.setenv("NHTLAB_SMOKE", "1")
     profiles = {name: dict(companion_sweep(name, lams=[1.0])) for name in ("quick", "book", "full")}
-    cfg = nhtlab.select_profile(profiles, "full")
+    cfg = nhtlab.book.select_profile(profiles, "full")
     assert cfg.smoke and cfg.budgets[1.0] <= 8 and len(cfg.seeds) == 1 and cfg.stop_after <= 8

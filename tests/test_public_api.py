@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import inspect
+from pathlib import Path
+from collections.abc import Mapping
 import types
 
 import pytest
@@ -44,23 +46,39 @@ def test_every_exported_callable_has_numpydoc_sections(name):
         assert "Returns\n-------" in doc or "Yields\n------" in doc, f"nhtlab.{name}: no numpydoc Returns section"
 
 
-# The module-attribute paths the chapters used before the package was layered (nhtlab.delay.…):
-# they keep working through the top level, so a reader's older notebook still runs.
-OLD_CHAPTER_PATHS = [
-    "delay.mean_std", "delay.DEFINITIONS", "delay.contraction_fit", "separation.format_score",
-    "separation.clean_norm_separation", "layers.warning_times", "layers.layer_order", "layers.layer_transitions",
-    "layers.default_head_and_first", "scorecard.three_regimes", "scorecard.scorecard_rows", "regimes.diagnose_regime",
-    "monitor.Monitor", "monitor.online_regime", "lazy_rich.lazy_rich_run", "exercises.check_answer",
-    "emergence.rank_correlation", "emergence.between_and_within", "widgets.train_panel", "papers.paper_cell",
+def test_the_face_is_small():
+    assert len(nhtlab.__all__) <= 50, len(nhtlab.__all__)
+
+
+# Names that left the face stay in the package, importable from their modules (nothing was removed).
+LEFT_THE_FACE = [
+    "analysis.delay.mean_std", "analysis.delay.contraction_fit", "analysis.separation.format_score",
+    "analysis.layers.warning_times", "analysis.layers.layer_order", "analysis.layers.layer_transitions",
+    "analysis.eta.calibrate_eta", "analysis.early_warnings.supported_signal", "training.monitor.online_regime",
+    "training.sweeps.grid", "training.cache.cached_run", "training.batched.train_batched", "models.EmbeddingMLP",
+    "measures.spectra.feature_spectrum", "book.closing_checks", "book.select_profile", "book.stamp", "book.table",
+    "book.md", "book.Check", "book.over_seeds", "book.three_regimes", "book.lazy_rich_run", "book.check_answer",
+    "book.train_panel", "book.science_checks", "book.rule_band", "book.regime_curves", "build.cpu_slot",
+    "papers.paper_cell", "presets.BORDER_DESIGN", "emergence.rank_correlation",
 ]
 
 
-@pytest.mark.parametrize("path", OLD_CHAPTER_PATHS)
-def test_old_chapter_paths_still_resolve(path):
+@pytest.mark.parametrize("path", LEFT_THE_FACE)
+def test_names_that_left_the_face_stay_in_their_modules(path):
     obj = nhtlab
     for part in path.split("."):
         obj = getattr(obj, part)
-    assert callable(obj) or isinstance(obj, dict), path
+    assert callable(obj) or isinstance(obj, Mapping), path
+
+
+def test_the_book_layer_is_flat_and_unique():
+    from nhtlab import book as nb
+
+    assert len(nb.__all__) == len(set(nb.__all__)), "a name listed twice in nhtlab.book.__all__"
+    assert not [name for name in nb.__all__ if not hasattr(nb, name)]
+    assert not set(nb.__all__) & set(nhtlab.__all__), "a name both in the face and in the book's layer"
+    modules = {p.stem for p in Path(nb.__file__).parent.glob("*.py")}
+    assert not modules & set(nb.__all__), "a flat name hides a module of the book (import nhtlab.book.X as m)"
 
 
 def test_import_nhtlab_leaves_altair_for_the_charts():
@@ -69,6 +87,6 @@ def test_import_nhtlab_leaves_altair_for_the_charts():
     import sys
 
     code = ("import sys, nhtlab; assert 'altair' not in sys.modules, 'altair loaded at import'; "
-            "nhtlab.widgets.train_panel; from nhtlab import charts; assert charts is nhtlab.charts; "
+            "nhtlab.book.train_panel; from nhtlab import charts; assert charts is nhtlab.charts; "
             "assert 'altair' in sys.modules")
     subprocess.run([sys.executable, "-c", code], check=True)

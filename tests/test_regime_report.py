@@ -3,7 +3,7 @@
 import pytest
 
 import nhtlab
-from nhtlab.analysis.regime_report import (check_regime_order, norm_start_records, regime_readings, regime_records,
+from nhtlab.book.regime_report import (check_regime_order, norm_start_records, regime_readings, regime_records,
                                            regime_seed_records, regimes_by_lambda)
 
 

@@ -54,16 +54,16 @@ def test_install_cells_and_citation_are_in_sync():
 
 
 def _printed(source: str) -> str:
-    """The launch note a cell prints: its ``nhtlab.colab_launch(...)`` call, made with the cell's arguments."""
+    """The launch note a cell prints: its ``nhtlab.book.colab_launch(...)`` call, made with the cell's arguments."""
     import contextlib
     import io
 
-    from nhtlab.notebook.colab import colab_launch
+    from nhtlab.book.colab import colab_launch
 
     code = "\n".join(line for line in source.splitlines() if not line.lstrip().startswith("%"))
     calls = [node for node in ast.walk(ast.parse(code))
              if isinstance(node, ast.Call) and getattr(node.func, "attr", None) == "colab_launch"]
-    assert len(calls) == 1, "the Colab cell prints its launch note through nhtlab.colab_launch"
+    assert len(calls) == 1, "the Colab cell prints its launch note through nhtlab.book.colab_launch"
     args = [ast.literal_eval(a) for a in calls[0].args]
     out = io.StringIO()
     with contextlib.redirect_stdout(out):

@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 import nhtlab
-from nhtlab.analysis.claims import Check
-from nhtlab.analysis.run_report import (check_contraction, check_grokking, check_norm_largest_at_init, check_weak,
+from nhtlab.book.claims import Check
+from nhtlab.book.grokking_report import (check_contraction, check_grokking, check_norm_largest_at_init, check_weak,
                                         checks_over_seeds, delay_law_records, events_vs_paper, reading_records)
 from nhtlab.history import History
 
@@ -83,6 +83,6 @@ def test_records_for_the_tables():
     law = delay_law_records(summary, nhtlab.papers.COMPANION_LAMBDA_SWEEP[1.0])
     assert [r["definition"] for r in law] == ["companion", "grok"]
     assert law[1]["measured"] == 1200 and "difference of the means" in law[1]["paper"]
-    assert "|" in str(nhtlab.table(law))
+    assert "|" in str(nhtlab.book.table(law))
     no_transition = nhtlab.delay_summary(history(ramp(800), np.full(len(STEPS), 0.05), FALLING))
     assert delay_law_records(no_transition, {}) == []

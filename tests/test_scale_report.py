@@ -3,7 +3,7 @@
 import math
 
 from nhtlab.analysis.emergence import size_summary
-from nhtlab.analysis.scale_report import (check_law_link, check_sizes_generalise, direction_by_seed, law_link,
+from nhtlab.book.emergence_report import (check_law_link, check_sizes_generalise, direction_by_seed, law_link,
                                           trend_records)
 
 

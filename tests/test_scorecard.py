@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from nhtlab.analysis.layers import LayerTransition, contraction_order, layer_transitions
-from nhtlab.analysis.scorecard import PREDICTIONS, backward_order, contraction_rule, cue_escape_step, delay_scaling, fit_delay_exponent, norm_ordering, regimes_in_order, score_predictions, scorecard_rows, scorecard_text, separation_rule, three_regimes, worst_group_rise
+from nhtlab.book.scorecard import PREDICTIONS, backward_order, contraction_rule, cue_escape_step, delay_scaling, fit_delay_exponent, norm_ordering, regimes_in_order, score_predictions, scorecard_rows, scorecard_text, separation_rule, three_regimes, worst_group_rise
 from nhtlab.analysis.separation import clean_norm_separation
 from nhtlab.history import History
 
@@ -169,7 +169,7 @@ def test_score_predictions_and_the_table_print_each_number():
 
 
 def test_prediction_readings_count_each_prediction_over_seeds():
-    from nhtlab.analysis.scorecard import Verdict, prediction_readings
+    from nhtlab.book.scorecard import Verdict, prediction_readings
 
     def card(p1, p3):
         return {"P1 norm ordering": Verdict(p1, 1.0, ""), "P3 clean/worst-group": Verdict(p3, 0.6, "")}

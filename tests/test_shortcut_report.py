@@ -6,9 +6,9 @@ import math
 import numpy as np
 import pytest
 
-from nhtlab.analysis.claims import over_seeds
+from nhtlab.book.claims import over_seeds
 from nhtlab.analysis.separation import clean_norm_separation
-from nhtlab.analysis.shortcut_report import (PROBE_COLUMNS, border_reading, border_record, check_border_escape,
+from nhtlab.book.shortcut_report import (PROBE_COLUMNS, border_reading, border_record, check_border_escape,
                                              check_rho_trend, check_separation_defined, final_accuracy_records,
                                              higher_reading, norm_record, probe_row, read_probe, reading_check,
                                              reading_sentence, rho_drop, rho_reading, seed_reading_records,

@@ -7,7 +7,7 @@ from nhtlab.history import History
 from nhtlab.training.shortcut_run import ShortcutRun
 from nhtlab.training.presets import BORDER_DESIGN
 from nhtlab.training.modular_run import ModularRun
-from nhtlab.training.shortcut_study import SEED_PREDICTIONS, ShortcutStudy
+from nhtlab.book.shortcut_study import SEED_PREDICTIONS, ShortcutStudy
 
 STEPS = np.arange(0, 2001, 100)
 N = len(STEPS)

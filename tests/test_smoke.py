@@ -4,7 +4,8 @@ import pytest
 
 import nhtlab
 from nhtlab.training.cache import ResultCache, config_key
-from nhtlab.smoke import cap_settings, cap_train_config, science_checks, smoke_enabled
+from nhtlab.book.closing import science_checks
+from nhtlab.build.smoke import cap_settings, cap_train_config, smoke_enabled
 from nhtlab.training.loop import TrainConfig
 
 PROFILES = {
@@ -28,15 +29,15 @@ def smoke(monkeypatch):
 def test_off_by_default_and_select_profile_untouched(monkeypatch):
     monkeypatch.delenv("NHTLAB_SMOKE", raising=False)
     assert not smoke_enabled()
-    cfg = nhtlab.select_profile(PROFILES, "full")
+    cfg = nhtlab.book.select_profile(PROFILES, "full")
     assert cfg.smoke is False
     assert cfg.steps == 50_000 and cfg.seeds == [0, 1, 2] and cfg.run["steps"] == 78_000
     monkeypatch.setenv("NHTLAB_SMOKE", "0")
-    assert not smoke_enabled() and nhtlab.select_profile(PROFILES, "full").steps == 50_000
+    assert not smoke_enabled() and nhtlab.book.select_profile(PROFILES, "full").steps == 50_000
 
 
 def test_select_profile_caps_by_name(smoke):
-    cfg = nhtlab.select_profile(PROFILES, "full")
+    cfg = nhtlab.book.select_profile(PROFILES, "full")
     assert cfg.smoke is True and cfg.profile == "full"
     assert cfg.steps == 8 and cfg.shuffle_steps == 8 and cfg.budget == 8
     assert cfg.eval_every == 4 and cfg.every == 4  # max(1, 8 // 2)
@@ -59,18 +60,18 @@ def test_cap_settings_rules(smoke, monkeypatch):
 def test_a_bad_cap_names_the_variable(smoke, monkeypatch):
     monkeypatch.setenv("NHTLAB_SMOKE_STEPS", "zero")
     with pytest.raises(ValueError, match="NHTLAB_SMOKE_STEPS must be a positive integer. Got 'zero'"):
-        nhtlab.select_profile(PROFILES, "full")
+        nhtlab.book.select_profile(PROFILES, "full")
 
 
 def test_profile_may_not_define_smoke():
     with pytest.raises(ValueError, match="defines 'smoke'"):
-        nhtlab.select_profile({k: dict(v, smoke=1) for k, v in PROFILES.items()}, "quick")
+        nhtlab.book.select_profile({k: dict(v, smoke=1) for k, v in PROFILES.items()}, "quick")
 
 
 def test_train_and_stacked_training_are_capped(smoke):
     alone = nhtlab.run_modular(RUN, progress="none")
     assert alone.column("step").tolist() == [0, 4, 8]
-    stacked = nhtlab.train_batched([RUN, RUN.replace(seed=1, weight_decay=0.1)], progress="none")
+    stacked = nhtlab.training.batched.train_batched([RUN, RUN.replace(seed=1, weight_decay=0.1)], progress="none")
     for h in stacked:
         assert h.column("step").tolist() == [0, 4, 8] and h.status == "completed"
     history = nhtlab.train(nhtlab.make_model("mlp", 11, width=16), nhtlab.modular_data(11, seed=0),
@@ -86,18 +87,18 @@ def test_cap_train_config_is_identity_when_off(monkeypatch):
 
 
 def test_science_checks(smoke, capsys, monkeypatch):
-    cfg = nhtlab.select_profile(PROFILES, "full")
+    cfg = nhtlab.book.select_profile(PROFILES, "full")
     assert science_checks(cfg) is False
     out = capsys.readouterr().out
     assert "smoke run" in out and "scientific checks of this chapter are skipped" in out
     monkeypatch.delenv("NHTLAB_SMOKE")
-    assert science_checks(nhtlab.select_profile(PROFILES, "full")) is True
+    assert science_checks(nhtlab.book.select_profile(PROFILES, "full")) is True
     assert capsys.readouterr().out == ""
 
 
 def test_stamp_shows_the_cap_loudly(smoke, capsys):
-    cfg = nhtlab.select_profile(PROFILES, "full")
-    facts = nhtlab.stamp("full", cfg, device="cpu")
+    cfg = nhtlab.book.select_profile(PROFILES, "full")
+    facts = nhtlab.book.stamp("full", cfg, device="cpu")
     assert list(facts)[0] == "SMOKE RUN" and "capped at 8 steps" in facts["SMOKE RUN"]
     assert repr(facts).startswith("SMOKE RUN: SMOKE RUN (NHTLAB_SMOKE=1)")
     assert "color:#c00" in facts._repr_html_() and "SMOKE RUN" in facts._repr_html_().split("</summary>")[0]
@@ -107,7 +108,7 @@ def test_stamp_shows_the_cap_loudly(smoke, capsys):
 
 def test_stamp_of_a_real_run_has_no_banner(monkeypatch):
     monkeypatch.delenv("NHTLAB_SMOKE", raising=False)
-    facts = nhtlab.stamp("full", nhtlab.select_profile(PROFILES, "full"), device="cpu")
+    facts = nhtlab.book.stamp("full", nhtlab.book.select_profile(PROFILES, "full"), device="cpu")
     assert "SMOKE RUN" not in facts and "SMOKE" not in facts._repr_html_()
 
 
@@ -122,9 +123,9 @@ def test_cache_never_mixes_capped_and_real_runs(tmp_path, monkeypatch):
     monkeypatch.delenv("NHTLAB_SMOKE_STEPS", raising=False)
     assert config_key(config) != real_key
     assert cache.get(config) is None  # a capped run does not read the real entry
-    capped = nhtlab.cached_run(RUN, cache, use_cache=True, progress="none")
+    capped = nhtlab.training.cache.cached_run(RUN, cache, use_cache=True, progress="none")
     assert capped.column("step")[-1] == 8 and capped.cached is False
-    assert nhtlab.cached_run(RUN, cache, use_cache=True).cached is True
+    assert nhtlab.training.cache.cached_run(RUN, cache, use_cache=True).cached is True
     monkeypatch.setenv("NHTLAB_SMOKE_STEPS", "6")
     assert cache.get(config) is None  # another cap, another key
     monkeypatch.delenv("NHTLAB_SMOKE")

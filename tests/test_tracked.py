@@ -10,7 +10,7 @@ import torch
 import nhtlab
 from nhtlab.history import History
 from nhtlab.training.cache import ResultCache
-from nhtlab.training.tracked import pair_probe, probe_key, same_run_check, tracked_run
+from nhtlab.book.dlr_probes import pair_probe, probe_key, same_run_check, tracked_run
 
 RUN = nhtlab.ModularRun(p=7, model="mlp", model_kwargs={"width": 16}, steps=30, eval_every=10, weight_decay=1.0)
 
@@ -28,14 +28,14 @@ def test_a_cold_cache_trains_once_and_writes_the_plain_entry_that_cached_run_the
     tracked = tracked_run(RUN, probe(), cache, use_cache=True, progress="none")
     assert not tracked.cached and tracked.plain == "written"
     assert "dlr" in tracked.columns and "dlr[full]" in tracked.columns and tracked.spectra
-    plain = nhtlab.cached_run(RUN, cache, use_cache=True, progress="none")
+    plain = nhtlab.training.cache.cached_run(RUN, cache, use_cache=True, progress="none")
     assert plain.cached, "the plain run must come from the entry tracked_run wrote"
     assert "dlr" not in plain.columns and "nc1" not in plain.columns and "param_norm" not in plain.columns
     assert same_run_check(tracked, plain)
 
 
 def test_the_probe_does_not_change_the_trajectory_of_a_run_cached_before(cache):
-    plain = nhtlab.cached_run(RUN, cache, use_cache=True, progress="none")  # chapter 1 first
+    plain = nhtlab.training.cache.cached_run(RUN, cache, use_cache=True, progress="none")  # chapter 1 first
     tracked = tracked_run(RUN, probe(), cache, use_cache=True, progress="none")
     assert tracked.plain == "cached before" and not tracked.cached
     check = same_run_check(tracked)
@@ -60,7 +60,7 @@ def test_same_run_check_fails_on_another_run_a_changed_value_or_no_entry(cache):
     assert not same_run_check(tracked, changed)
     shorter = History(rows=tracked.plain_history.rows[:-1], status="completed")
     assert not same_run_check(tracked, shorter)
-    other_seed = nhtlab.cached_run(RUN.replace(seed=1), cache, use_cache=True, progress="none")
+    other_seed = nhtlab.training.cache.cached_run(RUN.replace(seed=1), cache, use_cache=True, progress="none")
     assert not same_run_check(tracked, other_seed)
     bare = History(rows=tracked.rows, status="completed")
     assert not same_run_check(bare), "no plain entry must fail, not pass"
@@ -82,7 +82,7 @@ def test_probe_key_changes_with_the_probe_inputs_and_rules():
 def share_probe_of_run(monkeypatch, spectra=True):
     """Make RUN a run with a shared probe (as the companion grid's λ = 1 runs are), in this process."""
     import nhtlab.training.cache as cache_module
-    from nhtlab.training.tracked import train_probed
+    from nhtlab.book.dlr_probes import train_probed
 
     assert cache_module._PROBES is not None, "importing nhtlab registers the shared probes with the cache"
     monkeypatch.setattr(cache_module, "_PROBES", (lambda run: probe(spectra) if run == RUN else None, train_probed))
@@ -90,14 +90,14 @@ def share_probe_of_run(monkeypatch, spectra=True):
 
 def test_whoever_trains_a_run_with_a_shared_probe_writes_the_tracked_entry_too(cache, monkeypatch):
     share_probe_of_run(monkeypatch)
-    plain = nhtlab.cached_run(RUN, cache, use_cache=True, progress="none")  # chapter 1 first
+    plain = nhtlab.training.cache.cached_run(RUN, cache, use_cache=True, progress="none")  # chapter 1 first
     assert not plain.cached and "dlr" not in plain.columns and hasattr(plain, "model")
-    assert nhtlab.cached_run(RUN, cache, use_cache=True, progress="none").rows == plain.rows
+    assert nhtlab.training.cache.cached_run(RUN, cache, use_cache=True, progress="none").rows == plain.rows
 
     def no_training(*args, **kwargs):
         raise AssertionError("the probed run must be read, not trained again")
 
-    monkeypatch.setattr("nhtlab.training.tracked.run_modular", no_training)
+    monkeypatch.setattr("nhtlab.book.dlr_probes.run_modular", no_training)
     tracked = tracked_run(RUN, probe(), cache, use_cache=True, progress="none")
     assert tracked.cached and tracked.plain == "cached" and tracked.spectra
     check = same_run_check(tracked)
@@ -116,7 +116,7 @@ def test_a_sweep_trains_a_run_with_its_shared_probe_once(cache, monkeypatch):
 
 
 def test_a_run_resuming_from_a_checkpoint_is_not_probed(cache, monkeypatch, tmp_path):
-    from nhtlab.training.tracked import train_probed
+    from nhtlab.book.dlr_probes import train_probed
 
     run_modular = nhtlab.run_modular
     run_modular(RUN, run_dir=tmp_path / "run", progress="none")  # a checkpoint of the finished run
@@ -126,7 +126,7 @@ def test_a_run_resuming_from_a_checkpoint_is_not_probed(cache, monkeypatch, tmp_
 
 def test_the_shared_probe_is_chapter_4s_on_every_grid_lambda_1_run_and_no_other():
     from nhtlab.training.presets import COMPANION_SWEEPS, companion_grid_run, companion_sweep
-    from nhtlab.training.tracked import COMPANION_PROBE_TOP, companion_probe, shared_probe
+    from nhtlab.book.dlr_probes import COMPANION_PROBE_TOP, companion_probe, shared_probe
 
     for profile in COMPANION_SWEEPS:
         run = companion_grid_run(companion_sweep(profile), 1.0, seed=3)

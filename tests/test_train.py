@@ -149,7 +149,7 @@ def test_the_multi_tensor_adamw_is_the_single_tensor_one_bit_for_bit(kind, monke
     else:
         run = nhtlab.ShortcutRun(base="digits", size=10, steps=30, eval_every=10, weight_decay=0.1,
                                  channels=(4, 4, 8, 8, 8, 8), device="cpu")
-        execute = lambda: nhtlab.run_shortcut(run, progress="none")
+        execute = lambda: nhtlab.training.shortcut_run.run_shortcut(run, progress="none")
     asked = []
     real = torch.optim.AdamW
 

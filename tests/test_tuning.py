@@ -1,4 +1,4 @@
-"""The weight-decay recipe's records, readings and checks (nhtlab.analysis.tuning), on synthetic monitors."""
+"""The weight-decay recipe's records, readings and checks (nhtlab.book.tuning_report), on synthetic monitors."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from types import SimpleNamespace
 import pytest
 
 import nhtlab
-from nhtlab.analysis import tuning
+from nhtlab.book import tuning_report as tuning
 
 
 def fake_monitor(norms, head, train_acc=1.0, test_acc=0.5, regime="weak", dlr=0.3, every=10):
@@ -84,22 +84,22 @@ def test_head_reading_cases():
 
 def test_checks_hold_on_a_good_grid_and_fail_on_bad_ones():
     good = tuning.lambda_grid_records(grid({0: GOOD, 1: GOOD, 2: ("weak", "weak", "strong")}), fit=0.6)
-    checks = nhtlab.lambda_checks(nhtlab.lambda_readings(good))
+    checks = nhtlab.book.lambda_checks(nhtlab.book.lambda_readings(good))
     assert all(checks), [str(c) for c in checks]
     assert "2 of 3 seeds" in checks[2].detail  # the recipe: seed 2 had no intermediate λ
     # the smallest λ not weak in two of three seeds; the largest not strong; no recipe gain
     bad = tuning.lambda_grid_records(grid({0: ("intermediate", "intermediate", "intermediate"),
                                            1: ("intermediate", "intermediate", "weak"), 2: GOOD},
                                           test={0: [0.5, 0.5, 0.5], 1: [0.5, 0.5, 0.5]}), fit=0.6)
-    verdicts = nhtlab.lambda_checks(nhtlab.lambda_readings(bad))
+    verdicts = nhtlab.book.lambda_checks(nhtlab.book.lambda_readings(bad))
     assert [c.passed for c in verdicts] == [False, False, False]
-    assert [c.passed for c in nhtlab.lambda_checks(nhtlab.lambda_readings(good, rule="all"))] == [True, True, False]
+    assert [c.passed for c in nhtlab.book.lambda_checks(nhtlab.book.lambda_readings(good, rule="all"))] == [True, True, False]
     with pytest.raises(ValueError):
-        nhtlab.lambda_checks({})
+        nhtlab.book.lambda_checks({})
 
 
 def test_readout_first_reading_is_displayed_not_asserted():
-    readings = nhtlab.lambda_readings(tuning.lambda_grid_records(grid({0: GOOD}), fit=0.6))
+    readings = nhtlab.book.lambda_readings(tuning.lambda_grid_records(grid({0: GOOD}), fit=0.6))
     assert "read-out first" in readings and "read-out first" not in tuning.ASSERTED
     assert readings["read-out first"].by_seed == {0: "same record"} and not readings["read-out first"].holds
 
@@ -107,16 +107,16 @@ def test_readout_first_reading_is_displayed_not_asserted():
 def test_norm_curve_records():
     monitors = grid({0: GOOD, 1: GOOD})
     records = tuning.lambda_grid_records(monitors, fit=0.6)
-    curves = nhtlab.norm_curve_records(monitors, records, seed=1)
+    curves = nhtlab.book.norm_curve_records(monitors, records, seed=1)
     assert len(curves) == 12 and {c["lambda"] for c in curves} == {0.01, 1.0, 10.0}
     assert curves[0] == {"step": 0, "lambda": 0.01, "regime": "weak", "norm": 1.0}
     with pytest.raises(ValueError):
-        nhtlab.norm_curve_records(monitors, records, seed=7)
+        nhtlab.book.norm_curve_records(monitors, records, seed=7)
 
 
 def test_monitor_dlr_check_fails_on_a_stale_or_short_record():
-    assert nhtlab.monitor_dlr_check({"step": 100, "dlr": 0.25}, 0.25, last_step=100)
-    assert not nhtlab.monitor_dlr_check({"step": 100, "dlr": 0.25}, 0.26, last_step=100)
-    assert not nhtlab.monitor_dlr_check({"step": 90, "dlr": 0.25}, 0.25, last_step=100)
-    assert not nhtlab.monitor_dlr_check({"step": 100, "dlr": math.nan}, math.nan, last_step=100)
-    assert not nhtlab.monitor_dlr_check({"step": 100}, 0.25, last_step=100)
+    assert nhtlab.book.monitor_dlr_check({"step": 100, "dlr": 0.25}, 0.25, last_step=100)
+    assert not nhtlab.book.monitor_dlr_check({"step": 100, "dlr": 0.25}, 0.26, last_step=100)
+    assert not nhtlab.book.monitor_dlr_check({"step": 90, "dlr": 0.25}, 0.25, last_step=100)
+    assert not nhtlab.book.monitor_dlr_check({"step": 100, "dlr": math.nan}, math.nan, last_step=100)
+    assert not nhtlab.book.monitor_dlr_check({"step": 100}, 0.25, last_step=100)

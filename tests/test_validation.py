@@ -26,7 +26,7 @@ def _data(**changes):
 
 
 def _mlp():
-    return nhtlab.EmbeddingMLP(7, width=8)
+    return nhtlab.models.EmbeddingMLP(7, width=8)
 
 
 def _history():
@@ -107,10 +107,10 @@ CASES = [
     ("nhtlab.analysis.delay", "predicted_delay", lambda f: f(2.0, 1.0, 1e-3, -1.0), ValueError, "weight_decay", ">= 0.0"),
     ("nhtlab.analysis.delay", "predicted_delay", lambda f: f(2.0, 1.0, "fast", 1.0), TypeError, "lr", "float"),
     ("nhtlab.analysis.delay", "delay_summary", lambda f: f([]), TypeError, "history", "History"),
-    ("nhtlab.notebook.profiles", "select_profile", lambda f: f(PROFILES, "fast"), ValueError, "profile", "'quick', 'book', 'full'"),
-    ("nhtlab.notebook.profiles", "select_profile", lambda f: f({"quick": {}}, "quick"), ValueError, "profiles", "'book', 'full'"),
-    ("nhtlab.notebook.profiles", "select_profile", lambda f: f(PROFILES, "quick", stpes=3), ValueError, "stpes", "['steps']"),
-    ("nhtlab.notebook.profiles", "select_profile", lambda f: f([("quick", {})], "quick"), TypeError, "profiles", "Mapping"),
+    ("nhtlab.book.profiles", "select_profile", lambda f: f(PROFILES, "fast"), ValueError, "profile", "'quick', 'book', 'full'"),
+    ("nhtlab.book.profiles", "select_profile", lambda f: f({"quick": {}}, "quick"), ValueError, "profiles", "'book', 'full'"),
+    ("nhtlab.book.profiles", "select_profile", lambda f: f(PROFILES, "quick", stpes=3), ValueError, "stpes", "['steps']"),
+    ("nhtlab.book.profiles", "select_profile", lambda f: f([("quick", {})], "quick"), TypeError, "profiles", "Mapping"),
     ("nhtlab.training.progress", "Progress", lambda f: f(10, "x", mode="loud"), ValueError, "progress", "'auto', 'text', 'bar'"),
     ("nhtlab.training.device", "pick_device", lambda f: f("tpu"), ValueError, "preference", "'auto', 'cpu', 'cuda'"),
     ("nhtlab.training.device", "seed_everything", lambda f: f(-3), ValueError, "seed", ">= 0"),

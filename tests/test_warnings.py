@@ -1,4 +1,4 @@
-"""Early-warning rules on synthetic histories with known answers (nhtlab/analysis/warnings.py)."""
+"""Early-warning rules on synthetic histories with known answers (nhtlab/analysis/early_warnings.py)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pytest
 
 import nhtlab
 from nhtlab.analysis.eta import synthetic_contraction
-from nhtlab.analysis.warnings import SIGNALS, evaluate_warnings, warning_step
+from nhtlab.analysis.early_warnings import SIGNALS, evaluate_warnings, warning_step
 
 
 def _with_layers(h, head_peak_step):
@@ -60,7 +60,7 @@ def test_evaluation_counts_leads_and_false_alarms():
 
 
 def test_exported():
-    assert nhtlab.evaluate_warnings is evaluate_warnings and nhtlab.warning_step is warning_step
+    assert nhtlab.analysis.early_warnings.evaluate_warnings is evaluate_warnings and nhtlab.analysis.early_warnings.warning_step is warning_step
 
 
 def _set(h, name, value_at):

@@ -17,11 +17,11 @@ The chapters share runs through the result cache, and a run one chapter is
 training is claimed (``ResultCache.claim``): a chapter running beside it that
 reaches it waits and reads it, so no run is trained twice whatever the order
 (the runs chapter 4 reads through a DLR probe are trained with it by whichever
-chapter comes first, ``nhtlab.shared_probe``). The order is therefore chosen for time only.
+chapter comes first, ``nhtlab.book.shared_probe``). The order is therefore chosen for time only.
 Each chapter's kernel has one thread; a chapter's own sweep still starts its pool
 of workers, so the cores stay busy while the other chapter analyses, draws or
 trains in its kernel. Every training loop then holds one of the machine's CPU
-slots (``NHTLAB_CPU_SLOTS``, :mod:`nhtlab.training.cpu_slots`): never more loops
+slots (``NHTLAB_CPU_SLOTS``, :mod:`nhtlab.build.cpu_slots`): never more loops
 compute than there are cores, which time-slicing would slow by ~8%.
 """
 
@@ -48,7 +48,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(ROOT / "benchmarks"))  # benchmarks/_record: the machine's name and the build's record
 BOOK = ROOT / "book"
 if TYPE_CHECKING:
-    from nhtlab.training.ledger import LedgerSummary
+    from nhtlab.build.ledger import LedgerSummary
 # NHTLAB_BUILD_DIR moves the whole build (executed chapters, their run cache, the HTML) elsewhere:
 # tools/kernel_paths.py builds a second copy of the book under another kernel path that way.
 BUILD = Path(os.environ.get("NHTLAB_BUILD_DIR") or ROOT / "_build")
@@ -160,7 +160,7 @@ def read_stamp(executed: Path) -> tuple[str, float, float | None] | None:
 
 
 def claims_file(executed: Path) -> Path:
-    """Where an executed chapter's closing checks are recorded (JSON, :func:`nhtlab.closing_checks`)."""
+    """Where an executed chapter's closing checks are recorded (JSON, :func:`nhtlab.book.closing_checks`)."""
     return executed.with_suffix(".claims.json")
 
 
@@ -205,8 +205,8 @@ def run_cache() -> Path:
 
 
 def ledger_lines() -> list[dict]:
-    """The trainings this build's result cache has recorded so far (:mod:`nhtlab.training.ledger`)."""
-    from nhtlab.training.ledger import read_ledger
+    """The trainings this build's result cache has recorded so far (:mod:`nhtlab.build.ledger`)."""
+    from nhtlab.build.ledger import read_ledger
 
     return read_ledger(run_cache())
 
@@ -214,7 +214,7 @@ def ledger_lines() -> list[dict]:
 def ledger_summary(since: int = 0) -> "LedgerSummary":
     """What the chapters trained into this build's result cache after its first ``since`` ledger lines
     (the quick profile's test executions share the folder)."""
-    from nhtlab.training.ledger import summarise
+    from nhtlab.build.ledger import summarise
 
     return summarise(ledger_lines()[since:])
 
@@ -237,9 +237,9 @@ def execute(notebook: Path, profile: str, force: bool = False) -> tuple[Path, fl
     claims = claims_file(out)
     claims.unlink(missing_ok=True)
     # Finished runs are cached per version of nhtlab's source, so an edit never reuses stale results.
-    # The chapter's closing checks write what held to its claims file (nhtlab.closing_checks).
-    # The chapter's name: the ledger says which chapter's process trained each run (nhtlab.training.ledger).
-    from nhtlab.training.ledger import CHAPTER_VARIABLE
+    # The chapter's closing checks write what held to its claims file (nhtlab.book.closing_checks).
+    # The chapter's name: the ledger says which chapter's process trained each run (nhtlab.build.ledger).
+    from nhtlab.build.ledger import CHAPTER_VARIABLE
 
     env = {**BOOK_ENV, "NHTLAB_CACHE_DIR": str(run_cache()), "NHTLAB_CLAIMS_FILE": str(claims),
            CHAPTER_VARIABLE: notebook.stem}
@@ -261,7 +261,7 @@ def _execute_one(args: tuple[str, str, bool], threads: int | None = None) -> tup
         # Parallel chapters: one BLAS/OpenMP thread per kernel, or the threads spin against each other.
         os.environ["OMP_NUM_THREADS"] = os.environ["MKL_NUM_THREADS"] = str(threads)
         # Side by side, chapters and their pools would run more training loops than there are cores;
-        # each loop holds one of the machine's slots instead (nhtlab.training.cpu_slots; ~8% faster).
+        # each loop holds one of the machine's slots instead (nhtlab.build.cpu_slots; ~8% faster).
         os.environ.setdefault("NHTLAB_CPU_SLOTS", str(os.cpu_count() or 1))
     out, seconds, cached = execute(Path(args[0]), args[1], args[2])
     return str(out), seconds, cached
@@ -485,7 +485,7 @@ def main() -> None:
     trained = ledger_summary(since=ledger_start)
     if cpu:
         print(*cpu_lines(cpu, trained.by_chapter), sep="\n", flush=True)
-    print("Closing checks (nhtlab.closing_checks):", *claims_summary(args.profile, args.only), sep="\n", flush=True)
+    print("Closing checks (nhtlab.book.closing_checks):", *claims_summary(args.profile, args.only), sep="\n", flush=True)
     print("This build's training (the result cache's ledger):", *trained.lines(), sep="\n", flush=True)
     if failed:
         sys.exit(f"Chapters that failed: {', '.join(failed)}")

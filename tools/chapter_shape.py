@@ -15,7 +15,7 @@ number in its Markdown is allowed only when it is one of:
 * an entry of :data:`ALLOWED` below, each with its reason (at most 20).
 
 Anything else is "run-like": a measured number that belongs in a cell built from the run
-(:func:`nhtlab.md`). Citations, links, inline code and arXiv identifiers are not prose numbers.
+(:func:`nhtlab.book.md`). Citations, links, inline code and arXiv identifiers are not prose numbers.
 tests/test_chapter_shape.py runs this script and holds the chapters to its targets.
 """
 
@@ -215,34 +215,44 @@ def shape(path: Path) -> dict:
     return {"chapter": path.stem, "code_lines": code, "file_lines": len(path.read_text().splitlines())}
 
 
-def import_style(source: str, exported: Iterable[str]) -> list[str]:
-    """Where chapter code leaves the one import style: ``import nhtlab`` and its top-level names.
+#: The one way a chapter imports nhtlab: the core by its top-level names, the chapter's reports through the book.
+IMPORT_LINES = ("import nhtlab", "from nhtlab import book as nb")
 
-    Flagged: ``from nhtlab…`` or ``import nhtlab.x`` / ``import nhtlab as …``; a path below a
-    top-level name that is not itself exported (``nhtlab.analysis.layers.X``, where
-    ``nhtlab.layers.X`` is the name); and a module bound to a short alias
-    (``report = nhtlab.dlr_report``), which hides where a name comes from.
+
+def import_style(source: str, exported: Iterable[str], book: Iterable[str] = ()) -> list[str]:
+    """Where chapter code leaves the one import style (:data:`IMPORT_LINES`).
+
+    ``nhtlab.X`` must name a top-level name (``exported``, ``nhtlab.__all__``; a path below an
+    exported module, ``nhtlab.charts.training_curves``, is fine) and ``nb.X`` a name of the book's
+    layer (``book``, ``nhtlab.book.__all__``). Flagged: any other import of nhtlab (``from nhtlab.x
+    import …``, ``import nhtlab.x``, ``import nhtlab as …``), ``nhtlab.book.X`` (the book is ``nb``),
+    a deep path (``nhtlab.analysis.layers.X``), and a module bound to a short alias
+    (``report = nhtlab.charts``), which hides where a name comes from.
     """
     import ast
     import types
 
     import nhtlab
 
-    exported = set(exported)
+    exported, book = set(exported), set(book)
     found = []
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "nhtlab":
-            found.append(f"line {node.lineno}: from {node.module} import …")
+            names = [(a.name, a.asname) for a in node.names]
+            if node.module != "nhtlab" or names != [("book", "nb")]:
+                found.append(f"line {node.lineno}: from {node.module} import …")
         elif isinstance(node, ast.Import):
             for alias in node.names:
                 if alias.name.split(".")[0] == "nhtlab" and (alias.name != "nhtlab" or alias.asname):
                     found.append(f"line {node.lineno}: import {alias.name}" + (f" as {alias.asname}" if alias.asname else ""))
-        elif (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
-              and node.value.id == "nhtlab" and node.attr not in exported):
-            found.append(f"line {node.lineno}: nhtlab.{node.attr} is not a top-level name")
-        elif (isinstance(node, ast.Assign) and isinstance(node.value, ast.Attribute)
-              and isinstance(node.value.value, ast.Name) and node.value.value.id == "nhtlab"
-              and isinstance(getattr(nhtlab, node.value.attr, None), types.ModuleType)):
+        elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+            if node.value.id == "nhtlab" and node.attr not in exported:
+                found.append(f"line {node.lineno}: nhtlab.{node.attr} is not a top-level name")
+            elif node.value.id == "nb" and node.attr not in book:
+                found.append(f"line {node.lineno}: nb.{node.attr} is not a name of nhtlab.book")
+        if (isinstance(node, ast.Assign) and isinstance(node.value, ast.Attribute)
+                and isinstance(node.value.value, ast.Name) and node.value.value.id == "nhtlab"
+                and isinstance(getattr(nhtlab, node.value.attr, None), types.ModuleType)):
             found.append(f"line {node.lineno}: module nhtlab.{node.value.attr} bound to an alias")
     return found
 
@@ -250,13 +260,16 @@ def import_style(source: str, exported: Iterable[str]) -> list[str]:
 def chapter_imports(path: Path) -> list[str]:
     """:func:`import_style` over a chapter's code cells (IPython magics and shell lines dropped)."""
     import nhtlab
+    from nhtlab import book as nb
 
     cells = jupytext.read(path).cells
     code = "\n".join(
         "\n".join(line for line in c.source.splitlines() if not line.lstrip().startswith(("%", "!")))
         for c in cells if c.cell_type == "code"
     )
-    return import_style(code, nhtlab.__all__)
+    found = import_style(code, nhtlab.__all__, nb.__all__)
+    missing = [line for line in IMPORT_LINES if not re.search(rf"^{re.escape(line)}$", code, re.M)]
+    return found + [f"missing: {line}" for line in missing]
 
 
 def report(paths: list[Path] | None = None) -> dict:

@@ -12,7 +12,7 @@ machines), and ``ATEN_CPU_CAPABILITY=default`` makes it take the plain kernels, 
 differently (MKL's own paths are not moved by it). This script executes every chapter in the
 ``book`` profile a second time that way, in a separate build folder with its own cold result
 cache (``NHTLAB_BUILD_DIR``), and compares what each chapter's closing checks recorded
-(:func:`nhtlab.closing_checks`) with the native build's (``make book`` first; run here if missing).
+(:func:`nhtlab.book.closing_checks`) with the native build's (``make book`` first; run here if missing).
 
 The comparison is saved with the repository (``book/data/kernel_paths.json``: machine, torch,
 date, both paths' capabilities and every check's verdict and measurement under each) and

@@ -18,7 +18,7 @@ The baselines it must beat: ``T_mem`` plus the fitting runs' mean delay at the s
 (and η), and the companion paper's fit ``T_grok ≈ slope/λ + intercept`` (η = 10⁻³ only).
 :func:`evaluate_eta` cuts each held-out run at 25%, 50% and 75% of its plateau
 (``T_mem + f·(T_grok − T_mem)``) and reports median absolute errors, the interval's measured
-coverage against its stated level, and its median width. :func:`eta_verdict` is the rule
+coverage against its stated level, and its median width. :func:`nhtlab.book.eta_verdict` is the rule
 for shipping the ETA: better than the same-λ baseline at 50% of the plateau, with coverage
 within 10 points of the stated level.
 
@@ -31,25 +31,20 @@ True
 
 from __future__ import annotations
 
-import json
 import math
-from importlib import resources
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
 
-from .._version import __version__
 from ..history import History
 from ..papers import COMPANION_GROK_FIT
-from ..validation import check_choice, check_real, check_type
-from .claims import Check
+from ..validation import check_real, check_type
 from .events import find_events
-from .warnings import evaluate_warnings
 
-__all__ = ["saved_evaluation", "eta_evaluation", "EtaCalibration", "GrokEstimate", "calibrate_eta", "predict_grok", "evaluate_eta", "eta_verdict",
-           "cut_history", "synthetic_contraction"]
+__all__ = ["EtaCalibration", "GrokEstimate", "calibrate_eta", "predict_grok", "evaluate_eta", "cut_history",
+           "synthetic_contraction"]
 
 FRACTIONS = (0.25, 0.5, 0.75)
 #: Least log-contraction since T_mem (about 1%) before the predictor extrapolates a rate.
@@ -296,91 +291,6 @@ def evaluate_eta(fit: Sequence[History], test: Sequence[History], coverage: floa
     return records
 
 
-def eta_verdict(records: Sequence[Mapping[str, Any]], fraction: float = 0.5, tolerance: float = 0.10) -> Check:
-    """Whether the ETA may ship: it beats the same-λ baseline at ``fraction`` of the plateau, with coverage
-    within ``tolerance`` of its stated level.
-
-    Parameters
-    ----------
-    records : sequence of dict
-        From :func:`evaluate_eta`.
-    fraction : float
-        The cut point the rule reads.
-    tolerance : float
-        Allowed gap between measured and stated coverage.
-
-    Returns
-    -------
-    Check
-        Passed only when every part of the rule holds.
-    """
-    row = next((r for r in records if math.isclose(r["fraction"], fraction)), None)
-    name = f"the ETA beats the baseline at {fraction:.0%} of the plateau, coverage within {tolerance:.0%}"
-    if row is None or row["mae"] is None or row["mae_baseline"] is None or row["coverage"] is None:
-        return Check(name, False, "not enough held-out runs to evaluate")
-    better = row["mae"] < row["mae_baseline"]
-    calibrated = abs(row["coverage"] - row["stated_coverage"]) <= tolerance + 1e-12
-    return Check(name, better and calibrated,
-                 f"error {row['mae']:,.0f} against the baseline's {row['mae_baseline']:,.0f} steps; coverage "
-                 f"{row['coverage']:.0%} against the stated {row['stated_coverage']:.0%} (n = {row['n']})")
-
-
-def eta_evaluation(histories: Sequence[History], test_seeds: Sequence[int], no_grok: Sequence[History] = (),
-                   profile: str = "book", coverage: float = 0.8) -> dict[str, Any]:
-    """The ETA and early-warning evaluation of a set of runs split by seed, as ``scripts/evaluate_eta.py`` saves it.
-
-    Runs whose seed is in ``test_seeds`` are held out: the constants come from the others only
-    (:func:`evaluate_eta`), the shipping rule is :func:`eta_verdict`, and the warnings are scored on the
-    held-out runs against ``no_grok`` (:func:`nhtlab.analysis.warnings.evaluate_warnings`).
-
-    Parameters
-    ----------
-    histories : sequence of History
-        Companion-style runs with ``seed``, ``lr`` and ``weight_decay`` in their config.
-    test_seeds : sequence of int
-        The held-out seeds; at least one run must be held out and one kept for fitting.
-    no_grok : sequence of History, optional
-        Runs after which no grokking follows within their horizon (false alarms); none by default.
-    profile : str
-        The label the payload carries (``"book"``, ``"full"``, or a chapter's profile).
-    coverage : float
-        The interval's stated coverage.
-
-    Returns
-    -------
-    dict
-        ``profile``, ``nhtlab``, ``fit`` / ``test`` / ``no_grok`` (the split in words), ``eta`` (the records),
-        ``verdict`` (``passed``, ``detail``, ``name``) and ``warnings``: what :func:`nhtlab.eta_report` renders.
-
-    Raises
-    ------
-    ValueError
-        When the split leaves no fitting or no held-out run.
-    """
-    def seeds(hs: Sequence[History]) -> list[int]:
-        return sorted({int(h.config["seed"]) for h in hs})
-
-    held = {int(s) for s in test_seeds}
-    fit = [h for h in histories if int(h.config["seed"]) not in held]
-    test = [h for h in histories if int(h.config["seed"]) in held]
-    if not fit or not test:
-        raise ValueError(f"The 'test_seeds' parameter of eta_evaluation must hold out some runs and keep others for "
-                         f"fitting. Got {sorted(held)} for runs of seeds {seeds(histories)}.")
-    records = evaluate_eta(fit, test, coverage)
-    verdict = eta_verdict(records)
-
-    lams = sorted({float(h.config["weight_decay"]) for h in fit})
-    # the horizon: the run's step budget, else (a history without one) its last recorded step
-    weak = sorted({(float(h.config["weight_decay"]), int(h.config.get("steps") or h.rows[-1]["step"])) for h in no_grok})
-    return {
-        "profile": profile, "nhtlab": __version__, "fit": f"λ ∈ {lams}, seeds {seeds(fit)}",
-        "test": f"seeds {seeds(test)}",
-        "no_grok": "; ".join(f"λ = {lam:g}, {steps:,} steps" for lam, steps in weak) or "none",
-        "eta": records, "verdict": {"passed": verdict.passed, "detail": verdict.detail, "name": verdict.name},
-        "warnings": evaluate_warnings(test, no_grok),
-    }
-
-
 def synthetic_contraction(t_mem: int, t_grok: int | None, rate: float, v_mem: float = 1000.0,
                           end: int | None = None, every: int = 100, lr: float = 1e-3,
                           weight_decay: float = 1.0) -> History:
@@ -415,23 +325,3 @@ def synthetic_contraction(t_mem: int, t_grok: int | None, rate: float, v_mem: fl
         rows.append({"step": s, "norm": v, "train_acc": 1.0 if s >= t_mem else 0.5,
                      "test_acc": 1.0 if (t_grok is not None and s >= t_grok) else 0.01})
     return History(rows=rows, status="completed", config={"lr": lr, "weight_decay": weight_decay})
-
-
-def saved_evaluation(profile: str = "book") -> dict[str, Any] | None:
-    """The evaluation ``scripts/evaluate_eta.py --profile PROFILE`` saved with the package, or None.
-
-    Parameters
-    ----------
-    profile : {"quick", "book", "full"}
-        Which evaluation: the book's held-out runs, or the companion's Table 3 runs (``full``).
-
-    Returns
-    -------
-    dict or None
-        The script's JSON (``eta`` records, ``verdict``, ``warnings``, the split and the versions);
-        None when that evaluation has not been run and saved.
-    """
-    check_choice(profile, "profile", ("quick", "book", "full"), owner="saved_evaluation")
-    path = resources.files("nhtlab") / "results" / f"eta_{profile}.json"
-    return json.loads(path.read_text()) if path.is_file() else None
-

@@ -14,7 +14,7 @@ columns the training loop records at every evaluation.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -23,13 +23,12 @@ from numpy.typing import ArrayLike
 
 from ..history import History
 from ..validation import check_real, check_type
-from .claims import Check, Reading, over_seeds
 from .events import find_events
 
-__all__ = ["LayerTransition", "layer_transitions", "peak_order", "normalised_layer_norms",
-           "head_to_first_ratio", "head_signals", "early_warning", "head_and_first", "default_head_and_first", "layer_records", "is_backward", "layer_order", "ORDERS", "warning_times",
-           "CONTRACTION_SHARE", "CONTRACTION_VERDICTS", "LayerContraction", "ContractionOrder", "contraction_order",
-           "order_readings", "order_determined", "layer_window_records"]
+__all__ = ["LayerTransition", "layer_transitions", "peak_order", "normalised_layer_norms", "head_to_first_ratio",
+           "head_signals", "early_warning", "head_and_first", "default_head_and_first", "layer_records",
+           "is_backward", "layer_order", "ORDERS", "warning_times", "CONTRACTION_SHARE", "CONTRACTION_VERDICTS",
+           "LayerContraction", "ContractionOrder", "contraction_order"]
 
 
 @dataclass
@@ -426,7 +425,6 @@ CONTRACTION_SHARE = 0.1
 CONTRACTION_VERDICTS = ("backward", "forward", "simultaneous", "undetermined")
 
 
-
 @dataclass
 class LayerContraction:
     """How one layer's ‖θ_ℓ‖² moved between the fitted shortcut (T_mem) and the structure (T_grok).
@@ -583,87 +581,3 @@ def contraction_order(history: History, window: tuple[int | None, int | None] | 
     else:
         verdict = "backward" if f is None or (h is not None and h < f) else "forward"
     return ContractionOrder(int(t_mem), t_end, share, head, first, layers, verdict)
-
-
-def order_readings(orders: Mapping[tuple[Any, int], ContractionOrder], expected: str = "backward",
-                   rule: str = "majority") -> dict[Any, Reading]:
-    """The layer order of every setting counted over its seeds (:func:`nhtlab.over_seeds`).
-
-    Parameters
-    ----------
-    orders : mapping (setting, seed) → ContractionOrder
-        One reading per run, e.g. keyed by (λ, seed).
-    expected : str
-        The verdict the text states, fixed before the run (the paper's ``"backward"``).
-    rule : {"majority", "all"}
-        What makes the reading a claim over seeds.
-
-    Returns
-    -------
-    dict of setting → Reading
-        In the order the settings first appear; each ``text()`` reads "backward in k of n seeds (…)".
-    """
-    check_type(orders, "orders", Mapping, owner="order_readings")
-    groups: dict[Any, dict[int, str]] = {}
-    for (group, seed), order in orders.items():
-        check_type(order, f"orders[{group!r}, {seed!r}]", ContractionOrder, owner="order_readings")
-        groups.setdefault(group, {})[seed] = order.verdict
-    return {g: over_seeds(f"layer order at {g}", by_seed, expected=expected, rule=rule) for g, by_seed in groups.items()}
-
-
-def order_determined(orders: Mapping[Any, ContractionOrder]) -> Check:
-    """Check: every run's layer order is determined (the window exists and a layer contracts in it).
-
-    Fails when any reading is ``"undetermined"`` (no shortcut fitted, or neither
-    the read-out nor the first layer lost the set share of its T_mem value) or
-    when there is no reading at all.
-
-    Parameters
-    ----------
-    orders : mapping of any key → ContractionOrder
-
-    Returns
-    -------
-    Check
-        Passed when no reading is undetermined; the detail counts them.
-    """
-    check_type(orders, "orders", Mapping, owner="order_determined")
-    open_ = [key for key, o in orders.items() if o.verdict == "undetermined"]
-    detail = f"{len(orders) - len(open_)} of {len(orders)} runs determined" + (
-        f"; undetermined: {open_}" if open_ else "")
-    return Check("the layer order is determined in every run", bool(orders) and not open_, detail)
-
-
-def layer_window_records(history: History, order: ContractionOrder, **constants: Any) -> list[dict[str, Any]]:
-    """Tidy rows of each weight layer's norm in the window [T_mem, T_end], for the paper's view.
-
-    Parameters
-    ----------
-    history : History
-        The run ``order`` was read on.
-    order : ContractionOrder
-        From :func:`contraction_order` on ``history``.
-    **constants
-        Added to every row (the run's label…).
-
-    Returns
-    -------
-    list of dict
-        ``{step, layer, normalised, at_mem, contracted, …constants}``: ‖θ_ℓ‖² over its own peak over
-        the run (the paper's view), over its value at T_mem, and whether the layer has contracted by that
-        step. Empty when there is no window.
-    """
-    check_type(order, "order", ContractionOrder, owner="layer_window_records")
-    if order.t_mem is None:
-        return []
-    steps = history.column("step").astype(int)
-    keep = (steps >= order.t_mem) & (steps <= order.t_end)
-    peaks = normalised_layer_norms(history, [c.layer for c in order.layers])
-    rows = []
-    for c in order.layers:
-        values = history.column(f"norm/{c.layer}")
-        for i in np.nonzero(keep)[0]:
-            rows.append({"step": int(steps[i]), "layer": c.layer, "normalised": float(peaks[c.layer][i]),
-                         "at_mem": float(values[i] / c.at_mem) if c.at_mem > 0 else math.nan,
-                         "contracted": c.step is not None and int(steps[i]) >= c.step, **constants})
-    return rows

@@ -47,7 +47,8 @@ from ..history import History
 from ..validation import check_int, check_real, check_type
 from .events import Events, find_events
 
-__all__ = ["REGIMES", "UNDETERMINED", "TOO_EARLY", "DIVERGED", "UNJUDGED", "is_diverged", "Regime", "diagnose_regime", "regime_order_ok", "regime_table", "regime_curves"]
+__all__ = ["REGIMES", "UNDETERMINED", "TOO_EARLY", "DIVERGED", "UNJUDGED", "is_diverged", "Regime", "diagnose_regime",
+           "regime_order_ok", "regime_table"]
 
 #: The three regimes, in the order of increasing λ: nhtlab's only list of them (the online
 #: :func:`nhtlab.training.monitor.online_regime` returns these too).
@@ -205,7 +206,7 @@ def regime_order_ok(lams: Sequence[float], regimes: Sequence[str]) -> bool:
     """True when, sorted by λ, the regimes never step backwards in weak → intermediate → strong.
 
     nhtlab's one order rule: the chapters' checks and the scorecard's P2
-    (:func:`nhtlab.analysis.scorecard.regimes_in_order`, which also needs all
+    (:func:`nhtlab.book.scorecard.regimes_in_order`, which also needs all
     three regimes present) both apply it. The labels in :data:`UNJUDGED`
     (``"undetermined"`` from :func:`diagnose_regime`, ``"too early"`` from the
     online monitor) are skipped: they judge nothing.
@@ -296,36 +297,3 @@ def regime_table(result: Any, **thresholds: Any) -> list[dict[str, Any]]:
             "max_test_acc": round(float(np.nanmax(row.history.column("test_acc"))), 4), "status": row.history.status,
         })
     return rows
-
-
-def regime_curves(result: Any, table: list[dict[str, Any]], every: int = 1) -> list[dict[str, Any]]:
-    """Long records of every run's curves, tagged with its λ, seed and regime, for charts.
-
-    Each record: ``run``, ``weight_decay``, ``lam_index`` (rank of its λ among the
-    sweep's distinct λ, for sliders), ``seed``, ``regime``, ``step``, ``norm``,
-    ``train_acc``, ``test_acc``. ``every`` keeps one evaluation in ``every``.
-
-    Parameters
-    ----------
-    result : SweepResult
-        The λ sweep (rows with ``run`` and ``history``).
-    table : list of dict
-        :func:`regime_table` of the same sweep, one row per run, in the same order.
-    every : int >= 1
-        Keep one evaluation in ``every``.
-
-    Returns
-    -------
-    list of dict
-        One record per kept evaluation of every run.
-    """
-    lams = sorted({row.run.weight_decay for row in result})
-    out = []
-    for i, (row, info) in enumerate(zip(result, table)):
-        for k, r in enumerate(row.history.rows):
-            if k % every and k != len(row.history.rows) - 1:
-                continue
-            out.append({"run": i, "weight_decay": row.run.weight_decay, "lam_index": lams.index(row.run.weight_decay),
-                        "seed": row.run.seed, "regime": info["regime"], "step": r["step"], "norm": r["norm"],
-                        "train_acc": r["train_acc"], "test_acc": r.get("test_acc")})
-    return out

@@ -5,10 +5,12 @@ modules. Charts use Vega-Lite params (zoom, hover, sliders, dropdowns) over
 inline data so they stay interactive in the static HTML book.
 """
 
+from .. import hooks
 from .dlr import *  # noqa: F401,F403
 from .emergence import *  # noqa: F401,F403
 from .layers import *  # noqa: F401,F403
-from .offline import use_offline_renderer  # noqa: F401
 from .regimes import *  # noqa: F401,F403
-from .training import *  # noqa: F401,F403
-from .training import WIDTH, alt, long_records  # noqa: F401  (notebooks use charts.alt and the shared width)
+from .curves import *  # noqa: F401,F403
+from .curves import WIDTH, alt, long_records  # noqa: F401  (notebooks use charts.alt and the shared width)
+
+hooks.charts_loaded()  # the book build's offline renderer (nhtlab.build.offline_charts) registers here

@@ -13,9 +13,10 @@ import altair as alt
 
 from ..analysis.events import Events
 from ..history import History
-from .training import WIDTH, event_rules, long_records
+from .curves import WIDTH, event_rules, long_records
 
-__all__ = ["dlr_timeline", "dlr_decomposition", "dlr_curves", "rank_rule_curves", "spectra_explorer", "compare_measures", "toy_curve", "dlr_band"]
+__all__ = ["dlr_timeline", "dlr_decomposition", "dlr_curves", "rank_rule_curves", "spectra_explorer",
+           "compare_measures", "toy_curve", "dlr_band"]
 
 
 def dlr_timeline(history: History, events: Events | None = None, title: str = "") -> alt.VConcatChart:
@@ -131,7 +132,7 @@ def dlr_band(records: Sequence[Mapping[str, Any]], events: Events | None = None,
              title: str = "") -> alt.LayerChart:
     """DLR under the chosen rule (line) inside the band of the other rank rules (shaded).
 
-    ``records`` are :func:`nhtlab.measures.dlr.rule_band` rows (``step``, ``dlr``, ``low``, ``high``).
+    ``records`` are :func:`nhtlab.book.dlr_report.rule_band` rows (``step``, ``dlr``, ``low``, ``high``).
     """
     zoom = alt.selection_interval(bind="scales", encodings=["x"])
     base = alt.Chart(alt.Data(values=list(records)))

@@ -14,7 +14,7 @@ import altair as alt
 from ..analysis.regimes import TOO_EARLY
 from ..history import History
 from .regimes import REGIME_COLORS
-from .training import WIDTH, long_records
+from .curves import WIDTH, long_records
 
 __all__ = ["gap_and_delay", "fraction_threshold", "monitor_readings", "lambda_grid"]
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import altair as alt
 
-from .training import WIDTH
+from .curves import WIDTH
 
 __all__ = ["layerwise_norms", "layer_peak_steps", "head_ratio_curves", "warning_signals", "sweep_lines", "score_bars",
            "contraction_curves"]
@@ -176,7 +176,7 @@ def contraction_curves(records: Sequence[dict[str, Any]], share: float,
     ----------
     records : sequence of dict
         Rows ``{step, layer, normalised, at_mem, contracted, run}``
-        (:func:`nhtlab.analysis.layers.layer_window_records` concatenated over runs).
+        (:func:`nhtlab.book.layer_report.layer_window_records` concatenated over runs).
     share : float
         The share a layer must lose to count as contracted.
     title : str

@@ -1,6 +1,6 @@
 """Charts for the weight-decay regimes and the delay law. They draw precomputed records only.
 
-Inputs come from :func:`nhtlab.analysis.regimes.regime_table`, :func:`nhtlab.analysis.regimes.regime_curves`,
+Inputs come from :func:`nhtlab.analysis.regimes.regime_table`, :func:`nhtlab.book.regime_report.regime_curves`,
 :func:`nhtlab.analysis.delay.delay_point`, :func:`nhtlab.analysis.delay.delay_fits` and
 :func:`nhtlab.analysis.delay.contraction_fit`. The λ slider is a Vega-Lite param bound to
 a range input, so it works in the static book with no kernel behind it.
@@ -14,9 +14,10 @@ from typing import Any
 import altair as alt
 
 from ..analysis.regimes import DIVERGED, REGIMES, UNDETERMINED
-from .training import WIDTH
+from .curves import WIDTH
 
-__all__ = ["REGIME_COLORS", "regime_norm_curves", "lambda_slider", "phase_diagram", "delay_fit_chart", "contraction_chart"]
+__all__ = ["REGIME_COLORS", "regime_norm_curves", "lambda_slider", "phase_diagram", "delay_fit_chart",
+           "contraction_chart"]
 
 # A diverged run (stopped on a non-finite loss, no verdict) gets its own colour, not one borrowed from a regime.
 REGIME_COLORS = dict(zip((*REGIMES, UNDETERMINED, DIVERGED), ("#4c78a8", "#f58518", "#e45756", "#9d9d9d", "#3b3b3b")))

@@ -26,7 +26,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from ..smoke import smoke_enabled, smoke_images
+from ..hooks import smoke_images
 from ..validation import check_bool, check_int, check_real, check_type
 
 __all__ = ["ImageData", "DatasetUnavailableError", "digits", "cifar10", "read_cifar10_batches", "CIFAR10_CLASSES"]
@@ -98,7 +98,7 @@ def digits(size: int = 16, test_fraction: float = 0.3, seed: int = 0) -> ImageDa
     ImageData
         ``x_train`` (n_train, 3, size, size), ``y_train`` (n_train,), likewise
         for the test split; ten classes. Under the smoke cap
-        (``NHTLAB_SMOKE=1``, :mod:`nhtlab.smoke`) each split keeps its first
+        (``NHTLAB_SMOKE=1``, :mod:`nhtlab.build.smoke`) each split keeps its first
         ``NHTLAB_SMOKE_IMAGES`` images, as :func:`cifar10` does.
 
     Examples
@@ -120,8 +120,8 @@ def digits(size: int = 16, test_fraction: float = 0.3, seed: int = 0) -> ImageDa
     x = x.clamp(0.0, 1.0).repeat(1, 3, 1, 1).contiguous()  # (n, 3, size, size)
     y = torch.tensor(bunch.target, dtype=torch.long)
     train_idx, test_idx = _split(len(y), test_fraction, seed)
-    if smoke_enabled():  # a capped run exercises code paths; evaluations on all images dominated its time
-        cap = smoke_images()
+    cap = smoke_images()  # None unless the smoke cap is on
+    if cap is not None:  # a capped run exercises code paths; evaluations on all images dominated its time
         train_idx, test_idx = train_idx[:cap], test_idx[:cap]
     return ImageData(x[train_idx], y[train_idx], x[test_idx], y[test_idx], 10, name=f"digits{size}",
                      class_names=tuple(str(k) for k in range(10)))
@@ -215,7 +215,7 @@ def cifar10(root: str | Path, download: bool = False, timeout: float = 20.0,
         fast instead of hanging.
     train_limit, test_limit : int, optional
         Keep only the first this many images of each split (smoke tests).
-        Under the smoke cap (``NHTLAB_SMOKE=1``, :mod:`nhtlab.smoke`) both are
+        Under the smoke cap (``NHTLAB_SMOKE=1``, :mod:`nhtlab.build.smoke`) both are
         at most ``NHTLAB_SMOKE_IMAGES`` and ``download`` is treated as False, so
         a capped run never touches the network.
 
@@ -241,8 +241,8 @@ def cifar10(root: str | Path, download: bool = False, timeout: float = 20.0,
     if os.environ.get("NHTLAB_CIFAR_ROOT"):
         root = os.environ["NHTLAB_CIFAR_ROOT"]
         name = f"cifar10 (NHTLAB_CIFAR_ROOT={root})"
-    if smoke_enabled():
-        cap = smoke_images()
+    cap = smoke_images()  # None unless the smoke cap is on
+    if cap is not None:
         train_limit, test_limit = min(train_limit or cap, cap), min(test_limit or cap, cap)
         download = False
     root = Path(root).expanduser()
@@ -252,7 +252,7 @@ def cifar10(root: str | Path, download: bool = False, timeout: float = 20.0,
     missing = [f for f in CIFAR10_FILES if not (folder / f).exists()]
     if missing:
         fix = (f"it was not found under {str(root)!r} (missing {', '.join(missing)} in {CIFAR10_FOLDER}) and "
-               f"download=False{' (the smoke cap never downloads)' if smoke_enabled() else ''}. Call "
+               f"download=False{' (the smoke cap never downloads)' if cap is not None else ''}. Call "
                f"nhtlab.data.images.cifar10({str(root)!r}, download=True) with network access (about 170 MB), "
                f"or extract cifar-10-python.tar.gz into {str(root)!r}, or point NHTLAB_CIFAR_ROOT at a folder "
                f"holding {CIFAR10_FOLDER}; or use the offline nhtlab.data.images.digits() instead.")

@@ -49,17 +49,17 @@ unit test (``tests/test_dlr_rank.py``, ``tests/test_lazy_rich.py``):
 3. *logits or log-probabilities*: DLR from the logits and from the
    log-probabilities centred over the classes agree within 0.03 (softmax ignores
    a per-sample constant);
-4. *lazy against rich* (:mod:`nhtlab.training.lazy_rich`): on runs that CKA-to-init and
+4. *lazy against rich* (:mod:`nhtlab.book.lazy_rich_experiment`): on runs that CKA-to-init and
    NC1 call lazy or rich, lazy DLR exceeds rich DLR by ≥ 0.2.
 
-Evidence (:func:`rule_properties`, seeds 0–3; lazy/rich on the digits MLP of
+Evidence (:func:`nhtlab.book.dlr_report.rule_properties`, seeds 0–3; lazy/rich on the digits MLP of
 the chapter): ``"full"`` fails 1 (abs(ΔDLR) ≈ 0.2, r jumps 5 → 10) and 2 (0.25);
 ``"relative"`` 1e-2 fails 1 (≈ 0.2); ``"energy"`` 0.9 fails 2 (finds r = 4 of 5,
 abs(ΔDLR) 0.02); ``"energy"`` 0.99, 0.999 and ``"relative"`` 0.1 pass 1–3 (0.999
 only just: 10⁻³ noise sits at its threshold), and every rule passes 4 (lazy
 ≈ 0.47–0.55 against rich ≈ 0.04–0.10). Where several rules pass, the incumbent
 default stays rather than re-choosing with more results in view; the other rules
-are reported only as a sensitivity band (:func:`rule_band`). The rule was fixed
+are reported only as a sensitivity band (:func:`nhtlab.book.dlr_report.rule_band`). The rule was fixed
 before the chapter's transformer run. Two caveats on that history: the
 incumbent had first been picked on MLP grokking runs (these properties could
 have overturned it and did not), and property 3 was first scored with *raw*
@@ -93,20 +93,20 @@ so a global scale of the features or of the outputs does not change the value
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 import math
 import warnings
 from numbers import Integral
 from typing import Any
 
-import numpy as np
 import torch
 
-from ..validation import check_int, check_real, check_type
+from ..validation import check_int, check_real
 from .cka import _ZERO_TOL, as_float64_matrix, centre
 
-__all__ = ["RANK_RULES", "DEFAULT_RANK", "DEFAULT_TOL", "DLRTerms", "output_singular_values", "output_rank", "dlr", "dlr_terms", "CANDIDATE_RULES", "RULE_THRESHOLDS", "rule_properties", "rule_band", "random_rotation"]
+__all__ = ["RANK_RULES", "DEFAULT_RANK", "DEFAULT_TOL", "DLRTerms", "output_singular_values", "output_rank", "dlr",
+           "dlr_terms", "CANDIDATE_RULES", "RULE_THRESHOLDS"]
 
 RANK_RULES = ("energy", "relative", "full")
 DEFAULT_RANK = "energy"
@@ -390,126 +390,3 @@ CANDIDATE_RULES: dict[str, tuple[str | int, float | None]] = {
 
 #: Pass thresholds of the properties, fixed before any rule was scored on them.
 RULE_THRESHOLDS = {"noise": 0.01, "known_rank": 0.01, "log_probs": 0.03}
-
-
-def _orthonormal(n: int, r: int, g: torch.Generator) -> torch.Tensor:
-    a = torch.randn(n, r, generator=g, dtype=torch.float64)
-    q, _ = torch.linalg.qr(a - a.mean(0))
-    return q
-
-
-def _scaled_to_share(extra: torch.Tensor, base: torch.Tensor, share: float) -> torch.Tensor:
-    """``extra`` rescaled so that its centred energy is ``share`` of ``base``'s."""
-    return extra * (share * float((centre(base) ** 2).sum()) / float((centre(extra) ** 2).sum())) ** 0.5
-
-
-def rule_properties(
-    rules: Mapping[str, tuple[str | int, float | None]] | None = None, seed: int = 0, n: int = 600,
-) -> list[dict[str, Any]]:
-    """Score rank rules on three synthetic properties that do not depend on any training story.
-
-    Each property is a number that should be (near) zero for a good rule:
-
-    * ``noise``: abs(ΔDLR) when output directions carrying 10⁻³ of the outputs'
-      energy are appended, once as pure noise (unrelated to the features) and
-      once as a weak function of the features (the largest change is kept).
-      Features: 24 tanh units; outputs: 10 logits of exact rank 5 read from them.
-    * ``known_rank``: abs(DLR − DLR(r = k)) on outputs of known rank k = 5 whose
-      singular values fall geometrically from 1 to 0.3 (plus noise of 10⁻⁸ of
-      their energy), with features = the output span plus 20 unused directions
-      (so the true value is known in closed form); ``rank_found`` gives the r chosen.
-    * ``log_probs``: abs(DLR(logits) − DLR(log-softmax)) for confident logits
-      (scale 4) of 10 classes read from the same features; softmax ignores a
-      per-sample constant, so a rank rule should not let the log-sum-exp term
-      change the answer much.
-
-    Parameters
-    ----------
-    rules : mapping name → (rank, tol), optional
-        Defaults to :data:`CANDIDATE_RULES`.
-    seed : int
-    n : int
-        Samples.
-
-    Returns
-    -------
-    list of dict
-        One row per rule: ``rule``, ``noise``, ``known_rank``, ``rank_found``,
-        ``log_probs`` and ``passes`` (all three below :data:`RULE_THRESHOLDS`).
-    """
-    owner = "rule_properties"
-    rules = CANDIDATE_RULES if rules is None else rules
-    for rank, tol in rules.values():
-        _check_rank(rank, tol, owner)
-    check_int(seed, "seed", low=0, owner=owner)
-    check_int(n, "n", low=50, owner=owner)
-    g = torch.Generator().manual_seed(seed)
-    x = torch.randn(n, 12, generator=g, dtype=torch.float64)
-    phi = torch.tanh(x @ torch.randn(12, 24, generator=g, dtype=torch.float64))  # (n, 24) features
-    base = phi @ torch.randn(24, 5, generator=g, dtype=torch.float64) @ torch.randn(5, 10, generator=g, dtype=torch.float64)
-    weak = phi @ torch.randn(24, 10, generator=g, dtype=torch.float64)
-    noisy = [torch.cat([base, _scaled_to_share(extra, base, 1e-3)], 1)
-             for extra in (torch.randn(n, 10, generator=g, dtype=torch.float64), weak)]
-    q = _orthonormal(n, 25, g)
-    span, unused = q[:, :5], q[:, 5:]
-    sv = torch.logspace(0, float(np.log10(0.3)), 5, dtype=torch.float64)
-    known = span @ torch.diag(sv) @ random_rotation(10, g)[:5]  # (n, 10), rank 5, s = 1 … 0.3
-    known = known + _scaled_to_share(torch.randn(n, 10, generator=g, dtype=torch.float64), known, 1e-8)
-    known_features = torch.cat([span * torch.linspace(1.0, 0.5, 5, dtype=torch.float64), 0.3 * unused], 1)
-    truth = dlr_terms(known_features, known, 5).dlr
-    logits = 4.0 * phi @ torch.randn(24, 10, generator=g, dtype=torch.float64) / 24 ** 0.5
-    log_probs = torch.log_softmax(logits, 1)
-    centred_log_probs = log_probs - log_probs.mean(1, keepdim=True)  # = logits − their mean over classes
-    rows = []
-    for name, (rank, tol) in rules.items():
-        plain = dlr(phi, base, rank, tol)
-        known_terms = dlr_terms(known_features, known, rank, tol)
-        row = {
-            "rule": name,
-            "noise": max(abs(dlr(phi, f, rank, tol) - plain) for f in noisy),
-            "known_rank": abs(known_terms.dlr - truth),
-            "rank_found": known_terms.rank,
-            "log_probs": abs(dlr(phi, logits, rank, tol) - dlr(phi, centred_log_probs, rank, tol)),
-            "raw_log_probs": abs(dlr(phi, logits, rank, tol) - dlr(phi, log_probs, rank, tol)),
-        }
-        row["passes"] = all(row[k] <= v for k, v in RULE_THRESHOLDS.items())
-        rows.append(row)
-    return rows
-
-
-def random_rotation(d: int, g: torch.Generator) -> torch.Tensor:
-    """A (d, d) random orthogonal matrix (float64) from generator ``g``."""
-    q, _ = torch.linalg.qr(torch.randn(d, d, generator=g, dtype=torch.float64))
-    return q
-
-
-def rule_band(rows: Sequence[Mapping[str, Any]], rules: Sequence[str], column: str = "dlr") -> list[dict[str, float]]:
-    """DLR under the chosen rule with the band spanned by other rules, per recorded step.
-
-    Parameters
-    ----------
-    rows : sequence of dict
-        History rows written by :class:`DLRTracker` (``step``, ``column`` and
-        ``dlr[<rule>]`` for every name in ``rules``).
-    rules : sequence of str
-        Names of the comparison rules (keys of the tracker's ``compare``).
-    column : str
-        The chosen rule's column.
-
-    Returns
-    -------
-    list of dict
-        ``step``, ``dlr`` (chosen rule), ``low`` and ``high`` (min and max over
-        the chosen rule and ``rules``): the sensitivity band.
-    """
-    check_type(column, "column", str, owner="rule_band")
-    out = []
-    for row in rows:
-        if column not in row:
-            continue
-        missing = [name for name in rules if f"dlr[{name}]" not in row]
-        if missing:
-            raise ValueError(f"The 'rules' parameter of rule_band names rules not recorded in the rows: {missing}.")
-        values = [row[column]] + [row[f"dlr[{name}]"] for name in rules]
-        out.append({"step": row["step"], "dlr": row[column], "low": min(values), "high": max(values)})
-    return out

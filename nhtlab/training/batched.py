@@ -44,7 +44,7 @@ from ..data.modular import modular_data
 from ..history import History
 from ..measures.norms import layer_parameters
 from ..models import make_model
-from ..smoke import cap_train_config
+from ..hooks import cap_train_config
 from ..validation import check_type
 from .device import pick_device, seed_everything
 from .loop import _lr_factor
@@ -58,7 +58,7 @@ from .evaluation import (
 )
 from .modular_run import ModularRun
 from .compiled import compiled_forward
-from .cpu_slots import cpu_slot
+from ..hooks import training_slot
 
 __all__ = ["SHARED_FIELDS", "batch_key", "train_batched", "StackedAdamW"]
 
@@ -150,7 +150,7 @@ def train_batched(runs: Sequence[ModularRun], progress: str | None = None, desc:
     ``stop_after`` ends a run early, ``"diverged"`` when its loss or norm becomes
     non-finite. A finished run (stopped or diverged) is dropped from the stack
     at once, so it stops costing compute; the stack steps until every run has
-    finished. Under the smoke cap (:mod:`nhtlab.smoke`) steps, evaluation
+    finished. Under the smoke cap (:mod:`nhtlab.build.smoke`) steps, evaluation
     interval and batch are capped as in :func:`nhtlab.training.loop.train`.
 
     Parameters
@@ -187,7 +187,7 @@ def train_batched(runs: Sequence[ModularRun], progress: str | None = None, desc:
     first = runs[0]
     device = pick_device(first.device)
     R = len(runs)
-    # the smoke cap (nhtlab.smoke) shortens every run alike; a no-op when it is off
+    # the smoke cap (nhtlab.build.smoke) shortens every run alike; a no-op when it is off
     capped = cap_train_config(first.train_config())
     steps, eval_every, batch_size = capped.steps, capped.eval_every, capped.batch_size
 
@@ -287,7 +287,7 @@ def train_batched(runs: Sequence[ModularRun], progress: str | None = None, desc:
             if stopped_after(h, grok[r], step, runs[r].stop_after):
                 finish(k)
 
-    with cpu_slot():  # a machine-wide training slot while computing (NHTLAB_CPU_SLOTS)
+    with training_slot():  # a machine-wide training slot while computing (NHTLAB_CPU_SLOTS, nhtlab.hooks)
         measure(0)
         if finished:
             compact()

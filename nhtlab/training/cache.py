@@ -2,7 +2,7 @@
 
 An entry is keyed by the SHA-256 of the canonical JSON (sorted keys, no
 spaces) of the run's *full* configuration together with ``nhtlab.__version__``
-(and, under the smoke cap of :mod:`nhtlab.smoke`, the cap's settings; and for a
+(and, under the smoke cap of :mod:`nhtlab.build.smoke`, the cap's settings; and for a
 CPU run, the number of torch threads when it is more than one, see :func:`config_key`):
 changing any setting, or upgrading nhtlab, misses the cache and trains again.
 Each entry is one JSON file holding the key, the configuration, the history
@@ -22,7 +22,7 @@ a run that :func:`cached_run` or :func:`nhtlab.sweep` trains through the cache a
 checkpoints into the cache (``<root>/checkpoints/<key>``): a process killed mid-run
 resumes there on the next call, and the checkpoints go once the finished run is stored.
 
-In Colab, :func:`nhtlab.keep_on_drive` mounts Google Drive and points the cache there,
+In Colab, :func:`nhtlab.book.keep_on_drive` mounts Google Drive and points the cache there,
 checkpoints on, so that finished runs and unfinished ones survive a runtime reset.
 
 Set ``NHTLAB_CACHE=off`` to make :func:`cached_run` always train (nothing is
@@ -55,10 +55,9 @@ import torch
 
 from .. import _version
 from ..history import History
-from ..smoke import smoke_signature
 from ..validation import check_bool, check_type
 from .checkpoint import atomic_write_bytes
-from .ledger import record_training
+from .. import hooks
 from .modular_run import ModularRun, run_modular
 
 __all__ = ["ResultCache", "default_cache_dir", "config_key", "cached_run", "cache_enabled", "checkpoints_enabled"]
@@ -66,7 +65,7 @@ __all__ = ["ResultCache", "default_cache_dir", "config_key", "cached_run", "cach
 _FINISHED = ("completed", "stopped", "diverged")
 
 
-# Which probe a run carries and how it trains with it: nhtlab.training.tracked registers its
+# Which probe a run carries and how it trains with it: nhtlab.book.dlr_probes registers its
 # shared_probe and train_probed here when it is imported (nhtlab's __init__ always imports it).
 # A registration, not an import: tracked builds on this module, so this module cannot import it.
 _PROBES: tuple[Callable[[Any], Any], Callable[..., History]] | None = None
@@ -131,7 +130,7 @@ def key_threads(config: Mapping[str, Any]) -> int | None:
 def config_key(config: Mapping[str, Any]) -> str:
     """SHA-256 (hex) of the canonical JSON of ``config`` and ``nhtlab.__version__``.
 
-    Under the smoke cap (``NHTLAB_SMOKE=1``, :mod:`nhtlab.smoke`) the cap's
+    Under the smoke cap (``NHTLAB_SMOKE=1``, :mod:`nhtlab.build.smoke`) the cap's
     settings are hashed too, so capped and real runs never share an entry; so is
     the torch thread count of a CPU run trained on more than one thread
     (:func:`key_threads`): a run at 2 threads is another result than at 1.
@@ -144,7 +143,7 @@ def config_key(config: Mapping[str, Any]) -> str:
     check_type(config, "config", Mapping, owner="config_key")
 
     keyed: dict[str, Any] = {"config": dict(config), "nhtlab": _version.__version__}  # read at call time
-    smoke = smoke_signature()
+    smoke = hooks.smoke_signature()
     if smoke is not None:  # a capped run never shares an entry with a real one; real keys are unchanged
         keyed["smoke"] = smoke
     threads = key_threads(config)
@@ -189,8 +188,8 @@ class ResultCache:
 
         A run killed mid-way resumes from its last checkpoint on the next call; :meth:`put`
         removes the checkpoints once the finished run is stored. A run that a chapter reads
-        through a probe (:func:`~nhtlab.training.tracked.shared_probe`) is trained with it, and
-        the probed entry is put here too (:func:`~nhtlab.training.tracked.train_probed`); the
+        through a probe (:func:`~nhtlab.book.dlr_probes.shared_probe`) is trained with it, and
+        the probed entry is put here too (:func:`~nhtlab.book.dlr_probes.train_probed`); the
         history returned is the plain run's either way. The training is added to the cache's
         ledger (:meth:`record_training`).
         """
@@ -205,13 +204,13 @@ class ResultCache:
 
     def record_training(self, run: Any, history: History, cpu_seconds: float | None, wall_seconds: float,
                         how: str = "alone") -> None:
-        """Add a training of ``run`` to this cache's ledger (:mod:`nhtlab.training.ledger`), keyed by the plain run.
+        """Add a training of ``run`` to this cache's ledger (:mod:`nhtlab.build.ledger`), keyed by the plain run.
 
         The ledger (``<root>/trained.jsonl``) is how a build tells what it trained, at what CPU cost,
-        and whether any run was trained twice; :func:`nhtlab.training.ledger.summarise` reads it.
+        and whether any run was trained twice; :func:`nhtlab.build.ledger.summarise` reads it.
         """
-        record_training(self.root, config_key(run.cache_config()), run, history, cpu_seconds=cpu_seconds,
-                        wall_seconds=wall_seconds, how=how)
+        hooks.record_training(self.root, config_key(run.cache_config()), run, history, cpu_seconds=cpu_seconds,
+                              wall_seconds=wall_seconds, how=how)
 
     def __repr__(self) -> str:
         return f"ResultCache({str(self.root)!r})"
@@ -270,7 +269,7 @@ class ResultCache:
                 # the canonical JSON sorts a row's keys; this list keeps their order, which is the model's layer
                 # order in norm/<layer> (analysis reads the first layer off it)
                 "columns": history.columns}
-        smoke = smoke_signature()
+        smoke = hooks.smoke_signature()
         if smoke is not None:
             body["smoke"] = smoke
         body = json.loads(_canonical(body))  # the stored form: what get() will checksum

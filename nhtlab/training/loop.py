@@ -30,7 +30,7 @@ import torch.nn.functional as F
 from ..data.modular import check_max_seed
 from ..history import History
 from ..measures.norms import layer_norms
-from ..smoke import cap_train_config, smoke_enabled, smoke_steps
+from ..hooks import cap_train_config, smoke_steps
 from ..validation import check_bool, check_choice, check_int, check_real, check_type
 from .checkpoint import (
     capture_rng_state,
@@ -41,7 +41,7 @@ from .checkpoint import (
 from .device import pick_device
 from .progress import Progress
 from .compiled import compiled_forward
-from .cpu_slots import cpu_slot
+from ..hooks import training_slot
 from .evaluation import (
     diverged_at_evaluation,
     diverged_in_training,
@@ -339,13 +339,13 @@ def train(
 
     Notes
     -----
-    Under the smoke cap (``NHTLAB_SMOKE=1``, :mod:`nhtlab.smoke`) ``steps``,
+    Under the smoke cap (``NHTLAB_SMOKE=1``, :mod:`nhtlab.build.smoke`) ``steps``,
     ``eval_every`` and ``batch_size`` are capped before anything else and the
     history's ``config`` records ``smoke_steps``.
     """
     check_type(model, "model", nn.Module, owner="train")
     check_type(config, "config", TrainConfig, owner="train")
-    config = cap_train_config(config)  # the smoke cap (nhtlab.smoke); the same config when it is off
+    config = cap_train_config(config)  # the smoke cap (nhtlab.build.smoke); the same config when it is off
     for attr in ("x_train", "y_train"):
         if not hasattr(data, attr):
             raise TypeError(f"The 'data' parameter of train must have 'x_train' and 'y_train' tensors. {type(data).__name__} lacks {attr!r}.")
@@ -387,7 +387,7 @@ def train(
     forward = model
     if config.compile:  # the step's forward (and backward) fused by inductor; evaluations stay eager
         forward, history.config["compiled"] = compiled_forward(model, device)
-    if smoke_enabled():
+    if smoke_steps() is not None:
         history.config["smoke_steps"] = smoke_steps()
     bar = Progress(config.steps, desc, mode=progress)
     grok: int | None = None  # first step at 99% test accuracy (rules.grok_step)
@@ -430,7 +430,7 @@ def train(
                 f"goes on and the history is returned, but this run cannot be resumed from there.",
                 RuntimeWarning, stacklevel=3)
 
-    with cpu_slot():  # a machine-wide training slot while computing (NHTLAB_CPU_SLOTS)
+    with training_slot():  # a machine-wide training slot while computing (NHTLAB_CPU_SLOTS, nhtlab.hooks)
         model.train()
         saved = None if checkpoint_dir is None else load_checkpoint(checkpoint_dir)
         if saved is None:

@@ -16,8 +16,8 @@ It diagnoses the NHT regime online from the norm curve (:meth:`Monitor.regime`;
 with recorded accuracies, :meth:`Monitor.diagnose` gives the offline verdict of
 :func:`nhtlab.analysis.regimes.diagnose_regime`) and raises an
 early warning, once, by the rule the book's pre-registered evaluation supports
-(:func:`nhtlab.analysis.warnings.evaluate_warnings`, run by ``scripts/evaluate_eta.py``, the
-rule chosen by :func:`nhtlab.analysis.warnings.supported_signal`): **the training loss at least
+(:func:`nhtlab.analysis.early_warnings.evaluate_warnings`, run by ``scripts/evaluate_eta.py``, the
+rule chosen by :func:`nhtlab.analysis.early_warnings.supported_signal`): **the training loss at least
 twice its minimum since memorisation**, memorisation being the first record whose ``train_acc``
 scalar is at least 0.99 (:attr:`Monitor.grok_warning_step`). Pass both ``train_acc=`` and
 ``train_loss=``, the loss on the whole training set (as nhtlab's trainer records it at each
@@ -71,7 +71,7 @@ import torch.nn as nn
 
 from ..analysis.layers import head_and_first, head_signals
 from ..analysis.regimes import DIVERGED, TOO_EARLY, diagnose_regime
-from ..analysis.warnings import TRAIN_LOSS_RATIO
+from ..analysis.early_warnings import TRAIN_LOSS_RATIO
 from ..history import History
 from ..measures.dlr import dlr as default_dlr
 from ..measures.norms import layer_names, layer_norms
@@ -83,7 +83,7 @@ __all__ = ["Monitor", "online_regime"]
 MEMORISED = 0.99
 #: The signal the evaluation supports (``supported_signal`` of ``nhtlab/results/eta_full.json``) and its
 #: rule: the train loss at least this many times its minimum since memorisation (``train_loss`` in
-#: :data:`nhtlab.analysis.warnings.SIGNALS`).
+#: :data:`nhtlab.analysis.early_warnings.SIGNALS`).
 GROK_WARNING_SIGNAL = "train_loss"
 GROK_WARNING_LOSS_RATIO = TRAIN_LOSS_RATIO
 

@@ -47,7 +47,7 @@ COMPANION_STOP_AFTER = 2000
 #: ones. ``quick`` uses η = 2e-3, a point of the companion's η sweep, so that λ = 1 groks within
 #: its budget; ``full`` is the companion's own 50,000-step budget and 2,000-step window.
 #: Three seeds in ``book``: the least a reading counted over seeds
-#: (:func:`nhtlab.analysis.claims.over_seeds`) needs.
+#: (:func:`nhtlab.book.claims.over_seeds`) needs.
 COMPANION_SWEEPS: MappingProxyType = MappingProxyType({
     "quick": MappingProxyType(dict(
         lr=2e-3, stop_after=200, compile=False, seeds=(0,),
@@ -76,7 +76,7 @@ def companion_sweep(profile: str, lams: Sequence[float] | None = None) -> dict[s
     -------
     dict
         A fresh, plain dict: ``lr``, ``stop_after``, ``compile``, ``seeds`` (a list) and ``budgets`` (λ → steps,
-        in the order of ``lams``). Plain, so that :func:`nhtlab.select_profile` caps it by name
+        in the order of ``lams``). Plain, so that :func:`nhtlab.book.select_profile` caps it by name
         under the smoke cap and a chapter can add or override settings with ``dict(..., key=value)``.
 
     Examples

@@ -10,13 +10,13 @@ varied them: λ, η or the initial scale) into records for tables and charts
 :func:`contraction_records`, :func:`ratio_records`, :func:`eta_comparison`),
 and into the readings the chapter states, one per seed (:func:`delay_readings`).
 
-Checks (each returns a :class:`~nhtlab.analysis.claims.Check`):
+Checks (each returns a :class:`~nhtlab.book.claims.Check`):
 :func:`check_lambdas_grok` (every λ ≤ 1 groks in every seed),
 :func:`check_norm_halves` (‖θ‖² at T_grok is at most half of V_mem) and
 :func:`check_reading` (a reading over seeds whose rule holds).
 
 Nothing here imports the training or notebook layers: records are plain dicts,
-and the caller renders them with ``nhtlab.table`` / ``nhtlab.md``.
+and the caller renders them with ``nhtlab.book.table`` / ``nhtlab.book.md``.
 """
 
 from __future__ import annotations
@@ -33,9 +33,9 @@ from ..papers import (COMPANION_CONTRACTION, COMPANION_ETA_SWEEP, COMPANION_GROK
                       COMPANION_LAMBDA_SWEEP, paper_cell)
 from ..validation import check_choice, check_int, check_real, check_type
 from .claims import Check, Reading, over_seeds
-from .delay import DEFINITIONS, LinearFit, contraction_fit, delay_fits, delay_point, linear_fit, mean_std
-from .events import find_events
-from .regimes import diagnose_regime
+from ..analysis.delay import DEFINITIONS, LinearFit, contraction_fit, delay_fits, delay_point, linear_fit, mean_std
+from ..analysis.events import find_events
+from ..analysis.regimes import diagnose_regime
 
 __all__ = ["FIT_LAMBDA_RANGE", "MIN_FIT_LAMBDAS", "COMPANION_LR", "PaperComparison", "paper_comparison",
            "delay_records", "run_records", "eta_comparison", "law_fits", "fit_records", "contraction_records",
@@ -79,7 +79,7 @@ class PaperComparison:
     Attributes
     ----------
     rows : list of dict
-        One display record per λ, for ``nhtlab.table(rows)``: ``λ``, ``grokked``, ``T_mem``,
+        One display record per λ, for ``nhtlab.book.table(rows)``: ``λ``, ``grokked``, ``T_mem``,
         ``T_grok``, ``T_escape``, ``theory`` and ``(1 − r)/(ηλ)``, each cell ``"ours (companion)"``
         (means ± standard deviations over seeds; ``—`` where the paper has no value).
     stats : dict
@@ -111,7 +111,7 @@ class PaperComparison:
         Returns
         -------
         str
-            Markdown, built from the runs (for ``nhtlab.md``).
+            Markdown, built from the runs (for ``nhtlab.book.md``).
         """
         paper = COMPANION_GROK_FIT
         lo, hi = FIT_LAMBDA_RANGE
@@ -470,7 +470,7 @@ def check_reading(reading: Reading) -> Check:
     Parameters
     ----------
     reading : Reading
-        From :func:`~nhtlab.analysis.claims.over_seeds` (e.g. one of :func:`delay_readings`).
+        From :func:`~nhtlab.book.claims.over_seeds` (e.g. one of :func:`delay_readings`).
 
     Returns
     -------

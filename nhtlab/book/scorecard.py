@@ -33,11 +33,11 @@ import numpy as np
 
 from ..history import History
 from ..validation import check_int, check_real, check_type
-from .events import border_times, norm_at
+from ..analysis.events import border_times, norm_at
 from .claims import Reading, over_seeds
-from .layers import ContractionOrder, LayerTransition, layer_order
-from .regimes import REGIMES, UNJUDGED, regime_order_ok
-from .separation import Separation, format_score
+from ..analysis.layers import ContractionOrder, LayerTransition, layer_order
+from ..analysis.regimes import REGIMES, UNJUDGED, regime_order_ok
+from ..analysis.separation import Separation, format_score
 
 __all__ = ["PREDICTIONS", "Verdict", "norm_ordering", "contraction_rule", "three_regimes", "regimes_in_order", "worst_group_rise",
            "backward_order", "separation_rule", "delay_scaling", "DelayExponent", "fit_delay_exponent",
@@ -442,7 +442,7 @@ def prediction_readings(cards: Mapping[int, Mapping[str, Verdict]],
     Returns
     -------
     list of Reading
-        One per prediction (:func:`nhtlab.analysis.claims.over_seeds`, majority rule), each seed's
+        One per prediction (:func:`nhtlab.book.claims.over_seeds`, majority rule), each seed's
         reading ``"✓"`` or ``"✗"``.
     """
     check_type(cards, "cards", Mapping, owner="prediction_readings")

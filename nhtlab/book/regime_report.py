@@ -7,7 +7,7 @@ functions here turn its rows into what the regimes chapter shows and asserts:
   that grokked at that λ;
 * :func:`regimes_by_lambda` and :func:`regime_readings`: the regime of each seed at a λ,
   counted against the regime the text expects there
-  (:func:`~nhtlab.analysis.claims.over_seeds`);
+  (:func:`~nhtlab.book.claims.over_seeds`);
 * :func:`check_regime_order`: sorted by λ the regimes never step backwards in
   weak → intermediate → strong (:func:`~nhtlab.analysis.regimes.regime_order_ok`);
 * :func:`norm_start_records`: per λ, in how many seeds ‖θ‖² is largest at
@@ -21,9 +21,10 @@ from typing import Any
 
 from ..validation import check_type
 from .claims import Check, Reading, over_seeds
-from .regimes import regime_order_ok
+from ..analysis.regimes import regime_order_ok
 
-__all__ = ["regime_records", "regimes_by_lambda", "regime_seed_records", "regime_readings", "check_regime_order", "norm_start_records"]
+__all__ = ["regime_records", "regimes_by_lambda", "regime_seed_records", "regime_readings", "check_regime_order",
+           "norm_start_records", "regime_curves"]
 
 
 def _rows(table: Sequence[Mapping[str, Any]], owner: str) -> list[Mapping[str, Any]]:
@@ -35,7 +36,7 @@ def _rows(table: Sequence[Mapping[str, Any]], owner: str) -> list[Mapping[str, A
 
 def regime_records(table: Sequence[Mapping[str, Any]],
                    grok_counts: Mapping[float, tuple[int, int]] | None = None) -> list[dict[str, Any]]:
-    """One row per run of a :func:`~nhtlab.analysis.regimes.regime_table`, for :func:`nhtlab.table`.
+    """One row per run of a :func:`~nhtlab.analysis.regimes.regime_table`, for :func:`nhtlab.book.table`.
 
     Parameters
     ----------
@@ -94,7 +95,7 @@ def regimes_by_lambda(table: Sequence[Mapping[str, Any]]) -> dict[float, dict[in
 
 
 def regime_seed_records(table: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Per λ, the regime of every seed and whether the seeds disagree, for :func:`nhtlab.table`.
+    """Per λ, the regime of every seed and whether the seeds disagree, for :func:`nhtlab.book.table`.
 
     Parameters
     ----------
@@ -188,4 +189,37 @@ def norm_start_records(table: Sequence[Mapping[str, Any]]) -> list[dict[str, Any
         rising = [seed for seed, step in peaks.items() if step > 0]
         out.append({"λ": lam, "largest at init": f"{len(peaks) - len(rising)} of {len(peaks)}",
                     "rises first": ", ".join(f"seed {s}" for s in rising) or None})
+    return out
+
+
+def regime_curves(result: Any, table: list[dict[str, Any]], every: int = 1) -> list[dict[str, Any]]:
+    """Long records of every run's curves, tagged with its λ, seed and regime, for charts.
+
+    Each record: ``run``, ``weight_decay``, ``lam_index`` (rank of its λ among the
+    sweep's distinct λ, for sliders), ``seed``, ``regime``, ``step``, ``norm``,
+    ``train_acc``, ``test_acc``. ``every`` keeps one evaluation in ``every``.
+
+    Parameters
+    ----------
+    result : SweepResult
+        The λ sweep (rows with ``run`` and ``history``).
+    table : list of dict
+        :func:`regime_table` of the same sweep, one row per run, in the same order.
+    every : int >= 1
+        Keep one evaluation in ``every``.
+
+    Returns
+    -------
+    list of dict
+        One record per kept evaluation of every run.
+    """
+    lams = sorted({row.run.weight_decay for row in result})
+    out = []
+    for i, (row, info) in enumerate(zip(result, table)):
+        for k, r in enumerate(row.history.rows):
+            if k % every and k != len(row.history.rows) - 1:
+                continue
+            out.append({"run": i, "weight_decay": row.run.weight_decay, "lam_index": lams.index(row.run.weight_decay),
+                        "seed": row.run.seed, "regime": info["regime"], "step": r["step"], "norm": r["norm"],
+                        "train_acc": r["train_acc"], "test_acc": r.get("test_acc")})
     return out

@@ -2,7 +2,7 @@
 
 Every run trained for a :class:`~nhtlab.training.cache.ResultCache` (through
 :meth:`ResultCache.train <nhtlab.training.cache.ResultCache.train>`, a sweep, or
-:func:`~nhtlab.training.tracked.tracked_run`) adds one JSON line to ``<cache root>/trained.jsonl``:
+:func:`~nhtlab.book.dlr_probes.tracked_run`) adds one JSON line to ``<cache root>/trained.jsonl``:
 the plain run's cache key, its kind and a short label, the steps it reached, its status, and the
 CPU and wall seconds its training took in the process that trained it. Reading the ledger back
 answers what a build cost and where (:func:`summarise`), and whether the chapters, which share runs

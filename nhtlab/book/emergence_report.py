@@ -9,7 +9,7 @@
 * the hypothesis's link, shown and never asserted: does the norm gap shrink as the model
   grows? :func:`trend_records` gives, per quantity, the difference between the largest and
   the smallest size against the seed spread, and the direction read on each seed
-  (:func:`direction_by_seed`, counted with :func:`~nhtlab.analysis.claims.over_seeds`).
+  (:func:`direction_by_seed`, counted with :func:`~nhtlab.book.claims.over_seeds`).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from typing import Any
 
 from ..validation import check_int, check_real, check_type
 from .claims import Check, over_seeds
-from .emergence import between_and_within, rank_correlation
+from ..analysis.emergence import between_and_within, rank_correlation
 
 __all__ = ["law_link", "check_law_link", "check_sizes_generalise", "direction_by_seed", "trend_records"]
 

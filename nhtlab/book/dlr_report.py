@@ -1,7 +1,7 @@
 """What chapter 04 reports about DLR, as records and checks built from its runs.
 
 Each function takes the runs' own measurements (history rows, lazy/rich results, spectrum
-records) and returns records for :func:`nhtlab.table` or a :class:`~nhtlab.analysis.claims.Check`
+records) and returns records for :func:`nhtlab.book.table` or a :class:`~nhtlab.book.claims.Check`
 verdict the chapter asserts. Nothing here trains.
 
 >>> rows = [{"step": 0, "dlr": 0.2}, {"step": 100, "dlr": 0.25}, {"step": 200, "dlr": 0.05}]
@@ -15,29 +15,25 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+import numpy as np
 import torch
 
 from ..data.images import ImageData
 from ..history import History
-from ..measures.dlr import (
-    CANDIDATE_RULES,
-    RULE_THRESHOLDS,
-    dlr_terms,
-    rule_band,
-    rule_properties,
-)
-from ..validation import check_type
+from ..measures.cka import centre
+from ..measures.dlr import CANDIDATE_RULES, RULE_THRESHOLDS, _check_rank, dlr, dlr_terms
+from ..validation import check_int, check_type
 from .claims import Check, over_seeds
-from .events import find_events
+from ..analysis.events import find_events
 
 __all__ = [
     "toy_curve", "rule_records", "lazy_rich_records", "lazy_rich_ground_truth", "lazy_rich_gap",
     "lazy_rich_monotone", "dlr_marks", "dlr_timing", "timing_check", "spectra_marks", "layer_change",
     "additive_share", "cnn_settings", "final_records", "batchnorm_check", "shuffled_check", "measure_summary",
     "transformer_check", "CNN_NAMES", "TABLES", "paper_cnn_records", "chosen_rule_check",
-    "timing_reading",
-    # the rank-rule measures the report reads, re-exported for the chapter (nhtlab.dlr_report.rule_band, …)
-    "CANDIDATE_RULES", "RULE_THRESHOLDS", "rule_band", "rule_properties",
+    "timing_reading", "run_timing", "lazy_rich_checks", "cnn_checks",
+    # the rank-rule study (chapter 04's choice of rank rule), and its rules (nhtlab.measures.dlr)
+    "CANDIDATE_RULES", "RULE_THRESHOLDS", "rule_band", "rule_properties", "random_rotation",
 ]
 
 #: The three CNN settings of the chapter, in order: no normalisation, BatchNorm, BatchNorm on shuffled labels.
@@ -108,7 +104,7 @@ def lazy_rich_records(results: Iterable[Any]) -> list[dict[str, Any]]:
     Parameters
     ----------
     results : iterable of LazyRichResult
-        :func:`nhtlab.training.lazy_rich.lazy_rich_run` results, smallest α first.
+        :func:`nhtlab.book.lazy_rich_experiment.lazy_rich_run` results, smallest α first.
 
     Returns
     -------
@@ -209,7 +205,7 @@ def rule_records(properties: Sequence[Mapping[str, Any]], lazy_rich: Sequence[Ma
     Parameters
     ----------
     properties : sequence of dict
-        :func:`nhtlab.measures.dlr.rule_properties` rows (``rule``, ``noise``, ``known_rank``,
+        :func:`nhtlab.book.dlr_report.rule_properties` rows (``rule``, ``noise``, ``known_rank``,
         ``rank_found``, ``log_probs``, ``passes``).
     lazy_rich : sequence of dict, optional
         :func:`lazy_rich_records` holding ``dlr[<rule>]`` for every rule.
@@ -248,7 +244,7 @@ def dlr_marks(rows: Sequence[Mapping[str, Any]], t_mem: int | None, t_grok: int 
     t_mem, t_grok : int or None
         The run's events.
     band : sequence of dict
-        :func:`nhtlab.measures.dlr.rule_band` rows.
+        :func:`nhtlab.book.dlr_report.rule_band` rows.
     paper : mapping
         step → (the paper's DLR, the paper's test accuracy).
 
@@ -327,7 +323,7 @@ def run_timing(history: History) -> Check:
     ----------
     history : History
         A run whose rows carry ``dlr`` (a :class:`~nhtlab.training.dlr_tracker.DLRTracker`
-        or :func:`~nhtlab.training.tracked.pair_probe` trained with it).
+        or :func:`~nhtlab.book.dlr_probes.pair_probe` trained with it).
 
     Returns
     -------
@@ -567,7 +563,7 @@ def _f(fmt: str, *columns: str) -> dict[str, str]:
     return dict.fromkeys(columns, fmt)
 
 
-#: kind → (columns, formats, headers) of the chapter's tables (:func:`nhtlab.dlr_table` renders them).
+#: kind → (columns, formats, headers) of the chapter's tables (:func:`nhtlab.book.dlr_table` renders them).
 TABLES: dict[str, tuple[list[str], dict[str, str], dict[str, str]]] = {
     "rules": (["rule", "noise", "known_rank", "rank_found", "log_probs", "synthetic"],
               _f("{:.4f}", "noise", "known_rank", "log_probs"),
@@ -656,7 +652,130 @@ def timing_reading(checks: Mapping[int, Check]) -> Any:
     Returns
     -------
     Reading
-        :func:`~nhtlab.analysis.claims.over_seeds`, expected ``"falls with generalisation"``.
+        :func:`~nhtlab.book.claims.over_seeds`, expected ``"falls with generalisation"``.
     """
     reading = {s: "falls with generalisation" if c else "does not" for s, c in checks.items()}
     return over_seeds("DLR timing", reading, expected="falls with generalisation", rule="majority")
+
+
+def _orthonormal(n: int, r: int, g: torch.Generator) -> torch.Tensor:
+    a = torch.randn(n, r, generator=g, dtype=torch.float64)
+    q, _ = torch.linalg.qr(a - a.mean(0))
+    return q
+
+
+def _scaled_to_share(extra: torch.Tensor, base: torch.Tensor, share: float) -> torch.Tensor:
+    """``extra`` rescaled so that its centred energy is ``share`` of ``base``'s."""
+    return extra * (share * float((centre(base) ** 2).sum()) / float((centre(extra) ** 2).sum())) ** 0.5
+
+
+def rule_properties(
+    rules: Mapping[str, tuple[str | int, float | None]] | None = None, seed: int = 0, n: int = 600,
+) -> list[dict[str, Any]]:
+    """Score rank rules on three synthetic properties that do not depend on any training story.
+
+    Each property is a number that should be (near) zero for a good rule:
+
+    * ``noise``: abs(ΔDLR) when output directions carrying 10⁻³ of the outputs'
+      energy are appended, once as pure noise (unrelated to the features) and
+      once as a weak function of the features (the largest change is kept).
+      Features: 24 tanh units; outputs: 10 logits of exact rank 5 read from them.
+    * ``known_rank``: abs(DLR − DLR(r = k)) on outputs of known rank k = 5 whose
+      singular values fall geometrically from 1 to 0.3 (plus noise of 10⁻⁸ of
+      their energy), with features = the output span plus 20 unused directions
+      (so the true value is known in closed form); ``rank_found`` gives the r chosen.
+    * ``log_probs``: abs(DLR(logits) − DLR(log-softmax)) for confident logits
+      (scale 4) of 10 classes read from the same features; softmax ignores a
+      per-sample constant, so a rank rule should not let the log-sum-exp term
+      change the answer much.
+
+    Parameters
+    ----------
+    rules : mapping name → (rank, tol), optional
+        Defaults to :data:`CANDIDATE_RULES`.
+    seed : int
+    n : int
+        Samples.
+
+    Returns
+    -------
+    list of dict
+        One row per rule: ``rule``, ``noise``, ``known_rank``, ``rank_found``,
+        ``log_probs`` and ``passes`` (all three below :data:`RULE_THRESHOLDS`).
+    """
+    owner = "rule_properties"
+    rules = CANDIDATE_RULES if rules is None else rules
+    for rank, tol in rules.values():
+        _check_rank(rank, tol, owner)
+    check_int(seed, "seed", low=0, owner=owner)
+    check_int(n, "n", low=50, owner=owner)
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(n, 12, generator=g, dtype=torch.float64)
+    phi = torch.tanh(x @ torch.randn(12, 24, generator=g, dtype=torch.float64))  # (n, 24) features
+    base = phi @ torch.randn(24, 5, generator=g, dtype=torch.float64) @ torch.randn(5, 10, generator=g, dtype=torch.float64)
+    weak = phi @ torch.randn(24, 10, generator=g, dtype=torch.float64)
+    noisy = [torch.cat([base, _scaled_to_share(extra, base, 1e-3)], 1)
+             for extra in (torch.randn(n, 10, generator=g, dtype=torch.float64), weak)]
+    q = _orthonormal(n, 25, g)
+    span, unused = q[:, :5], q[:, 5:]
+    sv = torch.logspace(0, float(np.log10(0.3)), 5, dtype=torch.float64)
+    known = span @ torch.diag(sv) @ random_rotation(10, g)[:5]  # (n, 10), rank 5, s = 1 … 0.3
+    known = known + _scaled_to_share(torch.randn(n, 10, generator=g, dtype=torch.float64), known, 1e-8)
+    known_features = torch.cat([span * torch.linspace(1.0, 0.5, 5, dtype=torch.float64), 0.3 * unused], 1)
+    truth = dlr_terms(known_features, known, 5).dlr
+    logits = 4.0 * phi @ torch.randn(24, 10, generator=g, dtype=torch.float64) / 24 ** 0.5
+    log_probs = torch.log_softmax(logits, 1)
+    centred_log_probs = log_probs - log_probs.mean(1, keepdim=True)  # = logits − their mean over classes
+    rows = []
+    for name, (rank, tol) in rules.items():
+        plain = dlr(phi, base, rank, tol)
+        known_terms = dlr_terms(known_features, known, rank, tol)
+        row = {
+            "rule": name,
+            "noise": max(abs(dlr(phi, f, rank, tol) - plain) for f in noisy),
+            "known_rank": abs(known_terms.dlr - truth),
+            "rank_found": known_terms.rank,
+            "log_probs": abs(dlr(phi, logits, rank, tol) - dlr(phi, centred_log_probs, rank, tol)),
+            "raw_log_probs": abs(dlr(phi, logits, rank, tol) - dlr(phi, log_probs, rank, tol)),
+        }
+        row["passes"] = all(row[k] <= v for k, v in RULE_THRESHOLDS.items())
+        rows.append(row)
+    return rows
+
+
+def random_rotation(d: int, g: torch.Generator) -> torch.Tensor:
+    """A (d, d) random orthogonal matrix (float64) from generator ``g``."""
+    q, _ = torch.linalg.qr(torch.randn(d, d, generator=g, dtype=torch.float64))
+    return q
+
+
+def rule_band(rows: Sequence[Mapping[str, Any]], rules: Sequence[str], column: str = "dlr") -> list[dict[str, float]]:
+    """DLR under the chosen rule with the band spanned by other rules, per recorded step.
+
+    Parameters
+    ----------
+    rows : sequence of dict
+        History rows written by :class:`DLRTracker` (``step``, ``column`` and
+        ``dlr[<rule>]`` for every name in ``rules``).
+    rules : sequence of str
+        Names of the comparison rules (keys of the tracker's ``compare``).
+    column : str
+        The chosen rule's column.
+
+    Returns
+    -------
+    list of dict
+        ``step``, ``dlr`` (chosen rule), ``low`` and ``high`` (min and max over
+        the chosen rule and ``rules``): the sensitivity band.
+    """
+    check_type(column, "column", str, owner="rule_band")
+    out = []
+    for row in rows:
+        if column not in row:
+            continue
+        missing = [name for name in rules if f"dlr[{name}]" not in row]
+        if missing:
+            raise ValueError(f"The 'rules' parameter of rule_band names rules not recorded in the rows: {missing}.")
+        values = [row[column]] + [row[f"dlr[{name}]"] for name in rules]
+        out.append({"step": row["step"], "dlr": row[column], "low": min(values), "high": max(values)})
+    return out

@@ -8,7 +8,7 @@ Every chapter defines a ``PROFILES`` dict next to its papermill parameters:
 
 Measured times (the ``book`` build's, per chapter and machine) are on the book's measurements page.
 
-Under the smoke cap (``NHTLAB_SMOKE=1``, see :mod:`nhtlab.smoke`) the selected
+Under the smoke cap (``NHTLAB_SMOKE=1``, see :mod:`nhtlab.build.smoke`) the selected
 settings are capped by name (steps, seeds, evaluation interval, batch, image
 counts) and ``cfg.smoke`` is True; otherwise ``cfg.smoke`` is False.
 """
@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from types import SimpleNamespace
 from typing import Any
 
-from ..smoke import cap_settings, smoke_enabled
+from ..build.smoke import cap_settings, smoke_enabled
 from ..validation import check_choice, check_type
 
 __all__ = ["PROFILE_NAMES", "select_profile"]
@@ -43,7 +43,7 @@ def select_profile(profiles: Mapping[str, Mapping[str, Any]], profile: str, **ov
     -------
     SimpleNamespace
         The settings as attributes, plus ``profile`` and ``smoke`` (True when the
-        smoke cap of :mod:`nhtlab.smoke` rewrote them).
+        smoke cap of :mod:`nhtlab.build.smoke` rewrote them).
     """
     check_type(profiles, "profiles", Mapping, owner="select_profile")
     check_choice(profile, "profile", PROFILE_NAMES, owner="select_profile")

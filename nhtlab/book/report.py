@@ -23,7 +23,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from .._version import __version__
-from ..analysis.eta import eta_evaluation, saved_evaluation
+from .held_out_eta import eta_evaluation, saved_evaluation
 from ..validation import check_type
 
 __all__ = ["Markdown", "md", "table", "cell", "eta_report", "held_out_eta_report"]
@@ -129,7 +129,7 @@ def table(records: Iterable[Mapping[str, Any]], columns: Sequence[str] | None = 
 
 
 def eta_report(saved: Mapping[str, Any] | str) -> Markdown:
-    """The saved ETA and early-warning evaluation (:func:`nhtlab.analysis.eta.saved_evaluation`) as Markdown.
+    """The saved ETA and early-warning evaluation (:func:`nhtlab.book.held_out_eta.saved_evaluation`) as Markdown.
 
     Parameters
     ----------
@@ -167,7 +167,7 @@ def eta_report(saved: Mapping[str, Any] | str) -> Markdown:
 
 
 def held_out_eta_report(histories: Sequence[Any], test_seeds: Sequence[int], profile: str) -> Markdown:
-    """The ETA evaluation repeated on a chapter's own runs (:func:`nhtlab.analysis.eta.eta_evaluation`),
+    """The ETA evaluation repeated on a chapter's own runs (:func:`nhtlab.book.held_out_eta.eta_evaluation`),
     the seeds ``test_seeds`` held out, rendered by :func:`eta_report`.
 
     Parameters

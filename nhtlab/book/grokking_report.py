@@ -2,7 +2,7 @@
 
 The first chapter trains the companion paper's transformer at λ = 1 (and without weight
 decay) and states three claims about it. Each is a function here that returns a
-:class:`~nhtlab.analysis.claims.Check` on one history, so that the chapter asserts
+:class:`~nhtlab.book.claims.Check` on one history, so that the chapter asserts
 ``assert check, check.detail`` and a unit test can name a history that fails it:
 
 * :func:`check_grokking`: the network memorises, then generalises at least
@@ -13,9 +13,9 @@ decay) and states three claims about it. Each is a function here that returns a
   variance holds most of it), so a norm "peak" says nothing in this network.
 
 :func:`checks_over_seeds` turns the same check on several seeds into a
-:class:`~nhtlab.analysis.claims.Reading` ("holds in k of n seeds"), and the record
+:class:`~nhtlab.book.claims.Reading` ("holds in k of n seeds"), and the record
 builders (:func:`events_vs_paper`, :func:`delay_law_records`) give the rows that
-:func:`nhtlab.table` renders.
+:func:`nhtlab.book.table` renders.
 """
 
 from __future__ import annotations
@@ -29,8 +29,8 @@ from ..history import History
 from ..papers import paper_cell
 from ..validation import check_int, check_real, check_type
 from .claims import Check, Reading, over_seeds
-from .events import Events, find_events
-from .regimes import diagnose_regime
+from ..analysis.events import Events, find_events
+from ..analysis.regimes import diagnose_regime
 
 __all__ = ["check_grokking", "check_contraction", "check_weak", "check_norm_largest_at_init",
            "checks_over_seeds", "reading_records", "events_vs_paper", "delay_law_records"]
@@ -141,7 +141,7 @@ def checks_over_seeds(name: str, checks: Mapping[int, Check], rule: str = "major
     name : str
         What was checked.
     checks : mapping
-        seed → that seed's :class:`~nhtlab.analysis.claims.Check`.
+        seed → that seed's :class:`~nhtlab.book.claims.Check`.
     rule : {"majority", "all"}
         What makes it a claim, fixed before the run.
 

@@ -39,8 +39,8 @@ from ..measures.cka import linear_cka
 from ..measures.collapse import nc1
 from ..measures.dlr import DEFAULT_RANK, _check_rank, _Prepared
 from ..validation import check_int, check_real, check_type
-from .device import pick_device
-from .cpu_slots import cpu_slot
+from ..training.device import pick_device
+from ..hooks import training_slot
 
 __all__ = ["LazyRichResult", "mlp", "flat_inputs", "lazy_rich_run"]
 
@@ -181,7 +181,7 @@ def lazy_rich_run(
         g0_train, g0_test = init(x_train), init(x_test)
         phi0 = init.features(x_train).double()
     optimizer = torch.optim.SGD(net.parameters(), lr=lr)
-    with cpu_slot():  # a machine-wide training slot while computing (NHTLAB_CPU_SLOTS)
+    with training_slot():  # a machine-wide training slot while computing (NHTLAB_CPU_SLOTS, nhtlab.hooks)
         for _ in range(steps):
             f = alpha * (net(x_train) - g0_train)
             loss = 0.5 * (f - y_onehot).pow(2).sum(1).mean() / alpha ** 2

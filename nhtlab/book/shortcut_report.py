@@ -4,8 +4,8 @@ A chapter on shortcut images reports, for each run, when the border was
 fitted and dropped (:func:`nhtlab.analysis.events.border_times`) and where the
 accuracies ended (:func:`border_record`); it states qualitative readings (the
 border dropped or kept, a ρ trend, one normalisation above another) only over
-seeds (:func:`nhtlab.analysis.claims.over_seeds`), and asserts them through
-checks that return :class:`~nhtlab.analysis.claims.Check` verdicts
+seeds (:func:`nhtlab.book.claims.over_seeds`), and asserts them through
+checks that return :class:`~nhtlab.book.claims.Check` verdicts
 (:func:`check_border_escape`, :func:`check_rho_trend`,
 :func:`check_separation_defined`). The probe grid that chose the border design
 is kept as a small JSON file in the same row format (:func:`probe_row`,
@@ -31,8 +31,8 @@ import numpy as np
 from ..history import History
 from ..validation import check_real, check_type
 from .claims import Check, Reading, over_seeds
-from .events import border_times
-from .separation import Separation, format_score
+from ..analysis.events import border_times
+from ..analysis.separation import Separation, format_score
 
 __all__ = ["ACCURACIES", "RECORD_COLUMNS", "RECORD_FORMATS", "SET_LABELS", "BORDER_READINGS", "border_record", "norm_record", "border_reading", "higher_reading",
            "rho_drop", "rho_reading", "final_accuracy_records", "separation_records", "seed_reading_records",
@@ -43,7 +43,7 @@ __all__ = ["ACCURACIES", "RECORD_COLUMNS", "RECORD_FORMATS", "SET_LABELS", "BORD
 #: The test sets whose final accuracy a record reports (``<name>_acc`` columns of a shortcut run).
 ACCURACIES = ("train", "clean", "conflict", "shortcut")
 
-#: The columns of :func:`border_record` a chapter's tables show, and their formats (for :func:`nhtlab.table`).
+#: The columns of :func:`border_record` a chapter's tables show, and their formats (for :func:`nhtlab.book.table`).
 RECORD_COLUMNS = ("fitted at", "dropped at", "conflict min", *ACCURACIES)
 RECORD_FORMATS = {name: "{:.2f}" for name in ("conflict min", *ACCURACIES)}
 
@@ -244,7 +244,7 @@ def seed_reading_records(readings: Sequence[Reading]) -> list[dict[str, Any]]:
     Parameters
     ----------
     readings : sequence of Reading
-        From :func:`nhtlab.analysis.claims.over_seeds`.
+        From :func:`nhtlab.book.claims.over_seeds`.
 
     Returns
     -------
@@ -296,7 +296,7 @@ def reading_check(reading: Reading) -> Check:
     Returns
     -------
     Check
-        Named after the reading; ``detail`` is :meth:`~nhtlab.analysis.claims.Reading.text`.
+        Named after the reading; ``detail`` is :meth:`~nhtlab.book.claims.Reading.text`.
     """
     check_type(reading, "reading", Reading, owner="reading_check")
     return Check(reading.name, reading.holds, f"{reading.text()}; rule: {reading.rule}")

@@ -26,7 +26,7 @@ kernel, a process-pool worker and the test process all agree):
 
 What is capped, and where:
 
-* :func:`nhtlab.select_profile` returns ``cfg.smoke = True`` (and
+* :func:`nhtlab.book.select_profile` returns ``cfg.smoke = True`` (and
   ``cfg.smoke = False`` when off) and rewrites the profile's settings by name,
   recursively through nested dicts (see :func:`cap_settings`):
 
@@ -51,18 +51,18 @@ What is capped, and where:
   :func:`nhtlab.data.images.digits` keeps the first ``NHTLAB_SMOKE_IMAGES`` of
   each of its seeded splits too: evaluating a 32-pixel CNN on all 1,797 digits
   at every capped evaluation was most of a smoke run's time.
-* :func:`nhtlab.stamp` puts ``SMOKE RUN`` first in the stamp, in its summary
+* :func:`nhtlab.book.stamp` puts ``SMOKE RUN`` first in the stamp, in its summary
   line and in red.
 * :mod:`nhtlab.training.cache`: the cap is part of every key, so a capped run never
   reads or writes a real run's entry (and real keys are unchanged).
 
 In a chapter, guard the closing scientific checks (and only them)::
 
-    if nhtlab.science_checks(cfg):
+    if nhtlab.book.science_checks(cfg):
         assert events.t_grok is not None, "..."
         ...
 
-:func:`science_checks` returns True on a real run, and on a smoke run prints
+:func:`nhtlab.book.closing.science_checks` returns True on a real run, and on a smoke run prints
 ``smoke run (NHTLAB_SMOKE=1, capped at 8 steps): the scientific checks of
 this chapter are skipped`` and returns False. Structural checks (shapes,
 names, table sizes) belong outside the ``if``, so a smoke run still runs them.
@@ -77,7 +77,7 @@ from typing import Any
 
 __all__ = [
     "SMOKE_ENV", "smoke_enabled", "smoke_steps", "smoke_seeds", "smoke_images", "smoke_batch",
-    "smoke_signature", "cap_settings", "cap_train_config", "science_checks", "smoke_banner",
+    "smoke_signature", "cap_settings", "cap_train_config", "smoke_banner",
 ]
 
 SMOKE_ENV = "NHTLAB_SMOKE"
@@ -215,26 +215,3 @@ def cap_train_config(config: Any) -> Any:
     if batch is not None and batch > smoke_batch():
         changes["batch_size"] = smoke_batch()
     return replace(config, **changes) if changes else config
-
-
-def science_checks(cfg: Any = None) -> bool:
-    """Whether to run a chapter's scientific checks: False (with a printed notice) under the cap.
-
-    Parameters
-    ----------
-    cfg : namespace, optional
-        The chapter's settings from :func:`nhtlab.select_profile`; its ``smoke``
-        attribute is honoured, and so is the ``NHTLAB_SMOKE`` environment variable.
-
-    Returns
-    -------
-    bool
-        True on a real run. On a smoke run, prints why the checks are skipped
-        and returns False.
-    """
-    capped = bool(getattr(cfg, "smoke", False)) or smoke_enabled()
-    if not capped:
-        return True
-    print(f"smoke run ({SMOKE_ENV}=1, capped at {smoke_steps()} steps): the scientific checks of this chapter "
-          "are skipped; every cell above ran, its numbers are not results.")
-    return False

@@ -11,7 +11,7 @@ from typing import Any
 import torch
 
 from .._version import __version__
-from ..smoke import smoke_banner
+from ..build.smoke import smoke_banner
 from ..training.device import pick_device
 
 __all__ = ["Stamp", "stamp", "git_commit"]
@@ -47,7 +47,7 @@ class Stamp(dict):
 def stamp(profile: str, settings: Any = None, device: torch.device | str | None = None) -> Stamp:
     """Collect profile, settings, nhtlab/torch versions, git commit and device of a chapter run.
 
-    Under the smoke cap (:mod:`nhtlab.smoke`) the first entry is ``SMOKE RUN``
+    Under the smoke cap (:mod:`nhtlab.build.smoke`) the first entry is ``SMOKE RUN``
     with the cap's settings, the text form starts with it and the HTML summary
     shows it in red, so a capped run is never mistaken for a real one.
 
@@ -71,7 +71,7 @@ def stamp(profile: str, settings: Any = None, device: torch.device | str | None 
     values = vars(settings) if settings is not None and hasattr(settings, "__dict__") else (settings or {})
     banner = smoke_banner()
     if not banner and getattr(settings, "smoke", False):
-        banner = "SMOKE RUN: settings capped by nhtlab.select_profile; its numbers are not results"
+        banner = "SMOKE RUN: settings capped by nhtlab.book.select_profile; its numbers are not results"
     facts = Stamp({"SMOKE RUN": banner}) if banner else Stamp()
     facts.update(
         profile=profile,

@@ -13,7 +13,7 @@ chapter builds its tables and its claims from them:
 * :func:`regimes_by_seed`: the regime of each λ in each seed, side by side;
 * :func:`lambda_recipe`: per seed, the λ the recipe chooses and its held-out check;
 * :func:`lambda_readings`: the qualitative readings counted over seeds
-  (:func:`nhtlab.over_seeds`), and :func:`lambda_checks` the verdicts a chapter asserts;
+  (:func:`nhtlab.book.over_seeds`), and :func:`lambda_checks` the verdicts a chapter asserts;
 * :func:`norm_curve_records` for :func:`nhtlab.charts.lambda_grid`;
 * :func:`monitor_dlr_check`: the monitor's DLR against an independent recomputation.
 
@@ -236,7 +236,7 @@ def lambda_readings(records: Sequence[Mapping[str, Any]], margin: float = 0.03,
     margin : float ≥ 0
         As in :func:`lambda_recipe`.
     rule : {"majority", "all"}
-        The rule fixed before the run (:func:`nhtlab.over_seeds`).
+        The rule fixed before the run (:func:`nhtlab.book.over_seeds`).
 
     Returns
     -------

@@ -1,4 +1,4 @@
-"""Chapter 04's tables: the records of :mod:`nhtlab.analysis.dlr_report` rendered with their preset columns.
+"""Chapter 04's tables: the records of :mod:`nhtlab.book.dlr_report` rendered with their preset columns.
 
 >>> print(dlr_table("paper_cnn", [{"run": "a", "dlr": 0.5, "test_acc": 0.25}]))
 | the paper's run | DLR | test acc |
@@ -11,14 +11,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ..analysis.dlr_report import TABLES
+from .dlr_report import TABLES
 from .report import Markdown, table
 
 __all__ = ["dlr_table"]
 
 
 def dlr_table(kind: str, records: Iterable[Mapping[str, Any]], **headers: str) -> Markdown:
-    """One of chapter 04's tables (:data:`nhtlab.analysis.dlr_report.TABLES`), via :func:`nhtlab.table`.
+    """One of chapter 04's tables (:data:`nhtlab.book.dlr_report.TABLES`), via :func:`nhtlab.book.table`.
 
     Parameters
     ----------
@@ -26,7 +26,7 @@ def dlr_table(kind: str, records: Iterable[Mapping[str, Any]], **headers: str) -
         A key of ``TABLES`` ("rules", "scored", "lazy_rich", "marks", "terms", "spectra", "cnn",
         "paper_cnn", "measures").
     records : iterable of dict
-        The records of that table (from :mod:`nhtlab.analysis.dlr_report`).
+        The records of that table (from :mod:`nhtlab.book.dlr_report`).
     **headers : str
         Header text for columns, replacing the preset ones.
 

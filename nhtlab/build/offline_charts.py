@@ -19,7 +19,7 @@ from typing import Any
 
 import altair as alt
 
-from ..flags import in_book_build
+from .flags import in_book_build
 
 __all__ = ["offline_html", "use_offline_renderer", "RENDERER"]
 

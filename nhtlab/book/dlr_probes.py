@@ -5,7 +5,7 @@ model's features at every evaluation) would otherwise train a run another chapte
 already trained. :func:`tracked_run` trains the run *with* the probe once and keeps two
 entries: the tracked history (keyed by the run's config together with the probe's
 settings) and the plain history, under the run's own key, which is what
-:func:`nhtlab.sweep` and :func:`nhtlab.cached_run` read. A probe only reads the model
+:func:`nhtlab.sweep` and :func:`nhtlab.training.cache.cached_run` read. A probe only reads the model
 (evaluation mode, no gradient, no random numbers), so the training trajectory is the
 plain run's: when the plain entry already exists the tracked run's own columns are
 compared with it, number for number (:func:`same_run_check`).
@@ -28,16 +28,16 @@ from typing import Any
 
 import torch
 
-from ..analysis.claims import Check
+from .claims import Check
 from ..data.modular import modular_data
 from ..history import History
 from ..measures.dlr import CANDIDATE_RULES, DEFAULT_RANK, DEFAULT_TOL
 from ..validation import check_type
-from .cache import ResultCache, cache_enabled, register_probes
-from .checkpoint import checkpoint_path
-from .dlr_tracker import DLRTracker
-from .modular_run import ModularRun, run_modular
-from .presets import COMPANION_SWEEPS, companion_grid_run
+from ..training.cache import ResultCache, cache_enabled, register_probes
+from ..training.checkpoint import checkpoint_path
+from ..training.dlr_tracker import DLRTracker
+from ..training.modular_run import ModularRun, run_modular
+from ..training.presets import COMPANION_SWEEPS, companion_grid_run
 
 __all__ = ["tracked_run", "same_run_check", "probe_key", "pair_probe", "companion_probe", "shared_probe",
            "train_probed", "COMPANION_PROBE_TOP"]

@@ -14,7 +14,7 @@ from typing import Any
 
 from .. import charts
 from ..analysis.events import find_events
-from ..flags import in_book_build
+from ..build.flags import in_book_build
 from ..training.modular_run import ModularRun, run_modular
 from ..validation import check_type
 

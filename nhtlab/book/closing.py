@@ -1,8 +1,8 @@
 """A chapter's closing checks: one table, one record of what held, one assertion.
 
-Every chapter ends the same way. Its claims are :class:`~nhtlab.analysis.claims.Check`
+Every chapter ends the same way. Its claims are :class:`~nhtlab.book.claims.Check`
 verdicts (a reading over seeds becomes one through
-:func:`~nhtlab.analysis.comparison.check_reading`); :func:`closing_checks` shows them as a
+:func:`~nhtlab.book.delay_law_report.check_reading`); :func:`closing_checks` shows them as a
 table, writes them to ``$NHTLAB_CLAIMS_FILE`` when that is set (the book build sets it for each
 chapter, and ``tools/kernel_paths.py`` compares two builds' records), and asserts them on a real
 run, so papermill fails when the science breaks. Readings the chapter shows but does not claim
@@ -18,13 +18,13 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..analysis.claims import Check, Reading
-from ..analysis.comparison import check_reading
-from ..smoke import science_checks
+from .claims import Check, Reading
+from .delay_law_report import check_reading
+from ..build.smoke import SMOKE_ENV, smoke_enabled, smoke_steps
 from ..validation import check_type
 from .report import Markdown, table
 
-__all__ = ["CLAIMS_FILE", "closing_checks"]
+__all__ = ["CLAIMS_FILE", "closing_checks", "science_checks"]
 
 #: Where :func:`closing_checks` writes its record (JSON), when set.
 CLAIMS_FILE = "NHTLAB_CLAIMS_FILE"
@@ -37,6 +37,29 @@ def _as_check(item: Check | Reading, owner: str) -> Check:
     return item
 
 
+def science_checks(cfg: Any = None) -> bool:
+    """Whether to run a chapter's scientific checks: False (with a printed notice) under the cap.
+
+    Parameters
+    ----------
+    cfg : namespace, optional
+        The chapter's settings from :func:`nhtlab.book.select_profile`; its ``smoke``
+        attribute is honoured, and so is the ``NHTLAB_SMOKE`` environment variable.
+
+    Returns
+    -------
+    bool
+        True on a real run. On a smoke run, prints why the checks are skipped
+        and returns False.
+    """
+    capped = bool(getattr(cfg, "smoke", False)) or smoke_enabled()
+    if not capped:
+        return True
+    print(f"smoke run ({SMOKE_ENV}=1, capped at {smoke_steps()} steps): the scientific checks of this chapter "
+          "are skipped; every cell above ran, its numbers are not results.")
+    return False
+
+
 def closing_checks(checks: Iterable[Check | Reading], cfg: Any = None,
                    shown: Sequence[Check | Reading] = ()) -> Markdown:
     """Table the chapter's claims, record them, and assert them on a real run.
@@ -46,8 +69,8 @@ def closing_checks(checks: Iterable[Check | Reading], cfg: Any = None,
     checks : iterable of Check or Reading
         The claims the chapter's text states; a Reading counts as held when its rule holds.
     cfg : namespace, optional
-        The chapter's settings (:func:`nhtlab.select_profile`): its ``profile`` is recorded, and
-        under the smoke cap (:func:`nhtlab.science_checks`) nothing is asserted.
+        The chapter's settings (:func:`nhtlab.book.select_profile`): its ``profile`` is recorded, and
+        under the smoke cap (:func:`science_checks`) nothing is asserted.
     shown : sequence of Check or Reading
         Readings shown beside the claims and recorded, never asserted.
 

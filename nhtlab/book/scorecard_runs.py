@@ -26,15 +26,15 @@ from typing import Any
 from ..analysis.events import border_times, find_events
 from ..analysis.layers import contraction_order
 from ..analysis.regimes import diagnose_regime
-from ..analysis.scorecard import Verdict, score_predictions
+from .scorecard import Verdict, score_predictions
 from ..analysis.separation import Separation, separation_from_history
-from ..analysis.shortcut_report import border_record, norm_record
+from .shortcut_report import border_record, norm_record
 from ..history import History
 from ..validation import check_real, check_type
-from .shortcut_run import ShortcutRun
-from .loop import TrainConfig
-from .monitor import online_regime
-from .modular_run import ModularRun
+from ..training.shortcut_run import ShortcutRun
+from ..training.loop import TrainConfig
+from ..training.monitor import online_regime
+from ..training.modular_run import ModularRun
 
 __all__ = ["Domain", "MemorisationDomain", "BorderDomain", "IMAGE_CLASSES", "domain_of", "score_runs",
            "sweep_records"]
@@ -188,7 +188,7 @@ def _history_of(histories: Mapping[TrainConfig, History], run: TrainConfig, owne
 
 def score_runs(runs: Mapping[float, Sequence[TrainConfig]], histories: Mapping[TrainConfig, History],
                main: TrainConfig, fit: float = 0.97) -> dict[str, Verdict]:
-    """The six predictions of :func:`nhtlab.analysis.scorecard.score_predictions` for a λ sweep of one run kind.
+    """The six predictions of :func:`nhtlab.book.scorecard.score_predictions` for a λ sweep of one run kind.
 
     The regimes (P2) are read on the runs of ``main``'s seed, one per λ; the delays (P6) on every
     run; P1, P3, P4 and P5 on ``main``, whose shortcut counts as fitted and left as its
@@ -246,8 +246,8 @@ def sweep_records(runs: Mapping[Any, TrainConfig], histories: Mapping[TrainConfi
     Returns
     -------
     list of dict
-        ``{**constants, key: value, "regime": …}`` with :func:`~nhtlab.analysis.shortcut_report.border_record`
-        and :func:`~nhtlab.analysis.shortcut_report.norm_record` of the run.
+        ``{**constants, key: value, "regime": …}`` with :func:`~nhtlab.book.shortcut_report.border_record`
+        and :func:`~nhtlab.book.shortcut_report.norm_record` of the run.
     """
     check_type(runs, "runs", Mapping, owner="sweep_records")
     out = []

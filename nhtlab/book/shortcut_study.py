@@ -5,9 +5,9 @@ design trained at a main λ over several seeds, a λ sweep, a border-less contro
 a ρ sweep, a normalisation comparison, the entangled tint and the companion
 paper's modular runs. :meth:`ShortcutStudy.runs` lists every run once, for one
 :func:`nhtlab.sweep`; the other methods take the ``{run: History}`` mapping the
-sweep returned and give table records (:func:`nhtlab.table`), readings over seeds
-(:func:`nhtlab.over_seeds`), the scorecard per domain (:func:`score_runs`) and
-the study's pre-fixed checks (:class:`nhtlab.Check`).
+sweep returned and give table records (:func:`nhtlab.book.table`), readings over seeds
+(:func:`nhtlab.book.over_seeds`), the scorecard per domain (:func:`score_runs`) and
+the study's pre-fixed checks (:class:`nhtlab.book.Check`).
 """
 
 from __future__ import annotations
@@ -16,17 +16,17 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..analysis.claims import Check, Reading, over_seeds
-from ..analysis.scorecard import PREDICTIONS, Verdict, prediction_readings
+from .claims import Check, Reading, over_seeds
+from .scorecard import PREDICTIONS, Verdict, prediction_readings
 from ..analysis.separation import Separation
-from ..analysis.shortcut_report import (border_reading, check_border_escape, check_rho_trend,
+from .shortcut_report import (border_reading, check_border_escape, check_rho_trend,
                                         check_separation_defined, higher_reading)
 from ..history import History
 from ..validation import check_type
-from .domains import domain_of, score_runs, sweep_records
-from .shortcut_run import ShortcutRun
-from .loop import TrainConfig
-from .presets import companion
+from .scorecard_runs import domain_of, score_runs, sweep_records
+from ..training.shortcut_run import ShortcutRun
+from ..training.loop import TrainConfig
+from ..training.presets import companion
 
 __all__ = ["ShortcutStudy", "SEED_PREDICTIONS"]
 
@@ -84,7 +84,7 @@ class ShortcutStudy:
 
     @classmethod
     def from_profile(cls, cfg: Any, seed: int = 0) -> "ShortcutStudy":
-        """The study of a chapter profile (``nhtlab.select_profile``'s namespace or a mapping).
+        """The study of a chapter profile (``nhtlab.book.select_profile``'s namespace or a mapping).
 
         Parameters
         ----------

@@ -1,0 +1,62 @@
+"""The book's layer: each chapter's reports, its claims and closing checks, tables, profiles, the
+run stamp, exercises, widgets and Colab.
+
+Every chapter imports it one way, beside the core's top-level names::
+
+    import nhtlab
+    from nhtlab import book as nb
+
+    history = nhtlab.run_modular(nhtlab.companion(weight_decay=1.0))  # the science: nhtlab.X
+    nb.closing_checks([nb.check_grokking(history)], cfg)             # the chapter's report: nb.X
+
+The names below are flat (``nb.rule_records``, not ``nb.dlr_report.rule_records``); each module
+holds one chapter's reports (``grokking_report`` for chapter 01, …). Nothing in the core
+(``nhtlab.data``, ``models``, ``measures``, ``training``, ``analysis``, ``charts``) imports this
+package.
+"""
+
+import importlib
+
+from .claims import *  # noqa: F401,F403
+from .closing import *  # noqa: F401,F403
+from .colab import *  # noqa: F401,F403
+from .delay_law_report import *  # noqa: F401,F403
+from .dlr_probes import *  # noqa: F401,F403
+from .dlr_report import *  # noqa: F401,F403
+from .dlr_tables import *  # noqa: F401,F403
+from .emergence_report import *  # noqa: F401,F403
+from .exercises import check_answer  # noqa: F401  (its Verdict is the exercise's; nb.Verdict is the scorecard's)
+from .grokking_report import *  # noqa: F401,F403
+from .held_out_eta import *  # noqa: F401,F403
+from .layer_report import *  # noqa: F401,F403
+from .lazy_rich_experiment import *  # noqa: F401,F403
+from .profiles import *  # noqa: F401,F403
+from .regime_report import *  # noqa: F401,F403
+from .report import *  # noqa: F401,F403
+from .run_stamp import *  # noqa: F401,F403
+from .scorecard import *  # noqa: F401,F403
+from .scorecard_runs import *  # noqa: F401,F403
+from .shortcut_report import *  # noqa: F401,F403
+from .shortcut_study import *  # noqa: F401,F403
+from .tuning_report import *  # noqa: F401,F403
+
+_MODULES = ["claims", "closing", "colab", "delay_law_report", "dlr_probes", "dlr_report", "dlr_tables",
+            "emergence_report", "grokking_report", "held_out_eta", "layer_report", "lazy_rich_experiment",
+            "profiles", "regime_report", "report", "run_stamp", "scorecard", "scorecard_runs", "shortcut_report",
+            "shortcut_study", "tuning_report"]
+
+# The widgets draw charts (altair, about 0.3 s to import): loaded on first use.
+_LAZY = {"train_panel": ".widgets", "StaticNote": ".widgets", "widgets": ".widgets"}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        module = importlib.import_module(_LAZY[name], __name__)
+        value = module if name == "widgets" else getattr(module, name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'nhtlab.book' has no attribute {name!r}")
+
+
+__all__ = [name for module in _MODULES for name in importlib.import_module(f".{module}", __name__).__all__]
+__all__ += ["check_answer", "train_panel", "StaticNote"]  # noqa: F405

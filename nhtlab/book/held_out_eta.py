@@ -1,0 +1,126 @@
+"""The ETA's held-out evaluation as the book ships it: the shipping rule, the saved payload, its loader.
+
+The predictor itself is the core's (:mod:`nhtlab.analysis.eta`); ``scripts/evaluate_eta.py`` saves
+:func:`eta_evaluation` under ``nhtlab/results/`` and chapters render it (:func:`nhtlab.book.eta_report`).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from importlib import resources
+from typing import Any
+
+from .._version import __version__
+from .claims import Check
+from ..analysis.early_warnings import evaluate_warnings
+from ..analysis.eta import evaluate_eta
+from ..history import History
+from ..validation import check_choice
+
+__all__ = ["eta_verdict", "eta_evaluation", "saved_evaluation"]
+
+
+def eta_verdict(records: Sequence[Mapping[str, Any]], fraction: float = 0.5, tolerance: float = 0.10) -> Check:
+    """Whether the ETA may ship: it beats the same-λ baseline at ``fraction`` of the plateau, with coverage
+    within ``tolerance`` of its stated level.
+
+    Parameters
+    ----------
+    records : sequence of dict
+        From :func:`evaluate_eta`.
+    fraction : float
+        The cut point the rule reads.
+    tolerance : float
+        Allowed gap between measured and stated coverage.
+
+    Returns
+    -------
+    Check
+        Passed only when every part of the rule holds.
+    """
+    row = next((r for r in records if math.isclose(r["fraction"], fraction)), None)
+    name = f"the ETA beats the baseline at {fraction:.0%} of the plateau, coverage within {tolerance:.0%}"
+    if row is None or row["mae"] is None or row["mae_baseline"] is None or row["coverage"] is None:
+        return Check(name, False, "not enough held-out runs to evaluate")
+    better = row["mae"] < row["mae_baseline"]
+    calibrated = abs(row["coverage"] - row["stated_coverage"]) <= tolerance + 1e-12
+    return Check(name, better and calibrated,
+                 f"error {row['mae']:,.0f} against the baseline's {row['mae_baseline']:,.0f} steps; coverage "
+                 f"{row['coverage']:.0%} against the stated {row['stated_coverage']:.0%} (n = {row['n']})")
+
+
+def eta_evaluation(histories: Sequence[History], test_seeds: Sequence[int], no_grok: Sequence[History] = (),
+                   profile: str = "book", coverage: float = 0.8) -> dict[str, Any]:
+    """The ETA and early-warning evaluation of a set of runs split by seed, as ``scripts/evaluate_eta.py`` saves it.
+
+    Runs whose seed is in ``test_seeds`` are held out: the constants come from the others only
+    (:func:`evaluate_eta`), the shipping rule is :func:`eta_verdict`, and the warnings are scored on the
+    held-out runs against ``no_grok`` (:func:`nhtlab.analysis.early_warnings.evaluate_warnings`).
+
+    Parameters
+    ----------
+    histories : sequence of History
+        Companion-style runs with ``seed``, ``lr`` and ``weight_decay`` in their config.
+    test_seeds : sequence of int
+        The held-out seeds; at least one run must be held out and one kept for fitting.
+    no_grok : sequence of History, optional
+        Runs after which no grokking follows within their horizon (false alarms); none by default.
+    profile : str
+        The label the payload carries (``"book"``, ``"full"``, or a chapter's profile).
+    coverage : float
+        The interval's stated coverage.
+
+    Returns
+    -------
+    dict
+        ``profile``, ``nhtlab``, ``fit`` / ``test`` / ``no_grok`` (the split in words), ``eta`` (the records),
+        ``verdict`` (``passed``, ``detail``, ``name``) and ``warnings``: what :func:`nhtlab.book.eta_report` renders.
+
+    Raises
+    ------
+    ValueError
+        When the split leaves no fitting or no held-out run.
+    """
+    def seeds(hs: Sequence[History]) -> list[int]:
+        return sorted({int(h.config["seed"]) for h in hs})
+
+    held = {int(s) for s in test_seeds}
+    fit = [h for h in histories if int(h.config["seed"]) not in held]
+    test = [h for h in histories if int(h.config["seed"]) in held]
+    if not fit or not test:
+        raise ValueError(f"The 'test_seeds' parameter of eta_evaluation must hold out some runs and keep others for "
+                         f"fitting. Got {sorted(held)} for runs of seeds {seeds(histories)}.")
+    records = evaluate_eta(fit, test, coverage)
+    verdict = eta_verdict(records)
+
+    lams = sorted({float(h.config["weight_decay"]) for h in fit})
+    # the horizon: the run's step budget, else (a history without one) its last recorded step
+    weak = sorted({(float(h.config["weight_decay"]), int(h.config.get("steps") or h.rows[-1]["step"])) for h in no_grok})
+    return {
+        "profile": profile, "nhtlab": __version__, "fit": f"λ ∈ {lams}, seeds {seeds(fit)}",
+        "test": f"seeds {seeds(test)}",
+        "no_grok": "; ".join(f"λ = {lam:g}, {steps:,} steps" for lam, steps in weak) or "none",
+        "eta": records, "verdict": {"passed": verdict.passed, "detail": verdict.detail, "name": verdict.name},
+        "warnings": evaluate_warnings(test, no_grok),
+    }
+
+
+def saved_evaluation(profile: str = "book") -> dict[str, Any] | None:
+    """The evaluation ``scripts/evaluate_eta.py --profile PROFILE`` saved with the package, or None.
+
+    Parameters
+    ----------
+    profile : {"quick", "book", "full"}
+        Which evaluation: the book's held-out runs, or the companion's Table 3 runs (``full``).
+
+    Returns
+    -------
+    dict or None
+        The script's JSON (``eta`` records, ``verdict``, ``warnings``, the split and the versions);
+        None when that evaluation has not been run and saved.
+    """
+    check_choice(profile, "profile", ("quick", "book", "full"), owner="saved_evaluation")
+    path = resources.files("nhtlab") / "results" / f"eta_{profile}.json"
+    return json.loads(path.read_text()) if path.is_file() else None

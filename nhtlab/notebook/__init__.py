@@ -1,1 +1,0 @@
-"""What the chapters need around the science: profiles, the run stamp, exercises, live widgets."""

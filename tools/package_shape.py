@@ -1,0 +1,121 @@
+"""The package's shape: lines per layer, the public face, and imports from the core into the other layers.
+
+    .venv/bin/python tools/package_shape.py          # the table and the targets
+    .venv/bin/python tools/package_shape.py --json   # the same as JSON
+
+Layers: the science core (every module of ``nhtlab`` outside ``book/`` and ``build/``), the book's
+layer (``nhtlab/book``) and the build's plumbing (``nhtlab/build``). Lines are ``wc -l`` lines,
+docstrings included; the top-level ``__init__`` counts as core, though it alone may import the other
+two layers (it wires them in).
+tests/test_layout.py holds the package to the targets below.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PKG = ROOT / "nhtlab"
+
+#: Targets of issue 44.
+MAX_PUBLIC_NAMES = 50
+MAX_CORE_LINES = 10_000
+OUTER = ("book", "build")  # the layers the core may not import
+
+
+def module_name(path: Path) -> str:
+    """``nhtlab/analysis/events.py`` → ``analysis.events`` (``""`` for the top-level ``__init__``)."""
+    parts = path.relative_to(PKG).with_suffix("").parts
+    return ".".join(p for p in parts if p != "__init__")
+
+
+def layer_of(module: str) -> str:
+    """``core``, ``book``, ``build``, or ``top`` (the top-level ``__init__``)."""
+    head = module.split(".")[0]
+    return "top" if module == "" else head if head in OUTER else "core"
+
+
+def nhtlab_imports(path: Path) -> list[str]:
+    """The nhtlab modules ``path`` imports (relative imports resolved; ``from . import x`` gives ``x``)."""
+    here = module_name(path).split(".") if module_name(path) else []
+    package = here if path.name == "__init__.py" else here[:-1]
+    out = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.level:
+            base = package[: len(package) - (node.level - 1)]
+            if node.module:
+                out.append(".".join([*base, node.module]))
+            else:
+                out += [".".join([*base, a.name]) for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "nhtlab":
+            out.append(node.module.partition(".")[2])
+        elif isinstance(node, ast.Import):
+            out += [a.name.partition(".")[2] for a in node.names if a.name.split(".")[0] == "nhtlab"]
+    return out
+
+
+def core_imports_of_outer_layers() -> list[str]:
+    """``module -> target`` for each import from a core module into the book's layer or the build's plumbing."""
+    found = []
+    for path in sorted(PKG.rglob("*.py")):
+        source = module_name(path)
+        if layer_of(source) != "core":
+            continue
+        for target in nhtlab_imports(path):
+            if layer_of(target) in OUTER:
+                found.append(f"{source or 'nhtlab'} -> {target}")
+    return found
+
+
+def lines_per_layer() -> dict[str, dict[str, int]]:
+    """Files and lines of each layer."""
+    out = {name: {"files": 0, "lines": 0} for name in ("core", "book", "build")}
+    for path in sorted(PKG.rglob("*.py")):
+        row = out[layer_of(module_name(path)).replace("top", "core")]
+        row["files"] += 1
+        row["lines"] += len(path.read_text().splitlines())
+    return out
+
+
+def public_names() -> list[str]:
+    sys.path.insert(0, str(ROOT))
+    import nhtlab
+
+    return list(nhtlab.__all__)
+
+
+def report() -> dict:
+    layers = lines_per_layer()
+    names = public_names()
+    imports = core_imports_of_outer_layers()
+    return {"layers": layers, "public_names": len(names), "core_imports_of_outer_layers": imports,
+            "targets_met": {"public_names": len(names) <= MAX_PUBLIC_NAMES,
+                            "core_lines": layers["core"]["lines"] <= MAX_CORE_LINES,
+                            "core_imports": not imports}}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    args = parser.parse_args()
+    result = report()
+    if args.json:
+        print(json.dumps(result, indent=1))
+        return 0
+    print(f"{'layer':<8}{'files':>7}{'lines':>8}")
+    for name, row in result["layers"].items():
+        print(f"{name:<8}{row['files']:>7}{row['lines']:>8}")
+    print(f"nhtlab.__all__: {result['public_names']} names (target ≤ {MAX_PUBLIC_NAMES}); core lines: "
+          f"{result['layers']['core']['lines']:,} (target ≤ {MAX_CORE_LINES:,}); imports from the core into the "
+          f"book's layer or the build's plumbing: {len(result['core_imports_of_outer_layers'])} (target 0)")
+    for line in result["core_imports_of_outer_layers"]:
+        print(f"core import: {line}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
