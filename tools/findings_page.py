@@ -3,7 +3,7 @@
     python tools/findings_page.py _build/executed/book     # print the page from a build's records
 
 Generated at build time (``tools/build_book.py`` stages it as ``book/findings.md``) from the
-closing-check records each chapter writes (``nhtlab.closing_checks``, ``<chapter>.claims.json``):
+closing-check records each chapter writes (``nhtlab.book.closing_checks``, ``<chapter>.claims.json``):
 nothing on it is typed but the claims and the papers' reported values, which come from
 :mod:`nhtlab.papers`. A check the chapters assert and one they only show (a paper's claim that
 fails here, a reading that flips between seeds) are told apart. Every check of a build appears
