@@ -224,8 +224,8 @@ nb.md(f"Pass thresholds: {nb.RULE_THRESHOLDS}.")
 # on scikit-learn's digits (8 × 8 pixels), squared loss to one-hot
 # targets, full-batch gradient descent
 # ({func}`nhtlab.book.lazy_rich_experiment.lazy_rich_run`). Two signals
-# on the training images decide lazy or rich: the linear CKA between the final
-# and the initial features (≈ 1: the kernel did not move) and
+# on the training images decide lazy or rich: the linear CKA between the
+# final and the initial features (≈ 1: the kernel did not move) and
 # {term}`NC1` (≪ 1: neural collapse). The claims, fixed before the runs:
 # the smallest α is rich (CKA to init ≤ 0.6, NC1 at most a tenth of the
 # largest α's), the largest is lazy (CKA to init ≥ 0.95); DLR is at least
