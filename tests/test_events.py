@@ -76,3 +76,20 @@ def test_norm_at_is_the_one_reader_of_v_sc_and_v_st():
     ev = find_events(h)
     assert (ev.norm_at_mem, ev.norm_at_grok) == (norm_at(h, ev.t_mem), norm_at(h, ev.t_grok)) == (40.0, 20.0)
     assert norm_ordering(h, ev.t_mem, ev.t_grok).value == 2.0
+
+
+def test_a_prediction_is_checked_against_the_run_and_hidden_until_made():
+    from nhtlab.book.exercises import check_prediction
+
+    choices = ("backward", "forward")
+    blank = check_prediction(None, "forward", choices, "the embedding lost 10% first in 3 of 3 seeds")
+    other = check_prediction(None, "backward", choices, "why")
+    assert blank.status == "unanswered" and blank.message == other.message  # the prompt does not give it away
+    assert "<details" in blank._repr_html_() and "3 of 3" in blank._repr_html_()  # hidden until clicked
+    right, wrong = (check_prediction(g, "forward", choices, "why") for g in ("forward", "backward"))
+    assert right.status == "correct" and wrong.status == "wrong" and not wrong
+    assert "<details" not in wrong._repr_html_() and "answer: forward" in wrong._repr_html_()
+    with pytest.raises(ValueError, match="'guess' must be one of"):
+        check_prediction("sideways", "forward", choices, "why")
+    with pytest.raises(ValueError, match="'answer' must be one of"):
+        check_prediction(None, "undetermined", choices, "why")

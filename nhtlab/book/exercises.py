@@ -1,4 +1,11 @@
-"""Checks for the book's short exercises: type an answer, get a verdict, not the solution."""
+"""The book's exercises: a number to work out (:func:`check_answer`) and a prediction the run answers
+(:func:`check_prediction`).
+
+A prediction is asked before the cells that train: the reader writes a guess in the chapter's
+code, and the cell after the run compares it with what the run found and says why. In the
+rendered book (no reader, no guess) the run's answer sits in a closed "Show the run's answer"
+block, so the reader can predict before opening it.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +15,7 @@ from dataclasses import dataclass
 
 from ..validation import check_real
 
-__all__ = ["Verdict", "check_answer"]
+__all__ = ["Verdict", "check_answer", "check_prediction"]
 
 
 @dataclass
@@ -17,13 +24,20 @@ class Verdict:
 
     status: str  # "unanswered", "correct" or "wrong"
     message: str
+    reveal: str = ""  # the run's answer and why: hidden until clicked while unanswered
 
     def _repr_html_(self) -> str:
         colour = {"correct": "#2a7d2a", "wrong": "#b03030"}.get(self.status, "#666")
-        return f"<div class='nhtlab-exercise' style='color:{colour}'>{html.escape(self.message)}</div>"
+        out = f"<div class='nhtlab-exercise' style='color:{colour}'>{html.escape(self.message)}</div>"
+        if self.reveal and self.status == "unanswered":
+            out += ("<details class='nhtlab-reveal'><summary>Show the run's answer</summary>"
+                    f"<p>{html.escape(self.reveal)}</p></details>")
+        elif self.reveal:
+            out += f"<p class='nhtlab-reveal'>{html.escape(self.reveal)}</p>"
+        return out
 
     def __repr__(self) -> str:
-        return self.message
+        return self.message + (f"\n{self.reveal}" if self.reveal and self.status != "unanswered" else "")
 
     def __bool__(self) -> bool:
         return self.status == "correct"
@@ -50,3 +64,51 @@ def check_answer(answer: float | None, expected: float, rel_tol: float = 0.05) -
     if math.isclose(answer, expected, rel_tol=rel_tol):
         return Verdict("correct", f"Correct: {answer:g} is within {rel_tol:.0%} of the expected value.")
     return Verdict("wrong", f"Not quite: {answer:g} is off by more than {rel_tol:.0%}. Look at the hint and try again.")
+
+
+def check_prediction(guess: str | None, answer: str, choices: tuple[str, ...] | list[str], why: str) -> Verdict:
+    """Compare a reader's prediction with what the run found, and say why the run came out so.
+
+    Parameters
+    ----------
+    guess : str or None
+        The reader's prediction, one of ``choices``; None until they make one (the rendered book's
+        case: the answer is then hidden until clicked).
+    answer : str
+        What the run found, one of ``choices``; read from the run, never typed.
+    choices : sequence of str
+        The possible answers, as the question offers them.
+    why : str
+        The explanation, built from the run's own numbers.
+
+    Returns
+    -------
+    Verdict
+        ``unanswered``, ``correct`` or ``wrong``, with the run's answer and ``why``.
+
+    Raises
+    ------
+    ValueError
+        Naming ``guess`` or ``answer`` when it is not one of ``choices``.
+
+    Examples
+    --------
+    >>> check_prediction(None, "forward", ("backward", "forward"), "the embedding moved first").status
+    'unanswered'
+    >>> print(check_prediction("backward", "forward", ("backward", "forward"), "the embedding moved first"))
+    The run says forward, not backward.
+    The run's answer: forward. The embedding moved first.
+    """
+    choices = tuple(choices)
+    if answer not in choices:
+        raise ValueError(f"check_prediction: 'answer' must be one of {choices}, got {answer!r}")
+    why = why.strip()
+    reveal = f"The run's answer: {answer}. {why[:1].upper()}{why[1:]}" + ("" if why.endswith(".") else ".")
+    if guess is None:
+        options = " or ".join(repr(c) for c in choices)
+        return Verdict("unanswered", f"Your prediction: set your_prediction to {options} and run the cell.", reveal)
+    if guess not in choices:
+        raise ValueError(f"check_prediction: 'guess' must be one of {choices} or None, got {guess!r}")
+    if guess == answer:
+        return Verdict("correct", f"Right: the run says {answer}.", reveal)
+    return Verdict("wrong", f"The run says {answer}, not {guess}.", reveal)
