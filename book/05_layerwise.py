@@ -14,7 +14,7 @@
 # ---
 
 # %% [markdown]
-# # Layerwise backward transitions
+# # Which layer leaves a shortcut first?
 #
 # The total {term}`norm <‖θ‖²>` $\|\theta\|^2$ is a sum over layers, and
 # the layers need not move together. The NHT paper {cite}`khanh2026nht`
@@ -59,6 +59,15 @@
 # "{term}`k of n`".
 # The checks at the end assert only that the reading is determined in
 # every companion run, not which way it comes out.
+#
+# ```{admonition} Predict before the runs
+# On the companion transformer, once it has memorised its table, which
+# layer will lose 10% of its norm first: the read-out (`"backward"`, the
+# paper's P4), the token embedding (`"forward"`), both at the same
+# evaluation (`"simultaneous"`), or neither (`"undetermined"`)? Set
+# `your_prediction` in the cell below the parameters; the cell after the
+# order table checks it against the runs.
+# ```
 
 # %% tags=["remove-cell"]
 # In Colab, install this book's version of nhtlab; elsewhere the
@@ -85,6 +94,10 @@ seed = 0
 # %%
 import nhtlab
 from nhtlab import book as nb
+
+your_prediction = (
+    None  # "backward", "forward", "simultaneous", "undetermined"
+)
 
 # %% tags=["hide-input"]
 # The digit-border setting chapter 06 chooses from its probe grid: a
@@ -178,6 +191,12 @@ nb.table(
     },
 )
 
+# %%
+answer, why = nb.order_answer(orders)
+nb.check_prediction(
+    your_prediction, answer, nhtlab.layers.CONTRACTION_VERDICTS, why
+)
+
 # %% [markdown]
 # Each layer from $T_\text{mem}$ to $T_\text{grok}$, one run at a time:
 # the paper's view (each layer over its own peak over the run) or each
@@ -228,6 +247,18 @@ nb.md(
 )
 
 # %% [markdown]
+# **Why this order?** Not known yet. AdamW's decoupled decay shrinks every
+# weight by the same factor $1 - \eta\lambda$ per step, whatever its
+# layer, so decay alone would move every layer's $\|\theta_\ell\|^2$ at
+# the same relative pace; which layer loses 10% first is decided by how
+# much its gradient steps push back. A *hypothesis*, not tested here: once
+# the table is memorised, the read-out is still being sharpened by the
+# loss while most embedding directions receive little gradient, so the
+# embedding, which also holds most of the norm (chapter 01), is the first
+# to give way. Chapter 08 reads the same order on a CNN trained on noisy
+# labels; the {doc}`findings` page sets every reading of this claim side
+# by side.
+#
 # ## The digit-border images
 #
 # A layer order only means something in a run where there is a shortcut
@@ -315,6 +346,29 @@ nhtlab.charts.contraction_curves(
 )
 
 # %% [markdown]
+# ```{admonition} Predict before reading on
+# The paper proposes the read-out's norm against its start,
+# $\|\theta_L\|^2/\|\theta_L(0)\|^2$, as an early warning: it should turn
+# down before the network drops the border. In the main run, will it
+# (`"warns"`) or not (`"does not warn"`)? Set `your_warning_prediction`
+# in the cell below and run it.
+# ```
+
+# %%
+your_warning_prediction = None  # "warns" or "does not warn"
+warned = [r["warning"] for r in image_rows if r["run"] == "main"]
+nb.check_prediction(
+    your_warning_prediction,
+    "warns"
+    if 2 * warned.count("warns") > len(warned)
+    else "does not warn",
+    ["warns", "does not warn"],
+    f"the signal turned down before the drop in {warned.count('warns')}"
+    f" of {len(warned)} main runs (a turn counts when the signal reaches"
+    " its maximum before the border is dropped)",
+)
+
+# %% [markdown]
 # ## The early-warning signals against the drop
 #
 # The total norm can still be rising while the head shrinks, so the paper
@@ -361,10 +415,10 @@ nb.table(
 
 # %% [markdown]
 # Where the paper's backward order or its warning fails on these runs
-# (✗ above), that is a reading of this scale and this CPU, not a result
-# the chapter asserts: a single seed's order can flip with the float
-# rounding of another CPU ({ref}`Numbers in the text
-# <numbers-in-the-text>`).
+# (✗ above), the chapter reports it and does not assert it: the counts
+# are over this build's seeds, and {ref}`Numbers across machines
+# <across-machines>` shows whether another CPU's rounding turned any of
+# them.
 #
 # ## Checks
 #

@@ -106,7 +106,7 @@ def check_prediction(guess: str | None, answer: str, choices: tuple[str, ...] | 
     reveal = f"The run's answer: {answer}. {why[:1].upper()}{why[1:]}" + ("" if why.endswith(".") else ".")
     if guess is None:
         options = " or ".join(repr(c) for c in choices)
-        return Verdict("unanswered", f"Your prediction: set your_prediction to {options} and run the cell.", reveal)
+        return Verdict("unanswered", f"Not predicted yet: write {options} as your prediction and run the cell.", reveal)
     if guess not in choices:
         raise ValueError(f"check_prediction: 'guess' must be one of {choices} or None, got {guess!r}")
     if guess == answer:

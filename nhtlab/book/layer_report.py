@@ -18,6 +18,7 @@ from ..validation import check_type
 from .claims import Check, Reading, over_seeds
 from ..analysis.events import border_times
 from ..analysis.layers import (
+    CONTRACTION_VERDICTS,
     ContractionOrder,
     contraction_order,
     head_to_first_ratio,
@@ -27,7 +28,7 @@ from ..analysis.layers import (
 from .shortcut_report import border_reading
 
 __all__ = ["image_run_rows", "image_readings", "reading_rows", "signal_records",
-           "modular_order_rows", "order_readings", "order_determined", "layer_window_records"]
+           "modular_order_rows", "order_readings", "order_determined", "layer_window_records", "order_answer"]
 
 def _warns(history: History, dropped: int | None) -> str:
     if dropped is None:
@@ -238,3 +239,43 @@ def layer_window_records(history: History, order: ContractionOrder, **constants:
                          "at_mem": float(values[i] / c.at_mem) if c.at_mem > 0 else math.nan,
                          "contracted": c.step is not None and int(steps[i]) >= c.step, **constants})
     return rows
+
+
+def order_answer(orders: Mapping[Any, ContractionOrder]) -> tuple[str, str]:
+    """The answer the runs give to "which layer contracts first?", for :func:`check_prediction`.
+
+    Parameters
+    ----------
+    orders : mapping run → ContractionOrder
+        Every run's reading (e.g. keyed by (λ, seed)).
+
+    Returns
+    -------
+    (answer, why) : tuple of str
+        The verdict most runs share (one of ``CONTRACTION_VERDICTS``; a tie reads ``"undetermined"``),
+        and a sentence with its count and the median steps after the window opens at which the
+        read-out and the first layer lost their share.
+
+    Examples
+    --------
+    >>> from nhtlab.analysis.layers import LayerContraction
+    >>> layers = [LayerContraction("tok", 10.0, 7.0, 0.3, 200), LayerContraction("readout", 5.0, 4.0, 0.2, 400)]
+    >>> order_answer({(1.0, 0): ContractionOrder(100, 500, 0.1, "readout", "tok", layers, "forward")})
+    ('forward', 'forward in 1 of 1 runs; the read-out lost its share at a median 300 steps after the window opens, the first layer at a median 100 steps after the window opens')
+    """
+    check_type(orders, "orders", Mapping, owner="order_answer")
+    if not orders:
+        raise ValueError("order_answer: 'orders' is empty")
+    counts = {v: sum(o.verdict == v for o in orders.values()) for v in CONTRACTION_VERDICTS}
+    top = max(counts.values())
+    leaders = [v for v, c in counts.items() if c == top]
+    answer = leaders[0] if len(leaders) == 1 else "undetermined"
+
+    def median_after(layer_of) -> str:
+        steps = [layer_of(o).step - o.t_mem for o in orders.values() if o.t_mem is not None and layer_of(o).step is not None]
+        return f"{float(np.median(steps)):,.0f} steps after the window opens" if steps else "never in the window"
+
+    head = median_after(lambda o: o.layer(o.head))
+    first = median_after(lambda o: o.layer(o.first))
+    return answer, (f"{answer} in {counts[answer] if len(leaders) == 1 else 0} of {len(orders)} runs; the read-out "
+                    f"lost its share at a median {head}, the first layer at a median {first}")
