@@ -197,11 +197,12 @@ nb.table(nb.norm_start_records(table), formats={"λ": "{:g}"})
 # ## The norm curves, coloured by regime
 #
 # Each line is one run's $\|\theta\|^2$ on a log scale. Click a regime in
-# the legend to pick it out. All runs start from the same initial norm;
-# compare what each does after its network has memorised: a weak run
-# levels off, an intermediate run keeps contracting until it generalises,
-# and a strong run is pulled down so hard that its network never fits its
-# table.
+# the legend to pick it out. Runs of one seed start from the same
+# weights, whatever their λ (another seed starts at a slightly different
+# norm). Compare what each does after its network has memorised: a weak
+# run levels off, an intermediate run keeps contracting until it
+# generalises, and a strong run is pulled down so hard that its network
+# never fits its table.
 
 # %%
 curves = nb.regime_curves(result, table)

@@ -393,7 +393,10 @@ nb.table(
 # forecast at a quarter, a half and three quarters of its plateau, against
 # the naive forecast ($T_\text{mem}$ plus the fitting runs' mean delay at
 # the same λ). Every run here is one that groks or is cut short, so the
-# warnings' false alarms are counted in the last chapter, not here.
+# warnings' false alarms are counted in the last chapter, not here. The
+# last chapter also shows the evaluation saved with nhtlab (a fixed,
+# pre-registered split); this one is recomputed on the runs of the build
+# you are reading, so the two tables differ in runs and split.
 
 # %% tags=["remove-input"]
 nb.held_out_eta_report(

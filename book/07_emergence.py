@@ -136,8 +136,9 @@ result
 # For each run, {term}`V_mem` is $\|\theta\|^2$ at {term}`T_mem` and
 # {term}`V_grok` is $\|\theta\|^2$ at {term}`T_grok` (the `grok`
 # definition of {ref}`the delay-law chapter <delay-definitions>`). The
-# table gives, per width, the medians over the seeds that generalised, and
-# the fraction that generalised within the budget.
+# table gives, per width, the medians of the norms, their gap and the
+# delay over the seeds that generalised, the median T_mem over the seeds
+# that memorised, and the fraction that generalised within the budget.
 
 # %%
 summary = nhtlab.emergence.size_summary(rows, budget=cfg.budget)
@@ -286,7 +287,12 @@ within = ", ".join(
 t_mem = ", ".join(
     f"{s['T_mem']:,.0f} at {s['size']}" for s in summary if s["T_mem"]
 )
-never = sorted({r["size"] for r in rows if r["T_mem"] is None})
+never = [
+    f"{sum(r['T_mem'] is None for r in group)} of {len(group)} at {size}"
+    for size in sorted({r["size"] for r in rows})
+    for group in [[r for r in rows if r["size"] == size]]
+    if any(r["T_mem"] is None for r in group)
+]
 nb.md(
     f"""
     * Law's link: rank correlation {link["correlation"]:.2f} over
@@ -296,8 +302,8 @@ nb.md(
       with width: {delay["verdict"] or "—"}.
     * Within {cfg.budget:,} steps, the fraction that generalised is
       {within}; median T_mem {t_mem or "—"}.
-    * Widths that never memorised within the {steps:,}-step limit:
-      {", ".join(map(str, never)) or "none"}.
+    * Runs that never memorised within the {steps:,}-step limit:
+      {", ".join(never) or "none"}.
     """
 )
 

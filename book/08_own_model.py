@@ -34,8 +34,7 @@
 #   an {term}`early warning`, earlier than the total norm's; this chapter
 #   counts over seeds whether it does on the model here;
 # - {term}`DLR`, the label-free dynamical richness of the features on a
-#   fixed probe batch {cite}`nam2026dlr` (no labels needed, so it works on
-#   unlabelled production data too);
+#   fixed probe batch {cite}`nam2026dlr` (it works on unlabelled data);
 # - any scalar you pass it (loss, accuracies);
 #
 # and it diagnoses the {term}`regime` online
@@ -430,10 +429,10 @@ nhtlab.charts.layer_norm_curves(
 #     {func}`nhtlab.analysis.layers.layer_transitions`
 #   - the read-out contracting first (a "backward" transition) is the
 #     paper's early warning
-#   - an order read on one seed can flip with the seed, or with the float
-#     rounding of another CPU: the layerwise chapter and this one count
-#     it over seeds; read it on several seeds of your model, don't assume
-#     it
+#   - an order read on one seed can differ in another seed: the
+#     layerwise chapter and this one count it over seeds, and the
+#     {doc}`findings` page sets their counts side by side; read it on
+#     several seeds of your model, don't assume it
 # * - **DLR**
 #   - the `dlr` column (probe batch)
 #   - low: features are what the outputs need (rich); high: features carry
@@ -494,8 +493,9 @@ nhtlab.charts.layer_norm_curves(
 nb.eta_report("full")
 
 # %% [markdown]
-# The same evaluation on the book's own companion runs (the delay-law
-# chapter's λ sweep, a smaller held-out split):
+# The same saved evaluation on the book's own companion runs (a smaller
+# split, printed in it). The delay-law chapter's table differs: it is
+# recomputed on the build you read, holding out its last seed.
 
 # %% tags=["remove-input"]
 nb.eta_report("book")

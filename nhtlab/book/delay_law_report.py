@@ -122,7 +122,9 @@ class PaperComparison:
                     f"grokked, and the fit needs {self.min_fit_lambdas} ({theirs}).")
         f = self.fit
         inside = "inside" if f["slope_within_ci"] else "outside"
-        return (f"T_grok against 1/λ on λ ∈ [{lo:g}, {hi:g}] (seed means of {f['n']} λ values): slope "
+        fitted = ", ".join(f"{lam:g}" for lam in self.fit_lambdas)
+        return (f"T_grok against 1/λ on λ = {fitted} (the λ of the companion's range [{lo:g}, {hi:g}] that this "
+                f"sweep trained and that grokked; seed means of {f['n']} λ values): slope "
                 f"{f['slope']:,.0f}, {inside} the companion's interval; intercept {f['intercept']:,.0f}; "
                 f"R² {f['r2']:.3f} ({theirs}).")
 
