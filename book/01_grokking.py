@@ -58,7 +58,7 @@ if "google.colab" in sys.modules:
     import nhtlab
     from nhtlab import book as nb
 
-    nb.colab_launch("roughly 5-10 minutes", keep=KEEP_ON_DRIVE)
+    nb.colab_launch("01_grokking", keep=KEEP_ON_DRIVE)
 
 # %% tags=["parameters"]
 profile = "book"  # "quick", "book" or "full": see Run a chapter

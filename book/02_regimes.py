@@ -50,7 +50,7 @@ if "google.colab" in sys.modules:
     import nhtlab
     from nhtlab import book as nb
 
-    nb.colab_launch("one to two hours", keep=KEEP_ON_DRIVE)
+    nb.colab_launch("02_regimes", keep=KEEP_ON_DRIVE)
 
 # %% tags=["parameters"]
 profile = "book"  # "quick", "book" or "full": see Run a chapter

@@ -114,11 +114,7 @@ if "google.colab" in sys.modules:
     import nhtlab
     from nhtlab import book as nb
 
-    nb.colab_launch(
-        "several hours",
-        "its 20 regime-edge runs use whole 50,000-step budgets",
-        keep=KEEP_ON_DRIVE,
-    )
+    nb.colab_launch("03_delay_law", keep=KEEP_ON_DRIVE)
 
 # %% tags=["parameters"]
 profile = "book"  # "quick", "book" or "full": see Run a chapter

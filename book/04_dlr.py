@@ -48,7 +48,7 @@ if "google.colab" in sys.modules:
     import nhtlab
     from nhtlab import book as nb
 
-    nb.colab_launch("about an hour", keep=KEEP_ON_DRIVE)
+    nb.colab_launch("04_dlr", keep=KEEP_ON_DRIVE)
 
 # %% tags=["parameters"]
 profile = "book"  # "quick", "book" or "full": see Run a chapter

@@ -82,7 +82,7 @@ if "google.colab" in sys.modules:
     import nhtlab
     from nhtlab import book as nb
 
-    nb.colab_launch("two to three hours", keep=KEEP_ON_DRIVE)
+    nb.colab_launch("05_layerwise", keep=KEEP_ON_DRIVE)
 
 # %% tags=["parameters"]
 profile = "book"  # "quick", "book" or "full": see Run a chapter

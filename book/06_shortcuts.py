@@ -52,11 +52,7 @@ if "google.colab" in sys.modules:
     import nhtlab
     from nhtlab import book as nb
 
-    nb.colab_launch(
-        "many hours",
-        "more than a free session allows",
-        keep=KEEP_ON_DRIVE,
-    )
+    nb.colab_launch("06_shortcuts", keep=KEEP_ON_DRIVE)
 
 # %% tags=["parameters"]
 profile = "book"  # "quick", "book" or "full": see Run a chapter

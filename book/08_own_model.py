@@ -65,7 +65,7 @@ if "google.colab" in sys.modules:
     import nhtlab
     from nhtlab import book as nb
 
-    nb.colab_launch("tens of minutes", keep=KEEP_ON_DRIVE)
+    nb.colab_launch("08_own_model", keep=KEEP_ON_DRIVE)
 
 # %% tags=["parameters"]
 profile = "book"  # "quick", "book" or "full": see Run a chapter

@@ -107,10 +107,11 @@ def test_keep_on_drive_mounts_and_points_the_cache_there(monkeypatch, tmp_path):
     root = nhtlab.book.keep_on_drive(tmp_path / "MyDrive" / "nhtlab")
     assert mounted == ["/content/drive"] and root == tmp_path / "MyDrive" / "nhtlab" / "cache" and root.is_dir()
     assert nhtlab.training.cache.ResultCache().root == root and nhtlab.training.cache.ResultCache().checkpoints is True
-    note = nhtlab.book.colab_launch("about an hour", "many runs")
-    assert 'takes about an hour on a Colab T4 GPU (many runs)' in note and "KEEP_ON_DRIVE = True" in note
+    note = nhtlab.book.colab_launch("03_delay_law")
+    takes, why = nhtlab.book.colab.FULL_ON_T4["03_delay_law"]
+    assert f"takes {takes} on a Colab T4 GPU ({why})" in note and "KEEP_ON_DRIVE = True" in note
     assert mounted == ["/content/drive"]  # keep=False mounts nothing
-    nhtlab.book.colab_launch("about an hour", keep=True)
+    nhtlab.book.colab_launch("04_dlr", keep=True)
     assert mounted == ["/content/drive"] * 2
 
 

@@ -162,3 +162,16 @@ def test_citation_cites_nhtlab_and_the_papers():
     bib = (ROOT / "book" / "references.bib").read_text()
     for ref in citation["references"]:
         assert ref["title"] in " ".join(bib.split()), f"{ref['title']!r} is not in book/references.bib"
+
+
+def test_run_a_chapter_table_gives_the_launch_notes_estimates():
+    """The T4 column of Run a chapter is FULL_ON_T4, the estimates each chapter's launch note prints."""
+    from nhtlab.book.colab import FULL_ON_T4, colab_launch
+
+    text = (ROOT / "book" / "run_a_chapter.md").read_text()
+    rows = {int(m.group(1)): m.group(2).strip() for m in re.finditer(r"(?m)^\| (\d) \|.*\| ([^|]+) \|$", text)}
+    assert sorted(rows) == list(range(1, len(FULL_ON_T4) + 1))
+    for number, stem in enumerate(FULL_ON_T4, start=1):
+        assert rows[number] == FULL_ON_T4[stem][0], (stem, rows[number])
+    with pytest.raises(ValueError, match="'chapter' must be one of"):
+        colab_launch("09_missing")

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from ..validation import check_type
 
-__all__ = ["DRIVE_FOLDER", "keep_on_drive", "colab_launch"]
+__all__ = ["FULL_ON_T4", "DRIVE_FOLDER", "keep_on_drive", "colab_launch"]
 
 #: Where :func:`keep_on_drive` keeps nhtlab's files on a mounted Drive.
 DRIVE_FOLDER = "/content/drive/MyDrive/nhtlab"
@@ -61,17 +61,30 @@ def keep_on_drive(folder: str | os.PathLike = DRIVE_FOLDER, mount_point: str = "
     return cache
 
 
-def colab_launch(takes: str, why: str = "", keep: bool = False) -> str:
+#: How long each chapter's ``full`` profile should take on a Colab T4 GPU, and why, where worth saying:
+#: estimates, not yet measured on one. The one place they are written: each chapter's launch note and
+#: the table of Run a chapter (book/run_a_chapter.md, held to this by a test) read them here.
+FULL_ON_T4: dict[str, tuple[str, str]] = {
+    "01_grokking": ("roughly 5–10 minutes", ""),
+    "02_regimes": ("one to two hours", ""),
+    "03_delay_law": ("several hours", "its 20 regime-edge runs use whole 50,000-step budgets"),
+    "04_dlr": ("about an hour", ""),
+    "05_layerwise": ("two to three hours", "ten seeds of the companion sweep and 200 CIFAR-10 epochs per run"),
+    "06_shortcuts": ("many hours", "more than a free session allows"),
+    "07_emergence": ("about an hour", ""),
+    "08_own_model": ("tens of minutes", ""),
+}
+
+
+def colab_launch(chapter: str, keep: bool = False) -> str:
     """The chapter's launch note in Colab, printed; with ``keep``, :func:`keep_on_drive` too.
 
     Each chapter's Colab cell installs nhtlab, then calls this.
 
     Parameters
     ----------
-    takes : str
-        How long the ``full`` profile takes on a Colab T4 GPU ("about an hour").
-    why : str
-        What makes it take that long, if worth saying.
+    chapter : str
+        The chapter's stem ("05_layerwise"): its estimate is read from :data:`FULL_ON_T4`.
     keep : bool
         The cell's ``KEEP_ON_DRIVE``: results and checkpoints on Google Drive.
 
@@ -79,8 +92,16 @@ def colab_launch(takes: str, why: str = "", keep: bool = False) -> str:
     -------
     str
         The note.
+
+    Raises
+    ------
+    ValueError
+        Naming ``chapter`` when it has no estimate.
     """
-    check_type(takes, "takes", str, owner="colab_launch")
+    check_type(chapter, "chapter", str, owner="colab_launch")
+    if chapter not in FULL_ON_T4:
+        raise ValueError(f"colab_launch: 'chapter' must be one of {sorted(FULL_ON_T4)}, got {chapter!r}")
+    takes, why = FULL_ON_T4[chapter]
     note = (f'Launch note: profile = "full" takes {takes} on a Colab T4 GPU{f" ({why})" if why else ""} '
             "(an estimate, not yet measured).\n"
             'To run it: Runtime > Change runtime type > T4 GPU, set profile = "full" in the next cell, run all.\n'
