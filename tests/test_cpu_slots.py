@@ -32,7 +32,7 @@ def _take_slot(folder: str, slots: int, name: str, log: str, release) -> None:
     ``refused <name> slot-<i>``: seen on every slot while no holder has been released, it shows that this
     process waits rather than computes, without a clock.
     """
-    from nhtlab.training import cpu_slots as module
+    from nhtlab.build import cpu_slots as module
 
     real, refused = module.fcntl, set()
 

@@ -45,7 +45,7 @@ _MODULES = ["claims", "closing", "colab", "delay_law_report", "dlr_probes", "dlr
             "profiles", "regime_report", "report", "run_stamp", "scorecard", "scorecard_runs", "shortcut_report",
             "shortcut_study", "tuning_report"]
 
-# The widgets draw charts (altair, about 0.3 s to import): loaded on first use.
+# The widgets draw charts (altair, slow to import): loaded on first use.
 _LAZY = {"train_panel": ".widgets", "StaticNote": ".widgets", "widgets": ".widgets"}
 
 

@@ -65,7 +65,7 @@ def keep_on_drive(folder: str | os.PathLike = DRIVE_FOLDER, mount_point: str = "
 #: estimates, not yet measured on one. The one place they are written: each chapter's launch note and
 #: the table of Run a chapter (book/run_a_chapter.md, held to this by a test) read them here.
 FULL_ON_T4: dict[str, tuple[str, str]] = {
-    "01_grokking": ("roughly 5–10 minutes", ""),
+    "01_grokking": ("a few minutes", ""),
     "02_regimes": ("one to two hours", ""),
     "03_delay_law": ("several hours", "its 20 regime-edge runs use whole 50,000-step budgets"),
     "04_dlr": ("about an hour", ""),
