@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 import nhtlab
-from nhtlab.book.delay_law_report import (MIN_FIT_LAMBDAS, check_lambdas_grok, check_norm_halves, check_reading,
+from nhtlab.book.claims import check_reading
+from nhtlab.book.delay_law_report import (MIN_FIT_LAMBDAS, check_lambdas_grok, check_norm_halves,
                                         contraction_records, delay_readings, delay_records, eta_comparison,
                                         fit_records, law_fits, paper_comparison, ratio_records, run_records)
 from nhtlab.history import History

@@ -8,9 +8,10 @@ import pytest
 
 from nhtlab.book.claims import over_seeds
 from nhtlab.analysis.separation import clean_norm_separation
+from nhtlab.book.claims import check_reading
 from nhtlab.book.shortcut_report import (PROBE_COLUMNS, border_reading, border_record, check_border_escape,
                                              check_rho_trend, check_separation_defined, final_accuracy_records,
-                                             higher_reading, norm_record, probe_row, read_probe, reading_check,
+                                             higher_reading, norm_record, probe_row, read_probe,
                                              reading_sentence, rho_drop, rho_reading, seed_reading_records,
                                              separation_records, write_probe)
 from nhtlab.history import History
@@ -110,9 +111,9 @@ def test_readings_become_records_sentences_and_checks():
     assert rec["by seed"] == "0: dropped, 1: kept, 2: kept"
     text = reading_sentence(flipping)
     assert "does not hold" in text and "flips" in text
-    assert not reading_check(flipping)
+    assert not check_reading(flipping)
     steady = over_seeds("border", {0: "dropped", 1: "dropped", 2: "dropped"}, expected="dropped")
-    assert "flips" not in reading_sentence(steady) and reading_check(steady)
+    assert "flips" not in reading_sentence(steady) and check_reading(steady)
 
 
 def test_final_accuracy_records_are_long_form():

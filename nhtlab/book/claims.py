@@ -25,7 +25,7 @@ from typing import Any
 
 from ..validation import check_choice, check_type
 
-__all__ = ["Check", "Reading", "over_seeds", "failed_checks"]
+__all__ = ["Check", "Reading", "over_seeds", "failed_checks", "check_reading"]
 
 RULES = ("all", "majority")
 
@@ -155,3 +155,25 @@ def over_seeds(name: str, by_seed: Mapping[int, Any], expected: Any, rule: str =
     check_type(by_seed, "by_seed", Mapping, owner="over_seeds")
     check_choice(rule, "rule", RULES, owner="over_seeds")
     return Reading(name=name, by_seed=dict(by_seed), expected=expected, rule=rule)
+
+
+def check_reading(reading: Reading) -> Check:
+    """A reading over seeds as a check: it passes when the reading's rule, fixed before the run, holds.
+
+    Parameters
+    ----------
+    reading : Reading
+        From :func:`over_seeds`.
+
+    Returns
+    -------
+    Check
+        Named after the reading; ``detail`` is its ``k of n`` text and its rule.
+
+    Examples
+    --------
+    >>> print(check_reading(over_seeds("border", {0: "dropped", 1: "kept", 2: "dropped"}, expected="dropped")))
+    ✓ border: dropped in 2 of 3 seeds (seed 0: dropped, seed 1: kept, seed 2: dropped); rule: majority
+    """
+    check_type(reading, "reading", Reading, owner="check_reading")
+    return Check(reading.name, reading.holds, f"{reading.text()}; rule: {reading.rule}")

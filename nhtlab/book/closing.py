@@ -2,7 +2,7 @@
 
 Every chapter ends the same way. Its claims are :class:`~nhtlab.book.claims.Check`
 verdicts (a reading over seeds becomes one through
-:func:`~nhtlab.book.delay_law_report.check_reading`); :func:`closing_checks` shows them as a
+:func:`~nhtlab.book.claims.check_reading`); :func:`closing_checks` shows them as a
 table, writes them to ``$NHTLAB_CLAIMS_FILE`` when that is set (the book build sets it for each
 chapter, and ``tools/kernel_paths.py`` compares two builds' records), and asserts them on a real
 run, so papermill fails when the science breaks. Readings the chapter shows but does not claim
@@ -18,8 +18,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from .claims import Check, Reading
-from .delay_law_report import check_reading
+from .claims import Check, Reading, check_reading
 from ..build.smoke import SMOKE_ENV, smoke_enabled, smoke_steps
 from ..validation import check_type
 from .report import Markdown, table

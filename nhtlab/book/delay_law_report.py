@@ -13,7 +13,7 @@ and into the readings the chapter states, one per seed (:func:`delay_readings`).
 Checks (each returns a :class:`~nhtlab.book.claims.Check`):
 :func:`check_lambdas_grok` (every λ ≤ 1 groks in every seed),
 :func:`check_norm_halves` (‖θ‖² at T_grok is at most half of V_mem) and
-:func:`check_reading` (a reading over seeds whose rule holds).
+:func:`~nhtlab.book.claims.check_reading` (a reading over seeds whose rule holds).
 
 Nothing here imports the training or notebook layers: records are plain dicts,
 and the caller renders them with ``nhtlab.book.table`` / ``nhtlab.book.md``.
@@ -32,14 +32,14 @@ from ..history import History
 from ..papers import (COMPANION_CONTRACTION, COMPANION_ETA_SWEEP, COMPANION_GROK_COUNTS, COMPANION_GROK_FIT,
                       COMPANION_LAMBDA_SWEEP, paper_cell)
 from ..validation import check_choice, check_int, check_real, check_type
-from .claims import Check, Reading, over_seeds
+from .claims import Check, Reading, check_reading, over_seeds
 from ..analysis.delay import DEFINITIONS, LinearFit, contraction_fit, delay_fits, delay_point, linear_fit, mean_std
 from ..analysis.events import find_events
 from ..analysis.regimes import diagnose_regime
 
 __all__ = ["FIT_LAMBDA_RANGE", "MIN_FIT_LAMBDAS", "COMPANION_LR", "PaperComparison", "paper_comparison",
            "delay_records", "run_records", "eta_comparison", "law_fits", "fit_records", "contraction_records",
-           "ratio_records", "delay_readings", "check_lambdas_grok", "check_norm_halves", "check_reading"]
+           "ratio_records", "delay_readings", "check_lambdas_grok", "check_norm_halves"]
 
 #: λ range of the companion's fit of T_grok against 1/λ (its regime edges 0.01 and 2 are outside).
 FIT_LAMBDA_RANGE = (0.1, 1.0)
@@ -464,23 +464,6 @@ def delay_readings(points: Sequence[Mapping[str, Any]], lr: float, max_lambda: f
              "law vs 1/λ": ("the law fits better than 1/λ", "law"),
              "law vs 1/(ηλ)": ("the law fits better than 1/(ηλ)", "law")}
     return {key: over_seeds(names[key][0], by[key], expected=names[key][1], rule=rule) for key in by}
-
-
-def check_reading(reading: Reading) -> Check:
-    """A reading over seeds as a check: it passes when the reading's rule holds.
-
-    Parameters
-    ----------
-    reading : Reading
-        From :func:`~nhtlab.book.claims.over_seeds` (e.g. one of :func:`delay_readings`).
-
-    Returns
-    -------
-    Check
-        Named after the reading; ``detail`` is its ``k of n`` text and its rule.
-    """
-    check_type(reading, "reading", Reading, owner="check_reading")
-    return Check(reading.name, reading.holds, f"{reading.text()}; rule: {reading.rule}")
 
 
 def check_lambdas_grok(histories: Sequence[History], max_lambda: float = 1.0) -> Check:

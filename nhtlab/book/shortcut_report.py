@@ -30,13 +30,13 @@ import numpy as np
 
 from ..history import History
 from ..validation import check_real, check_type
-from .claims import Check, Reading, over_seeds
+from .claims import Check, Reading, check_reading, over_seeds
 from ..analysis.events import border_times
 from ..analysis.separation import Separation, format_score
 
 __all__ = ["ACCURACIES", "RECORD_COLUMNS", "RECORD_FORMATS", "SET_LABELS", "BORDER_READINGS", "border_record", "norm_record", "border_reading", "higher_reading",
            "rho_drop", "rho_reading", "final_accuracy_records", "separation_records", "seed_reading_records",
-           "reading_sentence", "reading_check",
+           "reading_sentence",
            "check_border_escape", "check_rho_trend", "check_separation_defined", "probe_row", "write_probe",
            "read_probe", "PROBE_COLUMNS"]
 
@@ -286,22 +286,6 @@ def reading_sentence(reading: Reading) -> str:
     return f"{reading.name}: {reading.text()}: the reading {verdict} (rule: {reading.rule}){flips}"
 
 
-def reading_check(reading: Reading) -> Check:
-    """A reading over seeds as a check: it passes when the reading's pre-fixed rule holds.
-
-    Parameters
-    ----------
-    reading : Reading
-
-    Returns
-    -------
-    Check
-        Named after the reading; ``detail`` is :meth:`~nhtlab.book.claims.Reading.text`.
-    """
-    check_type(reading, "reading", Reading, owner="reading_check")
-    return Check(reading.name, reading.holds, f"{reading.text()}; rule: {reading.rule}")
-
-
 def check_border_escape(by_seed: Mapping[int, History], rule: str = "majority") -> Check:
     """The border is fitted and later dropped (:func:`border_reading` is ``"dropped"``) over seeds.
 
@@ -320,7 +304,7 @@ def check_border_escape(by_seed: Mapping[int, History], rule: str = "majority") 
     check_type(by_seed, "by_seed", Mapping, owner="check_border_escape")
     reading = over_seeds("the border is fitted, then dropped",
                          {s: border_reading(h) for s, h in by_seed.items()}, expected="dropped", rule=rule)
-    return reading_check(reading)
+    return check_reading(reading)
 
 
 def check_rho_trend(low: Mapping[int, History], high: Mapping[int, History], margin: float = 0.2,
@@ -348,7 +332,7 @@ def check_rho_trend(low: Mapping[int, History], high: Mapping[int, History], mar
     reading = over_seeds(f"worst-group accuracy falls by more than {margin:g} from low to high ρ",
                          {s: rho_reading(low[s], high[s], margin) for s in low}, expected="falls", rule=rule)
     falls = ", ".join(f"seed {s}: {rho_drop(low[s], high[s]):.2f}" for s in low)
-    check = reading_check(reading)
+    check = check_reading(reading)
     return Check(check.name, check.passed, f"{check.detail}; falls by {falls}")
 
 
