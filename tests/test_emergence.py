@@ -2,7 +2,7 @@ import math
 
 import pytest
 
-from nhtlab.analysis.emergence import between_and_within, fit_gamma, fraction_generalised, law_records, rank_correlation, run_row, scale_table, size_summary
+from nhtlab.analysis.emergence import between_and_within, fit_gamma, fraction_generalised, law_records, run_row, scale_table, size_summary
 from nhtlab.history import History
 
 
@@ -45,10 +45,13 @@ def test_run_row_without_transition_has_no_gap():
 
 
 def test_rank_correlation_and_seed_noise():
-    assert rank_correlation([1, 2, 3, 4], [1, 3, 2, 4]) == pytest.approx(0.8)
-    assert rank_correlation([1, 1, 2], [5, 5, 9]) == pytest.approx(1.0)  # ties share a rank
-    with pytest.raises(ValueError, match="'x' and 'y' parameters of rank_correlation"):
-        rank_correlation([1, 2], [1, 2])
+    from nhtlab.analysis.separation import spearman
+
+    assert spearman([1, 2, 3, 4], [1, 3, 2, 4]) == pytest.approx(0.8)
+    assert spearman([1, 1, 2], [5, 5, 9]) == pytest.approx(1.0)  # ties share a rank
+    assert math.isnan(spearman([1, 1, 1], [1, 2, 3])) and math.isnan(spearman([1], [2]))  # undefined, not 0
+    with pytest.raises(ValueError, match="spearman needs two 1-d arrays"):
+        spearman([1, 2], [1, 2, 3])
     noisy = [{"size": 1, "g": 1.0}, {"size": 1, "g": 1.5}, {"size": 2, "g": 1.1}, {"size": 2, "g": 1.3}]
     d = between_and_within(noisy, "g")
     assert d["difference"] == pytest.approx(1.2 - 1.25) and d["seed_spread"] == pytest.approx(0.5)

@@ -59,7 +59,7 @@ LEFT_THE_FACE = [
     "measures.spectra.feature_spectrum", "book.closing_checks", "book.select_profile", "book.stamp", "book.table",
     "book.md", "book.Check", "book.over_seeds", "book.three_regimes", "book.lazy_rich_run", "book.check_answer",
     "book.train_panel", "book.science_checks", "book.rule_band", "book.regime_curves", "build.cpu_slot",
-    "papers.paper_cell", "presets.BORDER_DESIGN", "emergence.rank_correlation",
+    "papers.paper_cell", "presets.BORDER_DESIGN", "analysis.separation.spearman",
 ]
 
 

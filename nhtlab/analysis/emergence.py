@@ -28,7 +28,7 @@ from .delay import delay_point
 from .events import find_events
 
 __all__ = ["run_row", "scale_table", "size_summary", "fraction_generalised", "fit_gamma", "law_records",
-           "rank_correlation", "between_and_within"]
+           "between_and_within"]
 
 def _size(history: History, key: str, default: Any = None) -> Any:
     config = history.config
@@ -188,35 +188,6 @@ def law_records(summary: Sequence[dict[str, Any]], fit: dict[str, float] | None 
             if fit is not None:
                 out.append({"size": s["size"], "series": "law, fitted γ", "delay": s["predicted"] / fit["gamma / eta_lambda"]})
     return out
-
-
-def rank_correlation(x: Sequence[float], y: Sequence[float]) -> float:
-    """Spearman's rank correlation of ``x`` and ``y`` (ties get their mean rank).
-
-    Examples
-    --------
-    >>> round(rank_correlation([1, 2, 3, 4], [10, 20, 15, 40]), 6)
-    0.8
-    >>> rank_correlation([1, 2, 3], [3, 2, 1])
-    -1.0
-    """
-    xa, ya = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
-    if xa.shape != ya.shape or xa.ndim != 1 or len(xa) < 3:
-        raise ValueError(f"The 'x' and 'y' parameters of rank_correlation must be 1-D, of one length ≥ 3. "
-                         f"Got shapes {xa.shape} and {ya.shape}.")
-
-    def ranks(v: np.ndarray) -> np.ndarray:
-        order = np.argsort(v, kind="stable")
-        r = np.empty(len(v))
-        r[order] = np.arange(len(v), dtype=float)
-        for value in np.unique(v):  # ties: mean rank
-            r[v == value] = r[v == value].mean()
-        return r
-
-    rx, ry = ranks(xa), ranks(ya)
-    if rx.std() == 0 or ry.std() == 0:
-        return float("nan")
-    return float(np.corrcoef(rx, ry)[0, 1])
 
 
 def between_and_within(rows: Sequence[dict[str, Any]], key: str) -> dict[str, float]:

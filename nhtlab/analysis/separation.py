@@ -120,38 +120,26 @@ def format_score(separation: "Separation | float", digits: int = 2) -> str:
     return "undefined" if not np.isfinite(value) else f"{value:.{digits}f}"
 
 
-def _ranks(values: np.ndarray) -> np.ndarray:
-    """Ranks 1..n with ties given their average rank."""
-    order = np.argsort(values, kind="mergesort")
-    ranks = np.empty(len(values), dtype=float)
-    sorted_vals = values[order]
-    i = 0
-    while i < len(values):
-        j = i
-        while j + 1 < len(values) and sorted_vals[j + 1] == sorted_vals[i]:
-            j += 1
-        ranks[order[i:j + 1]] = (i + j) / 2.0 + 1.0
-        i = j + 1
-    return ranks
-
-
 def spearman(x: np.ndarray, y: np.ndarray) -> float:
-    """Spearman's rank correlation (average ranks for ties); NaN if either input is constant.
+    """Spearman's rank correlation (``scipy.stats.spearmanr``: average ranks for ties); NaN when either
+    input is constant or has fewer than two values, where it is undefined.
 
     Examples
     --------
     >>> spearman(np.array([1.0, 2.0, 3.0]), np.array([10.0, 20.0, 25.0]))
     1.0
+    >>> round(spearman(np.array([1, 2, 3, 4]), np.array([10, 20, 15, 40])), 6)
+    0.8
     """
+    # local: scipy.stats is slow to import, and only the scores need it
+    from scipy import stats
+
     x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
     if x.shape != y.shape or x.ndim != 1:
         raise ValueError(f"spearman needs two 1-d arrays of the same length. Got shapes {x.shape} and {y.shape}.")
-    rx, ry = _ranks(x), _ranks(y)
-    rx, ry = rx - rx.mean(), ry - ry.mean()
-    denom = np.sqrt((rx ** 2).sum() * (ry ** 2).sum())
-    if denom == 0:
+    if len(x) < 2 or np.ptp(x) == 0 or np.ptp(y) == 0:
         return float("nan")
-    return float(np.clip((rx * ry).sum() / denom, -1.0, 1.0))
+    return float(np.clip(stats.spearmanr(x, y).statistic, -1.0, 1.0))
 
 
 def _rescale(acc: np.ndarray, num_classes: int) -> np.ndarray:

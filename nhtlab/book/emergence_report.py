@@ -20,7 +20,8 @@ from typing import Any
 
 from ..validation import check_int, check_real, check_type
 from .claims import Check, over_seeds
-from ..analysis.emergence import between_and_within, rank_correlation
+from ..analysis.emergence import between_and_within
+from ..analysis.separation import spearman
 
 __all__ = ["law_link", "check_law_link", "check_sizes_generalise", "direction_by_seed", "trend_records"]
 
@@ -51,7 +52,7 @@ def law_link(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     {'runs': 3, 'correlation': 1.0}
     """
     done = [r for r in _rows(rows, "law_link") if r.get("log_gap") is not None and r.get("delay") is not None]
-    corr = rank_correlation([r["log_gap"] for r in done], [r["delay"] for r in done]) if len(done) >= 3 else math.nan
+    corr = spearman([r["log_gap"] for r in done], [r["delay"] for r in done]) if len(done) >= 3 else math.nan
     return {"runs": len(done), "correlation": corr}
 
 
