@@ -93,3 +93,11 @@ def test_a_prediction_is_checked_against_the_run_and_hidden_until_made():
         check_prediction("sideways", "forward", choices, "why")
     with pytest.raises(ValueError, match="'answer' must be one of"):
         check_prediction(None, "undetermined", choices, "why")
+
+
+def test_grokked_is_memorised_and_generalised():
+    from nhtlab.analysis.events import Events
+
+    assert Events(600, 1500, peak_step=0, peak_norm=1.0, final_norm=1.0, norm_at_mem=None, norm_at_grok=None).grokked
+    assert not Events(600, None, peak_step=0, peak_norm=1.0, final_norm=1.0, norm_at_mem=None, norm_at_grok=None).grokked
+    assert not Events(None, None, peak_step=0, peak_norm=1.0, final_norm=1.0, norm_at_mem=None, norm_at_grok=None).grokked

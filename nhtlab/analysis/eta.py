@@ -181,11 +181,12 @@ def predict_grok(history: History, calibration: EtaCalibration) -> GrokEstimate:
     return GrokEstimate(now, float(point), low, high)
 
 
-def _grokked(histories: Sequence[History]) -> list[tuple[History, Any]]:
+def _plateaus(histories: Sequence[History]) -> list[tuple[History, Any]]:
+    """The runs that grokked (:attr:`Events.grokked`) after a plateau to forecast on, with their events."""
     out = []
     for h in histories:
         e = find_events(h)
-        if e.t_mem is not None and e.t_grok is not None and e.t_grok > e.t_mem and not h.diverged:
+        if e.grokked and e.delay > 0 and not h.diverged:
             out.append((h, e))
     return out
 
@@ -223,7 +224,7 @@ def calibrate_eta(histories: Sequence[History], coverage: float = 0.8,
     EtaCalibration
     """
     check_real(coverage, "coverage", low=0.0, high=1.0, low_open=True, high_open=True, owner="calibrate_eta")
-    runs = _grokked(histories)
+    runs = _plateaus(histories)
     if not runs:
         raise ValueError("The 'histories' parameter of calibrate_eta must hold at least one run that memorised "
                          "and grokked; none did.")
@@ -264,7 +265,7 @@ def evaluate_eta(fit: Sequence[History], test: Sequence[History], coverage: floa
         (measured), ``stated_coverage``, ``median_width``.
     """
     calibration = calibrate_eta(fit, coverage, fractions)
-    runs = _grokked(test)
+    runs = _plateaus(test)
     records = []
     for f in fractions:
         err, base, comp, inside, widths, missing = [], [], [], [], [], 0

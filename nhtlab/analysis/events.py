@@ -49,6 +49,12 @@ class Events:
         return self.t_grok - self.t_mem
 
     @property
+    def grokked(self) -> bool:
+        """Whether the run memorised and generalised (both T_mem and T_grok found): the book's one
+        definition of a run that grokked, as the companion counts them."""
+        return self.delay is not None
+
+    @property
     def contraction(self) -> float:
         """Fraction by which ‖θ‖² fell from its peak to the end of the run (0 if it never fell)."""
         if self.peak_norm <= 0:

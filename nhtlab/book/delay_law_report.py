@@ -66,10 +66,6 @@ def _labels(histories: Sequence[History], labels: Sequence[str] | None, owner: s
     return [str(label) for label in labels]
 
 
-def _grokked(history: History) -> bool:
-    return find_events(history).delay is not None
-
-
 # --- The companion's Table 3, beside ours -------------------------------------------------------
 
 @dataclass
@@ -180,7 +176,7 @@ def paper_comparison(histories: Sequence[History], min_fit_lambdas: int = MIN_FI
         runs = by_lambda[lam]
         points = [p for p in (delay_point(h, definition="grok") for h in runs) if p is not None]
         escaped = [p for p in points if p["t_escape"] is not None]
-        ratios = [fit.ratio for fit in (contraction_fit(h) for h in runs if _grokked(h)) if fit is not None]
+        ratios = [fit.ratio for fit in (contraction_fit(h) for h in runs if find_events(h).grokked) if fit is not None]
         ours = {"runs": len(runs), "grokked": len(points), "t_mem": mean_std(points, "t_mem"),
                 "t_grok": mean_std(points, "t_grok"), "t_escape": mean_std(escaped, "t_escape"),
                 "escape_theory": mean_std(points, "escape_theory"),
@@ -367,7 +363,7 @@ def contraction_records(histories: Sequence[History], labels: Sequence[str] | No
     for h, label in zip(histories, names):
         lr, wd = float(h.config["lr"]), float(h.config["weight_decay"])
         fit = contraction_fit(h)
-        if fit is None or wd <= 0 or not _grokked(h):
+        if fit is None or wd <= 0 or not find_events(h).grokked:
             continue
         out.append({**fit.to_dict(), "eta_lambda": lr * wd, "weight_decay": wd, "lr": lr,
                     "seed": h.config.get("seed"), "family": label,
@@ -486,7 +482,7 @@ def check_lambdas_grok(histories: Sequence[History], max_lambda: float = 1.0) ->
     for h in histories:
         wd = float(h.config["weight_decay"])
         if 0 < wd <= max_lambda:
-            counts.setdefault(wd, []).append(_grokked(h))
+            counts.setdefault(wd, []).append(find_events(h).grokked)
     detail = ", ".join(f"λ = {lam:g}: {sum(c)}/{len(c)}" for lam, c in sorted(counts.items())) or "no run in range"
     passed = bool(counts) and all(all(c) for c in counts.values())
     return Check(f"every λ ≤ {max_lambda:g} groks in every seed", passed, detail)
