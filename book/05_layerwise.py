@@ -109,39 +109,33 @@ PROFILES = {
     # quick: chapter 03's quick companion runs at λ = 1 (η = 3e-3), two
     # seeds; one seed of the digit runs.
     "quick": dict(
-        modular=dict(lr=3e-3, steps=4000, stop_after=100, compile=False),
-        lams=[1.0],
+        lr=3e-3,
+        stop_after=100,
+        compile=False,
         seeds=[0, 1],
-        budgets={},
+        budgets={1.0: 4000},
         images=dict(DESIGN, steps=3000),
         image_lam=0.1,
         image_seeds=[0],
         workers=2,
     ),
-    # book: chapter 03's companion runs (η = 1e-3, 8,000 steps, 4,000 at
-    # λ = 1, stopped 500 steps after T_grok), three λ and three seeds;
+    # book: the companion grid the chapters share (chapter 03's λ sweep,
+    # nhtlab.training.presets.COMPANION_SWEEPS), three λ and three seeds;
     # three seeds of the digit runs.
     "book": dict(
-        modular=dict(lr=1e-3, steps=8000, stop_after=500, compile=False),
-        lams=[0.3, 0.5, 1.0],
-        seeds=[0, 1, 2],
-        budgets={1.0: 4000, 2.0: 2000},
+        nhtlab.companion_sweep("book", lams=[0.3, 0.5, 1.0]),
         images=dict(DESIGN, steps=3000),
         image_lam=0.1,
         image_seeds=[0, 1, 2],
         workers=2,
     ),
-    # full: chapter 03's full companion runs (50,000 steps, stopped 2,000
-    # after T_grok), ten seeds; the paper's network on coloured-border
-    # CIFAR-10 (SimpleCNN of 288k parameters, AdamW lr 1e-3, batch 128,
-    # 200 epochs) with this chapter's border design, three seeds.
+    # full: the full grid (50,000 steps, stopped 2,000 after T_grok), ten
+    # seeds; the paper's network on coloured-border CIFAR-10 (SimpleCNN of
+    # 288k parameters, AdamW lr 1e-3, batch 128, 200 epochs) with this
+    # chapter's border design, three seeds.
     "full": dict(
-        modular=dict(
-            lr=1e-3, steps=50_000, stop_after=2000, compile=True
-        ),
-        lams=[0.3, 0.5, 1.0],
+        nhtlab.companion_sweep("full", lams=[0.3, 0.5, 1.0]),
         seeds=list(range(10)),
-        budgets={},
         images=dict(nhtlab.presets.BORDER_DESIGN_CIFAR10),
         image_lam=0.1,
         image_seeds=[0, 1, 2],
@@ -160,13 +154,8 @@ nb.stamp(profile, cfg)
 
 # %%
 companion_runs = [
-    nhtlab.companion(
-        lam,
-        seed + s,
-        steps=cfg.budgets.get(lam, cfg.modular["steps"]),
-        **{k: v for k, v in cfg.modular.items() if k != "steps"},
-    )
-    for lam in cfg.lams
+    nhtlab.presets.companion_grid_run(cfg, lam, seed + s)
+    for lam in cfg.budgets
     for s in cfg.seeds
 ]
 companion = nhtlab.sweep(
