@@ -34,8 +34,7 @@
 # This chapter sweeps λ over three orders of magnitude on the companion
 # paper's setting {cite}`khanh2026delay` (the transformer of the first
 # chapter, $(a+b) \bmod 97$, minibatches of 512), diagnoses each run with
-# explicit rules, and lets you walk through the sweep one λ at a time with
-# a slider.
+# explicit rules, and lets you walk through the sweep one λ at a time.
 #
 # ```{admonition} Predict before the runs
 # Two questions, answered by this chapter's runs. (1) Which is the
