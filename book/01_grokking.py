@@ -44,6 +44,14 @@
 # training, AdamW with {term}`η` = 10⁻³ and PyTorch's default betas, and
 # minibatches of 512 pairs drawn with replacement at every step. It also
 # trains the same network *without* weight decay.
+#
+# ```{admonition} Predict before the runs
+# The same network also trains *without* weight decay (λ = 0), with a
+# budget of its own (`no_decay_steps` below). Will it generalise (test
+# accuracy ≥ 99%) within that budget: `"yes"` or `"no"`? Set
+# `your_prediction` in the cell below the parameters; the cell after the
+# λ = 0 chart checks it against the runs.
+# ```
 
 # %% tags=["remove-cell"]
 # In Colab, install this book's version of nhtlab; elsewhere the
@@ -70,6 +78,8 @@ seed = 0
 # %%
 import nhtlab
 from nhtlab import book as nb
+
+your_prediction = None  # "yes" or "no"
 
 # %% tags=["hide-input"]
 # The λ = 1 runs come from the companion grid that chapters 1-3, 6 and 7
@@ -227,6 +237,10 @@ nhtlab.charts.compare_runs(
     [("λ = 1", history), ("λ = 0", history_no_decay)]
 )
 
+# %%
+answer, why = nb.generalise_answer(histories_no_decay)
+nb.check_prediction(your_prediction, answer, ["yes", "no"], why)
+
 # %% tags=["remove-input"]
 weak = nhtlab.diagnose_regime(history_no_decay)
 nb.md(f"λ = 0, seed {seed}: **{weak.regime}**: {weak.reason}.")
@@ -322,9 +336,12 @@ nb.check_answer(
 # ## Try it live
 #
 # In Jupyter or Colab the cell below gives a λ slider and a *Train*
-# button: retrain this model with another weight decay and watch the norm
-# and the accuracy move. (In the static book it only says so; the
-# interactive charts above work without a kernel.)
+# button: retrain this model with another weight decay, watch the norm
+# and the accuracy move, and read the run's regime (chapter 02's rule).
+# The law's time scale goes as 1/(ηλ), so the budget does too: λ = 0.1
+# trains ten times as long as λ = 1, and no run more than ten times
+# (`nb.panel_budget`). In the static book the cell only says so; the
+# interactive charts above work without a kernel.
 
 # %%
 nb.train_panel(run)

@@ -34,8 +34,16 @@
 # This chapter sweeps λ over three orders of magnitude on the companion
 # paper's setting {cite}`khanh2026delay` (the transformer of the first
 # chapter, $(a+b) \bmod 97$, minibatches of 512), diagnoses each run with
-# explicit rules, and lets you walk through the sweep one λ at a time with
-# a slider.
+# explicit rules, and lets you walk through the sweep one λ at a time.
+#
+# ```{admonition} Predict before the runs
+# Two questions, answered by this chapter's runs. (1) Which is the
+# smallest λ of the sweep at which most seeds are intermediate (the λ
+# values are in the profile below, or `"none"`)? (2) Do most seeds at
+# the largest λ memorise their table within its budget (`"yes"` or
+# `"no"`)? Set `your_prediction` and `your_strong_prediction` in the cell
+# below the parameters; the cells after the regime table check them.
+# ```
 
 # %% tags=["remove-cell"]
 # In Colab, install this book's version of nhtlab; elsewhere the
@@ -63,6 +71,9 @@ seed = 0
 import nhtlab
 from nhtlab import book as nb
 
+your_prediction = None  # a λ of the sweep, as text ("0.1"), or "none"
+your_strong_prediction = None  # "yes" or "no"
+
 # %% tags=["hide-input"]
 # The companion grid that chapters 1-3, 6 and 7 share
 # (nhtlab.training.presets.COMPANION_SWEEPS): a step budget per λ, long
@@ -70,12 +81,13 @@ from nhtlab import book as nb
 # the norm does after memorising; the same λ is the same run in every
 # chapter, so the result cache trains it once. quick: η = 2e-3 (a point
 # of the companion's η sweep), three λ, one seed. book: the companion's
-# η = 1e-3, five λ, three seeds. full: the companion's λ grid at its own
+# η = 1e-3, seven λ (0.3 and 0.5 are chapter 03's runs, shared through the
+# result cache), three seeds. full: the companion's λ grid at its own
 # budget.
 PROFILES = {
     "quick": nhtlab.companion_sweep("quick"),
     "book": nhtlab.companion_sweep(
-        "book", lams=[0.01, 0.1, 1.0, 2.0, 5.0]
+        "book", lams=[0.01, 0.1, 0.3, 0.5, 1.0, 2.0, 5.0]
     ),
     "full": nhtlab.companion_sweep("full"),
 }
@@ -181,6 +193,14 @@ nb.table(
     },
 )
 
+# %%
+answer, choices, why = nb.intermediate_answer(table)
+nb.check_prediction(your_prediction, answer, choices, why)
+
+# %%
+answer, why = nb.memorise_answer(table, max(cfg.budgets))
+nb.check_prediction(your_strong_prediction, answer, ["yes", "no"], why)
+
 # %% [markdown]
 # Why each run got its label:
 
@@ -211,10 +231,10 @@ nhtlab.charts.regime_norm_curves(curves)
 # %% [markdown]
 # ## Walk through the sweep
 #
-# Move the slider to pick a λ (its position indexes the sweep's λ values,
-# in increasing order). The top panel shows train and test accuracy of
-# each seed, the bottom panel $\|\theta\|^2$, coloured by diagnosed
-# regime.
+# Pick a λ with the buttons under the chart, labelled with the sweep's
+# λ values in increasing order. The top panel shows train and test
+# accuracy of each seed, the bottom panel $\|\theta\|^2$, coloured by
+# diagnosed regime.
 
 # %%
 nhtlab.charts.lambda_slider(curves, sorted(cfg.budgets))

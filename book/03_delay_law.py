@@ -100,6 +100,13 @@
 # together. The initial scale has a law of its own: Lyu et al.
 # {cite}`lyu2024dichotomy` prove a sharp transition at a time of about
 # $\log(\alpha)/\lambda$ for weights initialised at scale α.
+#
+# ```{admonition} Predict before the runs
+# In the λ sweep (λ ≤ 1, each seed on its own runs), will the delay
+# $T_\text{grok} - T_\text{mem}$ fall as λ grows (`"falls"`) or not
+# (`"no"`)? Set `your_prediction` in the cell below the
+# parameters; the cell after the table of every run checks it.
+# ```
 
 # %% tags=["remove-cell"]
 # In Colab, install this book's version of nhtlab; elsewhere the
@@ -126,6 +133,8 @@ seed = 0
 # %%
 import nhtlab
 from nhtlab import book as nb
+
+your_prediction = None  # "falls" or "no"
 
 # %% tags=["hide-input"]
 PROFILES = {
@@ -254,6 +263,29 @@ nb.table(
         "{:,}",
     ),
 )
+
+# %%
+readings = nb.delay_readings(points["grok"], lr=cfg.lr)
+answer, why = nb.reading_answer(readings["lambda"], "falls", "no")
+nb.check_prediction(your_prediction, answer, ["falls", "no"], why)
+
+# %% [markdown]
+# ```{admonition} Exercise: the delay at another learning rate
+# At fixed λ and norm gap the law's delay goes as $1/\eta$. Take the
+# delay of the λ = 1 run of seed `seed` (default init) at the profile's
+# base η (`cfg.lr`) from the table above, and predict with the law the
+# delay of the same run at η = 2×10⁻³. Put your number in place of `None`
+# and run the cell (10% tolerance); the run at η = 2×10⁻³ is in the
+# table too, for after you have answered.
+# ```
+#
+# ```{dropdown} Hint
+# Multiply the base delay by $\eta_\text{base} / (2\times10^{-3})$.
+# ```
+
+# %%
+your_answer = None
+nb.eta_exercise(your_answer, points["grok"], cfg.lr, 2e-3, seed)
 
 # %% [markdown]
 # ## The companion's Table 3, beside ours
@@ -412,15 +444,13 @@ nb.held_out_eta_report(
 # builds on record, event by event).
 
 # %% tags=["remove-input"]
-readings = nb.delay_readings(points["grok"], lr=cfg.lr)
 display(
     nb.table([nb.check_reading(r).to_dict() for r in readings.values()])
 )
-sizes = {}
-for r in ratios:
-    sizes[r["definition"]] = (
-        f"{r['min']:.2f}–{r['max']:.2f} ({r['runs']} runs)"
-    )
+sizes = {
+    r["definition"]: f"{r['min']:.2f}–{r['max']:.2f} ({r['runs']} runs)"
+    for r in ratios
+}
 paper_lo, paper_hi = nhtlab.papers.COMPANION_THEORY_RATIO
 ours_c = [c["ratio"] for c in contraction if c["family"] == "λ sweep"]
 ours_c = f"{min(ours_c):.2f}–{max(ours_c):.2f}" if ours_c else "—"

@@ -26,14 +26,20 @@
 # outputs. It needs no labels and no test set, so it can tell "rich" from
 # "generalises".
 #
-# This chapter builds DLR from its definition and grounds it before using
-# it: the dimension $r$ of the outputs' span, a choice hidden in any
-# implementation, is fixed by properties stated in advance; DLR is
-# checked on lazy and rich runs whose answer is known from independent
-# signals, then measured through grokking on the paper's kind of model, a
-# transformer on modular arithmetic. A one-hidden-layer MLP shows the
-# other hidden choice (which layer counts as "the features"), and a small
-# CNN the paper's central claim: richness and generalisation come apart.
+# This chapter builds DLR from its definition, fixes the dimension $r$
+# of the outputs' span (a choice hidden in any implementation) by
+# properties stated in advance, checks DLR on lazy and rich runs known
+# from independent signals, then measures it through grokking on a
+# transformer. An MLP shows the other hidden choice (which layer counts
+# as "the features"), a small CNN that richness is not generalisation.
+#
+# ```{admonition} Predict before the runs
+# (1) Of a lazy run (large α) and a rich run (small α), which has the
+# higher DLR (`"lazy"` or `"rich"`)? (2) On the grokking transformer,
+# does DLR fall more between $T_\text{mem}$ and $T_\text{grok}$ than
+# before $T_\text{mem}$, in most seeds (`"yes"` or `"no"`)? Set the two
+# variables in the cell below the parameters; cells after the runs check.
+# ```
 
 # %% tags=["remove-cell"]
 # In Colab, install this book's version of nhtlab; elsewhere the
@@ -63,6 +69,9 @@ import torch
 
 import nhtlab
 from nhtlab import book as nb
+
+your_prediction = None  # "lazy" or "rich"
+your_timing_prediction = None  # "yes" or "no"
 
 # these small models train fastest on one CPU thread
 torch.set_num_threads(1)
@@ -163,11 +172,10 @@ nhtlab.charts.toy_curve(
 )
 
 # %% [markdown]
-# DLR starts near 1 (not exactly 1: at finite $n$ random features overlap
-# the output span by chance, about $\sqrt{rp/(n(n+p))}$) and reaches 0
-# when nothing but the output span is left. It stays high until the unused
-# features are small: with 61 unused directions against 3 useful ones,
-# $f_\text{in}$ needs α well above ½ before it matters.
+# DLR starts near 1 (random features overlap the output span by chance,
+# about $\sqrt{rp/(n(n+p))}$) and reaches 0 when only the output span is
+# left; with 61 unused directions against 3 useful ones, $f_\text{in}$
+# needs α well above ½ before it matters.
 #
 # ## The rank rule, fixed before the grokking run
 #
@@ -193,12 +201,10 @@ nhtlab.charts.toy_curve(
 #    by a stated margin.
 #
 # Where several rules pass all four, the incumbent default (`energy`,
-# 0.99) stays, rather than re-choosing with the results in view (it had
-# first been picked on the MLP runs of an earlier version of this
-# chapter; the properties are what would have overturned it). Property 3
-# was restated after a first scoring: with the raw log-probabilities no
-# rule passes (the log-sum-exp term adds a direction of its own). The
-# first three properties, on synthetic features and outputs:
+# 0.99, first picked on an earlier version's MLP runs) stays rather than
+# re-choosing with the results in view. Property 3 was restated after a
+# first scoring: with raw log-probabilities no rule passes (log-sum-exp
+# adds a direction). The first three, on synthetic features and outputs:
 
 # %% tags=["remove-input"]
 rules = dict(nb.CANDIDATE_RULES)
@@ -231,8 +237,7 @@ nb.md(f"Pass thresholds: {nb.RULE_THRESHOLDS}.")
 # largest α's), the largest is lazy (CKA to init ≥ 0.95); DLR is at least
 # **0.2 higher** for the lazy run and does not fall (by more than 0.02) as
 # α grows.
-# (A first probe, two hidden layers and cross-entropy, failed as a ground
-# truth: its small-α runs never collapsed.)
+# (A first probe, two hidden layers and cross-entropy, never collapsed.)
 
 # %%
 lazy_rich_data = nhtlab.digits(size=8, seed=seed)
@@ -248,6 +253,10 @@ ground_truth, gap, monotone = nb.lazy_rich_checks(
 display(nb.dlr_table("lazy_rich", lazy_rich))
 scored = nb.rule_records(properties, lazy_rich, CLAIMS["margin"])
 nb.dlr_table("scored", scored)
+
+# %%
+answer, why = nb.lazy_rich_answer(lazy_rich)
+nb.check_prediction(your_prediction, answer, ["lazy", "rich"], why)
 
 # %% tags=["remove-input"]
 passing = [r["rule"] for r in scored if r["all_four"] == "pass"]
@@ -267,16 +276,14 @@ nb.md(f"""
 # DLR 0.51 at step 200 (test 5.2%) and 0.11 at step 3,000 (99.8%). Here
 # the NHT companion paper's setting (`nhtlab.companion`: a 1-layer
 # transformer, $(a + b) \bmod 97$, half the table for training, AdamW,
-# λ = 1, minibatches of 512), and the run is **chapter 1's own**: the
-# same config, the same cache key. The cache keeps a run's measurements,
-# not its models, so DLR cannot be computed from chapter 1's entry
-# afterwards. Instead whichever chapter trains the run first trains it
-# with this chapter's DLR probe ({func}`nhtlab.book.shared_probe`: the
-# final LayerNorm's output at the read-out position on all $97^2$ pairs at
-# every evaluation; no label enters DLR) and keeps that history beside the
-# plain one, so the run is trained once. The probe only reads the model,
-# so the trajectory is chapter 1's; a check compares every one of chapter
-# 1's measurements with the probed run's. The rank rule and the timing
+# λ = 1, minibatches of 512), and the run is **chapter 1's own** (same
+# config, same cache key). The cache keeps measurements, not models, so
+# whichever chapter trains the run first trains it with this chapter's
+# DLR probe ({func}`nhtlab.book.shared_probe`: the final LayerNorm's
+# output at the read-out position on all $97^2$ pairs at every
+# evaluation; no label enters DLR) and keeps both histories. The probe
+# only reads the model; a check compares every one of chapter 1's
+# measurements with the probed run's. The rank rule and the timing
 # claim were fixed before this run was first executed: **DLR falls more
 # between $T_\text{mem}$ and $T_\text{grok}$ than between initialisation
 # and $T_\text{mem}$**, i.e. it times generalisation, not memorisation.
@@ -317,6 +324,12 @@ for s in cfg.transformer["seeds"][1:]:
     h = nb.tracked_run(run_s, nb.companion_probe(run_s))
     timing_by_seed[seed + s] = nb.run_timing(h)
 timing_seeds = nb.timing_reading(timing_by_seed)
+
+# %%
+answer, why = nb.reading_answer(timing_seeds, "yes", "no")
+nb.check_prediction(your_timing_prediction, answer, ["yes", "no"], why)
+
+# %% tags=["remove-input"]
 nb.md(f"""
 {same_run}. Its last step is {tf_history.rows[-1]["step"]:,}. {timing}:
 the timing claim {"holds" if timing else "FAILS"} on this run. Over
@@ -329,13 +342,11 @@ nhtlab.charts.dlr_decomposition(
 )
 
 # %% [markdown]
-# Our model differs from the paper's (1 layer and $a + b$ rather than 2
-# layers and $x / y$, and the paper's own estimator is not published), so
-# the levels are not expected to match; the table sets them side by side.
-# The band can be wide: a rule that keeps $r$ near $C - 1$ divides by a
-# dimension the network no longer uses once its features concentrate.
-# The decomposition at $T_\text{mem}$ and at the end says which term
-# moves DLR in this run:
+# Our model differs from the paper's (1 layer and $a + b$, not 2 layers
+# and $x / y$; the paper's estimator is unpublished), so the levels need
+# not match. The band can be wide: a rule keeping $r$ near $C - 1$
+# divides by a dimension the concentrated features no longer use. Which
+# term moves DLR, at $T_\text{mem}$ and at the end:
 
 # %% tags=["remove-input"]
 tf_terms = nb.layer_change(tf_history.rows, tf_events.t_mem, others)
@@ -370,13 +381,12 @@ nb.dlr_table(
 )
 
 # %% [markdown]
-# How to read it: at memorisation the learned function can move into the
-# strongest directions ($\hat\Pi$ high) while they still express little
-# of the target ($\Pi^*$ low); after grokking the same top directions
-# carry the target. The quality stays far below 1 even then: one-hot
-# labels of $p$ classes spread their energy evenly over $p - 1$
-# directions, and a network that has grokked expresses only the few
-# Fourier modes it needs for the arg-max to be right.
+# At memorisation the learned function can move into the strongest
+# directions ($\hat\Pi$ high) while they express little of the target
+# ($\Pi^*$ low); after grokking the same directions carry the target.
+# The quality stays far below 1: one-hot labels of $p$ classes spread
+# their energy over $p - 1$ directions, and a grokked network expresses
+# only the few Fourier modes its arg-max needs.
 #
 # ## A finding: the one-hidden-layer MLP
 #
@@ -432,14 +442,12 @@ $f_\\text{{in}}$: **{mlp_terms[1]["f_in"]:.2f}** (end of the run).
 """)
 
 # %% [markdown]
-# So for this model the layer called "penultimate" is a lookup-table
-# layer: it carries the additive codes of $a$ and $b$, which the ReLU
-# needs to compute anything, so weight decay does not remove them. The
-# read-out ignores that energy, and DLR, which counts every unused
-# direction as laziness, reads it as such. This is not a bug in the
-# estimator: it is what DLR measures at that layer. Which layer is "the
-# features" is the second decision, besides the rank rule, that any DLR
-# number depends on.
+# So for this model the "penultimate" layer is a lookup table: it carries
+# the additive codes of $a$ and $b$, which the ReLU needs, so weight
+# decay does not remove them. The read-out ignores that energy, and DLR,
+# which counts every unused direction as laziness, reads it as such: not
+# an estimator bug, but what DLR measures at that layer. Which layer is
+# "the features" is the second decision any DLR number depends on.
 
 # %%
 nhtlab.charts.spectra_explorer(
@@ -491,21 +499,18 @@ nb.md(f"""
 
 # %% [markdown]
 # Where the shuffled-label network has the lower DLR, it is richer than
-# the unnormalised network that generalises: **richness is not
+# the unnormalised one that generalises: **richness is not
 # generalisation** (asserted below outside `quick`). An unnormalised CNN
-# can also be "lazy" with $f_\text{in}$ near 1, its energy piled into
-# fewer directions (PR) than the outputs use ($r$): $T_\text{MP}$ weights
-# every used direction equally, so DLR is not only a count of unused
-# features.
+# can be "lazy" with $f_\text{in}$ near 1, its energy in fewer
+# directions (PR) than the outputs use ($r$): DLR is not only a count of
+# unused features.
 #
 # ## DLR, NC1 and the parameter norm on the same runs
 #
-# The paper compares DLR with two older indicators: NC1
-# $= \text{tr}(\Sigma_W\Sigma_B^+)/C$ {cite}`papyan2020collapse`, which
-# needs labels and is unbounded (with features on a few directions
-# $\Sigma_B$ is nearly singular, and its pseudo-inverse amplifies any
-# within-class spread), and $\|\theta\|^2$, which depends on the
-# initialisation and the regulariser. Click a legend entry to pick a run.
+# The paper compares DLR with NC1 $= \text{tr}(\Sigma_W\Sigma_B^+)/C$
+# {cite}`papyan2020collapse` (needs labels, unbounded: a near-singular
+# $\Sigma_B$ amplifies any within-class spread) and $\|\theta\|^2$
+# (depends on init and regulariser). Click a legend entry to pick a run.
 
 # %%
 compared = [("transformer, mod 97", tf_history)]
@@ -517,15 +522,14 @@ nb.dlr_table("measures", nb.measure_summary(compared))
 # %% [markdown]
 # ## Checks
 #
-# Asserted on this chapter's runs, each decided before the runs: the
-# lazy/rich ground truth, the gap of at least 0.2 and no fall with α; the
-# chosen rule passes all four properties; the transformer memorises and
-# generalises, is chapter 1's run, and its DLR falls more between
-# $T_\text{mem}$ and $T_\text{grok}$ than before; BatchNorm gives the
-# richer and better CNN; outside `quick`, the shuffled-label CNN is at
-# chance and richer than the unnormalised one. The MLP's DLR is a
-# finding, not a check; the toy and the rank-rule properties train
-# nothing and are nhtlab's unit tests.
+# Decided before the runs: the lazy/rich ground truth, the gap of at
+# least 0.2 and no fall with α; the chosen rule passes all four
+# properties; the transformer groks, is chapter 1's run, and its DLR
+# falls more between $T_\text{mem}$ and $T_\text{grok}$ than before;
+# BatchNorm gives the richer and better CNN; outside `quick`, the
+# shuffled-label CNN is at chance and richer than the unnormalised one.
+# The MLP's DLR is a finding; the toy and the rule properties are unit
+# tests.
 
 # %%
 checks = [

@@ -46,7 +46,8 @@ _MODULES = ["claims", "closing", "colab", "delay_law_report", "dlr_probes", "dlr
             "shortcut_study", "tuning_report"]
 
 # The widgets draw charts (altair, slow to import): loaded on first use.
-_LAZY = {"train_panel": ".widgets", "StaticNote": ".widgets", "widgets": ".widgets"}
+_LAZY = {"train_panel": ".widgets", "panel_budget": ".widgets", "PANEL_BUDGET_CAP": ".widgets", "StaticNote": ".widgets",
+         "widgets": ".widgets"}
 
 
 def __getattr__(name: str):

@@ -25,7 +25,7 @@ from typing import Any
 
 from ..validation import check_choice, check_type
 
-__all__ = ["Check", "Reading", "over_seeds", "failed_checks", "check_reading"]
+__all__ = ["Check", "Reading", "over_seeds", "failed_checks", "check_reading", "reading_answer"]
 
 RULES = ("all", "majority")
 
@@ -177,3 +177,35 @@ def check_reading(reading: Reading) -> Check:
     """
     check_type(reading, "reading", Reading, owner="check_reading")
     return Check(reading.name, reading.holds, f"{reading.text()}; rule: {reading.rule}")
+
+
+def reading_answer(reading: Reading, yes: str, no: str) -> tuple[str, str]:
+    """The answer a reading over seeds gives to a yes/no prediction, for :func:`~nhtlab.book.check_prediction`.
+
+    Parameters
+    ----------
+    reading : Reading
+        The reading, counted over the seeds by its own rule (fixed before the runs).
+    yes : str
+        The answer when the reading holds (its ``expected`` in enough seeds).
+    no : str
+        The answer otherwise.
+
+    Returns
+    -------
+    (answer, why) : tuple of str
+        ``yes`` or ``no``, and the reading's count over the seeds.
+
+    Raises
+    ------
+    TypeError
+        Naming ``reading`` when it is not a Reading.
+
+    Examples
+    --------
+    >>> r = over_seeds("the delay falls as λ grows", {0: "falls", 1: "falls"}, expected="falls")
+    >>> reading_answer(r, "falls", "does not fall")
+    ('falls', 'the delay falls as λ grows: falls in 2 of 2 seeds (seed 0: falls, seed 1: falls)')
+    """
+    check_type(reading, "reading", Reading, owner="reading_answer")
+    return (yes if reading.holds else no), f"{reading.name}: {reading.text()}"

@@ -33,13 +33,14 @@ from ..papers import (COMPANION_CONTRACTION, COMPANION_ETA_SWEEP, COMPANION_GROK
                       COMPANION_LAMBDA_SWEEP, paper_cell)
 from ..validation import check_choice, check_int, check_real, check_type
 from .claims import Check, Reading, check_reading, over_seeds
+from .exercises import Verdict, check_answer
 from ..analysis.delay import DEFINITIONS, LinearFit, contraction_fit, delay_fits, delay_point, linear_fit, mean_std
 from ..analysis.events import find_events
 from ..analysis.regimes import diagnose_regime
 
 __all__ = ["FIT_LAMBDA_RANGE", "MIN_FIT_LAMBDAS", "COMPANION_LR", "PaperComparison", "paper_comparison",
            "delay_records", "run_records", "eta_comparison", "law_fits", "fit_records", "contraction_records",
-           "ratio_records", "delay_readings", "check_lambdas_grok", "check_norm_halves"]
+           "ratio_records", "delay_readings", "check_lambdas_grok", "check_norm_halves", "eta_exercise"]
 
 #: λ range of the companion's fit of T_grok against 1/λ (its regime edges 0.01 and 2 are outside).
 FIT_LAMBDA_RANGE = (0.1, 1.0)
@@ -514,3 +515,56 @@ def check_norm_halves(points: Sequence[Mapping[str, Any]], init_scale: float = 1
     detail = (f"largest V_grok/V_mem {ratio:.2f} over {len(mine)} runs (λ = {worst['weight_decay']:g}, "
               f"η = {worst['lr']:g}, seed {worst['seed']})")
     return Check(f"‖θ‖² at T_grok ≤ {factor:g} · V_mem", bool(ratio <= factor and math.isfinite(ratio)), detail)
+
+
+def eta_exercise(answer: float | None, points: Sequence[Mapping[str, Any]], lr: float, eta: float, seed: int,
+                 rel_tol: float = 0.1) -> Any:
+    """Check a reader's answer to "predict the delay at η = ``eta`` from the λ = 1 run at η = ``lr``".
+
+    The law's delay goes as 1/η at fixed λ and norm gap, so its answer is the measured delay of
+    the base run (λ = 1, default init, η = ``lr``, ``seed``) scaled by ``lr / eta``; the run at
+    ``eta`` is named beside it in the explanation.
+
+    Parameters
+    ----------
+    answer : float or None
+        The reader's number; None until they answer.
+    points : sequence of dict
+        :func:`delay_records` points of the ``grok`` definition.
+    lr : float
+        The base run's η.
+    eta : float
+        The η to predict.
+    seed : int
+        The seed of both runs.
+    rel_tol : float
+        The relative tolerance of :func:`~nhtlab.book.check_answer`.
+
+    Returns
+    -------
+    Verdict
+        :func:`~nhtlab.book.check_answer` against ``base · lr / eta``, its explanation built from
+        the runs; an ``unanswered`` note when the base run did not grok (nothing to scale).
+
+    Examples
+    --------
+    >>> pts = [dict(weight_decay=1.0, lr=lr, seed=0, init_scale=1.0, measured=m) for lr, m in ((1e-3, 3000), (2e-3, 1400))]
+    >>> print(eta_exercise(1500, pts, lr=1e-3, eta=2e-3, seed=0))
+    Correct: 1500 is within 10% of the expected value.
+    The expected answer: 1,500. The λ = 1 run at η = 0.001 waited 3,000 steps, and 3,000 · 0.001 / 0.002 = 1,500; the run at η = 0.002 measured 1,400.
+    """
+    check_real(lr, "lr", 0.0, low_open=True, owner="eta_exercise")
+    check_real(eta, "eta", 0.0, low_open=True, owner="eta_exercise")
+
+    def delay(at: float) -> Any:
+        found = [p["measured"] for p in points if p["weight_decay"] == 1.0 and p["init_scale"] == 1.0
+                 and p["seed"] == seed and math.isclose(p["lr"], at)]
+        return found[0] if found else None
+
+    base = delay(lr)
+    if base is None:
+        return Verdict("unanswered", f"Seed {seed}'s λ = 1 run at η = {lr:g} did not grok: no delay to scale.")
+    expected, measured = base * lr / eta, delay(eta)
+    why = (f"the λ = 1 run at η = {lr:g} waited {base:,} steps, and {base:,} · {lr:g} / {eta:g} = {expected:,.0f}; the run at "
+           f"η = {eta:g} " + (f"measured {measured:,}" if measured is not None else "did not grok"))
+    return check_answer(answer, expected, rel_tol=rel_tol, why=why)

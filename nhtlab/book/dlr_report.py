@@ -27,7 +27,7 @@ from .claims import Check, over_seeds
 from ..analysis.events import find_events
 
 __all__ = [
-    "toy_curve", "rule_records", "lazy_rich_records", "lazy_rich_ground_truth", "lazy_rich_gap",
+    "toy_curve", "lazy_rich_answer", "rule_records", "lazy_rich_records", "lazy_rich_ground_truth", "lazy_rich_gap",
     "lazy_rich_monotone", "dlr_marks", "dlr_timing", "timing_check", "spectra_marks", "layer_change",
     "additive_share", "cnn_settings", "final_records", "batchnorm_check", "shuffled_check", "measure_summary",
     "transformer_check", "CNN_NAMES", "TABLES", "paper_cnn_records", "chosen_rule_check",
@@ -779,3 +779,35 @@ def rule_band(rows: Sequence[Mapping[str, Any]], rules: Sequence[str], column: s
         values = [row[column]] + [row[f"dlr[{name}]"] for name in rules]
         out.append({"step": row["step"], "dlr": row[column], "low": min(values), "high": max(values)})
     return out
+
+
+def lazy_rich_answer(records: Sequence[Mapping[str, Any]]) -> tuple[str, str]:
+    """The answer the lazy/rich runs give to "which has the higher DLR, lazy (large α) or rich (small α)?".
+
+    Parameters
+    ----------
+    records : sequence of dict
+        :func:`lazy_rich_records`, smallest α first.
+
+    Returns
+    -------
+    (answer, why) : tuple of str
+        ``"lazy"`` when the largest α's DLR is higher than the smallest α's, else ``"rich"``;
+        and both DLR values with the CKA to the initial features that tells lazy from rich.
+
+    Raises
+    ------
+    ValueError
+        Naming ``records`` when it holds fewer than two runs.
+
+    Examples
+    --------
+    >>> rows = [dict(alpha=0.3, dlr=0.1, cka_to_init=0.2), dict(alpha=100.0, dlr=0.8, cka_to_init=0.99)]
+    >>> lazy_rich_answer(rows)[0]
+    'lazy'
+    """
+    rich, lazy = _ends(records, "lazy_rich_answer")
+    answer = "lazy" if lazy["dlr"] > rich["dlr"] else "rich"
+    return answer, (f"DLR is {lazy['dlr']:.3f} at α = {lazy['alpha']:g} (CKA to its initial features "
+                    f"{lazy['cka_to_init']:.3f}: lazy) and {rich['dlr']:.3f} at α = {rich['alpha']:g} "
+                    f"(CKA {rich['cka_to_init']:.3f}: rich)")

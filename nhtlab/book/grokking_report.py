@@ -33,7 +33,7 @@ from ..analysis.events import Events, find_events
 from ..analysis.regimes import diagnose_regime
 
 __all__ = ["check_grokking", "check_contraction", "check_weak", "check_norm_largest_at_init",
-           "checks_over_seeds", "reading_records", "events_vs_paper", "delay_law_records"]
+           "checks_over_seeds", "reading_records", "events_vs_paper", "delay_law_records", "generalise_answer"]
 
 HOLDS, FAILS = "holds", "fails"
 
@@ -247,3 +247,39 @@ def delay_law_records(summary: Mapping[str, Any], paper: Mapping[str, Any]) -> l
         rows.append({"definition": name, "measured": point["measured"], "predicted": point["predicted"],
                      "predicted/measured": point["predicted/measured"], "paper": notes[name]})
     return rows
+
+
+def generalise_answer(histories: Mapping[int, History]) -> tuple[str, str]:
+    """The answer the runs give to "will this network generalise within its budget?".
+
+    Parameters
+    ----------
+    histories : mapping
+        seed → History of the runs asked about (chapter 01: the runs without weight decay).
+
+    Returns
+    -------
+    (answer, why) : tuple of str
+        ``"yes"`` when more than half of the runs reach T_grok (test accuracy ≥ 99%) within their
+        budget, else ``"no"``; and the count, the budgets and the best test accuracy reached.
+
+    Raises
+    ------
+    ValueError
+        Naming ``histories`` when it is empty.
+
+    Examples
+    --------
+    >>> h = History([{"step": s, "train_acc": 1.0, "test_acc": 0.2, "norm": 9.0} for s in (0, 100, 200)])
+    >>> generalise_answer({0: h})
+    ('no', 'test accuracy reached 99% in 0 of 1 runs within their budgets (200 steps); the best it reached was 0.20')
+    """
+    check_type(histories, "histories", Mapping, owner="generalise_answer")
+    if not histories:
+        raise ValueError("generalise_answer: 'histories' is empty")
+    grokked = [find_events(h).t_grok is not None for h in histories.values()]
+    ends = sorted({int(h.column("step")[-1]) for h in histories.values()})
+    best = max(max(h.column("test_acc")) for h in histories.values())
+    answer = "yes" if 2 * sum(grokked) > len(grokked) else "no"
+    return answer, (f"test accuracy reached 99% in {sum(grokked)} of {len(grokked)} runs within their budgets "
+                    f"({' / '.join(f'{e:,}' for e in ends)} steps); the best it reached was {best:.2f}")

@@ -24,7 +24,7 @@ from .claims import Check, Reading, over_seeds
 from ..analysis.regimes import regime_order_ok
 
 __all__ = ["regime_records", "regimes_by_lambda", "regime_seed_records", "regime_readings", "check_regime_order",
-           "norm_start_records", "regime_curves"]
+           "norm_start_records", "regime_curves", "intermediate_answer", "memorise_answer"]
 
 
 def _rows(table: Sequence[Mapping[str, Any]], owner: str) -> list[Mapping[str, Any]]:
@@ -223,3 +223,71 @@ def regime_curves(result: Any, table: list[dict[str, Any]], every: int = 1) -> l
                         "seed": row.run.seed, "regime": info["regime"], "step": r["step"], "norm": r["norm"],
                         "train_acc": r["train_acc"], "test_acc": r.get("test_acc")})
     return out
+
+
+def intermediate_answer(table: Sequence[Mapping[str, Any]]) -> tuple[str, tuple[str, ...], str]:
+    """The answer the sweep gives to "at which smallest λ are most seeds intermediate?".
+
+    Parameters
+    ----------
+    table : sequence of dict
+        :func:`~nhtlab.analysis.regimes.regime_table` rows.
+
+    Returns
+    -------
+    (answer, choices, why)
+        ``answer``: the smallest λ (formatted ``"{:g}"``) at which more than half of the seeds are
+        diagnosed intermediate, or ``"none"``; ``choices``: every λ of the sweep, formatted the same,
+        and ``"none"``; ``why``: the count of intermediate seeds at every λ.
+
+    Examples
+    --------
+    >>> rows = [{"weight_decay": lam, "seed": 0, "regime": r}
+    ...         for lam, r in ((0.01, "weak"), (1.0, "intermediate"), (5.0, "strong"))]
+    >>> intermediate_answer(rows)
+    ('1', ('0.01', '1', '5', 'none'), 'seeds diagnosed intermediate: λ = 0.01: 0 of 1, λ = 1: 1 of 1, λ = 5: 0 of 1')
+    """
+    by_lam = regimes_by_lambda(_rows(table, "intermediate_answer"))
+    counts = {lam: sum(r == "intermediate" for r in seeds.values()) for lam, seeds in by_lam.items()}
+    chosen = [lam for lam, seeds in by_lam.items() if 2 * counts[lam] > len(seeds)]
+    answer = f"{chosen[0]:g}" if chosen else "none"
+    why = "seeds diagnosed intermediate: " + ", ".join(
+        f"λ = {lam:g}: {counts[lam]} of {len(seeds)}" for lam, seeds in by_lam.items())
+    return answer, tuple(f"{lam:g}" for lam in by_lam) + ("none",), why
+
+
+def memorise_answer(table: Sequence[Mapping[str, Any]], lam: float) -> tuple[str, str]:
+    """The answer the sweep gives to "will the runs at ``lam`` memorise their table within the budget?".
+
+    Parameters
+    ----------
+    table : sequence of dict
+        :func:`~nhtlab.analysis.regimes.regime_table` rows (``weight_decay``, ``t_mem``,
+        ``max_train_acc`` where present, ``last_step``).
+    lam : float
+        A λ of the sweep.
+
+    Returns
+    -------
+    (answer, why) : tuple of str
+        ``"yes"`` when more than half of the seeds at ``lam`` reach T_mem (training accuracy ≥ 99%),
+        else ``"no"``; and the count over the seeds with their budgets.
+
+    Raises
+    ------
+    ValueError
+        Naming ``lam`` when the sweep has no run at it.
+
+    Examples
+    --------
+    >>> rows = [{"weight_decay": 5.0, "seed": s, "t_mem": t, "last_step": 1000} for s, t in ((0, None), (1, None))]
+    >>> memorise_answer(rows, 5.0)
+    ('no', 'at λ = 5 training accuracy reached 99% in 0 of 2 seeds within 1,000 steps')
+    """
+    rows = [r for r in _rows(table, "memorise_answer") if r["weight_decay"] == lam]
+    if not rows:
+        raise ValueError(f"memorise_answer: the sweep has no run at 'lam' = {lam!r}")
+    k = sum(r["t_mem"] is not None for r in rows)
+    ends = " / ".join(f"{e:,}" for e in sorted({r["last_step"] for r in rows}))
+    return ("yes" if 2 * k > len(rows) else "no"), (f"at λ = {lam:g} training accuracy reached 99% in {k} of "
+                                                     f"{len(rows)} seeds within {ends} steps")

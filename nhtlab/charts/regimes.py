@@ -42,14 +42,16 @@ def regime_norm_curves(curves: Sequence[Mapping[str, Any]], title: str = "‖θ�
 
 
 def lambda_slider(curves: Sequence[Mapping[str, Any]], lams: Sequence[float]) -> alt.VConcatChart:
-    """Accuracy and ‖θ‖² of the runs at one λ, chosen with a slider over the precomputed sweep.
+    """Accuracy and ‖θ‖² of the runs at one λ, chosen with a control over the precomputed sweep.
 
-    ``lams`` are the sweep's distinct λ in increasing order (the slider moves over
-    their index, ``lam_index`` in the records).
+    ``lams`` are the sweep's distinct λ in increasing order. The control is a row of buttons
+    labelled with the λ values themselves (a range slider would show its position, not λ); it
+    selects ``lam_index`` in the records.
     """
     lam_labels = [{"lam_index": i, "label": f"λ = {lam:g}"} for i, lam in enumerate(lams)]
     slider = alt.param(name="lam_index", value=len(lams) // 2,
-                       bind=alt.binding_range(min=0, max=len(lams) - 1, step=1, name="λ (index into the sweep) "))
+                       bind=alt.binding_radio(options=list(range(len(lams))), labels=[f"{lam:g}" for lam in lams],
+                                              name="weight decay λ: "))
     base = alt.Chart(alt.Data(values=list(curves))).transform_filter(alt.datum.lam_index == slider)
     acc = base.transform_fold(["train_acc", "test_acc"], as_=["split", "accuracy"]).mark_line().encode(
         x=alt.X("step:Q", title="step"),
