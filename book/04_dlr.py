@@ -368,7 +368,7 @@ nb.dlr_table("terms", tf_terms)
 
 # %%
 nhtlab.charts.spectra_explorer(
-    tf_history.spectra, title="transformer: ρ_k / ρ_1 of the features"
+    tf_history.spectra, title="transformer: μ_k / μ_1 of the features"
 )
 
 # %% tags=["remove-input"]
@@ -451,7 +451,7 @@ $f_\\text{{in}}$: **{mlp_terms[1]["f_in"]:.2f}** (end of the run).
 
 # %%
 nhtlab.charts.spectra_explorer(
-    shallow.spectrum_records(), title="1 hidden layer: ρ_k / ρ_1"
+    shallow.spectrum_records(), title="1 hidden layer: μ_k / μ_1"
 )
 
 # %% [markdown]

@@ -588,7 +588,7 @@ TABLES: dict[str, tuple[list[str], dict[str, str], dict[str, str]]] = {
                 {"step": "{:,}", **_f("{:.3f}", *(f"{q}_{k}" for k in (10, 40)
                                                    for q in ("rho", "quality", "utilisation")))},
                 {f"{q}_{k}": label.format(k) for k in (10, 40)
-                 for q, label in (("rho", "ρ_{}/ρ_1"), ("quality", "Π*({})"), ("utilisation", "Π̂({})"))}),
+                 for q, label in (("rho", "μ_{}/μ_1"), ("quality", "Π*({})"), ("utilisation", "Π̂({})"))}),
     "cnn": (["run", "dlr", "nc1", "norm", "train_acc", "test_acc", "f_in", "pr", "r"],
             {"nc1": "{:.3g}", "norm": "{:,.1f}", "r": "{:.0f}", "f_in": "{:.2f}", "pr": "{:.1f}",
              **_f("{:.3f}", "dlr", "train_acc", "test_acc")},

@@ -84,7 +84,7 @@ def spectra_explorer(records: Sequence[Mapping[str, Any]], title: str = "") -> a
     base = alt.Chart(alt.Data(values=list(records))).add_params(slider).transform_filter(alt.datum.step == slider)
     eig = base.mark_line(point=True, color="#4c78a8").encode(
         x=alt.X("k:Q", title="k (eigenfunction index)"),
-        y=alt.Y("relative:Q", title="ρ_k / ρ_1", scale=alt.Scale(type="log", domain=[1e-4, 1])),
+        y=alt.Y("relative:Q", title="μ_k / μ_1", scale=alt.Scale(type="log", domain=[1e-4, 1])),
         tooltip=["k:Q", alt.Tooltip("relative:Q", format=".2e")],
     ).properties(width=WIDTH, height=170, title=title or "relative eigenvalues of the feature covariance")
     shares = base.transform_fold(["quality", "utilisation"], as_=["measure", "share"]).mark_line(point=True).encode(
