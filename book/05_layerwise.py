@@ -154,7 +154,7 @@ nb.stamp(profile, cfg)
 
 # %%
 companion_runs = [
-    nhtlab.presets.companion_grid_run(cfg, lam, seed + s)
+    nhtlab.presets.companion_grid_run(vars(cfg), lam, seed + s)
     for lam in cfg.budgets
     for s in cfg.seeds
 ]
