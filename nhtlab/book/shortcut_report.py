@@ -36,7 +36,7 @@ from ..analysis.separation import Separation, format_score
 
 __all__ = ["ACCURACIES", "RECORD_COLUMNS", "RECORD_FORMATS", "SET_LABELS", "BORDER_READINGS", "border_record", "norm_record", "border_reading", "higher_reading",
            "rho_drop", "rho_reading", "final_accuracy_records", "separation_records", "seed_reading_records",
-           "reading_sentence", "reading_check",
+           "reading_sentence", "reading_check", "YES_NO", "reading_answer",
            "check_border_escape", "check_rho_trend", "check_separation_defined", "probe_row", "write_probe",
            "read_probe", "PROBE_COLUMNS"]
 
@@ -300,6 +300,46 @@ def reading_check(reading: Reading) -> Check:
     """
     check_type(reading, "reading", Reading, owner="reading_check")
     return Check(reading.name, reading.holds, f"{reading.text()}; rule: {reading.rule}")
+
+
+#: The choices of a yes-or-no prediction answered by :func:`reading_answer`.
+YES_NO = ("yes", "no")
+
+
+def reading_answer(reading: Reading, detail: str = "") -> tuple[str, tuple[str, str], str]:
+    """A reading over seeds as the answer to a yes-or-no prediction, for :func:`nhtlab.book.check_prediction`.
+
+    The question is whether the runs show ``reading.expected``: ``"yes"`` when the reading's rule holds
+    (by default a strict majority of the seeds, the rule of the chapter's checks), so a tie reads ``"no"``.
+
+    Parameters
+    ----------
+    reading : Reading
+        From :func:`nhtlab.book.claims.over_seeds`.
+    detail : str
+        The numbers behind each seed's reading, appended to the explanation.
+
+    Returns
+    -------
+    (answer, choices, why) : tuple
+        ``"yes"`` or ``"no"``, :data:`YES_NO`, and the count over seeds with ``detail``.
+
+    Examples
+    --------
+    >>> r = over_seeds("the border", {0: "dropped", 1: "kept", 2: "dropped"}, expected="dropped")
+    >>> answer, choices, why = reading_answer(r, "seed 1 never dropped it")
+    >>> answer, choices
+    ('yes', ('yes', 'no'))
+    >>> why
+    'the border: dropped in 2 of 3 seeds (seed 0: dropped, seed 1: kept, seed 2: dropped), and a majority of seeds decides; seed 1 never dropped it'
+    >>> reading_answer(over_seeds("x", {0: "a", 1: "b"}, expected="a"))[0]
+    'no'
+    """
+    check_type(reading, "reading", Reading, owner="reading_answer")
+    check_type(detail, "detail", str, owner="reading_answer")
+    rule = "every seed" if reading.rule == "all" else "a majority of seeds"
+    why = f"{reading.name}: {reading.text()}, and {rule} decides" + (f"; {detail}" if detail else "")
+    return ("yes" if reading.holds else "no"), YES_NO, why
 
 
 def check_border_escape(by_seed: Mapping[int, History], rule: str = "majority") -> Check:
