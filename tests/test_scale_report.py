@@ -54,7 +54,8 @@ def test_trend_answer_reads_the_direction_against_the_seed_spread():
     assert (answer, choices) == ("grows", ("grows", "shrinks", "no clear change"))
     assert "+1.10, against a seed spread of 0.10" in why and "shrinks in 0 of 2 seeds" in why
     shrinking = [dict(r, delay=2000 - r["delay"]) for r in FOLLOWS]
-    assert trend_answer(trend_records(shrinking, keys), "delay")[0] == "shrinks"
+    answer, _, why = trend_answer(trend_records(shrinking, keys), "delay")
+    assert answer == "shrinks" and "is -1,025, against a seed spread of 100;" in why
     noisy = [row(32, 0, 0.1, 200), row(32, 1, 0.9, 300), row(128, 0, 0.2, 1300), row(128, 1, 0.3, 1250)]
     assert trend_answer(trend_records(noisy, keys), "log gap")[0] == "no clear change"
     # no run generalised at two sizes (a capped smoke run): nothing to read, and the reason says so

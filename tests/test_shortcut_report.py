@@ -145,8 +145,8 @@ def test_reading_answer_is_yes_only_when_the_rule_holds():
     held = over_seeds("the border", {0: "dropped", 1: "kept", 2: "dropped"}, expected="dropped")
     assert reading_answer(held, "seed 1: kept") == (
         "yes", ("yes", "no"),
-        "the border: dropped in 2 of 3 seeds (seed 0: dropped, seed 1: kept, seed 2: dropped), and a majority of"
-        " seeds decides; seed 1: kept")
+        ("the border: dropped in 2 of 3 seeds (seed 0: dropped, seed 1: kept, seed 2: dropped), and a majority of"
+         " seeds decides; seed 1: kept"))
     tie = over_seeds("the border", {0: "dropped", 1: "kept"}, expected="dropped")
     assert reading_answer(tie)[0] == "no"  # a tie is no majority
     every = over_seeds("the border", {0: "dropped", 1: "kept", 2: "dropped"}, expected="dropped", rule="all")

@@ -128,7 +128,7 @@ def test_recipe_answer_places_the_chosen_lambda_in_its_grid():
                                          fit=0.6)
     answer, choices, why = tuning.recipe_answer(records, seed=0)
     assert (answer, choices) == ("one in between", ("the smallest", "one in between", "the largest", "none"))
-    assert "intermediate λ were 1 of the grid 0.01, 1, 10, so the recipe chose λ = 1" in why
+    assert "the grid was 0.01, 1, 10 and its intermediate λ 1, so the recipe chose λ = 1" in why
     assert "seed 1: 0.01, seed 2: none, seed 3: 10" in why
     assert [tuning.recipe_answer(records, seed=s)[0] for s in (1, 2, 3)] == ["the smallest", "none", "the largest"]
     assert "no λ to choose" in tuning.recipe_answer(records, seed=2)[2]

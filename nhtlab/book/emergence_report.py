@@ -221,6 +221,9 @@ def trend_answer(trends: Sequence[Mapping[str, Any]], quantity: str) -> tuple[st
     if row["verdict"] is None:
         return TREND_CHOICES[2], TREND_CHOICES, f"no change could be read: fewer than two sizes have a {quantity}"
     answer = row["verdict"] if row["verdict"] in TREND_CHOICES else TREND_CHOICES[2]
-    why = (f"the median {quantity} at the largest size minus at the smallest is {row['difference']:+,.2f}, "
-           f"against a seed spread of {row['seed spread']:,.2f}")
+    def num(x: float, sign: str = "") -> str:  # steps as whole numbers, a log gap to two decimals
+        return f"{x:{sign},.0f}" if abs(x) >= 100 else f"{x:{sign}.2f}"
+
+    why = (f"the median {quantity} at the largest size minus at the smallest is {num(row['difference'], '+')}, "
+           f"against a seed spread of {num(row['seed spread'])}")
     return answer, TREND_CHOICES, why + (f"; {row['seeds']}" if row["seeds"] else "")

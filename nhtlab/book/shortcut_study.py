@@ -391,7 +391,7 @@ class ShortcutStudy:
             raise ValueError(f"ShortcutStudy.norm_answer needs 'batch' and 'none' in 'norms'. Got {list(self.norms)}.")
         by = self.norm_seeds
         clean = {s: [trained[by[n][s]].rows[-1]["clean_acc"] for n in ("batch", "none")] for s in self.seeds}
-        detail = "clean accuracy, BatchNorm against none: " + ", ".join(
+        detail = "seed by seed: " + ", ".join(
             f"seed {s}: {b:.2f} against {n:.2f}" for s, (b, n) in clean.items())
         return reading_answer(reading, detail)
 

@@ -377,7 +377,7 @@ def recipe_answer(records: Sequence[Mapping[str, Any]], seed: int) -> tuple[str,
     >>> answer
     'one in between'
     >>> why
-    'in seed 0 the intermediate λ were 1, 3 of the grid 0.1, 1, 3, 10, so the recipe chose λ = 1; by seed: seed 0: 1'
+    'in seed 0 the grid was 0.1, 1, 3, 10 and its intermediate λ 1, 3, so the recipe chose λ = 1; by seed: seed 0: 1'
     """
     check_type(records, "records", (list, tuple), owner="recipe_answer")
     grid = sorted(r["λ"] for r in records if r["seed"] == seed)
@@ -393,8 +393,8 @@ def recipe_answer(records: Sequence[Mapping[str, Any]], seed: int) -> tuple[str,
               else "one in between")
     middle = sorted(r["λ"] for r in records if r["seed"] == seed and r["regime"] == "intermediate")
     choice = "no λ to choose" if lam is None else f"the recipe chose λ = {lam:g}"
-    why = (f"in seed {seed} the intermediate λ were {', '.join(f'{x:g}' for x in middle) or 'none'} of the grid "
-           f"{', '.join(f'{x:g}' for x in grid)}, so {choice}; by seed: "
+    why = (f"in seed {seed} the grid was {', '.join(f'{x:g}' for x in grid)} and its intermediate λ "
+           f"{', '.join(f'{x:g}' for x in middle) or 'none'}, so {choice}; by seed: "
            + ", ".join(f"seed {s}: {'none' if x is None else f'{x:g}'}" for s, x in chosen.items()))
     return answer, RECIPE_POSITIONS, why
 
