@@ -266,8 +266,9 @@ nb.table(
 
 # %%
 readings = nb.delay_readings(points["grok"], lr=cfg.lr)
-answer, why = nb.reading_answer(readings["lambda"], "falls", "no")
-nb.check_prediction(your_prediction, answer, ["falls", "no"], why)
+nb.check_prediction(
+    your_prediction, *nb.reading_answer(readings["lambda"], "falls", "no")
+)
 
 # %% [markdown]
 # ```{admonition} Exercise: the delay at another learning rate

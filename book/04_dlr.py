@@ -326,8 +326,9 @@ for s in cfg.transformer["seeds"][1:]:
 timing_seeds = nb.timing_reading(timing_by_seed)
 
 # %%
-answer, why = nb.reading_answer(timing_seeds, "yes", "no")
-nb.check_prediction(your_timing_prediction, answer, ["yes", "no"], why)
+nb.check_prediction(
+    your_timing_prediction, *nb.reading_answer(timing_seeds, "yes", "no")
+)
 
 # %% tags=["remove-input"]
 nb.md(f"""

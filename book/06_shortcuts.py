@@ -194,6 +194,20 @@ nb.md(
 )
 
 # %% [markdown]
+# ```{admonition} Predict before the runs
+# Answer `"yes"` or `"no"` in the cell below; each answer is checked
+# after its result, over the profile's seeds. (1) At λ = 0.1, with a
+# wrong border on the other 5%, will the CNN fit the border and then drop
+# it? (2) Will the worst-group accuracy
+# fall by more than `rho_margin` from the smallest ρ to the largest?
+# (3) Will BatchNorm end with a higher clean accuracy than no
+# normalisation?
+# ```
+
+# %%
+your_escape, your_rho, your_batchnorm = None, None, None  # "yes"/"no"
+
+# %% [markdown]
 # The book re-runs a small part of that grid itself: the wrong-border
 # design against the border-less one (`otherwise="none"`), and the main
 # setting at every seed of the profile. The runs of both domains go
@@ -235,6 +249,9 @@ nb.md(
     + "\n\n"
     + nb.table(nb.seed_reading_records(study.design_readings(trained)))
 )
+
+# %%
+nb.check_prediction(your_escape, *study.escape_answer(trained))
 
 # %% [markdown]
 # ## The test sets
@@ -328,6 +345,9 @@ nb.table(
     formats=FORMATS,
 )
 
+# %%
+nb.check_prediction(your_rho, *study.rho_answer(trained, cfg.rho_margin))
+
 # %% [markdown]
 # ## BatchNorm, GroupNorm, no normalisation
 #
@@ -354,6 +374,9 @@ nb.md(
     )
     + (f". Ours: {nb.reading_sentence(bn)}." if bn else ".")
 )
+
+# %%
+nb.check_prediction(your_batchnorm, *study.norm_answer(trained))
 
 # %%
 nhtlab.charts.norm_curves(

@@ -110,6 +110,18 @@ nb.stamp(profile, cfg)
 # the initial norm (the token embeddings, which start with unit variance,
 # hold most of it). Each run stops soon after it reaches 99% test
 # accuracy (the profile's `stop_after`), or at the step limit.
+#
+# ```{admonition} Predict before the runs
+# From the smallest width to the largest, will (1) the norm gap
+# $\log(V_\text{mem}/V_\text{grok})$ and (2) the delay
+# $T_\text{grok} - T_\text{mem}$ grow (`"grows"`), shrink (`"shrinks"`)
+# or move less than the spread between seeds (`"no clear change"`)? Set
+# both in the cell below; the cells after the table of trends check them.
+# ```
+
+# %%
+your_gap_prediction = None  # "grows", "shrinks", "no clear change"
+your_delay_prediction = None  # the same three
 
 # %%
 steps = cfg.budgets[1.0]
@@ -219,6 +231,16 @@ nb.table(
         "verdict": "with width",
         "seeds": "shrinks, over seeds",
     },
+)
+
+# %%
+nb.check_prediction(
+    your_gap_prediction, *nb.trend_answer(trends, "log gap")
+)
+
+# %%
+nb.check_prediction(
+    your_delay_prediction, *nb.trend_answer(trends, "delay")
 )
 
 # %% tags=["remove-input"]

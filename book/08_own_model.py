@@ -17,13 +17,11 @@
 # # Use it on your own model
 #
 # The earlier chapters trained nhtlab's own models with nhtlab's own loop.
-# Your model is different, and so is your training loop. This chapter
-# shows the readings of the book on a model nhtlab has never seen, trained
-# by a plain PyTorch loop of the kind you already write, with one small
-# object attached to it: {class}`nhtlab.training.monitor.Monitor`.
-#
-# After every optimiser step you call `monitor(step)`. Every `every` steps
-# it records
+# This chapter shows the book's readings on a model nhtlab has never seen,
+# trained by a plain PyTorch loop of the kind you already write, with one
+# small object attached: {class}`nhtlab.training.monitor.Monitor`. After
+# every optimiser step you call `monitor(step)`; every `every` steps it
+# records
 #
 # - the {term}`squared weight norm <‖θ‖²>` $\|\theta\|^2$ and the norm
 #   of every layer {cite}`khanh2026nht`;
@@ -31,8 +29,8 @@
 #   $\|\theta_L\|^2/\|\theta_L(0)\|^2$, and against the first layer,
 #   $\|\theta_L\|^2/\|\theta_1\|^2$. The NHT paper reports that the
 #   read-out escapes the shortcut first, which would make its contraction
-#   an {term}`early warning`, earlier than the total norm's; this chapter
-#   counts over seeds whether it does on the model here;
+#   an {term}`early warning` ahead of the total norm's; this chapter
+#   counts over seeds whether it does here;
 # - {term}`DLR`, the label-free dynamical richness of the features on a
 #   fixed probe batch {cite}`nam2026dlr` (it works on unlabelled data);
 # - any scalar you pass it (loss, accuracies);
@@ -40,14 +38,13 @@
 # and it diagnoses the {term}`regime` online
 # ({func}`~nhtlab.training.monitor.online_regime`, from the norm and the
 # training accuracy so far): *weak* while the norm is within 5% of its
-# running peak, *intermediate* once it is further below it and the
-# training set is fitted, *strong* when it has fallen and the model never
-# fitted. Chapter 02's {ref}`diagnose_regime <regime-rule>` instead reads
-# the norm only from the fit on, with test accuracy, after the run: a
-# norm largest at initialisation "peaks" at step 0 whatever λ is. A
-# monitor cannot wait, so its *intermediate* means "contracting while
-# fitted", not yet "escaped"; `monitor.diagnose()` applies chapter 02's
-# rule once the run is over.
+# running peak, *intermediate* once further below it with the training
+# set fitted, *strong* once fallen without a fit. Chapter 02's
+# {ref}`diagnose_regime <regime-rule>` reads the norm from the fit on,
+# with test accuracy, after the run (a norm largest at initialisation
+# "peaks" at step 0 whatever λ is); a monitor cannot wait, so its
+# *intermediate* means "contracting while fitted", not yet "escaped".
+# `monitor.diagnose()` applies chapter 02's rule once the run is over.
 #
 # Then we use it for the most practical question of all: **which weight
 # decay λ?**
@@ -148,15 +145,14 @@ print(f"training on {device}")
 # %% [markdown]
 # ## Your data, with a shortcut in it
 #
-# Handwritten digits (scikit-learn's offline set, here as small RGB
-# images). To give the network something to memorise, a fraction `noise`
-# of the *training* labels is replaced by random labels
-# ({func}`nhtlab.data.noise.noisy_labels`) — a common real-world situation
-# (annotation errors). A network can fit those labels only by memorising
-# them one by one, which costs weight norm: that is the high-norm
-# shortcut. The rule "read the digit" fits the clean majority with small
-# weights: the structure. The test labels are clean. Each seed draws its
-# own split and its own noise.
+# Handwritten digits (scikit-learn's offline set, as small RGB images).
+# To give the network something to memorise, a fraction `noise` of the
+# *training* labels is replaced by random labels
+# ({func}`nhtlab.data.noise.noisy_labels`), as annotation errors do. A
+# network fits those only by memorising them one by one, which costs
+# weight norm: the high-norm shortcut. "Read the digit" fits the clean
+# majority with small weights: the structure. The test labels are clean;
+# each seed draws its own split and noise.
 
 # %%
 datasets = {}
@@ -181,15 +177,26 @@ nb.md(
 # A small CNN written as an `nn.Sequential` — nothing nhtlab knows about.
 # The monitor finds its layers by name (`"0"`, `"3"`, `"7"`, `"9"`: the
 # modules that own parameters); the read-out is the last one. The loop is
-# plain PyTorch; the only additions are the `Monitor(...)` line and the
-# `monitor(step, ...)` call after `optimizer.step()`. Accuracies are
-# optional; we pass them so that the regime call can tell *strong* from
-# *intermediate*, and the whole training set's loss (not the minibatch's)
-# so that the monitor's early warning can fire. A fixed probe batch of
-# held-out images (no labels used) feeds DLR.
+# plain PyTorch plus the `Monitor(...)` line and the `monitor(step, ...)`
+# call after `optimizer.step()`. Accuracies are optional; we pass them so
+# that the regime call can tell *strong* from *intermediate*, and the
+# whole training set's loss (not the minibatch's) so that the monitor's
+# early warning can fire. A fixed probe batch of held-out images (no
+# labels used) feeds DLR. The λ-tuning recipe runs exactly this loop,
+# *short*, over a grid of λ — here once per seed.
 #
-# The λ-tuning recipe is to run exactly this loop, *short*, over a grid of
-# λ — here once per seed.
+# ```{admonition} Predict before the runs
+# The recipe (below) takes the smallest λ whose run is *intermediate*.
+# (1) In the first seed, is that the grid's `"the smallest"`,
+# `"one in between"`, `"the largest"` or `"none"`? (2) On the run shown in
+# detail (that λ, else the grid's middle), which contracts first:
+# `"the read-out"`, `"the total norm"`, both at one record (`"together"`)
+# or `"neither"`?
+# ```
+
+# %%
+your_recipe_prediction = None  # "the smallest", "one in between", …
+your_first_turn_prediction = None  # "the read-out", "the total norm", …
 
 # %%
 monitors = {}
@@ -243,13 +250,12 @@ for s in seeds:
 # ## Reading the grid
 #
 # With noisy labels, "fitted" cannot mean 99% training accuracy: a perfect
-# reader of digits scores only about
-# $(1 - \text{noise}) + \text{noise}/10$ on the noisy labels (a random
-# label is right one time in ten), and going beyond that means memorising
-# wrong labels — the shortcut itself. We count a run as fitted when it
-# comes within 10% of that ceiling
-# ({func}`nhtlab.book.tuning_report.fit_threshold`). With that threshold,
-# each run's regime, seed by seed:
+# digit reader scores only about $(1 - \text{noise}) + \text{noise}/10$
+# on the noisy labels (a random label is right one time in ten); beyond
+# that it memorises wrong labels, the shortcut itself. A run counts as
+# fitted within 10% of that ceiling
+# ({func}`nhtlab.book.tuning_report.fit_threshold`); each run's regime,
+# seed by seed:
 
 # %%
 fit = nb.fit_threshold(cfg.noise, classes=10)
@@ -261,9 +267,8 @@ readings = nb.lambda_readings(records, margin=cfg.beat)
 nb.table(nb.regimes_by_seed(records))
 
 # %% [markdown]
-# and, for every run, its norm peak, how much the norm contracted after
-# it, when the read-out started contracting, its final DLR and its
-# accuracies:
+# and, for every run, its norm peak, the norm's contraction after it, when
+# the read-out started contracting, its final DLR and accuracies:
 
 # %% tags=["remove-input"]
 nb.table(
@@ -292,12 +297,11 @@ nb.table(
 )
 
 # %% [markdown]
-# The norm curves of the first seed's grid, coloured by the diagnosed
-# regime (pick one λ in the menu to isolate it). The colours are the
-# online rule's, and a peak at step 0 counts: read on each curve whether
-# the norm rose before it fell. Which λ falls where is the table above;
-# the checks at the end assert that the smallest λ is weak and the
-# largest strong in a majority of the seeds.
+# The norm curves of the first seed's grid, coloured by the online rule's
+# regime (pick one λ in the menu to isolate it); a peak at step 0 counts,
+# so read on each curve whether the norm rose before it fell. The checks
+# at the end assert that the smallest λ is weak and the largest strong in
+# a majority of the seeds.
 
 # %%
 nhtlab.charts.lambda_grid(
@@ -316,10 +320,11 @@ nhtlab.charts.lambda_grid(
 #    peak — take the smallest λ: the least decay that contracts the norm
 #    of a network that fits, so the one that disturbs the fit least. If
 #    no run is intermediate, widen the grid or lengthen the runs.
-# 4. **Check** the choice on held-out data: here against the weakest λ,
-#    which stands for "no regularisation to speak of". The recipe's λ
-#    "beats" it when its test accuracy is higher by more than `beat`
-#    (0.03).
+# 4. **Check** the choice on held-out data, here against the weakest λ
+#    ("no regularisation to speak of"): it "beats" it when its test
+#    accuracy is higher by more than `beat` (0.03). The recipe reads λ off
+#    the norm curve alone, without test labels: it finds a good λ, not
+#    necessarily the best (the "best λ" column says whether another did).
 #
 # The recipe in each seed, with the best test accuracy of the whole grid
 # beside it:
@@ -344,26 +349,21 @@ display(
 )
 nb.md(f"The recipe's λ: {readings['recipe'].text()}.")
 
+# %%
+nb.check_prediction(
+    your_recipe_prediction, *nb.recipe_answer(records, seed)
+)
+
 # %% [markdown]
-# Step 4 matters: the recipe chooses λ from the norm curve alone, without
-# test labels; the check says how much it left on the table against the
-# best λ of the grid. A λ other than the chosen one can score as well or
-# better (the "best λ" column says whether one did): the recipe finds a
-# good λ, not necessarily the best one.
-#
 # ## One run in detail
 #
 # Everything the monitor recorded for one run of the first seed: the
-# recipe's λ, or the middle of the grid when no run is intermediate. Drag
-# to zoom. Read the head signals against the total norm: the paper reports
-# that the read-out turns *before* the total norm, which would make it an
-# early warning. Here "turns" means falling 2% below its running peak (the
-# rule the monitor records the read-out's contraction by), for the
-# read-out and for the total norm alike.
-# Whether the read-out turns first is counted below over the seeds, each
-# on its shown run; it is the paper's claim, displayed, not asserted. DLR
-# on the probe batch tracks the features without looking at a single
-# label.
+# recipe's λ, or the middle of the grid when no run is intermediate (drag
+# to zoom). The paper reports that the read-out turns *before* the total
+# norm, an early warning; "turns" means falling 2% below its running peak
+# (the monitor's rule), for both. It is counted below over the seeds, each
+# on its shown run: the paper's claim, displayed, not asserted. DLR on
+# the probe batch tracks the features without looking at a single label.
 
 # %% tags=["remove-input"]
 display(
@@ -388,14 +388,18 @@ nb.md(
 )
 
 # %%
+nb.check_prediction(
+    your_first_turn_prediction, *nb.first_turn_answer(recipe, seed)
+)
+
+# %%
 shown = recipe[0]["shown λ"]
 nhtlab.charts.monitor_readings(
     monitors[seed, shown].history, title=f"your CNN, λ = {shown}"
 )
 
 # %% [markdown]
-# The per-layer norms, each layer's own curve (the monitor's history is an
-# nhtlab `History`, so the book's charts work on it):
+# Each layer's own norm curve (the monitor's history is a book `History`):
 
 # %%
 nhtlab.charts.layer_norm_curves(
@@ -458,36 +462,33 @@ nhtlab.charts.layer_norm_curves(
 # ```
 #
 # The theory is about a network that *has* a high-norm shortcut and a
-# lower-norm structured solution that fit the same training data. If your
+# lower-norm structured solution fitting the same training data. If your
 # model generalises from the start (no shortcut), every λ looks
 # "intermediate" or "weak" and nothing needs tuning; if the "structure"
-# does not fit the training set (label noise larger than the signal), no λ
-# will find it.
+# does not fit the training set (label noise above the signal), no λ will.
 #
 # ## When will it grok? A forecast, tested before it ships
 #
 # The delay law gives a time scale; {func}`nhtlab.predict_grok` turns it
-# into a forecast for a live run that has memorised. It reads how fast
-# ‖θ‖² has contracted since memorisation and how far it still has to go
-# (the log-contraction that runs it was fitted on needed before they
-# grokked), and gives a step with an interval. Its rule was fixed before
-# it was evaluated: the repository's `scripts/evaluate_eta.py` fits its
-# constants on some of the book's companion runs, then forecasts runs it
-# never saw at a quarter, half and three quarters of each plateau. It
-# ships (in this chapter and in the Monitor) only if, at half the
-# plateau, it beats the naive forecast (T_mem plus the mean delay of the
-# fitting runs at the same λ) and its interval covers the truth as often
-# as it claims, within ten points. The same script scores each candidate
-# early-warning signal: how long before T_grok it fires, and how often it
-# fires on runs that never grok. The Monitor warns by the rule that did
-# best on the pre-registered runs
-# ({func}`nhtlab.analysis.early_warnings.supported_signal`: no
-# false alarm first, then the most runs warned in time; a test holds the
-# Monitor to it). The tables are the saved evaluations, with the versions
-# that made them. First the pre-registered one, on the companion paper's
-# own Table 3 runs (its four λ, ten seeds each): constants fitted on seeds
-# 0–4, every forecast made on seeds 5–9, and λ = 0.01 as the runs that
-# never grok.
+# into a forecast, a step with an interval, for a live run that has
+# memorised, from how fast ‖θ‖² has contracted since and how far it still
+# has to go (the log-contraction its fitting runs needed before they
+# grokked). Its rule was fixed before it was evaluated: the repository's
+# `scripts/evaluate_eta.py` fits its constants on some of the book's
+# companion runs and forecasts runs it never saw at a quarter, half and
+# three quarters of each plateau. It ships (here and in the Monitor) only
+# if, at half the plateau, it beats the naive forecast (T_mem plus the
+# fitting runs' mean delay at the same λ) and its interval covers the
+# truth as often as it claims, within ten points. The script also scores
+# each candidate early-warning signal (how long before T_grok it fires,
+# how often on runs that never grok); the Monitor warns by the one that
+# did best on the pre-registered runs
+# ({func}`nhtlab.analysis.early_warnings.supported_signal`: no false alarm
+# first, then the most runs warned in time; a test holds the Monitor to
+# it). The tables are the saved evaluations, with the versions that made
+# them; first the pre-registered one, on the companion paper's Table 3
+# runs (its four λ, ten seeds each): constants fitted on seeds 0–4,
+# forecasts on seeds 5–9, λ = 0.01 as the runs that never grok.
 
 # %% tags=["remove-input"]
 nb.eta_report("full")
@@ -514,25 +515,24 @@ nb.eta_report("book")
 # ```
 #
 # What does it cost? A recorded step sums the squares of every parameter
-# once (and, with a probe, runs one forward pass on it and a small SVD);
-# the steps in between cost one integer test. The repository's
-# `benchmarks/bench_monitor.py` measures the overhead against the bare
-# loop side by side, with and without DLR, on your machine. DLR costs far
-# more than the norms: record it less often if that matters to you.
+# once (with a probe, also one forward pass on it and a small SVD); the
+# steps in between cost one integer test. `benchmarks/bench_monitor.py`
+# measures the overhead against the bare loop, with and without DLR, on
+# your machine. DLR costs far more than the norms: record it less often
+# if that matters to you.
 #
 # ## Checks
 #
 # Asserted on this chapter's own runs, each reading in a majority of the
 # seeds: the smallest λ is weak (its norm still rising at the end); the
 # largest is strong (it never fits); the recipe finds an intermediate λ
-# whose test accuracy beats the weakest λ's by more than 0.03. And, on
-# any run, the monitor's DLR is the DLR of the model's read-out input:
-# recomputed here outside the monitor, without hooks
-# ({func}`nhtlab.measures.predictions.readout_dlr`: features = everything
-# before the last layer, outputs = the last layer) on the same probe, it
-# must agree to 1e-9. That fails if the monitor hooked the wrong layer or
-# read a stale model. The read-out-first reading above is the paper's
-# claim and is not asserted.
+# whose test accuracy beats the weakest λ's by more than 0.03. And the
+# monitor's DLR is the DLR of the model's read-out input: recomputed
+# without hooks ({func}`nhtlab.measures.predictions.readout_dlr`:
+# features = everything before the last layer, outputs = the last layer)
+# on the same probe, it must agree to 1e-9, which fails if the monitor
+# hooked the wrong layer or read a stale model. The read-out-first reading
+# above is the paper's claim and is not asserted.
 
 # %%
 # asserted on a real run; the read-out-first reading shown

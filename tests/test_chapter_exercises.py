@@ -110,7 +110,8 @@ def eta_check(answer, points):
 
 def test_reading_answer_follows_the_readings_rule():
     falls = claims.over_seeds("the delay falls", {0: "falls", 1: "falls", 2: "does not fall"}, expected="falls")
-    assert claims.reading_answer(falls, "falls", "no") == ("falls", "the delay falls: " + falls.text())
+    assert claims.reading_answer(falls, "falls", "no") == (
+        "falls", ("falls", "no"), f"the delay falls: {falls.text()}, and a majority of seeds decides")
     flat = claims.over_seeds("the delay falls", {0: "falls", 1: "does not fall"}, expected="falls")
     assert claims.reading_answer(flat, "falls", "no")[0] == "no"  # one of two is no majority
     with pytest.raises(TypeError, match="reading"):

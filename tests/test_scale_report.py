@@ -2,9 +2,11 @@
 
 import math
 
+import pytest
+
 from nhtlab.analysis.emergence import size_summary
 from nhtlab.book.emergence_report import (check_law_link, check_sizes_generalise, direction_by_seed, law_link,
-                                          trend_records)
+                                          trend_answer, trend_records)
 
 
 def row(size, seed, log_gap, delay, t_mem=500):
@@ -44,3 +46,20 @@ def test_directions_and_trends():
     assert trend_records(noisy, {"log gap": "log_gap"})[0]["verdict"] == "within seed noise"
     one_size = trend_records(FOLLOWS[:2], {"log gap": "log_gap"})[0]
     assert one_size["verdict"] is None and one_size["seeds"] is None
+
+
+def test_trend_answer_reads_the_direction_against_the_seed_spread():
+    keys = {"log gap": "log_gap", "delay": "delay"}
+    answer, choices, why = trend_answer(trend_records(FOLLOWS, keys), "log gap")
+    assert (answer, choices) == ("grows", ("grows", "shrinks", "no clear change"))
+    assert "+1.10, against a seed spread of 0.10" in why and "shrinks in 0 of 2 seeds" in why
+    shrinking = [dict(r, delay=2000 - r["delay"]) for r in FOLLOWS]
+    answer, _, why = trend_answer(trend_records(shrinking, keys), "delay")
+    assert answer == "shrinks" and "is -1,025, against a seed spread of 100;" in why
+    noisy = [row(32, 0, 0.1, 200), row(32, 1, 0.9, 300), row(128, 0, 0.2, 1300), row(128, 1, 0.3, 1250)]
+    assert trend_answer(trend_records(noisy, keys), "log gap")[0] == "no clear change"
+    # no run generalised at two sizes (a capped smoke run): nothing to read, and the reason says so
+    answer, _, why = trend_answer(trend_records(FOLLOWS[:2], keys), "delay")
+    assert answer == "no clear change" and "fewer than two sizes" in why
+    with pytest.raises(ValueError, match="'quantity'"):
+        trend_answer(trend_records(FOLLOWS, keys), "T_mem")

@@ -8,7 +8,7 @@ import pytest
 
 from nhtlab.book.claims import over_seeds
 from nhtlab.analysis.separation import clean_norm_separation
-from nhtlab.book.claims import check_reading
+from nhtlab.book.claims import check_reading, reading_answer
 from nhtlab.book.shortcut_report import (PROBE_COLUMNS, border_reading, border_record, check_border_escape,
                                              check_rho_trend, check_separation_defined, final_accuracy_records,
                                              higher_reading, norm_record, probe_row, read_probe,
@@ -140,3 +140,19 @@ def test_the_books_probe_file_reads():
     about, rows = read_probe()
     assert {"machine", "nhtlab", "command"} <= set(about) and len(rows) == 16
     assert all(set(r) == set(PROBE_COLUMNS) for r in rows)
+
+
+def test_reading_answer_is_yes_only_when_the_rule_holds():
+    held = over_seeds("the border", {0: "dropped", 1: "kept", 2: "dropped"}, expected="dropped")
+    assert reading_answer(held, detail="seed 1: kept") == (
+        "yes", ("yes", "no"),
+        ("the border: dropped in 2 of 3 seeds (seed 0: dropped, seed 1: kept, seed 2: dropped), and a majority of"
+         " seeds decides; seed 1: kept"))
+    tie = over_seeds("the border", {0: "dropped", 1: "kept"}, expected="dropped")
+    assert reading_answer(tie)[0] == "no"  # a tie is no majority
+    every = over_seeds("the border", {0: "dropped", 1: "kept", 2: "dropped"}, expected="dropped", rule="all")
+    assert reading_answer(every)[0] == "no" and "every seed decides" in reading_answer(every)[2]
+    with pytest.raises(TypeError, match="reading"):
+        reading_answer("dropped")
+    with pytest.raises(TypeError, match="detail"):
+        reading_answer(held, detail=3)

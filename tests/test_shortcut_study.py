@@ -106,3 +106,39 @@ def test_a_study_without_a_rho_sweep_skips_the_rho_check():
     assert len(checks) == 2 and all(checks)
     with pytest.raises(KeyError):
         study.checks({})
+
+
+def test_prediction_answers_follow_the_runs():
+    study = ShortcutStudy.from_profile(PROFILE)
+
+    def escapes(run: ShortcutRun):
+        if run.rho == 1.0:
+            return image(drop_at=10_000, end_conflict=0.1)
+        return image(clean=0.9 if run.norm == "batch" else 0.8)
+
+    trained = trained_for(study, escapes)
+    answer, choices, why = study.escape_answer(trained)
+    assert (answer, choices) == ("yes", ("yes", "no"))
+    assert "dropped in 3 of 3 seeds" in why and "seed 0: fitted at 200, dropped at 800" in why
+    answer, _, why = study.rho_answer(trained, margin=0.2)
+    assert answer == "yes" and "ρ = 0.8 to ρ = 1" in why and "seed 0: 0.70 → 0.10" in why
+    answer, _, why = study.norm_answer(trained)
+    assert answer == "yes" and "seed by seed: seed 0: 0.90 against 0.80" in why
+
+    # the border kept, ρ without effect, no normalisation ahead: every answer turns to "no"
+    kept = trained_for(study, lambda run: image(drop_at=10_000, end_conflict=0.1))
+    assert [study.escape_answer(kept)[0], study.rho_answer(kept)[0], study.norm_answer(kept)[0]] == ["no"] * 3
+    assert "dropped at never" in study.escape_answer(kept)[2]
+    # a fall smaller than the margin is a "no"
+    assert study.rho_answer(trained, margin=0.65)[0] == "no"
+
+
+def test_prediction_answers_name_what_is_missing():
+    study = ShortcutStudy.from_profile({**PROFILE, "rhos": [0.95], "norms": ["none"]})
+    trained = trained_for(study, lambda run: image())
+    with pytest.raises(ValueError, match="'rhos'"):
+        study.rho_answer(trained)
+    with pytest.raises(ValueError, match="'norms'"):
+        study.norm_answer(trained)
+    with pytest.raises(TypeError, match="trained"):
+        study.escape_answer([])

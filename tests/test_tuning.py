@@ -120,3 +120,35 @@ def test_monitor_dlr_check_fails_on_a_stale_or_short_record():
     assert not nhtlab.book.monitor_dlr_check({"step": 90, "dlr": 0.25}, 0.25, last_step=100)
     assert not nhtlab.book.monitor_dlr_check({"step": 100, "dlr": math.nan}, math.nan, last_step=100)
     assert not nhtlab.book.monitor_dlr_check({"step": 100}, 0.25, last_step=100)
+
+
+def test_recipe_answer_places_the_chosen_lambda_in_its_grid():
+    records = tuning.lambda_grid_records(grid({0: GOOD, 1: ("intermediate", "intermediate", "strong"),
+                                               2: ("weak", "weak", "strong"), 3: ("weak", "weak", "intermediate")}),
+                                         fit=0.6)
+    answer, choices, why = tuning.recipe_answer(records, seed=0)
+    assert (answer, choices) == ("one in between", ("the smallest", "one in between", "the largest", "none"))
+    assert "the grid was 0.01, 1, 10 and its intermediate λ 1, so the recipe chose λ = 1" in why
+    assert "seed 1: 0.01, seed 2: none, seed 3: 10" in why
+    assert [tuning.recipe_answer(records, seed=s)[0] for s in (1, 2, 3)] == ["the smallest", "none", "the largest"]
+    assert "no λ to choose" in tuning.recipe_answer(records, seed=2)[2]
+    with pytest.raises(ValueError, match="'seed'"):
+        tuning.recipe_answer(records, seed=7)
+
+
+def test_first_turn_answer_counts_a_lone_contraction_as_first():
+    def row(seed, head, norm):
+        r = {"seed": seed, "shown λ": 1.0, "head contracting from step": head, "norm contracting from step": norm}
+        return {**r, "head": tuning.head_reading(r)}
+    recipe = [row(0, 10, 20), row(1, 20, 10), row(2, 5, None), row(3, None, 10), row(4, 10, 10), row(5, None, None)]
+    answers = [tuning.first_turn_answer(recipe, seed=s)[0] for s in range(6)]
+    assert answers == ["the read-out", "the total norm", "the read-out", "the total norm", "together", "neither"]
+    answer, choices, why = tuning.first_turn_answer(recipe, seed=3)
+    assert choices == tuning.FIRST_TURN_CHOICES and answer in choices
+    assert "the read-out never contracted and the total norm contracted from step 10" in why
+    assert "seed 4: together" in why
+    # on a real grid: the head and the total norm turn at the same record
+    records = tuning.lambda_grid_records(grid({0: GOOD}), fit=0.6)
+    assert tuning.first_turn_answer(tuning.lambda_recipe(records), seed=0)[0] == "together"
+    with pytest.raises(ValueError, match="'seed'"):
+        tuning.first_turn_answer(recipe, seed=9)

@@ -179,33 +179,42 @@ def check_reading(reading: Reading) -> Check:
     return Check(reading.name, reading.holds, f"{reading.text()}; rule: {reading.rule}")
 
 
-def reading_answer(reading: Reading, yes: str, no: str) -> tuple[str, str]:
-    """The answer a reading over seeds gives to a yes/no prediction, for :func:`~nhtlab.book.check_prediction`.
+def reading_answer(reading: Reading, yes: str = "yes", no: str = "no",
+                   detail: str = "") -> tuple[str, tuple[str, str], str]:
+    """A reading over seeds as the answer to a two-way prediction, for :func:`~nhtlab.book.check_prediction`.
+
+    The question is whether the runs show ``reading.expected``: ``yes`` when the reading's rule holds (a
+    strict majority of the seeds by default, the rule of the chapter's checks, so a tie reads ``no``).
 
     Parameters
     ----------
     reading : Reading
-        The reading, counted over the seeds by its own rule (fixed before the runs).
-    yes : str
-        The answer when the reading holds (its ``expected`` in enough seeds).
-    no : str
-        The answer otherwise.
+        From :func:`over_seeds`.
+    yes, no : str
+        The two answers the question offers.
+    detail : str
+        The numbers behind each seed's reading, appended to the explanation.
 
     Returns
     -------
-    (answer, why) : tuple of str
-        ``yes`` or ``no``, and the reading's count over the seeds.
+    (answer, choices, why) : tuple
+        ``yes`` or ``no``, ``(yes, no)``, and the reading's count over the seeds with ``detail``.
 
     Raises
     ------
     TypeError
-        Naming ``reading`` when it is not a Reading.
+        Naming ``reading`` or ``detail`` when it is not of its type.
 
     Examples
     --------
-    >>> r = over_seeds("the delay falls as λ grows", {0: "falls", 1: "falls"}, expected="falls")
+    >>> r = over_seeds("the delay falls as λ grows", {0: "falls", 1: "falls", 2: "rises"}, expected="falls")
     >>> reading_answer(r, "falls", "does not fall")
-    ('falls', 'the delay falls as λ grows: falls in 2 of 2 seeds (seed 0: falls, seed 1: falls)')
+    ('falls', ('falls', 'does not fall'), 'the delay falls as λ grows: falls in 2 of 3 seeds (seed 0: falls, seed 1: falls, seed 2: rises), and a majority of seeds decides')
+    >>> reading_answer(over_seeds("x", {0: "a", 1: "b"}, expected="a"), detail="a tie")[0::2]
+    ('no', 'x: a in 1 of 2 seeds (seed 0: a, seed 1: b), and a majority of seeds decides; a tie')
     """
     check_type(reading, "reading", Reading, owner="reading_answer")
-    return (yes if reading.holds else no), f"{reading.name}: {reading.text()}"
+    check_type(detail, "detail", str, owner="reading_answer")
+    rule = "every seed" if reading.rule == "all" else "a majority of seeds"
+    why = f"{reading.name}: {reading.text()}, and {rule} decides" + (f"; {detail}" if detail else "")
+    return (yes if reading.holds else no), (yes, no), why

@@ -23,7 +23,11 @@ from .claims import Check, over_seeds
 from ..analysis.emergence import between_and_within
 from ..analysis.separation import spearman
 
-__all__ = ["law_link", "check_law_link", "check_sizes_generalise", "direction_by_seed", "trend_records"]
+__all__ = ["law_link", "check_law_link", "check_sizes_generalise", "direction_by_seed", "trend_records",
+           "TREND_CHOICES", "trend_answer"]
+
+#: The answers to "how does this quantity change with size?" (:func:`trend_answer`).
+TREND_CHOICES = ("grows", "shrinks", "no clear change")
 
 
 def _rows(rows: Sequence[Mapping[str, Any]], owner: str) -> list[Mapping[str, Any]]:
@@ -173,3 +177,54 @@ def trend_records(rows: Sequence[Mapping[str, Any]], keys: Mapping[str, str],
                     "seed spread": None if change is None else change["seed_spread"], "verdict": verdict,
                     "seeds": over_seeds(label, by_seed, expected=expected).text() if by_seed else None})
     return out
+
+
+def trend_answer(trends: Sequence[Mapping[str, Any]], quantity: str) -> tuple[str, tuple[str, ...], str]:
+    """How ``quantity`` changes from the smallest size to the largest, as the answer to a prediction.
+
+    Read from :func:`trend_records`: ``"grows"`` or ``"shrinks"`` when the difference between the
+    medians at the largest and the smallest size exceeds the seed spread, else ``"no clear change"``
+    (also when fewer than two sizes have a value, which the explanation says).
+
+    Parameters
+    ----------
+    trends : sequence of dict
+        Rows of :func:`trend_records`.
+    quantity : str
+        The row's ``quantity`` label, e.g. ``"log gap"``.
+
+    Returns
+    -------
+    (answer, choices, why) : tuple
+        One of :data:`TREND_CHOICES`, :data:`TREND_CHOICES`, and the difference against the
+        seed spread with the direction on each seed, for :func:`nhtlab.book.check_prediction`.
+
+    Raises
+    ------
+    ValueError
+        Naming ``quantity`` when no row has it.
+
+    Examples
+    --------
+    >>> rows = [{"size": 32, "seed": 0, "g": 0.5}, {"size": 128, "seed": 0, "g": 0.9}]
+    >>> trends = trend_records(rows, {"log gap": "g"}, expected="shrinks")
+    >>> answer, choices, why = trend_answer(trends, "log gap")
+    >>> answer
+    'grows'
+    >>> why
+    'the median log gap at the largest size minus at the smallest is +0.40, against a seed spread of 0.00; shrinks in 0 of 1 seeds (seed 0: grows)'
+    """
+    rows = _rows(trends, "trend_answer")
+    row = next((r for r in rows if r.get("quantity") == quantity), None)
+    if row is None:
+        raise ValueError(f"The 'quantity' parameter of trend_answer must be one of "
+                         f"{[r.get('quantity') for r in rows]}. Got {quantity!r}.")
+    if row["verdict"] is None:
+        return TREND_CHOICES[2], TREND_CHOICES, f"no change could be read: fewer than two sizes have a {quantity}"
+    answer = row["verdict"] if row["verdict"] in TREND_CHOICES else TREND_CHOICES[2]
+    def num(x: float, sign: str = "") -> str:  # steps as whole numbers, a log gap to two decimals
+        return f"{x:{sign},.0f}" if abs(x) >= 100 else f"{x:{sign}.2f}"
+
+    why = (f"the median {quantity} at the largest size minus at the smallest is {num(row['difference'], '+')}, "
+           f"against a seed spread of {num(row['seed spread'])}")
+    return answer, TREND_CHOICES, why + (f"; {row['seeds']}" if row["seeds"] else "")

@@ -16,11 +16,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .claims import Check, Reading, over_seeds
+from .claims import Check, Reading, over_seeds, reading_answer
 from .scorecard import PREDICTIONS, Verdict, prediction_readings
 from ..analysis.separation import Separation
 from .shortcut_report import (border_reading, check_border_escape, check_rho_trend,
-                                        check_separation_defined, higher_reading)
+                                        check_separation_defined, higher_reading, rho_reading)
+from ..analysis.events import border_times
 from ..history import History
 from ..validation import check_type
 from .scorecard_runs import domain_of, score_runs, sweep_records
@@ -34,6 +35,10 @@ __all__ = ["ShortcutStudy", "SEED_PREDICTIONS"]
 SEED_PREDICTIONS = tuple(name for name in PREDICTIONS if name[:2] in ("P1", "P3", "P4", "P5"))
 
 Histories = Mapping[TrainConfig, History]
+
+
+def _step(step: int | None) -> str:
+    return "never" if step is None else f"{step:,}"
 
 
 @dataclass(frozen=True)
@@ -310,6 +315,85 @@ class ShortcutStudy:
         """
         cards = {s: score_runs({self.lam_main: [r]}, trained, main=r, fit=self.fit) for s, r in self.main.items()}
         return prediction_readings(cards, names=SEED_PREDICTIONS)
+
+    # --- answers to the chapter's predictions (nhtlab.book.check_prediction) -----------------------
+
+    def escape_answer(self, trained: Histories) -> tuple[str, tuple[str, str], str]:
+        """Does the main run fit the border and then drop it? Over seeds, as :func:`reading_answer` reads it.
+
+        Parameters
+        ----------
+        trained : mapping run → History
+
+        Returns
+        -------
+        (answer, choices, why) : tuple
+            ``"yes"`` or ``"no"``; the explanation gives each seed's fitted and dropped steps.
+        """
+        check_type(trained, "trained", Mapping, owner="ShortcutStudy.escape_answer")
+        steps = {s: border_times(trained[r]) for s, r in self.main.items()}
+        reading = over_seeds(f"the border at λ = {self.lam_main:g}",
+                             {s: border_reading(trained[r]) for s, r in self.main.items()}, expected="dropped")
+        detail = ", ".join(f"seed {s}: fitted at {_step(f)}, dropped at {_step(d)}" for s, (f, d) in steps.items())
+        return reading_answer(reading, detail=detail)
+
+    def rho_answer(self, trained: Histories, margin: float = 0.2) -> tuple[str, tuple[str, str], str]:
+        """Does the worst-group accuracy at the end fall by more than ``margin`` from the smallest ρ to the largest?
+
+        Parameters
+        ----------
+        trained : mapping run → History
+        margin : float in (0, 1)
+            The fall asked for (the chapter's check uses the same).
+
+        Returns
+        -------
+        (answer, choices, why) : tuple
+            ``"yes"`` or ``"no"`` over seeds; the explanation gives each seed's accuracies at both ends.
+
+        Raises
+        ------
+        ValueError
+            Naming ``rhos`` when the study has fewer than two ρ.
+        """
+        check_type(trained, "trained", Mapping, owner="ShortcutStudy.rho_answer")
+        if len(self.rho_ends) != 2:
+            raise ValueError(f"ShortcutStudy.rho_answer needs two ρ or more in 'rhos'. Got {list(self.rhos)}.")
+        (lo, low), (hi, high) = sorted(self.rho_ends.items())
+        reading = over_seeds(f"the worst-group accuracy from ρ = {lo:g} to ρ = {hi:g}",
+                             {s: rho_reading(trained[low[s]], trained[high[s]], margin) for s in low},
+                             expected="falls")
+        end = {s: (trained[low[s]].rows[-1]["conflict_acc"], trained[high[s]].rows[-1]["conflict_acc"]) for s in low}
+        detail = (f"it has to fall by more than {margin:g}; at the end, seed by seed: "
+                  + ", ".join(f"seed {s}: {a:.2f} → {b:.2f}" for s, (a, b) in end.items()))
+        return reading_answer(reading, detail=detail)
+
+    def norm_answer(self, trained: Histories) -> tuple[str, tuple[str, str], str]:
+        """Does BatchNorm end with a higher clean accuracy than no normalisation (:meth:`norm_reading`)?
+
+        Parameters
+        ----------
+        trained : mapping run → History
+
+        Returns
+        -------
+        (answer, choices, why) : tuple
+            ``"yes"`` or ``"no"`` over seeds; the explanation gives both accuracies at each seed.
+
+        Raises
+        ------
+        ValueError
+            Naming ``norms`` when the study does not compare ``"batch"`` with ``"none"``.
+        """
+        check_type(trained, "trained", Mapping, owner="ShortcutStudy.norm_answer")
+        reading = self.norm_reading(trained)
+        if reading is None:
+            raise ValueError(f"ShortcutStudy.norm_answer needs 'batch' and 'none' in 'norms'. Got {list(self.norms)}.")
+        by = self.norm_seeds
+        clean = {s: [trained[by[n][s]].rows[-1]["clean_acc"] for n in ("batch", "none")] for s in self.seeds}
+        detail = "seed by seed: " + ", ".join(
+            f"seed {s}: {b:.2f} against {n:.2f}" for s, (b, n) in clean.items())
+        return reading_answer(reading, detail=detail)
 
     def checks(self, trained: Histories, margin: float = 0.2) -> list[Check]:
         """The study's pre-fixed checks, each over the seeds by a strict majority.

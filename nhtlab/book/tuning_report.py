@@ -35,12 +35,21 @@ from ..validation import check_real, check_type
 from .claims import Check, Reading, over_seeds
 
 __all__ = ["fit_threshold", "contracting_step", "lambda_grid_records", "regimes_by_seed", "lambda_recipe",
-           "head_reading", "lambda_readings", "lambda_checks", "norm_curve_records", "monitor_dlr_check"]
+           "head_reading", "lambda_readings", "lambda_checks", "norm_curve_records", "monitor_dlr_check",
+           "RECIPE_POSITIONS", "recipe_answer", "FIRST_TURN_CHOICES", "first_turn_answer"]
 
 #: The readings a chapter asserts (keys of :func:`lambda_readings`); the others are displayed only.
 ASSERTED = ("smallest λ", "largest λ", "recipe")
 #: The paper's early-warning claim, as a reading: the read-out contracts before the total norm.
 READOUT_FIRST = "read-out first"
+#: Where the recipe's λ can sit in its seed's grid (the choices of :func:`recipe_answer`).
+RECIPE_POSITIONS = ("the smallest", "one in between", "the largest", "none")
+#: What turned first on a shown run (the choices of :func:`first_turn_answer`).
+FIRST_TURN_CHOICES = ("the read-out", "the total norm", "together", "neither")
+# head_reading → the layer that contracted first ("only the read-out contracts": it did, the total never did)
+_FIRST_TURN = {READOUT_FIRST: "the read-out", "only the read-out contracts": "the read-out",
+               "total norm first": "the total norm", "read-out never contracts": "the total norm",
+               "same record": "together", "neither contracts": "neither"}
 
 
 def fit_threshold(noise: float, classes: int, margin: float = 0.9) -> float:
@@ -337,3 +346,101 @@ def monitor_dlr_check(row: Mapping[str, Any], recomputed: float, last_step: int,
     detail = (f"monitor at step {row.get('step')} (last step {last_step}): DLR {recorded}; "
               f"recomputed from the model: {recomputed}; |difference| {gap} (tolerance {tol})")
     return Check("the monitor's DLR is the DLR of the read-out input", passed, detail)
+
+
+def recipe_answer(records: Sequence[Mapping[str, Any]], seed: int) -> tuple[str, tuple[str, ...], str]:
+    """Where in its seed's grid the recipe's λ (the smallest intermediate λ) sits, as the answer to a prediction.
+
+    Parameters
+    ----------
+    records : sequence of mappings
+        Rows of :func:`lambda_grid_records`.
+    seed : int
+        The seed asked about (the chapter's first).
+
+    Returns
+    -------
+    (answer, choices, why) : tuple
+        One of :data:`RECIPE_POSITIONS`, :data:`RECIPE_POSITIONS`, and the seed's intermediate λ with the
+        λ every seed's recipe chose, for :func:`nhtlab.book.check_prediction`.
+
+    Raises
+    ------
+    ValueError
+        Naming ``seed`` when no record has it.
+
+    Examples
+    --------
+    >>> runs = [{"seed": 0, "λ": lam, "regime": r} for lam, r in
+    ...         [(0.1, "weak"), (1.0, "intermediate"), (3.0, "intermediate"), (10.0, "strong")]]
+    >>> answer, choices, why = recipe_answer(runs, seed=0)
+    >>> answer
+    'one in between'
+    >>> why
+    'in seed 0 the grid was 0.1, 1, 3, 10 and its intermediate λ 1, 3, so the recipe chose λ = 1; by seed: seed 0: 1'
+    """
+    check_type(records, "records", (list, tuple), owner="recipe_answer")
+    grid = sorted(r["λ"] for r in records if r["seed"] == seed)
+    if not grid:
+        raise ValueError(f"The 'seed' parameter of recipe_answer must be a seed of the records "
+                         f"({sorted({r['seed'] for r in records})}). Got {seed!r}.")
+    chosen: dict[int, Any] = {}
+    for s in sorted({r["seed"] for r in records}):
+        middle = sorted(r["λ"] for r in records if r["seed"] == s and r["regime"] == "intermediate")
+        chosen[s] = middle[0] if middle else None
+    lam = chosen[seed]
+    answer = ("none" if lam is None else "the smallest" if lam == grid[0] else "the largest" if lam == grid[-1]
+              else "one in between")
+    middle = sorted(r["λ"] for r in records if r["seed"] == seed and r["regime"] == "intermediate")
+    choice = "no λ to choose" if lam is None else f"the recipe chose λ = {lam:g}"
+    why = (f"in seed {seed} the grid was {', '.join(f'{x:g}' for x in grid)} and its intermediate λ "
+           f"{', '.join(f'{x:g}' for x in middle) or 'none'}, so {choice}; by seed: "
+           + ", ".join(f"seed {s}: {'none' if x is None else f'{x:g}'}" for s, x in chosen.items()))
+    return answer, RECIPE_POSITIONS, why
+
+
+def first_turn_answer(recipe: Sequence[Mapping[str, Any]], seed: int) -> tuple[str, tuple[str, ...], str]:
+    """Which contracted first on a seed's shown run, the read-out or the total norm, as the answer to a prediction.
+
+    Parameters
+    ----------
+    recipe : sequence of mappings
+        Rows of :func:`lambda_recipe` (``shown λ``, the two contracting steps and ``head``).
+    seed : int
+        The seed whose shown run is asked about (the chapter draws the first).
+
+    Returns
+    -------
+    (answer, choices, why) : tuple
+        One of :data:`FIRST_TURN_CHOICES` (a layer that contracted when the other never did counts as
+        first), :data:`FIRST_TURN_CHOICES`, and both steps with the answer on every seed's shown run.
+
+    Raises
+    ------
+    ValueError
+        Naming ``seed`` when no row has it.
+
+    Examples
+    --------
+    >>> rows = [{"seed": 0, "shown λ": 1.0, "norm contracting from step": 300, "head contracting from step": 200,
+    ...          "head": "read-out first"}]
+    >>> answer, choices, why = first_turn_answer(rows, seed=0)
+    >>> answer
+    'the read-out'
+    >>> why
+    'on the shown run (seed 0, λ = 1) the read-out contracted from step 200 and the total norm contracted from step 300; by seed: seed 0: the read-out'
+    """
+    check_type(recipe, "recipe", (list, tuple), owner="first_turn_answer")
+    row = next((r for r in recipe if r["seed"] == seed), None)
+    if row is None:
+        raise ValueError(f"The 'seed' parameter of first_turn_answer must be a seed of the recipe "
+                         f"({[r['seed'] for r in recipe]}). Got {seed!r}.")
+
+    def began(who: str, step: int | None) -> str:
+        return f"{who} never contracted" if step is None else f"{who} contracted from step {step:,}"
+
+    why = (f"on the shown run (seed {seed}, λ = {row['shown λ']:g}) "
+           f"{began('the read-out', row['head contracting from step'])} and "
+           f"{began('the total norm', row['norm contracting from step'])}; "
+           "by seed: " + ", ".join(f"seed {r['seed']}: {_FIRST_TURN[r['head']]}" for r in recipe))
+    return _FIRST_TURN[row["head"]], FIRST_TURN_CHOICES, why
