@@ -90,3 +90,18 @@ def test_import_nhtlab_leaves_altair_for_the_charts():
             "nhtlab.book.train_panel; from nhtlab import charts; assert charts is nhtlab.charts; "
             "assert 'altair' in sys.modules")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_the_book_layers_flat_names_are_unique():
+    """``nb`` is one flat namespace over the book's report modules: a name exported by two of them
+    would silently hide one implementation behind the other."""
+    import collections
+    import importlib
+
+    import nhtlab.book as book
+
+    owners = collections.defaultdict(list)
+    for module in book._MODULES:
+        for name in importlib.import_module(f"nhtlab.book.{module}").__all__:
+            owners[name].append(module)
+    assert not {n: m for n, m in owners.items() if len(m) > 1}
