@@ -1,4 +1,7 @@
-"""Checks for user-supplied parameters, with one error template.
+"""Requirements on user-supplied parameters, with one error template.
+
+The ``require_*`` functions validate an argument and raise; the ``check_*`` names of the book's layer
+return a claim's verdict (:class:`~nhtlab.book.claims.Check`) and never raise on a failed claim.
 
 Every public entry point of nhtlab validates its arguments here so that a wrong
 value fails early with a message that names the parameter, the allowed values
@@ -14,14 +17,14 @@ from collections.abc import Iterable
 from numbers import Integral, Real
 from typing import Any
 
-__all__ = ["check_choice", "check_int", "check_real", "check_bool", "check_type"]
+__all__ = ["require_choice", "require_int", "require_real", "require_bool", "require_type"]
 
 
 def _where(owner: str | None) -> str:
     return f" of {owner}" if owner else ""
 
 
-def check_type(value: Any, name: str, types: type | tuple[type, ...], owner: str | None = None) -> Any:
+def require_type(value: Any, name: str, types: type | tuple[type, ...], owner: str | None = None) -> Any:
     """Raise TypeError unless ``value`` is an instance of ``types``."""
     if not isinstance(value, types):
         names = types.__name__ if isinstance(types, type) else " or ".join(t.__name__ for t in types)
@@ -32,7 +35,7 @@ def check_type(value: Any, name: str, types: type | tuple[type, ...], owner: str
     return value
 
 
-def check_choice(value: Any, name: str, allowed: Iterable[Any], owner: str | None = None) -> Any:
+def require_choice(value: Any, name: str, allowed: Iterable[Any], owner: str | None = None) -> Any:
     """Raise ValueError unless ``value`` is one of ``allowed``."""
     allowed = list(allowed)
     if value not in allowed:
@@ -43,7 +46,7 @@ def check_choice(value: Any, name: str, allowed: Iterable[Any], owner: str | Non
     return value
 
 
-def check_bool(value: Any, name: str, owner: str | None = None) -> bool:
+def require_bool(value: Any, name: str, owner: str | None = None) -> bool:
     """Raise TypeError unless ``value`` is a bool."""
     if not isinstance(value, bool):
         raise TypeError(
@@ -72,7 +75,7 @@ def _in_range(x: float, low: float | None, high: float | None, low_open: bool, h
     return True
 
 
-def check_int(
+def require_int(
     value: Any,
     name: str,
     low: int | None = None,
@@ -96,7 +99,7 @@ def check_int(
     return int(value)
 
 
-def check_real(
+def require_real(
     value: Any,
     name: str,
     low: float | None = None,

@@ -43,7 +43,7 @@ from typing import Any
 import numpy as np
 
 from ..history import History
-from ..validation import check_bool, check_choice, check_int, check_real, check_type
+from ..validation import require_bool, require_choice, require_int, require_real, require_type
 from .events import find_events
 
 __all__ = ["DEFINITIONS", "ESCAPE_FACTOR", "predicted_delay", "delay_point", "delay_summary", "mean_std", "LinearFit",
@@ -87,11 +87,11 @@ def predicted_delay(v_sc: float, v_st: float, lr: float, weight_decay: float, ra
     >>> round(predicted_delay(math.e * 100, 100, lr=1e-3, weight_decay=1.0, rate_factor=2))
     500
     """
-    check_real(v_sc, "v_sc", 0.0, low_open=True, owner="predicted_delay")
-    check_real(v_st, "v_st", 0.0, low_open=True, owner="predicted_delay")
-    check_real(lr, "lr", 0.0, low_open=True, owner="predicted_delay")
-    check_real(weight_decay, "weight_decay", 0.0, owner="predicted_delay")
-    check_real(rate_factor, "rate_factor", 0.0, low_open=True, owner="predicted_delay")
+    require_real(v_sc, "v_sc", 0.0, low_open=True, owner="predicted_delay")
+    require_real(v_st, "v_st", 0.0, low_open=True, owner="predicted_delay")
+    require_real(lr, "lr", 0.0, low_open=True, owner="predicted_delay")
+    require_real(weight_decay, "weight_decay", 0.0, owner="predicted_delay")
+    require_real(rate_factor, "rate_factor", 0.0, low_open=True, owner="predicted_delay")
     if v_sc <= v_st:
         return 0.0
     if weight_decay == 0.0:
@@ -129,9 +129,9 @@ def delay_point(history: History, definition: str = "companion", escape_factor: 
         (log(V_mem/V_final)/(2ηλ)). None when the run never memorised or never
         generalised, or λ = 0.
     """
-    check_type(history, "history", History, owner="delay_point")
-    check_choice(definition, "definition", DEFINITIONS, owner="delay_point")
-    check_real(escape_factor, "escape_factor", 1.0, low_open=True, owner="delay_point")
+    require_type(history, "history", History, owner="delay_point")
+    require_choice(definition, "definition", DEFINITIONS, owner="delay_point")
+    require_real(escape_factor, "escape_factor", 1.0, low_open=True, owner="delay_point")
     events = find_events(history)
     lr, wd = float(history.config["lr"]), float(history.config["weight_decay"])
     if events.delay is None or wd == 0.0:
@@ -172,7 +172,7 @@ def delay_summary(history: History) -> dict[str, Any]:
     history : History
         A run with ``step``, ``train_acc``, ``test_acc``, ``norm`` and a config holding ``lr`` and ``weight_decay``.
     """
-    check_type(history, "history", History, owner="delay_summary")
+    require_type(history, "history", History, owner="delay_summary")
     out: dict[str, Any] = {}
     for name in DEFINITIONS:
         p = delay_point(history, name)
@@ -302,7 +302,7 @@ def delay_fits(points: Sequence[Mapping[str, Any] | None], average_seeds: bool =
     >>> sorted(fits), round(fits["vs_predicted"].slope, 6)
     (['vs_predicted'], 2.0)
     """
-    check_bool(average_seeds, "average_seeds", owner="delay_fits")
+    require_bool(average_seeds, "average_seeds", owner="delay_fits")
     usable = [p for p in points if p is not None and math.isfinite(p["predicted"])]
     if len({p["definition"] for p in usable}) > 1:
         raise ValueError("The 'points' parameter of delay_fits mixes definitions "
@@ -416,9 +416,9 @@ def contraction_fit(history: History, stop: str = "end", min_points: int = 5) ->
     ContractionFit or None
         None when the run never memorised or the window is too short.
     """
-    check_type(history, "history", History, owner="contraction_fit")
-    check_choice(stop, "stop", ("end", "grok"), owner="contraction_fit")
-    check_int(min_points, "min_points", low=3, owner="contraction_fit")
+    require_type(history, "history", History, owner="contraction_fit")
+    require_choice(stop, "stop", ("end", "grok"), owner="contraction_fit")
+    require_int(min_points, "min_points", low=3, owner="contraction_fit")
     events = find_events(history)
     if events.t_mem is None:
         return None

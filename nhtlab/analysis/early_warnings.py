@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from ..history import History
-from ..validation import check_choice, check_type
+from ..validation import require_choice, require_type
 from .events import find_events
 from .layers import head_and_first
 
@@ -119,8 +119,8 @@ def warning_step(history: History, signal: str) -> int | None:
     -------
     int or None
     """
-    check_type(history, "history", History, owner="warning_step")
-    check_choice(signal, "signal", SIGNALS, owner="warning_step")
+    require_type(history, "history", History, owner="warning_step")
+    require_choice(signal, "signal", SIGNALS, owner="warning_step")
     t_mem = find_events(history).t_mem
     if t_mem is None or history.diverged:
         return None

@@ -23,7 +23,7 @@ import numpy as np
 
 from ..history import History
 from ..models import MODELS, model_defaults
-from ..validation import check_int, check_type
+from ..validation import require_int, require_type
 from .delay import delay_point
 from .events import find_events
 
@@ -72,7 +72,7 @@ def run_row(history: History, key: str = "d_model", default_size: Any = None) ->
         ``size, seed, T_mem, T_grok, delay, steps, V_sc, V_st, ratio, log_gap,
         predicted, eta_lambda`` (gap and prediction None without a transition).
     """
-    check_type(history, "history", History, owner="run_row")
+    require_type(history, "history", History, owner="run_row")
     events = find_events(history)
     point = delay_point(history, definition="grok")
     lr, wd = history.config["lr"], history.config["weight_decay"]
@@ -95,7 +95,7 @@ def run_row(history: History, key: str = "d_model", default_size: Any = None) ->
 
 def scale_table(histories: Sequence[History], key: str = "d_model", default_size: Any = None) -> list[dict[str, Any]]:
     """:func:`run_row` for every history, sorted by size then seed."""
-    check_type(histories, "histories", (list, tuple), owner="scale_table")
+    require_type(histories, "histories", (list, tuple), owner="scale_table")
     rows = [run_row(h, key, default_size) for h in histories]
     return sorted(rows, key=lambda r: (r["size"], r["seed"] if r["seed"] is not None else -1))
 
@@ -112,7 +112,7 @@ def fraction_generalised(rows: Sequence[dict[str, Any]], budget: int) -> list[di
     >>> fraction_generalised(rows, budget=100)
     [{'size': 8, 'budget': 100, 'runs': 2, 'generalised': 1, 'fraction': 0.5}, {'size': 16, 'budget': 100, 'runs': 1, 'generalised': 1, 'fraction': 1.0}]
     """
-    check_int(budget, "budget", low=0, owner="fraction_generalised")
+    require_int(budget, "budget", low=0, owner="fraction_generalised")
     out = []
     for size in sorted({r["size"] for r in rows}):
         group = [r for r in rows if r["size"] == size]

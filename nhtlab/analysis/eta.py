@@ -40,7 +40,7 @@ import numpy as np
 
 from ..history import History
 from ..papers import COMPANION_GROK_FIT
-from ..validation import check_real, check_type
+from ..validation import require_real, require_type
 from .events import find_events
 
 __all__ = ["EtaCalibration", "GrokEstimate", "calibrate_eta", "predict_grok", "evaluate_eta", "cut_history",
@@ -124,7 +124,7 @@ def cut_history(history: History, step: int) -> History:
     History
         A copy with the earlier rows, status ``"running"``.
     """
-    check_type(history, "history", History, owner="cut_history")
+    require_type(history, "history", History, owner="cut_history")
     rows = [r for r in history.rows if r["step"] <= step]
     return History(rows=rows, status="running", config=dict(history.config))
 
@@ -170,8 +170,8 @@ def predict_grok(history: History, calibration: EtaCalibration) -> GrokEstimate:
     GrokEstimate
         The point and interval, or no estimate with the reason (not memorised, diverged, not contracting).
     """
-    check_type(history, "history", History, owner="predict_grok")
-    check_type(calibration, "calibration", EtaCalibration, owner="predict_grok")
+    require_type(history, "history", History, owner="predict_grok")
+    require_type(calibration, "calibration", EtaCalibration, owner="predict_grok")
     point, now, t_mem, reason = _point(history, calibration.log_contraction)
     if point is None:
         return GrokEstimate(now, None, None, None, reason)
@@ -223,7 +223,7 @@ def calibrate_eta(histories: Sequence[History], coverage: float = 0.8,
     -------
     EtaCalibration
     """
-    check_real(coverage, "coverage", low=0.0, high=1.0, low_open=True, high_open=True, owner="calibrate_eta")
+    require_real(coverage, "coverage", low=0.0, high=1.0, low_open=True, high_open=True, owner="calibrate_eta")
     runs = _plateaus(histories)
     if not runs:
         raise ValueError("The 'histories' parameter of calibrate_eta must hold at least one run that memorised "
@@ -318,7 +318,7 @@ def synthetic_contraction(t_mem: int, t_grok: int | None, rate: float, v_mem: fl
     -------
     History
     """
-    check_real(rate, "rate", low=0.0, owner="synthetic_contraction")
+    require_real(rate, "rate", low=0.0, owner="synthetic_contraction")
     end = end if end is not None else (t_grok + 500 if t_grok is not None else 4 * t_mem)
     rows = []
     for s in range(0, end + 1, every):

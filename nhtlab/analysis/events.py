@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from ..history import History
-from ..validation import check_real, check_type
+from ..validation import require_real, require_type
 
 __all__ = ["Events", "find_events", "first_step_at_least", "norm_at"]
 
@@ -124,8 +124,8 @@ def find_events(history: History, threshold: float = 0.99) -> Events:
         T_mem, T_grok (None when not reached), the peak and the norms at each
         event; ``norm_at_mem`` and ``norm_at_grok`` are read by :func:`norm_at`.
     """
-    check_type(history, "history", History, owner="find_events")
-    check_real(threshold, "threshold", 0.0, 1.0, low_open=True, owner="find_events")
+    require_type(history, "history", History, owner="find_events")
+    require_real(threshold, "threshold", 0.0, 1.0, low_open=True, owner="find_events")
     if len(history) == 0:
         raise ValueError("The 'history' parameter of find_events is empty: it has no evaluated step.")
     steps = history.column("step").astype(int)
@@ -180,9 +180,9 @@ def border_times(history, fit_level: float = 0.3, drop_level: float = 0.5) -> tu
     """
 
     owner = "border_times"
-    check_type(history, "history", History, owner=owner)
-    check_real(fit_level, "fit_level", 0.0, 1.0, low_open=True, high_open=True, owner=owner)
-    check_real(drop_level, "drop_level", 0.0, 1.0, low_open=True, high_open=True, owner=owner)
+    require_type(history, "history", History, owner=owner)
+    require_real(fit_level, "fit_level", 0.0, 1.0, low_open=True, high_open=True, owner=owner)
+    require_real(drop_level, "drop_level", 0.0, 1.0, low_open=True, high_open=True, owner=owner)
     steps = history.column("step")
     cue, conflict = history.column("cue_acc"), history.column("conflict_acc")
     fitted = next((int(s) for s, a, b in zip(steps, cue, conflict) if a >= fit_level and a > b), None)

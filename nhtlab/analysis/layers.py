@@ -22,7 +22,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from ..history import History
-from ..validation import check_real, check_type
+from ..validation import require_real, require_type
 from .events import find_events
 
 __all__ = ["LayerTransition", "layer_transitions", "peak_order", "normalised_layer_norms", "head_to_first_ratio",
@@ -66,7 +66,7 @@ def _is_norm_layer(name: str) -> bool:
 
 
 def _check_history(history: History, owner: str) -> None:
-    check_type(history, "history", History, owner=owner)
+    require_type(history, "history", History, owner=owner)
     if len(history) == 0 or not history.layers:
         raise ValueError(f"The 'history' parameter of {owner} must have evaluated rows with norm/<layer> columns. "
                          f"Got {len(history)} rows and layers {history.layers}.")
@@ -204,7 +204,7 @@ def layer_transitions(history: History, layers: Sequence[str] | None = None,
     list of LayerTransition, in the order of ``layers``.
     """
     _check_history(history, "layer_transitions")
-    check_real(min_contraction, "min_contraction", 0.0, 1.0, high_open=True, owner="layer_transitions")
+    require_real(min_contraction, "min_contraction", 0.0, 1.0, high_open=True, owner="layer_transitions")
     steps = history.column("step").astype(int)
     out = []
     for name in _select(history, layers, "layer_transitions"):
@@ -232,7 +232,7 @@ def peak_order(transitions: Sequence[LayerTransition]) -> list[str]:
     -------
     list of str
     """
-    check_type(transitions, "transitions", (list, tuple), owner="peak_order")
+    require_type(transitions, "transitions", (list, tuple), owner="peak_order")
     peaked = sorted((t for t in transitions if t.peaked), key=lambda t: t.peak_step)
     return [t.layer for t in peaked] + [t.layer for t in transitions if not t.peaked]
 
@@ -545,7 +545,7 @@ def contraction_order(history: History, window: tuple[int | None, int | None] | 
     ('backward', ['readout', 'tok'])
     """
     _check_history(history, "contraction_order")
-    check_real(share, "share", 0.0, 1.0, low_open=True, high_open=True, owner="contraction_order")
+    require_real(share, "share", 0.0, 1.0, low_open=True, high_open=True, owner="contraction_order")
     d_head, d_first = default_head_and_first(history)
     head, first = head or d_head, first or d_first
     names = [n for n in history.layers if not _is_norm_layer(n)] or list(history.layers)
@@ -553,7 +553,7 @@ def contraction_order(history: History, window: tuple[int | None, int | None] | 
     if window is None:
         ev = find_events(history)
         window = (ev.t_mem, ev.t_grok)
-    check_type(window, "window", (tuple, list), owner="contraction_order")
+    require_type(window, "window", (tuple, list), owner="contraction_order")
     steps = history.column("step").astype(int)
     t_mem, t_grok = window
     if t_mem is None:

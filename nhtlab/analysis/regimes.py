@@ -44,7 +44,7 @@ from typing import Any
 import numpy as np
 
 from ..history import History
-from ..validation import check_int, check_real, check_type
+from ..validation import require_int, require_real, require_type
 from .events import Events, find_events
 
 __all__ = ["REGIMES", "UNDETERMINED", "TOO_EARLY", "DIVERGED", "UNJUDGED", "is_diverged", "Regime", "diagnose_regime",
@@ -84,7 +84,7 @@ def is_diverged(history: History) -> str | None:
     >>> is_diverged(History(rows=[{"step": 0, "norm": 1.0}, {"step": 10, "norm": float("nan")}]))
     '‖θ‖² is not finite from step 10'
     """
-    check_type(history, "history", History, owner="is_diverged")
+    require_type(history, "history", History, owner="is_diverged")
     if history.status == "diverged":
         return history.message or "the run diverged"
     for name, label in (("norm", "‖θ‖²"), ("train_loss", "the training loss")):
@@ -160,11 +160,11 @@ def diagnose_regime(
     -------
     Regime
     """
-    check_type(history, "history", History, owner="diagnose_regime")
-    check_real(fit_threshold, "fit_threshold", 0.0, 1.0, low_open=True, owner="diagnose_regime")
-    check_real(generalise_threshold, "generalise_threshold", 0.0, 1.0, low_open=True, owner="diagnose_regime")
-    check_real(min_contraction, "min_contraction", 0.0, 1.0, high_open=True, owner="diagnose_regime")
-    check_int(min_delay, "min_delay", low=0, owner="diagnose_regime")
+    require_type(history, "history", History, owner="diagnose_regime")
+    require_real(fit_threshold, "fit_threshold", 0.0, 1.0, low_open=True, owner="diagnose_regime")
+    require_real(generalise_threshold, "generalise_threshold", 0.0, 1.0, low_open=True, owner="diagnose_regime")
+    require_real(min_contraction, "min_contraction", 0.0, 1.0, high_open=True, owner="diagnose_regime")
+    require_int(min_delay, "min_delay", low=0, owner="diagnose_regime")
     if len(history) == 0:
         raise ValueError("The 'history' parameter of diagnose_regime is empty: it has no evaluated step.")
     events = find_events(history, threshold=fit_threshold)

@@ -49,7 +49,7 @@ from typing import Any
 import numpy as np
 
 from ..history import History
-from ..validation import check_int, check_type
+from ..validation import require_int, require_type
 from .events import border_times, find_events
 
 __all__ = ["Separation", "clean_norm_separation", "separation_from_history", "spearman",
@@ -149,13 +149,13 @@ def _rescale(acc: np.ndarray, num_classes: int) -> np.ndarray:
 
 def reliance_from_shortcut(shortcut_acc: np.ndarray, num_classes: int) -> np.ndarray:
     """φ from the accuracy of following the cue: (acc − 1/C)/(1 − 1/C), clipped to [0, 1]."""
-    check_int(num_classes, "num_classes", low=2, owner="reliance_from_shortcut")
+    require_int(num_classes, "num_classes", low=2, owner="reliance_from_shortcut")
     return _rescale(shortcut_acc, num_classes)
 
 
 def reliance_from_generalisation(test_acc: np.ndarray, num_classes: int) -> np.ndarray:
     """φ for memorisation shortcuts: 1 − (acc − 1/C)/(1 − 1/C), clipped to [0, 1]."""
-    check_int(num_classes, "num_classes", low=2, owner="reliance_from_generalisation")
+    require_int(num_classes, "num_classes", low=2, owner="reliance_from_generalisation")
     return 1.0 - _rescale(test_acc, num_classes)
 
 
@@ -185,11 +185,11 @@ def clean_norm_separation(steps: np.ndarray, norm: np.ndarray, phi: np.ndarray, 
     if not (steps.shape == norm.shape == phi.shape) or steps.ndim != 1 or len(steps) == 0:
         raise ValueError(f"The 'steps', 'norm' and 'phi' parameters of {owner} must be 1-d arrays of one length. "
                          f"Got shapes {steps.shape}, {norm.shape}, {phi.shape}.")
-    check_int(min_points, "min_points", low=3, owner=owner)
+    require_int(min_points, "min_points", low=3, owner=owner)
     nan = float("nan")
     if start_step is None:
         return Separation(nan, False, "shortcut never fitted", 0, None, None, nan, nan, nan, nan)
-    check_int(start_step, "start_step", owner=owner)
+    require_int(start_step, "start_step", owner=owner)
     window = steps >= start_step
     if not window.any():
         raise ValueError(f"The 'start_step' parameter of {owner} must be at most the last step {int(steps[-1])}. "
@@ -237,7 +237,7 @@ def separation_from_history(history: History, num_classes: int, kind: str = "sho
     Separation
         The score with its window, fitted rates and whether it is defined.
     """
-    check_type(history, "history", History, owner="separation_from_history")
+    require_type(history, "history", History, owner="separation_from_history")
     if kind not in ("shortcut", "generalisation"):
         raise ValueError(f"The 'kind' parameter of separation_from_history must be one of 'shortcut', "
                          f"'generalisation'. Got {kind!r} instead.")

@@ -23,7 +23,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from ..validation import check_choice, check_type
+from ..validation import require_choice, require_type
 
 __all__ = ["Check", "Reading", "over_seeds", "failed_checks", "check_reading", "reading_answer"]
 
@@ -74,7 +74,7 @@ def failed_checks(checks: Iterable[Check]) -> list[Check]:
     """
     checks = list(checks)
     for i, c in enumerate(checks):
-        check_type(c, f"checks[{i}]", Check, owner="failed_checks")
+        require_type(c, f"checks[{i}]", Check, owner="failed_checks")
     return [c for c in checks if not c.passed]
 
 
@@ -151,9 +151,9 @@ def over_seeds(name: str, by_seed: Mapping[int, Any], expected: Any, rule: str =
     Reading
         With ``k``, ``n``, ``holds``, ``flips`` and ``text()``.
     """
-    check_type(name, "name", str, owner="over_seeds")
-    check_type(by_seed, "by_seed", Mapping, owner="over_seeds")
-    check_choice(rule, "rule", RULES, owner="over_seeds")
+    require_type(name, "name", str, owner="over_seeds")
+    require_type(by_seed, "by_seed", Mapping, owner="over_seeds")
+    require_choice(rule, "rule", RULES, owner="over_seeds")
     return Reading(name=name, by_seed=dict(by_seed), expected=expected, rule=rule)
 
 
@@ -175,7 +175,7 @@ def check_reading(reading: Reading) -> Check:
     >>> print(check_reading(over_seeds("border", {0: "dropped", 1: "kept", 2: "dropped"}, expected="dropped")))
     ✓ border: dropped in 2 of 3 seeds (seed 0: dropped, seed 1: kept, seed 2: dropped); rule: majority
     """
-    check_type(reading, "reading", Reading, owner="check_reading")
+    require_type(reading, "reading", Reading, owner="check_reading")
     return Check(reading.name, reading.holds, f"{reading.text()}; rule: {reading.rule}")
 
 
@@ -213,8 +213,8 @@ def reading_answer(reading: Reading, yes: str = "yes", no: str = "no",
     >>> reading_answer(over_seeds("x", {0: "a", 1: "b"}, expected="a"), detail="a tie")[0::2]
     ('no', 'x: a in 1 of 2 seeds (seed 0: a, seed 1: b), and a majority of seeds decides; a tie')
     """
-    check_type(reading, "reading", Reading, owner="reading_answer")
-    check_type(detail, "detail", str, owner="reading_answer")
+    require_type(reading, "reading", Reading, owner="reading_answer")
+    require_type(detail, "detail", str, owner="reading_answer")
     rule = "every seed" if reading.rule == "all" else "a majority of seeds"
     why = f"{reading.name}: {reading.text()}, and {rule} decides" + (f"; {detail}" if detail else "")
     return (yes if reading.holds else no), (yes, no), why

@@ -20,7 +20,7 @@ from typing import Any
 
 from .claims import Check, Reading, check_reading
 from ..build.smoke import SMOKE_ENV, smoke_enabled, smoke_steps
-from ..validation import check_type
+from ..validation import require_type
 from .report import Markdown, table
 
 __all__ = ["CLAIMS_FILE", "closing_checks", "science_checks"]
@@ -32,7 +32,7 @@ CLAIMS_FILE = "NHTLAB_CLAIMS_FILE"
 def _as_check(item: Check | Reading, owner: str) -> Check:
     if isinstance(item, Reading):
         return check_reading(item)
-    check_type(item, "checks", Check, owner=owner)
+    require_type(item, "checks", Check, owner=owner)
     return item
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ..validation import check_type
+from ..validation import require_type
 
 __all__ = ["FULL_ON_T4", "DRIVE_FOLDER", "keep_on_drive", "colab_launch"]
 
@@ -46,7 +46,7 @@ def keep_on_drive(folder: str | os.PathLike = DRIVE_FOLDER, mount_point: str = "
         Outside Colab (``google.colab`` cannot be imported): elsewhere, set ``NHTLAB_CACHE_DIR``
         and ``NHTLAB_CHECKPOINTS=on`` yourself.
     """
-    check_type(folder, "folder", (str, os.PathLike), owner="keep_on_drive")
+    require_type(folder, "folder", (str, os.PathLike), owner="keep_on_drive")
     try:
         from google.colab import drive
     except ImportError:
@@ -98,7 +98,7 @@ def colab_launch(chapter: str, keep: bool = False) -> str:
     ValueError
         Naming ``chapter`` when it has no estimate.
     """
-    check_type(chapter, "chapter", str, owner="colab_launch")
+    require_type(chapter, "chapter", str, owner="colab_launch")
     if chapter not in FULL_ON_T4:
         raise ValueError(f"colab_launch: 'chapter' must be one of {sorted(FULL_ON_T4)}, got {chapter!r}")
     takes, why = FULL_ON_T4[chapter]

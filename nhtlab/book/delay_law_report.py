@@ -31,7 +31,7 @@ import numpy as np
 from ..history import History
 from ..papers import (COMPANION_CONTRACTION, COMPANION_ETA_SWEEP, COMPANION_GROK_COUNTS, COMPANION_GROK_FIT,
                       COMPANION_LAMBDA_SWEEP, paper_cell)
-from ..validation import check_choice, check_int, check_real, check_type
+from ..validation import require_choice, require_int, require_real, require_type
 from .claims import Check, Reading, check_reading, over_seeds
 from .exercises import Verdict, check_answer
 from ..analysis.delay import DEFINITIONS, LinearFit, contraction_fit, delay_fits, delay_point, linear_fit, mean_std
@@ -158,10 +158,10 @@ def paper_comparison(histories: Sequence[History], min_fit_lambdas: int = MIN_FI
     ValueError
         When the histories mix learning rates or initialisations (not one λ sweep), or none is given.
     """
-    check_type(histories, "histories", Sequence, owner="paper_comparison")
+    require_type(histories, "histories", Sequence, owner="paper_comparison")
     for i, h in enumerate(histories):
-        check_type(h, f"histories[{i}]", History, owner="paper_comparison")
-    check_int(min_fit_lambdas, "min_fit_lambdas", low=2, owner="paper_comparison")
+        require_type(h, f"histories[{i}]", History, owner="paper_comparison")
+    require_int(min_fit_lambdas, "min_fit_lambdas", low=2, owner="paper_comparison")
     if not histories:
         raise ValueError("The 'histories' parameter of paper_comparison must hold at least one run. Got none.")
     lrs = {float(h.config["lr"]) for h in histories}
@@ -287,7 +287,7 @@ def eta_comparison(points: Sequence[Mapping[str, Any]], weight_decay: float = 1.
         ``delay`` (cells ``"mean ± std"``, ``—`` where the companion has no value) and ``mean delay``
         (a float).
     """
-    check_real(weight_decay, "weight_decay", 0.0, low_open=True, owner="eta_comparison")
+    require_real(weight_decay, "weight_decay", 0.0, low_open=True, owner="eta_comparison")
     at = [p for p in points if p["weight_decay"] == weight_decay and p.get("init_scale", 1.0) == 1.0]
     rows = []
     for lr in sorted({p["lr"] for p in at}):
@@ -436,8 +436,8 @@ def delay_readings(points: Sequence[Mapping[str, Any]], lr: float, max_lambda: f
     dict of Reading
         Keyed as above.
     """
-    check_real(lr, "lr", 0.0, low_open=True, owner="delay_readings")
-    check_choice(rule, "rule", ("majority", "all"), owner="delay_readings")
+    require_real(lr, "lr", 0.0, low_open=True, owner="delay_readings")
+    require_choice(rule, "rule", ("majority", "all"), owner="delay_readings")
     if any(p["definition"] != "grok" for p in points):
         raise ValueError("The 'points' parameter of delay_readings must hold 'grok' definition points.")
     seeds = sorted({p["seed"] for p in points})
@@ -478,7 +478,7 @@ def check_lambdas_grok(histories: Sequence[History], max_lambda: float = 1.0) ->
     Check
         Fails when a λ in range has a run that did not memorise and generalise, or when no λ is in range.
     """
-    check_real(max_lambda, "max_lambda", 0.0, low_open=True, owner="check_lambdas_grok")
+    require_real(max_lambda, "max_lambda", 0.0, low_open=True, owner="check_lambdas_grok")
     counts: dict[float, list[bool]] = {}
     for h in histories:
         wd = float(h.config["weight_decay"])
@@ -506,7 +506,7 @@ def check_norm_halves(points: Sequence[Mapping[str, Any]], init_scale: float = 1
     Check
         Fails on a run whose norm contracted less, or when no run is checked.
     """
-    check_real(factor, "factor", 0.0, 1.0, low_open=True, high_open=True, owner="check_norm_halves")
+    require_real(factor, "factor", 0.0, 1.0, low_open=True, high_open=True, owner="check_norm_halves")
     mine = [p for p in points if p.get("init_scale", 1.0) == init_scale]
     worst = max(mine, key=lambda p: p["v_grok"] / p["v_mem"], default=None)
     if worst is None:
@@ -553,8 +553,8 @@ def eta_exercise(answer: float | None, points: Sequence[Mapping[str, Any]], lr: 
     Correct: 1500 is within 10% of the expected value.
     The expected answer: 1,500. The λ = 1 run at η = 0.001 waited 3,000 steps, and 3,000 · 0.001 / 0.002 = 1,500; the run at η = 0.002 measured 1,400.
     """
-    check_real(lr, "lr", 0.0, low_open=True, owner="eta_exercise")
-    check_real(eta, "eta", 0.0, low_open=True, owner="eta_exercise")
+    require_real(lr, "lr", 0.0, low_open=True, owner="eta_exercise")
+    require_real(eta, "eta", 0.0, low_open=True, owner="eta_exercise")
 
     def delay(at: float) -> Any:
         found = [p["measured"] for p in points if p["weight_decay"] == 1.0 and p["init_scale"] == 1.0

@@ -32,7 +32,7 @@ from .claims import Check
 from ..data.modular import modular_data
 from ..history import History
 from ..measures.dlr import CANDIDATE_RULES, DEFAULT_RANK, DEFAULT_TOL
-from ..validation import check_type
+from ..validation import require_type
 from ..training.cache import ResultCache, cache_enabled, register_probes
 from ..training.checkpoint import checkpoint_path
 from ..training.dlr_tracker import DLRTracker
@@ -72,7 +72,7 @@ def probe_key(tracker: DLRTracker) -> dict[str, Any]:
     >>> probe_key(a) == probe_key(DLRTracker(torch.zeros(4, 2, dtype=torch.long)))
     True
     """
-    check_type(tracker, "tracker", DLRTracker, owner="probe_key")
+    require_type(tracker, "tracker", DLRTracker, owner="probe_key")
     return {
         "probe": "DLRTracker", "x": _tensor_digest(tracker.x), "labels": _tensor_digest(tracker.labels),
         "rank": tracker.rank, "tol": tracker.tol,
@@ -102,7 +102,7 @@ def pair_probe(run: ModularRun, compare: Mapping[str, tuple[str | int, float | N
     DLRTracker
         Its ``x`` is the p² × 2 table of pairs.
     """
-    check_type(run, "run", ModularRun, owner="pair_probe")
+    require_type(run, "run", ModularRun, owner="pair_probe")
     data = modular_data(run.p, run.operation, run.train_fraction, seed=run.seed)
     return DLRTracker(torch.cat([data.x_train, data.x_test]), labels=torch.cat([data.y_train, data.y_test]),
                       compare=dict(compare) if compare else None, spectra=spectra, top=top)
@@ -122,7 +122,7 @@ def companion_probe(run: ModularRun) -> DLRTracker:
         The default rank rule, the other :data:`~nhtlab.measures.dlr.CANDIDATE_RULES` beside it
         (``compare``), spectra of the top :data:`COMPANION_PROBE_TOP` eigenpairs.
     """
-    check_type(run, "run", ModularRun, owner="companion_probe")
+    require_type(run, "run", ModularRun, owner="companion_probe")
     default = (DEFAULT_RANK, DEFAULT_TOL[DEFAULT_RANK])
     compare = {name: rule for name, rule in CANDIDATE_RULES.items() if tuple(rule) != default}
     return pair_probe(run, compare, spectra=True, top=COMPANION_PROBE_TOP)
@@ -221,8 +221,8 @@ def train_probed(run: ModularRun, tracker: DLRTracker, cache: Any, **kwargs: Any
     History
         The rows without the probe's columns (the plain run's), ``model`` attached.
     """
-    check_type(run, "run", ModularRun, owner="train_probed")
-    check_type(tracker, "tracker", DLRTracker, owner="train_probed")
+    require_type(run, "run", ModularRun, owner="train_probed")
+    require_type(tracker, "tracker", DLRTracker, owner="train_probed")
     run_dir = kwargs.get("run_dir")
     if run_dir is not None and checkpoint_path(run_dir).exists():
         return run_modular(run, **kwargs)
@@ -260,10 +260,10 @@ def tracked_run(run: ModularRun, tracker: DLRTracker, cache: ResultCache | None 
         :func:`shared_probe`; None without cache) and
         ``plain_history`` (the plain entry, or None).
     """
-    check_type(run, "run", ModularRun, owner="tracked_run")
-    check_type(tracker, "tracker", DLRTracker, owner="tracked_run")
+    require_type(run, "run", ModularRun, owner="tracked_run")
+    require_type(tracker, "tracker", DLRTracker, owner="tracked_run")
     if cache is not None:
-        check_type(cache, "cache", ResultCache, owner="tracked_run")
+        require_type(cache, "cache", ResultCache, owner="tracked_run")
     use_cache = cache_enabled() if use_cache is None else use_cache
     if not use_cache:
         history = run_modular(run, callbacks=[tracker], progress=progress, desc=desc)
@@ -323,14 +323,14 @@ def same_run_check(tracked: History, plain: History | None = None) -> Check:
         Passed when every row of ``plain`` equals the same row of ``tracked`` on ``plain``'s columns; the
         detail says whether the plain entry was cached before (another chapter's run) or written by this call.
     """
-    check_type(tracked, "tracked", History, owner="same_run_check")
+    require_type(tracked, "tracked", History, owner="same_run_check")
     plain = plain if plain is not None else getattr(tracked, "plain_history", None)
     name = "the DLR run is the plain run (same steps, same measurements)"
     if plain is None:
         why = ("no result cache (NHTLAB_CACHE off): no entry is shared, so nothing was compared"
                if getattr(tracked, "plain", "") is None else "no plain entry to compare with")
         return Check(name, False, why)
-    check_type(plain, "plain", History, owner="same_run_check")
+    require_type(plain, "plain", History, owner="same_run_check")
     origin = {"cached before": "the plain entry was cached before the probed run (another chapter's run)",
               "cached": "both entries read from the cache",
               "written": "the plain entry was written from this run"}.get(getattr(tracked, "plain", None), "")

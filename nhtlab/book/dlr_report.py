@@ -22,7 +22,7 @@ from ..data.images import ImageData
 from ..history import History
 from ..measures.cka import centre
 from ..measures.dlr import CANDIDATE_RULES, RULE_THRESHOLDS, _check_rank, dlr, dlr_terms
-from ..validation import check_int, check_type
+from ..validation import require_int, require_type
 from .claims import Check, over_seeds
 from ..analysis.events import find_events
 
@@ -426,7 +426,7 @@ def additive_share(features: torch.Tensor, pairs: torch.Tensor, p: int) -> float
     float
         In [0, 1]: 1 when every feature is a function of a plus a function of b.
     """
-    check_type(features, "features", torch.Tensor, owner="additive_share")
+    require_type(features, "features", torch.Tensor, owner="additive_share")
     table = torch.zeros(p, p, features.shape[1], dtype=torch.float64)
     table[pairs[:, 0], pairs[:, 1]] = features.double()
     centred = table - table.mean(dim=(0, 1))
@@ -449,7 +449,7 @@ def cnn_settings(images: ImageData, seed: int = 0) -> dict[str, tuple[str, Image
     dict
         :data:`CNN_NAMES` → ``("none" | "batch", ImageData)``.
     """
-    check_type(images, "images", ImageData, owner="cnn_settings")
+    require_type(images, "images", ImageData, owner="cnn_settings")
     order = torch.randperm(len(images.y_train), generator=torch.Generator().manual_seed(seed + 1))
     shuffled = ImageData(images.x_train, images.y_train[order], images.x_test, images.y_test, images.num_classes,
                          f"{images.name}, shuffled")
@@ -707,8 +707,8 @@ def rule_properties(
     rules = CANDIDATE_RULES if rules is None else rules
     for rank, tol in rules.values():
         _check_rank(rank, tol, owner)
-    check_int(seed, "seed", low=0, owner=owner)
-    check_int(n, "n", low=50, owner=owner)
+    require_int(seed, "seed", low=0, owner=owner)
+    require_int(n, "n", low=50, owner=owner)
     g = torch.Generator().manual_seed(seed)
     x = torch.randn(n, 12, generator=g, dtype=torch.float64)
     phi = torch.tanh(x @ torch.randn(12, 24, generator=g, dtype=torch.float64))  # (n, 24) features
@@ -768,7 +768,7 @@ def rule_band(rows: Sequence[Mapping[str, Any]], rules: Sequence[str], column: s
         ``step``, ``dlr`` (chosen rule), ``low`` and ``high`` (min and max over
         the chosen rule and ``rules``): the sensitivity band.
     """
-    check_type(column, "column", str, owner="rule_band")
+    require_type(column, "column", str, owner="rule_band")
     out = []
     for row in rows:
         if column not in row:

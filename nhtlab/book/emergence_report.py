@@ -18,7 +18,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..validation import check_int, check_real, check_type
+from ..validation import require_int, require_real, require_type
 from .claims import Check, over_seeds
 from ..analysis.emergence import between_and_within
 from ..analysis.separation import spearman
@@ -31,9 +31,9 @@ TREND_CHOICES = ("grows", "shrinks", "no clear change")
 
 
 def _rows(rows: Sequence[Mapping[str, Any]], owner: str) -> list[Mapping[str, Any]]:
-    check_type(rows, "rows", (list, tuple), owner=owner)
+    require_type(rows, "rows", (list, tuple), owner=owner)
     for i, row in enumerate(rows):
-        check_type(row, f"rows[{i}]", Mapping, owner=owner)
+        require_type(row, f"rows[{i}]", Mapping, owner=owner)
     return list(rows)
 
 
@@ -76,7 +76,7 @@ def check_law_link(rows: Sequence[Mapping[str, Any]], at_least: float = 0.5) -> 
         Fails for a sweep in which the delay does not rise with the gap, and with fewer than 3 runs
         that generalised (the correlation is then NaN).
     """
-    check_real(at_least, "at_least", -1.0, 1.0, owner="check_law_link")
+    require_real(at_least, "at_least", -1.0, 1.0, owner="check_law_link")
     link = law_link(rows)
     ok = not math.isnan(link["correlation"]) and link["correlation"] >= at_least
     return Check("the delay follows the norm gap across sizes", ok,
@@ -97,7 +97,7 @@ def check_sizes_generalise(summary: Sequence[Mapping[str, Any]], at_least: int =
     -------
     Check
     """
-    check_int(at_least, "at_least", low=1, owner="check_sizes_generalise")
+    require_int(at_least, "at_least", low=1, owner="check_sizes_generalise")
     rows = _rows(summary, "check_sizes_generalise")
     sizes = [r["size"] for r in rows if r["grokked"]]
     return Check(f"at least {at_least} sizes generalise", len(sizes) >= at_least,
@@ -162,7 +162,7 @@ def trend_records(rows: Sequence[Mapping[str, Any]], keys: Mapping[str, str],
         ``"grows"`` with size; None below two sizes with a value) and ``seeds``, the per-seed direction
         counted against ``expected``.
     """
-    check_type(keys, "keys", Mapping, owner="trend_records")
+    require_type(keys, "keys", Mapping, owner="trend_records")
     rows = _rows(rows, "trend_records")
     out = []
     for label, key in keys.items():

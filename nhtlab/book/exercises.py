@@ -13,7 +13,7 @@ import html
 import math
 from dataclasses import dataclass
 
-from ..validation import check_real, check_type
+from ..validation import require_real, require_type
 
 __all__ = ["Verdict", "check_answer", "check_prediction"]
 
@@ -61,15 +61,15 @@ def check_answer(answer: float | None, expected: float, rel_tol: float = 0.05, w
     Not quite: 50 is off by more than 5%. Look at the hint and try again.
     The expected answer: 100. The run measured 120.
     """
-    check_real(expected, "expected", owner="check_answer")
-    check_real(rel_tol, "rel_tol", 0.0, low_open=True, owner="check_answer")
-    check_type(why, "why", str, owner="check_answer")
+    require_real(expected, "expected", owner="check_answer")
+    require_real(rel_tol, "rel_tol", 0.0, low_open=True, owner="check_answer")
+    require_type(why, "why", str, owner="check_answer")
     why = why.strip()
     reveal = (f"The expected answer: {expected:,.4g}. {why[:1].upper()}{why[1:]}" + ("" if why.endswith(".") else ".")
               if why else "")
     if answer is None:
         return Verdict("unanswered", "Not answered yet: replace None with your number and run the cell.", reveal)
-    answer = check_real(answer, "answer", owner="check_answer")
+    answer = require_real(answer, "answer", owner="check_answer")
     if math.isclose(answer, expected, rel_tol=rel_tol):
         return Verdict("correct", f"Correct: {answer:g} is within {rel_tol:.0%} of the expected value.", reveal)
     return Verdict("wrong", f"Not quite: {answer:g} is off by more than {rel_tol:.0%}. Look at the hint and try again.",

@@ -27,7 +27,7 @@ import numpy as np
 
 from ..history import History
 from ..papers import paper_cell
-from ..validation import check_int, check_real, check_type
+from ..validation import require_int, require_real, require_type
 from .claims import Check, Reading, over_seeds
 from ..analysis.events import Events, find_events
 from ..analysis.regimes import diagnose_regime
@@ -52,8 +52,8 @@ def check_grokking(history: History, min_delay: int) -> Check:
     -------
     Check
     """
-    check_type(history, "history", History, owner="check_grokking")
-    check_int(min_delay, "min_delay", low=0, owner="check_grokking")
+    require_type(history, "history", History, owner="check_grokking")
+    require_int(min_delay, "min_delay", low=0, owner="check_grokking")
     ev = find_events(history)
     name = "memorises, then generalises later"
     if ev.t_mem is None:
@@ -81,8 +81,8 @@ def check_contraction(history: History, at_least: float = 1 / 3) -> Check:
         Fails for a run that never memorised or never generalised, and for one whose norm
         fell only before memorising.
     """
-    check_type(history, "history", History, owner="check_contraction")
-    check_real(at_least, "at_least", 0.0, 1.0, high_open=True, owner="check_contraction")
+    require_type(history, "history", History, owner="check_contraction")
+    require_real(at_least, "at_least", 0.0, 1.0, high_open=True, owner="check_contraction")
     ev = find_events(history)
     name = f"‖θ‖² falls by at least {at_least:.0%} between T_mem and T_grok"
     if ev.norm_at_mem is None or ev.norm_at_grok is None:
@@ -105,7 +105,7 @@ def check_weak(history: History) -> Check:
     Check
         Fails for a run that never memorises, and for one that generalises or whose norm contracts.
     """
-    check_type(history, "history", History, owner="check_weak")
+    require_type(history, "history", History, owner="check_weak")
     regime = diagnose_regime(history)
     name = "memorises and stays weak"
     return Check(name, regime.memorised and regime.regime == "weak", f"{regime.regime}: {regime.reason}")
@@ -124,7 +124,7 @@ def check_norm_largest_at_init(history: History) -> Check:
     Check
         Fails for a run whose norm rises above its initial value at any later evaluation.
     """
-    check_type(history, "history", History, owner="check_norm_largest_at_init")
+    require_type(history, "history", History, owner="check_norm_largest_at_init")
     norm = history.column("norm")
     peak = int(np.nanargmax(norm))
     step = int(history.column("step")[peak])
@@ -156,9 +156,9 @@ def checks_over_seeds(name: str, checks: Mapping[int, Check], rule: str = "major
     >>> r.text(), r.holds
     ('holds in 1 of 2 seeds (seed 0: holds, seed 1: fails)', False)
     """
-    check_type(checks, "checks", Mapping, owner="checks_over_seeds")
+    require_type(checks, "checks", Mapping, owner="checks_over_seeds")
     for seed, c in checks.items():
-        check_type(c, f"checks[{seed}]", Check, owner="checks_over_seeds")
+        require_type(c, f"checks[{seed}]", Check, owner="checks_over_seeds")
     return over_seeds(name, {seed: HOLDS if c else FAILS for seed, c in checks.items()}, expected=HOLDS, rule=rule)
 
 
@@ -185,9 +185,9 @@ def events_vs_paper(events: Mapping[int, Events], paper: Mapping[str, tuple[floa
     >>> events_vs_paper({0: ev}, {"t_mem": None, "t_grok": (2100, 374)})[1]
     {'quantity': 'T_grok', 'seed 0': 1500, 'paper': '2,100 ± 374'}
     """
-    check_type(events, "events", Mapping, owner="events_vs_paper")
+    require_type(events, "events", Mapping, owner="events_vs_paper")
     for seed, ev in events.items():
-        check_type(ev, f"events[{seed}]", Events, owner="events_vs_paper")
+        require_type(ev, f"events[{seed}]", Events, owner="events_vs_paper")
     return [{"quantity": label, **{f"seed {seed}": getattr(ev, key) for seed, ev in events.items()},
              "paper": paper_cell(paper.get(key))}
             for key, label in (("t_mem", "T_mem"), ("t_grok", "T_grok"))]
@@ -210,7 +210,7 @@ def reading_records(readings: Sequence[Reading]) -> list[dict[str, Any]]:
     [{'claim': 'groks', 'rule': 'majority', 'seeds': 'holds in 1 of 1 seeds (seed 0: holds)', 'flips': 'no', 'holds': '✓'}]
     """
     for i, r in enumerate(readings):
-        check_type(r, f"readings[{i}]", Reading, owner="reading_records")
+        require_type(r, f"readings[{i}]", Reading, owner="reading_records")
     return [{"claim": r.name, "rule": r.rule, "seeds": r.text(), "flips": "yes" if r.flips else "no",
              "holds": "✓" if r.holds else "✗"} for r in readings]
 
@@ -232,8 +232,8 @@ def delay_law_records(summary: Mapping[str, Any], paper: Mapping[str, Any]) -> l
         ``definition, measured, predicted, predicted/measured, paper``; empty when the run
         did not memorise and generalise.
     """
-    check_type(summary, "summary", Mapping, owner="delay_law_records")
-    check_type(paper, "paper", Mapping, owner="delay_law_records")
+    require_type(summary, "summary", Mapping, owner="delay_law_records")
+    require_type(paper, "paper", Mapping, owner="delay_law_records")
     notes = {
         "companion": f"T_escape {paper_cell(paper.get('t_escape'))}, theory {paper_cell(paper.get('escape_theory'))}",
         "grok": "—" if not (paper.get("t_grok") and paper.get("t_mem"))
@@ -274,7 +274,7 @@ def generalise_answer(histories: Mapping[int, History]) -> tuple[str, str]:
     >>> generalise_answer({0: h})
     ('no', 'test accuracy reached 99% in 0 of 1 runs within their budgets (200 steps); the best it reached was 0.20')
     """
-    check_type(histories, "histories", Mapping, owner="generalise_answer")
+    require_type(histories, "histories", Mapping, owner="generalise_answer")
     if not histories:
         raise ValueError("generalise_answer: 'histories' is empty")
     grokked = [find_events(h).t_grok is not None for h in histories.values()]

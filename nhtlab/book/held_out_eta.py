@@ -17,7 +17,7 @@ from .claims import Check
 from ..analysis.early_warnings import evaluate_warnings
 from ..analysis.eta import evaluate_eta
 from ..history import History
-from ..validation import check_choice
+from ..validation import require_choice
 
 __all__ = ["eta_verdict", "eta_evaluation", "saved_evaluation"]
 
@@ -121,6 +121,6 @@ def saved_evaluation(profile: str = "book") -> dict[str, Any] | None:
         The script's JSON (``eta`` records, ``verdict``, ``warnings``, the split and the versions);
         None when that evaluation has not been run and saved.
     """
-    check_choice(profile, "profile", ("quick", "book", "full"), owner="saved_evaluation")
+    require_choice(profile, "profile", ("quick", "book", "full"), owner="saved_evaluation")
     path = resources.files("nhtlab") / "results" / f"eta_{profile}.json"
     return json.loads(path.read_text()) if path.is_file() else None

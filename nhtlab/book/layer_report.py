@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from ..history import History
-from ..validation import check_type
+from ..validation import require_type
 from .claims import Check, Reading, over_seeds
 from ..analysis.events import border_times
 from ..analysis.layers import (
@@ -53,7 +53,7 @@ def image_run_rows(runs: Mapping[tuple[str, int], History]) -> list[dict[str, An
         run's end when it was not dropped); ``warning`` whether ‖θ_L‖²/‖θ_L(0)‖² turned down before the
         drop (``"warns"``, ``"does not warn"``, ``"no drop"``).
     """
-    check_type(runs, "runs", Mapping, owner="image_run_rows")
+    require_type(runs, "runs", Mapping, owner="image_run_rows")
     rows = []
     for (label, seed), h in runs.items():
         fitted, dropped = border_times(h)
@@ -83,7 +83,7 @@ def image_readings(rows: list[dict[str, Any]], expected: Mapping[tuple[str, str]
     dict of (setting, field) → Reading
         In the order of ``expected``.
     """
-    check_type(expected, "expected", Mapping, owner="image_readings")
+    require_type(expected, "expected", Mapping, owner="image_readings")
     out = {}
     for (label, field), want in expected.items():
         by_seed = {r["seed"]: r[field] for r in rows if r["run"] == label}
@@ -106,7 +106,7 @@ def reading_rows(readings: Mapping[Any, Reading], paper: Mapping[Any, str] | Non
     list of dict
         ``{reading, paper, ours, rule, holds}``; ``holds`` is ``"✓"`` or ``"✗"``, ``flips`` marks disagreeing seeds.
     """
-    check_type(readings, "readings", Mapping, owner="reading_rows")
+    require_type(readings, "readings", Mapping, owner="reading_rows")
     paper = paper or {}
     return [{"reading": r.name, "paper": paper.get(key), "ours": r.text(), "rule": r.rule,
              "holds": "✓" if r.holds else "✗", "seeds agree": "no" if r.flips else "yes"}
@@ -125,7 +125,7 @@ def modular_order_rows(orders: Mapping[tuple[float, int], ContractionOrder]) -> 
     list of dict
         ``{λ, seed, t_mem, t_end, head_step, first_step, head_lost, first_lost, order, verdict}``.
     """
-    check_type(orders, "orders", Mapping, owner="modular_order_rows")
+    require_type(orders, "orders", Mapping, owner="modular_order_rows")
     return [{"λ": lam, "seed": seed, **o.to_dict()} for (lam, seed), o in orders.items()]
 
 
@@ -143,7 +143,7 @@ def signal_records(runs: Mapping[str, History]) -> tuple[list[dict[str, Any]], l
         ``{step, run, signal, value}`` for :func:`nhtlab.charts.warning_signals` (‖θ_L‖²/‖θ_L(0)‖²,
         ‖θ_L‖²/‖θ_1‖², ‖θ‖²/‖θ(0)‖²), and ``{run, event, step}`` for the border fitted and dropped.
     """
-    check_type(runs, "runs", Mapping, owner="signal_records")
+    require_type(runs, "runs", Mapping, owner="signal_records")
     records, events = [], []
     for label, h in runs.items():
         sig = head_to_first_ratio(h)
@@ -175,10 +175,10 @@ def order_readings(orders: Mapping[tuple[Any, int], ContractionOrder], expected:
     dict of setting → Reading
         In the order the settings first appear; each ``text()`` reads "backward in k of n seeds (…)".
     """
-    check_type(orders, "orders", Mapping, owner="order_readings")
+    require_type(orders, "orders", Mapping, owner="order_readings")
     groups: dict[Any, dict[int, str]] = {}
     for (group, seed), order in orders.items():
-        check_type(order, f"orders[{group!r}, {seed!r}]", ContractionOrder, owner="order_readings")
+        require_type(order, f"orders[{group!r}, {seed!r}]", ContractionOrder, owner="order_readings")
         groups.setdefault(group, {})[seed] = order.verdict
     return {g: over_seeds(f"layer order at {g}", by_seed, expected=expected, rule=rule) for g, by_seed in groups.items()}
 
@@ -199,7 +199,7 @@ def order_determined(orders: Mapping[Any, ContractionOrder]) -> Check:
     Check
         Passed when no reading is undetermined; the detail counts them.
     """
-    check_type(orders, "orders", Mapping, owner="order_determined")
+    require_type(orders, "orders", Mapping, owner="order_determined")
     open_ = [key for key, o in orders.items() if o.verdict == "undetermined"]
     detail = f"{len(orders) - len(open_)} of {len(orders)} runs determined" + (
         f"; undetermined: {open_}" if open_ else "")
@@ -225,7 +225,7 @@ def layer_window_records(history: History, order: ContractionOrder, **constants:
         the run (the paper's view), over its value at T_mem, and whether the layer has contracted by that
         step. Empty when there is no window.
     """
-    check_type(order, "order", ContractionOrder, owner="layer_window_records")
+    require_type(order, "order", ContractionOrder, owner="layer_window_records")
     if order.t_mem is None:
         return []
     steps = history.column("step").astype(int)
@@ -263,7 +263,7 @@ def order_answer(orders: Mapping[Any, ContractionOrder]) -> tuple[str, str]:
     >>> order_answer({(1.0, 0): ContractionOrder(100, 500, 0.1, "readout", "tok", layers, "forward")})
     ('forward', 'forward in 1 of 1 runs; the read-out lost its share at a median 300 steps after the window opens, the first layer at a median 100 steps after the window opens')
     """
-    check_type(orders, "orders", Mapping, owner="order_answer")
+    require_type(orders, "orders", Mapping, owner="order_answer")
     if not orders:
         raise ValueError("order_answer: 'orders' is empty")
     counts = {v: sum(o.verdict == v for o in orders.values()) for v in CONTRACTION_VERDICTS}

@@ -38,7 +38,7 @@ from ..data.images import ImageData
 from ..measures.cka import linear_cka
 from ..measures.collapse import nc1
 from ..measures.dlr import DEFAULT_RANK, _check_rank, _Prepared
-from ..validation import check_int, check_real, check_type
+from ..validation import require_int, require_real, require_type
 from ..training.device import pick_device
 from ..hooks import training_slot
 
@@ -110,7 +110,7 @@ class _MLP(nn.Module):
 def mlp(d_in: int, width: int, depth: int, classes: int) -> nn.Module:
     """A ReLU MLP with ``depth`` hidden layers; ``model.features(x)`` is the last hidden layer (n, width)."""
     for name, value in (("d_in", d_in), ("width", width), ("depth", depth), ("classes", classes)):
-        check_int(value, name, low=1, owner="mlp")
+        require_int(value, name, low=1, owner="mlp")
     return _MLP(d_in, width, depth, classes)
 
 
@@ -119,7 +119,7 @@ def flat_inputs(data: ImageData) -> tuple[torch.Tensor, torch.Tensor]:
 
     Returns ``(x_train, x_test)`` of shapes (n_train, h·w) and (n_test, h·w), float32.
     """
-    check_type(data, "data", ImageData, owner="flat_inputs")
+    require_type(data, "data", ImageData, owner="flat_inputs")
     train = data.x_train[:, 0].reshape(len(data.x_train), -1)
     test = data.x_test[:, 0].reshape(len(data.x_test), -1)
     mean, std = train.mean(0), train.std(0)
@@ -165,16 +165,16 @@ def lazy_rich_run(
     LazyRichResult
     """
     owner = "lazy_rich_run"
-    alpha = check_real(alpha, "alpha", 0.0, None, low_open=True, owner=owner)
-    steps = check_int(steps, "steps", low=1, owner=owner)
-    lr = check_real(lr, "lr", 0.0, None, low_open=True, owner=owner)
+    alpha = require_real(alpha, "alpha", 0.0, None, low_open=True, owner=owner)
+    steps = require_int(steps, "steps", low=1, owner=owner)
+    lr = require_real(lr, "lr", 0.0, None, low_open=True, owner=owner)
     rank, tol = _check_rank(rank, tol, owner)
     compare = {name: _check_rank(r, t, owner) for name, (r, t) in (compare or {}).items()}
     device = pick_device()  # inputs, labels and both networks live together on nhtlab's device
     x_train, x_test = (x.to(device) for x in flat_inputs(data))
     y_train, y_test = data.y_train.to(device), data.y_test.to(device)
     y_onehot = torch.nn.functional.one_hot(y_train, data.num_classes).float()
-    torch.manual_seed(check_int(seed, "seed", low=0, owner=owner))
+    torch.manual_seed(require_int(seed, "seed", low=0, owner=owner))
     net = mlp(x_train.shape[1], width, depth, data.num_classes).to(device)
     init = copy.deepcopy(net).requires_grad_(False).to(device)
     with torch.no_grad():

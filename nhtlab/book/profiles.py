@@ -20,7 +20,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from ..build.smoke import cap_settings, smoke_enabled
-from ..validation import check_choice, check_type
+from ..validation import require_choice, require_type
 
 __all__ = ["PROFILE_NAMES", "select_profile"]
 
@@ -45,8 +45,8 @@ def select_profile(profiles: Mapping[str, Mapping[str, Any]], profile: str, **ov
         The settings as attributes, plus ``profile`` and ``smoke`` (True when the
         smoke cap of :mod:`nhtlab.build.smoke` rewrote them).
     """
-    check_type(profiles, "profiles", Mapping, owner="select_profile")
-    check_choice(profile, "profile", PROFILE_NAMES, owner="select_profile")
+    require_type(profiles, "profiles", Mapping, owner="select_profile")
+    require_choice(profile, "profile", PROFILE_NAMES, owner="select_profile")
     missing = [name for name in PROFILE_NAMES if name not in profiles]
     if missing:
         raise ValueError(f"The 'profiles' parameter of select_profile must define every profile; missing {missing}.")

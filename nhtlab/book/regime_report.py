@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..validation import check_type
+from ..validation import require_type
 from .claims import Check, Reading, over_seeds
 from ..analysis.regimes import regime_order_ok
 
@@ -28,9 +28,9 @@ __all__ = ["regime_records", "regimes_by_lambda", "regime_seed_records", "regime
 
 
 def _rows(table: Sequence[Mapping[str, Any]], owner: str) -> list[Mapping[str, Any]]:
-    check_type(table, "table", (list, tuple), owner=owner)
+    require_type(table, "table", (list, tuple), owner=owner)
     for i, row in enumerate(table):
-        check_type(row, f"table[{i}]", Mapping, owner=owner)
+        require_type(row, f"table[{i}]", Mapping, owner=owner)
     return list(table)
 
 
@@ -137,7 +137,7 @@ def regime_readings(table: Sequence[Mapping[str, Any]], expected: Mapping[float,
         One per λ of ``expected``, named ``"λ = <λ>"``; a λ the sweep did not train has no seed
         and does not hold.
     """
-    check_type(expected, "expected", Mapping, owner="regime_readings")
+    require_type(expected, "expected", Mapping, owner="regime_readings")
     by_lam = regimes_by_lambda(table)
     return [over_seeds(f"λ = {lam:g}", by_lam.get(lam, {}), expected=regime, rule=rule)
             for lam, regime in expected.items()]

@@ -24,7 +24,7 @@ from typing import Any
 
 from .._version import __version__
 from .held_out_eta import eta_evaluation, saved_evaluation
-from ..validation import check_type
+from ..validation import require_type
 
 __all__ = ["Markdown", "md", "table", "cell", "eta_report", "held_out_eta_report"]
 
@@ -58,7 +58,7 @@ def md(text: str) -> Markdown:
     Markdown
         Displayed as rendered Markdown by Jupyter, Colab and the HTML book.
     """
-    check_type(text, "text", str, owner="md")
+    require_type(text, "text", str, owner="md")
     return Markdown(textwrap.dedent(text).strip("\n"))
 
 
@@ -110,7 +110,7 @@ def table(records: Iterable[Mapping[str, Any]], columns: Sequence[str] | None = 
     """
     rows = list(records)
     for i, row in enumerate(rows):
-        check_type(row, f"records[{i}]", Mapping, owner="table")
+        require_type(row, f"records[{i}]", Mapping, owner="table")
     if not rows:
         return Markdown("*(no rows)*")
     explicit = columns is not None
@@ -149,7 +149,7 @@ def eta_report(saved: Mapping[str, Any] | str) -> Markdown:
         if saved is None:
             return Markdown(f"The `{profile}` evaluation has not been saved with nhtlab {__version__}: "
                             f"`python scripts/evaluate_eta.py --profile {profile}` runs it.")
-    check_type(saved, "saved", Mapping, owner="eta_report")
+    require_type(saved, "saved", Mapping, owner="eta_report")
     steps = "{:,.0f}"
     verdict = saved["verdict"]
     shipped = "Ships" if verdict["passed"] else "Does not ship"

@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from ..history import History
-from ..validation import check_int, check_real, check_type
+from ..validation import require_int, require_real, require_type
 from ..analysis.events import border_times, norm_at
 from .claims import Reading, over_seeds
 from ..analysis.layers import ContractionOrder, LayerTransition, layer_order
@@ -97,7 +97,7 @@ def norm_ordering(history: History, shortcut_step: int | None, structured_step: 
     Verdict
         ``value`` = V_sc / V_st (``inf`` when V_st = 0, NaN when not measured).
     """
-    check_type(history, "history", History, owner="norm_ordering")
+    require_type(history, "history", History, owner="norm_ordering")
     if shortcut_step is None or structured_step is None:
         missing = "shortcut never fitted" if shortcut_step is None else "structure never reached"
         return Verdict(False, float("nan"), f"not measured ({missing})")
@@ -176,8 +176,8 @@ def worst_group_rise(history: History, column: str, start_step: int | None, leve
     escape), or when ``start_step`` is None (the shortcut was never fitted).
     The value is the final accuracy.
     """
-    check_type(history, "history", History, owner="worst_group_rise")
-    check_real(level, "level", 0.0, 1.0, low_open=True, high_open=True, owner="worst_group_rise")
+    require_type(history, "history", History, owner="worst_group_rise")
+    require_real(level, "level", 0.0, 1.0, low_open=True, high_open=True, owner="worst_group_rise")
     values, steps = history.column(column), history.column("step")
     end = float(values[-1])
     if start_step is None:
@@ -214,7 +214,7 @@ def contraction_rule(order: ContractionOrder) -> Verdict:
     value is the first layer's contraction step minus the read-out's (NaN when either is
     missing).
     """
-    check_type(order, "order", ContractionOrder, owner="contraction_rule")
+    require_type(order, "order", ContractionOrder, owner="contraction_rule")
     by = {c.layer: c for c in order.layers}
     h, f = by[order.head], by[order.first]
     lead = float(f.step - h.step) if h.step is not None and f.step is not None else math.nan
@@ -233,7 +233,7 @@ def separation_rule(separation: Separation, threshold: float = 0.5) -> Verdict:
     Fails when the score is below ``threshold`` or undefined (NaN: the shortcut
     was never fitted, or reliance or the norm did not move afterwards).
     """
-    check_type(separation, "separation", Separation, owner="separation_rule")
+    require_type(separation, "separation", Separation, owner="separation_rule")
     ok = separation.defined and separation.score >= threshold
     return Verdict(bool(ok), separation.score, f"score {format_score(separation)}")
 
@@ -281,7 +281,7 @@ def fit_delay_exponent(delays: Sequence[tuple[float, float]], confidence: float 
     from scipy import stats
 
     owner = "fit_delay_exponent"
-    check_real(confidence, "confidence", 0.0, 1.0, low_open=True, high_open=True, owner=owner)
+    require_real(confidence, "confidence", 0.0, 1.0, low_open=True, high_open=True, owner=owner)
     pairs = np.asarray(list(delays), dtype=float).reshape(-1, 2)
     if len(pairs) < 3 or (pairs <= 0).any() or not np.isfinite(pairs).all():
         raise ValueError(f"The 'delays' parameter of {owner} must hold at least 3 (λ, T) pairs, all positive and "
@@ -314,7 +314,7 @@ def delay_scaling(delays: Mapping[float, Sequence[int | None]], min_lams: int = 
     as 1/λ), or when it contains 0 (the delay is not shown to depend on λ at
     all). The value is α.
     """
-    check_int(min_lams, "min_lams", low=3, owner="delay_scaling")
+    require_int(min_lams, "min_lams", low=3, owner="delay_scaling")
     pairs = [(lam, t) for lam, ts in delays.items() for t in ts if t]
     n_lams = len({lam for lam, _ in pairs})
     if n_lams < min_lams or len(pairs) < 3:
@@ -445,7 +445,7 @@ def prediction_readings(cards: Mapping[int, Mapping[str, Verdict]],
         One per prediction (:func:`nhtlab.book.claims.over_seeds`, majority rule), each seed's
         reading ``"✓"`` or ``"✗"``.
     """
-    check_type(cards, "cards", Mapping, owner="prediction_readings")
+    require_type(cards, "cards", Mapping, owner="prediction_readings")
     if not cards:
         return []
     names = list(names) if names is not None else list(next(iter(cards.values())))

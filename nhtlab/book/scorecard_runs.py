@@ -30,7 +30,7 @@ from .scorecard import Verdict, score_predictions
 from ..analysis.separation import Separation, separation_from_history
 from .shortcut_report import border_record, norm_record
 from ..history import History
-from ..validation import check_real, check_type
+from ..validation import require_real, require_type
 from ..training.shortcut_run import ShortcutRun
 from ..training.loop import TrainConfig
 from ..training.monitor import online_regime
@@ -170,7 +170,7 @@ def domain_of(run: TrainConfig, fit: float = 0.97) -> Domain:
         :class:`MemorisationDomain` (classes ``run.p``, worst group ``test_acc``) for a ModularRun,
         :class:`BorderDomain` (10 classes, worst group ``conflict_acc``) for a ShortcutRun of either cue.
     """
-    check_real(fit, "fit", 0.0, 1.0, low_open=True, owner="domain_of")
+    require_real(fit, "fit", 0.0, 1.0, low_open=True, owner="domain_of")
     if isinstance(run, ModularRun):
         return MemorisationDomain("the memorised table", run.p, "test_acc")
     if isinstance(run, ShortcutRun):
@@ -212,7 +212,7 @@ def score_runs(runs: Mapping[float, Sequence[TrainConfig]], histories: Mapping[T
         ``"P1 norm ordering"`` … ``"P6 delay scaling"``.
     """
     owner = "score_runs"
-    check_type(runs, "runs", Mapping, owner=owner)
+    require_type(runs, "runs", Mapping, owner=owner)
     domain = domain_of(main, fit)
     main_h = _history_of(histories, main, owner)
     fitted, dropped = domain.times(main_h)
@@ -249,7 +249,7 @@ def sweep_records(runs: Mapping[Any, TrainConfig], histories: Mapping[TrainConfi
         ``{**constants, key: value, "regime": …}`` with :func:`~nhtlab.book.shortcut_report.border_record`
         and :func:`~nhtlab.book.shortcut_report.norm_record` of the run.
     """
-    check_type(runs, "runs", Mapping, owner="sweep_records")
+    require_type(runs, "runs", Mapping, owner="sweep_records")
     out = []
     for value, run in runs.items():
         h = _history_of(histories, run, "sweep_records")

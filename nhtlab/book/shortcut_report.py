@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from ..history import History
-from ..validation import check_real, check_type
+from ..validation import require_real, require_type
 from .claims import Check, Reading, check_reading, over_seeds
 from ..analysis.events import border_times
 from ..analysis.separation import Separation, format_score
@@ -56,7 +56,7 @@ BORDER_READINGS = ("dropped", "kept", "never fitted")
 
 
 def _history(history: Any, owner: str) -> History:
-    check_type(history, "history", History, owner=owner)
+    require_type(history, "history", History, owner=owner)
     if len(history) == 0:
         raise ValueError(f"The 'history' parameter of {owner} is empty: it has no evaluated step.")
     return history
@@ -147,7 +147,7 @@ def higher_reading(histories: Mapping[str, History], column: str) -> str:
     str
         ``"batch higher"``, ``"none higher"`` or ``"tie"``.
     """
-    check_type(histories, "histories", Mapping, owner="higher_reading")
+    require_type(histories, "histories", Mapping, owner="higher_reading")
     if len(histories) != 2:
         raise ValueError(f"The 'histories' parameter of higher_reading must hold exactly two runs. "
                          f"Got {len(histories)}: {list(histories)}.")
@@ -190,7 +190,7 @@ def rho_reading(low: History, high: History, margin: float = 0.2) -> str:
     str
         ``"falls"`` or ``"does not fall"``.
     """
-    check_real(margin, "margin", 0.0, 1.0, low_open=True, high_open=True, owner="rho_reading")
+    require_real(margin, "margin", 0.0, 1.0, low_open=True, high_open=True, owner="rho_reading")
     return "falls" if rho_drop(low, high) > margin else "does not fall"
 
 
@@ -212,7 +212,7 @@ def final_accuracy_records(histories: Mapping[float, History], labels: Mapping[s
     list of dict
         One ``{x: value, "series": label, "value": final accuracy}`` per run and column.
     """
-    check_type(labels, "labels", Mapping, owner="final_accuracy_records")
+    require_type(labels, "labels", Mapping, owner="final_accuracy_records")
     return [{x: value, "series": label, "value": float(_history(h, "final_accuracy_records").rows[-1][col])}
             for value, h in histories.items() for col, label in labels.items()]
 
@@ -230,10 +230,10 @@ def separation_records(separations: Mapping[str, Separation]) -> list[dict[str, 
         ``{"domain": …, **separation.to_dict(), "score text": …}``; the score text reads
         "undefined" for a NaN score (:func:`~nhtlab.analysis.separation.format_score`).
     """
-    check_type(separations, "separations", Mapping, owner="separation_records")
+    require_type(separations, "separations", Mapping, owner="separation_records")
     out = []
     for domain, sep in separations.items():
-        check_type(sep, f"separations[{domain!r}]", Separation, owner="separation_records")
+        require_type(sep, f"separations[{domain!r}]", Separation, owner="separation_records")
         out.append({"domain": domain, **sep.to_dict(), "score text": format_score(sep)})
     return out
 
@@ -254,7 +254,7 @@ def seed_reading_records(readings: Sequence[Reading]) -> list[dict[str, Any]]:
     """
     out = []
     for i, r in enumerate(readings):
-        check_type(r, f"readings[{i}]", Reading, owner="seed_reading_records")
+        require_type(r, f"readings[{i}]", Reading, owner="seed_reading_records")
         out.append({"reading": r.name, "stated": r.expected, "seeds": f"{r.k} of {r.n}", "rule": r.rule,
                     "holds": "✓" if r.holds else "✗", "flips": "yes" if r.flips else "no",
                     "by seed": ", ".join(f"{s}: {v}" for s, v in r.by_seed.items())})
@@ -280,7 +280,7 @@ def reading_sentence(reading: Reading) -> str:
     >>> text.split(": the reading ")[1]
     'holds (rule: majority); it flips between seeds'
     """
-    check_type(reading, "reading", Reading, owner="reading_sentence")
+    require_type(reading, "reading", Reading, owner="reading_sentence")
     verdict = "holds" if reading.holds else "does not hold"
     flips = "; it flips between seeds" if reading.flips else ""
     return f"{reading.name}: {reading.text()}: the reading {verdict} (rule: {reading.rule}){flips}"
@@ -301,7 +301,7 @@ def check_border_escape(by_seed: Mapping[int, History], rule: str = "majority") 
     Check
         Fails when the border is kept or never fitted in too many seeds (or no seed was run).
     """
-    check_type(by_seed, "by_seed", Mapping, owner="check_border_escape")
+    require_type(by_seed, "by_seed", Mapping, owner="check_border_escape")
     reading = over_seeds("the border is fitted, then dropped",
                          {s: border_reading(h) for s, h in by_seed.items()}, expected="dropped", rule=rule)
     return check_reading(reading)
@@ -324,8 +324,8 @@ def check_rho_trend(low: Mapping[int, History], high: Mapping[int, History], mar
     Check
         ``detail`` gives each seed's reading and fall; fails when too few seeds fall by ``margin``.
     """
-    check_type(low, "low", Mapping, owner="check_rho_trend")
-    check_type(high, "high", Mapping, owner="check_rho_trend")
+    require_type(low, "low", Mapping, owner="check_rho_trend")
+    require_type(high, "high", Mapping, owner="check_rho_trend")
     if set(low) != set(high):
         raise ValueError(f"The 'low' and 'high' parameters of check_rho_trend must hold the same seeds. "
                          f"Got {sorted(low)} and {sorted(high)}.")
@@ -349,9 +349,9 @@ def check_separation_defined(by_seed: Mapping[int, Separation], rule: str = "maj
     Check
         Fails when the score is undefined (NaN) in too many seeds.
     """
-    check_type(by_seed, "by_seed", Mapping, owner="check_separation_defined")
+    require_type(by_seed, "by_seed", Mapping, owner="check_separation_defined")
     for s, sep in by_seed.items():
-        check_type(sep, f"by_seed[{s!r}]", Separation, owner="check_separation_defined")
+        require_type(sep, f"by_seed[{s!r}]", Separation, owner="check_separation_defined")
     reading = over_seeds("the separation score is defined",
                          {s: "defined" if sep.defined else "undefined" for s, sep in by_seed.items()},
                          expected="defined", rule=rule)
@@ -380,7 +380,7 @@ def probe_row(history: History, setting: Mapping[str, Any]) -> dict[str, Any]:
         The setting, ``fitted`` and ``dropped`` (None when never), ``conflict min`` and the end values,
         ``norm peak`` and ``norm end`` (‖θ‖²), each rounded to two decimals (norms to integers).
     """
-    check_type(setting, "setting", Mapping, owner="probe_row")
+    require_type(setting, "setting", Mapping, owner="probe_row")
     record, norms = border_record(history), norm_record(history)
     row = {**{k: setting.get(k) for k in PROBE_COLUMNS[:6]}, "fitted": record["fitted at"],
            "dropped": record["dropped at"], "conflict min": round(record["conflict min"], 2),
@@ -407,7 +407,7 @@ def write_probe(path: str | os.PathLike, rows: Sequence[Mapping[str, Any]], abou
     Path
         The file written.
     """
-    check_type(about, "about", Mapping, owner="write_probe")
+    require_type(about, "about", Mapping, owner="write_probe")
     missing = [k for k in ("machine", "nhtlab", "command") if k not in about]
     if missing:
         raise ValueError(f"The 'about' parameter of write_probe must say {missing}. Got keys {list(about)}.")

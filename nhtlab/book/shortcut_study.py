@@ -23,7 +23,7 @@ from .shortcut_report import (border_reading, check_border_escape, check_rho_tre
                                         check_separation_defined, higher_reading, rho_reading)
 from ..analysis.events import border_times
 from ..history import History
-from ..validation import check_type
+from ..validation import require_type
 from .scorecard_runs import domain_of, score_runs, sweep_records
 from ..training.shortcut_run import ShortcutRun
 from ..training.loop import TrainConfig
@@ -330,7 +330,7 @@ class ShortcutStudy:
         (answer, choices, why) : tuple
             ``"yes"`` or ``"no"``; the explanation gives each seed's fitted and dropped steps.
         """
-        check_type(trained, "trained", Mapping, owner="ShortcutStudy.escape_answer")
+        require_type(trained, "trained", Mapping, owner="ShortcutStudy.escape_answer")
         steps = {s: border_times(trained[r]) for s, r in self.main.items()}
         reading = over_seeds(f"the border at λ = {self.lam_main:g}",
                              {s: border_reading(trained[r]) for s, r in self.main.items()}, expected="dropped")
@@ -356,7 +356,7 @@ class ShortcutStudy:
         ValueError
             Naming ``rhos`` when the study has fewer than two ρ.
         """
-        check_type(trained, "trained", Mapping, owner="ShortcutStudy.rho_answer")
+        require_type(trained, "trained", Mapping, owner="ShortcutStudy.rho_answer")
         if len(self.rho_ends) != 2:
             raise ValueError(f"ShortcutStudy.rho_answer needs two ρ or more in 'rhos'. Got {list(self.rhos)}.")
         (lo, low), (hi, high) = sorted(self.rho_ends.items())
@@ -385,7 +385,7 @@ class ShortcutStudy:
         ValueError
             Naming ``norms`` when the study does not compare ``"batch"`` with ``"none"``.
         """
-        check_type(trained, "trained", Mapping, owner="ShortcutStudy.norm_answer")
+        require_type(trained, "trained", Mapping, owner="ShortcutStudy.norm_answer")
         reading = self.norm_reading(trained)
         if reading is None:
             raise ValueError(f"ShortcutStudy.norm_answer needs 'batch' and 'none' in 'norms'. Got {list(self.norms)}.")
@@ -412,7 +412,7 @@ class ShortcutStudy:
         -------
         list of Check
         """
-        check_type(trained, "trained", Mapping, owner="ShortcutStudy.checks")
+        require_type(trained, "trained", Mapping, owner="ShortcutStudy.checks")
         main = self.main
         out = [check_border_escape({s: trained[r] for s, r in main.items()})]
         if len(self.rho_ends) == 2:

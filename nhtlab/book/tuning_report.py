@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from ..validation import check_real, check_type
+from ..validation import require_real, require_type
 from .claims import Check, Reading, over_seeds
 
 __all__ = ["fit_threshold", "contracting_step", "lambda_grid_records", "regimes_by_seed", "lambda_recipe",
@@ -73,8 +73,8 @@ def fit_threshold(noise: float, classes: int, margin: float = 0.9) -> float:
     float
         ``margin · ((1 − noise) + noise / classes)``, rounded to 12 decimals.
     """
-    check_real(noise, "noise", 0.0, 1.0, owner="fit_threshold")
-    check_real(margin, "margin", 0.0, 1.0, low_open=True, owner="fit_threshold")
+    require_real(noise, "noise", 0.0, 1.0, owner="fit_threshold")
+    require_real(margin, "margin", 0.0, 1.0, low_open=True, owner="fit_threshold")
     if classes < 2:
         raise ValueError(f"The 'classes' parameter of fit_threshold must be >= 2. Got {classes!r} instead.")
     return round(margin * ((1 - noise) + noise / classes), 12)
@@ -97,7 +97,7 @@ def contracting_step(steps: Sequence[int], values: Sequence[float], drop: float)
     int or None
         The step, or None if the curve never falls that far.
     """
-    check_real(drop, "drop", 0.0, 1.0, low_open=True, high_open=True, owner="contracting_step")
+    require_real(drop, "drop", 0.0, 1.0, low_open=True, high_open=True, owner="contracting_step")
     if len(steps) != len(values):
         raise ValueError(f"contracting_step needs one value per step. Got {len(steps)} steps and {len(values)} values.")
     peak = -math.inf
@@ -129,7 +129,7 @@ def lambda_grid_records(monitors: Mapping[tuple[int, float], Any], fit: float) -
         monitor's ``warn_drop``), ``dlr`` (last record; None without a probe),
         ``train acc`` and ``test acc`` (last record).
     """
-    check_type(monitors, "monitors", Mapping, owner="lambda_grid_records")
+    require_type(monitors, "monitors", Mapping, owner="lambda_grid_records")
     records = []
     for (seed, lam), monitor in sorted(monitors.items()):
         summary, rows = monitor.summary(fit=fit), monitor.rows
@@ -208,7 +208,7 @@ def lambda_recipe(records: Sequence[Mapping[str, Any]], margin: float = 0.03) ->
         ``norm contracting from step``, ``head contracting from step`` and ``head``
         (:func:`head_reading`).
     """
-    check_real(margin, "margin", 0.0, owner="lambda_recipe")
+    require_real(margin, "margin", 0.0, owner="lambda_recipe")
     out = []
     for seed in sorted({r["seed"] for r in records}):
         runs = sorted((r for r in records if r["seed"] == seed), key=lambda r: r["λ"])
@@ -379,7 +379,7 @@ def recipe_answer(records: Sequence[Mapping[str, Any]], seed: int) -> tuple[str,
     >>> why
     'in seed 0 the grid was 0.1, 1, 3, 10 and its intermediate λ 1, 3, so the recipe chose λ = 1; by seed: seed 0: 1'
     """
-    check_type(records, "records", (list, tuple), owner="recipe_answer")
+    require_type(records, "records", (list, tuple), owner="recipe_answer")
     grid = sorted(r["λ"] for r in records if r["seed"] == seed)
     if not grid:
         raise ValueError(f"The 'seed' parameter of recipe_answer must be a seed of the records "
@@ -430,7 +430,7 @@ def first_turn_answer(recipe: Sequence[Mapping[str, Any]], seed: int) -> tuple[s
     >>> why
     'on the shown run (seed 0, λ = 1) the read-out contracted from step 200 and the total norm contracted from step 300; by seed: seed 0: the read-out'
     """
-    check_type(recipe, "recipe", (list, tuple), owner="first_turn_answer")
+    require_type(recipe, "recipe", (list, tuple), owner="first_turn_answer")
     row = next((r for r in recipe if r["seed"] == seed), None)
     if row is None:
         raise ValueError(f"The 'seed' parameter of first_turn_answer must be a seed of the recipe "

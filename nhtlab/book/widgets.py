@@ -17,7 +17,7 @@ from ..analysis.events import find_events
 from ..analysis.regimes import diagnose_regime
 from ..build.flags import in_book_build
 from ..training.modular_run import ModularRun, run_modular
-from ..validation import check_int, check_real, check_type
+from ..validation import require_int, require_real, require_type
 
 __all__ = ["train_panel", "panel_budget", "StaticNote", "PANEL_BUDGET_CAP"]
 
@@ -76,10 +76,10 @@ def panel_budget(steps: int, rate: float, new_rate: float, cap: float = PANEL_BU
     >>> panel_budget(4000, 1e-3, 3e-3), panel_budget(4000, 1e-3, 0.0), panel_budget(4000, 1e-3, 1e-5)
     (4000, 40000, 40000)
     """
-    check_int(steps, "steps", 1, owner="panel_budget")
-    check_real(rate, "rate", 0.0, low_open=True, owner="panel_budget")
-    check_real(new_rate, "new_rate", 0.0, owner="panel_budget")
-    check_real(cap, "cap", 1.0, owner="panel_budget")
+    require_int(steps, "steps", 1, owner="panel_budget")
+    require_real(rate, "rate", 0.0, low_open=True, owner="panel_budget")
+    require_real(new_rate, "new_rate", 0.0, owner="panel_budget")
+    require_real(cap, "cap", 1.0, owner="panel_budget")
     if new_rate == 0.0 or rate / new_rate >= cap:
         return int(round(cap * steps))
     return int(round(steps * max(1.0, rate / new_rate)))
@@ -104,8 +104,8 @@ def train_panel(base: ModularRun, weight_decays: tuple[float, ...] = (0.0, 0.1, 
     ipywidgets.VBox or StaticNote
         The panel in a live kernel, a note in the book build.
     """
-    check_type(base, "base", ModularRun, owner="train_panel")
-    check_real(base.weight_decay, "base.weight_decay", 0.0, low_open=True, owner="train_panel")
+    require_type(base, "base", ModularRun, owner="train_panel")
+    require_real(base.weight_decay, "base.weight_decay", 0.0, low_open=True, owner="train_panel")
     if _static():
         return StaticNote(
             f"Run this notebook in Jupyter or Colab to get a λ slider ({', '.join(map(str, weight_decays))}) "

@@ -30,7 +30,7 @@ try:  # POSIX file locks; elsewhere cpu_slot() does not limit anything
 except ImportError:  # pragma: no cover - Windows
     fcntl = None  # type: ignore[assignment]
 
-from ..validation import check_int
+from ..validation import require_int
 
 __all__ = ["cpu_slot", "cpu_slots", "slot_dir", "SLOTS_VARIABLE", "SLOT_DIR_VARIABLE"]
 
@@ -94,7 +94,7 @@ def cpu_slot(slots: int | None = None, directory: str | os.PathLike | None = Non
     if slots is None:
         slots = cpu_slots()
     else:
-        check_int(slots, "slots", low=1, owner="cpu_slot")
+        require_int(slots, "slots", low=1, owner="cpu_slot")
     if slots is None or fcntl is None:
         yield None
         return

@@ -47,7 +47,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from ..validation import check_bool, check_choice, check_int, check_real, check_type
+from ..validation import require_bool, require_choice, require_int, require_real, require_type
 from .images import ImageData
 
 __all__ = ["CLASS_COLOURS", "OTHERWISE", "CLEAN", "ShortcutData", "border_shortcut", "tint_shortcut", "paint_border", "draw_cue_classes", "harder"]
@@ -174,9 +174,9 @@ def _cue_rgb(cue: torch.Tensor, colours: torch.Tensor) -> torch.Tensor:
 
 
 def _check_common(base, rho, seed, owner):
-    check_type(base, "base", ImageData, owner=owner)
-    check_real(rho, "rho", 0.0, 1.0, owner=owner)
-    check_int(seed, "seed", low=0, owner=owner)
+    require_type(base, "base", ImageData, owner=owner)
+    require_real(rho, "rho", 0.0, 1.0, owner=owner)
+    require_int(seed, "seed", low=0, owner=owner)
     if base.x_train.ndim != 4 or base.x_train.shape[1] != 3:
         raise ValueError(f"The 'base' parameter of {owner} must hold RGB images (n, 3, H, W). "
                          f"Got x_train of shape {tuple(base.x_train.shape)} instead.")
@@ -219,11 +219,11 @@ def border_shortcut(base: ImageData, rho: float = 0.95, width: int = 2, otherwis
     """
     owner = "border_shortcut"
     _check_common(base, rho, seed, owner)
-    check_int(width, "width", low=1, owner=owner)
-    check_choice(otherwise, "otherwise", OTHERWISE, owner=owner)
-    check_choice(clean, "clean", CLEAN, owner=owner)
-    check_bool(pad, "pad", owner=owner)
-    check_real(contrast, "contrast", 0.0, 1.0, low_open=True, owner=owner)
+    require_int(width, "width", low=1, owner=owner)
+    require_choice(otherwise, "otherwise", OTHERWISE, owner=owner)
+    require_choice(clean, "clean", CLEAN, owner=owner)
+    require_bool(pad, "pad", owner=owner)
+    require_real(contrast, "contrast", 0.0, 1.0, low_open=True, owner=owner)
     h, w = base.x_train.shape[-2:]
     if not pad and 2 * width >= min(h, w):
         raise ValueError(f"The 'width' parameter of border_shortcut must leave some image inside the border: "
@@ -278,10 +278,10 @@ def tint_shortcut(base: ImageData, rho: float = 0.95, strength: float = 0.3, oth
     """
     owner = "tint_shortcut"
     _check_common(base, rho, seed, owner)
-    check_real(strength, "strength", 0.0, 1.0, low_open=True, owner=owner)
-    check_choice(otherwise, "otherwise", OTHERWISE, owner=owner)
-    check_choice(clean, "clean", CLEAN, owner=owner)
-    check_real(contrast, "contrast", 0.0, 1.0, low_open=True, owner=owner)
+    require_real(strength, "strength", 0.0, 1.0, low_open=True, owner=owner)
+    require_choice(otherwise, "otherwise", OTHERWISE, owner=owner)
+    require_choice(clean, "clean", CLEAN, owner=owner)
+    require_real(contrast, "contrast", 0.0, 1.0, low_open=True, owner=owner)
     k = base.num_classes
     palette = _colours(k, colours, contrast)
     gen = torch.Generator().manual_seed(seed)
@@ -343,10 +343,10 @@ def harder(base: ImageData, train_size: int | None = None, noise: float = 0.0, s
         ``base`` itself when nothing changes.
     """
     owner = "harder"
-    check_type(base, "base", ImageData, owner=owner)
+    require_type(base, "base", ImageData, owner=owner)
     if train_size is not None:
-        check_int(train_size, "train_size", low=1, high=len(base.y_train), owner=owner)
-    check_real(noise, "noise", 0.0, owner=owner)
+        require_int(train_size, "train_size", low=1, high=len(base.y_train), owner=owner)
+    require_real(noise, "noise", 0.0, owner=owner)
     if train_size is None and noise == 0:
         return base
     n = len(base.y_train) if train_size is None else train_size

@@ -27,7 +27,7 @@ import torch
 import torch.nn.functional as F
 
 from ..hooks import smoke_images
-from ..validation import check_bool, check_int, check_real, check_type
+from ..validation import require_bool, require_int, require_real, require_type
 
 __all__ = ["ImageData", "DatasetUnavailableError", "digits", "cifar10", "read_cifar10_batches", "CIFAR10_CLASSES"]
 
@@ -107,9 +107,9 @@ def digits(size: int = 16, test_fraction: float = 0.3, seed: int = 0) -> ImageDa
     >>> tuple(data.x_train.shape[1:]), data.num_classes
     ((3, 16, 16), 10)
     """
-    check_int(size, "size", low=8, owner="digits")
-    check_real(test_fraction, "test_fraction", 0.0, 1.0, low_open=True, high_open=True, owner="digits")
-    check_int(seed, "seed", low=0, owner="digits")
+    require_int(size, "size", low=8, owner="digits")
+    require_real(test_fraction, "test_fraction", 0.0, 1.0, low_open=True, high_open=True, owner="digits")
+    require_int(seed, "seed", low=0, owner="digits")
     # local: scikit-learn is slow to import; only the digits need it
     from sklearn.datasets import load_digits
 
@@ -230,12 +230,12 @@ def cifar10(root: str | Path, download: bool = False, timeout: float = 20.0,
         When the files are missing and ``download`` is False, the download
         fails, or a batch file is damaged; the message names the fix. No other dataset is substituted.
     """
-    check_type(root, "root", (str, Path), owner="cifar10")
-    check_bool(download, "download", owner="cifar10")
-    check_real(timeout, "timeout", 0.0, low_open=True, owner="cifar10")
+    require_type(root, "root", (str, Path), owner="cifar10")
+    require_bool(download, "download", owner="cifar10")
+    require_real(timeout, "timeout", 0.0, low_open=True, owner="cifar10")
     for name, limit in (("train_limit", train_limit), ("test_limit", test_limit)):
         if limit is not None:
-            check_int(limit, name, low=1, owner="cifar10")
+            require_int(limit, name, low=1, owner="cifar10")
 
     name = "cifar10"
     if os.environ.get("NHTLAB_CIFAR_ROOT"):

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import torch
 
-from ..validation import check_choice, check_int, check_real
+from ..validation import require_choice, require_int, require_real
 
 __all__ = ["OPERATIONS", "ModularData", "modular_data", "is_prime"]
 
@@ -23,7 +23,7 @@ MAX_P = 4096
 MAX_SEED = 2**63 - 1
 
 
-def check_max_p(p: int, owner: str) -> None:
+def require_max_p(p: int, owner: str) -> None:
     """Raise a ValueError naming ``owner`` when ``p`` exceeds :data:`MAX_P`.
 
     Parameters
@@ -42,7 +42,7 @@ def check_max_p(p: int, owner: str) -> None:
                          f"built in memory. Got {p!r} instead.")
 
 
-def check_max_seed(seed: int, owner: str) -> None:
+def require_max_seed(seed: int, owner: str) -> None:
     """Raise a ValueError naming ``owner`` when ``seed`` exceeds :data:`MAX_SEED` (torch takes 64-bit seeds).
 
     Parameters
@@ -144,12 +144,12 @@ def modular_data(p: int = 97, operation: str = "+", train_fraction: float = 0.5,
     >>> len(data.y_train) + len(data.y_test)
     49
     """
-    p = check_int(p, "p", low=2, owner="modular_data")
-    check_max_p(p, "modular_data")
-    check_choice(operation, "operation", OPERATIONS, owner="modular_data")
-    check_real(train_fraction, "train_fraction", 0.0, 1.0, low_open=True, high_open=True, owner="modular_data")
-    seed = check_int(seed, "seed", low=0, owner="modular_data")
-    check_max_seed(seed, "modular_data")
+    p = require_int(p, "p", low=2, owner="modular_data")
+    require_max_p(p, "modular_data")
+    require_choice(operation, "operation", OPERATIONS, owner="modular_data")
+    require_real(train_fraction, "train_fraction", 0.0, 1.0, low_open=True, high_open=True, owner="modular_data")
+    seed = require_int(seed, "seed", low=0, owner="modular_data")
+    require_max_seed(seed, "modular_data")
     if operation == "/" and not is_prime(p):
         raise ValueError(
             f"The 'p' parameter of modular_data must be a prime number when operation='/'"

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import torch
 
-from ..validation import check_int, check_real, check_type
+from ..validation import require_int, require_real, require_type
 
 __all__ = ["noisy_labels"]
 
@@ -47,10 +47,10 @@ def noisy_labels(y: torch.Tensor, fraction: float, classes: int, seed: int = 0) 
         Which labels were replaced (a replaced label can equal the clean one).
     """
     owner = "noisy_labels"
-    check_type(y, "y", torch.Tensor, owner=owner)
-    check_real(fraction, "fraction", 0.0, 1.0, owner=owner)
-    check_int(classes, "classes", low=2, owner=owner)
-    check_int(seed, "seed", owner=owner)
+    require_type(y, "y", torch.Tensor, owner=owner)
+    require_real(fraction, "fraction", 0.0, 1.0, owner=owner)
+    require_int(classes, "classes", low=2, owner=owner)
+    require_int(seed, "seed", owner=owner)
     if y.ndim != 1 or y.dtype.is_floating_point:
         raise ValueError(f"The 'y' parameter of noisy_labels must be a 1-d integer tensor. Got {y.dtype} of shape {tuple(y.shape)}.")
     generator = torch.Generator().manual_seed(seed)

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import torch
 
-from ..validation import check_type
+from ..validation import require_type
 
 __all__ = ["centre", "linear_cka", "linear_cka_gram", "as_float64_matrix"]
 
@@ -35,7 +35,7 @@ def as_float64_matrix(x: torch.Tensor, name: str, owner: str) -> torch.Tensor:
     Raises TypeError for non-tensors and ValueError for fewer than 2 rows or
     non-finite entries, naming ``name`` and ``owner``.
     """
-    check_type(x, name, torch.Tensor, owner=owner)
+    require_type(x, name, torch.Tensor, owner=owner)
     if x.dim() == 1:
         x = x[:, None]
     if x.dim() == 0 or x.shape[0] < 2:

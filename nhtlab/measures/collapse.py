@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import torch
 
-from ..validation import check_type
+from ..validation import require_type
 from .cka import as_float64_matrix
 
 __all__ = ["nc1"]
@@ -54,7 +54,7 @@ def nc1(features: torch.Tensor, labels: torch.Tensor) -> float:
     """
     owner = "nc1"
     phi = as_float64_matrix(features, "features", owner)
-    check_type(labels, "labels", torch.Tensor, owner=owner)
+    require_type(labels, "labels", torch.Tensor, owner=owner)
     if labels.dim() != 1 or labels.shape[0] != phi.shape[0] or labels.is_floating_point():
         raise ValueError(
             f"The 'labels' parameter of {owner} must be an integer tensor of shape ({phi.shape[0]},). "

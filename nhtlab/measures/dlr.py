@@ -102,7 +102,7 @@ from typing import Any
 
 import torch
 
-from ..validation import check_int, check_real
+from ..validation import require_int, require_real
 from .cka import _ZERO_TOL, as_float64_matrix, centre
 
 __all__ = ["RANK_RULES", "DEFAULT_RANK", "DEFAULT_TOL", "DLRTerms", "output_singular_values", "output_rank", "dlr",
@@ -126,12 +126,12 @@ def _check_rank(rank: Any, tol: float | None, owner: str) -> tuple[str | int, fl
             return rank, None
         tol = DEFAULT_TOL[rank] if tol is None else tol
         if rank == "energy":
-            return rank, check_real(tol, "tol", 0.0, 1.0, low_open=True, owner=owner)
-        return rank, check_real(tol, "tol", 0.0, 1.0, low_open=True, high_open=True, owner=owner)
+            return rank, require_real(tol, "tol", 0.0, 1.0, low_open=True, owner=owner)
+        return rank, require_real(tol, "tol", 0.0, 1.0, low_open=True, high_open=True, owner=owner)
     if isinstance(rank, Integral) and not isinstance(rank, bool):
         if tol is not None:
             raise ValueError(f"The 'tol' parameter of {owner} must be None when rank is an int. Got {tol!r} instead.")
-        return check_int(rank, "rank", low=1, owner=owner), None
+        return require_int(rank, "rank", low=1, owner=owner), None
     raise TypeError(
         f"The 'rank' parameter of {owner} must be one of {', '.join(map(repr, RANK_RULES))} or a positive int. "
         f"Got {rank!r} of type {type(rank).__name__} instead."

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn as nn
 
-from ..validation import check_choice, check_int, check_type
+from ..validation import require_choice, require_int, require_type
 
 __all__ = ["Captured", "capture", "hooked"]
 
@@ -84,9 +84,9 @@ def hooked(model: nn.Module, layer: str, which: str = "output") -> Iterator[list
     >>> seen[0].shape
     torch.Size([5, 4])
     """
-    check_type(model, "model", nn.Module, owner="hooked")
-    check_type(layer, "layer", str, owner="hooked")
-    check_choice(which, "which", _WHICH, owner="hooked")
+    require_type(model, "model", nn.Module, owner="hooked")
+    require_type(layer, "layer", str, owner="hooked")
+    require_choice(which, "which", _WHICH, owner="hooked")
     modules = dict(model.named_modules())
     if layer not in modules or layer == "":
         names = [n for n in modules if n]
@@ -155,9 +155,9 @@ def capture(
     The model's train/eval mode is restored afterwards, even on error.
     """
     owner = "capture"
-    check_type(model, "model", nn.Module, owner=owner)
-    check_int(batch_size, "batch_size", low=1, owner=owner)
-    check_choice(which, "which", _WHICH, owner=owner)
+    require_type(model, "model", nn.Module, owner=owner)
+    require_int(batch_size, "batch_size", low=1, owner=owner)
+    require_choice(which, "which", _WHICH, owner=owner)
     if layer is None and not (callable(getattr(model, "features", None)) and isinstance(getattr(model, "readout", None), nn.Module)):
         raise TypeError(
             f"The 'model' parameter of {owner} must have features() and a readout module when layer=None; "

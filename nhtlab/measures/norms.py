@@ -12,7 +12,7 @@ from collections.abc import Iterator
 import torch
 import torch.nn as nn
 
-from ..validation import check_type
+from ..validation import require_type
 
 __all__ = ["layer_parameters", "layer_names", "layer_norms", "total_norm"]
 
@@ -42,7 +42,7 @@ def layer_parameters(model: nn.Module) -> dict[str, list[str]]:
     >>> layer_parameters(nn.Sequential(nn.Linear(2, 2), nn.ReLU(), nn.Linear(2, 1)))
     {'0': ['0.weight', '0.bias'], '2': ['2.weight', '2.bias']}
     """
-    check_type(model, "model", nn.Module, owner="layer_parameters")
+    require_type(model, "model", nn.Module, owner="layer_parameters")
     return {layer: [name for name, _ in own] for layer, own in _layers(model)}
 
 
@@ -76,7 +76,7 @@ def layer_names(model: nn.Module) -> list[str]:
     -------
     list of str, length n_layers
     """
-    check_type(model, "model", nn.Module, owner="layer_names")
+    require_type(model, "model", nn.Module, owner="layer_names")
     return list(layer_parameters(model))
 
 
@@ -104,7 +104,7 @@ def layer_norms(model: nn.Module) -> dict[str, float]:
     >>> layer_norms(nn.Sequential(layer))
     {'0': 6.0}
     """
-    check_type(model, "model", nn.Module, owner="layer_norms")
+    require_type(model, "model", nn.Module, owner="layer_norms")
     return {layer: float(sum(p.detach().double().pow(2).sum() for _, p in own)) for layer, own in _layers(model)}
 
 
@@ -121,5 +121,5 @@ def total_norm(model: nn.Module) -> float:
     float
         Σ over every parameter tensor of its squared entries, accumulated in float64.
     """
-    check_type(model, "model", nn.Module, owner="total_norm")
+    require_type(model, "model", nn.Module, owner="total_norm")
     return float(sum(p.detach().double().pow(2).sum() for p in model.parameters()))

@@ -18,7 +18,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..validation import check_type
+from ..validation import require_type
 from .dlr import dlr
 
 __all__ = ["accuracy", "loss_and_accuracy", "readout_dlr"]
@@ -42,7 +42,7 @@ def accuracy(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> float:
     float
         Accuracy in [0, 1].
     """
-    check_type(model, "model", nn.Module, owner="accuracy")
+    require_type(model, "model", nn.Module, owner="accuracy")
     if len(x) != len(y) or len(y) == 0:
         raise ValueError(f"accuracy needs as many labels as inputs, at least one. Got {len(x)} inputs and {len(y)} labels.")
     return (model(x).argmax(1) == y).float().mean().item()
@@ -73,7 +73,7 @@ def loss_and_accuracy(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> tup
     >>> loss_and_accuracy(model, torch.ones(4, 2), torch.tensor([0, 0, 1, 1]))[0] == torch.log(torch.tensor(2.0)).item()
     True
     """
-    check_type(model, "model", nn.Module, owner="loss_and_accuracy")
+    require_type(model, "model", nn.Module, owner="loss_and_accuracy")
     if len(x) != len(y) or len(y) == 0:
         raise ValueError(f"loss_and_accuracy needs as many labels as inputs, at least one. Got {len(x)} inputs and "
                          f"{len(y)} labels.")
@@ -98,7 +98,7 @@ def readout_dlr(model: nn.Sequential, x: torch.Tensor) -> float:
         :func:`nhtlab.measures.dlr.dlr` of the flattened features and the read-out's outputs,
         both moved to the CPU.
     """
-    check_type(model, "model", nn.Sequential, owner="readout_dlr")
+    require_type(model, "model", nn.Sequential, owner="readout_dlr")
     if len(model) < 2:
         raise ValueError(f"readout_dlr needs a read-out after at least one module. Got a Sequential of {len(model)}.")
     features = model[:-1](x).flatten(1)

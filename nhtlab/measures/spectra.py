@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..validation import check_int, check_type
+from ..validation import require_int, require_type
 from .cka import _ZERO_TOL, as_float64_matrix, centre
 
 __all__ = ["Spectrum", "participation_ratio", "feature_spectrum", "eigenfunctions", "cumulative_share"]
@@ -68,14 +68,14 @@ def eigenfunctions(features: torch.Tensor, top: int | None = None, at: torch.Ten
     if float(phi_c.abs().max()) <= _ZERO_TOL * max(float(phi.abs().max()), 1e-300):
         raise ValueError(f"The 'features' parameter of {owner} is constant across samples: no eigenfunction exists.")
     if top is not None:
-        check_int(top, "top", low=1, owner=owner)
+        require_int(top, "top", low=1, owner=owner)
     rho, v = _eigen(phi_c, top, 1e-12)
     points = phi_c if at is None else as_float64_matrix(at, "at", owner).to(phi.device) - mean
     return rho, points @ v / rho.sqrt()
 
 
 def _as_target(target: torch.Tensor, n: int, device: torch.device, owner: str) -> torch.Tensor:
-    check_type(target, "target", torch.Tensor, owner=owner)
+    require_type(target, "target", torch.Tensor, owner=owner)
     if target.dim() == 1 and not target.is_floating_point():
         target = torch.nn.functional.one_hot(target.long()).to(torch.float64)  # labels → one-hot (n, C)
     y = as_float64_matrix(target, "target", owner).to(device)

@@ -19,7 +19,7 @@ from typing import Any
 
 import torch.nn as nn
 
-from ..validation import check_choice
+from ..validation import require_choice
 from .cnn import ResNet18, SimpleCNN
 from .mlp import EmbeddingMLP
 from .transformer import Transformer
@@ -52,7 +52,7 @@ def make_model(name: str, p: int, **kwargs) -> nn.Module:
     >>> make_model("transformer", 7, d_model=16, n_heads=2, d_ff=32)(torch.zeros(3, 2, dtype=torch.long)).shape
     torch.Size([3, 7])
     """
-    check_choice(name, "name", MODELS, owner="make_model")
+    require_choice(name, "name", MODELS, owner="make_model")
     return MODELS[name](p, **kwargs)
 
 
@@ -67,5 +67,5 @@ def model_defaults(name: str) -> dict[str, Any]:
     >>> model_defaults("transformer")["d_model"], "p" in model_defaults("mlp")
     (128, False)
     """
-    check_choice(name, "name", MODELS, owner="model_defaults")
+    require_choice(name, "name", MODELS, owner="model_defaults")
     return {key: param.default for key, param in inspect.signature(MODELS[name]).parameters.items() if key != "p"}

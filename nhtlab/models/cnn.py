@@ -24,7 +24,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from ..validation import check_choice, check_int, check_type
+from ..validation import require_choice, require_int, require_type
 
 __all__ = ["NORMS", "SimpleCNN", "ResNet18", "make_norm", "count_parameters"]
 
@@ -40,8 +40,8 @@ def _groups(channels: int, max_groups: int = 8) -> int:
 
 def make_norm(norm: str, channels: int) -> nn.Module:
     """The normalisation layer named ``norm`` for ``channels`` feature maps."""
-    check_choice(norm, "norm", NORMS, owner="make_norm")
-    check_int(channels, "channels", low=1, owner="make_norm")
+    require_choice(norm, "norm", NORMS, owner="make_norm")
+    require_int(channels, "channels", low=1, owner="make_norm")
     if norm == "batch":
         return nn.BatchNorm2d(channels)
     if norm == "group":
@@ -78,14 +78,14 @@ class SimpleCNN(nn.Module):
                  channels: Sequence[int] = (32, 32, 64, 64, 128, 128), in_channels: int = 3):
         super().__init__()
         owner = "SimpleCNN"
-        check_int(num_classes, "num_classes", low=2, owner=owner)
-        check_choice(norm, "norm", NORMS, owner=owner)
-        check_type(channels, "channels", (tuple, list), owner=owner)
+        require_int(num_classes, "num_classes", low=2, owner=owner)
+        require_choice(norm, "norm", NORMS, owner=owner)
+        require_type(channels, "channels", (tuple, list), owner=owner)
         if len(channels) != 6:
             raise ValueError(f"The 'channels' parameter of SimpleCNN must hold 6 ints (one per conv layer). Got {channels!r} instead.")
         for c in channels:
-            check_int(c, "channels", low=1, owner=owner)
-        check_int(in_channels, "in_channels", low=1, owner=owner)
+            require_int(c, "channels", low=1, owner=owner)
+        require_int(in_channels, "in_channels", low=1, owner=owner)
         self.norm = norm
         self.num_classes = num_classes
         previous = in_channels
@@ -131,8 +131,8 @@ class ResNet18(nn.Module):
         # local: torchvision is the optional 'vision' extra
         from torchvision.models import resnet18
 
-        check_int(num_classes, "num_classes", low=2, owner="ResNet18")
-        check_choice(norm, "norm", NORMS, owner="ResNet18")
+        require_int(num_classes, "num_classes", low=2, owner="ResNet18")
+        require_choice(norm, "norm", NORMS, owner="ResNet18")
         self.norm = norm
         self.num_classes = num_classes
         net = resnet18(weights=None, num_classes=num_classes, norm_layer=lambda c: make_norm(norm, c))

@@ -7,7 +7,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from ..validation import check_int, check_real
+from ..validation import require_int, require_real
 
 __all__ = ["EmbeddingMLP"]
 
@@ -35,10 +35,10 @@ class EmbeddingMLP(nn.Module):
 
     def __init__(self, p: int, width: int = 256, depth: int = 1, embed_std: float = 0.1):
         super().__init__()
-        check_int(p, "p", low=2, owner="EmbeddingMLP")
-        check_int(width, "width", low=1, owner="EmbeddingMLP")
-        check_int(depth, "depth", low=1, owner="EmbeddingMLP")
-        check_real(embed_std, "embed_std", 0.0, low_open=True, owner="EmbeddingMLP")
+        require_int(p, "p", low=2, owner="EmbeddingMLP")
+        require_int(width, "width", low=1, owner="EmbeddingMLP")
+        require_int(depth, "depth", low=1, owner="EmbeddingMLP")
+        require_real(embed_std, "embed_std", 0.0, low_open=True, owner="EmbeddingMLP")
         self.p = p
         self.embed_a = nn.Embedding(p, width)
         self.embed_b = nn.Embedding(p, width)

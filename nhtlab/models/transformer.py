@@ -8,7 +8,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from ..validation import check_int, check_real
+from ..validation import require_int, require_real
 
 __all__ = ["SelfAttention", "Block", "Transformer"]
 
@@ -113,12 +113,12 @@ class Transformer(nn.Module):
     def __init__(self, p: int, d_model: int = 128, n_heads: int = 4, d_ff: int = 512, n_layers: int = 1,
                  init_scale: float = 1.0):
         super().__init__()
-        check_int(p, "p", low=2, owner="Transformer")
-        check_int(d_model, "d_model", low=1, owner="Transformer")
-        check_int(n_heads, "n_heads", low=1, owner="Transformer")
-        check_int(d_ff, "d_ff", low=1, owner="Transformer")
-        check_int(n_layers, "n_layers", low=1, owner="Transformer")
-        check_real(init_scale, "init_scale", 0.0, low_open=True, owner="Transformer")
+        require_int(p, "p", low=2, owner="Transformer")
+        require_int(d_model, "d_model", low=1, owner="Transformer")
+        require_int(n_heads, "n_heads", low=1, owner="Transformer")
+        require_int(d_ff, "d_ff", low=1, owner="Transformer")
+        require_int(n_layers, "n_layers", low=1, owner="Transformer")
+        require_real(init_scale, "init_scale", 0.0, low_open=True, owner="Transformer")
         if d_model % n_heads:
             raise ValueError(
                 f"The 'd_model' parameter of Transformer must be divisible by n_heads={n_heads}. Got {d_model} instead."

@@ -45,7 +45,7 @@ from ..history import History
 from ..measures.norms import layer_parameters
 from ..models import make_model
 from ..hooks import cap_train_config
-from ..validation import check_type
+from ..validation import require_type
 from .device import pick_device, seed_everything
 from .loop import _lr_factor
 from .progress import Progress
@@ -173,11 +173,11 @@ def train_batched(runs: Sequence[ModularRun], progress: str | None = None, desc:
         (``compiled``); ``history.model`` is the run's trained model (unstacked), as
         with :func:`nhtlab.run_modular`.
     """
-    check_type(runs, "runs", (list, tuple), owner="train_batched")
+    require_type(runs, "runs", (list, tuple), owner="train_batched")
     if not runs:
         raise ValueError("The 'runs' parameter of train_batched must hold at least one ModularRun. Got an empty sequence.")
     for run in runs:
-        check_type(run, "runs", ModularRun, owner="train_batched")
+        require_type(run, "runs", ModularRun, owner="train_batched")
     keys = {batch_key(r) for r in runs}
     if len(keys) > 1:
         raise ValueError(

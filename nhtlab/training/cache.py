@@ -55,7 +55,7 @@ import torch
 
 from .. import _version
 from ..history import History
-from ..validation import check_bool, check_type
+from ..validation import require_bool, require_type
 from .checkpoint import atomic_write_bytes
 from .. import hooks
 from .modular_run import ModularRun, run_modular
@@ -140,7 +140,7 @@ def config_key(config: Mapping[str, Any]) -> str:
     >>> config_key({"a": 1, "b": [1, 2]}) == config_key({"b": (1, 2), "a": 1})
     True
     """
-    check_type(config, "config", Mapping, owner="config_key")
+    require_type(config, "config", Mapping, owner="config_key")
 
     keyed: dict[str, Any] = {"config": dict(config), "nhtlab": _version.__version__}  # read at call time
     smoke = hooks.smoke_signature()
@@ -174,10 +174,10 @@ class ResultCache:
 
     def __init__(self, root: str | os.PathLike | None = None, checkpoints: bool | None = None):
         if root is not None:
-            check_type(root, "root", (str, os.PathLike), owner="ResultCache")
+            require_type(root, "root", (str, os.PathLike), owner="ResultCache")
         self.root = Path(root).expanduser() if root is not None else default_cache_dir()
         self.checkpoints = (checkpoints_enabled() if checkpoints is None
-                            else check_bool(checkpoints, "checkpoints", owner="ResultCache"))
+                            else require_bool(checkpoints, "checkpoints", owner="ResultCache"))
 
     def run_dir(self, config: Mapping[str, Any]) -> Path:
         """Where an unfinished run of ``config`` keeps its checkpoints (``<root>/checkpoints/<key>``)."""
@@ -255,8 +255,8 @@ class ResultCache:
         ValueError
             If the run is still ``"running"`` (only finished runs are cached).
         """
-        check_type(config, "config", Mapping, owner="ResultCache.put")
-        check_type(history, "history", History, owner="ResultCache.put")
+        require_type(config, "config", Mapping, owner="ResultCache.put")
+        require_type(history, "history", History, owner="ResultCache.put")
         if history.status not in _FINISHED:
             raise ValueError(
                 f"The 'history' parameter of ResultCache.put must be a finished run (status one of "
@@ -298,7 +298,7 @@ class ResultCache:
         ...     hit is None or hit.status
         True
         """
-        check_type(config, "config", Mapping, owner="ResultCache.claim")
+        require_type(config, "config", Mapping, owner="ResultCache.claim")
         if fcntl is None:  # pragma: no cover - Windows
             yield self.get(config)
             return
@@ -380,10 +380,10 @@ def cached_run(run: Any, cache: ResultCache | None = None, *, use_cache: bool | 
         stored); a freshly trained one has it. ``history.cached`` tells which.
     """
 
-    check_type(run, "run", ModularRun, owner="cached_run")
+    require_type(run, "run", ModularRun, owner="cached_run")
     if cache is not None:
-        check_type(cache, "cache", ResultCache, owner="cached_run")
-    use_cache = cache_enabled() if use_cache is None else check_bool(use_cache, "use_cache", owner="cached_run")
+        require_type(cache, "cache", ResultCache, owner="cached_run")
+    use_cache = cache_enabled() if use_cache is None else require_bool(use_cache, "use_cache", owner="cached_run")
     if kwargs.get("callbacks"):
         raise ValueError("The 'callbacks' parameter of cached_run is not supported: a cached run would skip them. "
                          "Call run_modular directly.")

@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..validation import check_type
+from ..validation import require_type
 
 __all__ = [
     "CHECKPOINT_NAME",
@@ -52,7 +52,7 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
     The parent directory is created if needed. Readers see either the old
     content or the new one, never a partial file.
     """
-    check_type(data, "data", (bytes, bytearray), owner="atomic_write_bytes")
+    require_type(data, "data", (bytes, bytearray), owner="atomic_write_bytes")
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
@@ -117,7 +117,7 @@ def save_checkpoint(run_dir: str | os.PathLike, payload: dict[str, Any]) -> Path
     Path
         The checkpoint file.
     """
-    check_type(payload, "payload", dict, owner="save_checkpoint")
+    require_type(payload, "payload", dict, owner="save_checkpoint")
     buffer = io.BytesIO()
     torch.save(payload, buffer)
     return atomic_write_bytes(checkpoint_path(run_dir), buffer.getvalue())

@@ -12,7 +12,7 @@ import random
 import numpy as np
 import torch
 
-from ..validation import check_choice, check_int
+from ..validation import require_choice, require_int
 
 __all__ = ["pick_device", "seed_everything", "in_colab", "device_audit_enabled", "AUDIT_DEVICE", "AUDITS",
            "activation_bytes", "estimate_eval_bytes",
@@ -38,7 +38,7 @@ def pick_device(preference: str = "auto") -> torch.device:
     :func:`~nhtlab.build.device_audit.device_audit`, CPU-only machines) ``"auto"`` and ``"cpu"`` return
     :data:`AUDIT_DEVICE` (``cpu:0``), the CPU tagged as the chosen device.
     """
-    check_choice(preference, "preference", ("auto", "cpu", "cuda"), owner="pick_device")
+    require_choice(preference, "preference", ("auto", "cpu", "cuda"), owner="pick_device")
     if preference == "cuda" and not torch.cuda.is_available():
         raise RuntimeError("pick_device('cuda') was asked for, but torch.cuda.is_available() is False.")
     if AUDITS and preference in ("auto", "cpu"):
@@ -59,7 +59,7 @@ def seed_everything(seed: int) -> None:
     -------
     None
     """
-    seed = check_int(seed, "seed", low=0, owner="seed_everything")
+    seed = require_int(seed, "seed", low=0, owner="seed_everything")
     random.seed(seed)
     np.random.seed(seed % 2**32)
     torch.manual_seed(seed)
@@ -111,7 +111,7 @@ def activation_bytes(model: torch.nn.Module, example: torch.Tensor) -> dict[str,
         training keeps for the backward pass, roughly); ``params``: bytes of
         the parameters.
     """
-    check_int(len(example), "example", low=1, owner="activation_bytes")
+    require_int(len(example), "example", low=1, owner="activation_bytes")
     sizes: list[int] = []
 
     def hook(_module, _inputs, output):
@@ -141,7 +141,7 @@ def estimate_eval_bytes(model: torch.nn.Module, example: torch.Tensor, batch_siz
     residual branch alive together), plus the logits in float64 (as
     :func:`nhtlab.training.loop.evaluate` computes the loss), times ``batch_size``.
     """
-    check_int(batch_size, "batch_size", low=1, owner="estimate_eval_bytes")
+    require_int(batch_size, "batch_size", low=1, owner="estimate_eval_bytes")
     sizes = activation_bytes(model, example)
     with torch.no_grad():
         classes = num_classes if num_classes is not None else int(model(example[:1]).shape[-1])
@@ -150,7 +150,7 @@ def estimate_eval_bytes(model: torch.nn.Module, example: torch.Tensor, batch_siz
 
 def estimate_train_bytes(model: torch.nn.Module, example: torch.Tensor, batch_size: int) -> int:
     """Peak bytes of one AdamW training step: saved activations plus parameters, gradients and two moments."""
-    check_int(batch_size, "batch_size", low=1, owner="estimate_train_bytes")
+    require_int(batch_size, "batch_size", low=1, owner="estimate_train_bytes")
     sizes = activation_bytes(model, example)
     return batch_size * (sizes["total"] + 2 * sizes["largest"]) + 4 * sizes["params"]
 
@@ -180,8 +180,8 @@ def suggest_eval_batch_size(model: torch.nn.Module, example: torch.Tensor, budge
     >>> suggest_eval_batch_size(ResNet18(10), torch.zeros(2, 3, 32, 32))  # 6 GB at 8,192: too much for a T4
     4096
     """
-    check_int(budget_bytes, "budget_bytes", low=1, owner="suggest_eval_batch_size")
-    check_int(max_batch, "max_batch", low=1, owner="suggest_eval_batch_size")
+    require_int(budget_bytes, "budget_bytes", low=1, owner="suggest_eval_batch_size")
+    require_int(max_batch, "max_batch", low=1, owner="suggest_eval_batch_size")
     per_example = estimate_eval_bytes(model, example, 1)
     batch = 1
     while batch * 2 <= max_batch and per_example * batch * 2 <= budget_bytes:

@@ -15,7 +15,7 @@ from ..measures.dlr import DEFAULT_RANK, _check_rank, _Prepared
 from ..measures.features import capture
 from ..measures.norms import total_norm
 from ..measures.spectra import Spectrum, feature_spectrum
-from ..validation import check_type
+from ..validation import require_type
 
 __all__ = ["DLRTracker"]
 
@@ -63,8 +63,8 @@ class DLRTracker:
     spectra_list: list = field(default_factory=list, repr=False)
 
     def __post_init__(self) -> None:
-        check_type(self.x, "x", torch.Tensor, owner="DLRTracker")
-        check_type(self.prefix, "prefix", str, owner="DLRTracker")
+        require_type(self.x, "x", torch.Tensor, owner="DLRTracker")
+        require_type(self.prefix, "prefix", str, owner="DLRTracker")
         _check_rank(self.rank, self.tol, "DLRTracker")
         for name, (rank, tol) in (self.compare or {}).items():
             _check_rank(rank, tol, "DLRTracker")

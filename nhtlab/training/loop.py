@@ -27,11 +27,11 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from ..data.modular import check_max_seed
+from ..data.modular import require_max_seed
 from ..history import History
 from ..measures.norms import layer_norms
 from ..hooks import cap_train_config, smoke_steps
-from ..validation import check_bool, check_choice, check_int, check_real, check_type
+from ..validation import require_bool, require_choice, require_int, require_real, require_type
 from .checkpoint import (
     capture_rng_state,
     load_checkpoint,
@@ -134,28 +134,28 @@ class TrainConfig:
 
     def __post_init__(self) -> None:
         owner = type(self).__name__  # errors name the class the user called: TrainConfig, ModularRun, ...
-        check_int(self.steps, "steps", low=1, owner=owner)
+        require_int(self.steps, "steps", low=1, owner=owner)
         # above MAX_LR a single AdamW step overflows float32 arithmetic: an error inside torch, not a run
-        check_real(self.lr, "lr", 0.0, MAX_LR, low_open=True, owner=owner)
-        check_real(self.weight_decay, "weight_decay", 0.0, owner=owner)
-        check_type(self.betas, "betas", (tuple, list), owner=owner)
+        require_real(self.lr, "lr", 0.0, MAX_LR, low_open=True, owner=owner)
+        require_real(self.weight_decay, "weight_decay", 0.0, owner=owner)
+        require_type(self.betas, "betas", (tuple, list), owner=owner)
         if len(self.betas) != 2:
             raise ValueError(f"The 'betas' parameter of {owner} must hold two floats in [0, 1). Got {self.betas!r} instead.")
         for b in self.betas:
-            check_real(b, "betas", 0.0, 1.0, high_open=True, owner=owner)
+            require_real(b, "betas", 0.0, 1.0, high_open=True, owner=owner)
         object.__setattr__(self, "betas", (float(self.betas[0]), float(self.betas[1])))
         if self.batch_size is not None:
-            check_int(self.batch_size, "batch_size", low=1, owner=owner)
-        check_int(self.eval_every, "eval_every", low=1, owner=owner)
-        check_choice(self.schedule, "schedule", SCHEDULES, owner=owner)
-        check_int(self.seed, "seed", low=0, owner=owner)
-        check_max_seed(self.seed, owner)  # torch's generators take 64-bit seeds
-        check_choice(self.device, "device", ("auto", "cpu", "cuda"), owner=owner)
+            require_int(self.batch_size, "batch_size", low=1, owner=owner)
+        require_int(self.eval_every, "eval_every", low=1, owner=owner)
+        require_choice(self.schedule, "schedule", SCHEDULES, owner=owner)
+        require_int(self.seed, "seed", low=0, owner=owner)
+        require_max_seed(self.seed, owner)  # torch's generators take 64-bit seeds
+        require_choice(self.device, "device", ("auto", "cpu", "cuda"), owner=owner)
         if self.stop_after is not None:
-            check_int(self.stop_after, "stop_after", low=0, owner=owner)
-        check_int(self.eval_batch_size, "eval_batch_size", low=1, owner=owner)
-        check_bool(self.fused, "fused", owner=owner)
-        check_bool(self.compile, "compile", owner=owner)
+            require_int(self.stop_after, "stop_after", low=0, owner=owner)
+        require_int(self.eval_batch_size, "eval_batch_size", low=1, owner=owner)
+        require_bool(self.fused, "fused", owner=owner)
+        require_bool(self.compile, "compile", owner=owner)
 
     def train_config(self) -> TrainConfig:
         """The training fields alone, as a plain :class:`TrainConfig` (what :func:`train` records and checkpoints)."""
@@ -343,8 +343,8 @@ def train(
     ``eval_every`` and ``batch_size`` are capped before anything else and the
     history's ``config`` records ``smoke_steps``.
     """
-    check_type(model, "model", nn.Module, owner="train")
-    check_type(config, "config", TrainConfig, owner="train")
+    require_type(model, "model", nn.Module, owner="train")
+    require_type(config, "config", TrainConfig, owner="train")
     config = cap_train_config(config)  # the smoke cap (nhtlab.build.smoke); the same config when it is off
     for attr in ("x_train", "y_train"):
         if not hasattr(data, attr):
@@ -354,7 +354,7 @@ def train(
             raise TypeError(f"The 'data' parameter of train must have 'x_test' and 'y_test' tensors unless 'eval_sets' "
                             f"is given. {type(data).__name__} lacks them.")
         eval_sets = {"test": (data.x_test, data.y_test)}
-    check_type(eval_sets, "eval_sets", Mapping, owner="train")
+    require_type(eval_sets, "eval_sets", Mapping, owner="train")
     _check_pair(data.x_train, data.y_train, "data", "training")
     _check_fits(model, data.x_train, data.y_train, "data", "training")
     for name, pair in eval_sets.items():
@@ -370,8 +370,8 @@ def train(
     sets.update({k: (x.to(device), y.to(device)) for k, (x, y) in eval_sets.items()})
     callbacks = list(callbacks)
     if checkpoint_dir is not None:
-        check_type(checkpoint_dir, "checkpoint_dir", (str, os.PathLike), owner="train")
-        checkpoint_every = check_int(10 * config.eval_every if checkpoint_every is None else checkpoint_every,
+        require_type(checkpoint_dir, "checkpoint_dir", (str, os.PathLike), owner="train")
+        checkpoint_every = require_int(10 * config.eval_every if checkpoint_every is None else checkpoint_every,
                                      "checkpoint_every", low=1, owner="train")
     elif checkpoint_every is not None:
         raise ValueError("The 'checkpoint_every' parameter of train needs a 'checkpoint_dir' to write to. "

@@ -12,10 +12,10 @@ from pathlib import Path
 from typing import Any
 
 from ..analysis.events import Events, find_events
-from ..data.modular import OPERATIONS, check_max_p, modular_data
+from ..data.modular import OPERATIONS, require_max_p, modular_data
 from ..history import History
 from ..models import MODELS, make_model, model_defaults
-from ..validation import check_choice, check_int, check_real, check_type
+from ..validation import require_choice, require_int, require_real, require_type
 from .checkpoint import claim_run_dir
 from .device import seed_everything
 from .loop import TrainConfig, train, trained_with
@@ -73,11 +73,11 @@ class ModularRun(TrainConfig):
 
     def __post_init__(self) -> None:
         super().__post_init__()  # the training fields, with named errors
-        check_choice(self.operation, "operation", OPERATIONS, owner="ModularRun")
-        check_choice(self.model, "model", MODELS, owner="ModularRun")
-        check_int(self.p, "p", low=2, owner="ModularRun")
-        check_max_p(self.p, "ModularRun")  # the p² pairs are built in memory
-        check_type(self.model_kwargs, "model_kwargs", dict, owner="ModularRun")
+        require_choice(self.operation, "operation", OPERATIONS, owner="ModularRun")
+        require_choice(self.model, "model", MODELS, owner="ModularRun")
+        require_int(self.p, "p", low=2, owner="ModularRun")
+        require_max_p(self.p, "ModularRun")  # the p² pairs are built in memory
+        require_type(self.model_kwargs, "model_kwargs", dict, owner="ModularRun")
         defaults = model_defaults(self.model)
         unknown = [name for name in self.model_kwargs if name not in defaults]
         if unknown:
@@ -89,7 +89,7 @@ class ModularRun(TrainConfig):
         object.__setattr__(self, "model_kwargs", {
             name: value for name, value in self.model_kwargs.items()
             if not (type(value) is type(defaults[name]) and value == defaults[name])})
-        check_real(self.train_fraction, "train_fraction", 0.0, 1.0, low_open=True, high_open=True, owner="ModularRun")
+        require_real(self.train_fraction, "train_fraction", 0.0, 1.0, low_open=True, high_open=True, owner="ModularRun")
 
     def execute(self, **kwargs: Any) -> History:
         """:func:`run_modular` on this run (``kwargs`` passed on); what :func:`nhtlab.sweep` calls."""
@@ -139,9 +139,9 @@ def run_modular(
         ``config`` is ``run.to_dict()``; the trained model is attached as
         ``history.model`` (kept for analysis in notebooks, not serialised).
     """
-    check_type(run, "run", ModularRun, owner="run_modular")
+    require_type(run, "run", ModularRun, owner="run_modular")
     if run_dir is not None:
-        check_type(run_dir, "run_dir", (str, os.PathLike), owner="run_modular")
+        require_type(run_dir, "run_dir", (str, os.PathLike), owner="run_modular")
         claim_run_dir(Path(run_dir), run, owner="run_modular")
     data = modular_data(run.p, run.operation, run.train_fraction, seed=run.seed)
     seed_everything(run.seed)

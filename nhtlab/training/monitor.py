@@ -75,7 +75,7 @@ from ..analysis.early_warnings import TRAIN_LOSS_RATIO
 from ..history import History
 from ..measures.dlr import dlr as default_dlr
 from ..measures.norms import layer_names, layer_norms
-from ..validation import check_int, check_real, check_type
+from ..validation import require_int, require_real, require_type
 
 __all__ = ["Monitor", "online_regime"]
 
@@ -140,9 +140,9 @@ def online_regime(
     >>> online_regime([1, 2, float("nan")])
     'diverged'
     """
-    check_real(drop, "drop", 0.0, 1.0, low_open=True, high_open=True, owner="online_regime")
-    check_real(fit, "fit", 0.0, 1.0, low_open=True, owner="online_regime")
-    check_int(min_points, "min_points", low=2, owner="online_regime")
+    require_real(drop, "drop", 0.0, 1.0, low_open=True, high_open=True, owner="online_regime")
+    require_real(fit, "fit", 0.0, 1.0, low_open=True, owner="online_regime")
+    require_int(min_points, "min_points", low=2, owner="online_regime")
     values = np.asarray(norm, dtype=float)
     if values.ndim != 1:
         raise ValueError(f"The 'norm' parameter of online_regime must be one-dimensional. Got shape {values.shape} instead.")
@@ -228,9 +228,9 @@ class Monitor:
         on_warning: Callable[[int, str], Any] | None = None,
     ) -> None:
         owner = "Monitor"
-        check_type(model, "model", nn.Module, owner=owner)
-        self.every = check_int(every, "every", low=1, owner=owner)
-        self.warn_drop = check_real(warn_drop, "warn_drop", 0.0, 1.0, low_open=True, high_open=True, owner=owner)
+        require_type(model, "model", nn.Module, owner=owner)
+        self.every = require_int(every, "every", low=1, owner=owner)
+        self.warn_drop = require_real(warn_drop, "warn_drop", 0.0, 1.0, low_open=True, high_open=True, owner=owner)
         names = layer_names(model)
         if not names:
             raise ValueError("The 'model' parameter of Monitor has no parameters to monitor.")
@@ -244,7 +244,7 @@ class Monitor:
         if probe is not None:
             if isinstance(probe, torch.Tensor):
                 probe = (probe,)
-            check_type(probe, "probe", (tuple, list), owner=owner)
+            require_type(probe, "probe", (tuple, list), owner=owner)
             if not probe or not isinstance(probe[0], torch.Tensor):
                 raise TypeError(f"The 'probe' parameter of Monitor must be (x_probe,) or (x_probe, y_probe) with tensors. Got {probe!r} instead.")
             if not isinstance(model.get_submodule(self.head), nn.Linear):
@@ -276,7 +276,7 @@ class Monitor:
         Returns the new row, or None on a step that is not recorded.
         """
         self._calls += 1
-        step = self._calls if step is None else check_int(step, "step", low=0, owner="Monitor")
+        step = self._calls if step is None else require_int(step, "step", low=0, owner="Monitor")
         if step % self.every or (self.rows and self.rows[-1]["step"] == step):
             return None
         return self.record(step, **scalars)
@@ -299,7 +299,7 @@ class Monitor:
             (:func:`nhtlab.analysis.layers.head_signals`; ``inf`` on a zero
             denominator, NaN on non-finite norms), ``dlr`` with a probe, and ``scalars``.
         """
-        check_int(step, "step", low=0, owner="Monitor.record")
+        require_int(step, "step", low=0, owner="Monitor.record")
         for name, value in scalars.items():
             if isinstance(value, (str, bytes, bool)) or not isinstance(value, (float, int, np.number, torch.Tensor)) \
                     or (isinstance(value, torch.Tensor) and value.numel() != 1):

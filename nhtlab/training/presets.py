@@ -25,7 +25,7 @@ from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
 
-from ..validation import check_choice, check_type
+from ..validation import require_choice, require_type
 from .modular_run import ModularRun
 
 __all__ = ["companion", "companion_sweep", "companion_grid_run", "COMPANION_SWEEPS", "COMPANION_STOP_AFTER", "BORDER_DESIGN",
@@ -84,7 +84,7 @@ def companion_sweep(profile: str, lams: Sequence[float] | None = None) -> dict[s
     >>> companion_sweep("book", lams=[1.0, 2.0])
     {'lr': 0.001, 'stop_after': 500, 'compile': False, 'seeds': [0, 1, 2], 'budgets': {1.0: 4000, 2.0: 2000}}
     """
-    check_choice(profile, "profile", tuple(COMPANION_SWEEPS), owner="companion_sweep")
+    require_choice(profile, "profile", tuple(COMPANION_SWEEPS), owner="companion_sweep")
     grid = COMPANION_SWEEPS[profile]
     budgets = grid["budgets"]
     chosen = list(budgets) if lams is None else [float(lam) for lam in lams]
@@ -120,7 +120,7 @@ def companion_grid_run(grid: Mapping[str, Any], lam: float, seed: int, **changes
     >>> (run.weight_decay, run.seed, run.steps, run.stop_after)
     (1.0, 2, 4000, 500)
     """
-    check_type(grid, "grid", Mapping, owner="companion_grid_run")
+    require_type(grid, "grid", Mapping, owner="companion_grid_run")
     missing = [name for name in ("lr", "stop_after", "compile", "budgets") if name not in grid]
     if missing:
         raise ValueError(f"The 'grid' parameter of companion_grid_run lacks {missing}: pass companion_sweep's dict.")

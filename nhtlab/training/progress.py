@@ -18,7 +18,7 @@ import sys
 import time
 from typing import Any
 
-from ..validation import check_choice
+from ..validation import require_choice
 
 __all__ = ["PROGRESS_MODES", "progress_mode", "Progress"]
 
@@ -30,9 +30,9 @@ def progress_mode(mode: str | None = None) -> str:
     if mode is None:
         # The book build (NHTLAB_BOOK=1) wants one summary line, never a widget box.
         mode = os.environ.get("NHTLAB_PROGRESS", "text" if os.environ.get("NHTLAB_BOOK") == "1" else "auto")
-        check_choice(mode, "NHTLAB_PROGRESS", PROGRESS_MODES, owner="the environment")
+        require_choice(mode, "NHTLAB_PROGRESS", PROGRESS_MODES, owner="the environment")
     else:
-        check_choice(mode, "progress", PROGRESS_MODES)
+        require_choice(mode, "progress", PROGRESS_MODES)
     if mode == "auto":
         return "widget" if _in_kernel() else "bar"
     return mode

@@ -16,7 +16,7 @@ from ..data.images import cifar10, digits
 from ..history import History
 from .checkpoint import claim_run_dir
 from ..models.cnn import ResNet18, SimpleCNN
-from ..validation import check_choice, check_int, check_real, check_type
+from ..validation import require_choice, require_int, require_real, require_type
 from .device import pick_device, seed_everything, suggest_eval_batch_size
 from .loop import TrainConfig, train, trained_with
 
@@ -131,13 +131,13 @@ class ShortcutRun(TrainConfig):
         owner = "ShortcutRun"
         object.__setattr__(self, "channels", tuple(self.channels))
         super().__post_init__()  # the training fields, with named errors
-        check_choice(self.base, "base", BASES, owner=owner)
-        check_choice(self.kind, "kind", KINDS, owner=owner)
-        check_choice(self.model, "model", MODELS, owner=owner)
-        check_real(self.rho, "rho", 0.0, 1.0, owner=owner)
+        require_choice(self.base, "base", BASES, owner=owner)
+        require_choice(self.kind, "kind", KINDS, owner=owner)
+        require_choice(self.model, "model", MODELS, owner=owner)
+        require_real(self.rho, "rho", 0.0, 1.0, owner=owner)
         if self.train_size is not None:
-            check_int(self.train_size, "train_size", low=10, owner=owner)
-        check_real(self.noise, "noise", 0.0, owner=owner)
+            require_int(self.train_size, "train_size", low=10, owner=owner)
+        require_real(self.noise, "noise", 0.0, owner=owner)
         if self.stop_after is not None:
             raise ValueError(f"The 'stop_after' parameter of ShortcutRun must be None: shortcut runs have no 'test' set "
                              f"whose accuracy could stop them. Got {self.stop_after!r} instead.")
@@ -204,9 +204,9 @@ def run_shortcut(run: ShortcutRun, callbacks=(), progress: str | None = None, de
         ``run.to_dict()``; the trained model is attached as ``history.model`` (not
         serialised: a history from :func:`nhtlab.sweep` or the cache has none).
     """
-    check_type(run, "run", ShortcutRun, owner="run_shortcut")
+    require_type(run, "run", ShortcutRun, owner="run_shortcut")
     if run_dir is not None:
-        check_type(run_dir, "run_dir", (str, os.PathLike), owner="run_shortcut")
+        require_type(run_dir, "run_dir", (str, os.PathLike), owner="run_shortcut")
         claim_run_dir(Path(run_dir), run, owner="run_shortcut")
     data = run.data()
     device = pick_device(run.device)

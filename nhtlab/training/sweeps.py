@@ -58,7 +58,7 @@ import torch
 
 from ..analysis.events import Events
 from ..history import History
-from ..validation import check_choice, check_int, check_type
+from ..validation import require_choice, require_int, require_type
 from .batched import batch_key, train_batched
 from .cache import ResultCache
 from .device import pick_device
@@ -93,7 +93,7 @@ def resolve_strategy(runs: Sequence[TrainConfig], strategy: str = "auto", worker
     >>> resolve_strategy([ModularRun(p=7, device="cpu")], "batched")
     'batched'
     """
-    check_choice(strategy, "strategy", STRATEGIES, owner="sweep")
+    require_choice(strategy, "strategy", STRATEGIES, owner="sweep")
     if strategy != "auto":
         return strategy
     stacked = [_stacks_on_gpu(run) for run in runs]
@@ -124,7 +124,7 @@ def grid(base: TrainConfig, **axes: Iterable[Any]) -> list[TrainConfig]:
     >>> [(r.weight_decay, r.seed) for r in runs]
     [(0.0, 0), (0.0, 1), (1.0, 0), (1.0, 1)]
     """
-    check_type(base, "base", TrainConfig, owner="grid")
+    require_type(base, "base", TrainConfig, owner="grid")
     kind = type(base).__name__
     names = {f.name for f in fields(base)}
     for key in axes:
@@ -370,7 +370,7 @@ def default_executor(workers: int | None = None, threads_per_worker: int = 1) ->
     exits within a second of this process dying (SIGKILL included), so a killed
     notebook kernel or script leaves no worker training on.
     """
-    workers = check_int(workers if workers is not None else (os.cpu_count() or 1), "workers", low=1, owner="default_executor")
+    workers = require_int(workers if workers is not None else (os.cpu_count() or 1), "workers", low=1, owner="default_executor")
     method = "forkserver" if "forkserver" in mp.get_all_start_methods() else "spawn"
     context = mp.get_context(method)
     if method == "forkserver":
@@ -480,7 +480,7 @@ def sweep(
 def _sweep(runs: Sequence[TrainConfig], strategy: str, executor: Executor | None, workers: int | None, cache: Any,
            progress: str | None, max_stack: int | None) -> SweepResult:
     """:func:`sweep` itself (the public function adds the worker-failure message)."""
-    check_type(runs, "runs", (list, tuple), owner="sweep")
+    require_type(runs, "runs", (list, tuple), owner="sweep")
     for i, run in enumerate(runs):
         if not (isinstance(run, TrainConfig) and type(run).execute is not TrainConfig.execute):
             raise TypeError(f"The 'runs' parameter of sweep must hold runs that train themselves (ModularRun, "
@@ -505,11 +505,11 @@ def _sweep(runs: Sequence[TrainConfig], strategy: str, executor: Executor | None
                 raise ValueError(f"The 'strategy' parameter of sweep is 'batched', which stacks ModularRuns only; "  # noqa: TRY004
                                  f"runs[{i}] is a {type(run).__name__}. Use 'sequential' or 'parallel'.")
     if executor is not None:
-        check_type(executor, "executor", Executor, owner="sweep")
+        require_type(executor, "executor", Executor, owner="sweep")
     if workers is not None:
-        check_int(workers, "workers", low=1, owner="sweep")
+        require_int(workers, "workers", low=1, owner="sweep")
     if max_stack is not None:
-        check_int(max_stack, "max_stack", low=1, owner="sweep")
+        require_int(max_stack, "max_stack", low=1, owner="sweep")
     _check_cache(cache)
 
     start = time.perf_counter()
@@ -527,7 +527,7 @@ def _sweep(runs: Sequence[TrainConfig], strategy: str, executor: Executor | None
             with _at_threads(threads):
                 hit = cache.get(config)
             if hit is not None:
-                check_type(hit, "cache.get(...)", History, owner="sweep")
+                require_type(hit, "cache.get(...)", History, owner="sweep")
                 histories[i], sources[i] = hit, "cache"
     todo = [i for i, h in enumerate(histories) if h is None]
     bar = Progress(len(runs), f"sweep ({strategy}, {len(todo)} to train)", mode=progress, unit="run")
