@@ -67,7 +67,7 @@ def test_score_runs_on_a_modular_sweep_that_follows_the_law():
     card = score_runs(runs, hist, main=runs[1.0][0])
     assert card["P1 norm ordering"].passed  # fitted at 300 (norm 64), end at 40
     assert card["P3 clean/worst-group"].passed and card["P5 clean separation"].passed
-    assert card["P6 delay scaling"].passed and "6 runs, 3 λ" in card["P6 delay scaling"].text
+    assert card["P6 delay scaling"].passed and "6 runs, 3 λ" in card["P6 delay scaling"].detail
 
 
 def test_score_runs_on_a_border_that_is_the_cheaper_solution_fails_p1():

@@ -23,7 +23,7 @@ RISING = np.linspace(10, 100, len(STEPS))                                  # nev
 
 def test_p1_norm_ordering_passes_when_the_shortcut_norm_is_larger():
     v = norm_ordering(history(STEPS, norm=RISE_FALL), shortcut_step=300, structured_step=1000)
-    assert v.passed and v.value == pytest.approx(100 / 40) and "100/40" in v.text
+    assert v.passed and v.value == pytest.approx(100 / 40) and "100/40" in v.detail
 
 
 def test_p1_fails_when_the_shortcut_is_the_cheaper_solution():
@@ -31,7 +31,7 @@ def test_p1_fails_when_the_shortcut_is_the_cheaper_solution():
     v = norm_ordering(history(STEPS, norm=RISING), shortcut_step=100, structured_step=1000)
     assert not v.passed and v.value < 1
     unmeasured = norm_ordering(history(STEPS, norm=RISE_FALL), shortcut_step=300, structured_step=None)
-    assert not unmeasured.passed and math.isnan(unmeasured.value) and "structure never reached" in unmeasured.text
+    assert not unmeasured.passed and math.isnan(unmeasured.value) and "structure never reached" in unmeasured.detail
     with pytest.raises(ValueError, match="after the history's last evaluated step"):
         norm_ordering(history(STEPS, norm=RISE_FALL), 300, 5000)
 
@@ -59,18 +59,18 @@ def test_p2_three_regimes():
     assert not regimes_in_order({0.01: "weak", 0.1: "undetermined", 5.0: "strong"})
     assert not regimes_in_order({0.0: "weak", 1.0: "strong", 3.0: "intermediate"})
     good = three_regimes({0.01: "weak", 0.3: "intermediate", 3.0: "strong"})
-    assert good.passed and good.value == 3 and good.text == "weak → intermediate → strong"
+    assert good.passed and good.value == 3 and good.detail == "weak → intermediate → strong"
     bad = three_regimes({0.01: "weak", 0.3: "intermediate"})
     assert not bad.passed and bad.value == 2
     # a regime that comes back at a larger λ is not the ordered sequence (all three are seen, still ✗)
     back = three_regimes({0.01: "weak", 0.1: "intermediate", 0.3: "weak", 1.0: "strong"})
-    assert not back.passed and back.value == 3 and back.text == "weak → intermediate → weak → strong"
+    assert not back.passed and back.value == 3 and back.detail == "weak → intermediate → weak → strong"
 
 
 def test_p3_worst_group_must_start_below_and_end_above_the_level():
     escape = np.array([0.1, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.55, 0.6, 0.62, 0.65])
     v = worst_group_rise(history(STEPS, conflict_acc=escape), "conflict_acc", start_step=100)
-    assert v.passed and v.value == pytest.approx(0.65) and "0.10 → 0.65" in v.text
+    assert v.passed and v.value == pytest.approx(0.65) and "0.10 → 0.65" in v.detail
     # never escapes
     stuck = worst_group_rise(history(STEPS, conflict_acc=np.full(11, 0.2)), "conflict_acc", start_step=100)
     assert not stuck.passed
@@ -78,7 +78,7 @@ def test_p3_worst_group_must_start_below_and_end_above_the_level():
     high = worst_group_rise(history(STEPS, conflict_acc=np.linspace(0.6, 0.9, 11)), "conflict_acc", start_step=100)
     assert not high.passed
     never = worst_group_rise(history(STEPS, conflict_acc=escape), "conflict_acc", start_step=None)
-    assert not never.passed and "never fitted" in never.text
+    assert not never.passed and "never fitted" in never.detail
 
 
 def _t(layer, peak_step, contraction, min_contraction=0.02):
@@ -90,7 +90,7 @@ def test_p4_needs_both_layers_to_contract_head_first():
     assert backward_order([_t("conv1", 600, 0.3), _t("readout", 200, 0.4)], "readout", "conv1").passed
     # conv1 never contracted: that is not "the read-out contracted first"
     v = backward_order([_t("conv1", 1000, 0.0), _t("readout", 200, 0.4)], "readout", "conv1")
-    assert not v.passed and v.text.startswith("head only")
+    assert not v.passed and v.detail.startswith("head only")
     assert not backward_order([_t("conv1", 100, 0.5), _t("readout", 300, 0.1)], "readout", "conv1").passed
     assert not backward_order([_t("conv1", 300, 0.5), _t("readout", 300, 0.1)], "readout", "conv1").passed
     # read from a history: the head rises and falls first, conv1 later
@@ -103,10 +103,10 @@ def test_p5_separation_rule():
     steps = np.arange(0, 2001, 20.0)
     norm = np.where(steps <= 500, 100 + steps, 600 * np.exp(-(steps - 500) / 600))
     clean = clean_norm_separation(steps, norm, 1 / (1 + np.exp((steps - 1200) / 50)), start_step=500)
-    assert separation_rule(clean).passed and "1.00" in separation_rule(clean).text
+    assert separation_rule(clean).passed and "1.00" in separation_rule(clean).detail
     undefined = clean_norm_separation(steps, norm, np.ones(len(steps)), start_step=500)
     v = separation_rule(undefined)
-    assert not v.passed and math.isnan(v.value) and "undefined" in v.text
+    assert not v.passed and math.isnan(v.value) and "undefined" in v.detail
     rng = np.random.default_rng(0)
     assert not separation_rule(clean_norm_separation(steps, norm, rng.uniform(size=len(steps)), start_step=500)).passed
 
@@ -128,7 +128,7 @@ def test_p6_needs_three_lambdas_and_an_interval_around_one():
     rng = np.random.default_rng(1)
     law = {lam: [int(1000 / lam * math.exp(rng.normal(0, 0.05))) for _ in range(2)] for lam in lams}
     v = delay_scaling(law)
-    assert v.passed and abs(v.value - 1) < 0.1 and "4 λ" in v.text
+    assert v.passed and abs(v.value - 1) < 0.1 and "4 λ" in v.detail
     # two λ values, however well they fit, do not show a scaling (the old rule passed them)
     assert not delay_scaling({0.5: [2000], 1.0: [1000]}).passed
     assert not delay_scaling({0.5: [2000], 1.0: [1000], 2.0: [None]}).passed
@@ -169,10 +169,11 @@ def test_score_predictions_and_the_table_print_each_number():
 
 
 def test_prediction_readings_count_each_prediction_over_seeds():
-    from nhtlab.book.scorecard import Verdict, prediction_readings
+    from nhtlab.book.claims import Check
+    from nhtlab.book.scorecard import prediction_readings
 
     def card(p1, p3):
-        return {"P1 norm ordering": Verdict(p1, 1.0, ""), "P3 clean/worst-group": Verdict(p3, 0.6, "")}
+        return {"P1 norm ordering": Check("norm ordering", p1, "", 1.0), "P3 clean/worst-group": Check("worst-group rise", p3, "", 0.6)}
 
     readings = prediction_readings({0: card(True, False), 1: card(False, False), 2: card(True, True)})
     p1, p3 = readings
@@ -191,12 +192,12 @@ def test_p4_contraction_rule_passes_only_on_the_backward_reading():
 
     late = np.array([10, 50, 90, 100, 99, 98, 97, 95, 85, 80, 75.0])  # loses 10% of its step-300 value at 800
     back = contraction_rule(order(RISE_FALL, late))
-    assert back.passed and back.value == 300.0 and back.text.startswith("backward")
+    assert back.passed and back.value == 300.0 and back.detail.startswith("backward")
     assert contraction_rule(order(RISE_FALL, RISING)).passed  # the first layer never contracts: still backward
     fwd = contraction_rule(order(late, RISE_FALL))
-    assert not fwd.passed and fwd.value == -300.0 and fwd.text.startswith("forward")
+    assert not fwd.passed and fwd.value == -300.0 and fwd.detail.startswith("forward")
     assert not contraction_rule(order(RISE_FALL, RISE_FALL)).passed  # simultaneous
     none = contraction_rule(order(RISE_FALL, RISE_FALL, window=(None, None)))
-    assert not none.passed and math.isnan(none.value) and none.text.startswith("undetermined")
+    assert not none.passed and math.isnan(none.value) and none.detail.startswith("undetermined")
     with pytest.raises(TypeError, match="order"):
         contraction_rule("backward")

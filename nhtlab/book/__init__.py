@@ -25,7 +25,7 @@ from .dlr_probes import *  # noqa: F401,F403
 from .dlr_report import *  # noqa: F401,F403
 from .dlr_tables import *  # noqa: F401,F403
 from .emergence_report import *  # noqa: F401,F403
-from .exercises import check_answer, check_prediction  # noqa: F401  (its Verdict is the exercise's; nb.Verdict is the scorecard's)
+from .exercises import check_answer, check_prediction  # noqa: F401  
 from .grokking_report import *  # noqa: F401,F403
 from .held_out_eta import *  # noqa: F401,F403
 from .layer_report import *  # noqa: F401,F403

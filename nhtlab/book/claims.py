@@ -19,6 +19,7 @@ True
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -44,11 +45,14 @@ class Check:
         Whether the run satisfies it.
     detail : str
         The measurement that decided it, for the failure message and the checks table.
+    value : float
+        The number the rule compared, where there is one (a ratio, a score); NaN otherwise.
     """
 
     name: str
     passed: bool
     detail: str = ""
+    value: float = math.nan
 
     def __bool__(self) -> bool:
         return bool(self.passed)

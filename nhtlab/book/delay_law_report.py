@@ -33,7 +33,7 @@ from ..papers import (COMPANION_CONTRACTION, COMPANION_ETA_SWEEP, COMPANION_GROK
                       COMPANION_LAMBDA_SWEEP, paper_cell)
 from ..validation import require_choice, require_int, require_real, require_type
 from .claims import Check, Reading, check_reading, over_seeds
-from .exercises import Verdict, check_answer
+from .exercises import Feedback, check_answer
 from ..analysis.delay import DEFINITIONS, LinearFit, contraction_fit, delay_fits, delay_point, linear_fit, mean_std
 from ..analysis.events import find_events
 from ..analysis.regimes import diagnose_regime
@@ -542,7 +542,7 @@ def eta_exercise(answer: float | None, points: Sequence[Mapping[str, Any]], lr: 
 
     Returns
     -------
-    Verdict
+    Feedback
         :func:`~nhtlab.book.check_answer` against ``base · lr / eta``, its explanation built from
         the runs; an ``unanswered`` note when the base run did not grok (nothing to scale).
 
@@ -563,7 +563,7 @@ def eta_exercise(answer: float | None, points: Sequence[Mapping[str, Any]], lr: 
 
     base = delay(lr)
     if base is None:
-        return Verdict("unanswered", f"Seed {seed}'s λ = 1 run at η = {lr:g} did not grok: no delay to scale.")
+        return Feedback("unanswered", f"Seed {seed}'s λ = 1 run at η = {lr:g} did not grok: no delay to scale.")
     expected, measured = base * lr / eta, delay(eta)
     why = (f"the λ = 1 run at η = {lr:g} waited {base:,} steps, and {base:,} · {lr:g} / {eta:g} = {expected:,.0f}; the run at "
            f"η = {eta:g} " + (f"measured {measured:,}" if measured is not None else "did not grok"))

@@ -15,12 +15,13 @@ from dataclasses import dataclass
 
 from ..validation import require_real, require_type
 
-__all__ = ["Verdict", "check_answer", "check_prediction"]
+__all__ = ["Feedback", "check_answer", "check_prediction"]
 
 
 @dataclass
-class Verdict:
-    """The outcome of an exercise check; renders as one line in Jupyter and the book."""
+class Feedback:
+    """What a reader is told about their answer to an exercise (not a claim's verdict: that is
+    :class:`~nhtlab.book.claims.Check`); renders as one line in Jupyter and the book."""
 
     status: str  # "unanswered", "correct" or "wrong"
     message: str
@@ -43,7 +44,7 @@ class Verdict:
         return self.status == "correct"
 
 
-def check_answer(answer: float | None, expected: float, rel_tol: float = 0.05, why: str = "") -> Verdict:
+def check_answer(answer: float | None, expected: float, rel_tol: float = 0.05, why: str = "") -> Feedback:
     """Compare a reader's numeric ``answer`` with ``expected`` within a relative tolerance.
 
     ``None`` (the exercise's placeholder) is "not answered yet", never an error,
@@ -68,15 +69,15 @@ def check_answer(answer: float | None, expected: float, rel_tol: float = 0.05, w
     reveal = (f"The expected answer: {expected:,.4g}. {why[:1].upper()}{why[1:]}" + ("" if why.endswith(".") else ".")
               if why else "")
     if answer is None:
-        return Verdict("unanswered", "Not answered yet: replace None with your number and run the cell.", reveal)
+        return Feedback("unanswered", "Not answered yet: replace None with your number and run the cell.", reveal)
     answer = require_real(answer, "answer", owner="check_answer")
     if math.isclose(answer, expected, rel_tol=rel_tol):
-        return Verdict("correct", f"Correct: {answer:g} is within {rel_tol:.0%} of the expected value.", reveal)
-    return Verdict("wrong", f"Not quite: {answer:g} is off by more than {rel_tol:.0%}. Look at the hint and try again.",
+        return Feedback("correct", f"Correct: {answer:g} is within {rel_tol:.0%} of the expected value.", reveal)
+    return Feedback("wrong", f"Not quite: {answer:g} is off by more than {rel_tol:.0%}. Look at the hint and try again.",
                    reveal)
 
 
-def check_prediction(guess: str | None, answer: str, choices: tuple[str, ...] | list[str], why: str) -> Verdict:
+def check_prediction(guess: str | None, answer: str, choices: tuple[str, ...] | list[str], why: str) -> Feedback:
     """Compare a reader's prediction with what the run found, and say why the run came out so.
 
     Parameters
@@ -93,7 +94,7 @@ def check_prediction(guess: str | None, answer: str, choices: tuple[str, ...] | 
 
     Returns
     -------
-    Verdict
+    Feedback
         ``unanswered``, ``correct`` or ``wrong``, with the run's answer and ``why``.
 
     Raises
@@ -116,9 +117,9 @@ def check_prediction(guess: str | None, answer: str, choices: tuple[str, ...] | 
     reveal = f"The run's answer: {answer}. {why[:1].upper()}{why[1:]}" + ("" if why.endswith(".") else ".")
     if guess is None:
         options = " or ".join(repr(c) for c in choices)
-        return Verdict("unanswered", f"Not predicted yet: write {options} as your prediction and run the cell.", reveal)
+        return Feedback("unanswered", f"Not predicted yet: write {options} as your prediction and run the cell.", reveal)
     if guess not in choices:
         raise ValueError(f"check_prediction: 'guess' must be one of {choices} or None, got {guess!r}")
     if guess == answer:
-        return Verdict("correct", f"Right: the run says {answer}.", reveal)
-    return Verdict("wrong", f"The run says {answer}, not {guess}.", reveal)
+        return Feedback("correct", f"Right: the run says {answer}.", reveal)
+    return Feedback("wrong", f"The run says {answer}, not {guess}.", reveal)

@@ -3,7 +3,7 @@
 Khanh & Hoa (arXiv 2603.07323) score six predictions per domain (P1 norm
 ordering, P2 three regimes, P3 clean/worst-group ordering, P4 layer hierarchy,
 P5 clean norm separation, P6 delay scaling) but give no operational rules. These
-are nhtlab's. Each rule is a function returning a :class:`Verdict`: pass or fail
+are nhtlab's. Each rule is a function returning a :class:`~nhtlab.book.claims.Check`: pass or fail
 *and* the number it was decided on, so a ✓ or ✗ can be checked. Each function's
 docstring says what makes it fail.
 
@@ -34,12 +34,12 @@ import numpy as np
 from ..history import History
 from ..validation import require_int, require_real, require_type
 from ..analysis.events import border_times, norm_at
-from .claims import Reading, over_seeds
+from .claims import Check, Reading, over_seeds
 from ..analysis.layers import ContractionOrder, LayerTransition, layer_order
 from ..analysis.regimes import REGIMES, UNJUDGED, regime_order_ok
 from ..analysis.separation import Separation, format_score
 
-__all__ = ["PREDICTIONS", "Verdict", "norm_ordering", "contraction_rule", "three_regimes", "regimes_in_order", "worst_group_rise",
+__all__ = ["PREDICTIONS", "norm_ordering", "contraction_rule", "three_regimes", "regimes_in_order", "worst_group_rise",
            "backward_order", "separation_rule", "delay_scaling", "DelayExponent", "fit_delay_exponent",
            "cue_escape_step", "score_predictions", "scorecard_text", "scorecard_rows",
            "prediction_readings"]
@@ -48,31 +48,7 @@ PREDICTIONS = ("P1 norm ordering", "P2 three regimes", "P3 clean/worst-group", "
                "P5 clean separation", "P6 delay scaling")
 
 
-@dataclass
-class Verdict:
-    """One prediction on one domain: pass/fail and the measurement behind it.
-
-    Attributes
-    ----------
-    passed : bool
-    value : float
-        The number the rule compared (NaN when it could not be measured).
-    text : str
-        The measurement in words, printed beside ✓/✗ (e.g. "V_sc/V_st = 3.1").
-    """
-
-    passed: bool
-    value: float
-    text: str
-
-    def __str__(self) -> str:
-        return f"{'✓' if self.passed else '✗'} {self.text}"
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-def norm_ordering(history: History, shortcut_step: int | None, structured_step: int | None) -> Verdict:
+def norm_ordering(history: History, shortcut_step: int | None, structured_step: int | None) -> Check:
     """P1: ‖θ‖² on the shortcut solution is larger than on the structured one.
 
     V_sc is ‖θ‖² at ``shortcut_step`` (the first evaluated step at or after it:
@@ -94,16 +70,16 @@ def norm_ordering(history: History, shortcut_step: int | None, structured_step: 
 
     Returns
     -------
-    Verdict
+    Check
         ``value`` = V_sc / V_st (``inf`` when V_st = 0, NaN when not measured).
     """
     require_type(history, "history", History, owner="norm_ordering")
     if shortcut_step is None or structured_step is None:
         missing = "shortcut never fitted" if shortcut_step is None else "structure never reached"
-        return Verdict(False, float("nan"), f"not measured ({missing})")
+        return Check("norm ordering", False, f"not measured ({missing})", float("nan"))
     v_sc, v_st = norm_at(history, shortcut_step), norm_at(history, structured_step)
     ratio = v_sc / v_st if v_st > 0 else float("inf")
-    return Verdict(bool(ratio > 1.0), ratio, f"V_sc/V_st = {v_sc:.0f}/{v_st:.0f} = {ratio:.2f}")
+    return Check("norm ordering", bool(ratio > 1.0), f"V_sc/V_st = {v_sc:.0f}/{v_st:.0f} = {ratio:.2f}", ratio)
 
 
 def regimes_in_order(regimes: Mapping[float, str]) -> bool:
@@ -150,7 +126,7 @@ def _collapsed(regimes: Mapping[float, str]) -> list[str]:
     return out
 
 
-def three_regimes(regimes: Mapping[float, str]) -> Verdict:
+def three_regimes(regimes: Mapping[float, str]) -> Check:
     """P2: the λ sweep shows weak, intermediate and strong, in that order of λ.
 
     Fails when any of the three is missing, or they come in another order
@@ -159,10 +135,10 @@ def three_regimes(regimes: Mapping[float, str]) -> Verdict:
     regimes seen.
     """
     seen = _collapsed(regimes)
-    return Verdict(regimes_in_order(regimes), float(len(set(seen))), " → ".join(seen) or "none")
+    return Check("three regimes", regimes_in_order(regimes), " → ".join(seen) or "none", float(len(set(seen))))
 
 
-def worst_group_rise(history: History, column: str, start_step: int | None, level: float = 0.5) -> Verdict:
+def worst_group_rise(history: History, column: str, start_step: int | None, level: float = 0.5) -> Check:
     """P3: the worst group's accuracy starts below ``level`` and ends above it.
 
     "Starts" is the value at ``start_step`` (the first evaluated step at or
@@ -181,12 +157,12 @@ def worst_group_rise(history: History, column: str, start_step: int | None, leve
     values, steps = history.column(column), history.column("step")
     end = float(values[-1])
     if start_step is None:
-        return Verdict(False, end, f"shortcut never fitted; ends {end:.2f}")
+        return Check("worst-group rise", False, f"shortcut never fitted; ends {end:.2f}", end)
     start = float(values[min(int(np.searchsorted(steps, start_step)), len(values) - 1)])
-    return Verdict(bool(start < level < end), end, f"{start:.2f} → {end:.2f} (level {level:g})")
+    return Check("worst-group rise", bool(start < level < end), f"{start:.2f} → {end:.2f} (level {level:g})", end)
 
 
-def backward_order(transitions: Sequence[LayerTransition], head: str, first: str) -> Verdict:
+def backward_order(transitions: Sequence[LayerTransition], head: str, first: str) -> Check:
     """P4: the read-out peaks and contracts strictly before the first layer does.
 
     Fails unless :func:`nhtlab.analysis.layers.layer_order` says ``"backward"``: both
@@ -201,10 +177,10 @@ def backward_order(transitions: Sequence[LayerTransition], head: str, first: str
     lead = float(f.peak_step - h.peak_step)
     text = (f"{order}: {head} peak {h.peak_step} (−{h.contraction:.0%}), "
             f"{first} peak {f.peak_step} (−{f.contraction:.0%})")
-    return Verdict(order == "backward", lead, text)
+    return Check("layer order", order == "backward", text, lead)
 
 
-def contraction_rule(order: ContractionOrder) -> Verdict:
+def contraction_rule(order: ContractionOrder) -> Check:
     """P4: the read-out contracts before the first layer once the shortcut is fitted.
 
     Passes only on :func:`nhtlab.analysis.layers.contraction_order`'s ``"backward"`` verdict
@@ -224,10 +200,10 @@ def contraction_rule(order: ContractionOrder) -> Verdict:
 
     text = (f"{order.verdict}: {order.head} {step(h)}, {order.first} {step(f)} "
             f"(−{order.share:.0%} of the value at step {order.t_mem})")
-    return Verdict(order.verdict == "backward", lead, text)
+    return Check("layer order", order.verdict == "backward", text, lead)
 
 
-def separation_rule(separation: Separation, threshold: float = 0.5) -> Verdict:
+def separation_rule(separation: Separation, threshold: float = 0.5) -> Check:
     """P5: nhtlab's clean-norm-separation score is defined and at least ``threshold``.
 
     Fails when the score is below ``threshold`` or undefined (NaN: the shortcut
@@ -235,7 +211,7 @@ def separation_rule(separation: Separation, threshold: float = 0.5) -> Verdict:
     """
     require_type(separation, "separation", Separation, owner="separation_rule")
     ok = separation.defined and separation.score >= threshold
-    return Verdict(bool(ok), separation.score, f"score {format_score(separation)}")
+    return Check("clean separation", bool(ok), f"score {format_score(separation)}", separation.score)
 
 
 @dataclass
@@ -299,7 +275,7 @@ def fit_delay_exponent(delays: Sequence[tuple[float, float]], confidence: float 
                          n_lams=n_lams, confidence=confidence)
 
 
-def delay_scaling(delays: Mapping[float, Sequence[int | None]], min_lams: int = 3) -> Verdict:
+def delay_scaling(delays: Mapping[float, Sequence[int | None]], min_lams: int = 3) -> Check:
     """P6: the delay scales as 1/λ, by a fitted exponent and its 95% interval.
 
     Parameters
@@ -318,10 +294,10 @@ def delay_scaling(delays: Mapping[float, Sequence[int | None]], min_lams: int = 
     pairs = [(lam, t) for lam, ts in delays.items() for t in ts if t]
     n_lams = len({lam for lam, _ in pairs})
     if n_lams < min_lams or len(pairs) < 3:
-        return Verdict(False, float("nan"), f"{n_lams} λ with a measured delay (needs {min_lams})")
+        return Check("delay scaling", False, f"{n_lams} λ with a measured delay (needs {min_lams})", float("nan"))
     fit = fit_delay_exponent(pairs)
     ok = fit.low <= 1.0 <= fit.high and fit.low > 0
-    return Verdict(bool(ok), fit.alpha, f"α = {fit.alpha:.2f} [{fit.low:.2f}, {fit.high:.2f}] ({fit.n} runs, {n_lams} λ)")
+    return Check("delay scaling", bool(ok), f"α = {fit.alpha:.2f} [{fit.low:.2f}, {fit.high:.2f}] ({fit.n} runs, {n_lams} λ)", fit.alpha)
 
 
 def cue_escape_step(history: History, fit_level: float = 0.3, drop_level: float = 0.5) -> int | None:
@@ -345,7 +321,7 @@ def cue_escape_step(history: History, fit_level: float = 0.3, drop_level: float 
 def score_predictions(*, main: History, regimes: Mapping[float, str], shortcut_step: int | None,
                       structured_step: int | None, worst_column: str, order: ContractionOrder,
                       separation: Separation, delays: Mapping[float, Sequence[int | None]],
-                      level: float = 0.5) -> dict[str, Verdict]:
+                      level: float = 0.5) -> dict[str, Check]:
     """The six predictions for one domain, by the rules of this module.
 
     Parameters
@@ -371,7 +347,7 @@ def score_predictions(*, main: History, regimes: Mapping[float, str], shortcut_s
 
     Returns
     -------
-    dict of str to Verdict
+    dict of str to Check
         ``"P1"`` … ``"P6"``: each prediction's verdict (held, failed or skipped) and its measured number.
     """
     return {
@@ -384,12 +360,17 @@ def score_predictions(*, main: History, regimes: Mapping[float, str], shortcut_s
     }
 
 
-def scorecard_rows(scorecard: Mapping[str, Mapping[str, Verdict]]) -> list[dict[str, str]]:
+def _cell(check: Check) -> str:
+    """A prediction's verdict and its measurement, "✓ V_sc/V_st = 2.50"."""
+    return f"{'✓' if check.passed else '✗'} {check.detail}"
+
+
+def scorecard_rows(scorecard: Mapping[str, Mapping[str, Check]]) -> list[dict[str, str]]:
     """One row per prediction, one column per domain, each cell "✓ number" or "✗ number" (for a table).
 
     Parameters
     ----------
-    scorecard : mapping of domain to (mapping of prediction to Verdict)
+    scorecard : mapping of domain to (mapping of prediction to Check)
         :func:`score_predictions` per domain.
 
     Returns
@@ -399,19 +380,19 @@ def scorecard_rows(scorecard: Mapping[str, Mapping[str, Verdict]]) -> list[dict[
         each domain's count ("4/6").
     """
     names = list(dict.fromkeys(name for row in scorecard.values() for name in row))
-    rows = [{"prediction": name, **{domain: str(row[name]) for domain, row in scorecard.items() if name in row}}
+    rows = [{"prediction": name, **{domain: _cell(row[name]) for domain, row in scorecard.items() if name in row}}
             for name in names]
     rows.append({"prediction": "passed", **{domain: f"{sum(v.passed for v in row.values())}/{len(row)}"
                                             for domain, row in scorecard.items()}})
     return rows
 
 
-def scorecard_text(scorecard: Mapping[str, Mapping[str, Verdict]]) -> str:
+def scorecard_text(scorecard: Mapping[str, Mapping[str, Check]]) -> str:
     """The scorecard as text: per domain, each prediction's ✓/✗ with its measured number, and the total.
 
     Parameters
     ----------
-    scorecard : mapping of domain to (mapping of prediction to Verdict)
+    scorecard : mapping of domain to (mapping of prediction to Check)
         :func:`score_predictions` per domain.
 
     Returns
@@ -421,11 +402,11 @@ def scorecard_text(scorecard: Mapping[str, Mapping[str, Verdict]]) -> str:
     lines = []
     for domain, row in scorecard.items():
         lines.append(f"{domain} ({sum(v.passed for v in row.values())}/{len(row)}):")
-        lines += [f"    {name:<22} {verdict}" for name, verdict in row.items()]
+        lines += [f"    {name:<22} {_cell(verdict)}" for name, verdict in row.items()]
     return "\n".join(lines)
 
 
-def prediction_readings(cards: Mapping[int, Mapping[str, Verdict]],
+def prediction_readings(cards: Mapping[int, Mapping[str, Check]],
                         names: Sequence[str] | None = None) -> list[Reading]:
     """Each prediction's verdict over seeds: the paper's claim, read as ✓ or ✗ in every seed.
 
@@ -434,7 +415,7 @@ def prediction_readings(cards: Mapping[int, Mapping[str, Verdict]],
 
     Parameters
     ----------
-    cards : mapping seed → (mapping prediction → Verdict)
+    cards : mapping seed → (mapping prediction → Check)
         :func:`score_predictions` (or a subset of its predictions) per seed.
     names : sequence of str, optional
         The predictions to read; by default those of the first seed's card.

@@ -26,7 +26,8 @@ from typing import Any
 from ..analysis.events import border_times, find_events
 from ..analysis.layers import contraction_order
 from ..analysis.regimes import diagnose_regime
-from .scorecard import Verdict, score_predictions
+from .claims import Check
+from .scorecard import score_predictions
 from ..analysis.separation import Separation, separation_from_history
 from .shortcut_report import border_record, norm_record
 from ..history import History
@@ -187,7 +188,7 @@ def _history_of(histories: Mapping[TrainConfig, History], run: TrainConfig, owne
 
 
 def score_runs(runs: Mapping[float, Sequence[TrainConfig]], histories: Mapping[TrainConfig, History],
-               main: TrainConfig, fit: float = 0.97) -> dict[str, Verdict]:
+               main: TrainConfig, fit: float = 0.97) -> dict[str, Check]:
     """The six predictions of :func:`nhtlab.book.scorecard.score_predictions` for a λ sweep of one run kind.
 
     The regimes (P2) are read on the runs of ``main``'s seed, one per λ; the delays (P6) on every
@@ -208,7 +209,7 @@ def score_runs(runs: Mapping[float, Sequence[TrainConfig]], histories: Mapping[T
 
     Returns
     -------
-    dict of str to Verdict
+    dict of str to Check
         ``"P1 norm ordering"`` … ``"P6 delay scaling"``.
     """
     owner = "score_runs"

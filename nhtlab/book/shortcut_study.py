@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .claims import Check, Reading, over_seeds, reading_answer
-from .scorecard import PREDICTIONS, Verdict, prediction_readings
+from .scorecard import PREDICTIONS, prediction_readings
 from ..analysis.separation import Separation
 from .shortcut_report import (border_reading, check_border_escape, check_rho_trend,
                                         check_separation_defined, higher_reading, rho_reading)
@@ -289,7 +289,7 @@ class ShortcutStudy:
         """
         return {d: domain_of(m, self.fit).separation(trained[m]) for d, (_, m) in self.domains().items()}
 
-    def scorecard(self, trained: Histories) -> dict[str, dict[str, Verdict]]:
+    def scorecard(self, trained: Histories) -> dict[str, dict[str, Check]]:
         """Domain → the six predictions on its sweep (:func:`score_runs`).
 
         Parameters
@@ -298,7 +298,7 @@ class ShortcutStudy:
 
         Returns
         -------
-        dict of str to (dict of str to Verdict)
+        dict of str to (dict of str to Check)
         """
         return {d: score_runs(runs, trained, main=m, fit=self.fit) for d, (runs, m) in self.domains().items()}
 
