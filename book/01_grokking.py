@@ -389,7 +389,7 @@ readings = [
     nb.checks_over_seeds(name, by_seed, rule="majority")
     for name, by_seed in checks.items()
 ]
-nb.table(nb.reading_records(readings))
+nb.table(nb.reading_rows(readings))
 
 # %% tags=["remove-input"]
 nb.table(

@@ -220,7 +220,7 @@ nb.table(
     nb.reading_rows(
         modular_readings, {key: paper_p4 for key in modular_readings}
     ),
-    headers={"ours": "ours (k of n seeds)", "holds": "P4 holds"},
+    headers={"seeds": "ours (k of n seeds)", "holds": "P4 holds"},
 )
 
 # %% tags=["remove-input"]
@@ -399,7 +399,7 @@ nb.table(
             ("main", "warning"): "warns",
         },
     ),
-    headers={"ours": "ours (k of n seeds)"},
+    headers={"seeds": "ours (k of n seeds)"},
 )
 
 # %% [markdown]

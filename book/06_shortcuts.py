@@ -247,7 +247,7 @@ nb.md(
         " `book` profile does); the designs over seeds:"
     )
     + "\n\n"
-    + nb.table(nb.seed_reading_records(study.design_readings(trained)))
+    + nb.table(nb.reading_rows(study.design_readings(trained)))
 )
 
 # %%
@@ -488,7 +488,7 @@ nb.md(
     + "\n\nPaper: "
     + ", ".join(f"{d} {k}/6" for d, k in paper_total.items())
     + ".\n\n"
-    + nb.table(nb.seed_reading_records(per_seed))
+    + nb.table(nb.reading_rows(per_seed))
 )
 
 # %% [markdown]

@@ -6,11 +6,11 @@ from nhtlab.book.layer_report import (
     image_readings,
     image_run_rows,
     modular_order_rows,
-    reading_rows,
     signal_records,
 )
 from nhtlab.analysis.layers import contraction_order
 from nhtlab.book.layer_report import order_readings
+from nhtlab.book.claims import reading_rows
 from nhtlab.book.shortcut_report import border_reading
 from nhtlab.history import History
 
@@ -58,9 +58,9 @@ def test_image_rows_and_readings_count_seeds():
     assert (order.k, order.n, order.holds, order.flips) == (2, 3, True, True)
     assert (control.k, control.n, control.holds) == (1, 2, False)  # one of two is not a strict majority
     table = reading_rows(readings, {("main", "verdict"): "backward"})
-    assert table[1]["paper"] == "backward" and table[1]["holds"] == "✓" and table[1]["seeds agree"] == "no"
+    assert table[1]["paper"] == "backward" and table[1]["holds"] == "✓" and table[1]["flips"] == "yes"
     assert table[2]["holds"] == "✗" and table[0]["paper"] is None
-    assert table[1]["ours"].startswith("backward in 2 of 3 seeds")
+    assert table[1]["seeds"] == "2 of 3" and table[1]["stated"] == "backward"
 
 
 def test_modular_rows_and_signal_records():

@@ -6,7 +6,8 @@ import pytest
 import nhtlab
 from nhtlab.book.claims import Check
 from nhtlab.book.grokking_report import (check_contraction, check_grokking, check_norm_largest_at_init, check_weak,
-                                        checks_over_seeds, delay_law_records, events_vs_paper, reading_records)
+                                        checks_over_seeds, delay_law_records, events_vs_paper)
+from nhtlab.book.claims import reading_rows
 from nhtlab.history import History
 
 STEPS = np.arange(0, 3001, 100)
@@ -68,8 +69,11 @@ def test_checks_over_seeds_counts_and_rules():
     majority = checks_over_seeds("groks", checks)
     assert (majority.k, majority.n, majority.holds, majority.flips) == (2, 3, True, True)
     assert not checks_over_seeds("groks", checks, rule="all").holds
-    rows = reading_records([majority])
-    assert rows[0]["seeds"].startswith("holds in 2 of 3 seeds") and rows[0]["holds"] == "✓" and rows[0]["flips"] == "yes"
+    rows = reading_rows([majority])
+    assert rows[0]["seeds"] == "2 of 3" and rows[0]["stated"] == "holds" and rows[0]["holds"] == "✓"
+    assert rows[0]["flips"] == "yes" and rows[0]["by seed"] == "0: holds, 1: fails, 2: holds"
+    with pytest.raises(TypeError, match="'paper' needs 'readings' as a mapping"):
+        reading_rows([majority], paper={0: "holds"})
     with pytest.raises(TypeError):
         checks_over_seeds("groks", {0: True})
 

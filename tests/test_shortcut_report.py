@@ -8,11 +8,11 @@ import pytest
 
 from nhtlab.book.claims import over_seeds
 from nhtlab.analysis.separation import clean_norm_separation
-from nhtlab.book.claims import check_reading, reading_answer
+from nhtlab.book.claims import check_reading, reading_answer, reading_rows
 from nhtlab.book.shortcut_report import (PROBE_COLUMNS, border_reading, border_record, check_border_escape,
                                              check_rho_trend, check_separation_defined, final_accuracy_records,
                                              higher_reading, norm_record, probe_row, read_probe,
-                                             reading_sentence, rho_drop, rho_reading, seed_reading_records,
+                                             reading_sentence, rho_drop, rho_reading,
                                              separation_records, write_probe)
 from nhtlab.history import History
 
@@ -106,7 +106,7 @@ def test_check_separation_defined_fails_when_the_score_is_undefined():
 
 def test_readings_become_records_sentences_and_checks():
     flipping = over_seeds("border", {0: "dropped", 1: "kept", 2: "kept"}, expected="dropped")
-    rec = seed_reading_records([flipping])[0]
+    rec = reading_rows([flipping])[0]
     assert rec["seeds"] == "1 of 3" and rec["holds"] == "✗" and rec["flips"] == "yes"
     assert rec["by seed"] == "0: dropped, 1: kept, 2: kept"
     text = reading_sentence(flipping)

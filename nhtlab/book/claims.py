@@ -26,7 +26,7 @@ from typing import Any
 
 from ..validation import require_choice, require_type
 
-__all__ = ["Check", "Reading", "over_seeds", "failed_checks", "check_reading", "reading_answer"]
+__all__ = ["Check", "Reading", "over_seeds", "failed_checks", "check_reading", "reading_answer", "reading_rows"]
 
 RULES = ("all", "majority")
 
@@ -222,3 +222,41 @@ def reading_answer(reading: Reading, yes: str = "yes", no: str = "no",
     rule = "every seed" if reading.rule == "all" else "a majority of seeds"
     why = f"{reading.name}: {reading.text()}, and {rule} decides" + (f"; {detail}" if detail else "")
     return (yes if reading.holds else no), (yes, no), why
+
+
+def reading_rows(readings: Iterable[Reading] | Mapping[Any, Reading],
+                 paper: Mapping[Any, str] | None = None) -> list[dict[str, Any]]:
+    """Readings over seeds as table rows, the one way the chapters table them.
+
+    Parameters
+    ----------
+    readings : iterable of Reading, or mapping key → Reading
+        From :func:`over_seeds` (or a function built on it).
+    paper : mapping key → str, optional
+        With a mapping of readings: the paper's claim for each key, shown as a ``paper`` column
+        (``None``, a dash in the table, where the paper has none).
+
+    Returns
+    -------
+    list of dict
+        ``reading``, ``stated`` (the reading the text states), ``paper`` (with ``paper`` only), ``seeds``
+        ("k of n"), ``by seed``, ``rule``, ``holds`` (✓/✗ for the rule) and ``flips`` ("yes"/"no").
+
+    Examples
+    --------
+    >>> reading_rows([over_seeds("border", {0: "dropped", 1: "kept"}, expected="dropped")])
+    [{'reading': 'border', 'stated': 'dropped', 'seeds': '1 of 2', 'by seed': '0: dropped, 1: kept', 'rule': 'majority', 'holds': '✗', 'flips': 'yes'}]
+    """
+    items = list(readings.items()) if isinstance(readings, Mapping) else list(enumerate(readings))
+    if paper is not None and not isinstance(readings, Mapping):
+        raise TypeError("reading_rows: 'paper' needs 'readings' as a mapping, keyed as 'paper' is")
+    rows = []
+    for key, r in items:
+        require_type(r, f"readings[{key!r}]", Reading, owner="reading_rows")
+        row = {"reading": r.name, "stated": r.expected}
+        if paper is not None:
+            row["paper"] = paper.get(key)
+        row.update({"seeds": f"{r.k} of {r.n}", "by seed": ", ".join(f"{s}: {v}" for s, v in r.by_seed.items()),
+                    "rule": r.rule, "holds": "✓" if r.holds else "✗", "flips": "yes" if r.flips else "no"})
+        rows.append(row)
+    return rows

@@ -33,7 +33,7 @@ from ..analysis.events import Events, find_events
 from ..analysis.regimes import diagnose_regime
 
 __all__ = ["check_grokking", "check_contraction", "check_weak", "check_norm_largest_at_init",
-           "checks_over_seeds", "reading_records", "events_vs_paper", "delay_law_records", "generalise_answer"]
+           "checks_over_seeds", "events_vs_paper", "delay_law_records", "generalise_answer"]
 
 HOLDS, FAILS = "holds", "fails"
 
@@ -191,28 +191,6 @@ def events_vs_paper(events: Mapping[int, Events], paper: Mapping[str, tuple[floa
     return [{"quantity": label, **{f"seed {seed}": getattr(ev, key) for seed, ev in events.items()},
              "paper": paper_cell(paper.get(key))}
             for key, label in (("t_mem", "T_mem"), ("t_grok", "T_grok"))]
-
-
-def reading_records(readings: Sequence[Reading]) -> list[dict[str, Any]]:
-    """Readings over seeds as table rows: ``claim, rule, seeds`` (the reading's text), ``flips`` and ``holds`` (✓/✗).
-
-    Parameters
-    ----------
-    readings : sequence of Reading
-
-    Returns
-    -------
-    list of dict
-
-    Examples
-    --------
-    >>> reading_records([checks_over_seeds("groks", {0: Check("groks", True)})])
-    [{'claim': 'groks', 'rule': 'majority', 'seeds': 'holds in 1 of 1 seeds (seed 0: holds)', 'flips': 'no', 'holds': '✓'}]
-    """
-    for i, r in enumerate(readings):
-        require_type(r, f"readings[{i}]", Reading, owner="reading_records")
-    return [{"claim": r.name, "rule": r.rule, "seeds": r.text(), "flips": "yes" if r.flips else "no",
-             "holds": "✓" if r.holds else "✗"} for r in readings]
 
 
 def delay_law_records(summary: Mapping[str, Any], paper: Mapping[str, Any]) -> list[dict[str, Any]]:

@@ -27,7 +27,7 @@ from ..analysis.layers import (
 )
 from .shortcut_report import border_reading
 
-__all__ = ["image_run_rows", "image_readings", "reading_rows", "signal_records",
+__all__ = ["image_run_rows", "image_readings", "signal_records",
            "modular_order_rows", "order_readings", "order_determined", "layer_window_records", "order_answer"]
 
 def _warns(history: History, dropped: int | None) -> str:
@@ -89,28 +89,6 @@ def image_readings(rows: list[dict[str, Any]], expected: Mapping[tuple[str, str]
         by_seed = {r["seed"]: r[field] for r in rows if r["run"] == label}
         out[(label, field)] = over_seeds(f"{label}: {field}", by_seed, expected=want, rule=rule)
     return out
-
-
-def reading_rows(readings: Mapping[Any, Reading], paper: Mapping[Any, str] | None = None) -> list[dict[str, Any]]:
-    """One table row per reading: what was read, the paper's claim, ours as "k of n", and the rule's verdict.
-
-    Parameters
-    ----------
-    readings : mapping of key → Reading
-        From :func:`nhtlab.book.layer_report.order_readings`, :func:`image_readings` or :func:`nhtlab.book.over_seeds`.
-    paper : mapping of key → str, optional
-        The paper's claim for that key ("backward (P4, held)"); ``—`` where absent.
-
-    Returns
-    -------
-    list of dict
-        ``{reading, paper, ours, rule, holds}``; ``holds`` is ``"✓"`` or ``"✗"``, ``flips`` marks disagreeing seeds.
-    """
-    require_type(readings, "readings", Mapping, owner="reading_rows")
-    paper = paper or {}
-    return [{"reading": r.name, "paper": paper.get(key), "ours": r.text(), "rule": r.rule,
-             "holds": "✓" if r.holds else "✗", "seeds agree": "no" if r.flips else "yes"}
-            for key, r in readings.items()]
 
 
 def modular_order_rows(orders: Mapping[tuple[float, int], ContractionOrder]) -> list[dict[str, Any]]:

@@ -35,7 +35,7 @@ from ..analysis.events import border_times
 from ..analysis.separation import Separation, format_score
 
 __all__ = ["ACCURACIES", "RECORD_COLUMNS", "RECORD_FORMATS", "SET_LABELS", "BORDER_READINGS", "border_record", "norm_record", "border_reading", "higher_reading",
-           "rho_drop", "rho_reading", "final_accuracy_records", "separation_records", "seed_reading_records",
+           "rho_drop", "rho_reading", "final_accuracy_records", "separation_records",
            "reading_sentence",
            "check_border_escape", "check_rho_trend", "check_separation_defined", "probe_row", "write_probe",
            "read_probe", "PROBE_COLUMNS"]
@@ -235,29 +235,6 @@ def separation_records(separations: Mapping[str, Separation]) -> list[dict[str, 
     for domain, sep in separations.items():
         require_type(sep, f"separations[{domain!r}]", Separation, owner="separation_records")
         out.append({"domain": domain, **sep.to_dict(), "score text": format_score(sep)})
-    return out
-
-
-def seed_reading_records(readings: Sequence[Reading]) -> list[dict[str, Any]]:
-    """Readings over seeds as table records: what was read, as stated, in k of n seeds, each seed's reading.
-
-    Parameters
-    ----------
-    readings : sequence of Reading
-        From :func:`nhtlab.book.claims.over_seeds`.
-
-    Returns
-    -------
-    list of dict
-        ``reading``, ``stated`` (the expected reading), ``seeds`` ("k of n"), ``rule``, ``holds``
-        (✓/✗ for the rule), ``flips`` ("yes"/"no") and ``by seed``.
-    """
-    out = []
-    for i, r in enumerate(readings):
-        require_type(r, f"readings[{i}]", Reading, owner="seed_reading_records")
-        out.append({"reading": r.name, "stated": r.expected, "seeds": f"{r.k} of {r.n}", "rule": r.rule,
-                    "holds": "✓" if r.holds else "✗", "flips": "yes" if r.flips else "no",
-                    "by seed": ", ".join(f"{s}: {v}" for s, v in r.by_seed.items())})
     return out
 
 
