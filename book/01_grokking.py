@@ -238,8 +238,9 @@ nhtlab.charts.compare_runs(
 )
 
 # %%
-answer, why = nb.generalise_answer(histories_no_decay)
-nb.check_prediction(your_prediction, answer, ["yes", "no"], why)
+nb.check_prediction(
+    your_prediction, *nb.generalise_answer(histories_no_decay)
+)
 
 # %% tags=["remove-input"]
 weak = nhtlab.diagnose_regime(history_no_decay)

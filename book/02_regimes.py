@@ -194,12 +194,12 @@ nb.table(
 )
 
 # %%
-answer, choices, why = nb.intermediate_answer(table)
-nb.check_prediction(your_prediction, answer, choices, why)
+nb.check_prediction(your_prediction, *nb.intermediate_answer(table))
 
 # %%
-answer, why = nb.memorise_answer(table, max(cfg.budgets))
-nb.check_prediction(your_strong_prediction, answer, ["yes", "no"], why)
+nb.check_prediction(
+    your_strong_prediction, *nb.memorise_answer(table, max(cfg.budgets))
+)
 
 # %% [markdown]
 # Why each run got its label:

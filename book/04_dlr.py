@@ -255,8 +255,7 @@ scored = nb.rule_records(properties, lazy_rich, CLAIMS["margin"])
 nb.dlr_table("scored", scored)
 
 # %%
-answer, why = nb.lazy_rich_answer(lazy_rich)
-nb.check_prediction(your_prediction, answer, ["lazy", "rich"], why)
+nb.check_prediction(your_prediction, *nb.lazy_rich_answer(lazy_rich))
 
 # %% tags=["remove-input"]
 passing = [r["rule"] for r in scored if r["all_four"] == "pass"]

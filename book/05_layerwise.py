@@ -181,10 +181,7 @@ nb.table(
 )
 
 # %%
-answer, why = nb.order_answer(orders)
-nb.check_prediction(
-    your_prediction, answer, nhtlab.layers.CONTRACTION_VERDICTS, why
-)
+nb.check_prediction(your_prediction, *nb.order_answer(orders))
 
 # %% [markdown]
 # Each layer from $T_\text{mem}$ to $T_\text{grok}$, one run at a time:
@@ -345,16 +342,16 @@ nhtlab.charts.contraction_curves(
 
 # %%
 your_warning_prediction = None  # "warns" or "does not warn"
-warned = [r["warning"] for r in image_rows if r["run"] == "main"]
+warning = ("main", "warning")
 nb.check_prediction(
     your_warning_prediction,
-    "warns"
-    if 2 * warned.count("warns") > len(warned)
-    else "does not warn",
-    ["warns", "does not warn"],
-    f"the signal turned down before the drop in {warned.count('warns')}"
-    f" of {len(warned)} main runs (a turn counts when the signal reaches"
-    " its maximum before the border is dropped)",
+    *nb.reading_answer(
+        nb.image_readings(image_rows, {warning: "warns"})[warning],
+        "warns",
+        "does not warn",
+        detail="a turn counts when the signal reaches its maximum"
+        " before the border is dropped",
+    ),
 )
 
 # %% [markdown]

@@ -46,7 +46,8 @@ def test_the_static_panel_states_its_budget_rule(monkeypatch):
 def test_generalise_answer_reads_t_grok_by_majority():
     never = _run([0.1, 0.2, 0.3])
     groks = _run([0.1, 0.5, 0.995])
-    answer, why = grokking_report.generalise_answer({0: never, 1: never, 2: groks})
+    answer, choices, why = grokking_report.generalise_answer({0: never, 1: never, 2: groks})
+    assert choices == ("yes", "no")
     assert answer == "no" and "1 of 3 runs" in why and "0.99" in why
     assert grokking_report.generalise_answer({0: groks, 1: groks, 2: never})[0] == "yes"
     with pytest.raises(ValueError, match="histories"):
@@ -73,7 +74,7 @@ def test_intermediate_answer_is_the_smallest_lambda_with_a_majority():
 def test_memorise_answer_counts_t_mem_at_the_asked_lambda():
     table = _rows({1.0: ["intermediate"] * 3, 5.0: ["strong", "strong", "intermediate"]})
     assert regime_report.memorise_answer(table, 5.0) == (
-        "no", "at λ = 5 training accuracy reached 99% in 1 of 3 seeds within 1,000 steps")
+        "no", ("yes", "no"), "at λ = 5 training accuracy reached 99% in 1 of 3 seeds within 1,000 steps")
     assert regime_report.memorise_answer(table, 1.0)[0] == "yes"
     with pytest.raises(ValueError, match="lam"):
         regime_report.memorise_answer(table, 2.0)
@@ -131,7 +132,8 @@ def test_check_answer_hides_its_explanation_until_answered():
 def test_lazy_rich_answer_compares_the_ends():
     rows = [dict(alpha=0.3, dlr=0.05, cka_to_init=0.3), dict(alpha=10.0, dlr=0.4, cka_to_init=0.9),
             dict(alpha=100.0, dlr=0.7, cka_to_init=0.99)]
-    answer, why = dlr_report.lazy_rich_answer(rows)
+    answer, choices, why = dlr_report.lazy_rich_answer(rows)
+    assert choices == ("lazy", "rich")
     assert answer == "lazy" and "0.700 at α = 100" in why and "0.050 at α = 0.3" in why
     assert dlr_report.lazy_rich_answer([dict(rows[0], dlr=0.9), rows[-1]])[0] == "rich"
     with pytest.raises(ValueError, match="records"):

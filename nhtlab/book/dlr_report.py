@@ -781,7 +781,7 @@ def rule_band(rows: Sequence[Mapping[str, Any]], rules: Sequence[str], column: s
     return out
 
 
-def lazy_rich_answer(records: Sequence[Mapping[str, Any]]) -> tuple[str, str]:
+def lazy_rich_answer(records: Sequence[Mapping[str, Any]]) -> tuple[str, tuple[str, str], str]:
     """The answer the lazy/rich runs give to "which has the higher DLR, lazy (large α) or rich (small α)?".
 
     Parameters
@@ -791,9 +791,9 @@ def lazy_rich_answer(records: Sequence[Mapping[str, Any]]) -> tuple[str, str]:
 
     Returns
     -------
-    (answer, why) : tuple of str
+    (answer, choices, why) : tuple
         ``"lazy"`` when the largest α's DLR is higher than the smallest α's, else ``"rich"``;
-        and both DLR values with the CKA to the initial features that tells lazy from rich.
+        ``("lazy", "rich")``; and both DLR values with the CKA to the initial features that tells lazy from rich.
 
     Raises
     ------
@@ -808,6 +808,6 @@ def lazy_rich_answer(records: Sequence[Mapping[str, Any]]) -> tuple[str, str]:
     """
     rich, lazy = _ends(records, "lazy_rich_answer")
     answer = "lazy" if lazy["dlr"] > rich["dlr"] else "rich"
-    return answer, (f"DLR is {lazy['dlr']:.3f} at α = {lazy['alpha']:g} (CKA to its initial features "
+    return answer, ("lazy", "rich"), (f"DLR is {lazy['dlr']:.3f} at α = {lazy['alpha']:g} (CKA to its initial features "
                     f"{lazy['cka_to_init']:.3f}: lazy) and {rich['dlr']:.3f} at α = {rich['alpha']:g} "
                     f"(CKA {rich['cka_to_init']:.3f}: rich)")

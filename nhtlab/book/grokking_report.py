@@ -227,7 +227,7 @@ def delay_law_records(summary: Mapping[str, Any], paper: Mapping[str, Any]) -> l
     return rows
 
 
-def generalise_answer(histories: Mapping[int, History]) -> tuple[str, str]:
+def generalise_answer(histories: Mapping[int, History]) -> tuple[str, tuple[str, str], str]:
     """The answer the runs give to "will this network generalise within its budget?".
 
     Parameters
@@ -237,9 +237,10 @@ def generalise_answer(histories: Mapping[int, History]) -> tuple[str, str]:
 
     Returns
     -------
-    (answer, why) : tuple of str
+    (answer, choices, why) : tuple
         ``"yes"`` when more than half of the runs reach T_grok (test accuracy ≥ 99%) within their
-        budget, else ``"no"``; and the count, the budgets and the best test accuracy reached.
+        budget, else ``"no"``; ``("yes", "no")``; and the count, the budgets and the best test
+        accuracy reached.
 
     Raises
     ------
@@ -250,7 +251,7 @@ def generalise_answer(histories: Mapping[int, History]) -> tuple[str, str]:
     --------
     >>> h = History([{"step": s, "train_acc": 1.0, "test_acc": 0.2, "norm": 9.0} for s in (0, 100, 200)])
     >>> generalise_answer({0: h})
-    ('no', 'test accuracy reached 99% in 0 of 1 runs within their budgets (200 steps); the best it reached was 0.20')
+    ('no', ('yes', 'no'), 'test accuracy reached 99% in 0 of 1 runs within their budgets (200 steps); the best it reached was 0.20')
     """
     require_type(histories, "histories", Mapping, owner="generalise_answer")
     if not histories:
@@ -259,5 +260,5 @@ def generalise_answer(histories: Mapping[int, History]) -> tuple[str, str]:
     ends = sorted({int(h.column("step")[-1]) for h in histories.values()})
     best = max(max(h.column("test_acc")) for h in histories.values())
     answer = "yes" if 2 * sum(grokked) > len(grokked) else "no"
-    return answer, (f"test accuracy reached 99% in {sum(grokked)} of {len(grokked)} runs within their budgets "
+    return answer, ("yes", "no"), (f"test accuracy reached 99% in {sum(grokked)} of {len(grokked)} runs within their budgets "
                     f"({' / '.join(f'{e:,}' for e in ends)} steps); the best it reached was {best:.2f}")

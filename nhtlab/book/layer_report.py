@@ -219,7 +219,7 @@ def layer_window_records(history: History, order: ContractionOrder, **constants:
     return rows
 
 
-def order_answer(orders: Mapping[Any, ContractionOrder]) -> tuple[str, str]:
+def order_answer(orders: Mapping[Any, ContractionOrder]) -> tuple[str, tuple[str, ...], str]:
     """The answer the runs give to "which layer contracts first?", for :func:`check_prediction`.
 
     Parameters
@@ -229,9 +229,9 @@ def order_answer(orders: Mapping[Any, ContractionOrder]) -> tuple[str, str]:
 
     Returns
     -------
-    (answer, why) : tuple of str
+    (answer, choices, why) : tuple
         The verdict most runs share (one of ``CONTRACTION_VERDICTS``; a tie reads ``"undetermined"``),
-        and a sentence with its count and the median steps after the window opens at which the
+        ``CONTRACTION_VERDICTS``, and a sentence with its count and the median steps after the window opens at which the
         read-out and the first layer lost their share.
 
     Examples
@@ -239,7 +239,7 @@ def order_answer(orders: Mapping[Any, ContractionOrder]) -> tuple[str, str]:
     >>> from nhtlab.analysis.layers import LayerContraction
     >>> layers = [LayerContraction("tok", 10.0, 7.0, 0.3, 200), LayerContraction("readout", 5.0, 4.0, 0.2, 400)]
     >>> order_answer({(1.0, 0): ContractionOrder(100, 500, 0.1, "readout", "tok", layers, "forward")})
-    ('forward', 'forward in 1 of 1 runs; the read-out lost its share at a median 300 steps after the window opens, the first layer at a median 100 steps after the window opens')
+    ('forward', ('backward', 'forward', 'simultaneous', 'undetermined'), 'forward in 1 of 1 runs; the read-out lost its share at a median 300 steps after the window opens, the first layer at a median 100 steps after the window opens')
     """
     require_type(orders, "orders", Mapping, owner="order_answer")
     if not orders:
@@ -255,5 +255,5 @@ def order_answer(orders: Mapping[Any, ContractionOrder]) -> tuple[str, str]:
 
     head = median_after(lambda o: o.layer(o.head))
     first = median_after(lambda o: o.layer(o.first))
-    return answer, (f"{answer} in {counts[answer] if len(leaders) == 1 else 0} of {len(orders)} runs; the read-out "
+    return answer, CONTRACTION_VERDICTS, (f"{answer} in {counts[answer] if len(leaders) == 1 else 0} of {len(orders)} runs; the read-out "
                     f"lost its share at a median {head}, the first layer at a median {first}")

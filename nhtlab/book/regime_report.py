@@ -256,7 +256,7 @@ def intermediate_answer(table: Sequence[Mapping[str, Any]]) -> tuple[str, tuple[
     return answer, tuple(f"{lam:g}" for lam in by_lam) + ("none",), why
 
 
-def memorise_answer(table: Sequence[Mapping[str, Any]], lam: float) -> tuple[str, str]:
+def memorise_answer(table: Sequence[Mapping[str, Any]], lam: float) -> tuple[str, tuple[str, str], str]:
     """The answer the sweep gives to "will the runs at ``lam`` memorise their table within the budget?".
 
     Parameters
@@ -269,9 +269,9 @@ def memorise_answer(table: Sequence[Mapping[str, Any]], lam: float) -> tuple[str
 
     Returns
     -------
-    (answer, why) : tuple of str
+    (answer, choices, why) : tuple
         ``"yes"`` when more than half of the seeds at ``lam`` reach T_mem (training accuracy ≥ 99%),
-        else ``"no"``; and the count over the seeds with their budgets.
+        else ``"no"``; ``("yes", "no")``; and the count over the seeds with their budgets.
 
     Raises
     ------
@@ -282,12 +282,12 @@ def memorise_answer(table: Sequence[Mapping[str, Any]], lam: float) -> tuple[str
     --------
     >>> rows = [{"weight_decay": 5.0, "seed": s, "t_mem": t, "last_step": 1000} for s, t in ((0, None), (1, None))]
     >>> memorise_answer(rows, 5.0)
-    ('no', 'at λ = 5 training accuracy reached 99% in 0 of 2 seeds within 1,000 steps')
+    ('no', ('yes', 'no'), 'at λ = 5 training accuracy reached 99% in 0 of 2 seeds within 1,000 steps')
     """
     rows = [r for r in _rows(table, "memorise_answer") if r["weight_decay"] == lam]
     if not rows:
         raise ValueError(f"memorise_answer: the sweep has no run at 'lam' = {lam!r}")
     k = sum(r["t_mem"] is not None for r in rows)
     ends = " / ".join(f"{e:,}" for e in sorted({r["last_step"] for r in rows}))
-    return ("yes" if 2 * k > len(rows) else "no"), (f"at λ = {lam:g} training accuracy reached 99% in {k} of "
+    return ("yes" if 2 * k > len(rows) else "no"), ("yes", "no"), (f"at λ = {lam:g} training accuracy reached 99% in {k} of "
                                                      f"{len(rows)} seeds within {ends} steps")
