@@ -163,9 +163,9 @@ def render(records: dict[str, dict], profile: str) -> str:
 
 def main() -> None:
     executed = Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "_build" / "executed" / "book"
-    toc = (ROOT / "_toc.yml").read_text()
-    stems = [line.split("book/")[1].strip() for line in toc.splitlines() if re.search(r"file: book/\d\d_", line)]
-    print(render(load_records(executed, stems), executed.name))
+    import build_book
+
+    print(render(load_records(executed, [notebook.stem for notebook in build_book.chapters()]), executed.name))
 
 
 if __name__ == "__main__":

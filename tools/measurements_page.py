@@ -187,10 +187,10 @@ def render_chapter_times(records: list[dict[str, Any]], chapters: list[str]) -> 
 
 
 def chapter_stems() -> list[str]:
-    """The chapters in _toc.yml's order."""
-    toc = (ROOT / "_toc.yml").read_text()
-    return [line.split("book/")[1].strip() for line in toc.splitlines() if "file: book/" in line
-            and line.split("book/")[1][:2].isdigit()]
+    """The chapters in _toc.yml's order (:func:`build_book.chapters`)."""
+    import build_book
+
+    return [notebook.stem for notebook in build_book.chapters()]
 
 
 def main(argv: list[str] | None = None) -> int:
