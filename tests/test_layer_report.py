@@ -74,3 +74,20 @@ def test_modular_rows_and_signal_records():
     assert len(records) == 3 * len(h) and records[0]["value"] == pytest.approx(1.0)
     assert events == [{"run": "main", "event": "border fitted", "step": 100},
                       {"run": "main", "event": "border dropped", "step": 500}]
+
+
+def test_order_answer_reads_the_majority_and_names_a_tie():
+    from nhtlab.analysis.layers import ContractionOrder, LayerContraction
+    from nhtlab.book.layer_report import order_answer
+
+    def order(verdict, head_step, first_step):
+        layers = [LayerContraction("tok", 10.0, 7.0, 0.3, first_step), LayerContraction("readout", 5.0, 4.0, 0.2, head_step)]
+        return ContractionOrder(100, 500, 0.1, "readout", "tok", layers, verdict)
+
+    answer, choices, why = order_answer({0: order("forward", 400, 200), 1: order("forward", 300, 200),
+                                         2: order("backward", 200, 300)})
+    assert answer == "forward" and "forward in 2 of 3 runs" in why and "backward" in choices
+    tie, _, why = order_answer({0: order("forward", 400, 200), 1: order("backward", 200, 300)})
+    assert tie == "undetermined" and "a tie, backward in 1 and forward in 1 of 2 runs" in why
+    with pytest.raises(ValueError, match="'orders' is empty"):
+        order_answer({})

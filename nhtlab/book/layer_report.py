@@ -255,5 +255,7 @@ def order_answer(orders: Mapping[Any, ContractionOrder]) -> tuple[str, tuple[str
 
     head = median_after(lambda o: o.layer(o.head))
     first = median_after(lambda o: o.layer(o.first))
-    return answer, CONTRACTION_VERDICTS, (f"{answer} in {counts[answer] if len(leaders) == 1 else 0} of {len(orders)} runs; the read-out "
-                    f"lost its share at a median {head}, the first layer at a median {first}")
+    counted = (f"{answer} in {counts[answer]}" if len(leaders) == 1
+               else "a tie, " + " and ".join(f"{v} in {counts[v]}" for v in leaders))
+    return answer, CONTRACTION_VERDICTS, (f"{counted} of {len(orders)} runs; the read-out "
+                                          f"lost its share at a median {head}, the first layer at a median {first}")
