@@ -14,8 +14,8 @@ N = len(STEPS)
 
 PROFILE = dict(run=dict(BORDER_DESIGN, steps=2000), lam_main=0.1, lams=[0.01, 0.1, 0.3], control_lams=[0.1],
                rhos=[0.8, 1.0], norms=["none", "batch"], norm_model="simple", seeds=[0, 1, 2], tint_lams=[0.1],
-               fit=0.97, modular_lams=[0.5, 1.0], modular_seeds=[0, 1], modular=dict(steps=800, stop_after=100),
-               modular_budgets={1.0: 400}, modular_main=1.0, workers=2)
+               fit=0.97, modular=dict(lr=1e-3, stop_after=100, compile=False, seeds=[0, 1], budgets={0.5: 800, 1.0: 400}),
+               modular_main=1.0, workers=2)
 
 
 def history(**cols):
@@ -54,7 +54,7 @@ def test_from_profile_builds_every_run_once():
     assert [r.steps for r in study.modular_sweep[1.0]] == [400, 400] and study.modular_sweep[0.5][0].steps == 800
     assert list(study.domains()) == ["border", "entangled tint", "modular arithmetic"]
     quick = ShortcutStudy.from_profile({**PROFILE, "seeds": [0], "control_lams": [], "tint_lams": [],
-                                        "modular_lams": []})
+                                        "modular": {}})
     assert list(quick.domains()) == ["border"] and quick.control_seeds == {}
 
 

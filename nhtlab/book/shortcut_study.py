@@ -27,7 +27,7 @@ from ..validation import require_type
 from .scorecard_runs import domain_of, score_runs, sweep_records
 from ..training.shortcut_run import ShortcutRun
 from ..training.loop import TrainConfig
-from ..training.presets import companion
+from ..training.presets import companion_grid_run
 
 __all__ = ["ShortcutStudy", "SEED_PREDICTIONS"]
 
@@ -63,10 +63,9 @@ class ShortcutStudy:
         The model of the normalisation comparison (``"simple"`` or ``"resnet18"``).
     fit : float
         Training accuracy that counts as fitted in an image run's regime.
-    modular_lams, modular_seeds : tuple
-        The companion runs' λ and seed offsets (none: no modular domain).
     modular : dict
-        :func:`nhtlab.companion` settings; ``modular_budgets`` maps λ to its own ``steps``.
+        The companion runs: a :func:`nhtlab.companion_sweep` dict (its ``budgets`` give the λ,
+        its ``seeds`` the seed offsets); empty, no modular domain.
     modular_main : float
         The λ of the modular domain's main run.
     """
@@ -81,10 +80,7 @@ class ShortcutStudy:
     norm_model: str = "simple"
     tint_lams: tuple[float, ...] = ()
     fit: float = 0.97
-    modular_lams: tuple[float, ...] = ()
-    modular_seeds: tuple[int, ...] = ()
     modular: dict[str, Any] = field(default_factory=dict)
-    modular_budgets: dict[float, int] = field(default_factory=dict)
     modular_main: float = 1.0
 
     @classmethod
@@ -165,11 +161,10 @@ class ShortcutStudy:
     @property
     def modular_sweep(self) -> dict[float, list[TrainConfig]]:
         """λ → the companion runs at that λ, one per seed offset."""
-        def settings(lam: float) -> dict[str, Any]:
-            return {**self.modular, "steps": self.modular_budgets.get(lam, self.modular.get("steps"))}
-
-        return {lam: [companion(lam, self.seeds[0] + s, **settings(lam)) for s in self.modular_seeds]
-                for lam in self.modular_lams}
+        if not self.modular:
+            return {}
+        return {lam: [companion_grid_run(self.modular, lam, self.seeds[0] + s) for s in self.modular["seeds"]]
+                for lam in self.modular["budgets"]}
 
     def domains(self) -> dict[str, tuple[dict[float, list[TrainConfig]], TrainConfig]]:
         """Domain name → (its λ sweep, its main run), for the domains this study trains.
