@@ -19,6 +19,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..validation import require_int, require_real, require_type
+from .report import require_rows
 from .claims import Check, over_seeds
 from ..analysis.emergence import between_and_within
 from ..analysis.separation import spearman
@@ -29,12 +30,6 @@ __all__ = ["law_link", "check_law_link", "check_sizes_generalise", "direction_by
 #: The answers to "how does this quantity change with size?" (:func:`trend_answer`).
 TREND_CHOICES = ("grows", "shrinks", "no clear change")
 
-
-def _rows(rows: Sequence[Mapping[str, Any]], owner: str) -> list[Mapping[str, Any]]:
-    require_type(rows, "rows", (list, tuple), owner=owner)
-    for i, row in enumerate(rows):
-        require_type(row, f"rows[{i}]", Mapping, owner=owner)
-    return list(rows)
 
 
 def law_link(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
@@ -55,7 +50,8 @@ def law_link(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     >>> law_link([{"log_gap": g, "delay": d} for g, d in [(0.1, 100), (0.5, 400), (1.0, 900)]])
     {'runs': 3, 'correlation': 1.0}
     """
-    done = [r for r in _rows(rows, "law_link") if r.get("log_gap") is not None and r.get("delay") is not None]
+    done = [r for r in require_rows(rows, "rows", "law_link")
+            if r.get("log_gap") is not None and r.get("delay") is not None]
     corr = spearman([r["log_gap"] for r in done], [r["delay"] for r in done]) if len(done) >= 3 else math.nan
     return {"runs": len(done), "correlation": corr}
 
@@ -98,7 +94,7 @@ def check_sizes_generalise(summary: Sequence[Mapping[str, Any]], at_least: int =
     Check
     """
     require_int(at_least, "at_least", low=1, owner="check_sizes_generalise")
-    rows = _rows(summary, "check_sizes_generalise")
+    rows = require_rows(summary, "summary", "check_sizes_generalise")
     sizes = [r["size"] for r in rows if r["grokked"]]
     return Check(f"at least {at_least} sizes generalise", len(sizes) >= at_least,
                  f"sizes with a run that generalised: {', '.join(map(str, sizes)) or 'none'}")
@@ -127,7 +123,7 @@ def direction_by_seed(rows: Sequence[Mapping[str, Any]], key: str) -> dict[int, 
     {0: 'grows', 1: None}
     """
     by_seed: dict[int, list[tuple[Any, float]]] = {}
-    for r in _rows(rows, "direction_by_seed"):
+    for r in require_rows(rows, "rows", "direction_by_seed"):
         by_seed.setdefault(r["seed"], [])
         if r.get(key) is not None:
             by_seed[r["seed"]].append((r["size"], float(r[key])))
@@ -163,7 +159,7 @@ def trend_records(rows: Sequence[Mapping[str, Any]], keys: Mapping[str, str],
         counted against ``expected``.
     """
     require_type(keys, "keys", Mapping, owner="trend_records")
-    rows = _rows(rows, "trend_records")
+    rows = require_rows(rows, "rows", "trend_records")
     out = []
     for label, key in keys.items():
         sizes = {r["size"] for r in rows if r.get(key) is not None}
@@ -214,7 +210,7 @@ def trend_answer(trends: Sequence[Mapping[str, Any]], quantity: str) -> tuple[st
     >>> why
     'the median log gap at the largest size minus at the smallest is +0.40, against a seed spread of 0.00; shrinks in 0 of 1 seeds (seed 0: grows)'
     """
-    rows = _rows(trends, "trend_answer")
+    rows = require_rows(trends, "trends", "trend_answer")
     row = next((r for r in rows if r.get("quantity") == quantity), None)
     if row is None:
         raise ValueError(f"The 'quantity' parameter of trend_answer must be one of "

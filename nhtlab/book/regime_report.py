@@ -20,18 +20,13 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..validation import require_type
+from .report import require_rows
 from .claims import Check, Reading, over_seeds
 from ..analysis.regimes import regime_order_ok
 
 __all__ = ["regime_records", "regimes_by_lambda", "regime_seed_records", "regime_readings", "check_regime_order",
            "norm_start_records", "regime_curves", "intermediate_answer", "memorise_answer"]
 
-
-def _rows(table: Sequence[Mapping[str, Any]], owner: str) -> list[Mapping[str, Any]]:
-    require_type(table, "table", (list, tuple), owner=owner)
-    for i, row in enumerate(table):
-        require_type(row, f"table[{i}]", Mapping, owner=owner)
-    return list(table)
 
 
 def regime_records(table: Sequence[Mapping[str, Any]],
@@ -58,7 +53,7 @@ def regime_records(table: Sequence[Mapping[str, Any]],
     >>> regime_records([row], {1.0: (10, 10)})[0]["paper grokked"]
     '10/10'
     """
-    rows = _rows(table, "regime_records")
+    rows = require_rows(table, "table", "regime_records")
     counts = dict(grok_counts or {})
     out = []
     for row in rows:
@@ -89,7 +84,8 @@ def regimes_by_lambda(table: Sequence[Mapping[str, Any]]) -> dict[float, dict[in
     {0.01: {0: 'weak'}, 5.0: {0: 'strong'}}
     """
     out: dict[float, dict[int, str]] = {}
-    for row in sorted(_rows(table, "regimes_by_lambda"), key=lambda r: (r["weight_decay"], r["seed"])):
+    rows = require_rows(table, "table", "regimes_by_lambda")
+    for row in sorted(rows, key=lambda r: (r["weight_decay"], r["seed"])):
         out.setdefault(row["weight_decay"], {})[row["seed"]] = row["regime"]
     return out
 
@@ -156,7 +152,7 @@ def check_regime_order(table: Sequence[Mapping[str, Any]]) -> Check:
     Check
         Fails for a sweep in which a larger λ is diagnosed earlier in the order than a smaller one.
     """
-    rows = _rows(table, "check_regime_order")
+    rows = require_rows(table, "table", "check_regime_order")
     ok = regime_order_ok([r["weight_decay"] for r in rows], [r["regime"] for r in rows])
     detail = "; ".join(f"λ = {lam:g}: {', '.join(seeds.values())}" for lam, seeds in regimes_by_lambda(rows).items())
     return Check("regimes in the order weak → intermediate → strong as λ grows", ok, detail)
@@ -182,7 +178,8 @@ def norm_start_records(table: Sequence[Mapping[str, Any]]) -> list[dict[str, Any
     [{'λ': 0.01, 'largest at init': '1 of 2', 'rises first': 'seed 0'}]
     """
     by_lam: dict[float, dict[int, int]] = {}
-    for row in sorted(_rows(table, "norm_start_records"), key=lambda r: (r["weight_decay"], r["seed"])):
+    rows = require_rows(table, "table", "norm_start_records")
+    for row in sorted(rows, key=lambda r: (r["weight_decay"], r["seed"])):
         by_lam.setdefault(row["weight_decay"], {})[row["seed"]] = row["peak_step"]
     out = []
     for lam, peaks in by_lam.items():
@@ -247,7 +244,7 @@ def intermediate_answer(table: Sequence[Mapping[str, Any]]) -> tuple[str, tuple[
     >>> intermediate_answer(rows)
     ('1', ('0.01', '1', '5', 'none'), 'seeds diagnosed intermediate: λ = 0.01: 0 of 1, λ = 1: 1 of 1, λ = 5: 0 of 1')
     """
-    by_lam = regimes_by_lambda(_rows(table, "intermediate_answer"))
+    by_lam = regimes_by_lambda(require_rows(table, "table", "intermediate_answer"))
     counts = {lam: sum(r == "intermediate" for r in seeds.values()) for lam, seeds in by_lam.items()}
     chosen = [lam for lam, seeds in by_lam.items() if 2 * counts[lam] > len(seeds)]
     answer = f"{chosen[0]:g}" if chosen else "none"
@@ -284,7 +281,7 @@ def memorise_answer(table: Sequence[Mapping[str, Any]], lam: float) -> tuple[str
     >>> memorise_answer(rows, 5.0)
     ('no', ('yes', 'no'), 'at λ = 5 training accuracy reached 99% in 0 of 2 seeds within 1,000 steps')
     """
-    rows = [r for r in _rows(table, "memorise_answer") if r["weight_decay"] == lam]
+    rows = [r for r in require_rows(table, "table", "memorise_answer") if r["weight_decay"] == lam]
     if not rows:
         raise ValueError(f"memorise_answer: the sweep has no run at 'lam' = {lam!r}")
     k = sum(r["t_mem"] is not None for r in rows)

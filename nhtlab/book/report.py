@@ -29,6 +29,14 @@ from ..validation import require_type
 __all__ = ["Markdown", "md", "table", "cell", "eta_report", "held_out_eta_report"]
 
 
+def require_rows(rows: Sequence[Mapping[str, Any]], name: str, owner: str) -> list[Mapping[str, Any]]:
+    """``rows`` as a list, after a TypeError naming ``name`` unless it is a list or tuple of mappings."""
+    require_type(rows, name, (list, tuple), owner=owner)
+    for i, row in enumerate(rows):
+        require_type(row, f"{name}[{i}]", Mapping, owner=owner)
+    return list(rows)
+
+
 class Markdown(str):
     """A string that notebooks display as rendered Markdown (``text/markdown``), and prints as itself.
 
