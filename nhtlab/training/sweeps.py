@@ -60,7 +60,7 @@ from ..analysis.events import Events
 from ..history import History
 from ..validation import require_choice, require_int, require_type
 from .batched import batch_key, train_batched
-from .cache import ResultCache
+from .cache import ResultCache, put_or_note, unwritable
 from .device import pick_device
 from .loop import TrainConfig
 from .progress import Progress
@@ -303,20 +303,6 @@ def _init_worker(threads: int, parent: int | None = None) -> None:
 _PROCESS_LOCK = threading.Lock()
 
 
-def _unwritable(cache: Any, error: Exception) -> str:
-    return (f"The sweep's cache {cache!r} could not be written ({type(error).__name__}: {error}); "
-            f"the finished histories are returned but not cached, so they will be trained again next time.")
-
-
-def _put(cache: Any, config: dict[str, Any], history: History) -> str | None:
-    """``cache.put``; on an OSError (a read-only or full disk) the reason, the history being kept anyway."""
-    try:
-        cache.put(config, history)
-    except OSError as error:
-        return _unwritable(cache, error)
-    return None
-
-
 def _train_one(run: TrainConfig, cache: ResultCache | None = None) -> tuple[dict[str, Any], float, str, str | None]:
     """Worker entry point: a run in (picklable: a frozen dataclass); its history dict, seconds, source and note out.
 
@@ -333,7 +319,7 @@ def _train_one(run: TrainConfig, cache: ResultCache | None = None) -> tuple[dict
     try:
         hit = claim.__enter__()
     except OSError as error:  # the lock file cannot be created: train unclaimed, uncached
-        claim, hit, note, cache = nullcontext(), None, _unwritable(cache, error), None
+        claim, hit, note, cache = nullcontext(), None, unwritable(cache, error), None
     try:
         if hit is not None:
             return hit.to_dict(), 0.0, "cache", None
@@ -342,7 +328,7 @@ def _train_one(run: TrainConfig, cache: ResultCache | None = None) -> tuple[dict
             # through the cache, a run checkpoints there when its checkpoints are on (ResultCache.train)
             history = cache.train(run, progress="none") if cache is not None else run.execute(progress="none")
         if cache is not None:
-            note = _put(cache, config, history)
+            note = put_or_note(cache, config, history)
     finally:
         claim.__exit__(None, None, None)
     return history.to_dict(), time.perf_counter() - start, "computed", note  # the dict leaves the model behind
@@ -543,7 +529,7 @@ def _sweep(runs: Sequence[TrainConfig], strategy: str, executor: Executor | None
         histories[i], seconds[i], sources[i] = history, secs, source
         if cache is not None and claiming is None:
             with _at_threads(int(history.config.get("threads", threads))):
-                note = _put(cache, configs[i], history)
+                note = put_or_note(cache, configs[i], history)
             if isinstance(cache, ResultCache) and source == "computed":  # trained in a stack or a user's pool
                 cache.record_training(runs[i], history, None, secs, how="stacked" if strategy == "batched" else "alone")
         if note is not None and not notes:
