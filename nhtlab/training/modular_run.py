@@ -11,11 +11,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from ..analysis.events import Events, find_events
 from ..data.modular import OPERATIONS, require_max_p, modular_data
 from ..history import History
 from ..models import MODELS, make_model, model_defaults
 from ..validation import require_choice, require_int, require_real, require_type
+from .cache_key import config_key
 from .checkpoint import claim_run_dir
 from .device import seed_everything
 from .loop import TrainConfig, train, trained_with
@@ -85,9 +88,13 @@ class ModularRun(TrainConfig):
                 f"The 'model_kwargs' parameter of ModularRun has names that model={self.model!r} does not take: "
                 f"{', '.join(map(repr, unknown))}. Allowed names are {', '.join(map(repr, defaults))}."
             )
-        # a default spelled out is the same run: keep only what differs (same type, same value)
+        # one spelling per value (NumPy scalars as Python's, 1 as 1.0 where the default is a float), and a
+        # default spelled out is the same run: keep only what differs (same type, same value)
+        kwargs = {k: v.item() if isinstance(v, np.generic) else v for k, v in self.model_kwargs.items()}
+        kwargs = {k: float(v) if isinstance(defaults[k], float) and isinstance(v, int) and not isinstance(v, bool)
+                  else v for k, v in kwargs.items()}
         object.__setattr__(self, "model_kwargs", {
-            name: value for name, value in self.model_kwargs.items()
+            name: value for name, value in kwargs.items()
             if not (type(value) is type(defaults[name]) and value == defaults[name])})
         require_real(self.train_fraction, "train_fraction", 0.0, 1.0, low_open=True, high_open=True, owner="ModularRun")
 
@@ -148,7 +155,7 @@ def run_modular(
     model = make_model(run.model, run.p, **run.model_kwargs)
     label = desc or f"{run.model} p={run.p} λ={run.weight_decay:g}"
     history = train(model, data, run.train_config(), callbacks=callbacks, progress=progress, desc=label,
-                    checkpoint_dir=run_dir, checkpoint_every=checkpoint_every)
+                    checkpoint_dir=run_dir, checkpoint_every=checkpoint_every, run_key=config_key(run.cache_config()))
     history.config = {**run.to_dict(), **trained_with(history)}  # the CPU threads, the compiled path
     history.model = model  # type: ignore[attr-defined]  # kept for analysis in notebooks; not serialised
     return history

@@ -14,6 +14,7 @@ from typing import Any
 from ..data.cues import ShortcutData, border_shortcut, harder, tint_shortcut
 from ..data.images import cifar10, digits
 from ..history import History
+from .cache_key import config_key
 from .checkpoint import claim_run_dir
 from ..models.cnn import ResNet18, SimpleCNN
 from ..validation import require_choice, require_int, require_real, require_type
@@ -216,7 +217,8 @@ def run_shortcut(run: ShortcutRun, callbacks=(), progress: str | None = None, de
                                                  suggest_eval_batch_size(model, data.x_test[:2].to(device))))
     label = desc or f"{run.kind} ρ={run.rho:g} λ={run.weight_decay:g} {run.norm}"
     history = train(model, data, config, callbacks=callbacks, eval_sets=data.eval_sets(),
-                    progress=progress, desc=label, checkpoint_dir=run_dir, checkpoint_every=checkpoint_every)
+                    progress=progress, desc=label, checkpoint_dir=run_dir, checkpoint_every=checkpoint_every,
+                    run_key=config_key(run.cache_config()))
     history.config = {**run.to_dict(), **trained_with(history)}  # the CPU threads, the compiled path
     history.model = model  # type: ignore[attr-defined]
     return history
