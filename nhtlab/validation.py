@@ -17,7 +17,15 @@ from collections.abc import Iterable
 from numbers import Integral, Real
 from typing import Any
 
-__all__ = ["require_choice", "require_int", "require_real", "require_bool", "require_type"]
+import numpy as np
+import torch
+
+__all__ = ["require_choice", "require_int", "require_real", "require_bool", "require_type", "require_callable",
+           "require_tensor", "require_model", "require_fractions", "require_increasing", "MAX_WIDTH"]
+
+#: The largest width (hidden units, channels, image side) a model or dataset is built with: beyond it
+#: one layer's weights alone take gigabytes, and the allocation, not the argument, would fail.
+MAX_WIDTH = 2**14
 
 
 def _where(owner: str | None) -> str:
@@ -121,3 +129,50 @@ def require_real(
             f"{_range_text(low, high, low_open, high_open)}. Got {value!r} instead."
         )
     return value
+
+
+def require_callable(value: Any, name: str, owner: str | None = None) -> Any:
+    """Raise TypeError unless ``value`` is callable."""
+    if not callable(value):
+        raise TypeError(f"The {name!r} parameter{_where(owner)} must be callable. "
+                        f"Got {value!r} of type {type(value).__name__} instead.")
+    return value
+
+
+def require_tensor(value: Any, name: str, owner: str | None = None, half: bool = True) -> torch.Tensor:
+    """Raise TypeError unless ``value`` is a real tensor holding data: never complex or on the meta device,
+    nor float16/bfloat16 where ``half`` is False (their rounding would decide the answer)."""
+    require_type(value, name, torch.Tensor, owner)
+    if value.is_complex() or value.is_meta or (not half and value.dtype in (torch.float16, torch.bfloat16)):
+        raise TypeError(f"The {name!r} parameter{_where(owner)} must hold real numbers with data (not complex, not on "
+                        f"the meta device{'' if half else ', not float16 or bfloat16: cast it with .double()'}). "
+                        f"Got a {value.dtype} tensor on {value.device} instead.")
+    return value
+
+
+def require_model(model: Any, name: str = "model", owner: str | None = None) -> Any:
+    """Raise unless ``model`` is an ``nn.Module`` whose parameters are real tensors with data (:func:`require_tensor`)."""
+    require_type(model, name, torch.nn.Module, owner)
+    for parameter in model.parameters():
+        require_tensor(parameter, name, owner)
+    return model
+
+
+def require_fractions(values: Any, name: str, owner: str | None = None) -> np.ndarray:
+    """Raise ValueError unless every value that is not NaN (a missing one) lies in [0, 1], as accuracies do."""
+    values = np.asarray(values, dtype=float)
+    bad = values[~np.isnan(values) & ((values < 0) | (values > 1))]
+    if bad.size:
+        raise ValueError(f"The {name!r} parameter{_where(owner)} must hold fractions in [0, 1] (accuracies, not "
+                         f"percentages). Got {float(bad[0])!r} instead.")
+    return values
+
+
+def require_increasing(steps: Any, name: str, owner: str | None = None) -> np.ndarray:
+    """Raise ValueError unless ``steps`` increase strictly (a history's evaluated steps)."""
+    steps = np.asarray(steps, dtype=float)
+    back = np.flatnonzero(~(np.diff(steps) > 0))
+    if back.size:
+        raise ValueError(f"The {name!r} parameter{_where(owner)} has its steps out of order: step "
+                         f"{steps[back[0] + 1]:g} comes after step {steps[back[0]]:g}; steps must increase.")
+    return steps

@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from ..history import History
-from ..validation import require_real, require_type
+from ..validation import require_fractions, require_increasing, require_real, require_type
 
 __all__ = ["Events", "find_events", "first_step_at_least", "norm_at"]
 
@@ -101,7 +101,7 @@ def norm_at(history: History, step: int) -> float:
     >>> norm_at(h, 50), norm_at(h, 1)
     (3.0, 3.0)
     """
-    steps = history.column("step")
+    steps = require_increasing(history.column("step"), "history", owner="norm_at")
     k = int(np.searchsorted(steps, step))
     if k >= len(steps):
         raise ValueError(f"The step {step} is after the history's last evaluated step {int(steps[-1])}.")
@@ -128,11 +128,12 @@ def find_events(history: History, threshold: float = 0.99) -> Events:
     require_real(threshold, "threshold", 0.0, 1.0, low_open=True, owner="find_events")
     if len(history) == 0:
         raise ValueError("The 'history' parameter of find_events is empty: it has no evaluated step.")
-    steps = history.column("step").astype(int)
+    steps = require_increasing(history.column("step"), "history", owner="find_events").astype(int)
     norm = history.column("norm")
-    t_mem = first_step_at_least(steps, history.column("train_acc"), threshold)
-    t_grok = first_step_at_least(steps, history.column("test_acc"), threshold)
-    peak = int(np.nanargmax(norm))
+    # NaN marks a missing accuracy: it never reaches the threshold
+    t_mem = first_step_at_least(steps, require_fractions(history.column("train_acc"), "history", "find_events"), threshold)
+    t_grok = first_step_at_least(steps, require_fractions(history.column("test_acc"), "history", "find_events"), threshold)
+    peak = int(np.nanargmax(norm)) if np.isfinite(norm).any() else 0  # no finite norm: a broken run (is_diverged)
 
     return Events(
         t_mem=t_mem,
