@@ -21,11 +21,14 @@ import numpy as np
 import torch
 
 __all__ = ["require_choice", "require_int", "require_real", "require_bool", "require_type", "require_callable",
-           "require_tensor", "require_model", "require_fractions", "require_increasing", "MAX_WIDTH"]
+           "require_tensor", "require_model", "require_fractions", "require_increasing", "require_size", "require_numbers", "MAX_WIDTH",
+           "MAX_PARAMETERS"]
 
 #: The largest width (hidden units, channels, image side) a model or dataset is built with: beyond it
 #: one layer's weights alone take gigabytes, and the allocation, not the argument, would fail.
 MAX_WIDTH = 2**14
+#: The most parameters a model is built with (1 GiB in float32).
+MAX_PARAMETERS = 2**28
 
 
 def _where(owner: str | None) -> str:
@@ -158,9 +161,19 @@ def require_model(model: Any, name: str = "model", owner: str | None = None) -> 
     return model
 
 
+def require_numbers(values: Any, name: str, owner: str | None = None) -> np.ndarray:
+    """``values`` as a float array; TypeError when they are not numbers (a string, None, objects)."""
+    try:
+        if isinstance(values, (str, bytes)) or values is None:
+            raise TypeError(f"a {type(values).__name__}")
+        return np.asarray(values, dtype=float)
+    except (TypeError, ValueError) as error:
+        raise TypeError(f"The {name!r} parameter{_where(owner)} must hold numbers. Got {values!r} ({error}).") from None
+
+
 def require_fractions(values: Any, name: str, owner: str | None = None) -> np.ndarray:
     """Raise ValueError unless every value that is not NaN (a missing one) lies in [0, 1], as accuracies do."""
-    values = np.asarray(values, dtype=float)
+    values = require_numbers(values, name, owner)
     bad = values[~np.isnan(values) & ((values < 0) | (values > 1))]
     if bad.size:
         raise ValueError(f"The {name!r} parameter{_where(owner)} must hold fractions in [0, 1] (accuracies, not "
@@ -170,9 +183,16 @@ def require_fractions(values: Any, name: str, owner: str | None = None) -> np.nd
 
 def require_increasing(steps: Any, name: str, owner: str | None = None) -> np.ndarray:
     """Raise ValueError unless ``steps`` increase strictly (a history's evaluated steps)."""
-    steps = np.asarray(steps, dtype=float)
+    steps = require_numbers(steps, name, owner)
     back = np.flatnonzero(~(np.diff(steps) > 0))
     if back.size:
         raise ValueError(f"The {name!r} parameter{_where(owner)} has its steps out of order: step "
                          f"{steps[back[0] + 1]:g} comes after step {steps[back[0]]:g}; steps must increase.")
     return steps
+
+
+def require_size(count: int, names: str, owner: str | None = None) -> None:
+    """Raise ValueError when a model's sizes ``names`` give more than :data:`MAX_PARAMETERS`, before allocating."""
+    if count > MAX_PARAMETERS:
+        raise ValueError(f"The {names} parameters{_where(owner)} give {count:,} parameters, more than "
+                         f"{MAX_PARAMETERS:,} (1 GiB in float32): refused before allocating.")

@@ -104,7 +104,8 @@ def norm_at(history: History, step: int) -> float:
     steps = require_increasing(history.column("step"), "history", owner="norm_at")
     k = int(np.searchsorted(steps, step))
     if k >= len(steps):
-        raise ValueError(f"The step {step} is after the history's last evaluated step {int(steps[-1])}.")
+        raise ValueError(f"The 'step' parameter of norm_at ({step}) is after the history's last evaluated step "
+                         f"{int(steps[-1])}.")
     return float(history.column("norm")[k])
 
 

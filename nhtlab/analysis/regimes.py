@@ -38,7 +38,7 @@ after about 21,000 steps).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -294,7 +294,10 @@ def regime_table(result: Any, **thresholds: Any) -> list[dict[str, Any]]:
         ``max_test_acc``, ``status``.
     """
     rows = []
-    for i, row in enumerate(result):
+    for i, row in enumerate(require_type(result, "result", Iterable, owner="regime_table")):
+        if not (hasattr(row, "history") and hasattr(row, "run")):
+            raise TypeError(f"The 'result' parameter of regime_table must hold a sweep's rows (with .run and .history). "
+                            f"Item {i} is {type(row).__name__}.")
         d = diagnose_regime(row.history, **thresholds)
         ev = d.events
         rows.append({

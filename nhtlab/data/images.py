@@ -107,7 +107,7 @@ def digits(size: int = 16, test_fraction: float = 0.3, seed: int = 0) -> ImageDa
     >>> tuple(data.x_train.shape[1:]), data.num_classes
     ((3, 16, 16), 10)
     """
-    require_int(size, "size", low=8, owner="digits")
+    require_int(size, "size", low=8, high=256, owner="digits")  # 1,797 images of size² floats
     require_real(test_fraction, "test_fraction", 0.0, 1.0, low_open=True, high_open=True, owner="digits")
     require_int(seed, "seed", low=0, owner="digits")
     # local: scikit-learn is slow to import; only the digits need it

@@ -34,7 +34,7 @@ from ..history import History
 from ..measures.norms import layer_norms
 from ..models import require_fits
 from ..hooks import cap_train_config, smoke_steps
-from ..validation import require_bool, require_callable, require_choice, require_int, require_real, require_type
+from ..validation import require_bool, require_callable, require_model, require_choice, require_int, require_real, require_type
 from .cache_key import config_key
 from .checkpoint import capture_rng_state, checkpoint_path, load_checkpoint, restore_rng_state, save_checkpoint, set_aside
 from .device import pick_device
@@ -341,7 +341,7 @@ def train(
     ``eval_every`` and ``batch_size`` are capped before anything else and the
     history's ``config`` records ``smoke_steps``.
     """
-    require_type(model, "model", nn.Module, owner="train")
+    require_model(model, owner="train")
     require_type(config, "config", TrainConfig, owner="train")
     config = cap_train_config(config)  # the smoke cap (nhtlab.build.smoke); the same config when it is off
     for attr in ("x_train", "y_train"):
@@ -353,6 +353,7 @@ def train(
                             f"is given. {type(data).__name__} lacks them.")
         eval_sets = {"test": (data.x_test, data.y_test)}
     require_type(eval_sets, "eval_sets", Mapping, owner="train")
+    require_type(desc, "desc", str, owner="train")
     _check_pair(data.x_train, data.y_train, "data", "training")
     require_fits(model, data.x_train, data.y_train, "data", "train", "training ")
     for name, pair in eval_sets.items():

@@ -12,9 +12,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import torch
 
 from ..analysis.events import Events, find_events
-from ..data.modular import OPERATIONS, require_max_p, modular_data
+from ..data.modular import OPERATIONS, is_prime, require_max_p, modular_data
 from ..history import History
 from ..models import MODELS, make_model, model_defaults
 from ..validation import require_choice, require_int, require_real, require_type
@@ -80,6 +81,8 @@ class ModularRun(TrainConfig):
         require_choice(self.model, "model", MODELS, owner="ModularRun")
         require_int(self.p, "p", low=2, owner="ModularRun")
         require_max_p(self.p, "ModularRun")  # the p² pairs are built in memory
+        if self.operation == "/" and not is_prime(self.p):
+            raise ValueError(f"The 'p' parameter of ModularRun must be a prime number when operation='/'. Got {self.p}.")
         require_type(self.model_kwargs, "model_kwargs", dict, owner="ModularRun")
         defaults = model_defaults(self.model)
         unknown = [name for name in self.model_kwargs if name not in defaults]
@@ -97,6 +100,8 @@ class ModularRun(TrainConfig):
             name: value for name, value in kwargs.items()
             if not (type(value) is type(defaults[name]) and value == defaults[name])})
         require_real(self.train_fraction, "train_fraction", 0.0, 1.0, low_open=True, high_open=True, owner="ModularRun")
+        with torch.device("meta"):  # the model's settings checked here, where they are passed, at no memory
+            make_model(self.model, self.p, **self.model_kwargs)
 
     def execute(self, **kwargs: Any) -> History:
         """:func:`run_modular` on this run (``kwargs`` passed on); what :func:`nhtlab.sweep` calls."""

@@ -76,7 +76,7 @@ from ..history import History
 from ..measures.dlr import dlr as default_dlr
 from ..measures.norms import layer_names, layer_norms
 from ..models import require_fits
-from ..validation import (require_callable, require_fractions, require_int, require_model, require_real, require_tensor,
+from ..validation import (require_callable, require_fractions, require_numbers, require_int, require_model, require_real, require_tensor,
                           require_type)
 
 __all__ = ["Monitor", "online_regime"]
@@ -145,7 +145,7 @@ def online_regime(
     require_real(drop, "drop", 0.0, 1.0, low_open=True, high_open=True, owner="online_regime")
     require_real(fit, "fit", 0.0, 1.0, low_open=True, owner="online_regime")
     require_int(min_points, "min_points", low=2, owner="online_regime")
-    values = np.asarray(norm, dtype=float)
+    values = require_numbers(norm, "norm", owner="online_regime")
     if train_acc is not None:
         acc = require_fractions(train_acc, "train_acc", owner="online_regime")
     if values.ndim != 1:
@@ -159,15 +159,14 @@ def online_regime(
         return DIVERGED
     if len(values) < min_points:
         return TOO_EARLY
+    if train_acc is not None and np.isnan(acc).all():  # accuracies recorded, none known: no regime
+        return UNDETERMINED
     peak = float(np.max(values))
     contracted = peak > 0 and values[-1] <= (1.0 - drop) * peak
     if not contracted:
         return "weak"
-    if train_acc is not None:
-        if np.isnan(acc).all():  # accuracies recorded, none known: no regime
-            return UNDETERMINED
-        if not np.nanmax(acc) >= fit:
-            return "strong"
+    if train_acc is not None and not np.nanmax(acc) >= fit:
+        return "strong"
     return "intermediate"
 
 

@@ -11,6 +11,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+import torch
+
 from ..data.cues import ShortcutData, border_shortcut, harder, tint_shortcut
 from ..data.images import cifar10, digits
 from ..history import History
@@ -130,7 +132,7 @@ class ShortcutRun(TrainConfig):
 
     def __post_init__(self) -> None:
         owner = "ShortcutRun"
-        object.__setattr__(self, "channels", tuple(self.channels))
+        object.__setattr__(self, "channels", tuple(require_type(self.channels, "channels", (tuple, list), owner=owner)))
         super().__post_init__()  # the training fields, with named errors
         require_choice(self.base, "base", BASES, owner=owner)
         require_choice(self.kind, "kind", KINDS, owner=owner)
@@ -139,6 +141,8 @@ class ShortcutRun(TrainConfig):
         if self.train_size is not None:
             require_int(self.train_size, "train_size", low=10, owner=owner)
         require_real(self.noise, "noise", 0.0, owner=owner)
+        with torch.device("meta"):  # the model's settings checked where they are passed, at no memory
+            SimpleCNN(10, norm=self.norm, channels=self.channels) if self.model == "simple" else ResNet18(10, norm=self.norm)
         if self.stop_after is not None:
             raise ValueError(f"The 'stop_after' parameter of ShortcutRun must be None: shortcut runs have no 'test' set "
                              f"whose accuracy could stop them. Got {self.stop_after!r} instead.")

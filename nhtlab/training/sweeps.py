@@ -130,7 +130,8 @@ def grid(base: TrainConfig, **axes: Iterable[Any]) -> list[TrainConfig]:
     for key in axes:
         if key not in names:
             raise ValueError(f"The axis {key!r} of grid is not a field of {kind}; fields are {sorted(names)}.")
-    values = [list(v) for v in axes.values()]
+    values = [list(require_type(v, key, Iterable, owner="grid")) if not isinstance(v, str) else
+              require_type(v, key, (list, tuple), owner="grid") for key, v in axes.items()]
     for key, vals in zip(axes, values):
         if not vals:
             raise ValueError(f"The axis {key!r} of grid must hold at least one value. Got an empty sequence.")
