@@ -67,23 +67,15 @@ def require_bool(value: Any, name: str, owner: str | None = None) -> bool:
 
 
 def _range_text(low: float | None, high: float | None, low_open: bool, high_open: bool) -> str:
-    if low is None and high is None:
-        return ""
-    if high is None:
-        return f" {'>' if low_open else '>='} {low}"
-    if low is None:
-        return f" {'<' if high_open else '<='} {high}"
-    left = "(" if low_open else "["
-    right = ")" if high_open else "]"
-    return f" in the range {left}{low}, {high}{right}"
+    if low is None or high is None:
+        return "" if low is high else (f" {'>' if low_open else '>='} {low}" if high is None
+                                       else f" {'<' if high_open else '<='} {high}")
+    return f" in the range {'(' if low_open else '['}{low}, {high}{')' if high_open else ']'}"
 
 
 def _in_range(x: float, low: float | None, high: float | None, low_open: bool, high_open: bool) -> bool:
-    if low is not None and (x <= low if low_open else x < low):
-        return False
-    if high is not None and (x >= high if high_open else x > high):
-        return False
-    return True
+    return not ((low is not None and (x <= low if low_open else x < low))
+                or (high is not None and (x >= high if high_open else x > high)))
 
 
 def require_int(

@@ -19,19 +19,9 @@ __all__ = ["Events", "find_events", "first_step_at_least", "norm_at"]
 
 @dataclass
 class Events:
-    """Key moments of a run. Steps are None when the event never happened.
-
-    Parameters
-    ----------
-    t_mem, t_grok : int or None
-        First evaluated step with train (test) accuracy at the threshold.
-    peak_step : int
-        Step of the largest ‖θ‖².
-    peak_norm, final_norm : float
-        ‖θ‖² at its peak and at the last evaluation.
-    norm_at_mem, norm_at_grok : float or None
-        ‖θ‖² at T_mem and T_grok.
-    """
+    """Key moments of a run: ``t_mem`` and ``t_grok``, the first evaluated steps with train (test) accuracy at
+    the threshold (None when never), ``peak_step`` of the largest ‖θ‖², ‖θ‖² at its peak, at the last evaluation,
+    at T_mem and at T_grok (``peak_norm``, ``final_norm``, ``norm_at_mem``, ``norm_at_grok``)."""
 
     t_mem: int | None
     t_grok: int | None
@@ -77,23 +67,8 @@ def norm_at(history: History, step: int) -> float:
     :func:`find_events` (``norm_at_mem``, ``norm_at_grok``, hence the delay
     law's V_mem and V_grok and the emergence table's V_sc and V_st) and the
     scorecard's P1 (:func:`nhtlab.book.scorecard.norm_ordering`) all read a
-    norm at a step through this function.
-
-    Parameters
-    ----------
-    history : History
-        Rows with ``step`` (increasing) and ``norm``.
-    step : int
-        The step asked for; need not be an evaluated one.
-
-    Returns
-    -------
-    float
-
-    Raises
-    ------
-    ValueError
-        When ``step`` is after the last evaluated step.
+    norm at a step through this function. ``history`` has rows with ``step`` (increasing) and ``norm``;
+    ``step`` need not be an evaluated one, but not after the last (a ValueError).
 
     Examples
     --------
@@ -110,20 +85,11 @@ def norm_at(history: History, step: int) -> float:
 
 
 def find_events(history: History, threshold: float = 0.99) -> Events:
-    """Locate T_mem, T_grok and the peak of ‖θ‖² in ``history``.
+    """Locate T_mem, T_grok and the peak of ‖θ‖² in ``history`` (columns ``step``, ``train_acc``, ``test_acc``, ``norm``).
 
-    Parameters
-    ----------
-    history : History
-        Needs ``step``, ``train_acc``, ``test_acc`` and ``norm`` columns.
-    threshold : float in (0, 1]
-        Accuracy that counts as "fitted" (0.99 in the papers).
-
-    Returns
-    -------
-    Events
-        T_mem, T_grok (None when not reached), the peak and the norms at each
-        event; ``norm_at_mem`` and ``norm_at_grok`` are read by :func:`norm_at`.
+    ``threshold`` in (0, 1] is the accuracy that counts as "fitted" (0.99 in the papers). Accuracies must lie
+    in [0, 1] (NaN: not known, never fitted) and steps increase. Returns the :class:`Events`; ``norm_at_mem`` and
+    ``norm_at_grok`` are read by :func:`norm_at`.
     """
     require_type(history, "history", History, owner="find_events")
     require_real(threshold, "threshold", 0.0, 1.0, low_open=True, owner="find_events")
@@ -136,15 +102,9 @@ def find_events(history: History, threshold: float = 0.99) -> Events:
     t_grok = first_step_at_least(steps, require_fractions(history.column("test_acc"), "history", "find_events"), threshold)
     peak = int(np.nanargmax(norm)) if np.isfinite(norm).any() else 0  # no finite norm: a broken run (is_diverged)
 
-    return Events(
-        t_mem=t_mem,
-        t_grok=t_grok,
-        peak_step=int(steps[peak]),
-        peak_norm=float(norm[peak]),
-        final_norm=float(norm[-1]),
-        norm_at_mem=None if t_mem is None else norm_at(history, t_mem),
-        norm_at_grok=None if t_grok is None else norm_at(history, t_grok),
-    )
+    return Events(t_mem=t_mem, t_grok=t_grok, peak_step=int(steps[peak]), peak_norm=float(norm[peak]),
+                  final_norm=float(norm[-1]), norm_at_mem=None if t_mem is None else norm_at(history, t_mem),
+                  norm_at_grok=None if t_grok is None else norm_at(history, t_grok))
 
 
 def border_times(history, fit_level: float = 0.3, drop_level: float = 0.5) -> tuple[int | None, int | None]:
@@ -160,17 +120,8 @@ def border_times(history, fit_level: float = 0.3, drop_level: float = 0.5) -> tu
     * **dropped** (the escape): the first evaluated step *after* ``fitted`` at
       which it reads the digit on at least ``drop_level`` of them.
 
-    Parameters
-    ----------
-    history : History
-        Rows with ``step``, ``cue_acc`` and ``conflict_acc``.
-    fit_level, drop_level : float in (0, 1)
-
-    Returns
-    -------
-    (fitted, dropped) : tuple of int or None
-        None where the event never happened (``dropped`` is None whenever
-        ``fitted`` is).
+    ``history`` has rows with ``step``, ``cue_acc`` and ``conflict_acc``; ``fit_level`` and ``drop_level`` lie
+    in (0, 1). Returns ``(fitted, dropped)``, None where the event never happened (``dropped`` whenever ``fitted`` is).
 
     Examples
     --------

@@ -47,17 +47,8 @@ def layer_parameters(model: nn.Module) -> dict[str, list[str]]:
 
 
 def _layers(model: nn.Module) -> Iterator[tuple[str, list[tuple[str, nn.Parameter]]]]:
-    """Yield ``(layer name, [(qualified parameter name, parameter), ...])`` for each module owning parameters.
-
-    Parameters
-    ----------
-    model : nn.Module
-
-    Returns
-    -------
-    iterator of (str, list of (str, nn.Parameter))
-        In ``model.named_modules()`` order; a module's own parameters
-        (``recurse=False``) in their order.
+    """Yield ``(layer name, [(qualified parameter name, parameter), ...])`` for each module owning parameters,
+    in ``model.named_modules()`` order, a module's own parameters (``recurse=False``) in their order.
     A parameter shared by several modules (tied weights) belongs to the first that owns it: counted once.
     """
     seen: set[int] = set()
@@ -69,16 +60,7 @@ def _layers(model: nn.Module) -> Iterator[tuple[str, list[tuple[str, nn.Paramete
 
 
 def layer_names(model: nn.Module) -> list[str]:
-    """Names of the modules that own parameters, in definition order (the keys of :func:`layer_parameters`).
-
-    Parameters
-    ----------
-    model : nn.Module
-
-    Returns
-    -------
-    list of str, length n_layers
-    """
+    """Names of the modules that own parameters, in definition order (the keys of :func:`layer_parameters`)."""
     require_type(model, "model", nn.Module, owner="layer_names")
     return list(layer_parameters(model))
 
@@ -113,16 +95,6 @@ def layer_norms(model: nn.Module) -> dict[str, float]:
 
 @torch.no_grad()
 def total_norm(model: nn.Module) -> float:
-    """Squared L2 norm of all parameters, ‖θ‖² = Σ_ℓ ‖θ_ℓ‖².
-
-    Parameters
-    ----------
-    model : torch.nn.Module
-
-    Returns
-    -------
-    float
-        Σ over every parameter tensor of its squared entries, accumulated in float64.
-    """
+    """Squared L2 norm of all parameters, ‖θ‖² = Σ_ℓ ‖θ_ℓ‖², accumulated in float64 (a tied parameter counts once)."""
     require_model(model, owner="total_norm")
     return float(sum(p.detach().double().pow(2).sum() for p in model.parameters()))

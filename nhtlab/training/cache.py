@@ -93,14 +93,9 @@ def cache_enabled() -> bool:
 class ResultCache:
     """Finished runs on disk, keyed by their full configuration and what computes it (:func:`config_key`).
 
-    Parameters
-    ----------
-    root : str or path, optional
-        Directory of the cache (created when first written). Defaults to
-        :func:`default_cache_dir`.
-    checkpoints : bool, optional
-        Whether runs trained through the cache checkpoint into it (:meth:`run_dir`) and
-        resume from there; defaults to :func:`checkpoints_enabled`.
+    ``root`` is the cache's directory (created when first written; default :func:`default_cache_dir`);
+    ``checkpoints`` whether runs trained through the cache checkpoint into it (:meth:`run_dir`) and resume
+    from there (default :func:`checkpoints_enabled`).
 
     Examples
     --------
@@ -186,13 +181,7 @@ class ResultCache:
         return history
 
     def put(self, config: Mapping[str, Any], history: History) -> Path:
-        """Store the finished ``history`` of ``config``; returns the entry's file.
-
-        Raises
-        ------
-        ValueError
-            If the run is still ``"running"`` (only finished runs are cached).
-        """
+        """Store the finished ``history`` of ``config`` (a ``"running"`` one is refused); returns the entry's file."""
         require_type(config, "config", Mapping, owner="ResultCache.put")
         require_type(history, "history", History, owner="ResultCache.put")
         if history.status not in _FINISHED:
@@ -283,39 +272,19 @@ def _in_order(rows: list[dict[str, Any]], columns: list[str]) -> list[dict[str, 
 
 
 def default_cache() -> ResultCache | None:
-    """The cache chapters and sweeps use: ``ResultCache()``, or None when ``NHTLAB_CACHE`` is off.
-
-    Pass it as ``sweep(..., cache=nhtlab.default_cache())``: a reader who re-runs a
-    chapter (or a Colab session that reconnects) reuses every finished run.
-
-    Returns
-    -------
-    ResultCache or None
-        At ``NHTLAB_CACHE_DIR`` (default ``~/.cache/nhtlab``).
-    """
+    """The cache chapters and sweeps use: ``ResultCache()`` (at ``NHTLAB_CACHE_DIR``, default ``~/.cache/nhtlab``),
+    or None when ``NHTLAB_CACHE`` is off. Pass it as ``sweep(..., cache=nhtlab.default_cache())``: a reader who
+    re-runs a chapter (or a Colab session that reconnects) reuses every finished run."""
     return ResultCache() if cache_enabled() else None
 
 
 def cached_run(run: Any, cache: ResultCache | None = None, *, use_cache: bool | None = None, **kwargs: Any) -> History:
-    """:func:`nhtlab.run_modular` through the result cache.
+    """:func:`nhtlab.run_modular` on ``run`` (``kwargs`` passed on) through ``cache`` (default ``ResultCache()``).
 
-    Parameters
-    ----------
-    run : ModularRun
-    cache : ResultCache, optional
-        Defaults to ``ResultCache()`` (see the module docstring for where it lives).
-    use_cache : bool, optional
-        False always trains and neither reads nor writes; defaults to
-        :func:`cache_enabled` (the ``NHTLAB_CACHE`` environment variable).
-    **kwargs
-        Passed to :func:`nhtlab.run_modular` (``progress``, ``desc``,
-        ``run_dir``, …) when the run is trained.
-
-    Returns
-    -------
-    History
-        A cached history has no ``model`` attribute (only the measurements are
-        stored); a freshly trained one has it. ``history.cached`` tells which.
+    ``use_cache=False`` always trains and neither reads nor writes (default :func:`cache_enabled`, the
+    ``NHTLAB_CACHE`` environment variable). A cache that cannot be written warns and the finished history is
+    returned. A cached history has no ``model`` attribute (only the measurements are stored); a freshly
+    trained one has it. ``history.cached`` tells which.
     """
 
     require_type(run, "run", ModularRun, owner="cached_run")

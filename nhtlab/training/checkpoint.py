@@ -56,11 +56,8 @@ CHECKPOINT_NAME = "checkpoint.pt"
 
 
 def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
-    """Write ``data`` to ``path`` atomically (temporary file + fsync + :func:`os.replace`).
-
-    The parent directory is created if needed. Readers see either the old
-    content or the new one, never a partial file.
-    """
+    """Write ``data`` to ``path`` atomically (temporary file + fsync + :func:`os.replace`; the parent
+    directory created if needed): readers see either the old content or the new one, never a partial file."""
     require_type(data, "data", (bytes, bytearray), owner="atomic_write_bytes")
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -81,11 +78,8 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
 
 
 def capture_rng_state() -> dict[str, Any]:
-    """The global random states of Python, NumPy and PyTorch (CPU and every CUDA device).
-
-    Stored with plain types and tensors only, so :func:`torch.load` can read it
-    back with ``weights_only=True``.
-    """
+    """The global random states of Python, NumPy and PyTorch (CPU and every CUDA device), as plain types
+    and tensors only, so :func:`torch.load` reads them back with ``weights_only=True``."""
     np_kind, np_keys, np_pos, np_has_gauss, np_gauss = np.random.get_state()
     return {
         "python": random.getstate(),

@@ -294,19 +294,8 @@ class Monitor:
 
     @torch.no_grad()
     def record(self, step: int, **scalars: float) -> dict[str, float]:
-        """Record a row now, whatever the step.
-
-        Parameters
-        ----------
-        step : int ≥ 0
-            The step to file the row under.
-        **scalars : float
-            Extra readings stored in the row (loss, accuracies, …).
-
-        Returns
-        -------
-        dict
-            The row: ``step``, ``norm``, ``norm/<layer>``, ``head_ratio``, ``head_rel``
+        """Record a row now under ``step`` (after the last recorded one), with extra readings ``scalars``
+        (loss, accuracies in [0, 1], …); returns the row: ``step``, ``norm``, ``norm/<layer>``, ``head_ratio``, ``head_rel``
             (:func:`nhtlab.analysis.layers.head_signals`; ``inf`` on a zero
             denominator, NaN on non-finite norms), ``dlr`` with a probe, and ``scalars``.
         """

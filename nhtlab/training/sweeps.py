@@ -104,19 +104,8 @@ def resolve_strategy(runs: Sequence[TrainConfig], strategy: str = "auto", worker
 
 
 def grid(base: TrainConfig, **axes: Iterable[Any]) -> list[TrainConfig]:
-    """The Cartesian product of ``axes`` applied to ``base``, last axis fastest.
-
-    Parameters
-    ----------
-    base : ModularRun or ShortcutRun
-        Settings shared by every run (any run kind: a :class:`~nhtlab.training.loop.TrainConfig` subclass).
-    **axes : iterables
-        Field name → values, e.g. ``weight_decay=[0.1, 1.0], seed=[0, 1]``.
-
-    Returns
-    -------
-    list of runs, length ∏ len(values)
-        Runs of ``base``'s class, each validated; the last axis varies fastest.
+    """The Cartesian product of ``axes`` (field name → values, e.g. ``weight_decay=[0.1, 1.0], seed=[0, 1]``)
+    applied to ``base`` (any run kind), as ∏ len(values) validated runs of ``base``'s class, last axis fastest.
 
     Examples
     --------
@@ -197,16 +186,8 @@ class SweepResult(Sequence):
     """The runs of a sweep, in the order they were given (a sequence of :class:`SweepRow`).
 
     The properties :attr:`histories`, :attr:`runs` and :attr:`diverged` give one list each (length
-    n_runs, the runs' order; ``diverged`` only the runs whose history ended diverged).
-
-    Parameters
-    ----------
-    rows : sequence of SweepRow
-        One per run, in the order of the runs given to :func:`sweep`.
-    strategy : str
-        The strategy that trained them.
-    seconds : float
-        Wall time of the whole sweep.
+    n_runs, the runs' order; ``diverged`` only the runs whose history ended diverged). ``rows`` holds one
+    :class:`SweepRow` per run, in the order given to :func:`sweep`; ``strategy`` trained them in ``seconds`` (wall).
     """
 
     def __init__(self, rows: Sequence[SweepRow], strategy: str, seconds: float):
