@@ -85,11 +85,19 @@ def norm_at(history: History, step: int) -> float:
 
 
 def find_events(history: History, threshold: float = 0.99) -> Events:
-    """Locate T_mem, T_grok and the peak of ‖θ‖² in ``history`` (columns ``step``, ``train_acc``, ``test_acc``, ``norm``).
+    """Locate T_mem, T_grok and the peak of ‖θ‖² in ``history``.
 
-    ``threshold`` in (0, 1] is the accuracy that counts as "fitted" (0.99 in the papers). Accuracies must lie
-    in [0, 1] (NaN: not known, never fitted) and steps increase. Returns the :class:`Events`; ``norm_at_mem`` and
-    ``norm_at_grok`` are read by :func:`norm_at`.
+    Parameters
+    ----------
+    history : History
+        Columns ``step`` (increasing), ``train_acc``, ``test_acc`` (in [0, 1]; NaN: not known) and ``norm``.
+    threshold : float in (0, 1]
+        Accuracy that counts as "fitted" (0.99 in the papers).
+
+    Returns
+    -------
+    Events
+        ``norm_at_mem`` and ``norm_at_grok`` read by :func:`norm_at`.
     """
     require_type(history, "history", History, owner="find_events")
     require_real(threshold, "threshold", 0.0, 1.0, low_open=True, owner="find_events")
@@ -120,8 +128,16 @@ def border_times(history, fit_level: float = 0.3, drop_level: float = 0.5) -> tu
     * **dropped** (the escape): the first evaluated step *after* ``fitted`` at
       which it reads the digit on at least ``drop_level`` of them.
 
-    ``history`` has rows with ``step``, ``cue_acc`` and ``conflict_acc``; ``fit_level`` and ``drop_level`` lie
-    in (0, 1). Returns ``(fitted, dropped)``, None where the event never happened (``dropped`` whenever ``fitted`` is).
+    Parameters
+    ----------
+    history : History
+        Rows with ``step``, ``cue_acc`` and ``conflict_acc``.
+    fit_level, drop_level : float in (0, 1)
+
+    Returns
+    -------
+    (fitted, dropped) : tuple of int or None
+        None where the event never happened (``dropped`` whenever ``fitted`` is).
 
     Examples
     --------

@@ -157,21 +157,8 @@ def read_cifar10_batches(folder: str | Path, train: bool = True, limit: int | No
     The format is the one torchvision reads: each file is a pickled dict with
     ``data`` (uint8, (n, 3072), channel-major rows) and ``labels``. The images
     come out exactly as ``torchvision.datasets.CIFAR10`` gives them, moved to
-    channels-first.
-
-    Parameters
-    ----------
-    folder : str or Path
-        The ``cifar-10-batches-py`` folder.
-    train : bool
-        The five training batches, or the test batch.
-    limit : int, optional
-        Keep only the first this many images.
-
-    Returns
-    -------
-    x : FloatTensor, shape (n, 3, 32, 32), values in [0, 1]
-    y : LongTensor, shape (n,)
+    channels-first. ``folder`` is ``cifar-10-batches-py``; ``train`` picks the five training batches or the
+    test batch; ``limit`` keeps the first this many images. Returns ``x`` (n, 3, 32, 32) in [0, 1] and ``y`` (n,).
     """
     folder = Path(folder)
     xs, ys = [], []

@@ -95,6 +95,16 @@ def layer_norms(model: nn.Module) -> dict[str, float]:
 
 @torch.no_grad()
 def total_norm(model: nn.Module) -> float:
-    """Squared L2 norm of all parameters, ‖θ‖² = Σ_ℓ ‖θ_ℓ‖², accumulated in float64 (a tied parameter counts once)."""
+    """Squared L2 norm of all parameters, ‖θ‖² = Σ_ℓ ‖θ_ℓ‖².
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+
+    Returns
+    -------
+    float
+        Σ over every parameter tensor of its squared entries, accumulated in float64 (a tied one counts once).
+    """
     require_model(model, owner="total_norm")
     return float(sum(p.detach().double().pow(2).sum() for p in model.parameters()))

@@ -18,16 +18,12 @@ Where the cache lives, first match wins:
 2. the ``NHTLAB_CACHE_DIR`` environment variable;
 3. ``$XDG_CACHE_HOME/nhtlab``, else ``~/.cache/nhtlab``.
 
-With checkpoints on (``NHTLAB_CHECKPOINTS=on``, or ``ResultCache(checkpoints=True)``),
-a run that :func:`cached_run` or :func:`nhtlab.sweep` trains through the cache also
-checkpoints into the cache (``<root>/checkpoints/<key>``): a process killed mid-run
-resumes there on the next call, and the checkpoints go once the finished run is stored.
-
-In Colab, :func:`nhtlab.book.keep_on_drive` mounts Google Drive and points the cache there,
-checkpoints on, so that finished runs and unfinished ones survive a runtime reset.
-
-Set ``NHTLAB_CACHE=off`` to make :func:`cached_run` always train (nothing is
-read or written).
+With checkpoints on (``NHTLAB_CHECKPOINTS=on``, or ``ResultCache(checkpoints=True)``), a run that
+:func:`cached_run` or :func:`nhtlab.sweep` trains through the cache also checkpoints into it
+(``<root>/checkpoints/<key>``): a process killed mid-run resumes there on the next call, and the
+checkpoints go once the finished run is stored. In Colab, :func:`nhtlab.book.keep_on_drive` points
+the cache at Google Drive, checkpoints on, so that runs survive a runtime reset.
+Set ``NHTLAB_CACHE=off`` to make :func:`cached_run` always train (nothing is read or written).
 """
 
 from __future__ import annotations
@@ -272,9 +268,14 @@ def _in_order(rows: list[dict[str, Any]], columns: list[str]) -> list[dict[str, 
 
 
 def default_cache() -> ResultCache | None:
-    """The cache chapters and sweeps use: ``ResultCache()`` (at ``NHTLAB_CACHE_DIR``, default ``~/.cache/nhtlab``),
-    or None when ``NHTLAB_CACHE`` is off. Pass it as ``sweep(..., cache=nhtlab.default_cache())``: a reader who
-    re-runs a chapter (or a Colab session that reconnects) reuses every finished run."""
+    """The cache chapters and sweeps use, as ``sweep(..., cache=nhtlab.default_cache())``: a reader who
+    re-runs a chapter (or a Colab session that reconnects) reuses every finished run.
+
+    Returns
+    -------
+    ResultCache or None
+        At ``NHTLAB_CACHE_DIR`` (default ``~/.cache/nhtlab``); None when ``NHTLAB_CACHE`` is off.
+    """
     return ResultCache() if cache_enabled() else None
 
 

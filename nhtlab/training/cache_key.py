@@ -52,7 +52,7 @@ def canonical(obj: Any) -> str:
     return json.dumps(obj, sort_keys=True, separators=(",", ":"), default=_plain, allow_nan=True)
 
 
-def sha256(text: str) -> str:
+def sha256(text: str) -> str:  # noqa: D103
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
@@ -96,12 +96,8 @@ def _on_cuda(config: Mapping[str, Any]) -> bool:
 
 
 def key_threads(config: Mapping[str, Any]) -> int | None:
-    """The torch thread count that can change the result of ``config``'s run, or None where it cannot.
-
-    A CPU kernel splits its sums over the threads, so the same run at 1 and at 2 threads
-    rounds differently (at a fixed count it is bit-reproducible). None for a CUDA run and
-    at one thread.
-    """
+    """The torch thread count that can change the result of ``config``'s run (a CPU kernel splits its sums
+    over the threads: 1 and 2 threads round differently), or None where it cannot (CUDA, one thread)."""
     threads = torch.get_num_threads()
     return None if _on_cuda(config) or threads == 1 else threads
 

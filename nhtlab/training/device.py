@@ -20,8 +20,17 @@ __all__ = ["pick_device", "seed_everything", "in_colab", "device_audit_enabled",
 
 
 def pick_device(preference: str = "auto") -> torch.device:
-    """The device to train on: ``preference`` ``"auto"`` picks CUDA when it is available, else the CPU;
-    ``"cuda"`` raises when no GPU is present rather than silently using the CPU.
+    """Return the device to train on.
+
+    Parameters
+    ----------
+    preference : {"auto", "cpu", "cuda"}
+        ``"auto"`` picks CUDA when it is available, else the CPU. ``"cuda"``
+        raises when no GPU is present rather than silently using the CPU.
+
+    Returns
+    -------
+    torch.device
 
     While the device audit is on (``NHTLAB_DEVICE_CHECK=1`` or
     :func:`~nhtlab.build.device_audit.device_audit`, CPU-only machines) ``"auto"`` and ``"cpu"`` return
@@ -38,7 +47,16 @@ def pick_device(preference: str = "auto") -> torch.device:
 
 
 def seed_everything(seed: int) -> None:
-    """Seed Python, NumPy and PyTorch (CPU and CUDA) global generators with ``seed`` ≥ 0."""
+    """Seed Python, NumPy and PyTorch (CPU and CUDA) global generators.
+
+    Parameters
+    ----------
+    seed : int >= 0
+
+    Returns
+    -------
+    None
+    """
     seed = require_int(seed, "seed", low=0, owner="seed_everything")
     random.seed(seed)
     np.random.seed(seed % 2**32)

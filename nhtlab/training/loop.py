@@ -57,8 +57,7 @@ __all__ = ["TrainConfig", "TrainState", "train", "evaluate", "SCHEDULES", "MAX_L
 MAX_LR = 1e30
 
 SCHEDULES = ("constant", "cosine")
-#: The largest minibatch a config takes (its indices alone are 128 MiB): larger is a typo, refused before allocating.
-MAX_BATCH = 2**24
+MAX_BATCH = 2**24  # the largest minibatch a config takes (its indices alone are 128 MiB), refused before allocating
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -98,13 +97,10 @@ class TrainConfig:
     eval_batch_size : int
         Evaluation batch size (bounds memory on image data).
     fused : bool
-        Use PyTorch's fused AdamW (``torch.optim.AdamW(fused=True)``): the same
-        update computed in one kernel per step, so the same run in a different
-        float rounding. It gains more on the companion transformer than on the small
-        SimpleCNN, whose step is mostly convolutions (``benchmarks/bench_grok.py`` times
-        both side by side; its records are on the book's measurements page). Off
-        by default, so that runs keep the numbers of earlier versions;
-        :func:`nhtlab.companion` turns it on.
+        PyTorch's fused AdamW (``torch.optim.AdamW(fused=True)``): the same update in one kernel per
+        step, in another float rounding; it gains more on the companion transformer than on the
+        SimpleCNN (``benchmarks/bench_grok.py``). Off by default, so that runs keep the numbers of
+        earlier versions; :func:`nhtlab.companion` turns it on.
     compile : bool
         Run each step's forward and backward through ``torch.compile`` (inductor), which fuses
         the elementwise work around the matmuls; the same run in another float rounding, so part

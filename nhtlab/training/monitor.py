@@ -50,12 +50,9 @@ Lightning (nhtlab does not import Lightning; this is the whole adapter)::
         def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
             self.monitor(trainer.global_step)
 
-Cost: a recorded step sums the squares of every parameter once (plus one
-forward pass on the probe and a small SVD when DLR is on); the steps in between
-cost one integer test. ``benchmarks/bench_monitor.py`` measures a record, with
-and without DLR, and whole loops at several ``every`` against the bare loop; its
-numbers, with the machine they were measured on, are on the book's measurements
-page.
+Cost: a recorded step sums the squares of every parameter once (plus one forward pass on the probe
+and a small SVD when DLR is on); the steps in between cost one integer test
+(``benchmarks/bench_monitor.py``; its numbers are on the book's measurements page).
 """
 
 from __future__ import annotations

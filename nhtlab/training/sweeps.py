@@ -129,20 +129,9 @@ def grid(base: TrainConfig, **axes: Iterable[Any]) -> list[TrainConfig]:
 
 @dataclass
 class SweepRow:
-    """One run of a sweep: its config, history, events and where the history came from.
-
-    Attributes
-    ----------
-    run : ModularRun or ShortcutRun
-    history : History
-        The run's measurements (no ``model``: it stayed in the worker).
-    events : Events or None
-        ``run.events(history)``: T_mem, T_grok and the norm peak of a modular run; None for a
-        shortcut run (read its border times with :func:`nhtlab.border_times`).
-    seconds : float
-        Training time of the run (0 when it came from the cache).
-    source : {"computed", "cache"}
-    """
+    """One run of a sweep: its ``run``, its ``history`` (no ``model``: it stayed in the worker), its ``events``
+    (``run.events(history)``: T_mem, T_grok and the norm peak of a modular run; None for a shortcut run, whose
+    border times :func:`nhtlab.border_times` reads), its training ``seconds`` (0 from the cache) and ``source``."""
 
     run: TrainConfig
     history: History
