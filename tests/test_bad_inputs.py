@@ -494,9 +494,12 @@ def classify(case: Case) -> str:
         if re.search(expected[1], said):
             return "warning"
         return f"deep crash: {type(raised).__name__}: {raised}" if raised else f"silent wrong: no warning ({said!r:.120})"
-    if raised is not None:
-        return f"deep crash: {type(raised).__name__}: {raised}"
-    return "value" if expected[1](result) else f"silent wrong: {result!r:.120}"
+    try:
+        if raised is None and not expected[1](result):
+            return f"silent wrong: {result!r:.120}"
+    except Exception as error:  # noqa: BLE001 — the value itself breaks on use (a NumPy scalar in json, …)
+        raised = error
+    return f"deep crash: {type(raised).__name__}: {raised}" if raised is not None else "value"
 
 
 def counts() -> collections.Counter:
