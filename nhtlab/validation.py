@@ -17,7 +17,18 @@ from collections.abc import Iterable
 from numbers import Integral, Real
 from typing import Any
 
-__all__ = ["require_choice", "require_int", "require_real", "require_bool", "require_type"]
+import numpy as np
+import torch
+
+__all__ = ["require_choice", "require_int", "require_real", "require_bool", "require_type", "require_callable",
+           "require_tensor", "require_model", "require_fractions", "require_increasing", "require_size", "require_numbers", "MAX_WIDTH",
+           "MAX_PARAMETERS"]
+
+#: The largest width (hidden units, channels, image side) a model or dataset is built with: beyond it
+#: one layer's weights alone take gigabytes, and the allocation, not the argument, would fail.
+MAX_WIDTH = 2**14
+#: The most parameters a model is built with (1 GiB in float32).
+MAX_PARAMETERS = 2**28
 
 
 def _where(owner: str | None) -> str:
@@ -56,23 +67,15 @@ def require_bool(value: Any, name: str, owner: str | None = None) -> bool:
 
 
 def _range_text(low: float | None, high: float | None, low_open: bool, high_open: bool) -> str:
-    if low is None and high is None:
-        return ""
-    if high is None:
-        return f" {'>' if low_open else '>='} {low}"
-    if low is None:
-        return f" {'<' if high_open else '<='} {high}"
-    left = "(" if low_open else "["
-    right = ")" if high_open else "]"
-    return f" in the range {left}{low}, {high}{right}"
+    if low is None or high is None:
+        return "" if low is high else (f" {'>' if low_open else '>='} {low}" if high is None
+                                       else f" {'<' if high_open else '<='} {high}")
+    return f" in the range {'(' if low_open else '['}{low}, {high}{')' if high_open else ']'}"
 
 
 def _in_range(x: float, low: float | None, high: float | None, low_open: bool, high_open: bool) -> bool:
-    if low is not None and (x <= low if low_open else x < low):
-        return False
-    if high is not None and (x >= high if high_open else x > high):
-        return False
-    return True
+    return not ((low is not None and (x <= low if low_open else x < low))
+                or (high is not None and (x >= high if high_open else x > high)))
 
 
 def require_int(
@@ -121,3 +124,67 @@ def require_real(
             f"{_range_text(low, high, low_open, high_open)}. Got {value!r} instead."
         )
     return value
+
+
+def require_callable(value: Any, name: str, owner: str | None = None) -> Any:
+    """Raise TypeError unless ``value`` is callable."""
+    if not callable(value):
+        raise TypeError(f"The {name!r} parameter{_where(owner)} must be callable. "
+                        f"Got {value!r} of type {type(value).__name__} instead.")
+    return value
+
+
+def require_tensor(value: Any, name: str, owner: str | None = None, half: bool = True) -> torch.Tensor:
+    """Raise TypeError unless ``value`` is a real tensor holding data: never complex or on the meta device,
+    nor float16/bfloat16 where ``half`` is False (their rounding would decide the answer)."""
+    require_type(value, name, torch.Tensor, owner)
+    if value.is_complex() or value.is_meta or (not half and value.dtype in (torch.float16, torch.bfloat16)):
+        raise TypeError(f"The {name!r} parameter{_where(owner)} must hold real numbers with data (not complex, not on "
+                        f"the meta device{'' if half else ', not float16 or bfloat16: cast it with .double()'}). "
+                        f"Got a {value.dtype} tensor on {value.device} instead.")
+    return value
+
+
+def require_model(model: Any, name: str = "model", owner: str | None = None) -> Any:
+    """Raise unless ``model`` is an ``nn.Module`` whose parameters are real tensors with data (:func:`require_tensor`)."""
+    require_type(model, name, torch.nn.Module, owner)
+    for parameter in model.parameters():
+        require_tensor(parameter, name, owner)
+    return model
+
+
+def require_numbers(values: Any, name: str, owner: str | None = None) -> np.ndarray:
+    """``values`` as a float array; TypeError when they are not numbers (a string, None, objects)."""
+    try:
+        if isinstance(values, (str, bytes)) or values is None:
+            raise TypeError(f"a {type(values).__name__}")
+        return np.asarray(values, dtype=float)
+    except (TypeError, ValueError) as error:
+        raise TypeError(f"The {name!r} parameter{_where(owner)} must hold numbers. Got {values!r} ({error}).") from None
+
+
+def require_fractions(values: Any, name: str, owner: str | None = None) -> np.ndarray:
+    """Raise ValueError unless every value that is not NaN (a missing one) lies in [0, 1], as accuracies do."""
+    values = require_numbers(values, name, owner)
+    bad = values[~np.isnan(values) & ((values < 0) | (values > 1))]
+    if bad.size:
+        raise ValueError(f"The {name!r} parameter{_where(owner)} must hold fractions in [0, 1] (accuracies, not "
+                         f"percentages). Got {float(bad[0])!r} instead.")
+    return values
+
+
+def require_increasing(steps: Any, name: str, owner: str | None = None) -> np.ndarray:
+    """Raise ValueError unless ``steps`` increase strictly (a history's evaluated steps)."""
+    steps = require_numbers(steps, name, owner)
+    back = np.flatnonzero(~(np.diff(steps) > 0))
+    if back.size:
+        raise ValueError(f"The {name!r} parameter{_where(owner)} has its steps out of order: step "
+                         f"{steps[back[0] + 1]:g} comes after step {steps[back[0]]:g}; steps must increase.")
+    return steps
+
+
+def require_size(count: int, names: str, owner: str | None = None) -> None:
+    """Raise ValueError when a model's sizes ``names`` give more than :data:`MAX_PARAMETERS`, before allocating."""
+    if count > MAX_PARAMETERS:
+        raise ValueError(f"The {names} parameters{_where(owner)} give {count:,} parameters, more than "
+                         f"{MAX_PARAMETERS:,} (1 GiB in float32): refused before allocating.")

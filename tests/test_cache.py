@@ -266,3 +266,104 @@ def test_a_run_listed_twice_in_a_parallel_sweep_trains_once(cache):
     # and the entries the workers put are the ones a later sweep reads
     again = nhtlab.sweep([RUN], strategy="sequential", cache=cache, progress="none")
     assert again[0].cached and again[0].history.rows == result[0].history.rows
+
+
+# -- what the key names: the code that computed the run, not its docs ------------------------------------------
+_CHILD = """
+import json, sys
+import nhtlab
+from nhtlab.training.cache import ResultCache, cached_run
+run = nhtlab.ModularRun(p=7, model_kwargs=dict(width=8), steps=6, eval_every=3, device="cpu")
+history = cached_run(run, ResultCache(sys.argv[1]), use_cache=True, progress="none")
+print(json.dumps([history.cached, history.rows[-1]["train_loss"]]))
+"""
+
+
+def _copy_run(package: Path, cache_dir: Path) -> tuple[bool, float]:
+    """Run a tiny run through the cache in a process that imports ``package`` (a copy of nhtlab)."""
+    import subprocess
+    import sys
+
+    env = {**os.environ, "PYTHONPATH": str(package.parent), "NHTLAB_PROGRESS": "none", "OMP_NUM_THREADS": "1"}
+    out = subprocess.run([sys.executable, "-c", _CHILD, str(cache_dir)], cwd=package.parent, env=env,
+                         capture_output=True, text=True, check=True).stdout
+    cached, loss = json.loads(out.strip().splitlines()[-1])
+    return cached, loss
+
+
+def test_an_edit_of_the_training_code_misses_and_an_edit_of_its_docstring_hits(tmp_path):
+    import shutil
+
+    package = tmp_path / "copy" / "nhtlab"
+    shutil.copytree(Path(nhtlab.__file__).parent, package, ignore=shutil.ignore_patterns("__pycache__"))
+    loop = package / "training" / "loop.py"
+    source = loop.read_text()
+    assert _copy_run(package, tmp_path / "c")[0] is False  # trained
+    cached, loss = _copy_run(package, tmp_path / "c")
+    assert cached is True
+    loop.write_text(source.replace('"""The training loop:', '"""Edited docs. The training loop:', 1)
+                    .replace("    def measure(step: int) -> bool:", "    # an edited comment\n    def measure(step: int) -> bool:", 1))
+    assert _copy_run(package, tmp_path / "c") == (True, loss), "a docstring or comment edit must still hit"
+    edited = source.replace("loss = F.cross_entropy(forward(xb), yb)", "loss = 1.5 * F.cross_entropy(forward(xb), yb)")
+    assert edited != source
+    loop.write_text(edited)
+    cached, changed = _copy_run(package, tmp_path / "c")
+    assert cached is False and changed != loss, "an edit of the training code must miss and retrain"
+
+
+def test_the_key_names_torch_device_dtype_and_threads(monkeypatch):
+    import torch
+
+    from nhtlab.training import cache_key
+
+    config = RUN.cache_config()
+    key = config_key(config)
+    assert config_key({**config, "device": "cuda"}) != config_key(config)  # the device kind ("auto" resolves too)
+    monkeypatch.setattr(torch, "__version__", "0.0.0")
+    assert config_key(config) != key
+    monkeypatch.undo()
+    before = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    try:
+        assert config_key(config) != key
+    finally:
+        torch.set_default_dtype(before)
+    assert config_key(config) == key and cache_key.numerics_hash() == cache_key.numerics_hash(cache_key.NUMERICS_ROOT)
+
+
+def test_equal_configs_have_one_key_and_one_hash():
+    import numpy as np
+
+    one = nhtlab.companion(1)
+    assert one == nhtlab.companion(1.0) == nhtlab.companion(np.float32(1.0))
+    assert hash(one) == hash(nhtlab.companion(1.0)) and config_key(one.cache_config()) == config_key(
+        nhtlab.companion(np.int64(1)).cache_config())
+    run = ModularRun(p=np.int64(11), seed=np.int32(5), model_kwargs=dict(width=np.int64(16), embed_std=0.1), device="cpu")
+    assert run.p == 11 and type(run.p) is int and run.model_kwargs == {"width": 16}
+    assert config_key(run.cache_config()) == config_key(ModularRun(p=11, seed=5, model_kwargs=dict(width=16),
+                                                                   device="cpu").cache_config())
+    assert config_key({"a": 1, "b": [np.float64(0.5)]}) == config_key({"a": 1.0, "b": (0.5,)})
+
+
+@pytest.mark.parametrize("damage", ["root is a file", "entry is a folder", "no claim", "no claim, entry there"])
+def test_an_unusable_cache_warns_and_keeps_the_finished_training(tmp_path, monkeypatch, damage):
+    root = tmp_path / "cache"
+    if damage == "root is a file":
+        root.write_text("not a folder")
+    elif damage == "entry is a folder":
+        ResultCache(root).path(RUN.to_dict()).mkdir(parents=True)
+        (ResultCache(root).path(RUN.to_dict()) / "x").write_text("")  # a folder that cannot be replaced
+    if damage.startswith("no claim"):  # a read-only folder (root ignores permissions, so the lock is refused here)
+        if damage.endswith("there"):
+            first = cached_run(RUN, ResultCache(root), use_cache=True, progress="none")
+
+        def refused(self, config):
+            raise PermissionError(13, "Permission denied", str(self.path(config)) + ".lock")
+        monkeypatch.setattr(ResultCache, "claim", refused)
+    if damage.endswith("there"):  # read from the cache, nothing trained, nothing to warn about
+        history = cached_run(RUN, ResultCache(root), use_cache=True, progress="none")
+        assert history.cached is True and history.rows == first.rows
+        return
+    with pytest.warns(RuntimeWarning, match="could not be written|damaged"):
+        history = cached_run(RUN, ResultCache(root), use_cache=True, progress="none")
+    assert history.status == "completed" and len(history.rows) == 5 and history.cached is False

@@ -170,3 +170,27 @@ def test_a_checkpoint_from_before_a_field_existed_resumes(tmp_path):
     with pytest.raises(ValueError, match=r"different configuration \(fused: False there, True here\)"):
         nhtlab.train(nhtlab.models.EmbeddingMLP(11, width=32), nhtlab.modular_data(p=11, seed=2),
                      SMALL.train_config().replace(fused=True), progress="none", checkpoint_dir=tmp_path)
+
+
+# -- a checkpoint proves what it holds ------------------------------------------------------------------------
+def test_flipped_bits_in_a_checkpoint_restart_the_run_with_a_warning(tmp_path):
+    reference = run_modular(SMALL, progress="none")
+    _crash_at_70(tmp_path)  # the checkpoint of step 60
+    payload = torch.load(checkpoint_path(tmp_path), weights_only=True)
+    weight = next(iter(payload["model"].values()))
+    weight.view(-1)[0] = -weight.view(-1)[0]  # one flipped sign bit, written back whole and readable
+    torch.save(payload, checkpoint_path(tmp_path))
+    with pytest.warns(RuntimeWarning, match="does not match its checksum.* starts again from step 0"):
+        again = run_modular(SMALL, progress="none", run_dir=tmp_path, checkpoint_every=30)
+    assert again.rows == reference.rows  # trained from scratch, never resumed from the damaged state
+    assert (tmp_path / "checkpoint.pt.corrupt").exists()
+
+
+def test_a_checkpoint_of_another_run_is_never_resumed(tmp_path):
+    plus, minus = SMALL.replace(steps=40), SMALL.replace(steps=40, operation="-")
+    run_modular(plus, progress="none", run_dir=tmp_path / "plus")  # finished: its checkpoint holds every row
+    (tmp_path / "minus").mkdir()
+    (tmp_path / "minus" / "checkpoint.pt").write_bytes(checkpoint_path(tmp_path / "plus").read_bytes())
+    with pytest.warns(RuntimeWarning, match="belongs to another run"):
+        history = run_modular(minus, progress="none", run_dir=tmp_path / "minus")
+    assert history.rows == run_modular(minus, progress="none").rows  # run B's own rows, not A's

@@ -200,4 +200,5 @@ def test_a_default_spelled_out_in_model_kwargs_is_the_same_run():
     assert config_key(spelled.cache_config()) == config_key(plain.cache_config())
     wider = nhtlab.companion(1.0, model_kwargs=dict(d_model=64, d_ff=512))
     assert wider.model_kwargs == {"d_model": 64}  # what differs stays, what does not goes
-    assert ModularRun(model_kwargs=dict(width=256.0)).model_kwargs == {"width": 256.0}  # another type is kept
+    with pytest.raises(TypeError, match="'width' parameter of EmbeddingMLP must be an int"):  # checked where passed
+        ModularRun(model_kwargs=dict(width=256.0))

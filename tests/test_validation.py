@@ -47,7 +47,7 @@ CASES = [
     ("nhtlab.data.modular", "modular_data", lambda f: f(train_fraction=1.0), ValueError, "train_fraction", "(0.0, 1.0)"),
     ("nhtlab.data.modular", "modular_data", lambda f: f(p=12, operation="/"), ValueError, "p", "prime"),
     ("nhtlab.data.modular", "modular_data", lambda f: f(seed=-1), ValueError, "seed", ">= 0"),
-    ("nhtlab.data.images", "digits", lambda f: f(size=4), ValueError, "size", ">= 8"),
+    ("nhtlab.data.images", "digits", lambda f: f(size=4), ValueError, "size", "[8, 256]"),
     ("nhtlab.data.images", "digits", lambda f: f(test_fraction=0.0), ValueError, "test_fraction", "(0.0, 1.0)"),
     ("nhtlab.data.images", "cifar10", lambda f: f(root=3), TypeError, "root", "str or Path"),
     ("nhtlab.data.images", "cifar10", lambda f: f("data", download="yes"), TypeError, "download", "bool"),

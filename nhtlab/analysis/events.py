@@ -12,26 +12,16 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from ..history import History
-from ..validation import require_real, require_type
+from ..validation import require_fractions, require_increasing, require_real, require_type
 
 __all__ = ["Events", "find_events", "first_step_at_least", "norm_at"]
 
 
 @dataclass
 class Events:
-    """Key moments of a run. Steps are None when the event never happened.
-
-    Parameters
-    ----------
-    t_mem, t_grok : int or None
-        First evaluated step with train (test) accuracy at the threshold.
-    peak_step : int
-        Step of the largest ‖θ‖².
-    peak_norm, final_norm : float
-        ‖θ‖² at its peak and at the last evaluation.
-    norm_at_mem, norm_at_grok : float or None
-        ‖θ‖² at T_mem and T_grok.
-    """
+    """Key moments of a run: ``t_mem`` and ``t_grok``, the first evaluated steps with train (test) accuracy at
+    the threshold (None when never), ``peak_step`` of the largest ‖θ‖², ‖θ‖² at its peak, at the last evaluation,
+    at T_mem and at T_grok (``peak_norm``, ``final_norm``, ``norm_at_mem``, ``norm_at_grok``)."""
 
     t_mem: int | None
     t_grok: int | None
@@ -77,23 +67,8 @@ def norm_at(history: History, step: int) -> float:
     :func:`find_events` (``norm_at_mem``, ``norm_at_grok``, hence the delay
     law's V_mem and V_grok and the emergence table's V_sc and V_st) and the
     scorecard's P1 (:func:`nhtlab.book.scorecard.norm_ordering`) all read a
-    norm at a step through this function.
-
-    Parameters
-    ----------
-    history : History
-        Rows with ``step`` (increasing) and ``norm``.
-    step : int
-        The step asked for; need not be an evaluated one.
-
-    Returns
-    -------
-    float
-
-    Raises
-    ------
-    ValueError
-        When ``step`` is after the last evaluated step.
+    norm at a step through this function. ``history`` has rows with ``step`` (increasing) and ``norm``;
+    ``step`` need not be an evaluated one, but not after the last (a ValueError).
 
     Examples
     --------
@@ -101,10 +76,11 @@ def norm_at(history: History, step: int) -> float:
     >>> norm_at(h, 50), norm_at(h, 1)
     (3.0, 3.0)
     """
-    steps = history.column("step")
+    steps = require_increasing(history.column("step"), "history", owner="norm_at")
     k = int(np.searchsorted(steps, step))
     if k >= len(steps):
-        raise ValueError(f"The step {step} is after the history's last evaluated step {int(steps[-1])}.")
+        raise ValueError(f"The 'step' parameter of norm_at ({step}) is after the history's last evaluated step "
+                         f"{int(steps[-1])}.")
     return float(history.column("norm")[k])
 
 
@@ -114,35 +90,29 @@ def find_events(history: History, threshold: float = 0.99) -> Events:
     Parameters
     ----------
     history : History
-        Needs ``step``, ``train_acc``, ``test_acc`` and ``norm`` columns.
+        Columns ``step`` (increasing), ``train_acc``, ``test_acc`` (in [0, 1]; NaN: not known) and ``norm``.
     threshold : float in (0, 1]
         Accuracy that counts as "fitted" (0.99 in the papers).
 
     Returns
     -------
     Events
-        T_mem, T_grok (None when not reached), the peak and the norms at each
-        event; ``norm_at_mem`` and ``norm_at_grok`` are read by :func:`norm_at`.
+        ``norm_at_mem`` and ``norm_at_grok`` read by :func:`norm_at`.
     """
     require_type(history, "history", History, owner="find_events")
     require_real(threshold, "threshold", 0.0, 1.0, low_open=True, owner="find_events")
     if len(history) == 0:
         raise ValueError("The 'history' parameter of find_events is empty: it has no evaluated step.")
-    steps = history.column("step").astype(int)
+    steps = require_increasing(history.column("step"), "history", owner="find_events").astype(int)
     norm = history.column("norm")
-    t_mem = first_step_at_least(steps, history.column("train_acc"), threshold)
-    t_grok = first_step_at_least(steps, history.column("test_acc"), threshold)
-    peak = int(np.nanargmax(norm))
+    # NaN marks a missing accuracy: it never reaches the threshold
+    t_mem = first_step_at_least(steps, require_fractions(history.column("train_acc"), "history", "find_events"), threshold)
+    t_grok = first_step_at_least(steps, require_fractions(history.column("test_acc"), "history", "find_events"), threshold)
+    peak = int(np.nanargmax(norm)) if np.isfinite(norm).any() else 0  # no finite norm: a broken run (is_diverged)
 
-    return Events(
-        t_mem=t_mem,
-        t_grok=t_grok,
-        peak_step=int(steps[peak]),
-        peak_norm=float(norm[peak]),
-        final_norm=float(norm[-1]),
-        norm_at_mem=None if t_mem is None else norm_at(history, t_mem),
-        norm_at_grok=None if t_grok is None else norm_at(history, t_grok),
-    )
+    return Events(t_mem=t_mem, t_grok=t_grok, peak_step=int(steps[peak]), peak_norm=float(norm[peak]),
+                  final_norm=float(norm[-1]), norm_at_mem=None if t_mem is None else norm_at(history, t_mem),
+                  norm_at_grok=None if t_grok is None else norm_at(history, t_grok))
 
 
 def border_times(history, fit_level: float = 0.3, drop_level: float = 0.5) -> tuple[int | None, int | None]:
@@ -167,8 +137,7 @@ def border_times(history, fit_level: float = 0.3, drop_level: float = 0.5) -> tu
     Returns
     -------
     (fitted, dropped) : tuple of int or None
-        None where the event never happened (``dropped`` is None whenever
-        ``fitted`` is).
+        None where the event never happened (``dropped`` whenever ``fitted`` is).
 
     Examples
     --------

@@ -22,7 +22,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from ..history import History
-from ..validation import require_real, require_type
+from ..validation import require_choice, require_real, require_type
 from .events import find_events
 
 __all__ = ["LayerTransition", "layer_transitions", "peak_order", "normalised_layer_norms", "head_to_first_ratio",
@@ -377,6 +377,8 @@ def early_warning(history: History, head: str | None = None, first: str | None =
     _check_history(history, "early_warning")
     d_head, d_first = default_head_and_first(history)
     head, first = head or d_head, first or d_first
+    for name, layer in (("head", head), ("first", first)):
+        require_choice(layer, name, history.layers, owner="early_warning")
     signals = head_to_first_ratio(history, head, first)
     steps = signals["step"].astype(int)
     ratio_peak = int(steps[int(np.nanargmax(signals["head_over_first"]))])

@@ -16,8 +16,9 @@ says nothing; what separates the regimes is what the norm does *after* the
 network has memorised. :func:`diagnose_regime` therefore reads everything from
 T_mem on, with explicit, documented thresholds, in this order:
 
-0. a run that diverged (``status == "diverged"``, or a non-finite ‖θ‖² or training
-   loss in its history) is **diverged**: no regime is read off a broken run;
+0. a run that diverged (``status == "diverged"``, lr·λ ≥ 1, or a non-finite ‖θ‖² or
+   training loss in its history) is **diverged**: no regime is read off a broken run;
+   a run without any recorded train or test accuracy is **undetermined**;
 1. train accuracy never reaches ``fit_threshold`` within the budget → **strong**;
 2. memorised and generalised (test accuracy ≥ ``generalise_threshold``), with a
    delay T_grok − T_mem ≥ ``min_delay`` steps and ‖θ‖² contracted by at least
@@ -27,7 +28,7 @@ T_mem on, with explicit, documented thresholds, in this order:
 4. anything else → **undetermined**, with the reason: a run that generalised
    without a delay or without its norm contracting (no shortcut phase to speak
    of), or one whose norm is contracting when the budget ends without having
-   generalised yet (a transition possibly under way). Such runs are shown, never
+   generalised yet (a transition possibly under way), or ‖θ‖² = 0 at T_mem. Such runs are shown, never
    forced into a regime, and the order checks skip them.
 
 "Within the budget" always applies: a run called strong because it had not
@@ -37,7 +38,7 @@ after about 21,000 steps).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -67,8 +68,9 @@ def is_diverged(history: History) -> str | None:
     """Why ``history`` is a broken run, or None when it is not.
 
     A run is broken when its status is ``"diverged"`` (:func:`nhtlab.training.loop.train`
-    stops at the first non-finite loss or norm) or when a recorded ‖θ‖² or training loss
-    is NaN or infinite (a history recorded by another loop, e.g. :class:`nhtlab.Monitor`).
+    stops at the first non-finite loss or norm), when its config has lr·λ ≥ 1 (the decay
+    alone overshoots zero), or when a recorded ‖θ‖² or training loss is NaN or infinite
+    (a history recorded by another loop, e.g. :class:`nhtlab.Monitor`).
 
     Parameters
     ----------
@@ -87,6 +89,9 @@ def is_diverged(history: History) -> str | None:
     require_type(history, "history", History, owner="is_diverged")
     if history.status == "diverged":
         return history.message or "the run diverged"
+    lr, lam = history.config.get("lr"), history.config.get("weight_decay")
+    if isinstance(lr, (int, float)) and isinstance(lam, (int, float)) and lr * lam >= 1:
+        return f"lr·λ = {lr * lam:g} ≥ 1: the decay alone flips or zeroes θ at each step"
     for name, label in (("norm", "‖θ‖²"), ("train_loss", "the training loss")):
         if name in history.columns:
             values = history.column(name)
@@ -176,6 +181,10 @@ def diagnose_regime(
     if broken is not None:
         return Regime(DIVERGED, events.t_mem is not None, generalised, None, None,
                       f"the run diverged ({broken}): no regime is read off a broken run", events)
+    missing = [name for name, acc in (("train_acc", train_acc), ("test_acc", test_acc)) if np.isnan(acc).all()]
+    if missing:
+        return Regime(UNDETERMINED, False, False, None, None, f"no {' or '.join(missing)} was recorded: no regime "
+                      f"is read without accuracies", events)
     if events.t_mem is None:
         return Regime("strong", False, generalised, None, None,
                       f"train accuracy never reached {fit_threshold:.0%} within {int(steps[-1]):,} steps "
@@ -183,6 +192,9 @@ def diagnose_regime(
     end = t_grok if (generalised and t_grok >= events.t_mem) else int(steps[-1])
     window = norm[(steps >= events.t_mem) & (steps <= end)]
     v_mem = float(events.norm_at_mem)
+    if not v_mem > 0:
+        return Regime(UNDETERMINED, True, generalised, None, None, f"‖θ‖² is {v_mem:g} at T_mem: no contraction "
+                      f"can be measured from it", events)
     contraction = 1.0 - float(np.nanmin(window)) / v_mem
     growth = float(np.nanmax(window)) / v_mem - 1.0
     delay = None if not generalised else t_grok - events.t_mem
@@ -282,7 +294,10 @@ def regime_table(result: Any, **thresholds: Any) -> list[dict[str, Any]]:
         ``max_test_acc``, ``status``.
     """
     rows = []
-    for i, row in enumerate(result):
+    for i, row in enumerate(require_type(result, "result", Iterable, owner="regime_table")):
+        if not (hasattr(row, "history") and hasattr(row, "run")):
+            raise TypeError(f"The 'result' parameter of regime_table must hold a sweep's rows (with .run and .history). "
+                            f"Item {i} is {type(row).__name__}.")
         d = diagnose_regime(row.history, **thresholds)
         ev = d.events
         rows.append({

@@ -116,7 +116,10 @@ def _colours(num_classes: int, colours, contrast: float = 1.0) -> torch.Tensor:
         table = torch.tensor([CLASS_COLOURS[k % len(CLASS_COLOURS)] for k in range(num_classes)], dtype=torch.float32)
         grey = table.mean(0, keepdim=True)
         return grey + contrast * (table - grey)
-    colours = torch.as_tensor(colours, dtype=torch.float32)
+    try:
+        colours = torch.as_tensor(colours, dtype=torch.float32)
+    except (TypeError, ValueError, RuntimeError) as error:
+        raise TypeError(f"The 'colours' parameter must be RGB triples, one per class ({error}).") from error
     if colours.shape != (num_classes, 3):
         raise ValueError(f"The 'colours' parameter must have shape ({num_classes}, 3), one RGB triple per class. "
                          f"Got shape {tuple(colours.shape)} instead.")

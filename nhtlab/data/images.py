@@ -107,7 +107,7 @@ def digits(size: int = 16, test_fraction: float = 0.3, seed: int = 0) -> ImageDa
     >>> tuple(data.x_train.shape[1:]), data.num_classes
     ((3, 16, 16), 10)
     """
-    require_int(size, "size", low=8, owner="digits")
+    require_int(size, "size", low=8, high=256, owner="digits")  # 1,797 images of size² floats
     require_real(test_fraction, "test_fraction", 0.0, 1.0, low_open=True, high_open=True, owner="digits")
     require_int(seed, "seed", low=0, owner="digits")
     # local: scikit-learn is slow to import; only the digits need it
@@ -157,21 +157,8 @@ def read_cifar10_batches(folder: str | Path, train: bool = True, limit: int | No
     The format is the one torchvision reads: each file is a pickled dict with
     ``data`` (uint8, (n, 3072), channel-major rows) and ``labels``. The images
     come out exactly as ``torchvision.datasets.CIFAR10`` gives them, moved to
-    channels-first.
-
-    Parameters
-    ----------
-    folder : str or Path
-        The ``cifar-10-batches-py`` folder.
-    train : bool
-        The five training batches, or the test batch.
-    limit : int, optional
-        Keep only the first this many images.
-
-    Returns
-    -------
-    x : FloatTensor, shape (n, 3, 32, 32), values in [0, 1]
-    y : LongTensor, shape (n,)
+    channels-first. ``folder`` is ``cifar-10-batches-py``; ``train`` picks the five training batches or the
+    test batch; ``limit`` keeps the first this many images. Returns ``x`` (n, 3, 32, 32) in [0, 1] and ``y`` (n,).
     """
     folder = Path(folder)
     xs, ys = [], []

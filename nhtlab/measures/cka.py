@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import torch
 
-from ..validation import require_type
+from ..validation import require_tensor
 
 __all__ = ["centre", "linear_cka", "linear_cka_gram", "as_float64_matrix"]
 
@@ -32,10 +32,10 @@ _ZERO_TOL = 1e-12
 def as_float64_matrix(x: torch.Tensor, name: str, owner: str) -> torch.Tensor:
     """``x`` as a float64 (n, d) matrix (trailing dims flattened), on its own device.
 
-    Raises TypeError for non-tensors and ValueError for fewer than 2 rows or
+    Raises TypeError for non-tensors, complex or meta tensors, and ValueError for fewer than 2 rows or
     non-finite entries, naming ``name`` and ``owner``.
     """
-    require_type(x, name, torch.Tensor, owner=owner)
+    require_tensor(x, name, owner=owner)  # complex or meta: the cast below would drop the imaginary part, or fail
     if x.dim() == 1:
         x = x[:, None]
     if x.dim() == 0 or x.shape[0] < 2:

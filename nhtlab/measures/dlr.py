@@ -102,7 +102,7 @@ from typing import Any
 
 import torch
 
-from ..validation import require_int, require_real
+from ..validation import require_int, require_real, require_tensor
 from .cka import _ZERO_TOL, as_float64_matrix, centre
 
 __all__ = ["RANK_RULES", "DEFAULT_RANK", "DEFAULT_TOL", "DLRTerms", "output_singular_values", "output_rank", "dlr",
@@ -190,6 +190,7 @@ def output_rank(outputs: torch.Tensor, rank: str | int = DEFAULT_RANK, tol: floa
     """
     owner = "output_rank"
     rank, tol = _check_rank(rank, tol, owner)
+    require_tensor(outputs, "outputs", owner, half=False)
     f = as_float64_matrix(outputs, "outputs", owner)
     s = torch.linalg.svdvals(centre(f))
     full = _numerical_rank(s, f.shape, _eps(outputs))
@@ -245,12 +246,14 @@ def _rescaled(x: torch.Tensor) -> torch.Tensor:
 def _centred_pair(features: torch.Tensor, outputs: torch.Tensor, owner: str) -> tuple[torch.Tensor, torch.Tensor]:
     _no_columns(features, "features", owner)
     _no_columns(outputs, "outputs", owner)
+    require_tensor(outputs, "outputs", owner, half=False)  # their dtype's rounding sets the output rank
     phi = _rescaled(as_float64_matrix(features, "features", owner))  # DLR is scale-free: only the scale changes
     f = _rescaled(as_float64_matrix(outputs, "outputs", owner))
-    if phi.shape[0] <= phi.shape[1]:
+    distinct = len(torch.unique(phi, dim=0)) if phi.shape[0] > phi.shape[1] else phi.shape[0]
+    if 1 < distinct <= phi.shape[1]:  # repeated samples add no direction (one: constant, refused below)
         warnings.warn(
-            f"{owner}: n = {phi.shape[0]} samples ≤ p = {phi.shape[1]} features, so the centred features span at "
-            f"most n − 1 = {phi.shape[0] - 1} directions and DLR describes this sample, not the features: "
+            f"{owner}: n = {distinct} {'distinct ' if distinct < phi.shape[0] else ''}samples ≤ p = {phi.shape[1]} features, so the centred features span "
+            f"at most n − 1 = {distinct - 1} directions and DLR describes this sample, not the features: "
             f"measure on more samples than features.", RuntimeWarning, stacklevel=4)
     if phi.shape[0] != f.shape[0]:
         raise ValueError(

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 import torch
 import torch.nn as nn
 
-from ..validation import require_type
+from ..validation import require_model, require_type
 
 __all__ = ["layer_parameters", "layer_names", "layer_norms", "total_norm"]
 
@@ -47,35 +47,20 @@ def layer_parameters(model: nn.Module) -> dict[str, list[str]]:
 
 
 def _layers(model: nn.Module) -> Iterator[tuple[str, list[tuple[str, nn.Parameter]]]]:
-    """Yield ``(layer name, [(qualified parameter name, parameter), ...])`` for each module owning parameters.
-
-    Parameters
-    ----------
-    model : nn.Module
-
-    Returns
-    -------
-    iterator of (str, list of (str, nn.Parameter))
-        In ``model.named_modules()`` order; a module's own parameters
-        (``recurse=False``) in their order.
+    """Yield ``(layer name, [(qualified parameter name, parameter), ...])`` for each module owning parameters,
+    in ``model.named_modules()`` order, a module's own parameters (``recurse=False``) in their order.
+    A parameter shared by several modules (tied weights) belongs to the first that owns it: counted once.
     """
+    seen: set[int] = set()
     for layer, module in model.named_modules():
-        own = [(f"{layer}.{name}" if layer else name, p) for name, p in module.named_parameters(recurse=False)]
+        own = [(f"{layer}.{name}" if layer else name, p) for name, p in module.named_parameters(recurse=False)
+               if id(p) not in seen and not seen.add(id(p))]
         if own:
             yield layer, own
 
 
 def layer_names(model: nn.Module) -> list[str]:
-    """Names of the modules that own parameters, in definition order (the keys of :func:`layer_parameters`).
-
-    Parameters
-    ----------
-    model : nn.Module
-
-    Returns
-    -------
-    list of str, length n_layers
-    """
+    """Names of the modules that own parameters, in definition order (the keys of :func:`layer_parameters`)."""
     require_type(model, "model", nn.Module, owner="layer_names")
     return list(layer_parameters(model))
 
@@ -85,7 +70,7 @@ def layer_norms(model: nn.Module) -> dict[str, float]:
     """Squared L2 norm of each layer's own parameters, ``{layer name: ‖θ_ℓ‖²}``.
 
     Accumulated in float64 so that sums over large models stay exact enough to
-    compare across steps. The values add up to :func:`total_norm`.
+    compare across steps. The values add up to :func:`total_norm` (a tied parameter counts once).
 
     Parameters
     ----------
@@ -104,7 +89,7 @@ def layer_norms(model: nn.Module) -> dict[str, float]:
     >>> layer_norms(nn.Sequential(layer))
     {'0': 6.0}
     """
-    require_type(model, "model", nn.Module, owner="layer_norms")
+    require_model(model, owner="layer_norms")
     return {layer: float(sum(p.detach().double().pow(2).sum() for _, p in own)) for layer, own in _layers(model)}
 
 
@@ -119,7 +104,7 @@ def total_norm(model: nn.Module) -> float:
     Returns
     -------
     float
-        Σ over every parameter tensor of its squared entries, accumulated in float64.
+        Σ over every parameter tensor of its squared entries, accumulated in float64 (a tied one counts once).
     """
-    require_type(model, "model", nn.Module, owner="total_norm")
+    require_model(model, owner="total_norm")
     return float(sum(p.detach().double().pow(2).sum() for p in model.parameters()))

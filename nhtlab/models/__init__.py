@@ -17,6 +17,7 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
+import torch
 import torch.nn as nn
 
 from ..validation import require_choice
@@ -24,7 +25,8 @@ from .cnn import ResNet18, SimpleCNN
 from .mlp import EmbeddingMLP
 from .transformer import Transformer
 
-__all__ = ["EmbeddingMLP", "Transformer", "SimpleCNN", "ResNet18", "make_model", "model_defaults", "MODELS"]
+__all__ = ["EmbeddingMLP", "Transformer", "SimpleCNN", "ResNet18", "make_model", "model_defaults", "MODELS",
+           "require_fits"]
 
 #: Modular-arithmetic models by name.
 MODELS = {"mlp": EmbeddingMLP, "transformer": Transformer}
@@ -69,3 +71,19 @@ def model_defaults(name: str) -> dict[str, Any]:
     """
     require_choice(name, "name", MODELS, owner="model_defaults")
     return {key: param.default for key, param in inspect.signature(MODELS[name]).parameters.items() if key != "p"}
+
+
+def require_fits(model: nn.Module, x: torch.Tensor, y: torch.Tensor | None, name: str, owner: str, what: str = "") -> None:
+    """Refuse inputs a modular model (one with ``p``) cannot take: not (n, 2) token pairs, or tokens or labels
+    outside 0 … p − 1 (the model would ignore a column, or index out of its tables)."""
+    vocab = getattr(model, "p", None)
+    if not isinstance(vocab, int) or x.is_floating_point() or not x.numel():
+        return
+    tops = (int(x.max()), -1 if y is None or not y.numel() else int(y.max()))
+    lows = min(int(x.min()), 0 if y is None or not y.numel() else int(y.min()))
+    if x.ndim != 2 or x.shape[1] != 2 or max(tops) >= vocab or lows < 0:
+        raise ValueError(
+            f"The {name!r} parameter of {owner} holds {what}tokens of shape {tuple(x.shape)} up to {tops[0]}"
+            f"{'' if y is None else f' and labels up to {tops[1]}'}, but the model ({type(model).__name__}) was built for "
+            f"p = {vocab}: (n, 2) pairs of tokens and classes 0 … {vocab - 1}. Build the model with the data's p "
+            f"(nhtlab.make_model(name, data.p)).")

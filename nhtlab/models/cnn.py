@@ -24,7 +24,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from ..validation import require_choice, require_int, require_type
+from ..validation import MAX_WIDTH, require_choice, require_int, require_type
 
 __all__ = ["NORMS", "SimpleCNN", "ResNet18", "make_norm", "count_parameters"]
 
@@ -84,7 +84,7 @@ class SimpleCNN(nn.Module):
         if len(channels) != 6:
             raise ValueError(f"The 'channels' parameter of SimpleCNN must hold 6 ints (one per conv layer). Got {channels!r} instead.")
         for c in channels:
-            require_int(c, "channels", low=1, owner=owner)
+            require_int(c, "channels", low=1, high=MAX_WIDTH, owner=owner)
         require_int(in_channels, "in_channels", low=1, owner=owner)
         self.norm = norm
         self.num_classes = num_classes

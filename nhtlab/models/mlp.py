@@ -7,7 +7,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from ..validation import require_int, require_real
+from ..validation import require_int, require_real, require_size
 
 __all__ = ["EmbeddingMLP"]
 
@@ -39,6 +39,7 @@ class EmbeddingMLP(nn.Module):
         require_int(width, "width", low=1, owner="EmbeddingMLP")
         require_int(depth, "depth", low=1, owner="EmbeddingMLP")
         require_real(embed_std, "embed_std", 0.0, low_open=True, owner="EmbeddingMLP")
+        require_size((depth - 1) * width * (width + 1) + 3 * p * width + p, "'p', 'width' and 'depth'", "EmbeddingMLP")
         self.p = p
         self.embed_a = nn.Embedding(p, width)
         self.embed_b = nn.Embedding(p, width)

@@ -8,7 +8,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from ..validation import require_int, require_real
+from ..validation import require_int, require_real, require_size
 
 __all__ = ["SelfAttention", "Block", "Transformer"]
 
@@ -119,6 +119,8 @@ class Transformer(nn.Module):
         require_int(d_ff, "d_ff", low=1, owner="Transformer")
         require_int(n_layers, "n_layers", low=1, owner="Transformer")
         require_real(init_scale, "init_scale", 0.0, low_open=True, owner="Transformer")
+        require_size(n_layers * (4 * d_model + 2 * d_ff) * d_model + 2 * p * d_model, "'p', 'd_model', 'd_ff' and "
+                     "'n_layers'", "Transformer")
         if d_model % n_heads:
             raise ValueError(
                 f"The 'd_model' parameter of Transformer must be divisible by n_heads={n_heads}. Got {d_model} instead."

@@ -78,18 +78,9 @@ def batch_key(run: ModularRun) -> str:
 
 
 class StackedAdamW:
-    """AdamW over stacked parameters ``{name: (R, ...)}`` with per-run η and λ.
-
-    Parameters
-    ----------
-    params : dict of str → Tensor
-        Stacked leaf tensors, the leading axis indexing runs (shape (R, ...)).
-    lr, weight_decay : Tensor, shape (R,)
-        Per-run learning rate and decoupled weight decay (float64 is fine: they
-        are combined in float64 and then cast, as PyTorch does with Python floats).
-    betas : (float, float)
-    eps : float
-    """
+    """AdamW over stacked leaf tensors ``params`` ``{name: (R, ...)}`` (the leading axis indexes runs) with
+    per-run η and λ (``lr``, ``weight_decay``, shape (R,); combined in float64 and then cast, as PyTorch does
+    with Python floats), ``betas`` and ``eps``."""
 
     def __init__(self, params: dict[str, torch.Tensor], lr: torch.Tensor, weight_decay: torch.Tensor,
                  betas: tuple[float, float] = (0.9, 0.999), eps: float = _EPS):

@@ -1,15 +1,16 @@
 """A result cache: finished runs are kept on disk and reused instead of retrained.
 
-An entry is keyed by the SHA-256 of the canonical JSON (sorted keys, no
-spaces) of the run's *full* configuration together with ``nhtlab.__version__``
-(and, under the smoke cap of :mod:`nhtlab.build.smoke`, the cap's settings; and for a
-CPU run, the number of torch threads when it is more than one, see :func:`config_key`):
-changing any setting, or upgrading nhtlab, misses the cache and trains again.
+An entry is keyed by :func:`~nhtlab.training.cache_key.config_key`: the run's full configuration
+together with what computes its numbers (nhtlab's version, the numerics source with docstrings
+stripped, the torch version, the device kind and dtype, the thread count, the smoke cap; see
+:mod:`nhtlab.training.cache_key`). Changing any setting, or any code that computes a run, misses
+the cache and trains again; editing only a docstring or a comment does not.
 Each entry is one JSON file holding the key, the configuration, the history
-(with its column order, which the sorted JSON would lose) and a SHA-256 checksum of its content, written atomically (temporary file +
-:func:`os.replace`). An entry that is unreadable, truncated, or whose checksum
+(with its column order, which the sorted JSON would lose) and a SHA-256 checksum of its content, written
+atomically (temporary file + :func:`os.replace`). An entry that is unreadable, truncated, or whose checksum
 or key does not match is never used: :meth:`ResultCache.get` warns, moves it
-aside (``*.corrupt``) and reports a miss, so the run is recomputed.
+aside (``*.corrupt``) and reports a miss, so the run is recomputed. A cache that cannot be written
+(read-only, a file where a folder should be) costs no training: the history is returned with a warning.
 
 Where the cache lives, first match wins:
 
@@ -17,25 +18,16 @@ Where the cache lives, first match wins:
 2. the ``NHTLAB_CACHE_DIR`` environment variable;
 3. ``$XDG_CACHE_HOME/nhtlab``, else ``~/.cache/nhtlab``.
 
-With checkpoints on (``NHTLAB_CHECKPOINTS=on``, or ``ResultCache(checkpoints=True)``),
-a run that :func:`cached_run` or :func:`nhtlab.sweep` trains through the cache also
-checkpoints into the cache (``<root>/checkpoints/<key>``): a process killed mid-run
-resumes there on the next call, and the checkpoints go once the finished run is stored.
-
-In Colab, :func:`nhtlab.book.keep_on_drive` mounts Google Drive and points the cache there,
-checkpoints on, so that finished runs and unfinished ones survive a runtime reset.
-
-Set ``NHTLAB_CACHE=off`` to make :func:`cached_run` always train (nothing is
-read or written).
-
-What the cache does not key on: the nhtlab *source*. During development, a
-change to the training code that keeps ``__version__`` would reuse old
-results; clear the cache (:meth:`ResultCache.clear`) or bump the version.
+With checkpoints on (``NHTLAB_CHECKPOINTS=on``, or ``ResultCache(checkpoints=True)``), a run that
+:func:`cached_run` or :func:`nhtlab.sweep` trains through the cache also checkpoints into it
+(``<root>/checkpoints/<key>``): a process killed mid-run resumes there on the next call, and the
+checkpoints go once the finished run is stored. In Colab, :func:`nhtlab.book.keep_on_drive` points
+the cache at Google Drive, checkpoints on, so that runs survive a runtime reset.
+Set ``NHTLAB_CACHE=off`` to make :func:`cached_run` always train (nothing is read or written).
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -51,11 +43,10 @@ try:  # POSIX file locks; elsewhere claim() does not wait (see ResultCache.claim
 except ImportError:  # pragma: no cover - Windows
     fcntl = None  # type: ignore[assignment]
 
-import torch
-
 from .. import _version
 from ..history import History
 from ..validation import require_bool, require_type
+from .cache_key import canonical, config_key, key_threads, sha256  # noqa: F401  (key_threads: read from here)
 from .checkpoint import atomic_write_bytes
 from .. import hooks
 from .modular_run import ModularRun, run_modular
@@ -95,74 +86,12 @@ def cache_enabled() -> bool:
     return os.environ.get("NHTLAB_CACHE", "on").strip().lower() not in ("off", "0", "no", "false")
 
 
-def _plain(value: Any) -> Any:
-    """JSON fallback for NumPy (and PyTorch) scalars and arrays."""
-    if hasattr(value, "item") and getattr(value, "ndim", 0) == 0:
-        return value.item()
-    if hasattr(value, "tolist"):
-        return value.tolist()
-    raise TypeError(f"cannot store a value of type {type(value).__name__} in the result cache: {value!r}")
-
-
-def _canonical(obj: Any) -> str:
-    # NaN and ±inf are allowed: a diverged run's history can hold them, and Python's json reads them back.
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), default=_plain, allow_nan=True)
-
-
-def _sha256(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-def key_threads(config: Mapping[str, Any]) -> int | None:
-    """The torch thread count that can change the result of ``config``'s run, or None where it cannot.
-
-    A CPU kernel splits its sums over the threads, so the same run at 1 and at 2 threads
-    rounds differently (at a fixed count it is bit-reproducible). None for a CUDA run and
-    at one thread (so one-thread keys read as they did before the count was keyed).
-    """
-    device = config.get("device", "auto")
-    if device == "cuda" or (device == "auto" and torch.cuda.is_available()):
-        return None
-    threads = torch.get_num_threads()
-    return threads if threads > 1 else None
-
-
-def config_key(config: Mapping[str, Any]) -> str:
-    """SHA-256 (hex) of the canonical JSON of ``config`` and ``nhtlab.__version__``.
-
-    Under the smoke cap (``NHTLAB_SMOKE=1``, :mod:`nhtlab.build.smoke`) the cap's
-    settings are hashed too, so capped and real runs never share an entry; so is
-    the torch thread count of a CPU run trained on more than one thread
-    (:func:`key_threads`): a run at 2 threads is another result than at 1.
-
-    Examples
-    --------
-    >>> config_key({"a": 1, "b": [1, 2]}) == config_key({"b": (1, 2), "a": 1})
-    True
-    """
-    require_type(config, "config", Mapping, owner="config_key")
-
-    keyed: dict[str, Any] = {"config": dict(config), "nhtlab": _version.__version__}  # read at call time
-    smoke = hooks.smoke_signature()
-    if smoke is not None:  # a capped run never shares an entry with a real one; real keys are unchanged
-        keyed["smoke"] = smoke
-    threads = key_threads(config)
-    if threads is not None:
-        keyed["threads"] = threads
-    return _sha256(_canonical(keyed))
-
-
 class ResultCache:
-    """Finished runs on disk, keyed by their full configuration and nhtlab's version.
+    """Finished runs on disk, keyed by their full configuration and what computes it (:func:`config_key`).
 
-    Parameters
-    ----------
-    root : str or path, optional
-        Directory of the cache (created when first written). Defaults to
-        :func:`default_cache_dir`.
-    checkpoints : bool, optional
-        Whether runs trained through the cache checkpoint into it (:meth:`run_dir`) and
-        resume from there; defaults to :func:`checkpoints_enabled`.
+    ``root`` is the cache's directory (created when first written; default :func:`default_cache_dir`);
+    ``checkpoints`` whether runs trained through the cache checkpoint into it (:meth:`run_dir`) and resume
+    from there (default :func:`checkpoints_enabled`).
 
     Examples
     --------
@@ -235,7 +164,7 @@ class ResultCache:
         try:
             entry = json.loads(path.read_text(encoding="utf-8"))
             body = entry["body"]
-            if _sha256(_canonical(body)) != entry["checksum"]:
+            if sha256(canonical(body)) != entry["checksum"]:
                 raise ValueError("checksum mismatch")
             if body["key"] != path.stem:
                 raise ValueError("the entry belongs to another key")
@@ -248,13 +177,7 @@ class ResultCache:
         return history
 
     def put(self, config: Mapping[str, Any], history: History) -> Path:
-        """Store the finished ``history`` of ``config``; returns the entry's file.
-
-        Raises
-        ------
-        ValueError
-            If the run is still ``"running"`` (only finished runs are cached).
-        """
+        """Store the finished ``history`` of ``config`` (a ``"running"`` one is refused); returns the entry's file."""
         require_type(config, "config", Mapping, owner="ResultCache.put")
         require_type(history, "history", History, owner="ResultCache.put")
         if history.status not in _FINISHED:
@@ -272,9 +195,9 @@ class ResultCache:
         smoke = hooks.smoke_signature()
         if smoke is not None:
             body["smoke"] = smoke
-        body = json.loads(_canonical(body))  # the stored form: what get() will checksum
-        entry = {"checksum": _sha256(_canonical(body)), "body": body}
-        atomic_write_bytes(path, _canonical(entry).encode("utf-8"))
+        body = json.loads(canonical(body))  # the stored form: what get() will checksum
+        entry = {"checksum": sha256(canonical(body)), "body": body}
+        atomic_write_bytes(path, canonical(entry).encode("utf-8"))
         shutil.rmtree(self.run_dir(config), ignore_errors=True)  # a stored run needs no checkpoint
         return path
 
@@ -345,39 +268,24 @@ def _in_order(rows: list[dict[str, Any]], columns: list[str]) -> list[dict[str, 
 
 
 def default_cache() -> ResultCache | None:
-    """The cache chapters and sweeps use: ``ResultCache()``, or None when ``NHTLAB_CACHE`` is off.
-
-    Pass it as ``sweep(..., cache=nhtlab.default_cache())``: a reader who re-runs a
-    chapter (or a Colab session that reconnects) reuses every finished run.
+    """The cache chapters and sweeps use, as ``sweep(..., cache=nhtlab.default_cache())``: a reader who
+    re-runs a chapter (or a Colab session that reconnects) reuses every finished run.
 
     Returns
     -------
     ResultCache or None
-        At ``NHTLAB_CACHE_DIR`` (default ``~/.cache/nhtlab``).
+        At ``NHTLAB_CACHE_DIR`` (default ``~/.cache/nhtlab``); None when ``NHTLAB_CACHE`` is off.
     """
     return ResultCache() if cache_enabled() else None
 
 
 def cached_run(run: Any, cache: ResultCache | None = None, *, use_cache: bool | None = None, **kwargs: Any) -> History:
-    """:func:`nhtlab.run_modular` through the result cache.
+    """:func:`nhtlab.run_modular` on ``run`` (``kwargs`` passed on) through ``cache`` (default ``ResultCache()``).
 
-    Parameters
-    ----------
-    run : ModularRun
-    cache : ResultCache, optional
-        Defaults to ``ResultCache()`` (see the module docstring for where it lives).
-    use_cache : bool, optional
-        False always trains and neither reads nor writes; defaults to
-        :func:`cache_enabled` (the ``NHTLAB_CACHE`` environment variable).
-    **kwargs
-        Passed to :func:`nhtlab.run_modular` (``progress``, ``desc``,
-        ``run_dir``, …) when the run is trained.
-
-    Returns
-    -------
-    History
-        A cached history has no ``model`` attribute (only the measurements are
-        stored); a freshly trained one has it. ``history.cached`` tells which.
+    ``use_cache=False`` always trains and neither reads nor writes (default :func:`cache_enabled`, the
+    ``NHTLAB_CACHE`` environment variable). A cache that cannot be written warns and the finished history is
+    returned. A cached history has no ``model`` attribute (only the measurements are stored); a freshly
+    trained one has it. ``history.cached`` tells which.
     """
 
     require_type(run, "run", ModularRun, owner="cached_run")
@@ -394,11 +302,29 @@ def cached_run(run: Any, cache: ResultCache | None = None, *, use_cache: bool | 
         history = run_modular(run, **kwargs)
         history.cached = False  # type: ignore[attr-defined]
         return history
-    with cache.claim(config) as hit:  # another process training this run: wait for it, then read it
-        if hit is not None:
-            hit.cached = True  # type: ignore[attr-defined]
-            return hit
-        history = cache.train(run, **kwargs)
-        cache.put(config, history)
-    history.cached = False  # type: ignore[attr-defined]
+    try:
+        with cache.claim(config) as hit:  # another process training this run: wait for it, then read it
+            history = hit if hit is not None else cache.train(run, **kwargs)
+            note = None if hit is not None else put_or_note(cache, config, history)
+    except OSError as error:  # an unusable cache (no claim): read it if it can be read, else train uncached
+        hit = cache.get(config)
+        history, note = (hit, None) if hit is not None else (run_modular(run, **kwargs), unwritable(cache, error))
+    if note is not None:
+        warnings.warn(note, RuntimeWarning, stacklevel=2)
+    history.cached = hit is not None  # type: ignore[attr-defined]
     return history
+
+
+def unwritable(cache: Any, error: Exception) -> str:
+    """Why ``cache`` could not keep a run: the finished history is returned anyway."""
+    return (f"The cache {cache!r} could not be written ({type(error).__name__}: {error}); the finished "
+            f"histories are returned but not cached, so they will be trained again next time.")
+
+
+def put_or_note(cache: Any, config: Mapping[str, Any], history: History) -> str | None:
+    """``cache.put``; on an OSError (a read-only or full disk) the reason, the history being kept anyway."""
+    try:
+        cache.put(config, history)
+    except OSError as error:
+        return unwritable(cache, error)
+    return None

@@ -14,16 +14,23 @@ directory, are flushed to disk, and only then replace the old file with
 :func:`os.replace` (atomic on POSIX and Windows). A process killed at any
 instant therefore leaves either the previous checkpoint or the new one, never
 half of one.
+
+A checkpoint proves what it holds: it carries its run's key (:func:`~nhtlab.training.cache_key.config_key`)
+and a SHA-256 of its content, tensors by their bytes (:func:`checksum`). A checkpoint whose checksum
+or key does not match is never resumed: a :class:`RuntimeWarning` names why, the file is moved
+aside (``checkpoint.pt.corrupt``) and the run starts again from step 0.
 """
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import os
 import random
 import tempfile
 import warnings
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -41,17 +48,16 @@ __all__ = [
     "load_checkpoint",
     "claim_run_dir",
     "checkpoint_path",
+    "checksum",
+    "set_aside",
 ]
 
 CHECKPOINT_NAME = "checkpoint.pt"
 
 
 def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
-    """Write ``data`` to ``path`` atomically (temporary file + fsync + :func:`os.replace`).
-
-    The parent directory is created if needed. Readers see either the old
-    content or the new one, never a partial file.
-    """
+    """Write ``data`` to ``path`` atomically (temporary file + fsync + :func:`os.replace`; the parent
+    directory created if needed): readers see either the old content or the new one, never a partial file."""
     require_type(data, "data", (bytes, bytearray), owner="atomic_write_bytes")
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -72,11 +78,8 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
 
 
 def capture_rng_state() -> dict[str, Any]:
-    """The global random states of Python, NumPy and PyTorch (CPU and every CUDA device).
-
-    Stored with plain types and tensors only, so :func:`torch.load` can read it
-    back with ``weights_only=True``.
-    """
+    """The global random states of Python, NumPy and PyTorch (CPU and every CUDA device), as plain types
+    and tensors only, so :func:`torch.load` reads them back with ``weights_only=True``."""
     np_kind, np_keys, np_pos, np_has_gauss, np_gauss = np.random.get_state()
     return {
         "python": random.getstate(),
@@ -102,51 +105,67 @@ def checkpoint_path(run_dir: str | os.PathLike) -> Path:
     return Path(run_dir) / CHECKPOINT_NAME
 
 
+def checksum(payload: Mapping[str, Any]) -> str:
+    """SHA-256 of a checkpoint's content but its ``checksum``: tensors by dtype, shape and bytes, the rest by repr."""
+    digest = hashlib.sha256()
+
+    def walk(x: Any) -> None:
+        if isinstance(x, torch.Tensor):
+            t = x.detach().cpu().contiguous().reshape(-1)
+            digest.update(f"T{t.dtype}{tuple(x.shape)}".encode() + t.view(torch.uint8).numpy().tobytes())
+        elif isinstance(x, Mapping):
+            for k in sorted(x, key=repr):
+                if k != "checksum":
+                    digest.update(repr(k).encode())
+                    walk(x[k])
+        elif isinstance(x, (list, tuple)):
+            digest.update(b"[")
+            for v in x:
+                walk(v)
+            digest.update(b"]")
+        else:
+            digest.update(repr(x).encode())
+
+    walk(payload)
+    return digest.hexdigest()
+
+
 def save_checkpoint(run_dir: str | os.PathLike, payload: dict[str, Any]) -> Path:
-    """Serialise ``payload`` with :func:`torch.save` and write it atomically into ``run_dir``.
-
-    Parameters
-    ----------
-    run_dir : path
-        The run's directory (created if missing).
-    payload : dict
-        Tensors, state dicts and plain Python values (what ``train`` collects).
-
-    Returns
-    -------
-    Path
-        The checkpoint file.
-    """
+    """Add :func:`checksum` to ``payload`` (tensors, state dicts, plain values; its ``key`` too), serialise it
+    with :func:`torch.save` and write it atomically to ``run_dir``'s checkpoint; returns the file."""
     require_type(payload, "payload", dict, owner="save_checkpoint")
     buffer = io.BytesIO()
-    torch.save(payload, buffer)
+    torch.save({**payload, "checksum": checksum(payload)}, buffer)
     return atomic_write_bytes(checkpoint_path(run_dir), buffer.getvalue())
+
+
+def set_aside(path: Path, why: str, stacklevel: int = 3) -> None:
+    """Move a checkpoint that cannot be trusted to ``<name>.corrupt`` and warn that the run starts again."""
+    os.replace(path, path.with_name(path.name + ".corrupt"))
+    warnings.warn(f"The checkpoint {path} {why}; it was moved to {path.name}.corrupt and the run starts again "
+                  f"from step 0.", RuntimeWarning, stacklevel=stacklevel)
 
 
 def load_checkpoint(run_dir: str | os.PathLike, map_location: torch.device | str | None = None) -> dict[str, Any] | None:
     """Read the checkpoint of ``run_dir``; None when there is none.
 
-    A file that cannot be read (for example, damaged by a full disk) is not
-    trusted: a :class:`RuntimeWarning` says so, the file is renamed to
-    ``checkpoint.pt.corrupt`` for inspection, and None is returned so the run
-    starts again from step 0 rather than from wrong state.
+    A file that cannot be read (for example, damaged by a full disk) or whose
+    :func:`checksum` does not match is not trusted: it is set aside (:func:`set_aside`,
+    a warning) and None is returned so the run starts again from step 0 rather than from wrong state.
     """
+    require_type(run_dir, "run_dir", (str, os.PathLike), owner="load_checkpoint")
     path = checkpoint_path(run_dir)
     if not path.exists():
         return None
     try:
         payload = torch.load(path, map_location=map_location, weights_only=True)
-        if not isinstance(payload, dict) or "step" not in payload:
-            raise ValueError("not an nhtlab checkpoint")
+        if not isinstance(payload, dict) or "step" not in payload or "checksum" not in payload:
+            raise ValueError("not an nhtlab checkpoint with a checksum")
+        if checksum(payload) != payload["checksum"]:
+            raise ValueError("its content does not match its checksum")
         return payload
     except Exception as error:  # noqa: BLE001 — any unreadable file is treated the same way
-        os.replace(path, path.with_name(path.name + ".corrupt"))
-        warnings.warn(
-            f"The checkpoint {path} could not be read ({type(error).__name__}: {error}); it was moved to "
-            f"{path.name}.corrupt and the run starts again from step 0.",
-            RuntimeWarning,
-            stacklevel=2,
-        )
+        set_aside(path, f"could not be read ({type(error).__name__}: {error})")
         return None
 
 

@@ -32,8 +32,6 @@ def pick_device(preference: str = "auto") -> torch.device:
     -------
     torch.device
 
-    Notes
-    -----
     While the device audit is on (``NHTLAB_DEVICE_CHECK=1`` or
     :func:`~nhtlab.build.device_audit.device_audit`, CPU-only machines) ``"auto"`` and ``"cpu"`` return
     :data:`AUDIT_DEVICE` (``cpu:0``), the CPU tagged as the chosen device.

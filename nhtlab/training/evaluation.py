@@ -44,24 +44,9 @@ def history_row(step: int, lr: float, scores: Mapping[str, tuple[float, float]],
                 layer_norms: Mapping[str, float]) -> dict[str, float]:
     """One evaluation as a :class:`~nhtlab.history.History` row.
 
-    Parameters
-    ----------
-    step : int
-        Optimiser steps taken so far.
-    lr : float
-        The learning rate in force (after the schedule).
-    scores : mapping set name → (loss, accuracy)
-        Mean cross-entropy and accuracy per evaluated set, ``"train"`` first by
-        convention; the order is kept in the row.
-    layer_norms : mapping layer name → float
-        ‖θ_ℓ‖² per layer, in model order (:func:`nhtlab.measures.norms.layer_norms`).
-
-    Returns
-    -------
-    dict
-        ``step``, ``lr``, then ``<set>_loss`` and ``<set>_acc`` per set, ``norm``
-        (the sum of the layer norms, added in layer order) and ``norm/<layer>``
-        per layer.
+    ``step`` (optimiser steps so far), ``lr`` (in force, after the schedule), then ``<set>_loss`` and
+    ``<set>_acc`` for each of ``scores`` (set name → (mean cross-entropy, accuracy), ``"train"`` first,
+    order kept), ``norm`` (the sum of ``layer_norms``, added in layer order) and ``norm/<layer>``.
 
     Examples
     --------
@@ -77,24 +62,8 @@ def history_row(step: int, lr: float, scores: Mapping[str, tuple[float, float]],
 
 
 def diverged_at_evaluation(history: History, row: Mapping[str, float]) -> bool:
-    """Apply the divergence rule to a recorded row; mark ``history`` diverged when it fires.
-
-    The rule: the training loss or the total norm ‖θ‖² is NaN or infinite (a
-    non-finite parameter makes the norm non-finite). The row stays in the
-    history: it is the evidence.
-
-    Parameters
-    ----------
-    history : History
-        The run's history; its ``status`` and ``message`` are set when the rule fires.
-    row : mapping
-        The row just recorded (:func:`history_row`), with ``step``, ``train_loss`` and ``norm``.
-
-    Returns
-    -------
-    bool
-        True when the run diverged and must end.
-    """
+    """True (and ``history`` marked diverged) when the row just recorded has a NaN or infinite training loss
+    or ‖θ‖² (a non-finite parameter makes the norm non-finite): the run must end. The row stays: it is the evidence."""
     if math.isfinite(row["train_loss"]) and math.isfinite(row["norm"]):
         return False
     history.status, history.message = "diverged", f"non-finite loss or parameters at step {row['step']}"
@@ -102,44 +71,17 @@ def diverged_at_evaluation(history: History, row: Mapping[str, float]) -> bool:
 
 
 def diverged_in_training(history: History, step: int) -> None:
-    """Mark ``history`` diverged because the minibatch loss of training step ``step`` was not finite.
-
-    Parameters
-    ----------
-    history : History
-        The run's history; ``status`` becomes ``"diverged"``.
-    step : int
-        The 1-based number of the step whose loss was NaN or infinite.
-    """
+    """Mark ``history`` diverged because the minibatch loss of training step ``step`` (1-based) was not finite."""
     history.status, history.message = "diverged", f"non-finite training loss at step {step}"
 
 
 def reached_stop_accuracy(row: Mapping[str, float]) -> bool:
-    """True when the row's test accuracy is at least :data:`STOP_ACCURACY` (False without a test set).
-
-    Parameters
-    ----------
-    row : mapping
-        A history row; ``test_acc`` may be missing.
-
-    Returns
-    -------
-    bool
-    """
+    """True when the row's test accuracy is at least :data:`STOP_ACCURACY` (False without a test set)."""
     return row.get("test_acc", 0.0) >= STOP_ACCURACY
 
 
 def grok_step(rows: Sequence[Mapping[str, float]]) -> int | None:
-    """The first recorded step at which the test accuracy reached :data:`STOP_ACCURACY`, or None.
-
-    Parameters
-    ----------
-    rows : sequence of mapping, length n_evals
-        History rows in step order.
-
-    Returns
-    -------
-    int or None
+    """The first recorded step (of history ``rows``, in step order) whose test accuracy reached :data:`STOP_ACCURACY`, or None.
 
     Examples
     --------
@@ -152,27 +94,8 @@ def grok_step(rows: Sequence[Mapping[str, float]]) -> int | None:
 
 
 def stopped_after(history: History, grok: int | None, step: int, stop_after: int | None) -> bool:
-    """Apply the early stop; mark ``history`` stopped when it fires.
-
-    The rule: with ``stop_after`` set and the test accuracy having reached
-    :data:`STOP_ACCURACY` at step ``grok``, the run stops at the first
-    evaluation with ``step ≥ grok + stop_after``.
-
-    Parameters
-    ----------
-    history : History
-        The run's history; ``status`` becomes ``"stopped"`` when the rule fires.
-    grok : int or None
-        :func:`grok_step` of the rows so far (None: not reached yet).
-    step : int
-        The step just evaluated.
-    stop_after : int or None
-        Steps to train past ``grok``; None never stops early.
-
-    Returns
-    -------
-    bool
-        True when the run must end.
+    """True (and ``history`` marked stopped) when the run must end: ``stop_after`` is set (None never stops)
+    and the evaluated ``step`` is at least ``grok`` (:func:`grok_step` so far; None: not reached) + ``stop_after``.
 
     Examples
     --------

@@ -21,8 +21,10 @@ import os
 import warnings
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass, fields
+from numbers import Real
 from typing import Any
 
+import numpy as np
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -30,14 +32,11 @@ import torch.nn.functional as F
 from ..data.modular import require_max_seed
 from ..history import History
 from ..measures.norms import layer_norms
+from ..models import require_fits
 from ..hooks import cap_train_config, smoke_steps
-from ..validation import require_bool, require_choice, require_int, require_real, require_type
-from .checkpoint import (
-    capture_rng_state,
-    load_checkpoint,
-    restore_rng_state,
-    save_checkpoint,
-)
+from ..validation import require_bool, require_callable, require_model, require_choice, require_int, require_real, require_type
+from .cache_key import config_key
+from .checkpoint import capture_rng_state, checkpoint_path, load_checkpoint, restore_rng_state, save_checkpoint, set_aside
 from .device import pick_device
 from .progress import Progress
 from .compiled import compiled_forward
@@ -58,6 +57,7 @@ __all__ = ["TrainConfig", "TrainState", "train", "evaluate", "SCHEDULES", "MAX_L
 MAX_LR = 1e30
 
 SCHEDULES = ("constant", "cosine")
+MAX_BATCH = 2**24  # the largest minibatch a config takes (its indices alone are 128 MiB), refused before allocating
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -97,13 +97,10 @@ class TrainConfig:
     eval_batch_size : int
         Evaluation batch size (bounds memory on image data).
     fused : bool
-        Use PyTorch's fused AdamW (``torch.optim.AdamW(fused=True)``): the same
-        update computed in one kernel per step, so the same run in a different
-        float rounding. It gains more on the companion transformer than on the small
-        SimpleCNN, whose step is mostly convolutions (``benchmarks/bench_grok.py`` times
-        both side by side; its records are on the book's measurements page). Off
-        by default, so that runs keep the numbers of earlier versions;
-        :func:`nhtlab.companion` turns it on.
+        PyTorch's fused AdamW (``torch.optim.AdamW(fused=True)``): the same update in one kernel per
+        step, in another float rounding; it gains more on the companion transformer than on the
+        SimpleCNN (``benchmarks/bench_grok.py``). Off by default, so that runs keep the numbers of
+        earlier versions; :func:`nhtlab.companion` turns it on.
     compile : bool
         Run each step's forward and backward through ``torch.compile`` (inductor), which fuses
         the elementwise work around the matmuls; the same run in another float rounding, so part
@@ -134,6 +131,12 @@ class TrainConfig:
 
     def __post_init__(self) -> None:
         owner = type(self).__name__  # errors name the class the user called: TrainConfig, ModularRun, ...
+        for f in fields(self):  # one spelling per value: NumPy scalars as Python's, a float field's 1 as 1.0
+            value = getattr(self, f.name)
+            value = value.item() if isinstance(value, np.generic) else value
+            if str(f.type).startswith("float") and isinstance(value, Real) and not isinstance(value, bool):
+                value = float(value)
+            object.__setattr__(self, f.name, value)
         require_int(self.steps, "steps", low=1, owner=owner)
         # above MAX_LR a single AdamW step overflows float32 arithmetic: an error inside torch, not a run
         require_real(self.lr, "lr", 0.0, MAX_LR, low_open=True, owner=owner)
@@ -145,7 +148,7 @@ class TrainConfig:
             require_real(b, "betas", 0.0, 1.0, high_open=True, owner=owner)
         object.__setattr__(self, "betas", (float(self.betas[0]), float(self.betas[1])))
         if self.batch_size is not None:
-            require_int(self.batch_size, "batch_size", low=1, owner=owner)
+            require_int(self.batch_size, "batch_size", low=1, high=MAX_BATCH, owner=owner)
         require_int(self.eval_every, "eval_every", low=1, owner=owner)
         require_choice(self.schedule, "schedule", SCHEDULES, owner=owner)
         require_int(self.seed, "seed", low=0, owner=owner)
@@ -248,20 +251,6 @@ def _check_pair(x: Any, y: Any, parameter: str, what: str) -> None:
                          f"they must match.")
 
 
-def _check_fits(model: nn.Module, x: torch.Tensor, y: torch.Tensor, parameter: str, what: str) -> None:
-    """Refuse tokens or labels a modular model (one with ``p``: tokens and classes 0 … p − 1) cannot take."""
-    vocab = getattr(model, "p", None)
-    if not isinstance(vocab, int) or x.is_floating_point() or not x.numel():
-        return
-    top_x, top_y = int(x.max()), int(y.max())
-    if top_x >= vocab or top_y >= vocab or int(x.min()) < 0 or int(y.min()) < 0:
-        raise ValueError(
-            f"The {parameter!r} parameter of train holds {what} tokens up to {top_x} and labels up to {top_y}, but the "
-            f"model ({type(model).__name__}) was built for p = {vocab}: tokens and classes 0 … {vocab - 1}. Build the "
-            f"model with the data's p (nhtlab.make_model(name, data.p))."
-        )
-
-
 def _check_same_run(saved: Mapping[str, Any], config: TrainConfig, device: torch.device, checkpoint_dir: Any) -> None:
     """Refuse to resume a checkpoint written by a different configuration or on another device."""
     # a field added in a later version holds its default in a checkpoint written before it existed
@@ -300,6 +289,7 @@ def train(
     desc: str = "train",
     checkpoint_dir: str | os.PathLike | None = None,
     checkpoint_every: int | None = None,
+    run_key: str | None = None,
 ) -> History:
     """Train ``model`` on ``data`` with AdamW and return its :class:`History`.
 
@@ -329,6 +319,10 @@ def train(
     checkpoint_every : int, optional
         Steps between checkpoints; defaults to ``10 * config.eval_every``.
         Needs ``checkpoint_dir``.
+    run_key : str, optional
+        The run's key, saved with each checkpoint: a checkpoint of another key is set aside with a
+        warning and the run starts afresh (a run kind passes ``config_key(run.cache_config())``);
+        defaults to the key of ``config`` and the model's class.
 
     Returns
     -------
@@ -343,7 +337,7 @@ def train(
     ``eval_every`` and ``batch_size`` are capped before anything else and the
     history's ``config`` records ``smoke_steps``.
     """
-    require_type(model, "model", nn.Module, owner="train")
+    require_model(model, owner="train")
     require_type(config, "config", TrainConfig, owner="train")
     config = cap_train_config(config)  # the smoke cap (nhtlab.build.smoke); the same config when it is off
     for attr in ("x_train", "y_train"):
@@ -355,22 +349,26 @@ def train(
                             f"is given. {type(data).__name__} lacks them.")
         eval_sets = {"test": (data.x_test, data.y_test)}
     require_type(eval_sets, "eval_sets", Mapping, owner="train")
+    require_type(desc, "desc", str, owner="train")
     _check_pair(data.x_train, data.y_train, "data", "training")
-    _check_fits(model, data.x_train, data.y_train, "data", "training")
+    require_fits(model, data.x_train, data.y_train, "data", "train", "training ")
     for name, pair in eval_sets.items():
         if not (isinstance(pair, (tuple, list)) and len(pair) == 2):
             raise TypeError(f"The 'eval_sets' parameter of train must map names to (x, y) pairs of tensors. "
                             f"Got {type(pair).__name__} for {name!r} instead.")
         _check_pair(pair[0], pair[1], "eval_sets", repr(name))
-        _check_fits(model, pair[0], pair[1], "eval_sets", repr(name))
+        require_fits(model, pair[0], pair[1], "eval_sets", "train", f"{name!r} ")
     device = pick_device(config.device)
     model.to(device)
     x_train, y_train = data.x_train.to(device), data.y_train.to(device)
     sets = {"train": (x_train, y_train)}
     sets.update({k: (x.to(device), y.to(device)) for k, (x, y) in eval_sets.items()})
-    callbacks = list(callbacks)
+    callbacks = list(require_type(callbacks, "callbacks", Iterable, owner="train"))
+    for callback in callbacks:
+        require_callable(callback, "callbacks", owner="train")
     if checkpoint_dir is not None:
         require_type(checkpoint_dir, "checkpoint_dir", (str, os.PathLike), owner="train")
+        run_key = run_key or config_key({"train": asdict(config), "model": type(model).__qualname__})
         checkpoint_every = require_int(10 * config.eval_every if checkpoint_every is None else checkpoint_every,
                                      "checkpoint_every", low=1, owner="train")
     elif checkpoint_every is not None:
@@ -419,7 +417,7 @@ def train(
             return
         try:
             save_checkpoint(checkpoint_dir, {
-                "step": step, "config": asdict(config), "device": str(device), "history": history.to_dict(),
+                "key": run_key, "step": step, "config": asdict(config), "device": str(device), "history": history.to_dict(),
                 "model": model.state_dict(), "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
                 "sampler": sampler.get_state(), "rng": capture_rng_state(),
             })
@@ -433,11 +431,15 @@ def train(
     with training_slot():  # a machine-wide training slot while computing (NHTLAB_CPU_SLOTS, nhtlab.hooks)
         model.train()
         saved = None if checkpoint_dir is None else load_checkpoint(checkpoint_dir)
+        if saved is not None:
+            _check_same_run(saved, config, device, checkpoint_dir)
+            if saved.get("key") != run_key:  # same settings, another run (its data, model, code or threads)
+                set_aside(checkpoint_path(checkpoint_dir), "belongs to another run (its key differs)")
+                saved = None
         if saved is None:
             step = 0
             keep_going = measure(0)
         else:  # resume: put back every piece of state the loop carries
-            _check_same_run(saved, config, device, checkpoint_dir)
             model.load_state_dict(saved["model"])
             optimizer.load_state_dict(saved["optimizer"])
             scheduler.load_state_dict(saved["scheduler"])

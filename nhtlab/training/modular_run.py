@@ -11,11 +11,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+import torch
+
 from ..analysis.events import Events, find_events
-from ..data.modular import OPERATIONS, require_max_p, modular_data
+from ..data.modular import OPERATIONS, is_prime, require_max_p, modular_data
 from ..history import History
 from ..models import MODELS, make_model, model_defaults
 from ..validation import require_choice, require_int, require_real, require_type
+from .cache_key import config_key
 from .checkpoint import claim_run_dir
 from .device import seed_everything
 from .loop import TrainConfig, train, trained_with
@@ -77,6 +81,8 @@ class ModularRun(TrainConfig):
         require_choice(self.model, "model", MODELS, owner="ModularRun")
         require_int(self.p, "p", low=2, owner="ModularRun")
         require_max_p(self.p, "ModularRun")  # the p² pairs are built in memory
+        if self.operation == "/" and not is_prime(self.p):
+            raise ValueError(f"The 'p' parameter of ModularRun must be a prime number when operation='/'. Got {self.p}.")
         require_type(self.model_kwargs, "model_kwargs", dict, owner="ModularRun")
         defaults = model_defaults(self.model)
         unknown = [name for name in self.model_kwargs if name not in defaults]
@@ -85,11 +91,17 @@ class ModularRun(TrainConfig):
                 f"The 'model_kwargs' parameter of ModularRun has names that model={self.model!r} does not take: "
                 f"{', '.join(map(repr, unknown))}. Allowed names are {', '.join(map(repr, defaults))}."
             )
-        # a default spelled out is the same run: keep only what differs (same type, same value)
+        # one spelling per value (NumPy scalars as Python's, 1 as 1.0 where the default is a float), and a
+        # default spelled out is the same run: keep only what differs (same type, same value)
+        kwargs = {k: v.item() if isinstance(v, np.generic) else v for k, v in self.model_kwargs.items()}
+        kwargs = {k: float(v) if isinstance(defaults[k], float) and isinstance(v, int) and not isinstance(v, bool)
+                  else v for k, v in kwargs.items()}
         object.__setattr__(self, "model_kwargs", {
-            name: value for name, value in self.model_kwargs.items()
+            name: value for name, value in kwargs.items()
             if not (type(value) is type(defaults[name]) and value == defaults[name])})
         require_real(self.train_fraction, "train_fraction", 0.0, 1.0, low_open=True, high_open=True, owner="ModularRun")
+        with torch.device("meta"):  # the model's settings checked here, where they are passed, at no memory
+            make_model(self.model, self.p, **self.model_kwargs)
 
     def execute(self, **kwargs: Any) -> History:
         """:func:`run_modular` on this run (``kwargs`` passed on); what :func:`nhtlab.sweep` calls."""
@@ -148,7 +160,7 @@ def run_modular(
     model = make_model(run.model, run.p, **run.model_kwargs)
     label = desc or f"{run.model} p={run.p} λ={run.weight_decay:g}"
     history = train(model, data, run.train_config(), callbacks=callbacks, progress=progress, desc=label,
-                    checkpoint_dir=run_dir, checkpoint_every=checkpoint_every)
+                    checkpoint_dir=run_dir, checkpoint_every=checkpoint_every, run_key=config_key(run.cache_config()))
     history.config = {**run.to_dict(), **trained_with(history)}  # the CPU threads, the compiled path
     history.model = model  # type: ignore[attr-defined]  # kept for analysis in notebooks; not serialised
     return history

@@ -50,12 +50,9 @@ Lightning (nhtlab does not import Lightning; this is the whole adapter)::
         def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
             self.monitor(trainer.global_step)
 
-Cost: a recorded step sums the squares of every parameter once (plus one
-forward pass on the probe and a small SVD when DLR is on); the steps in between
-cost one integer test. ``benchmarks/bench_monitor.py`` measures a record, with
-and without DLR, and whole loops at several ``every`` against the bare loop; its
-numbers, with the machine they were measured on, are on the book's measurements
-page.
+Cost: a recorded step sums the squares of every parameter once (plus one forward pass on the probe
+and a small SVD when DLR is on); the steps in between cost one integer test
+(``benchmarks/bench_monitor.py``; its numbers are on the book's measurements page).
 """
 
 from __future__ import annotations
@@ -70,12 +67,14 @@ import torch
 import torch.nn as nn
 
 from ..analysis.layers import head_and_first, head_signals
-from ..analysis.regimes import DIVERGED, TOO_EARLY, diagnose_regime
+from ..analysis.regimes import DIVERGED, TOO_EARLY, UNDETERMINED, diagnose_regime, is_diverged
 from ..analysis.early_warnings import TRAIN_LOSS_RATIO
 from ..history import History
 from ..measures.dlr import dlr as default_dlr
 from ..measures.norms import layer_names, layer_norms
-from ..validation import require_int, require_real, require_type
+from ..models import require_fits
+from ..validation import (require_callable, require_fractions, require_numbers, require_int, require_model, require_real, require_tensor,
+                          require_type)
 
 __all__ = ["Monitor", "online_regime"]
 
@@ -107,7 +106,7 @@ def online_regime(
       ``fit``: decay suppresses learning;
     * ``"too early"``: fewer than ``min_points`` records;
     * ``"diverged"``: a recorded norm is NaN or infinite (whatever the number of records):
-      a broken run gets no verdict.
+      a broken run gets no verdict; ``"undetermined"`` when every given accuracy is NaN.
 
     Parameters
     ----------
@@ -143,7 +142,9 @@ def online_regime(
     require_real(drop, "drop", 0.0, 1.0, low_open=True, high_open=True, owner="online_regime")
     require_real(fit, "fit", 0.0, 1.0, low_open=True, owner="online_regime")
     require_int(min_points, "min_points", low=2, owner="online_regime")
-    values = np.asarray(norm, dtype=float)
+    values = require_numbers(norm, "norm", owner="online_regime")
+    if train_acc is not None:
+        acc = require_fractions(train_acc, "train_acc", owner="online_regime")
     if values.ndim != 1:
         raise ValueError(f"The 'norm' parameter of online_regime must be one-dimensional. Got shape {values.shape} instead.")
     if train_acc is not None and len(train_acc) != len(values):
@@ -155,14 +156,14 @@ def online_regime(
         return DIVERGED
     if len(values) < min_points:
         return TOO_EARLY
+    if train_acc is not None and np.isnan(acc).all():  # accuracies recorded, none known: no regime
+        return UNDETERMINED
     peak = float(np.max(values))
     contracted = peak > 0 and values[-1] <= (1.0 - drop) * peak
     if not contracted:
         return "weak"
-    if train_acc is not None:
-        acc = np.asarray(train_acc, dtype=float)
-        if not np.nanmax(acc) >= fit:
-            return "strong"
+    if train_acc is not None and not np.nanmax(acc) >= fit:
+        return "strong"
     return "intermediate"
 
 
@@ -228,7 +229,7 @@ class Monitor:
         on_warning: Callable[[int, str], Any] | None = None,
     ) -> None:
         owner = "Monitor"
-        require_type(model, "model", nn.Module, owner=owner)
+        require_model(model, owner=owner)
         self.every = require_int(every, "every", low=1, owner=owner)
         self.warn_drop = require_real(warn_drop, "warn_drop", 0.0, 1.0, low_open=True, high_open=True, owner=owner)
         names = layer_names(model)
@@ -247,11 +248,16 @@ class Monitor:
             require_type(probe, "probe", (tuple, list), owner=owner)
             if not probe or not isinstance(probe[0], torch.Tensor):
                 raise TypeError(f"The 'probe' parameter of Monitor must be (x_probe,) or (x_probe, y_probe) with tensors. Got {probe!r} instead.")
+            if require_tensor(probe[0], "probe", owner).ndim == 0 or len(probe[0]) < 2:
+                raise ValueError(f"The 'probe' parameter of Monitor must hold at least 2 samples (DLR compares them). "
+                                 f"Got shape {tuple(probe[0].shape)} instead.")
+            require_fits(model, probe[0], None, "probe", owner)
             if not isinstance(model.get_submodule(self.head), nn.Linear):
                 raise ValueError(f"DLR needs the read-out {self.head!r} to be an nn.Linear; pass head= or probe=None.")
         self.probe = None if probe is None else probe[0]
-        self._dlr = default_dlr if dlr is None else dlr
-        self.on_warning = on_warning
+        self._dlr = default_dlr if dlr is None else require_callable(dlr, "dlr", owner)
+        self.on_warning = None if on_warning is None else require_callable(on_warning, "on_warning", owner)
+        self.dlr_failure: str | None = None
         self.rows: list[dict[str, float]] = []
         self.warnings: list[tuple[int, str]] = []
         self.head_contracting_step: int | None = None
@@ -278,33 +284,32 @@ class Monitor:
         self._calls += 1
         step = self._calls if step is None else require_int(step, "step", low=0, owner="Monitor")
         if step % self.every or (self.rows and self.rows[-1]["step"] == step):
+            if self.rows and step < self.rows[-1]["step"]:
+                self.record(step)  # names the step out of order
             return None
         return self.record(step, **scalars)
 
     @torch.no_grad()
     def record(self, step: int, **scalars: float) -> dict[str, float]:
-        """Record a row now, whatever the step.
-
-        Parameters
-        ----------
-        step : int ≥ 0
-            The step to file the row under.
-        **scalars : float
-            Extra readings stored in the row (loss, accuracies, …).
-
-        Returns
-        -------
-        dict
-            The row: ``step``, ``norm``, ``norm/<layer>``, ``head_ratio``, ``head_rel``
+        """Record a row now under ``step`` (after the last recorded one), with extra readings ``scalars``
+        (loss, accuracies in [0, 1], …); returns the row: ``step``, ``norm``, ``norm/<layer>``, ``head_ratio``, ``head_rel``
             (:func:`nhtlab.analysis.layers.head_signals`; ``inf`` on a zero
             denominator, NaN on non-finite norms), ``dlr`` with a probe, and ``scalars``.
         """
         require_int(step, "step", low=0, owner="Monitor.record")
+        if self.rows and step <= self.rows[-1]["step"]:
+            raise ValueError(f"The 'step' parameter of Monitor is out of order: step {step} comes after step "
+                             f"{self.rows[-1]['step']}; steps must increase.")
         for name, value in scalars.items():
             if isinstance(value, (str, bytes, bool)) or not isinstance(value, (float, int, np.number, torch.Tensor)) \
                     or (isinstance(value, torch.Tensor) and value.numel() != 1):
                 raise TypeError(f"The {name!r} scalar of Monitor must be a real number (a float, int or one-element "
                                 f"tensor). Got {value!r} of type {type(value).__name__} instead.")
+        for name in [n for n in scalars if n.endswith("_acc")]:
+            require_fractions(float(scalars[name]), name, owner="Monitor")
+        if float(scalars.get("train_loss", 0.0)) < 0:
+            raise ValueError(f"The 'train_loss' scalar of Monitor must be ≥ 0 (a cross-entropy, whose minimum the "
+                             f"early warning compares against). Got {float(scalars['train_loss'])!r} instead.")
         per_layer = layer_norms(self.model)
         head, first = per_layer[self.head], per_layer[self.first]
         row: dict[str, float] = {"step": step, "norm": sum(per_layer.values())}
@@ -324,7 +329,7 @@ class Monitor:
 
     def _check_loss(self, step: int, row: dict[str, float]) -> None:
         if self.memorised_step is None:
-            if row.get("train_acc", -math.inf) < MEMORISED:
+            if not row.get("train_acc", math.nan) >= MEMORISED:  # NaN (not known) never memorises
                 return
             self.memorised_step = step
         loss = row.get("train_loss")
@@ -366,8 +371,15 @@ class Monitor:
         features = captured["features"].reshape(len(captured["features"]), -1).detach().cpu()
         logits = captured["logits"].reshape(len(captured["logits"]), -1).detach().cpu()
         try:
-            return float(self._dlr(features, logits))
-        except ValueError:  # degenerate probe (e.g. constant features of dead ReLUs): no DLR at this step
+            value = self._dlr(features, logits)
+            if isinstance(value, (str, bytes, bool)) or not isinstance(value, (float, int, np.number, torch.Tensor)):
+                raise TypeError(f"dlr returned {value!r} of type {type(value).__name__}, not a number")
+            return float(value)
+        except Exception as error:  # noqa: BLE001 — e.g. constant features of dead ReLUs: no DLR at this step
+            if self.dlr_failure is None:  # said once: the reason, and that DLR is NaN where it fails
+                self.dlr_failure = f"{type(error).__name__}: {error}"
+                warnings.warn(f"Monitor: DLR could not be measured on the probe ({self.dlr_failure}); it is NaN at "
+                              f"the records where this happens.", RuntimeWarning, stacklevel=5)
             return math.nan
 
     def _check_head(self, step: int, head: float) -> None:
@@ -388,10 +400,11 @@ class Monitor:
 
     def regime(self, drop: float = 0.05, fit: float = 0.99, acc_key: str = "train_acc") -> str:
         """The regime so far (:func:`online_regime`), using ``acc_key`` if it was recorded."""
+        if is_diverged(self.history) is not None:  # as diagnose() (a NaN loss too)
+            return DIVERGED
         norm = [r["norm"] for r in self.rows]
         acc = [r.get(acc_key, math.nan) for r in self.rows]
-        has_acc = any(not math.isnan(a) for a in acc)
-        return online_regime(norm, acc if has_acc else None, drop=drop, fit=fit)
+        return online_regime(norm, acc if any(acc_key in r for r in self.rows) else None, drop=drop, fit=fit)
 
     def diagnose(self, **thresholds: Any):
         """The offline verdict of :func:`nhtlab.analysis.regimes.diagnose_regime` on the records so far.

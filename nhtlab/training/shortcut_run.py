@@ -11,9 +11,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+import torch
+
 from ..data.cues import ShortcutData, border_shortcut, harder, tint_shortcut
 from ..data.images import cifar10, digits
 from ..history import History
+from .cache_key import config_key
 from .checkpoint import claim_run_dir
 from ..models.cnn import ResNet18, SimpleCNN
 from ..validation import require_choice, require_int, require_real, require_type
@@ -129,7 +132,7 @@ class ShortcutRun(TrainConfig):
 
     def __post_init__(self) -> None:
         owner = "ShortcutRun"
-        object.__setattr__(self, "channels", tuple(self.channels))
+        object.__setattr__(self, "channels", tuple(require_type(self.channels, "channels", (tuple, list), owner=owner)))
         super().__post_init__()  # the training fields, with named errors
         require_choice(self.base, "base", BASES, owner=owner)
         require_choice(self.kind, "kind", KINDS, owner=owner)
@@ -138,6 +141,8 @@ class ShortcutRun(TrainConfig):
         if self.train_size is not None:
             require_int(self.train_size, "train_size", low=10, owner=owner)
         require_real(self.noise, "noise", 0.0, owner=owner)
+        with torch.device("meta"):  # the model's settings checked where they are passed, at no memory
+            SimpleCNN(10, norm=self.norm, channels=self.channels) if self.model == "simple" else ResNet18(10, norm=self.norm)
         if self.stop_after is not None:
             raise ValueError(f"The 'stop_after' parameter of ShortcutRun must be None: shortcut runs have no 'test' set "
                              f"whose accuracy could stop them. Got {self.stop_after!r} instead.")
@@ -216,7 +221,8 @@ def run_shortcut(run: ShortcutRun, callbacks=(), progress: str | None = None, de
                                                  suggest_eval_batch_size(model, data.x_test[:2].to(device))))
     label = desc or f"{run.kind} ρ={run.rho:g} λ={run.weight_decay:g} {run.norm}"
     history = train(model, data, config, callbacks=callbacks, eval_sets=data.eval_sets(),
-                    progress=progress, desc=label, checkpoint_dir=run_dir, checkpoint_every=checkpoint_every)
+                    progress=progress, desc=label, checkpoint_dir=run_dir, checkpoint_every=checkpoint_every,
+                    run_key=config_key(run.cache_config()))
     history.config = {**run.to_dict(), **trained_with(history)}  # the CPU threads, the compiled path
     history.model = model  # type: ignore[attr-defined]
     return history

@@ -60,7 +60,7 @@ from ..analysis.events import Events
 from ..history import History
 from ..validation import require_choice, require_int, require_type
 from .batched import batch_key, train_batched
-from .cache import ResultCache
+from .cache import ResultCache, put_or_note, unwritable
 from .device import pick_device
 from .loop import TrainConfig
 from .progress import Progress
@@ -104,19 +104,8 @@ def resolve_strategy(runs: Sequence[TrainConfig], strategy: str = "auto", worker
 
 
 def grid(base: TrainConfig, **axes: Iterable[Any]) -> list[TrainConfig]:
-    """The Cartesian product of ``axes`` applied to ``base``, last axis fastest.
-
-    Parameters
-    ----------
-    base : ModularRun or ShortcutRun
-        Settings shared by every run (any run kind: a :class:`~nhtlab.training.loop.TrainConfig` subclass).
-    **axes : iterables
-        Field name → values, e.g. ``weight_decay=[0.1, 1.0], seed=[0, 1]``.
-
-    Returns
-    -------
-    list of runs, length ∏ len(values)
-        Runs of ``base``'s class, each validated; the last axis varies fastest.
+    """The Cartesian product of ``axes`` (field name → values, e.g. ``weight_decay=[0.1, 1.0], seed=[0, 1]``)
+    applied to ``base`` (any run kind), as ∏ len(values) validated runs of ``base``'s class, last axis fastest.
 
     Examples
     --------
@@ -130,7 +119,8 @@ def grid(base: TrainConfig, **axes: Iterable[Any]) -> list[TrainConfig]:
     for key in axes:
         if key not in names:
             raise ValueError(f"The axis {key!r} of grid is not a field of {kind}; fields are {sorted(names)}.")
-    values = [list(v) for v in axes.values()]
+    values = [list(require_type(v, key, Iterable, owner="grid")) if not isinstance(v, str) else
+              require_type(v, key, (list, tuple), owner="grid") for key, v in axes.items()]
     for key, vals in zip(axes, values):
         if not vals:
             raise ValueError(f"The axis {key!r} of grid must hold at least one value. Got an empty sequence.")
@@ -139,20 +129,9 @@ def grid(base: TrainConfig, **axes: Iterable[Any]) -> list[TrainConfig]:
 
 @dataclass
 class SweepRow:
-    """One run of a sweep: its config, history, events and where the history came from.
-
-    Attributes
-    ----------
-    run : ModularRun or ShortcutRun
-    history : History
-        The run's measurements (no ``model``: it stayed in the worker).
-    events : Events or None
-        ``run.events(history)``: T_mem, T_grok and the norm peak of a modular run; None for a
-        shortcut run (read its border times with :func:`nhtlab.border_times`).
-    seconds : float
-        Training time of the run (0 when it came from the cache).
-    source : {"computed", "cache"}
-    """
+    """One run of a sweep: its ``run``, its ``history`` (no ``model``: it stayed in the worker), its ``events``
+    (``run.events(history)``: T_mem, T_grok and the norm peak of a modular run; None for a shortcut run, whose
+    border times :func:`nhtlab.border_times` reads), its training ``seconds`` (0 from the cache) and ``source``."""
 
     run: TrainConfig
     history: History
@@ -196,16 +175,8 @@ class SweepResult(Sequence):
     """The runs of a sweep, in the order they were given (a sequence of :class:`SweepRow`).
 
     The properties :attr:`histories`, :attr:`runs` and :attr:`diverged` give one list each (length
-    n_runs, the runs' order; ``diverged`` only the runs whose history ended diverged).
-
-    Parameters
-    ----------
-    rows : sequence of SweepRow
-        One per run, in the order of the runs given to :func:`sweep`.
-    strategy : str
-        The strategy that trained them.
-    seconds : float
-        Wall time of the whole sweep.
+    n_runs, the runs' order; ``diverged`` only the runs whose history ended diverged). ``rows`` holds one
+    :class:`SweepRow` per run, in the order given to :func:`sweep`; ``strategy`` trained them in ``seconds`` (wall).
     """
 
     def __init__(self, rows: Sequence[SweepRow], strategy: str, seconds: float):
@@ -303,20 +274,6 @@ def _init_worker(threads: int, parent: int | None = None) -> None:
 _PROCESS_LOCK = threading.Lock()
 
 
-def _unwritable(cache: Any, error: Exception) -> str:
-    return (f"The sweep's cache {cache!r} could not be written ({type(error).__name__}: {error}); "
-            f"the finished histories are returned but not cached, so they will be trained again next time.")
-
-
-def _put(cache: Any, config: dict[str, Any], history: History) -> str | None:
-    """``cache.put``; on an OSError (a read-only or full disk) the reason, the history being kept anyway."""
-    try:
-        cache.put(config, history)
-    except OSError as error:
-        return _unwritable(cache, error)
-    return None
-
-
 def _train_one(run: TrainConfig, cache: ResultCache | None = None) -> tuple[dict[str, Any], float, str, str | None]:
     """Worker entry point: a run in (picklable: a frozen dataclass); its history dict, seconds, source and note out.
 
@@ -333,7 +290,7 @@ def _train_one(run: TrainConfig, cache: ResultCache | None = None) -> tuple[dict
     try:
         hit = claim.__enter__()
     except OSError as error:  # the lock file cannot be created: train unclaimed, uncached
-        claim, hit, note, cache = nullcontext(), None, _unwritable(cache, error), None
+        claim, hit, note, cache = nullcontext(), None, unwritable(cache, error), None
     try:
         if hit is not None:
             return hit.to_dict(), 0.0, "cache", None
@@ -342,7 +299,7 @@ def _train_one(run: TrainConfig, cache: ResultCache | None = None) -> tuple[dict
             # through the cache, a run checkpoints there when its checkpoints are on (ResultCache.train)
             history = cache.train(run, progress="none") if cache is not None else run.execute(progress="none")
         if cache is not None:
-            note = _put(cache, config, history)
+            note = put_or_note(cache, config, history)
     finally:
         claim.__exit__(None, None, None)
     return history.to_dict(), time.perf_counter() - start, "computed", note  # the dict leaves the model behind
@@ -543,7 +500,7 @@ def _sweep(runs: Sequence[TrainConfig], strategy: str, executor: Executor | None
         histories[i], seconds[i], sources[i] = history, secs, source
         if cache is not None and claiming is None:
             with _at_threads(int(history.config.get("threads", threads))):
-                note = _put(cache, configs[i], history)
+                note = put_or_note(cache, configs[i], history)
             if isinstance(cache, ResultCache) and source == "computed":  # trained in a stack or a user's pool
                 cache.record_training(runs[i], history, None, secs, how="stacked" if strategy == "batched" else "alone")
         if note is not None and not notes:
