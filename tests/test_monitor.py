@@ -280,3 +280,18 @@ def test_dlr_is_nan_when_the_probe_features_are_constant():
         model[0].bias.fill_(-1.0)   # every hidden unit dead: constant features
     monitor = Monitor(model, probe=(torch.randn(16, 3),))
     assert math.isnan(monitor.rows[0]["dlr"])
+
+
+def test_a_monitor_whose_first_row_has_no_loss_is_not_diverged():
+    """The Monitor's step-0 row holds no training loss: absent is not NaN, only a recorded NaN diverges."""
+    from nhtlab.analysis.regimes import is_diverged
+
+    torch.manual_seed(0)
+    monitor = nhtlab.Monitor(nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 3)),
+                             probe=(torch.randn(32, 4),), every=10)
+    for step in (10, 20, 30):
+        monitor(step, train_loss=0.5, train_acc=0.9, test_acc=0.8)
+    assert is_diverged(monitor.history) is None and monitor.regime() != "diverged"
+    monitor(40, train_loss=float("nan"), train_acc=0.9, test_acc=0.8)
+    assert is_diverged(monitor.history) == "the training loss is not finite from step 40"
+    assert monitor.regime() == "diverged"

@@ -93,11 +93,10 @@ def is_diverged(history: History) -> str | None:
     if isinstance(lr, (int, float)) and isinstance(lam, (int, float)) and lr * lam >= 1:
         return f"lr·λ = {lr * lam:g} ≥ 1: the decay alone flips or zeroes θ at each step"
     for name, label in (("norm", "‖θ‖²"), ("train_loss", "the training loss")):
-        if name in history.columns:
-            values = history.column(name)
-            bad = ~np.isfinite(values)
-            if bad.any():
-                return f"{label} is not finite from step {int(history.column('step')[np.argmax(bad)])}"
+        # rows that lack the reading (a Monitor's step-0 row has no loss) are not evidence of divergence
+        bad = [r["step"] for r in history.rows if name in r and not np.isfinite(float(r[name]))]
+        if bad:
+            return f"{label} is not finite from step {int(bad[0])}"
     return None
 
 
