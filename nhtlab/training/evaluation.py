@@ -1,29 +1,25 @@
 """The rules every nhtlab trainer applies at an evaluation: one row layout, one divergence rule, one early stop.
 
-:func:`nhtlab.training.loop.train` (one model) and
-:func:`nhtlab.training.batched.train_batched` (R runs stacked into one model)
-measure in different ways (a module's ``parameters()`` against a stacked
-``(R, ...)`` dictionary), but what they *record* and *decide* from a
-measurement is the same, and lives here so that it cannot drift apart:
+:func:`nhtlab.training.loop.train` (one model) and :func:`nhtlab.training.batched.train_batched` (R runs stacked
+into one model) measure in different ways (a module's ``parameters()`` against a stacked ``(R, ...)``
+dictionary), but what they *record* and *decide* from a measurement is the same, and lives here so that it
+cannot drift apart:
 
-* :func:`history_row`: the row layout ``step, lr, <set>_loss, <set>_acc, …,
-  norm, norm/<layer>, …``;
-* :func:`diverged_at_evaluation` and :func:`diverged_in_training`: a run whose
-  loss or parameters became non-finite ends with ``status = "diverged"`` and
-  keeps the rows measured until then;
-* :func:`grok_step` and :func:`stopped_after`: ``stop_after`` ends a run that
-  many steps after its *test* accuracy first reached :data:`STOP_ACCURACY`.
+* :func:`history_row`: the row layout ``step, lr, <set>_loss, <set>_acc, …, norm, norm/<layer>, …`` (and, on
+  Z_p, ``fourier, fourier/<k>, …``);
+* :func:`diverged_at_evaluation` and :func:`diverged_in_training`: a run whose loss or parameters became
+  non-finite ends with ``status = "diverged"`` and keeps the rows measured until then;
+* :func:`grok_step` and :func:`stopped_after`: ``stop_after`` ends a run that many steps after its *test*
+  accuracy first reached :data:`STOP_ACCURACY`.
 
 Where the two trainers differ, on purpose:
 
-* *when* a non-finite minibatch loss is noticed: ``train`` checks every step
-  and stops before the optimiser step; ``train_batched`` notes the first bad
-  step of each run on the device (no host sync per step) and reads it at the
-  next evaluation, so the run keeps stepping until then (it cannot touch the
-  other runs). Both record the same message, with the same step number; a
-  diverged stacked run's returned model is its state at that evaluation.
-* ``train`` also emits a ``RuntimeWarning`` on divergence; ``train_batched``
-  only marks the run's history.
+* *when* a non-finite minibatch loss is noticed: ``train`` checks every step and stops before the optimiser
+  step; ``train_batched`` notes the first bad step of each run on the device (no host sync per step) and reads
+  it at the next evaluation, so the run keeps stepping until then (it cannot touch the other runs). Both record
+  the same message, with the same step number; a diverged stacked run's returned model is its state at that
+  evaluation.
+* ``train`` also emits a ``RuntimeWarning`` on divergence; ``train_batched`` only marks the run's history.
 """
 
 from __future__ import annotations
@@ -31,7 +27,10 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 
+import torch
+
 from ..history import History
+from ..measures.fourier import fourier_columns
 
 __all__ = ["STOP_ACCURACY", "history_row", "diverged_at_evaluation", "diverged_in_training", "reached_stop_accuracy",
            "grok_step", "stopped_after"]
@@ -41,7 +40,7 @@ STOP_ACCURACY = 0.99
 
 
 def history_row(step: int, lr: float, scores: Mapping[str, tuple[float, float]],
-                layer_norms: Mapping[str, float]) -> dict[str, float]:
+                layer_norms: Mapping[str, float], spectrum: torch.Tensor | None = None) -> dict[str, float]:
     """One evaluation as a :class:`~nhtlab.history.History` row.
 
     Parameters
@@ -55,13 +54,15 @@ def history_row(step: int, lr: float, scores: Mapping[str, tuple[float, float]],
         convention; the order is kept in the row.
     layer_norms : mapping layer name → float
         ‖θ_ℓ‖² per layer, in model order (:func:`nhtlab.measures.norms.layer_norms`).
+    spectrum : Tensor, shape (p//2 + 1,), optional
+        A model on Z_p: its token embedding's :func:`~nhtlab.measures.fourier.fourier_spectrum`.
 
     Returns
     -------
     dict
         ``step``, ``lr``, then ``<set>_loss`` and ``<set>_acc`` per set, ``norm``
         (the sum of the layer norms, added in layer order) and ``norm/<layer>``
-        per layer.
+        per layer, then ``fourier`` and ``fourier/<k>`` with a spectrum (:func:`~nhtlab.measures.fourier.fourier_columns`).
 
     Examples
     --------
@@ -73,7 +74,7 @@ def history_row(step: int, lr: float, scores: Mapping[str, tuple[float, float]],
         row[f"{name}_loss"], row[f"{name}_acc"] = loss, acc
     row["norm"] = sum(layer_norms.values())
     row.update({f"norm/{name}": value for name, value in layer_norms.items()})
-    return row
+    return row if spectrum is None else {**row, **fourier_columns(spectrum)}
 
 
 def diverged_at_evaluation(history: History, row: Mapping[str, float]) -> bool:
@@ -102,44 +103,18 @@ def diverged_at_evaluation(history: History, row: Mapping[str, float]) -> bool:
 
 
 def diverged_in_training(history: History, step: int) -> None:
-    """Mark ``history`` diverged because the minibatch loss of training step ``step`` was not finite.
-
-    Parameters
-    ----------
-    history : History
-        The run's history; ``status`` becomes ``"diverged"``.
-    step : int
-        The 1-based number of the step whose loss was NaN or infinite.
-    """
+    """Mark ``history`` diverged (its ``status``) because the minibatch loss of (1-based) step ``step`` was not finite."""
     history.status, history.message = "diverged", f"non-finite training loss at step {step}"
 
 
 def reached_stop_accuracy(row: Mapping[str, float]) -> bool:
-    """True when the row's test accuracy is at least :data:`STOP_ACCURACY` (False without a test set).
-
-    Parameters
-    ----------
-    row : mapping
-        A history row; ``test_acc`` may be missing.
-
-    Returns
-    -------
-    bool
-    """
+    """True when the history row's test accuracy is at least :data:`STOP_ACCURACY` (False without a test set)."""
     return row.get("test_acc", 0.0) >= STOP_ACCURACY
 
 
 def grok_step(rows: Sequence[Mapping[str, float]]) -> int | None:
-    """The first recorded step at which the test accuracy reached :data:`STOP_ACCURACY`, or None.
-
-    Parameters
-    ----------
-    rows : sequence of mapping, length n_evals
-        History rows in step order.
-
-    Returns
-    -------
-    int or None
+    """The first recorded step of the history ``rows`` (in step order) at which the test accuracy reached
+    :data:`STOP_ACCURACY`, or None.
 
     Examples
     --------

@@ -91,6 +91,11 @@ class ModularRun(TrainConfig):
             if not (type(value) is type(defaults[name]) and value == defaults[name])})
         require_real(self.train_fraction, "train_fraction", 0.0, 1.0, low_open=True, high_open=True, owner="ModularRun")
 
+    def cache_config(self) -> dict[str, Any]:
+        """The result-cache key: :meth:`to_dict` and the columns a history records beyond the base row, so that a
+        run cached before it recorded the Fourier columns is trained again, never served without them."""
+        return {**self.to_dict(), "records": ["fourier"]}
+
     def execute(self, **kwargs: Any) -> History:
         """:func:`run_modular` on this run (``kwargs`` passed on); what :func:`nhtlab.sweep` calls."""
         return run_modular(self, **kwargs)
