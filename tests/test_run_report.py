@@ -121,3 +121,15 @@ def test_fourier_timing_places_the_halfway_step_by_the_rule_fixed_before_the_run
     assert sum(r["share"] for r in records if r["moment"] == "end") == pytest.approx(1.0)  # k = 0 left out
     with pytest.raises(ValueError, match="'history'.*fourier"):
         fourier_timing(GROKS)
+
+
+def test_fourier_at_grok_gives_the_median_share_and_delay_per_lambda():
+    from nhtlab.book.grokking_report import fourier_at_grok
+    runs = [History(rows=fourier_history(np.linspace(0.2, 0.8, len(STEPS))).rows, config={"weight_decay": lam})
+            for lam in (1.0, 0.5)]
+    never = History(rows=[{**r, "test_acc": 0.1} for r in runs[1].rows], config={"weight_decay": 2.0})
+    line = fourier_at_grok([*runs, never])
+    # T_grok = 2000 of 3000: the share is 0.2 + 0.6 · 2/3 = 0.6 there; the delay is 2000 − 800
+    assert "λ = 0.5: 0.20 → 0.60, delay 1,200 steps (1 runs)" in line and "λ = 2: no run grokked" in line
+    with pytest.raises(TypeError, match="'histories'"):
+        fourier_at_grok(runs[0])

@@ -36,7 +36,7 @@ from ..history import History
 from ..papers import paper_cell
 from ..validation import require_int, require_real, require_type
 from .claims import Check, Reading, over_seeds
-from .report import table
+from .report import Markdown, table
 from ..analysis.events import Events, find_events, first_step_at_least
 from ..analysis.regimes import diagnose_regime
 from ..measures.fourier import KEY_FREQUENCIES, key_frequencies
@@ -44,7 +44,7 @@ from ..measures.fourier import KEY_FREQUENCIES, key_frequencies
 __all__ = ["check_grokking", "check_contraction", "check_weak", "check_norm_largest_at_init",
            "checks_over_seeds", "events_vs_paper", "delay_law_records", "generalise_answer", "STRUCTURE_TIMES",
            "fourier_timing", "fourier_table", "fourier_readings", "check_fourier_rises", "fourier_spectrum_records",
-           "fourier_spectrum_chart", "fourier_curves"]
+           "fourier_spectrum_chart", "fourier_curves", "fourier_at_grok"]
 
 HOLDS, FAILS = "holds", "fails"
 
@@ -430,3 +430,23 @@ def fourier_curves(histories: Mapping[int, History]):
         ).properties(width=WIDTH, height=130))
     panels[0] = panels[0].add_params(zoom)
     return alt.vconcat(*panels)
+
+
+def fourier_at_grok(histories: Sequence[History]) -> Markdown:
+    """One line for a λ sweep: the top-K Fourier share at initialisation and at T_grok, and the delay, per λ.
+
+    Medians over each λ's runs that memorised and generalised (``weight_decay`` read from each config);
+    a λ with none says so.
+    """
+    require_type(histories, "histories", (list, tuple), owner="fourier_at_grok")
+    by_lam: dict[float, list[tuple[float, float, int]]] = {}
+    for h in histories:
+        share, ev = _fourier(h, "fourier_at_grok"), find_events(h)
+        by_lam.setdefault(float(h.config["weight_decay"]), [])
+        if ev.grokked:
+            by_lam[float(h.config["weight_decay"])].append((share[0], share[_moments(h)["T_grok"]], ev.delay))
+    parts = [f"λ = {lam:g}: " + (f"{np.median([r[0] for r in runs]):.2f} → {np.median([r[1] for r in runs]):.2f}, "
+                                 f"delay {np.median([r[2] for r in runs]):,.0f} steps ({len(runs)} runs)"
+                                 if runs else "no run grokked") for lam, runs in sorted(by_lam.items())]
+    return Markdown(f"The token embedding's top-{KEY_FREQUENCIES} Fourier share (chapter 01) from initialisation "
+                    f"to T_grok, median per λ: {'; '.join(parts)}.")
