@@ -139,10 +139,9 @@ def run_modular(
     Returns
     -------
     History
-        One row per evaluation: ``step``, ``lr``, ``train_loss``, ``train_acc``,
-        ``test_loss``, ``test_acc``, ``norm`` (‖θ‖²) and ``norm/<layer>``. Its
-        ``config`` is ``run.to_dict()``; the trained model is attached as
-        ``history.model`` (kept for analysis in notebooks, not serialised).
+        One row per evaluation: ``step``, ``lr``, ``train_loss``, ``train_acc``, ``test_loss``, ``test_acc``,
+        ``norm`` (‖θ‖²), ``norm/<layer>``, ``fourier`` and ``fourier/<k>`` (:mod:`nhtlab.measures.fourier`).
+        Its ``config`` is ``run.to_dict()``; the trained model is attached as ``history.model`` (not serialised).
     """
     require_type(run, "run", ModularRun, owner="run_modular")
     if run_dir is not None:
