@@ -130,6 +130,6 @@ def test_fourier_at_grok_gives_the_median_share_and_delay_per_lambda():
     never = History(rows=[{**r, "test_acc": 0.1} for r in runs[1].rows], config={"weight_decay": 2.0})
     line = fourier_at_grok([*runs, never])
     # T_grok = 2000 of 3000: the share is 0.2 + 0.6 · 2/3 = 0.6 there; the delay is 2000 − 800
-    assert "λ = 0.5: 0.20 → 0.60, delay 1,200 steps (1 runs)" in line and "λ = 2: no run grokked" in line
+    assert "λ = 0.5: 0.20 → 0.60, delay 1,200 steps (1 run)" in line and "λ = 2: no run grokked" in line
     with pytest.raises(TypeError, match="'histories'"):
         fourier_at_grok(runs[0])

@@ -20,8 +20,8 @@ builders (:func:`events_vs_paper`, :func:`delay_law_records`) give the rows that
 What the network learned, read off the token embedding's Fourier columns that every run on Z_p records
 (:mod:`nhtlab.measures.fourier`): :func:`fourier_timing` places the rise of the top-K Fourier share against
 T_mem and T_grok, :func:`fourier_readings` counts that placement over seeds, :func:`check_fourier_rises` is
-the science check, and :func:`fourier_spectrum_records`, :func:`fourier_spectrum_chart` and
-:func:`fourier_curves` draw the spectrum at the four moments and the share on the accuracy's step axis.
+the science check, and :func:`fourier_spectrum_records` gives the rows that
+:mod:`nhtlab.book.fourier_charts` draws.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ from ..measures.fourier import KEY_FREQUENCIES, key_frequencies
 __all__ = ["check_grokking", "check_contraction", "check_weak", "check_norm_largest_at_init",
            "checks_over_seeds", "events_vs_paper", "delay_law_records", "generalise_answer", "STRUCTURE_TIMES",
            "fourier_timing", "fourier_table", "fourier_readings", "check_fourier_rises", "fourier_spectrum_records",
-           "fourier_spectrum_chart", "fourier_curves", "fourier_at_grok"]
+           "fourier_at_grok"]
 
 HOLDS, FAILS = "holds", "fails"
 
@@ -401,37 +401,6 @@ def fourier_spectrum_records(histories: Mapping[int, History]) -> list[dict[str,
     return records
 
 
-def fourier_spectrum_chart(records: Sequence[Mapping[str, Any]]):
-    """Bars of :func:`fourier_spectrum_records`: one panel per moment (rows) and seed (columns)."""
-    import altair as alt  # the charts' import, slow: only when a chapter draws
-
-    return alt.Chart(alt.Data(values=list(records))).mark_bar().encode(
-        x=alt.X("k:Q", title="frequency k"), y=alt.Y("share:Q", title="share of power"),
-        color=alt.Color("moment:N", sort=list(MOMENTS), legend=None),
-        tooltip=["seed:N", "moment:N", "k:Q", alt.Tooltip("share:Q", format=".3f")],
-    ).properties(width=150, height=70).facet(
-        row=alt.Row("moment:N", sort=list(MOMENTS), title=None), column=alt.Column("seed:N", title="seed"))
-
-
-def fourier_curves(histories: Mapping[int, History]):
-    """Test accuracy, ‖θ‖² and the top-K Fourier share of each seed on one zoomable step axis."""
-    import altair as alt
-    from ..charts.curves import WIDTH, long_records
-
-    zoom = alt.selection_interval(bind="scales", encodings=["x"])
-    panels = []
-    for column, title in (("test_acc", "test accuracy"), ("norm", "‖θ‖²"),
-                          ("fourier", f"top-{KEY_FREQUENCIES} Fourier share")):
-        records = [r for s, h in histories.items() for r in long_records(h, {column: f"seed {s}"})]
-        panels.append(alt.Chart(alt.Data(values=records)).mark_line().encode(
-            x=alt.X("step:Q"), y=alt.Y("value:Q", title=title, scale=alt.Scale(zero=False)),
-            color=alt.Color("series:N", title="run"),
-            tooltip=["series:N", "step:Q", alt.Tooltip("value:Q", format=",.3f")],
-        ).properties(width=WIDTH, height=130))
-    panels[0] = panels[0].add_params(zoom)
-    return alt.vconcat(*panels)
-
-
 def fourier_at_grok(histories: Sequence[History]) -> Markdown:
     """One line for a λ sweep: the top-K Fourier share at initialisation and at T_grok, and the delay, per λ.
 
@@ -446,7 +415,8 @@ def fourier_at_grok(histories: Sequence[History]) -> Markdown:
         if ev.grokked:
             by_lam[float(h.config["weight_decay"])].append((share[0], share[_moments(h)["T_grok"]], ev.delay))
     parts = [f"λ = {lam:g}: " + (f"{np.median([r[0] for r in runs]):.2f} → {np.median([r[1] for r in runs]):.2f}, "
-                                 f"delay {np.median([r[2] for r in runs]):,.0f} steps ({len(runs)} runs)"
+                                 f"delay {np.median([r[2] for r in runs]):,.0f} steps "
+                                 f"({len(runs)} run{'s' * (len(runs) != 1)})"
                                  if runs else "no run grokked") for lam, runs in sorted(by_lam.items())]
     return Markdown(f"The token embedding's top-{KEY_FREQUENCIES} Fourier share (chapter 01) from initialisation "
                     f"to T_grok, median per λ: {'; '.join(parts)}.")
