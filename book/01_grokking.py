@@ -80,6 +80,8 @@ import nhtlab
 from nhtlab import book as nb
 
 your_prediction = None  # "yes" or "no"
+# "during the delay" or "not during the delay" (see "What it learned")
+your_fourier_prediction = None
 
 # %% tags=["hide-input"]
 # The λ = 1 runs come from the companion grid that chapters 1-3, 6 and 7
@@ -219,6 +221,75 @@ nb.md(
 # %%
 nhtlab.charts.layer_norm_curves(
     history, title="squared norm of each layer, λ = 1"
+)
+
+# %% [markdown]
+# ## What it learned: a Fourier view of the embedding
+#
+# Nanda et al. {cite}`nanda2023progress` found that a transformer that
+# has grokked modular addition embeds each token $a$ through
+# $\cos(2\pi k a/p)$ and $\sin(2\pi k a/p)$ at a few *key frequencies*
+# $k$ (five in their network), and computes $a + b$ with trigonometric
+# identities. Every run here records, at every evaluation, the
+# **spectrum** of its token embedding: the power of the table
+# $E$ ($p \times d$) at each frequency $0 \le k \le p/2$ of $\mathbb{Z}_p$
+# (the DFT along the token axis, summed over the $d$ dimensions;
+# {mod}`nhtlab.measures.fourier`), and one number that tracks structure,
+# the **top-5 Fourier share**: the share of the non-constant power held
+# by the five strongest frequencies. Five was fixed before any run, from
+# Nanda et al.'s five; a random embedding spreads its power about
+# evenly, so its top five hold little of it, a pure cosine all of it.
+#
+# The reading, fixed before the runs: the share is *halfway risen* at
+# the first evaluation at which it reaches halfway from its value at
+# initialisation to its value at the run's end. Is that step at or
+# before $T_\text{mem}$ (`by T_mem`), in $(T_\text{mem}, T_\text{grok}]$,
+# while the norm contracts (`between T_mem and T_grok`, the stated
+# reading: circuit formation during the delay), or later? Counted over
+# the seeds as "k of n", a strict majority deciding; shown, not
+# asserted. The "contracted" column is the share of the
+# $T_\text{mem} \to T_\text{grok}$ fall of $\|\theta\|^2$ already done
+# when the share is halfway risen.
+#
+# ```{admonition} Predict before reading on
+# Will the embedding's Fourier structure form `"during the delay"`
+# (halfway risen between $T_\text{mem}$ and $T_\text{grok}$) or
+# `"not during the delay"`? Set `your_fourier_prediction` near the top.
+# ```
+
+# %%
+timings = {s: nb.fourier_timing(h) for s, h in histories.items()}
+fourier_reading = nb.fourier_readings(timings)
+nb.fourier_table(timings)
+
+# %% tags=["remove-input"]
+nb.md(f"Where the share is halfway risen: {fourier_reading.text()}.")
+
+# %% [markdown]
+# The spectrum of each seed at initialisation, $T_\text{mem}$,
+# $T_\text{grok}$ and the end of the run (each frequency's share of the
+# non-constant power), then the share on the step axis of test accuracy
+# and $\|\theta\|^2$:
+
+# %%
+nb.fourier_spectrum_chart(nb.fourier_spectrum_records(histories))
+
+# %%
+nb.fourier_curves(histories)
+
+# %% [markdown]
+# "End" is the run's last evaluation, which the profile's `stop_after`
+# window places after $T_\text{grok}$: a share that keeps rising after
+# $T_\text{grok}$ (Nanda et al.'s *cleanup* phase, where weight decay
+# removes what memorisation left) moves the halfway step later, and the
+# table shows how far the share had come at each moment.
+
+# %%
+nb.check_prediction(
+    your_fourier_prediction,
+    *nb.reading_answer(
+        fourier_reading, "during the delay", "not during the delay"
+    ),
 )
 
 # %% [markdown]
@@ -362,12 +433,16 @@ nb.train_panel(run)
 #   only fell before memorisation, or not at all, fails);
 # * with decay, $\|\theta\|^2$ is largest at initialisation (a run whose
 #   norm rises above its start fails);
+# * with decay, the top-5 Fourier share of the token embedding is
+#   recorded, finite and higher at the end than at initialisation (an
+#   embedding that stays as spread as at initialisation fails);
 # * without weight decay the network memorises but does not generalise
 #   within its budget, and its norm does not contract after memorising
 #   (the weak regime).
 #
 # How close $T_\text{grok}$ comes to the paper's is shown, not asserted:
-# a few seeds are not the paper's mean over ten.
+# a few seeds are not the paper's mean over ten; so is where the Fourier
+# share is halfway risen (the reading above).
 
 # %%
 checks = {
@@ -381,6 +456,9 @@ checks = {
     },
     "‖θ‖² is largest at initialisation": {
         s: nb.check_norm_largest_at_init(h) for s, h in histories.items()
+    },
+    "the top-5 Fourier share rises": {
+        s: nb.check_fourier_rises(h) for s, h in histories.items()
     },
     "without decay: memorises and stays weak": {
         s: nb.check_weak(h) for s, h in histories_no_decay.items()
@@ -414,4 +492,4 @@ nb.md(
 
 # %%
 # asserted on a real run; a capped smoke run only shows them
-nb.closing_checks(readings, cfg)
+nb.closing_checks(readings, cfg, shown=[fourier_reading])

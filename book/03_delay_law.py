@@ -264,6 +264,11 @@ nb.table(
     ),
 )
 
+# %% tags=["remove-input"]
+nb.fourier_at_grok(
+    [h for h, f in zip(histories, labels) if f == "λ sweep"]
+)
+
 # %%
 readings = nb.delay_readings(points["grok"], lr=cfg.lr)
 nb.check_prediction(

@@ -103,7 +103,8 @@ your_prediction = (
 # The digit-border setting chapter 06 chooses from its probe grid: a
 # bright one-pixel border on 10×10 digits, its class's colour on ρ = 0.95
 # of the training images and a wrong class's colour on the rest, a
-# constant learning rate.
+# constant learning rate. Every profile: the experiment's embeddings
+# start at `embed_scale` of the default scale, fixed before the runs.
 DESIGN = nhtlab.presets.BORDER_DESIGN  # nhtlab.training.presets
 PROFILES = {
     # quick: chapter 03's quick companion runs at λ = 1 (η = 3e-3), two
@@ -118,6 +119,7 @@ PROFILES = {
         image_lam=0.1,
         image_seeds=[0],
         workers=2,
+        embed_scale=0.1,
     ),
     # book: the companion grid the chapters share (chapter 03's λ sweep,
     # nhtlab.training.presets.COMPANION_SWEEPS), three λ and three seeds;
@@ -128,6 +130,7 @@ PROFILES = {
         image_lam=0.1,
         image_seeds=[0, 1, 2],
         workers=2,
+        embed_scale=0.1,
     ),
     # full: the full grid (50,000 steps, stopped 2,000 after T_grok), ten
     # seeds; the paper's network on coloured-border CIFAR-10 (SimpleCNN of
@@ -140,6 +143,7 @@ PROFILES = {
         image_lam=0.1,
         image_seeds=[0, 1, 2],
         workers=1,
+        embed_scale=0.1,
     ),
 }
 cfg = nb.select_profile(PROFILES, profile)
@@ -150,7 +154,8 @@ nb.stamp(profile, cfg)
 #
 # One run per λ and seed, {term}`T_mem` and {term}`T_grok` as in chapter
 # 01 (training and test accuracy ≥ 99%). One sweep trains the runs the
-# cache does not hold yet, on both cores.
+# cache does not hold yet, on both cores, with the same runs whose token
+# and position embeddings start small (the experiment further down).
 
 # %%
 companion_runs = [
@@ -158,12 +163,18 @@ companion_runs = [
     for lam in cfg.budgets
     for s in cfg.seeds
 ]
-companion = nhtlab.sweep(
-    companion_runs,
+small_runs = [
+    r.replace(model_kwargs={"embed_init_scale": cfg.embed_scale})
+    for r in companion_runs
+]
+swept = nhtlab.sweep(
+    companion_runs + small_runs,
     workers=2,
     cache=nhtlab.default_cache(),
-)
-modular = {(r.run.weight_decay, r.run.seed): r.history for r in companion}
+).histories
+keys = [(r.weight_decay, r.seed) for r in companion_runs]
+modular = dict(zip(keys, swept[: len(keys)]))
+small = dict(zip(keys, swept[len(keys) :]))
 orders = {key: nhtlab.contraction_order(h) for key, h in modular.items()}
 nb.table(
     nb.modular_order_rows(orders),
@@ -233,17 +244,36 @@ nb.md(
 )
 
 # %% [markdown]
-# **Why this order?** Not known yet. AdamW's decoupled decay shrinks every
-# weight by the same factor $1 - \eta\lambda$ per step, whatever its
-# layer, so decay alone would move every layer's $\|\theta_\ell\|^2$ at
-# the same relative pace; which layer loses 10% first is decided by how
-# much its gradient steps push back. A *hypothesis*, not tested here: once
-# the table is memorised, the read-out is still being sharpened by the
-# loss while most embedding directions receive little gradient, so the
-# embedding, which also holds most of the norm (chapter 01), is the first
-# to give way. Chapter 08 reads the same order on a CNN trained on noisy
-# labels; the {doc}`findings` page sets every reading of this claim side
-# by side.
+# **Why this order?** AdamW's decoupled decay shrinks every weight by
+# the same factor $1 - \eta\lambda$ per step, whatever its layer, so
+# decay alone would move every layer's $\|\theta_\ell\|^2$ at the same
+# relative pace; which layer loses 10% first is decided by how much its
+# gradient steps push back. A *hypothesis*, tested next: the token and
+# position embeddings start at unit variance (PyTorch's default) and hold
+# most of the norm (chapter 01), far more than the table needs, so once
+# it is memorised they are the first to give way; chapter 08's CNN,
+# whose weights start small, turns its read-out first.
+#
+# ## An experiment: embeddings that start small
+#
+# The same runs (λ, seeds, budgets, data, everything else) with the
+# token and position embeddings initialised at `embed_scale` of their
+# default scale, read through the same `contraction_order`. Stated
+# before the runs, each over the seeds of each λ, a strict majority
+# deciding: if the large start explains the forward order, the order
+# with small embeddings is **backward**; and Omnigrok
+# {cite}`liu2023omnigrok`, for which a large initial norm is what makes
+# grokking wait, predicts a **shorter** delay $T_\text{grok} -
+# T_\text{mem}$ than the same seed's default run. Whatever the runs show
+# is this section's explanation of the order above.
+
+# %%
+small_read = nb.embedding_scale_readings(modular, small, cfg.embed_scale)
+nb.embedding_scale_report(modular, small, small_read)
+
+# %% [markdown]
+# Chapter 08 reads the same order on a CNN trained on noisy labels; the
+# {doc}`findings` page sets every reading of this claim side by side.
 #
 # ## The digit-border images
 #
@@ -422,7 +452,7 @@ checks = [
     image_read[("main", "border")],
     image_read[("control", "border")],
 ]
-shown = [*modular_readings.values()]
+shown = [*modular_readings.values(), *small_read.values()]
 shown += [
     image_read[("main", "verdict")],
     image_read[("main", "warning")],

@@ -40,14 +40,14 @@ def test_hit_returns_the_same_history_without_training(cache):
     second, trained = _trained(cache)
     assert not trained and not hasattr(second, "model")
     assert second.rows == first.rows and second.status == "completed" and second.config == {**RUN.to_dict(), "threads": 1}
-    assert cache.get(RUN.to_dict()).rows == first.rows
+    assert cache.get(RUN.cache_config()).rows == first.rows
 
 
 def test_any_config_change_misses(cache):
     _trained(cache)
     for change in (dict(weight_decay=0.5), dict(seed=6), dict(model_kwargs=dict(width=17)), dict(steps=41)):
-        assert cache.get(RUN.replace(**change).to_dict()) is None, change
-    assert cache.get(RUN.to_dict()) is not None
+        assert cache.get(RUN.replace(**change).cache_config()) is None, change
+    assert cache.get(RUN.cache_config()) is not None
 
 
 def test_key_is_canonical_and_version_dependent(monkeypatch, cache):
@@ -88,13 +88,13 @@ def _damage(cache: ResultCache, path: Path, how: str) -> None:
 @pytest.mark.parametrize("how", ["partial", "empty", "bitflip", "swapped"])
 def test_damaged_entries_are_recomputed_never_used(cache, how):
     first, _ = _trained(cache)
-    path = cache.path(RUN.to_dict())
+    path = cache.path(RUN.cache_config())
     _damage(cache, path, how)
     with pytest.warns(RuntimeWarning, match="Ignoring a damaged result-cache entry .* will be recomputed"):
         again, trained = _trained(cache)
     assert trained and again.rows == first.rows
     assert path.with_name(path.name + ".corrupt").exists()
-    assert cache.get(RUN.to_dict()).rows == first.rows  # the recomputed entry is whole again
+    assert cache.get(RUN.cache_config()).rows == first.rows  # the recomputed entry is whole again
 
 
 def test_diverged_and_nan_histories_round_trip(cache):
@@ -142,7 +142,7 @@ def test_default_cache_follows_the_environment(monkeypatch, tmp_path):
 
 def test_a_modular_run_keeps_the_key_form_of_nhtlab_0_2_0():
     """ModularRun gained eval_batch_size from its TrainConfig base; at its default it stays out of the key."""
-    assert RUN.cache_config() == RUN.to_dict() == {
+    assert {**RUN.to_dict(), "records": ["fourier"]} == RUN.cache_config() and RUN.to_dict() == {
         "p": 11, "operation": "+", "train_fraction": 0.5, "model": "mlp", "model_kwargs": {"width": 16},
         "steps": 40, "lr": 3e-3, "weight_decay": 1.0, "betas": [0.9, 0.98], "batch_size": None, "eval_every": 10,
         "schedule": "constant", "seed": 5, "device": "cpu", "stop_after": None}
@@ -351,8 +351,8 @@ def test_an_unusable_cache_warns_and_keeps_the_finished_training(tmp_path, monke
     if damage == "root is a file":
         root.write_text("not a folder")
     elif damage == "entry is a folder":
-        ResultCache(root).path(RUN.to_dict()).mkdir(parents=True)
-        (ResultCache(root).path(RUN.to_dict()) / "x").write_text("")  # a folder that cannot be replaced
+        ResultCache(root).path(RUN.cache_config()).mkdir(parents=True)
+        (ResultCache(root).path(RUN.cache_config()) / "x").write_text("")  # a folder that cannot be replaced
     if damage.startswith("no claim"):  # a read-only folder (root ignores permissions, so the lock is refused here)
         if damage.endswith("there"):
             first = cached_run(RUN, ResultCache(root), use_cache=True, progress="none")

@@ -91,3 +91,30 @@ def test_order_answer_reads_the_majority_and_names_a_tie():
     assert tie == "undetermined" and "a tie, backward in 1 and forward in 1 of 2 runs" in why
     with pytest.raises(ValueError, match="'orders' is empty"):
         order_answer({})
+
+
+def modular_run(t_mem, t_grok, head_drop, first_drop):
+    """A companion-shaped history: train (test) accuracy at 99% from t_mem (t_grok); each layer halves at its step."""
+    rows = [{"step": s, "train_acc": float(s >= t_mem), "test_acc": float(s >= t_grok),
+             "norm/tok": 10.0 / (1 + (s >= first_drop)), "norm/readout": 4.0 / (1 + (s >= head_drop))}
+            for s in range(0, 1601, 100)]
+    return History(rows=[{**r, "norm": r["norm/tok"] + r["norm/readout"]} for r in rows], status="completed")
+
+
+def test_embedding_scale_readings_pair_each_small_run_with_its_default_seed():
+    from nhtlab.book.layer_report import embedding_scale_readings, embedding_scale_report
+
+    default = {(1.0, s): modular_run(300, 1000, 800, 400) for s in (0, 1, 2)}  # forward, delay 700
+    small = {(1.0, 0): modular_run(300, 600, 400, 500), (1.0, 1): modular_run(300, 600, 400, 500),  # backward, 300
+             (1.0, 2): modular_run(200, 1200, 800, 400)}  # forward, delay 1000
+    readings = embedding_scale_readings(default, small, 0.1)
+    order, delay = readings[("order", 1.0)], readings[("delay", 1.0)]
+    assert order.by_seed == {0: "backward", 1: "backward", 2: "forward"} and order.holds
+    assert delay.by_seed == {0: "shorter", 1: "shorter", 2: "longer"} and (delay.k, delay.n) == (2, 3)
+    report = embedding_scale_report(default, small, readings)
+    assert "The hypothesis holds on these runs" in report and "| 1 | 2 | 300 | 200 | 1000 | 1200 | forward | forward |" in report
+    failed = embedding_scale_readings(default, {(1.0, 0): default[(1.0, 0)]}, 0.1)
+    assert "The hypothesis failed" in embedding_scale_report(default, {(1.0, 0): default[(1.0, 0)]}, failed)
+    assert failed[("delay", 1.0)].by_seed == {0: "the same"}
+    with pytest.raises(ValueError, match="'small'.*without a default run"):
+        embedding_scale_readings({}, small, 0.1)

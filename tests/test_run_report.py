@@ -90,3 +90,46 @@ def test_records_for_the_tables():
     assert "|" in str(nhtlab.book.table(law))
     no_transition = nhtlab.delay_summary(history(ramp(800), np.full(len(STEPS), 0.05), FALLING))
     assert delay_law_records(no_transition, {}) == []
+
+
+# --- chapter 01's Fourier view: where the share rises against T_mem and T_grok ---------------------
+
+def fourier_history(share, p=7):
+    """GROKS (T_mem 800, T_grok 2000) with a Fourier share column and a spectrum whose k = 1 holds ``share``."""
+    rows = [{**row, "fourier": float(s), "fourier/0": 1.0, "fourier/1": float(s),
+             **{f"fourier/{k}": float((1 - s) / 2) for k in (2, 3)}} for row, s in zip(GROKS.rows, share)]
+    return History(rows=rows, status="completed")
+
+
+def test_fourier_timing_places_the_halfway_step_by_the_rule_fixed_before_the_runs():
+    from nhtlab.book.grokking_report import check_fourier_rises, fourier_readings, fourier_spectrum_records, fourier_timing
+    # halfway between 0.2 and 0.8 is 0.5: first reached at step 1500, inside (T_mem, T_grok] = (800, 2000]
+    during = fourier_timing(fourier_history(np.interp(STEPS, [0, 800, 2200, 3000], [0.2, 0.2, 0.8, 0.8])))
+    assert during["t_half"] == 1500 and during["when"] == "between T_mem and T_grok" and during["key"] == "1, 2, 3"
+    assert during["share init"] == 0.2 and during["share end"] == 0.8
+    assert 0 < during["contracted"] < 1  # the norm is part way down from V_mem to V_grok
+    early = fourier_timing(fourier_history(np.where(STEPS >= 500, 0.8, 0.2)))
+    late = fourier_timing(fourier_history(np.where(STEPS >= 2500, 0.8, 0.2)))
+    flat = fourier_timing(fourier_history(np.full(len(STEPS), 0.3)))
+    assert (early["when"], late["when"], flat["when"]) == ("by T_mem", "after T_grok", "no rise")
+    reading = fourier_readings({0: during, 1: early, 2: during})
+    assert (reading.k, reading.n, reading.holds) == (2, 3, True)
+    assert check_fourier_rises(fourier_history(np.linspace(0.2, 0.8, len(STEPS))))
+    assert not check_fourier_rises(fourier_history(np.full(len(STEPS), 0.3)))
+    records = fourier_spectrum_records({0: fourier_history(np.full(len(STEPS), 0.5))})
+    assert {r["moment"] for r in records} == {"init", "T_mem", "T_grok", "end"} and len(records) == 4 * 3
+    assert sum(r["share"] for r in records if r["moment"] == "end") == pytest.approx(1.0)  # k = 0 left out
+    with pytest.raises(ValueError, match="'history'.*fourier"):
+        fourier_timing(GROKS)
+
+
+def test_fourier_at_grok_gives_the_median_share_and_delay_per_lambda():
+    from nhtlab.book.grokking_report import fourier_at_grok
+    runs = [History(rows=fourier_history(np.linspace(0.2, 0.8, len(STEPS))).rows, config={"weight_decay": lam})
+            for lam in (1.0, 0.5)]
+    never = History(rows=[{**r, "test_acc": 0.1} for r in runs[1].rows], config={"weight_decay": 2.0})
+    line = fourier_at_grok([*runs, never])
+    # T_grok = 2000 of 3000: the share is 0.2 + 0.6 · 2/3 = 0.6 there; the delay is 2000 − 800
+    assert "λ = 0.5: 0.20 → 0.60, delay 1,200 steps (1 run)" in line and "λ = 2: no run grokked" in line
+    with pytest.raises(TypeError, match="'histories'"):
+        fourier_at_grok(runs[0])

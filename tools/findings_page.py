@@ -75,6 +75,13 @@ CLAIMS = (
                f"{ORDER['conv1_contraction']:.0%}",
                (("05_layerwise", r"layer order at λ"), ("05_layerwise", r"main: verdict"),
                 ("06_shortcuts", r"P4 layer hierarchy"), ("08_own_model", r"which contracts first"))),
+    PaperClaim("The embedding becomes Fourier-sparse, the circuit forming during the delay", "nanda2023progress",
+               "a grokked one-layer transformer (p = 113) embeds tokens at 5 key frequencies; circuit formation "
+               "between memorisation and cleanup",
+               (("01_grokking", r"Fourier"),)),
+    PaperClaim("A smaller initial weight norm shortens the grokking delay", "liu2023omnigrok",
+               "grokking comes from a large initial norm; at a smaller one the delay shrinks or vanishes",
+               (("05_layerwise", r"^delay at λ"),)),
     PaperClaim("The read-out's norm warns before accuracy moves", "khanh2026nht",
                "‖θ_L‖²/‖θ_L(0)‖² and ‖θ_L‖²/‖θ_1‖² proposed as early-warning signals",
                (("05_layerwise", r"main: warning"),)),

@@ -45,9 +45,9 @@ _MODULES = ["claims", "closing", "colab", "delay_law_report", "dlr_probes", "dlr
             "profiles", "regime_report", "report", "run_stamp", "scorecard", "scorecard_runs", "shortcut_report",
             "shortcut_study", "tuning_report"]
 
-# The widgets draw charts (altair, slow to import): loaded on first use.
+# The widgets and the Fourier charts draw charts (altair, slow to import): loaded on first use.
 _LAZY = {"train_panel": ".widgets", "panel_budget": ".widgets", "PANEL_BUDGET_CAP": ".widgets", "StaticNote": ".widgets",
-         "widgets": ".widgets"}
+         "widgets": ".widgets", "fourier_spectrum_chart": ".fourier_charts", "fourier_curves": ".fourier_charts"}
 
 
 def __getattr__(name: str):
@@ -60,4 +60,5 @@ def __getattr__(name: str):
 
 
 __all__ = [name for module in _MODULES for name in importlib.import_module(f".{module}", __name__).__all__]
-__all__ += ["check_answer", "check_prediction", "train_panel", "StaticNote"]  # noqa: F405
+__all__ += ["check_answer", "check_prediction", "train_panel", "StaticNote", "fourier_spectrum_chart",  # noqa: F405
+            "fourier_curves"]

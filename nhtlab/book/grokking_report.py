@@ -16,6 +16,12 @@ decay) and states three claims about it. Each is a function here that returns a
 :class:`~nhtlab.book.claims.Reading` ("holds in k of n seeds"), and the record
 builders (:func:`events_vs_paper`, :func:`delay_law_records`) give the rows that
 :func:`nhtlab.book.table` renders.
+
+What the network learned, read off the token embedding's Fourier columns that every run on Z_p records
+(:mod:`nhtlab.measures.fourier`): :func:`fourier_timing` places the rise of the top-K Fourier share against
+T_mem and T_grok, :func:`fourier_readings` counts that placement over seeds, :func:`check_fourier_rises` is
+the science check, and :func:`fourier_spectrum_records` gives the rows that
+:mod:`nhtlab.book.fourier_charts` draws.
 """
 
 from __future__ import annotations
@@ -24,16 +30,21 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
+import torch
 
 from ..history import History
 from ..papers import paper_cell
 from ..validation import require_int, require_real, require_type
 from .claims import Check, Reading, over_seeds
-from ..analysis.events import Events, find_events
+from .report import Markdown, table
+from ..analysis.events import Events, find_events, first_step_at_least
 from ..analysis.regimes import diagnose_regime
+from ..measures.fourier import KEY_FREQUENCIES, key_frequencies
 
 __all__ = ["check_grokking", "check_contraction", "check_weak", "check_norm_largest_at_init",
-           "checks_over_seeds", "events_vs_paper", "delay_law_records", "generalise_answer"]
+           "checks_over_seeds", "events_vs_paper", "delay_law_records", "generalise_answer", "STRUCTURE_TIMES",
+           "fourier_timing", "fourier_table", "fourier_readings", "check_fourier_rises", "fourier_spectrum_records",
+           "fourier_at_grok"]
 
 HOLDS, FAILS = "holds", "fails"
 
@@ -262,3 +273,150 @@ def generalise_answer(histories: Mapping[int, History]) -> tuple[str, tuple[str,
     answer = "yes" if 2 * sum(grokked) > len(grokked) else "no"
     return answer, ("yes", "no"), (f"test accuracy reached 99% in {sum(grokked)} of {len(grokked)} runs within their budgets "
                     f"({' / '.join(f'{e:,}' for e in ends)} steps); the best it reached was {best:.2f}")
+
+
+#: Where the token embedding's Fourier share is halfway risen (:func:`fourier_timing`); the second is the
+#: reading chapter 01 states before its runs (Nanda et al.'s circuit formation during the delay).
+STRUCTURE_TIMES = ("by T_mem", "between T_mem and T_grok", "after T_grok", "no rise", "no transition")
+MOMENTS = ("init", "T_mem", "T_grok", "end")
+
+
+def _fourier(history: History, owner: str) -> np.ndarray:
+    require_type(history, "history", History, owner=owner)
+    if "fourier" not in history.columns:
+        raise ValueError(f"The 'history' parameter of {owner} has no 'fourier' column: a run on Z_p records it "
+                         f"(nhtlab.measures.fourier); columns are {history.columns[:8]}…")
+    return history.column("fourier")
+
+
+def _moments(history: History) -> dict[str, int]:
+    """Row index of each moment the run reached: init, T_mem, T_grok (first row at the event) and the end."""
+    ev, steps = find_events(history), history.column("step")
+    found = {"init": 0, "T_mem": ev.t_mem, "T_grok": ev.t_grok, "end": len(steps) - 1}
+    return {m: int(np.searchsorted(steps, at)) if m in ("T_mem", "T_grok") else at
+            for m, at in found.items() if at is not None}
+
+
+def fourier_timing(history: History) -> dict[str, Any]:
+    """When the token embedding's top-K Fourier share rises, against T_mem and T_grok, as a table row.
+
+    The share is *halfway* at the first evaluated step at which it reaches s₀ + (s_end − s₀)/2, s₀ its value
+    at initialisation and s_end at the run's last evaluation (a rule fixed before the runs). ``when`` is
+    one of :data:`STRUCTURE_TIMES`: halfway at or before T_mem, in (T_mem, T_grok], after T_grok; ``"no
+    rise"`` when s_end ≤ s₀; ``"no transition"`` when the run did not memorise and generalise.
+
+    Parameters
+    ----------
+    history : History
+        A run on Z_p, with its ``fourier`` column.
+
+    Returns
+    -------
+    dict
+        ``t_mem, t_half, t_grok``, ``share <moment>`` for init, T_mem, T_grok and end (None where not
+        reached), ``contracted`` (the share of the T_mem → T_grok fall of ‖θ‖² done by ``t_half``), ``key``
+        (the K strongest frequencies at the end) and ``when``.
+
+    Raises
+    ------
+    ValueError
+        Naming ``history`` when it has no ``fourier`` column.
+    """
+    share = _fourier(history, "fourier_timing")
+    ev, steps, norm = find_events(history), history.column("step"), history.column("norm")
+    start, end = share[0], share[-1]
+    half = first_step_at_least(steps, share, start + (end - start) / 2) if end > start else None
+    if not ev.grokked:
+        when = STRUCTURE_TIMES[4]
+    elif half is None:
+        when = STRUCTURE_TIMES[3]
+    else:
+        when = STRUCTURE_TIMES[0 if half <= ev.t_mem else 1 if half <= ev.t_grok else 2]
+    at = _moments(history)
+    contracted = None
+    if ev.grokked and half is not None and ev.norm_at_mem != ev.norm_at_grok:
+        v_half = norm[int(np.searchsorted(steps, half))]
+        contracted = float((ev.norm_at_mem - v_half) / (ev.norm_at_mem - ev.norm_at_grok))
+    spectrum = [history.rows[-1][c] for c in history.columns if c.startswith("fourier/")]
+    key = key_frequencies(torch.tensor(spectrum), min(KEY_FREQUENCIES, len(spectrum) - 1))
+    return {"t_mem": ev.t_mem, "t_half": half, "t_grok": ev.t_grok,
+            **{f"share {m}": float(share[at[m]]) if m in at else None for m in MOMENTS},
+            "contracted": contracted, "key": ", ".join(map(str, key)), "when": when}
+
+
+def fourier_table(timings: Mapping[int, Mapping[str, Any]]) -> Any:
+    """:func:`fourier_timing` of each seed as a Markdown table (:func:`nhtlab.book.table`), shares to two decimals."""
+    require_type(timings, "timings", Mapping, owner="fourier_table")
+    shares = [f"share {m}" for m in MOMENTS] + ["contracted"]
+    return table([{"seed": s, **t} for s, t in timings.items()], formats={c: "{:.2f}" for c in shares},
+                 headers={"t_mem": "T_mem", "t_half": "share halfway", "t_grok": "T_grok",
+                          "key": f"top-{KEY_FREQUENCIES} frequencies (end)"})
+
+
+def fourier_readings(timings: Mapping[int, Mapping[str, Any]]) -> Reading:
+    """Where the Fourier share is halfway risen, over seeds, against the stated reading (between T_mem and T_grok).
+
+    Parameters
+    ----------
+    timings : mapping
+        seed → :func:`fourier_timing` of that seed's run.
+
+    Returns
+    -------
+    Reading
+        Expected ``"between T_mem and T_grok"``, a strict majority of the seeds deciding.
+    """
+    require_type(timings, "timings", Mapping, owner="fourier_readings")
+    return over_seeds("the embedding's Fourier structure is halfway formed",
+                      {s: t["when"] for s, t in timings.items()}, expected=STRUCTURE_TIMES[1])
+
+
+def check_fourier_rises(history: History) -> Check:
+    """The top-K Fourier share is recorded at every evaluation, finite, and higher at the end than at init.
+
+    A run whose embedding stays as spread over the frequencies as at initialisation fails.
+    """
+    share = _fourier(history, "check_fourier_rises")
+    finite = bool(np.isfinite(share).all())
+    return Check(f"the top-{KEY_FREQUENCIES} Fourier share rises", finite and share[-1] > share[0],
+                 f"{share[0]:.2f} at init, {share[-1]:.2f} at the end" + ("" if finite else " (not finite everywhere)"),
+                 float(share[-1] - share[0]))
+
+
+def fourier_spectrum_records(histories: Mapping[int, History]) -> list[dict[str, Any]]:
+    """Each seed's token-embedding spectrum at init, T_mem, T_grok and the end, as chart rows.
+
+    Each row is ``seed, moment, k, share``: frequency k ≥ 1's share of the non-constant power at that
+    moment (so that moments compare while the norm shrinks).
+    """
+    require_type(histories, "histories", Mapping, owner="fourier_spectrum_records")
+    records = []
+    for seed, h in histories.items():
+        _fourier(h, "fourier_spectrum_records")
+        ks = [c for c in h.columns if c.startswith("fourier/")][1:]
+        for moment, i in _moments(h).items():
+            power = np.array([h.rows[i][c] for c in ks])
+            records += [{"seed": seed, "moment": moment, "k": k + 1, "share": float(v / power.sum())}
+                        for k, v in enumerate(power)]
+    return records
+
+
+def fourier_at_grok(histories: Sequence[History]) -> Markdown:
+    """One line for a λ sweep: the top-K Fourier share at initialisation and at T_grok, and the delay, per λ.
+
+    Medians over each λ's runs that memorised and generalised (``weight_decay`` read from each config);
+    a λ with none says so.
+    """
+    require_type(histories, "histories", (list, tuple), owner="fourier_at_grok")
+    by_lam: dict[float, list[tuple[float, float, int]]] = {}
+    for h in histories:
+        share, ev = _fourier(h, "fourier_at_grok"), find_events(h)
+        by_lam.setdefault(float(h.config["weight_decay"]), [])
+        if ev.grokked:
+            by_lam[float(h.config["weight_decay"])].append((share[0], share[_moments(h)["T_grok"]], ev.delay))
+    parts = [f"λ = {lam:g}: " + (f"{np.median([r[0] for r in runs]):.2f} → {np.median([r[1] for r in runs]):.2f}, "
+                                 f"delay {np.median([r[2] for r in runs]):,.0f} steps "
+                                 f"({len(runs)} run{'s' * (len(runs) != 1)})"
+                                 if runs else "no run grokked") for lam, runs in sorted(by_lam.items())]
+    return Markdown(f"The token embedding's top-{KEY_FREQUENCIES} Fourier share (chapter 01) from initialisation "
+                    f"to T_grok, median per λ: {'; '.join(parts)}.")

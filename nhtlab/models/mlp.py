@@ -33,6 +33,8 @@ class EmbeddingMLP(nn.Module):
         Standard deviation of the embedding initialisation.
     """
 
+    token_embeddings = ("embed_a.weight", "embed_b.weight")  # one linear map of the two one-hot tokens
+
     def __init__(self, p: int, width: int = 256, depth: int = 1, embed_std: float = 0.1):
         super().__init__()
         require_int(p, "p", low=2, owner="EmbeddingMLP")

@@ -108,10 +108,15 @@ class Transformer(nn.Module):
         companion's init; other values move ‖θ‖² at initialisation, and with it
         the norm the network memorises at, which is how the delay law's norm
         gap is varied at fixed ηλ.
+    embed_init_scale : float
+        Multiplies the token and position embeddings once more (1 keeps them):
+        chapter 05's experiment on embeddings that do not start large.
     """
 
+    token_embeddings = ("tok.weight",)  # the token table the Fourier view reads (nhtlab.measures.fourier)
+
     def __init__(self, p: int, d_model: int = 128, n_heads: int = 4, d_ff: int = 512, n_layers: int = 1,
-                 init_scale: float = 1.0):
+                 init_scale: float = 1.0, embed_init_scale: float = 1.0):
         super().__init__()
         require_int(p, "p", low=2, owner="Transformer")
         require_int(d_model, "d_model", low=1, owner="Transformer")
@@ -121,6 +126,7 @@ class Transformer(nn.Module):
         require_real(init_scale, "init_scale", 0.0, low_open=True, owner="Transformer")
         require_size(n_layers * (4 * d_model + 2 * d_ff) * d_model + 2 * p * d_model, "'p', 'd_model', 'd_ff' and "
                      "'n_layers'", "Transformer")
+        require_real(embed_init_scale, "embed_init_scale", 0.0, low_open=True, owner="Transformer")
         if d_model % n_heads:
             raise ValueError(
                 f"The 'd_model' parameter of Transformer must be divisible by n_heads={n_heads}. Got {d_model} instead."
@@ -131,11 +137,10 @@ class Transformer(nn.Module):
         self.blocks = nn.ModuleList(Block(d_model, n_heads, d_ff) for _ in range(n_layers))
         self.ln_f = nn.LayerNorm(d_model)
         self.readout = nn.Linear(d_model, p)
-        if init_scale != 1.0:
-            with torch.no_grad():
-                for name, param in self.named_parameters():
-                    if name.endswith("weight") and param.ndim == 2:  # matrices and embeddings, not LayerNorm gains
-                        param.mul_(init_scale)
+        with torch.no_grad():  # multiplying by one leaves a float as it is: the default init is PyTorch's, number for number
+            for name, param in self.named_parameters():
+                if name.endswith("weight") and param.ndim == 2:  # matrices and embeddings, not LayerNorm gains
+                    param.mul_(init_scale * (embed_init_scale if name in ("tok.weight", "pos.weight") else 1.0))
 
     def features(self, x: torch.Tensor) -> torch.Tensor:
         positions = torch.arange(x.shape[1], device=x.device)

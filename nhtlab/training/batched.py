@@ -42,6 +42,7 @@ from torch.func import functional_call, stack_module_state
 
 from ..data.modular import modular_data
 from ..history import History
+from ..measures.fourier import fourier_spectrum, token_embedding
 from ..measures.norms import layer_parameters
 from ..models import make_model
 from ..hooks import cap_train_config
@@ -263,11 +264,13 @@ def train_batched(runs: Sequence[ModularRun], progress: str | None = None, desc:
             stats[split] = (loss.tolist(), acc.tolist())
         per_layer = {layer: sum(params[k].detach().double().pow(2).flatten(1).sum(1) for k in names).tolist()
                      for layer, names in layers.items()}
+        spectra = fourier_spectrum(token_embedding(params, base.token_embeddings))  # (R_live, p//2 + 1)
         for k, r in enumerate(live):
             if k in finished:  # diverged in training since the last evaluation
                 continue
             scores = {split: (stats[split][0][k], stats[split][1][k]) for split in ("train", "test")}
-            row = history_row(step, float(current_lr[k]), scores, {layer: values[k] for layer, values in per_layer.items()})
+            row = history_row(step, float(current_lr[k]), scores, {layer: values[k] for layer, values in per_layer.items()},
+                              spectra[k])
             h = histories[r]
             h.rows.append(row)
             if diverged_at_evaluation(h, row):

@@ -1,29 +1,25 @@
 """The rules every nhtlab trainer applies at an evaluation: one row layout, one divergence rule, one early stop.
 
-:func:`nhtlab.training.loop.train` (one model) and
-:func:`nhtlab.training.batched.train_batched` (R runs stacked into one model)
-measure in different ways (a module's ``parameters()`` against a stacked
-``(R, ...)`` dictionary), but what they *record* and *decide* from a
-measurement is the same, and lives here so that it cannot drift apart:
+:func:`nhtlab.training.loop.train` (one model) and :func:`nhtlab.training.batched.train_batched` (R runs stacked
+into one model) measure in different ways (a module's ``parameters()`` against a stacked ``(R, ...)``
+dictionary), but what they *record* and *decide* from a measurement is the same, and lives here so that it
+cannot drift apart:
 
-* :func:`history_row`: the row layout ``step, lr, <set>_loss, <set>_acc, …,
-  norm, norm/<layer>, …``;
-* :func:`diverged_at_evaluation` and :func:`diverged_in_training`: a run whose
-  loss or parameters became non-finite ends with ``status = "diverged"`` and
-  keeps the rows measured until then;
-* :func:`grok_step` and :func:`stopped_after`: ``stop_after`` ends a run that
-  many steps after its *test* accuracy first reached :data:`STOP_ACCURACY`.
+* :func:`history_row`: the row layout ``step, lr, <set>_loss, <set>_acc, …, norm, norm/<layer>, …`` (and, on
+  Z_p, ``fourier, fourier/<k>, …``);
+* :func:`diverged_at_evaluation` and :func:`diverged_in_training`: a run whose loss or parameters became
+  non-finite ends with ``status = "diverged"`` and keeps the rows measured until then;
+* :func:`grok_step` and :func:`stopped_after`: ``stop_after`` ends a run that many steps after its *test*
+  accuracy first reached :data:`STOP_ACCURACY`.
 
 Where the two trainers differ, on purpose:
 
-* *when* a non-finite minibatch loss is noticed: ``train`` checks every step
-  and stops before the optimiser step; ``train_batched`` notes the first bad
-  step of each run on the device (no host sync per step) and reads it at the
-  next evaluation, so the run keeps stepping until then (it cannot touch the
-  other runs). Both record the same message, with the same step number; a
-  diverged stacked run's returned model is its state at that evaluation.
-* ``train`` also emits a ``RuntimeWarning`` on divergence; ``train_batched``
-  only marks the run's history.
+* *when* a non-finite minibatch loss is noticed: ``train`` checks every step and stops before the optimiser
+  step; ``train_batched`` notes the first bad step of each run on the device (no host sync per step) and reads
+  it at the next evaluation, so the run keeps stepping until then (it cannot touch the other runs). Both record
+  the same message, with the same step number; a diverged stacked run's returned model is its state at that
+  evaluation.
+* ``train`` also emits a ``RuntimeWarning`` on divergence; ``train_batched`` only marks the run's history.
 """
 
 from __future__ import annotations
@@ -31,7 +27,10 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 
+import torch
+
 from ..history import History
+from ..measures.fourier import fourier_columns
 
 __all__ = ["STOP_ACCURACY", "history_row", "diverged_at_evaluation", "diverged_in_training", "reached_stop_accuracy",
            "grok_step", "stopped_after"]
@@ -41,12 +40,14 @@ STOP_ACCURACY = 0.99
 
 
 def history_row(step: int, lr: float, scores: Mapping[str, tuple[float, float]],
-                layer_norms: Mapping[str, float]) -> dict[str, float]:
+                layer_norms: Mapping[str, float], spectrum: torch.Tensor | None = None) -> dict[str, float]:
     """One evaluation as a :class:`~nhtlab.history.History` row.
 
     ``step`` (optimiser steps so far), ``lr`` (in force, after the schedule), then ``<set>_loss`` and
     ``<set>_acc`` for each of ``scores`` (set name → (mean cross-entropy, accuracy), ``"train"`` first,
-    order kept), ``norm`` (the sum of ``layer_norms``, added in layer order) and ``norm/<layer>``.
+    order kept), ``norm`` (the sum of ``layer_norms``, added in layer order) and ``norm/<layer>``; with
+    ``spectrum`` (a model on Z_p: :func:`~nhtlab.measures.fourier.fourier_spectrum` of its token
+    embedding), then ``fourier`` and ``fourier/<k>``.
 
     Examples
     --------
@@ -58,7 +59,7 @@ def history_row(step: int, lr: float, scores: Mapping[str, tuple[float, float]],
         row[f"{name}_loss"], row[f"{name}_acc"] = loss, acc
     row["norm"] = sum(layer_norms.values())
     row.update({f"norm/{name}": value for name, value in layer_norms.items()})
-    return row
+    return row if spectrum is None else {**row, **fourier_columns(spectrum)}
 
 
 def diverged_at_evaluation(history: History, row: Mapping[str, float]) -> bool:

@@ -31,6 +31,7 @@ import torch.nn.functional as F
 
 from ..data.modular import require_max_seed
 from ..history import History
+from ..measures.fourier import fourier_spectrum, token_embedding
 from ..measures.norms import layer_norms
 from ..models import require_fits
 from ..hooks import cap_train_config, smoke_steps
@@ -390,12 +391,14 @@ def train(
     bar = Progress(config.steps, desc, mode=progress)
     grok: int | None = None  # first step at 99% test accuracy (rules.grok_step)
     n = len(y_train)
+    embeddings = getattr(model, "token_embeddings", ())  # a model on Z_p names its token tables: the Fourier columns
 
     def measure(step: int) -> bool:
         """Evaluate, record a row and run callbacks; return False to stop."""
         nonlocal grok
         scores = {name: evaluate(model, x, y, config.eval_batch_size) for name, (x, y) in sets.items()}
-        row = history_row(step, optimizer.param_groups[0]["lr"], scores, layer_norms(model))
+        spectrum = fourier_spectrum(token_embedding(model, embeddings)) if embeddings else None
+        row = history_row(step, optimizer.param_groups[0]["lr"], scores, layer_norms(model), spectrum)
         history.rows.append(row)
         if diverged_at_evaluation(history, row):
             return False

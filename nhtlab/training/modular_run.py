@@ -103,6 +103,11 @@ class ModularRun(TrainConfig):
         with torch.device("meta"):  # the model's settings checked here, where they are passed, at no memory
             make_model(self.model, self.p, **self.model_kwargs)
 
+    def cache_config(self) -> dict[str, Any]:
+        """The result-cache key: :meth:`to_dict` and the columns a history records beyond the base row, so that a
+        run cached before it recorded the Fourier columns is trained again, never served without them."""
+        return {**self.to_dict(), "records": ["fourier"]}
+
     def execute(self, **kwargs: Any) -> History:
         """:func:`run_modular` on this run (``kwargs`` passed on); what :func:`nhtlab.sweep` calls."""
         return run_modular(self, **kwargs)
@@ -146,10 +151,9 @@ def run_modular(
     Returns
     -------
     History
-        One row per evaluation: ``step``, ``lr``, ``train_loss``, ``train_acc``,
-        ``test_loss``, ``test_acc``, ``norm`` (‖θ‖²) and ``norm/<layer>``. Its
-        ``config`` is ``run.to_dict()``; the trained model is attached as
-        ``history.model`` (kept for analysis in notebooks, not serialised).
+        One row per evaluation: ``step``, ``lr``, ``train_loss``, ``train_acc``, ``test_loss``, ``test_acc``,
+        ``norm`` (‖θ‖²), ``norm/<layer>``, ``fourier`` and ``fourier/<k>`` (:mod:`nhtlab.measures.fourier`).
+        Its ``config`` is ``run.to_dict()``; the trained model is attached as ``history.model`` (not serialised).
     """
     require_type(run, "run", ModularRun, owner="run_modular")
     if run_dir is not None:
