@@ -86,24 +86,6 @@ def test_bad_inputs():
         normalised_layer_norms({"rows": []})
 
 
-def test_layer_charts_are_interactive_vega_lite():
-    from nhtlab.charts.layers import head_ratio_curves, layer_peak_steps, layerwise_norms
-
-    h = synthetic_history()
-    records = layer_records(h, lam=0.1) + layer_records(h, lam=1.0)
-    peaks = [{**t.to_dict(), "lam": lam} for lam in (0.1, 1.0) for t in layer_transitions(h)]
-    spec = layerwise_norms(records, peaks).to_dict()
-    text = str(spec)
-    assert "binding_select" not in text  # serialised as a Vega-Lite bind, not a Python object
-    params = {p["name"]: p for p in spec["params"]}
-    assert params["lam"]["bind"]["input"] == "select" and params["lam"]["bind"]["options"] == [0.1, 1.0]
-    assert params["scale"]["bind"]["input"] == "radio"
-    assert any(p.get("bind") == "legend" for p in spec["params"])  # click a layer in the legend
-    assert layer_peak_steps(peaks).to_dict()["mark"]["type"] == "point"
-    ratio = [{"step": s, "ratio": r, "lam": 0.1} for s, r in zip(h["step"], head_to_first_ratio(h)["head_over_first"])]
-    assert head_ratio_curves(ratio).to_dict()["encoding"]["y"]["scale"]["type"] == "log"
-
-
 def test_layer_order_needs_both_layers_to_contract():
     from nhtlab.analysis.layers import layer_order
 

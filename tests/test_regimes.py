@@ -100,11 +100,10 @@ def test_short_real_runs_weak_without_decay_strong_with_huge_decay():
 
 def test_regime_charts_give_every_diagnosis_its_own_colour_a_diverged_run_included():
     from nhtlab.analysis.regimes import DIVERGED, REGIMES, UNDETERMINED
-    from nhtlab.charts.regimes import REGIME_COLORS, phase_diagram
+    from nhtlab.charts.regimes import REGIME_COLORS, regime_norm_curves
 
     assert set(REGIME_COLORS) == {*REGIMES, UNDETERMINED, DIVERGED}
     assert len(set(REGIME_COLORS.values())) == len(REGIME_COLORS)
-    rows = [{"weight_decay": 1.0, "train_fraction": 0.5, "seed": 0, "regime": DIVERGED, "t_mem": None,
-             "t_grok": None, "reason": "non-finite loss"}]
-    scale = phase_diagram(rows).to_dict()["layer"][0]["encoding"]["color"]["scale"]
+    rows = [{"run": 0, "weight_decay": 1.0, "seed": 0, "regime": DIVERGED, "step": 0, "norm": 1.0}]
+    scale = regime_norm_curves(rows).to_dict()["encoding"]["color"]["scale"]
     assert DIVERGED in scale["domain"] and scale["range"][scale["domain"].index(DIVERGED)] == REGIME_COLORS[DIVERGED]

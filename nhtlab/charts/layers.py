@@ -1,10 +1,7 @@
-"""Charts of layerwise norms and of shortcut sweeps. They draw precomputed records only.
+"""Charts of layerwise signals and of shortcut sweeps. They draw precomputed records only.
 
-Records come from :func:`nhtlab.analysis.layers.layer_records` (one row per step and
-layer, tagged with λ), :func:`nhtlab.analysis.layers.layer_transitions` and the sweep
-tables a chapter builds. Every chart keeps its interactivity in the static
-book: a λ dropdown (``alt.binding_select``), a legend that selects layers, a
-radio button between raw and peak-normalised norms.
+Records come from :mod:`nhtlab.analysis.layers` and the sweep tables a chapter builds.
+Every chart keeps its interactivity in the static book (a run dropdown, legends that select).
 """
 
 from __future__ import annotations
@@ -16,88 +13,12 @@ import altair as alt
 
 from .curves import WIDTH
 
-__all__ = ["layerwise_norms", "layer_peak_steps", "head_ratio_curves", "warning_signals", "sweep_lines", "score_bars",
-           "contraction_curves"]
+__all__ = ["warning_signals", "sweep_lines", "score_bars", "contraction_curves"]
 
 
 def _lam_param(values: Sequence[Any], name: str = "lam", label: str = "λ ") -> alt.Parameter:
     options = sorted(set(values))
     return alt.param(name=name, value=options[len(options) // 2], bind=alt.binding_select(options=options, name=label))
-
-
-def layerwise_norms(records: Sequence[dict[str, Any]], peaks: Sequence[dict[str, Any]] = (),
-                    title: str = "per-layer ‖θ_ℓ‖²") -> alt.Chart:
-    """Per-layer norm curves with a λ dropdown, a raw/normalised switch and layer selection.
-
-    Parameters
-    ----------
-    records : sequence of dict
-        Rows ``{step, layer, norm, normalised, lam}`` (``layer_records(h, lam=λ)``
-        concatenated over runs).
-    peaks : sequence of dict, optional
-        Rows ``{layer, peak_step, lam, …}`` (``LayerTransition.to_dict()`` plus
-        ``lam``) drawn as points at each layer's peak, on the normalised scale.
-    """
-    lam = _lam_param([r["lam"] for r in records])
-    scale = alt.param(name="scale", value="normalised",
-                      bind=alt.binding_radio(options=["normalised", "norm"], labels=["‖θ_ℓ‖² / own peak", "‖θ_ℓ‖²"],
-                                             name="show "))
-    pick = alt.selection_point(fields=["layer"], bind="legend")
-    order = list(dict.fromkeys(r["layer"] for r in records))
-    color = alt.Color("layer:N", sort=order, title="layer (click to pick)")
-    base = alt.Chart(alt.Data(values=list(records))).transform_filter(alt.datum.lam == lam).transform_calculate(
-        value="scale == 'normalised' ? datum.normalised : datum.norm")
-    lines = base.mark_line().encode(
-        x=alt.X("step:Q", title="step"),
-        y=alt.Y("value:Q", title="‖θ_ℓ‖² (see switch)"),
-        color=color,
-        opacity=alt.condition(pick, alt.value(1.0), alt.value(0.15)),
-        tooltip=["layer:N", "step:Q", alt.Tooltip("norm:Q", format=",.2f", title="‖θ_ℓ‖²"),
-                 alt.Tooltip("normalised:Q", format=".3f", title="/ peak")],
-    ).add_params(lam, scale, pick)
-    chart = lines
-    if peaks:
-        dots = alt.Chart(alt.Data(values=list(peaks))).transform_filter(
-            (alt.datum.lam == lam) & (scale == "normalised")).mark_point(size=70, filled=True).encode(
-            x="peak_step:Q", y=alt.datum(1.0), color=color, shape=alt.value("triangle-up"),
-            opacity=alt.condition(pick, alt.value(1.0), alt.value(0.15)),
-            tooltip=["layer:N", alt.Tooltip("peak_step:Q", title="peak step"),
-                     alt.Tooltip("contraction:Q", format=".1%", title="contraction by the end")])
-        chart = lines + dots
-    return chart.properties(width=WIDTH, height=260, title=title)
-
-
-def layer_peak_steps(peaks: Sequence[dict[str, Any]], title: str = "when each layer peaks") -> alt.Chart:
-    """Peak step of every layer (y in model order), one colour per λ; point size = contraction.
-
-    Hover a λ in the legend to isolate it.
-    """
-    order = list(dict.fromkeys(r["layer"] for r in peaks))
-    pick = alt.selection_point(fields=["lam"], bind="legend", on="pointerover")
-    return alt.Chart(alt.Data(values=list(peaks))).mark_point(filled=True).encode(
-        x=alt.X("peak_step:Q", title="step of the layer's norm peak"),
-        y=alt.Y("layer:N", sort=order, title="layer (input at top, read-out at bottom)"),
-        color=alt.Color("lam:O", title="λ", scale=alt.Scale(scheme="viridis")),
-        size=alt.Size("contraction:Q", title="contraction", scale=alt.Scale(domain=[0, 0.6], range=[20, 400])),
-        opacity=alt.condition(pick, alt.value(1.0), alt.value(0.2)),
-        tooltip=["layer:N", "lam:O", "peak_step:Q", alt.Tooltip("contraction:Q", format=".1%"), "peaked:N"],
-    ).add_params(pick).properties(width=WIDTH, height=220, title=title)
-
-
-def head_ratio_curves(records: Sequence[dict[str, Any]], title: str = "early warning: ‖θ_head‖² / ‖θ_first‖²") -> alt.Chart:
-    """The head-to-first-layer ratio against step, one line per λ (legend hover highlights).
-
-    Parameters
-    ----------
-    records : rows ``{step, ratio, lam}``.
-    """
-    pick = alt.selection_point(fields=["lam"], bind="legend", on="pointerover")
-    return alt.Chart(alt.Data(values=list(records))).mark_line().encode(
-        x=alt.X("step:Q"), y=alt.Y("ratio:Q", title="‖θ_L‖² / ‖θ_1‖²", scale=alt.Scale(type="log")),
-        color=alt.Color("lam:O", title="λ", scale=alt.Scale(scheme="viridis")),
-        opacity=alt.condition(pick, alt.value(1.0), alt.value(0.2)),
-        tooltip=["lam:O", "step:Q", alt.Tooltip("ratio:Q", format=".3f")],
-    ).add_params(pick).properties(width=WIDTH, height=200, title=title)
 
 
 def warning_signals(records: Sequence[dict[str, Any]], events: Sequence[dict[str, Any]] = (),

@@ -16,7 +16,7 @@ import altair as alt
 from ..analysis.regimes import DIVERGED, REGIMES, UNDETERMINED
 from .curves import WIDTH
 
-__all__ = ["REGIME_COLORS", "regime_norm_curves", "lambda_slider", "phase_diagram", "delay_fit_chart",
+__all__ = ["REGIME_COLORS", "regime_norm_curves", "lambda_slider", "delay_fit_chart",
            "contraction_chart"]
 
 # A diverged run (stopped on a non-finite loss, no verdict) gets its own colour, not one borrowed from a regime.
@@ -70,24 +70,6 @@ def lambda_slider(curves: Sequence[Mapping[str, Any]], lams: Sequence[float]) ->
     label = alt.Chart(alt.Data(values=lam_labels)).transform_filter(alt.datum.lam_index == slider).mark_text(
         align="left", fontSize=15, fontWeight="bold").encode(text="label:N").properties(width=WIDTH, height=20)
     return alt.vconcat(label, acc, norm).add_params(slider).resolve_scale(color="independent")
-
-
-def phase_diagram(table: Sequence[Mapping[str, Any]], y: str = "train_fraction", y_title: str = "train fraction",
-                  title: str = "regime over (λ, train fraction)") -> alt.LayerChart:
-    """Heatmap of the diagnosed regime over λ (x) and ``y``; cells show T_grok when the run grokked.
-
-    Several seeds in one cell are drawn on top of each other (the tooltip lists each).
-    """
-    base = alt.Chart(alt.Data(values=list(table))).encode(
-        x=alt.X("weight_decay:O", title="weight decay λ"),
-        y=alt.Y(f"{y}:O", title=y_title, sort="descending"),
-    )
-    cells = base.mark_rect(opacity=0.85).encode(
-        color=_regime_color(),
-        tooltip=[alt.Tooltip("weight_decay:Q", title="λ"), f"{y}:Q", "seed:Q", "regime:N", "t_mem:Q", "t_grok:Q", "reason:N"],
-    )
-    text = base.mark_text(fontSize=10).encode(text=alt.Text("t_grok:Q", format="d"))
-    return (cells + text).properties(width=WIDTH, height=180, title=title)
 
 
 def delay_fit_chart(points: Sequence[Mapping[str, Any]], fit: Any, x: str = "predicted", x_title: str = "predicted (steps)",

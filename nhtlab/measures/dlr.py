@@ -37,35 +37,20 @@ counts noise directions as "learned functions" and multiplies 1 − DLR by about
 
 Why ``"energy", 0.99`` is the default: a principle stated in advance. The rule
 decides the story (with ``"full"`` DLR rises through grokking, with energy or
-relative thresholds it falls; see the DLR chapter and the project's notes), so it
-is fixed by four properties that say nothing about grokking, with pass thresholds
-(:data:`RULE_THRESHOLDS`) set before any rule was scored, and each pinned by a
-unit test (``tests/test_dlr_rank.py``, ``tests/test_lazy_rich.py``):
-
-1. *noise*: output directions carrying 10⁻³ of the outputs' energy, pure noise
-   or a weak function of the features, change DLR by ≤ 0.01;
-2. *known rank*: on outputs of known rank 5 (singular values 1 … 0.3) DLR equals
-   its value at the true r within 0.01;
-3. *logits or log-probabilities*: DLR from the logits and from the
-   log-probabilities centred over the classes agree within 0.03 (softmax ignores
-   a per-sample constant);
-4. *lazy against rich* (:mod:`nhtlab.book.lazy_rich_experiment`): on runs that CKA-to-init and
-   NC1 call lazy or rich, lazy DLR exceeds rich DLR by ≥ 0.2.
-
-Evidence (:func:`nhtlab.book.dlr_report.rule_properties`, seeds 0–3; lazy/rich on the digits MLP of
-the chapter): ``"full"`` fails 1 (abs(ΔDLR) ≈ 0.2, r jumps 5 → 10) and 2 (0.25);
-``"relative"`` 1e-2 fails 1 (≈ 0.2); ``"energy"`` 0.9 fails 2 (finds r = 4 of 5,
-abs(ΔDLR) 0.02); ``"energy"`` 0.99, 0.999 and ``"relative"`` 0.1 pass 1–3 (0.999
-only just: 10⁻³ noise sits at its threshold), and every rule passes 4 (lazy
-≈ 0.47–0.55 against rich ≈ 0.04–0.10). Where several rules pass, the incumbent
-default stays rather than re-choosing with more results in view; the other rules
-are reported only as a sensitivity band (:func:`nhtlab.book.dlr_report.rule_band`). The rule was fixed
-before the chapter's transformer run. Two caveats on that history: the
-incumbent had first been picked on MLP grokking runs (these properties could
-have overturned it and did not), and property 3 was first scored with *raw*
-log-probabilities, which no rule passes (the log-sum-exp term adds a direction of
-its own, abs(ΔDLR) 0.015–0.08 for every rule), then restated with class-centred
-ones. Feed DLR logits.
+relative thresholds it falls), so it is fixed by four properties that say nothing
+about grokking, with pass thresholds (:data:`RULE_THRESHOLDS`) set before any rule
+was scored, each pinned by a unit test (``tests/test_dlr_rank.py``,
+``tests/test_lazy_rich.py``): (1) output directions carrying 10⁻³ of the outputs'
+energy change DLR by ≤ 0.01; (2) on outputs of known rank DLR equals its value at
+the true r; (3) logits and class-centred log-probabilities agree (feed DLR logits);
+(4) on runs that CKA-to-init and NC1 call lazy or rich
+(:mod:`nhtlab.book.lazy_rich_experiment`), lazy DLR exceeds rich DLR by ≥ 0.2.
+:func:`nhtlab.book.dlr_report.rule_properties` scores every rule on them (the DLR
+chapter shows the table); where several rules pass, the incumbent default stays,
+and the others give a sensitivity band (:func:`nhtlab.book.dlr_report.rule_band`).
+Caveats: the incumbent was first picked on MLP grokking runs (these properties could
+have overturned it and did not), and (3) was restated with class-centred
+log-probabilities after raw ones, which carry the log-sum-exp direction, failed every rule.
 Cost of the energy rule: a neurally collapsed network whose read-out gives some
 class direction less than 1% of the output variance gets a DLR slightly above 0
 (C = 10, one direction dropped: 1 − √(8/9) ≈ 0.06). Report the rule with every
