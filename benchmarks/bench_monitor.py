@@ -70,7 +70,7 @@ def main() -> None:
     for name, kwargs in (("record: norms + head signals", {}), ("record: + DLR on the probe", {"probe": probe})):
         monitor = nhtlab.Monitor(model, **kwargs)
         start = time.process_time()
-        for i in range(records):
+        for i in range(1, records + 1):  # the Monitor recorded step 0 when it was built
             monitor.record(i)
         per_record[name] = (time.process_time() - start) / records
     print(f"EmbeddingMLP p={args.p} width={args.width}, full batch ({len(data.y_train)} pairs), "

@@ -45,7 +45,7 @@ def test_digits_native_size_is_the_sklearn_image():
 
 
 def test_bad_digits_arguments():
-    with pytest.raises(ValueError, match="'size' parameter of digits must be an int in the range \[8, 256\]. Got 4"):
+    with pytest.raises(ValueError, match=r"'size' parameter of digits must be an int in the range \[8, 256\]. Got 4"):
         digits(size=4)
     with pytest.raises(ValueError, match="'test_fraction' parameter of digits"):
         digits(test_fraction=1.0)
