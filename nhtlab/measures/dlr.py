@@ -40,7 +40,7 @@ decides the story (with ``"full"`` DLR rises through grokking, with energy or
 relative thresholds it falls), so it is fixed by four properties that say nothing
 about grokking, with pass thresholds (:data:`RULE_THRESHOLDS`) set before any rule
 was scored, each pinned by a unit test (``tests/test_dlr_rank.py``,
-``tests/test_lazy_rich.py``): (1) output directions carrying 10⁻³ of the outputs'
+``tests/test_lazy_rich_experiment.py``): (1) output directions carrying 10⁻³ of the outputs'
 energy change DLR by ≤ 0.01; (2) on outputs of known rank DLR equals its value at
 the true r; (3) logits and class-centred log-probabilities agree (feed DLR logits);
 (4) on runs that CKA-to-init and NC1 call lazy or rich

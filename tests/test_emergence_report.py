@@ -1,4 +1,4 @@
-"""Scale report: the law's link and the size checks fail on sweeps without them; directions are read per seed."""
+"""The emergence report (chapter 07): the law's link and the size checks fail on sweeps without them; directions are read per seed."""
 
 import math
 
