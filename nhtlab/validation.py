@@ -84,8 +84,9 @@ def require_int(
     low: int | None = None,
     high: int | None = None,
     owner: str | None = None,
+    why: str = "",
 ) -> int:
-    """Raise unless ``value`` is an integer in ``[low, high]`` (bounds optional).
+    """Raise unless ``value`` is an integer in ``[low, high]`` (bounds optional); ``why`` says why the bound.
 
     Booleans are refused: ``True`` is an ``int`` in Python but never a count.
     """
@@ -97,7 +98,7 @@ def require_int(
     if not _in_range(value, low, high, False, False):
         raise ValueError(
             f"The {name!r} parameter{_where(owner)} must be an int"
-            f"{_range_text(low, high, False, False)}. Got {value!r} instead."
+            f"{_range_text(low, high, False, False)}{f' ({why})' if why else ''}. Got {value!r} instead."
         )
     return int(value)
 

@@ -44,7 +44,7 @@ def test_is_prime():
 
 
 @pytest.mark.parametrize("kwargs,exc,message", [
-    (dict(p=1), ValueError, "'p' parameter of modular_data must be an int >= 2. Got 1"),
+    (dict(p=1), ValueError, "'p' parameter of modular_data must be an int in the range [2, 4096] (the p² pairs are built in memory). Got 1"),
     (dict(p=2.5), TypeError, "'p' parameter of modular_data must be an int"),
     (dict(p=12, operation="/"), ValueError, "must be a prime number when operation='/'"),
     (dict(operation="^"), ValueError, "'operation' parameter of modular_data must be one of '+', '-', '*', '/'. Got '^'"),

@@ -41,12 +41,12 @@ OUTPUTS = torch.randn(20, 3, generator=torch.Generator().manual_seed(1))
 # (module, attribute, call, exception, parameter, allowed) — `call` gets the attribute and makes the bad call.
 CASES = [
     # data
-    ("nhtlab.data.modular", "modular_data", lambda f: f(p=1), ValueError, "p", "int >= 2"),
+    ("nhtlab.data.modular", "modular_data", lambda f: f(p=1), ValueError, "p", "int in the range [2, 4096]"),
     ("nhtlab.data.modular", "modular_data", lambda f: f(p=7.5), TypeError, "p", "must be an int"),
     ("nhtlab.data.modular", "modular_data", lambda f: f(operation="%"), ValueError, "operation", "'+', '-', '*', '/'"),
     ("nhtlab.data.modular", "modular_data", lambda f: f(train_fraction=1.0), ValueError, "train_fraction", "(0.0, 1.0)"),
     ("nhtlab.data.modular", "modular_data", lambda f: f(p=12, operation="/"), ValueError, "p", "prime"),
-    ("nhtlab.data.modular", "modular_data", lambda f: f(seed=-1), ValueError, "seed", ">= 0"),
+    ("nhtlab.data.modular", "modular_data", lambda f: f(seed=-1), ValueError, "seed", "in the range [0, "),
     ("nhtlab.data.images", "digits", lambda f: f(size=4), ValueError, "size", "[8, 256]"),
     ("nhtlab.data.images", "digits", lambda f: f(test_fraction=0.0), ValueError, "test_fraction", "(0.0, 1.0)"),
     ("nhtlab.data.images", "cifar10", lambda f: f(root=3), TypeError, "root", "str or Path"),
@@ -88,7 +88,7 @@ CASES = [
     ("nhtlab.training.loop", "train", lambda f: f(_mlp(), _data(), TrainConfig(steps=1), checkpoint_dir=3), TypeError,
      "checkpoint_dir", "str or PathLike"),
     # experiment
-    ("nhtlab.training.modular_run", "ModularRun", lambda f: f(p=1), ValueError, "p", ">= 2"),
+    ("nhtlab.training.modular_run", "ModularRun", lambda f: f(p=1), ValueError, "p", "in the range [2, "),
     ("nhtlab.training.modular_run", "ModularRun", lambda f: f(operation="^"), ValueError, "operation", "'+', '-', '*', '/'"),
     ("nhtlab.training.modular_run", "ModularRun", lambda f: f(model="rnn"), ValueError, "model", "'mlp', 'transformer'"),
     ("nhtlab.training.modular_run", "ModularRun", lambda f: f(train_fraction=0.0), ValueError, "train_fraction", "(0.0, 1.0)"),

@@ -9,6 +9,7 @@ and full-batch training needs no DataLoader.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
@@ -23,42 +24,14 @@ MAX_P = 4096
 MAX_SEED = 2**63 - 1
 
 
-def require_max_p(p: int, owner: str) -> None:
-    """Raise a ValueError naming ``owner`` when ``p`` exceeds :data:`MAX_P`.
-
-    Parameters
-    ----------
-    p : int
-        The modulus (already checked to be an int ≥ 2).
-    owner : str
-        The function or class named in the message.
-
-    Returns
-    -------
-    None
-    """
-    if p > MAX_P:
-        raise ValueError(f"The 'p' parameter of {owner} must be an int <= {MAX_P}: the p² = {p * p:,} pairs are "
-                         f"built in memory. Got {p!r} instead.")
+def require_p(p: Any, owner: str) -> int:
+    """``p`` as an int in [2, :data:`MAX_P`], else an error naming ``owner`` (the p² pairs are built in memory)."""
+    return require_int(p, "p", low=2, high=MAX_P, owner=owner, why="the p² pairs are built in memory")
 
 
-def require_max_seed(seed: int, owner: str) -> None:
-    """Raise a ValueError naming ``owner`` when ``seed`` exceeds :data:`MAX_SEED` (torch takes 64-bit seeds).
-
-    Parameters
-    ----------
-    seed : int
-        The seed (already checked to be an int ≥ 0).
-    owner : str
-        The function or class named in the message.
-
-    Returns
-    -------
-    None
-    """
-    if seed > MAX_SEED:
-        raise ValueError(f"The 'seed' parameter of {owner} must be an int <= 2**63 - 1 = {MAX_SEED} (torch's "
-                         f"generators take 64-bit seeds). Got {seed!r} instead.")
+def require_seed(seed: Any, owner: str) -> int:
+    """``seed`` as an int in [0, :data:`MAX_SEED`], else an error naming ``owner``."""
+    return require_int(seed, "seed", low=0, high=MAX_SEED, owner=owner, why="torch's generators take 64-bit seeds")
 
 
 def is_prime(n: int) -> bool:
@@ -144,12 +117,10 @@ def modular_data(p: int = 97, operation: str = "+", train_fraction: float = 0.5,
     >>> len(data.y_train) + len(data.y_test)
     49
     """
-    p = require_int(p, "p", low=2, owner="modular_data")
-    require_max_p(p, "modular_data")
+    p = require_p(p, "modular_data")
     require_choice(operation, "operation", OPERATIONS, owner="modular_data")
     require_real(train_fraction, "train_fraction", 0.0, 1.0, low_open=True, high_open=True, owner="modular_data")
-    seed = require_int(seed, "seed", low=0, owner="modular_data")
-    require_max_seed(seed, "modular_data")
+    seed = require_seed(seed, "modular_data")
     if operation == "/" and not is_prime(p):
         raise ValueError(
             f"The 'p' parameter of modular_data must be a prime number when operation='/'"

@@ -29,7 +29,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from ..data.modular import require_max_seed
+from ..data.modular import require_seed
 from ..history import History
 from ..measures.fourier import fourier_spectrum, token_embedding
 from ..measures.norms import layer_norms
@@ -152,8 +152,7 @@ class TrainConfig:
             require_int(self.batch_size, "batch_size", low=1, high=MAX_BATCH, owner=owner)
         require_int(self.eval_every, "eval_every", low=1, owner=owner)
         require_choice(self.schedule, "schedule", SCHEDULES, owner=owner)
-        require_int(self.seed, "seed", low=0, owner=owner)
-        require_max_seed(self.seed, owner)  # torch's generators take 64-bit seeds
+        require_seed(self.seed, owner)
         require_choice(self.device, "device", ("auto", "cpu", "cuda"), owner=owner)
         if self.stop_after is not None:
             require_int(self.stop_after, "stop_after", low=0, owner=owner)

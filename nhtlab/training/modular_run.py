@@ -15,10 +15,10 @@ import numpy as np
 import torch
 
 from ..analysis.events import Events, find_events
-from ..data.modular import OPERATIONS, is_prime, require_max_p, modular_data
+from ..data.modular import OPERATIONS, is_prime, require_p, modular_data
 from ..history import History
 from ..models import MODELS, make_model, model_defaults
-from ..validation import require_choice, require_int, require_real, require_type
+from ..validation import require_choice, require_real, require_type
 from .cache_key import config_key
 from .checkpoint import claim_run_dir
 from .device import seed_everything
@@ -79,8 +79,7 @@ class ModularRun(TrainConfig):
         super().__post_init__()  # the training fields, with named errors
         require_choice(self.operation, "operation", OPERATIONS, owner="ModularRun")
         require_choice(self.model, "model", MODELS, owner="ModularRun")
-        require_int(self.p, "p", low=2, owner="ModularRun")
-        require_max_p(self.p, "ModularRun")  # the p² pairs are built in memory
+        require_p(self.p, "ModularRun")
         if self.operation == "/" and not is_prime(self.p):
             raise ValueError(f"The 'p' parameter of ModularRun must be a prime number when operation='/'. Got {self.p}.")
         require_type(self.model_kwargs, "model_kwargs", dict, owner="ModularRun")
