@@ -32,10 +32,14 @@ from nhtlab.book import eta_evaluation as ev
 # off_grid:  settings in no calibration, forecast from all four grid settings: two λ between
 #            the grid's points (0.2, 0.7) and one other η (3e-3 at λ = 0.3, ηλ = 9e-4).
 # fractions: each forecast run is cut at 25%, 50% and 75% of its plateau, T_mem + f·(T_grok − T_mem).
-# methods:   the ETA (nhtlab.book.eta_evaluation.PREDICTOR, fixed with this design), the core's
-#            contraction-rate ETA alone, and the baselines (a) T_mem + nearest calibrated
-#            setting's mean delay, (b) the same × (ηλ)_near/(ηλ), (c) the companion's 1/λ fit
-#            (η = 1e-3 only). "Nearest": the least |log(ηλ) − log(ηλ_c)|.
+# methods:   the ETA, fixed with this design: T_mem + √(d_rate·d_law), where d_rate is the core's
+#            contraction-rate ETA (nhtlab.predict_grok, L* from the calibration runs) less T_mem and
+#            d_law = c/(ηλ), c the median of (T_grok − T_mem)·ηλ over the calibration runs (d_law
+#            alone when predict_grok gives no estimate); the core's rate ETA alone; and the baselines
+#            (a) T_mem + the nearest calibrated setting's mean delay, (b) the same × (ηλ)_near/(ηλ),
+#            (c) the companion's 1/λ fit (η = 1e-3 only). "Nearest": the least |log(ηλ) − log(ηλ_c)|
+#            (ties: the larger ηλ). Every method's forecast is floored at the cut's step (the run
+#            has not grokked by then), so none wins by the floor alone.
 # intervals: split-conformal per cut on the calibration runs only (nested leave-one-setting-out
 #            within them), on |log(delay/predicted delay)|, stated coverage 80%.
 # budgets:   steps per setting (a run that has not grokked by then is counted and left out);
