@@ -6,8 +6,8 @@
 
 The design below (settings, seeds, cuts, methods, intervals) was written and committed before any
 of its runs was trained. Runs train through the result cache, one process at one torch thread, the
-cheapest settings first. The evaluation itself is :func:`nhtlab.book.eta_evaluation.off_grid_evaluation`;
-the script writes its record (``--out``, JSON, default ``nhtlab/results/eta_<profile>.json``) with
+cheapest settings first. The evaluation itself is :func:`nhtlab.book.off_grid_eta.off_grid_evaluation`;
+the script writes its record (``--out``, JSON, default ``nhtlab/results/eta_offgrid_<profile>.json``) with
 the CPU seconds and the machine's CPU model, which chapter 08 renders.
 """
 
@@ -22,7 +22,7 @@ from pathlib import Path
 import torch
 
 import nhtlab
-from nhtlab.book import eta_evaluation as ev
+from nhtlab.book import off_grid_eta as ev
 
 # ---------------------------------------------------------------------------------------------
 # The design, fixed and committed before any of its runs was trained (issue 46).
@@ -86,10 +86,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--profile", choices=sorted(PROFILES), default="book")
     parser.add_argument("--train-only", action="store_true", help="train (or find in the cache) and stop")
-    parser.add_argument("--out", type=Path, default=None, help="JSON output (default nhtlab/results/eta_<profile>.json)")
+    parser.add_argument("--out", type=Path, default=None, help="JSON output (default nhtlab/results/eta_offgrid_<profile>.json)")
     args = parser.parse_args()
     cfg = PROFILES[args.profile]
-    out = args.out or Path(nhtlab.__file__).parent / "results" / f"eta_{args.profile}.json"
+    out = args.out or Path(nhtlab.__file__).parent / "results" / f"eta_offgrid_{args.profile}.json"
 
     torch.set_num_threads(1)  # one process, one thread: CPU seconds are the machine's cost, the cache keys on it
     cpu, wall = time.process_time(), time.perf_counter()
