@@ -59,6 +59,19 @@ PROFILES = {
     "quick": dict(lr=3e-3, grid=(0.3, 0.5, 1.0), off_grid=((3e-3, 0.7),), seeds=range(1), stop_after=100,
                   budget=2500, budgets={}),
 }
+# The second model (issue 46 item 5), written before any of its runs: the package's MLP on Z_47 as
+# chapter 04 trains it (width 256, embedding std 0.5, AdamW betas (0.9, 0.98)), calibrated on its
+# own runs only, full batch and minibatches of 128 drawn with replacement, each evaluated on its
+# own. Grid λ ∈ {0.3, 0.5, 1, 2} at η = 3e-3; off the grid λ = 0.7 and 1.4 and η = 1e-3 at λ = 1.
+# λ = 0.01 runs (3,000 steps) are the runs that should never warn. On the same runs, the Monitor's
+# grok warning (its train-loss rule, nhtlab.analysis.early_warnings) and its online regime()
+# (nhtlab.training.monitor.online_regime on the same recorded ‖θ‖² and train accuracy) at each cut
+# and at the end, against diagnose_regime's verdict on the finished run.
+MLP_RUN = dict(model="mlp", model_kwargs={"width": 256, "embed_std": 0.5}, p=47, betas=(0.9, 0.98), eval_every=50)
+for _name, _batch in (("mlp_full_batch", None), ("mlp_minibatch", 128)):
+    PROFILES[_name] = dict(lr=3e-3, grid=(0.3, 0.5, 1.0, 2.0), off_grid=((3e-3, 0.7), (3e-3, 1.4), (1e-3, 1.0)),
+                           seeds=range(3), stop_after=100, budget=8000, budgets={},
+                           run=dict(MLP_RUN, batch_size=_batch), weak=dict(weight_decay=0.01, steps=3000))
 
 
 def settings(cfg: dict) -> list[tuple[float, float]]:
