@@ -80,9 +80,22 @@ def settings(cfg: dict) -> list[tuple[float, float]]:
     return sorted(pairs, key=lambda p: cfg["budgets"].get(p, cfg["budget"]))
 
 
+def make_run(cfg: dict, lr: float, lam: float, seed: int, steps: int, stop_after: int | None):
+    if "run" in cfg:  # the second model: its own settings, not the companion's
+        return nhtlab.ModularRun(weight_decay=lam, seed=seed, lr=lr, steps=steps, stop_after=stop_after, **cfg["run"])
+    return nhtlab.companion(weight_decay=lam, seed=seed, lr=lr, steps=steps, stop_after=stop_after)
+
+
 def runs_for(cfg: dict) -> list:
-    return [nhtlab.companion(weight_decay=lam, seed=s, lr=lr, steps=cfg["budgets"].get((lr, lam), cfg["budget"]),
-                             stop_after=cfg["stop_after"]) for lr, lam in settings(cfg) for s in cfg["seeds"]]
+    return [make_run(cfg, lr, lam, s, cfg["budgets"].get((lr, lam), cfg["budget"]), cfg["stop_after"])
+            for lr, lam in settings(cfg) for s in cfg["seeds"]]
+
+
+def weak_runs(cfg: dict) -> list:
+    """The runs that should never warn (none in the companion profiles: the seed split's λ = 0.01 runs are those)."""
+    if "weak" not in cfg:
+        return []
+    return [make_run(cfg, cfg["lr"], cfg["weak"]["weight_decay"], s, cfg["weak"]["steps"], None) for s in cfg["seeds"]]
 
 
 def cpu_model() -> str:
@@ -106,21 +119,24 @@ def main() -> None:
 
     torch.set_num_threads(1)  # one process, one thread: CPU seconds are the machine's cost, the cache keys on it
     cpu, wall = time.process_time(), time.perf_counter()
-    result = nhtlab.sweep(runs_for(cfg), strategy="sequential", cache=nhtlab.default_cache(), progress="text")
+    runs, weak = runs_for(cfg), weak_runs(cfg)
+    result = nhtlab.sweep(runs + weak, strategy="sequential", cache=nhtlab.default_cache(), progress="text")
     train_cpu = time.process_time() - cpu
     if args.train_only:
         print(f"trained {sum(row.source != 'cache' for row in result)} of {len(result)} runs, CPU {train_cpu:,.0f} s")
         return
     histories = [row.history for row in result]
-    payload = ev.off_grid_evaluation(histories, grid=[(cfg["lr"], lam) for lam in cfg["grid"]],
-                                     off_grid=[tuple(p) for p in cfg["off_grid"]], profile=args.profile)
+    payload = ev.off_grid_evaluation(histories[:len(runs)], grid=[(cfg["lr"], lam) for lam in cfg["grid"]],
+                                     off_grid=[tuple(p) for p in cfg["off_grid"]], profile=args.profile,
+                                     no_grok=histories[len(runs):])
     payload.update(python=platform.python_version(), torch=torch.__version__, cpu_model=cpu_model(),
                    trained=sum(row.source != "cache" for row in result),
                    cpu_seconds=round(time.process_time() - cpu, 1), train_cpu_seconds=round(train_cpu, 1),
                    wall_seconds=round(time.perf_counter() - wall, 1),
                    design={k: (list(map(list, v)) if k == "off_grid" else list(v) if k in ("grid", "seeds")
                                else {f"{a:g},{b:g}": n for (a, b), n in v.items()} if k == "budgets" else v)
-                           for k, v in cfg.items()})
+                           for k, v in cfg.items() if k != "run"},
+                   model={**runs[0].to_dict(), "weight_decay": None, "seed": None, "steps": None, "lr": None})
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(payload, indent=1, ensure_ascii=False) + "\n")
     print(nhtlab.book.eta_report(payload))

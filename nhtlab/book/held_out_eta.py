@@ -114,8 +114,9 @@ def saved_evaluation(profile: str = "book", off_grid: bool = False) -> dict[str,
 
     Parameters
     ----------
-    profile : {"quick", "book", "full"}
-        Which evaluation: the book's held-out runs, or the companion's Table 3 runs (``full``).
+    profile : {"quick", "book", "full", "mlp_full_batch", "mlp_minibatch"}
+        Which evaluation: the book's held-out runs, or the companion's Table 3 runs (``full``); the
+        ``mlp_*`` profiles are off-grid only (the second model).
     off_grid : bool
         The off-grid evaluation of ``scripts/evaluate_eta.py`` (``eta_offgrid_<profile>.json``, issue 46)
         instead of the held-out-seed one of ``scripts/evaluate_eta_seeds.py`` (``eta_<profile>.json``).
@@ -126,6 +127,7 @@ def saved_evaluation(profile: str = "book", off_grid: bool = False) -> dict[str,
         The script's JSON (``eta`` records, ``verdict``, ``warnings``, the split and the versions);
         None when that evaluation has not been run and saved.
     """
-    require_choice(profile, "profile", ("quick", "book", "full"), owner="saved_evaluation")
+    require_choice(profile, "profile", ("quick", "book", "full", "mlp_full_batch", "mlp_minibatch"),
+                   owner="saved_evaluation")
     path = resources.files("nhtlab") / "results" / f"eta_{'offgrid_' if off_grid else ''}{profile}.json"
     return json.loads(path.read_text()) if path.is_file() else None

@@ -33,13 +33,15 @@ from .._version import __version__
 from ..analysis.early_warnings import evaluate_warnings
 from ..analysis.eta import EtaCalibration, calibrate_eta, cut_history, predict_grok
 from ..analysis.events import find_events
+from ..analysis.regimes import diagnose_regime
 from ..history import History
 from ..papers import COMPANION_GROK_FIT
+from ..training.monitor import online_regime
 from ..validation import require_real, require_type
 
 __all__ = ["ETA_METHODS", "ETA_BASELINES", "setting_of", "nearest_setting", "fit_eta_method", "conformal_quantile",
            "wilson_interval", "leave_one_out_splits", "forecast_rows", "error_table", "coverage_table",
-           "off_grid_verdict", "off_grid_evaluation"]
+           "off_grid_verdict", "off_grid_evaluation", "monitor_readings"]
 
 FRACTIONS = (0.25, 0.5, 0.75)
 #: The methods in the order the tables show them; the first is the ETA the ship rule reads.
@@ -415,7 +417,8 @@ def off_grid_verdict(rows: Sequence[Mapping[str, Any]], fraction: float = 0.5, t
 
 
 def off_grid_evaluation(histories: Sequence[History], grid: Sequence[Setting], off_grid: Sequence[Setting] = (),
-                        profile: str = "book", coverage: float = 0.8) -> dict[str, Any]:
+                        profile: str = "book", coverage: float = 0.8,
+                        no_grok: Sequence[History] = ()) -> dict[str, Any]:
     """The off-grid evaluation as ``scripts/evaluate_eta.py`` saves it and :func:`nhtlab.book.eta_report` renders it.
 
     Parameters
@@ -428,6 +431,8 @@ def off_grid_evaluation(histories: Sequence[History], grid: Sequence[Setting], o
         The label the record carries.
     coverage : float
         The intervals' stated coverage.
+    no_grok : sequence of History, optional
+        Runs that should never warn (:func:`monitor_readings`).
 
     Returns
     -------
@@ -435,8 +440,8 @@ def off_grid_evaluation(histories: Sequence[History], grid: Sequence[Setting], o
         ``design`` ("off-grid"), ``profile``, ``nhtlab``, ``grid``, ``off_grid``, ``runs`` (per setting:
         trained, grokked), ``errors`` (:func:`error_table`, all forecasts), ``errors_by_split``,
         ``coverage`` (:func:`coverage_table` of the ETA), ``coverage_baseline`` (of ``law_scaled``),
-        ``verdict`` (:func:`off_grid_verdict`), ``warnings`` (on the grokking
-        runs, no false-alarm runs) and ``rows`` (every forecast).
+        ``verdict`` (:func:`off_grid_verdict`), ``warnings`` and ``regimes``
+        (:func:`monitor_readings` on the design's runs and ``no_grok``) and ``rows`` (every forecast).
     """
     rows = forecast_rows(histories, grid, off_grid, coverage)
     groups = _by_setting(histories)
@@ -452,6 +457,60 @@ def off_grid_evaluation(histories: Sequence[History], grid: Sequence[Setting], o
         "coverage": coverage_table(rows, "eta", coverage), "coverage_baseline": coverage_table(rows, "law_scaled",
                                                                                               coverage),
         "verdict": verdict,
-        "warnings": evaluate_warnings([h for hs in groups.values() for h in hs], []),
+        **monitor_readings([h for hs in groups.values() for h in hs], no_grok),
         "rows": rows,
     }
+
+
+def monitor_readings(histories: Sequence[History], no_grok: Sequence[History] = (),
+                     fractions: Sequence[float] = FRACTIONS) -> dict[str, Any]:
+    """The Monitor's two online promises read on finished runs: its grok warning and its :meth:`regime`.
+
+    The rules are the Monitor's own, applied to the trainer's records (the same ‖θ‖² and the
+    whole-training-set loss and accuracy the Monitor's docstring asks a user to pass): the warning is
+    :func:`nhtlab.analysis.early_warnings.evaluate_warnings`'s ``train_loss`` signal (the Monitor's
+    ``GROK_WARNING_SIGNAL``), the online regime is :func:`nhtlab.training.monitor.online_regime`, read at
+    each cut of the plateau and at the end, against :func:`nhtlab.analysis.regimes.diagnose_regime` on
+    the finished run.
+
+    Parameters
+    ----------
+    histories : sequence of History
+        Runs expected to grok (a run that does not counts as missing for the warning).
+    no_grok : sequence of History
+        Runs that should never warn; a run among them that groks within its budget is moved to ``histories``.
+    fractions : sequence of float
+        Cuts of the plateau at which the online regime is read.
+
+    Returns
+    -------
+    dict
+        ``warnings`` (every signal's record; ``train_loss`` is the Monitor's), ``regimes`` (one row per
+        finished verdict: ``diagnosed``, ``runs``, and the online regime at each cut and at the end as
+        ``"k of n"`` agreeing with the diagnosis, with the calls made), ``moved`` (no-grok runs that grokked).
+    """
+    grokked_weak = [h for h in no_grok if find_events(h).grokked]
+    never = [h for h in no_grok if not find_events(h).grokked]
+    runs = list(histories) + grokked_weak
+    by_verdict: dict[str, list[dict[str, str]]] = {}
+    for h in runs + never:
+        diagnosed = diagnose_regime(h).regime
+        e = find_events(h)
+        reads = {}
+        cuts = _cuts(h, e, fractions) if e.grokked and e.t_mem is not None and e.t_grok > e.t_mem else []
+        for f, step in cuts:
+            seen = cut_history(h, step)
+            reads[f"at {f:.0%}"] = online_regime(seen.column("norm"), seen.column("train_acc"))
+        reads["at the end"] = online_regime(h.column("norm"), h.column("train_acc"))
+        by_verdict.setdefault(diagnosed, []).append(reads)
+    regimes = []
+    for diagnosed, reads in sorted(by_verdict.items()):
+        row: dict[str, Any] = {"diagnosed": diagnosed, "runs": len(reads)}
+        for when in [f"at {f:.0%}" for f in fractions] + ["at the end"]:
+            calls = [r[when] for r in reads if when in r]
+            if calls:
+                agree = sum(c == diagnosed for c in calls)
+                counts = ", ".join(f"{c} {calls.count(c)}" for c in sorted(set(calls)))
+                row[when] = f"{agree} of {len(calls)} ({counts})"
+        regimes.append(row)
+    return {"warnings": evaluate_warnings(runs, never), "regimes": regimes, "moved": len(grokked_weak)}

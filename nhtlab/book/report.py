@@ -171,7 +171,20 @@ def _off_grid_report(saved: Mapping[str, Any]) -> Markdown:
         f"\n\nThe same for baseline (b)'s interval:\n\n{coverage(saved['coverage_baseline'])}\n\n"
         f"**{'Ships' if verdict['passed'] else 'Does not ship'}**: {verdict['name']} — {verdict['detail']}. "
         f"Least error at 50%: {_METHOD_NAMES.get(verdict['winner'], 'none')}; best baseline: "
-        f"{_METHOD_NAMES.get(verdict['best_baseline'], 'none')}; the best tested forecast is {offer}.")
+        f"{_METHOD_NAMES.get(verdict['best_baseline'], 'none')}; the best tested forecast is {offer}."
+        + _monitor_tables(saved))
+
+
+def _monitor_tables(saved: Mapping[str, Any]) -> str:
+    """The Monitor's warning and online-regime readings of an off-grid record, when it holds them."""
+    if "regimes" not in saved:
+        return ""
+    warnings = table(saved["warnings"], formats={"median_lead": "{:,.0f}", "median_lead_eta_lambda": "{:.2f}"})
+    moved = (f" ({saved['moved']} of the runs meant never to grok did grok within their budget and are scored as "
+             "grokking runs)") if saved.get("moved") else ""
+    return (f"\n\nThe Monitor's grok warning is the `train_loss` row; every signal on the same runs{moved}:"
+            f"\n\n{warnings}\n\nThe Monitor's online `regime()` at each cut and at the end, against "
+            f"`diagnose_regime` on the finished run (k of n agreeing):\n\n{table(saved['regimes'])}")
 
 
 def eta_report(saved: Mapping[str, Any] | str, off_grid: bool = False) -> Markdown:

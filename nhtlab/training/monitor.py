@@ -16,7 +16,7 @@ It diagnoses the NHT regime online from the norm curve (:meth:`Monitor.regime`;
 with recorded accuracies, :meth:`Monitor.diagnose` gives the offline verdict of
 :func:`nhtlab.analysis.regimes.diagnose_regime`) and raises an
 early warning, once, by the rule the book's pre-registered evaluation supports
-(:func:`nhtlab.analysis.early_warnings.evaluate_warnings`, run by ``scripts/evaluate_eta.py``, the
+(:func:`nhtlab.analysis.early_warnings.evaluate_warnings`, run by ``scripts/evaluate_eta_seeds.py``, the
 rule chosen by :func:`nhtlab.analysis.early_warnings.supported_signal`): **the training loss at least
 twice its minimum since memorisation**, memorisation being the first record whose ``train_acc``
 scalar is at least 0.99 (:attr:`Monitor.grok_warning_step`). Pass both ``train_acc=`` and
