@@ -162,3 +162,21 @@ def test_bad_inputs_raise_named_errors():
         og.conformal_quantile([0.1], 1.0)
     with pytest.raises(ValueError, match="'calibrated' parameter of nearest_setting"):
         og.nearest_setting((1e-3, 1.0), [])
+
+
+def test_monitor_readings_set_the_online_regime_beside_the_finished_diagnosis():
+    grokking = _runs([(1e-3, 1.0)], seeds=2)
+    never = synthetic_contraction(t_mem=500, t_grok=None, rate=0.0, end=3000, weight_decay=0.01)
+    late = _runs([(1e-3, 0.5)], seeds=1)  # meant never to grok, but it did: scored as a grokking run
+    out = og.monitor_readings(grokking, [never, *late])
+    assert out["moved"] == 1
+    rows = {r["diagnosed"]: r for r in out["regimes"]}
+    assert rows["intermediate"]["runs"] == 3 and rows["intermediate"]["at the end"].startswith("3 of 3")
+    assert rows["intermediate"]["at 50%"] == "3 of 3 (intermediate 3)"
+    assert sum(r["runs"] for r in out["regimes"]) == 4 and "at 50%" not in rows[never_regime(never)]
+    train_loss = next(r for r in out["warnings"] if r["signal"] == "train_loss")
+    assert train_loss["false_alarms"].endswith("of 1")
+
+
+def never_regime(history):
+    return nhtlab.diagnose_regime(history).regime
