@@ -112,6 +112,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--profile", choices=sorted(PROFILES), default="book")
     parser.add_argument("--train-only", action="store_true", help="train (or find in the cache) and stop")
+    parser.add_argument("--train-cpu-seconds", type=float, default=None,
+                        help="CPU seconds of an earlier --train-only pass that trained these runs, recorded as given")
     parser.add_argument("--out", type=Path, default=None, help="JSON output (default nhtlab/results/eta_offgrid_<profile>.json)")
     args = parser.parse_args()
     cfg = PROFILES[args.profile]
@@ -131,14 +133,17 @@ def main() -> None:
                                      no_grok=histories[len(runs):])
     payload.update(python=platform.python_version(), torch=torch.__version__, cpu_model=cpu_model(),
                    trained=sum(row.source != "cache" for row in result),
-                   cpu_seconds=round(time.process_time() - cpu, 1), train_cpu_seconds=round(train_cpu, 1),
+                   cpu_seconds=round(time.process_time() - cpu + (args.train_cpu_seconds or 0.0), 1),
+                   train_cpu_seconds=round(train_cpu + (args.train_cpu_seconds or 0.0), 1),
                    wall_seconds=round(time.perf_counter() - wall, 1),
-                   design={k: (list(map(list, v)) if k == "off_grid" else list(v) if k in ("grid", "seeds")
+                   settings={k: (list(map(list, v)) if k == "off_grid" else list(v) if k in ("grid", "seeds")
                                else {f"{a:g},{b:g}": n for (a, b), n in v.items()} if k == "budgets" else v)
                            for k, v in cfg.items() if k != "run"},
                    model={**runs[0].to_dict(), "weight_decay": None, "seed": None, "steps": None, "lr": None})
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(payload, indent=1, ensure_ascii=False) + "\n")
+    head = json.dumps({k: v for k, v in payload.items() if k != "rows"}, indent=1, ensure_ascii=False)
+    rows = ",\n  ".join(json.dumps(r, ensure_ascii=False) for r in payload["rows"])  # one forecast a line
+    out.write_text(f'{head[:-2]},\n "rows": [\n  {rows}\n ]\n}}\n')
     print(nhtlab.book.eta_report(payload))
     print(f"CPU {payload['cpu_seconds']:,.0f} s ({payload['cpu_model']}); written to {out}")
 

@@ -294,7 +294,8 @@ def forecast_rows(histories: Sequence[History], grid: Sequence[Setting], off_gri
                         t = max(float(t), float(step))
                         q, d = quantiles[f], t - e.t_mem
                         low, high = max(float(step), e.t_mem + d * math.exp(-q)), e.t_mem + d * math.exp(q)
-                        row.update(forecast=t, error=t - e.t_grok, low=low, high=high,
+                        row.update(forecast=round(t, 1), error=round(t - e.t_grok, 1), low=round(low, 1),
+                                   high=round(high, 1) if math.isfinite(high) else None,
                                    covered=bool(low <= e.t_grok <= high))
                     rows.append(row)
     return rows
@@ -356,7 +357,8 @@ def coverage_table(rows: Sequence[Mapping[str, Any]], method: str = "eta", cover
         lo, hi = wilson_interval(k, n)
         out.append({"fraction": f, "stated": coverage, "covered": f"{k} of {n}", "coverage": k / n,
                     "wilson_low": lo, "wilson_high": hi,
-                    "median_width": float(np.median([r["high"] - r["low"] for r in at]))})
+                    "median_width": float(np.median([math.inf if r["high"] is None else r["high"] - r["low"]
+                                                     for r in at]))})
     return out
 
 
