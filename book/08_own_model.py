@@ -469,17 +469,14 @@ nhtlab.charts.layer_norm_curves(
 #
 # ## When will it grok? A forecast, tested before it ships
 #
-# The delay law gives a time scale; {func}`nhtlab.predict_grok` turns it
-# into a forecast for a live run that has memorised, from how fast ‖θ‖²
-# has contracted since and how far it still has to go. It ships (here
-# and in the Monitor) only if it beats the forecasts a user gets for free
-# and its interval covers the truth as often as it claims. The first test
+# {func}`nhtlab.predict_grok` forecasts T_grok for a live run that has
+# memorised, from how fast ‖θ‖² has contracted since. It ships (here and
+# in the Monitor) only if it beats the forecasts a user gets for free and
+# its interval covers the truth as often as it claims. The first test
 # (`scripts/evaluate_eta_seeds.py`) held out seeds at the λ it was fitted
-# on: the companion's Table 3 runs, seeds 0–4 to fit, 5–9 to forecast,
-# λ = 0.01 as the runs that never grok. The same script scores each
-# early-warning signal; the Monitor warns by the one that did best
-# ({func}`nhtlab.analysis.early_warnings.supported_signal`; a test holds
-# the Monitor to it).
+# on (Table 3's runs, seeds 0–4 to fit, 5–9 to forecast, λ = 0.01 as runs
+# that never grok) and scored the early warnings; the Monitor warns by
+# the best ({func}`nhtlab.analysis.early_warnings.supported_signal`).
 
 # %% tags=["remove-input"]
 nb.eta_report("full")
@@ -496,10 +493,13 @@ nb.eta_report("full")
 # the pooled law; intervals are conformal per cut, fitted on calibration
 # runs only. It ships if it beats every baseline at half the plateau with
 # coverage within ten points at every cut; otherwise the winner below is
-# the best tested forecast.
+# the best tested forecast. The same design then runs on a second model,
+# the MLP on Z_47 (full batch, then minibatches), calibrated on its own
+# runs, with the Monitor's warning and online regime on its runs.
 
 # %% tags=["remove-input"]
-nb.eta_report("book", off_grid=True)
+models = ("book", "mlp_full_batch", "mlp_minibatch")
+nb.md("\n\n".join(nb.eta_report(m, off_grid=True) for m in models))
 
 # %% [markdown]
 # ## In Lightning, or any other trainer
