@@ -180,3 +180,18 @@ def test_monitor_readings_set_the_online_regime_beside_the_finished_diagnosis():
 
 def never_regime(history):
     return nhtlab.diagnose_regime(history).regime
+
+
+def test_the_monitor_docstring_says_what_the_saved_second_model_records_hold():
+    from nhtlab.training import monitor
+
+    doc = " ".join(monitor.__doc__.split())
+    assert "MLP on Z_47" in doc and "none of the grokking runs" in doc and "neither rule is supported" in doc
+    for profile in ("mlp_full_batch", "mlp_minibatch"):
+        saved = nhtlab.book.saved_evaluation(profile, off_grid=True)
+        assert saved is not None and saved["design"] == "off-grid"
+        warning = next(r for r in saved["warnings"] if r["signal"] == monitor.GROK_WARNING_SIGNAL)
+        assert warning["fired"].startswith("0 of ") and warning["late"] == 0
+        rows = {r["diagnosed"]: r for r in saved["regimes"]}
+        assert all(v.startswith("0 of ") for k, v in rows["undetermined"].items() if k.startswith("at "))
+        assert saved["verdict"] == off_grid_verdict(saved["rows"])
