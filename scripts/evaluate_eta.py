@@ -3,6 +3,8 @@
     python scripts/evaluate_eta.py --profile book   # the CPU profile: 3 seeds, budgets sized for 2 cores
     python scripts/evaluate_eta.py --profile full   # the same design at the companion's budget, 5 seeds
     python scripts/evaluate_eta.py --profile quick  # about a minute: checks the script, not a result
+    python scripts/evaluate_eta.py --profile mlp_full_batch  # the second model (also mlp_minibatch)
+    python scripts/evaluate_eta.py --profile book --train-only   # train (or find cached) and stop
 
 The design below (settings, seeds, cuts, methods, intervals) was written and committed before any
 of its runs was trained. Runs train through the result cache, one process at one torch thread, the
