@@ -1,14 +1,16 @@
-"""Evaluate the grokking ETA (nhtlab.predict_grok) on runs it was not fitted to, and the early warnings.
+"""Evaluate the grokking ETA off the grid it was calibrated on (issue 46), against the delay law's own baselines.
 
-    python scripts/evaluate_eta.py                 # full: the companion's Table 3 runs, fit seeds 0-4, test 5-9
-    python scripts/evaluate_eta.py --profile book  # the book's λ sweep (chapter 03), fit seeds 0-1, test seed 2
-    python scripts/evaluate_eta.py --profile quick # seconds: quick-profile runs, to check the script itself
+    python scripts/evaluate_eta.py --profile book   # the CPU profile: 3 seeds, budgets sized for 2 cores
+    python scripts/evaluate_eta.py --profile full   # the same design at the companion's budget, 5 seeds
+    python scripts/evaluate_eta.py --profile quick  # about a minute: checks the script, not a result
+    python scripts/evaluate_eta.py --profile mlp_full_batch  # the second model (also mlp_minibatch)
+    python scripts/evaluate_eta.py --profile book --train-only   # train (or find cached) and stop
 
-The split is fixed before any run: constants are calibrated on the fitting seeds only, then each
-held-out run is cut at 25%, 50% and 75% of its plateau. The runs are trained through the result
-cache (the same configs as ``make reproduce`` and chapter 03, so neither trains them twice).
-Writes ``--out`` (JSON: the evaluation records, the shipping verdict, the early-warning table and
-the settings), which chapter 08 renders.
+The design below (settings, seeds, cuts, methods, intervals) was written and committed before any
+of its runs was trained. Runs train through the result cache, one process at one torch thread, the
+cheapest settings first. The evaluation itself is :func:`nhtlab.book.off_grid_eta.off_grid_evaluation`;
+the script writes its record (``--out``, JSON, default ``nhtlab/results/eta_offgrid_<profile>.json``) with
+the CPU seconds and the machine's CPU model, which chapter 08 renders.
 """
 
 from __future__ import annotations
@@ -19,54 +21,133 @@ import platform
 import time
 from pathlib import Path
 
+import torch
+
 import nhtlab
+from nhtlab.book import off_grid_eta as ev
 
+# ---------------------------------------------------------------------------------------------
+# The design, fixed and committed before any of its runs was trained (issue 46).
+#
+# grid:      the companion's Table 3 λ at η = 1e-3. Leave-one-setting-out: each grid λ in turn
+#            is forecast (all its seeds) from constants calibrated on the other three.
+# off_grid:  settings in no calibration, forecast from all four grid settings: two λ between
+#            the grid's points (0.2, 0.7) and one other η (3e-3 at λ = 0.3, ηλ = 9e-4).
+# fractions: each forecast run is cut at 25%, 50% and 75% of its plateau, T_mem + f·(T_grok − T_mem).
+# methods:   the ETA, fixed with this design: T_mem + √(d_rate·d_law), where d_rate is the core's
+#            contraction-rate ETA (nhtlab.predict_grok, L* from the calibration runs) less T_mem and
+#            d_law = c/(ηλ), c the median of (T_grok − T_mem)·ηλ over the calibration runs (d_law
+#            alone when predict_grok gives no estimate); the core's rate ETA alone; and the baselines
+#            (a) T_mem + the nearest calibrated setting's mean delay, (b) the same × (ηλ)_near/(ηλ),
+#            (c) the companion's 1/λ fit (η = 1e-3 only). "Nearest": the least |log(ηλ) − log(ηλ_c)|
+#            (ties: the larger ηλ). Every method's forecast is floored at the cut's step (the run
+#            has not grokked by then), so none wins by the floor alone.
+# intervals: split-conformal per cut on the calibration runs only (nested leave-one-setting-out
+#            within them), on |log(delay/predicted delay)|, stated coverage 80%.
+# budgets:   steps per setting (a run that has not grokked by then is counted and left out);
+#            runs stop `stop_after` steps after T_grok. Runs train through the result cache.
+# `book` is the CPU profile (3 seeds, one process at one torch thread, the λ = 0.1 runs last);
+# `full` is the same design at the companion's budget and 5 seeds (not run on this machine);
+# `quick` checks the script in about a minute (1 seed, η = 3e-3, a tiny grid: not a result).
+# ---------------------------------------------------------------------------------------------
+GRID_LAMS = (0.1, 0.3, 0.5, 1.0)
 PROFILES = {
-    # the companion's Table 3 runs (scripts/reproduce_table3.py), and λ = 0.01 to 10,000 steps for false alarms
-    "full": dict(lams=[0.1, 0.3, 0.5, 1.0], fit_seeds=range(5), test_seeds=range(5, 10), lr=1e-3, steps=50_000,
-                 stop_after=2000, budgets={}, weak=dict(weight_decay=0.01, steps=10_000)),
-    # chapter 03's book runs
-    "book": dict(lams=[0.3, 0.5, 1.0], fit_seeds=range(2), test_seeds=[2], lr=1e-3, steps=8000, stop_after=500,
-                 budgets={1.0: 4000}, weak=dict(weight_decay=0.01, steps=1500)),
-    "quick": dict(lams=[1.0], fit_seeds=[0], test_seeds=[1], lr=3e-3, steps=2000, stop_after=100, budgets={},
-                  weak=dict(weight_decay=0.01, steps=600)),
+    "full": dict(lr=1e-3, grid=GRID_LAMS, off_grid=((1e-3, 0.2), (1e-3, 0.7), (3e-3, 0.3)), seeds=range(5),
+                 stop_after=2000, budget=50_000, budgets={}),
+    "book": dict(lr=1e-3, grid=GRID_LAMS, off_grid=((1e-3, 0.2), (1e-3, 0.7), (3e-3, 0.3)), seeds=range(3),
+                 stop_after=100, budget=16_000,
+                 budgets={(1e-3, 1.0): 4000, (1e-3, 0.7): 5000, (1e-3, 0.5): 6000, (3e-3, 0.3): 4000,
+                          (1e-3, 0.3): 9000, (1e-3, 0.2): 12_000, (1e-3, 0.1): 16_000}),
+    "quick": dict(lr=3e-3, grid=(0.3, 0.5, 1.0), off_grid=((3e-3, 0.7),), seeds=range(1), stop_after=100,
+                  budget=4000, budgets={}),  # 4,000: the book profile's (3e-3, 0.3) seed 0, from the cache
 }
+# The second model (issue 46 item 5), written before any of its runs: the package's MLP on Z_47 as
+# chapter 04 trains it (width 256, embedding std 0.5, AdamW betas (0.9, 0.98)), calibrated on its
+# own runs only, full batch and minibatches of 128 drawn with replacement, each evaluated on its
+# own. Grid λ ∈ {0.3, 0.5, 1, 2} at η = 3e-3; off the grid λ = 0.7 and 1.4 and η = 1e-3 at λ = 1.
+# λ = 0.01 runs (3,000 steps) are the runs that should never warn. On the same runs, the Monitor's
+# grok warning (its train-loss rule, nhtlab.analysis.early_warnings) and its online regime()
+# (nhtlab.training.monitor.online_regime on the same recorded ‖θ‖² and train accuracy) at each cut
+# and at the end, against diagnose_regime's verdict on the finished run.
+MLP_RUN = dict(model="mlp", model_kwargs={"width": 256, "embed_std": 0.5}, p=47, betas=(0.9, 0.98), eval_every=50)
+for _name, _batch in (("mlp_full_batch", None), ("mlp_minibatch", 128)):
+    PROFILES[_name] = dict(lr=3e-3, grid=(0.3, 0.5, 1.0, 2.0), off_grid=((3e-3, 0.7), (3e-3, 1.4), (1e-3, 1.0)),
+                           seeds=range(3), stop_after=100, budget=8000, budgets={},
+                           run=dict(MLP_RUN, batch_size=_batch), weak=dict(weight_decay=0.01, steps=3000))
 
 
-def runs_for(cfg: dict, seeds) -> list:
-    return [nhtlab.companion(weight_decay=lam, seed=s, lr=cfg["lr"], steps=cfg["budgets"].get(lam, cfg["steps"]),
-                             stop_after=cfg["stop_after"]) for lam in cfg["lams"] for s in seeds]
+def settings(cfg: dict) -> list[tuple[float, float]]:
+    """Every (η, λ) of the profile, the cheapest budget first (so an interrupted run leaves the most settings)."""
+    pairs = [(cfg["lr"], lam) for lam in cfg["grid"]] + [tuple(p) for p in cfg["off_grid"]]
+    return sorted(pairs, key=lambda p: cfg["budgets"].get(p, cfg["budget"]))
+
+
+def make_run(cfg: dict, lr: float, lam: float, seed: int, steps: int, stop_after: int | None):
+    if "run" in cfg:  # the second model: its own settings, not the companion's
+        return nhtlab.ModularRun(weight_decay=lam, seed=seed, lr=lr, steps=steps, stop_after=stop_after, **cfg["run"])
+    return nhtlab.companion(weight_decay=lam, seed=seed, lr=lr, steps=steps, stop_after=stop_after)
+
+
+def runs_for(cfg: dict) -> list:
+    return [make_run(cfg, lr, lam, s, cfg["budgets"].get((lr, lam), cfg["budget"]), cfg["stop_after"])
+            for lr, lam in settings(cfg) for s in cfg["seeds"]]
+
+
+def weak_runs(cfg: dict) -> list:
+    """The runs that should never warn (none in the companion profiles: the seed split's λ = 0.01 runs are those)."""
+    if "weak" not in cfg:
+        return []
+    return [make_run(cfg, cfg["lr"], cfg["weak"]["weight_decay"], s, cfg["weak"]["steps"], None) for s in cfg["seeds"]]
+
+
+def cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--profile", choices=sorted(PROFILES), default="full")
-    parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--out", type=Path, default=None, help="JSON output (default nhtlab/results/eta_<profile>.json)")
+    parser.add_argument("--profile", choices=sorted(PROFILES), default="book")
+    parser.add_argument("--train-only", action="store_true", help="train (or find in the cache) and stop")
+    parser.add_argument("--train-cpu-seconds", type=float, default=None,
+                        help="CPU seconds of an earlier --train-only pass that trained these runs, recorded as given")
+    parser.add_argument("--out", type=Path, default=None, help="JSON output (default nhtlab/results/eta_offgrid_<profile>.json)")
     args = parser.parse_args()
     cfg = PROFILES[args.profile]
-    out = args.out or Path(nhtlab.__file__).parent / "results" / f"eta_{args.profile}.json"
+    out = args.out or Path(nhtlab.__file__).parent / "results" / f"eta_offgrid_{args.profile}.json"
 
-    fit_runs, test_runs = runs_for(cfg, cfg["fit_seeds"]), runs_for(cfg, cfg["test_seeds"])
-    weak = [nhtlab.companion(seed=s, lr=cfg["lr"], stop_after=None, **cfg["weak"]) for s in cfg["test_seeds"]]
-    start = time.perf_counter()
-    result = nhtlab.sweep(fit_runs + test_runs + weak, strategy="parallel", workers=args.workers,
-                          cache=nhtlab.default_cache(), progress="text")
+    torch.set_num_threads(1)  # one process, one thread: CPU seconds are the machine's cost, the cache keys on it
+    cpu, wall = time.process_time(), time.perf_counter()
+    runs, weak = runs_for(cfg), weak_runs(cfg)
+    result = nhtlab.sweep(runs + weak, strategy="sequential", cache=nhtlab.default_cache(), progress="text")
+    train_cpu = time.process_time() - cpu
+    if args.train_only:
+        print(f"trained {sum(row.source != 'cache' for row in result)} of {len(result)} runs, CPU {train_cpu:,.0f} s")
+        return
     histories = [row.history for row in result]
-    no_grok = histories[len(fit_runs) + len(test_runs):]
-    payload = {**nhtlab.book.eta_evaluation(histories[:len(fit_runs) + len(test_runs)], cfg["test_seeds"], no_grok,
-                                       profile=args.profile),
-               "python": platform.python_version(), "machine": platform.machine(),
-               "wall_seconds": round(time.perf_counter() - start, 1)}
-    records, warnings = payload["eta"], payload["warnings"]
-    verdict = nhtlab.book.Check(payload["verdict"]["name"], payload["verdict"]["passed"], payload["verdict"]["detail"])
+    payload = ev.off_grid_evaluation(histories[:len(runs)], grid=[(cfg["lr"], lam) for lam in cfg["grid"]],
+                                     off_grid=[tuple(p) for p in cfg["off_grid"]], profile=args.profile,
+                                     no_grok=histories[len(runs):])
+    payload.update(python=platform.python_version(), torch=torch.__version__, cpu_model=cpu_model(),
+                   trained=sum(row.source != "cache" for row in result),
+                   cpu_seconds=round(time.process_time() - cpu + (args.train_cpu_seconds or 0.0), 1),
+                   train_cpu_seconds=round(train_cpu + (args.train_cpu_seconds or 0.0), 1),
+                   wall_seconds=round(time.perf_counter() - wall, 1),
+                   settings={k: (list(map(list, v)) if k == "off_grid" else list(v) if k in ("grid", "seeds")
+                               else {f"{a:g},{b:g}": n for (a, b), n in v.items()} if k == "budgets" else v)
+                           for k, v in cfg.items() if k != "run"},
+                   model={**runs[0].to_dict(), "weight_decay": None, "seed": None, "steps": None, "lr": None})
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(payload, indent=1, ensure_ascii=False) + "\n")
-    steps = {k: "{:,.0f}" for k in ("mae", "mae_baseline", "mae_companion_fit", "median_width")}
-    print(nhtlab.book.table(records, formats={**steps, "coverage": "{:.0%}", "stated_coverage": "{:.0%}"}))
-    print(verdict)
-    print(nhtlab.book.table(warnings, formats={"median_lead": "{:,.0f}", "median_lead_eta_lambda": "{:.2f}"}))
-    print(f"written to {out}")
+    head = json.dumps({k: v for k, v in payload.items() if k != "rows"}, indent=1, ensure_ascii=False)
+    rows = ",\n  ".join(json.dumps(r, ensure_ascii=False) for r in payload["rows"])  # one forecast a line
+    out.write_text(f'{head[:-2]},\n "rows": [\n  {rows}\n ]\n}}\n')
+    print(nhtlab.book.eta_report(payload))
+    print(f"CPU {payload['cpu_seconds']:,.0f} s ({payload['cpu_model']}); written to {out}")
 
 
 if __name__ == "__main__":

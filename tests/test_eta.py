@@ -120,9 +120,9 @@ def test_eta_report_of_a_profile_renders_its_saved_evaluation_or_says_it_is_miss
         nhtlab.book.eta_report("paper")
     import nhtlab.book.report as report
 
-    monkeypatch.setattr(report, "saved_evaluation", lambda profile: None)
+    monkeypatch.setattr(report, "saved_evaluation", lambda profile, off_grid=False: None)
     text = nhtlab.book.eta_report("full")
-    assert "has not been saved" in text and "evaluate_eta.py --profile full" in text
+    assert "has not been saved" in text and "evaluate_eta_seeds.py --profile full" in text
 
 
 def test_table_shows_every_key_and_checks_formats_against_explicit_columns():

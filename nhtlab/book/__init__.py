@@ -29,6 +29,7 @@ from .exercises import check_answer, check_prediction  # noqa: F401
 from .grokking_report import *  # noqa: F401,F403
 from .held_out_eta import *  # noqa: F401,F403
 from .layer_report import *  # noqa: F401,F403
+from .off_grid_eta import *  # noqa: F401,F403
 from .lazy_rich_experiment import *  # noqa: F401,F403
 from .profiles import *  # noqa: F401,F403
 from .regime_report import *  # noqa: F401,F403
@@ -42,7 +43,7 @@ from .tuning_report import *  # noqa: F401,F403
 
 _MODULES = ["claims", "closing", "colab", "delay_law_report", "dlr_probes", "dlr_report", "dlr_tables",
             "emergence_report", "grokking_report", "held_out_eta", "layer_report", "lazy_rich_experiment",
-            "profiles", "regime_report", "report", "run_stamp", "scorecard", "scorecard_runs", "shortcut_report",
+            "off_grid_eta", "profiles", "regime_report", "report", "run_stamp", "scorecard", "scorecard_runs", "shortcut_report",
             "shortcut_study", "tuning_report"]
 
 # The widgets and the Fourier charts draw charts (altair, slow to import): loaded on first use.

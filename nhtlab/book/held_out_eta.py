@@ -2,6 +2,8 @@
 
 The predictor itself is the core's (:mod:`nhtlab.analysis.eta`); ``scripts/evaluate_eta.py`` saves
 :func:`eta_evaluation` under ``nhtlab/results/`` and chapters render it (:func:`nhtlab.book.eta_report`).
+The off-grid evaluation (issue 46), and its ship rule
+:func:`~nhtlab.book.off_grid_eta.off_grid_verdict`, are :mod:`nhtlab.book.off_grid_eta`.
 """
 
 from __future__ import annotations
@@ -107,13 +109,17 @@ def eta_evaluation(histories: Sequence[History], test_seeds: Sequence[int], no_g
     }
 
 
-def saved_evaluation(profile: str = "book") -> dict[str, Any] | None:
+def saved_evaluation(profile: str = "book", off_grid: bool = False) -> dict[str, Any] | None:
     """The evaluation ``scripts/evaluate_eta.py --profile PROFILE`` saved with the package, or None.
 
     Parameters
     ----------
-    profile : {"quick", "book", "full"}
-        Which evaluation: the book's held-out runs, or the companion's Table 3 runs (``full``).
+    profile : {"quick", "book", "full", "mlp_full_batch", "mlp_minibatch"}
+        Which evaluation: the book's held-out runs, or the companion's Table 3 runs (``full``); the
+        ``mlp_*`` profiles are off-grid only (the second model).
+    off_grid : bool
+        The off-grid evaluation of ``scripts/evaluate_eta.py`` (``eta_offgrid_<profile>.json``, issue 46)
+        instead of the held-out-seed one of ``scripts/evaluate_eta_seeds.py`` (``eta_<profile>.json``).
 
     Returns
     -------
@@ -121,6 +127,7 @@ def saved_evaluation(profile: str = "book") -> dict[str, Any] | None:
         The script's JSON (``eta`` records, ``verdict``, ``warnings``, the split and the versions);
         None when that evaluation has not been run and saved.
     """
-    require_choice(profile, "profile", ("quick", "book", "full"), owner="saved_evaluation")
-    path = resources.files("nhtlab") / "results" / f"eta_{profile}.json"
+    require_choice(profile, "profile", ("quick", "book", "full", "mlp_full_batch", "mlp_minibatch"),
+                   owner="saved_evaluation")
+    path = resources.files("nhtlab") / "results" / f"eta_{'offgrid_' if off_grid else ''}{profile}.json"
     return json.loads(path.read_text()) if path.is_file() else None

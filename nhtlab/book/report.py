@@ -136,14 +136,69 @@ def table(records: Iterable[Mapping[str, Any]], columns: Sequence[str] | None = 
     return Markdown("\n".join(lines))
 
 
-def eta_report(saved: Mapping[str, Any] | str) -> Markdown:
+_METHOD_NAMES = {"eta": "ETA", "eta_rate": "rate ETA", "nearest_delay": "(a) nearest delay",
+                 "law_scaled": "(b) law-scaled", "companion_fit": "(c) 1/λ fit"}
+
+
+def _off_grid_report(saved: Mapping[str, Any]) -> Markdown:
+    """The off-grid record of ``scripts/evaluate_eta.py`` (:func:`nhtlab.book.off_grid_eta.off_grid_evaluation`)."""
+    steps, pct = "{:,.0f}", "{:.0%}"
+
+    def errors(records: Sequence[Mapping[str, Any]]) -> Markdown:
+        cols = [c for c in ("fraction", "n", *_METHOD_NAMES) if any(c in r for r in records)]
+        ns = [c for c in dict.fromkeys(k for r in records for k in r) if c.startswith("n_")]
+        return table(records, columns=cols + ns, formats={"fraction": pct, **{m: steps for m in _METHOD_NAMES if m in cols}},
+                     headers={"fraction": "cut", **_METHOD_NAMES, **{c: f"n {_METHOD_NAMES[c[2:]]}" for c in ns}})
+
+    def coverage(records: Sequence[Mapping[str, Any]]) -> Markdown:
+        rows = [{**r, "wilson": f"{r['wilson_low']:.0%}–{r['wilson_high']:.0%}"} for r in records]
+        return table(rows, columns=["fraction", "stated", "covered", "coverage", "wilson", "median_width"],
+                     formats={"fraction": pct, "stated": pct, "coverage": pct, "median_width": steps},
+                     headers={"fraction": "cut", "wilson": "95% Wilson", "median_width": "median width"})
+
+    verdict = saved["verdict"]
+    runs = "; ".join(f"η = {r['eta']:g}, λ = {r['lam']:g}: {r['grokked']} of {r['runs']} grokked" for r in saved["runs"])
+    offer = _METHOD_NAMES.get(verdict.get("offer"), "none")
+    cpu = (f" CPU {saved['cpu_seconds']:,.0f} s on {saved.get('cpu_model', 'an unnamed CPU')}."
+           if "cpu_seconds" in saved else "")
+    by_split = "\n\n".join(f"*{name}* forecasts only:\n\n{errors(rec)}"
+                            for name, rec in saved.get("errors_by_split", {}).items() if rec)
+    return Markdown(
+        f"Off-grid evaluation ({saved['profile']} profile, nhtlab {saved['nhtlab']}): each grid setting "
+        f"forecast from the other grid settings, each off-grid setting from the whole grid. Runs: {runs}.{cpu}"
+        f"\n\nMedian absolute error of T_grok (steps) per cut:\n\n{errors(saved['errors'])}\n\n{by_split}\n\n"
+        f"Coverage of the ETA's per-cut conformal interval on the forecast runs:\n\n{coverage(saved['coverage'])}"
+        f"\n\nThe same for baseline (b)'s interval:\n\n{coverage(saved['coverage_baseline'])}\n\n"
+        f"**{'Ships' if verdict['passed'] else 'Does not ship'}**: {verdict['name']} — {verdict['detail']}. "
+        f"Least error at 50%: {_METHOD_NAMES.get(verdict['winner'], 'none')}; best baseline: "
+        f"{_METHOD_NAMES.get(verdict['best_baseline'], 'none')}; the best tested forecast is {offer}."
+        + _monitor_tables(saved))
+
+
+def _monitor_tables(saved: Mapping[str, Any]) -> str:
+    """The Monitor's warning and online-regime readings of an off-grid record, when it holds them."""
+    if "regimes" not in saved:
+        return ""
+    warnings = table(saved["warnings"], formats={"median_lead": "{:,.0f}", "median_lead_eta_lambda": "{:.2f}"})
+    moved = (f" ({saved['moved']} of the runs meant never to grok did grok within their budget and are scored as "
+             "grokking runs)") if saved.get("moved") else ""
+    return (f"\n\nThe Monitor's grok warning is the `train_loss` row; every signal on the same runs{moved}:"
+            f"\n\n{warnings}\n\nThe Monitor's online `regime()` at each cut and at the end, against "
+            f"`diagnose_regime` on the finished run (k of n agreeing):\n\n{table(saved['regimes'])}")
+
+
+def eta_report(saved: Mapping[str, Any] | str, off_grid: bool = False) -> Markdown:
     """The saved ETA and early-warning evaluation (:func:`nhtlab.book.held_out_eta.saved_evaluation`) as Markdown.
 
     Parameters
     ----------
     saved : mapping or {"quick", "book", "full"}
-        The JSON ``scripts/evaluate_eta.py`` wrote (split, ``eta`` records, ``verdict``, ``warnings``),
-        or the profile whose evaluation saved with nhtlab to render.
+        The JSON ``scripts/evaluate_eta_seeds.py`` wrote (split, ``eta`` records, ``verdict``, ``warnings``)
+        or ``scripts/evaluate_eta.py``'s off-grid record (``design`` "off-grid": error table per cut of the ETA
+        and the three baselines, coverage per cut with ``n``, the verdict), or the profile whose evaluation
+        saved with nhtlab to render.
+    off_grid : bool
+        With a profile: render its off-grid record rather than the held-out-seed one.
 
     Returns
     -------
@@ -153,11 +208,14 @@ def eta_report(saved: Mapping[str, Any] | str) -> Markdown:
         and names the command that makes it.
     """
     if isinstance(saved, str):
-        profile, saved = saved, saved_evaluation(saved)
+        profile, saved = saved, saved_evaluation(saved, off_grid)
         if saved is None:
+            script = "evaluate_eta.py" if off_grid else "evaluate_eta_seeds.py"
             return Markdown(f"The `{profile}` evaluation has not been saved with nhtlab {__version__}: "
-                            f"`python scripts/evaluate_eta.py --profile {profile}` runs it.")
+                            f"`python scripts/{script} --profile {profile}` runs it.")
     require_type(saved, "saved", Mapping, owner="eta_report")
+    if saved.get("design") == "off-grid":
+        return _off_grid_report(saved)
     steps = "{:,.0f}"
     verdict = saved["verdict"]
     shipped = "Ships" if verdict["passed"] else "Does not ship"

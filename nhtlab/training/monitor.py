@@ -16,7 +16,7 @@ It diagnoses the NHT regime online from the norm curve (:meth:`Monitor.regime`;
 with recorded accuracies, :meth:`Monitor.diagnose` gives the offline verdict of
 :func:`nhtlab.analysis.regimes.diagnose_regime`) and raises an
 early warning, once, by the rule the book's pre-registered evaluation supports
-(:func:`nhtlab.analysis.early_warnings.evaluate_warnings`, run by ``scripts/evaluate_eta.py``, the
+(:func:`nhtlab.analysis.early_warnings.evaluate_warnings`, run by ``scripts/evaluate_eta_seeds.py``, the
 rule chosen by :func:`nhtlab.analysis.early_warnings.supported_signal`): **the training loss at least
 twice its minimum since memorisation**, memorisation being the first record whose ``train_acc``
 scalar is at least 0.99 (:attr:`Monitor.grok_warning_step`). Pass both ``train_acc=`` and
@@ -31,7 +31,12 @@ The rule of nhtlab 0.3.0, ‖θ‖² 10% below its value at memorisation, fired 
 2,800 steps) in all 20 runs but also in all 5 that never grok; the paper's read-out signals did
 worse (the read-out's peak fired in 17, late in 3; its two ratios' rules never fired in time).
 Chapter 08 renders that table. The read-out's contraction is still recorded
-(:attr:`Monitor.head_contracting_step`), without a warning.
+(:attr:`Monitor.head_contracting_step`), without a warning. Where each rule was tested: the warning
+and :meth:`regime` on the companion transformer (above, and off its λ grid: ``eta_offgrid_book.json``)
+and on the MLP on Z_47, full batch and minibatch (``eta_offgrid_mlp_*.json``, ``scripts/evaluate_eta.py``).
+On that MLP the warning fired before T_grok in none of the grokking runs, and on them :meth:`regime` never
+matched :func:`~nhtlab.analysis.regimes.diagnose_regime`, which calls them undetermined (they grok
+with no contraction of ‖θ‖²): on that model neither rule is supported.
 
 Plain loop::
 

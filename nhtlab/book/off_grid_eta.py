@@ -1,0 +1,518 @@
+"""The ETA evaluated off the grid it was calibrated on (issue 46): leave-one-setting-out and unseen settings.
+
+A user forecasting their own run has no runs at their setting to calibrate on. So each setting
+is forecast from *other* settings only, and the forecast is compared with what the delay law
+gives for free. For a held-out setting ``(η, λ)`` and calibration runs from other settings:
+
+* **baseline (a)** ``nearest_delay``: ``T_mem`` + the mean delay ``T_grok − T_mem`` of the nearest
+  calibrated setting (least ``|log ηλ − log η_cλ_c|``, ties to the larger ``ηλ``);
+* **baseline (b)** ``law_scaled``: the same delay × ``(ηλ)_near/(ηλ)``, the delay law's own scaling;
+* **baseline (c)** ``companion_fit``: the companion's ``T_grok ≈ slope/λ + intercept`` (η = 10⁻³ only);
+* ``eta_rate``: the core's contraction-rate ETA (:func:`nhtlab.analysis.eta.predict_grok`);
+* ``eta``: the predictor fixed with the design, ``T_mem + √(d_rate·d_law)``: the geometric mean of
+  the rate ETA's delay and the pooled law ``c/(ηλ)``, ``c`` the median ``(T_grok − T_mem)·ηλ`` of the
+  calibration runs (``d_law`` alone where the rate ETA gives no estimate).
+
+Every forecast is made at a cut ``T_mem + f·(T_grok − T_mem)`` (25%, 50%, 75%) and floored at the
+cut's step. Intervals are **split-conformal per cut** on the calibration runs only: the scores are
+``|log(d/d̂)|`` of forecasts made, within the calibration settings, leaving each one out in turn
+(so they measure off-setting error, as the forecast will make), and the interval is
+``T_mem + d̂·exp(±q)`` with ``q`` the ``⌈(n+1)·coverage⌉``-th smallest of the ``n`` scores.
+Measured coverage on the forecast runs is reported per cut with its Wilson interval and ``n``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from .._version import __version__
+from ..analysis.early_warnings import evaluate_warnings
+from ..analysis.eta import EtaCalibration, calibrate_eta, cut_history, predict_grok
+from ..analysis.events import find_events
+from ..analysis.regimes import diagnose_regime
+from ..history import History
+from ..papers import COMPANION_GROK_FIT
+from ..training.monitor import online_regime
+from ..validation import require_real, require_type
+
+__all__ = ["ETA_METHODS", "ETA_BASELINES", "setting_of", "nearest_setting", "fit_eta_method", "conformal_quantile",
+           "wilson_interval", "leave_one_out_splits", "forecast_rows", "error_table", "coverage_table",
+           "off_grid_verdict", "off_grid_evaluation", "monitor_readings"]
+
+FRACTIONS = (0.25, 0.5, 0.75)
+#: The methods in the order the tables show them; the first is the ETA the ship rule reads.
+ETA_METHODS = ("eta", "eta_rate", "nearest_delay", "law_scaled", "companion_fit")
+ETA_BASELINES = ("nearest_delay", "law_scaled", "companion_fit")
+Setting = tuple[float, float]
+Predictor = Callable[[History, Any, int], "float | None"]
+
+
+def setting_of(history: History) -> Setting:
+    """``(η, λ)`` of a run, from its config's ``lr`` and ``weight_decay``.
+
+    Raises
+    ------
+    ValueError
+        When the config lacks either, or either is not positive.
+    """
+    require_type(history, "history", History, owner="setting_of")
+    try:
+        lr, lam = float(history.config["lr"]), float(history.config["weight_decay"])
+    except (KeyError, TypeError, ValueError):
+        raise ValueError("The 'history' parameter of setting_of needs 'lr' and 'weight_decay' in its config. "
+                         f"Got {sorted(history.config)}.") from None
+    if not (lr > 0 and lam > 0):
+        raise ValueError(f"The 'history' parameter of setting_of needs a positive η and λ. Got η = {lr}, λ = {lam}.")
+    return lr, lam
+
+
+def _key(s: Setting) -> Setting:
+    return float(f"{s[0]:.6g}"), float(f"{s[1]:.6g}")
+
+
+def nearest_setting(target: Setting, calibrated: Sequence[Setting]) -> Setting:
+    """The calibrated setting nearest ``target`` in ``log(ηλ)`` (ties: the larger ``ηλ``).
+
+    >>> nearest_setting((1e-3, 0.2), [(1e-3, 0.1), (1e-3, 0.3)])
+    (0.001, 0.3)
+    """
+    if not calibrated:
+        raise ValueError("The 'calibrated' parameter of nearest_setting is empty: nothing to be near.")
+    target_log = math.log(target[0] * target[1])
+    return min(calibrated, key=lambda s: (round(abs(math.log(s[0] * s[1]) - target_log), 12), -s[0] * s[1]))
+
+
+def _grokked(histories: Sequence[History]) -> list[tuple[History, Any]]:
+    """Runs with a plateau to forecast: memorised, then grokked later, not diverged."""
+    out = []
+    for h in histories:
+        e = find_events(h)
+        if e.grokked and e.t_mem is not None and e.t_grok > e.t_mem and not h.diverged:
+            out.append((h, e))
+    return out
+
+
+def fit_eta_method(method: str, calibration: Sequence[History], coverage: float = 0.8) -> Predictor:
+    """Fit ``method`` on calibration runs; returns ``predict(history, events, step) → T̂_grok or None`` (unfloored).
+
+    Parameters
+    ----------
+    method : one of :data:`ETA_METHODS`
+    calibration : sequence of History
+        Runs of other settings than those it will forecast (at least one that grokked).
+    coverage : float
+        Passed to :func:`calibrate_eta` (the rate ETA's own interval is not used here).
+
+    Returns
+    -------
+    callable
+        Only the history up to ``step`` is read by the ETAs; the baselines read ``T_mem`` and the setting.
+    """
+    if method not in ETA_METHODS:
+        raise ValueError(f"The 'method' parameter of fit_eta_method must be one of {ETA_METHODS}. Got {method!r} instead.")
+    runs = _grokked(calibration)
+    if not runs:
+        raise ValueError("The 'calibration' parameter of fit_eta_method must hold at least one run that memorised and "
+                         "grokked; none did.")
+    delays: dict[Setting, list[float]] = {}
+    for h, e in runs:
+        delays.setdefault(_key(setting_of(h)), []).append(float(e.delay))
+    mean_delay = {s: float(np.mean(v)) for s, v in delays.items()}
+    law = float(np.median([e.delay * np.prod(setting_of(h)) for h, e in runs]))
+
+    def near(h: History) -> tuple[Setting, Setting]:
+        s = _key(setting_of(h))
+        return s, nearest_setting(s, sorted(mean_delay))
+
+    if method == "nearest_delay":
+        return lambda h, e, step: e.t_mem + mean_delay[near(h)[1]]
+    if method == "law_scaled":
+        def scaled(h: History, e: Any, step: int) -> float:
+            s, n = near(h)
+            return e.t_mem + mean_delay[n] * (n[0] * n[1]) / (s[0] * s[1])
+        return scaled
+    if method == "companion_fit":
+        def companion(h: History, e: Any, step: int) -> float | None:
+            lr, lam = setting_of(h)
+            return COMPANION_GROK_FIT["slope"] / lam + COMPANION_GROK_FIT["intercept"] if math.isclose(lr, 1e-3) else None
+        return companion
+    cal: EtaCalibration = calibrate_eta([h for h, _ in runs], coverage)
+
+    def rate(h: History, e: Any, step: int) -> float | None:
+        return predict_grok(cut_history(h, step), cal).t_grok
+
+    if method == "eta_rate":
+        return rate
+
+    def combined(h: History, e: Any, step: int) -> float:
+        d_law = law / float(np.prod(setting_of(h)))
+        t_rate = rate(h, e, step)
+        if t_rate is None or t_rate <= e.t_mem:
+            return e.t_mem + d_law
+        return e.t_mem + math.sqrt((t_rate - e.t_mem) * d_law)
+    return combined
+
+
+def _cuts(h: History, e: Any, fractions: Sequence[float]) -> list[tuple[float, int]]:
+    """The last evaluated step at or before ``T_mem + f·(T_grok − T_mem)``, after ``T_mem``, per fraction."""
+    steps = h.column("step")
+    out = []
+    for f in fractions:
+        seen = steps[(steps <= e.t_mem + f * (e.t_grok - e.t_mem)) & (steps > e.t_mem)]
+        if len(seen):
+            out.append((f, int(seen[-1])))
+    return out
+
+
+def conformal_quantile(scores: Sequence[float], coverage: float) -> float:
+    """The split-conformal quantile: the ``⌈(n+1)·coverage⌉``-th smallest score (∞ when that exceeds ``n``).
+
+    >>> conformal_quantile([0.1, 0.2, 0.3, 0.4], 0.5)
+    0.3
+    """
+    require_real(coverage, "coverage", low=0.0, high=1.0, low_open=True, high_open=True, owner="conformal_quantile")
+    ordered = sorted(float(s) for s in scores if np.isfinite(s))
+    rank = math.ceil((len(ordered) + 1) * coverage)
+    return ordered[rank - 1] if 1 <= rank <= len(ordered) else math.inf
+
+
+def wilson_interval(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
+    """Wilson score interval (95% by default) of a proportion ``k`` of ``n``; ``(0, 1)`` when ``n = 0``.
+
+    >>> [round(x, 3) for x in wilson_interval(8, 10)]
+    [0.49, 0.943]
+    """
+    if not (0 <= k <= n):
+        raise ValueError(f"The 'k' parameter of wilson_interval must lie in [0, n = {n}]. Got {k}.")
+    if n == 0:
+        return 0.0, 1.0
+    p = k / n
+    centre, half = p + z * z / (2 * n), z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+    return max(0.0, (centre - half) / (1 + z * z / n)), min(1.0, (centre + half) / (1 + z * z / n))
+
+
+def leave_one_out_splits(grid: Sequence[Setting], off_grid: Sequence[Setting] = ()) -> list[dict[str, Any]]:
+    """The design's splits: each grid setting forecast from the others, each off-grid one from the whole grid.
+
+    Returns
+    -------
+    list of dict
+        ``split`` ("leave-one-out" or "off-grid"), ``forecast`` (a setting), ``calibrate`` (settings).
+
+    Raises
+    ------
+    ValueError
+        With fewer than two grid settings, or an off-grid setting that is also on the grid.
+    """
+    grid, off_grid = [_key(s) for s in grid], [_key(s) for s in off_grid]
+    if len(set(grid)) < 2:
+        raise ValueError(f"The 'grid' parameter of leave_one_out_splits needs two settings or more. Got {grid}.")
+    clash = sorted(set(grid) & set(off_grid))
+    if clash:
+        raise ValueError(f"The 'off_grid' parameter of leave_one_out_splits must hold settings in no calibration; "
+                         f"{clash} are on the grid.")
+    return ([{"split": "leave-one-out", "forecast": s, "calibrate": [g for g in grid if g != s]} for s in grid]
+            + [{"split": "off-grid", "forecast": s, "calibrate": list(grid)} for s in off_grid])
+
+
+def _by_setting(histories: Sequence[History]) -> dict[Setting, list[History]]:
+    out: dict[Setting, list[History]] = {}
+    for h in histories:
+        out.setdefault(_key(setting_of(h)), []).append(h)
+    return out
+
+
+def _scores(method: str, calibration: Sequence[History], fractions: Sequence[float], coverage: float) -> dict:
+    """Per fraction, conformal scores ``|log(d/d̂)|`` of ``method`` within ``calibration``, each setting left out."""
+    groups = _by_setting(calibration)
+    scores: dict[float, list[float]] = {f: [] for f in fractions}
+    if len(groups) < 2:
+        return scores
+    for s, held in groups.items():
+        rest = [h for k, hs in groups.items() if k != s for h in hs]
+        try:
+            predict = fit_eta_method(method, rest, coverage)
+        except ValueError:
+            continue
+        for h, e in _grokked(held):
+            for f, step in _cuts(h, e, fractions):
+                t = predict(h, e, step)
+                if t is not None:
+                    scores[f].append(abs(math.log(e.delay / (max(t, step) - e.t_mem))))
+    return scores
+
+
+def forecast_rows(histories: Sequence[History], grid: Sequence[Setting], off_grid: Sequence[Setting] = (),
+                  coverage: float = 0.8, fractions: Sequence[float] = FRACTIONS,
+                  methods: Sequence[str] = ETA_METHODS) -> list[dict[str, Any]]:
+    """Every forecast of the design: one row per split, forecast run, cut and method.
+
+    Parameters
+    ----------
+    histories : sequence of History
+        Runs of the grid and off-grid settings (``lr``, ``weight_decay``, ``seed`` in their configs).
+    grid, off_grid : sequence of (η, λ)
+        See :func:`leave_one_out_splits`. A run of another setting is never used.
+    coverage : float
+        The intervals' stated coverage.
+    fractions : sequence of float
+        The cuts, as fractions of each forecast run's plateau.
+    methods : sequence of str
+        From :data:`ETA_METHODS`.
+
+    Returns
+    -------
+    list of dict
+        ``split``, ``eta``, ``lam``, ``seed``, ``method``, ``fraction``, ``step`` (the cut), ``t_mem``,
+        ``t_grok`` (true), ``forecast`` (floored at ``step``; None: no forecast), ``error`` (forecast − truth),
+        ``low``, ``high``, ``covered``; calibrated only on the split's ``calibrate`` settings.
+    """
+    require_real(coverage, "coverage", low=0.0, high=1.0, low_open=True, high_open=True, owner="forecast_rows")
+    groups = _by_setting(histories)
+    rows = []
+    for split in leave_one_out_splits(grid, off_grid):
+        calibration = [h for s in split["calibrate"] for h in groups.get(s, [])]
+        targets = _grokked(groups.get(split["forecast"], []))
+        if not targets or not _grokked(calibration):
+            continue
+        for method in methods:
+            predict = fit_eta_method(method, calibration, coverage)
+            quantiles = {f: conformal_quantile(v, coverage) for f, v in _scores(method, calibration, fractions,
+                                                                                 coverage).items()}
+            for h, e in targets:
+                for f, step in _cuts(h, e, fractions):
+                    t = predict(h, e, step)
+                    row = {"split": split["split"], "eta": split["forecast"][0], "lam": split["forecast"][1],
+                           "seed": int(h.config.get("seed", -1)), "method": method, "fraction": f, "step": step,
+                           "t_mem": int(e.t_mem), "t_grok": int(e.t_grok), "forecast": None, "error": None,
+                           "low": None, "high": None, "covered": None}
+                    if t is not None:
+                        t = max(float(t), float(step))
+                        q, d = quantiles[f], t - e.t_mem
+                        low, high = max(float(step), e.t_mem + d * math.exp(-q)), e.t_mem + d * math.exp(q)
+                        row.update(forecast=round(t, 1), error=round(t - e.t_grok, 1), low=round(low, 1),
+                                   high=round(high, 1) if math.isfinite(high) else None,
+                                   covered=bool(low <= e.t_grok <= high))
+                    rows.append(row)
+    return rows
+
+
+def _median_abs(rows: Sequence[Mapping[str, Any]]) -> float | None:
+    errors = [abs(r["error"]) for r in rows if r["error"] is not None]
+    return float(np.median(errors)) if errors else None
+
+
+def error_table(rows: Sequence[Mapping[str, Any]], split: str | None = None) -> list[dict[str, Any]]:
+    """Median absolute error (steps) per cut and method, with the runs each rests on.
+
+    Parameters
+    ----------
+    rows : sequence of dict
+        From :func:`forecast_rows`.
+    split : str, optional
+        Only that split's rows ("leave-one-out", "off-grid"); all by default.
+
+    Returns
+    -------
+    list of dict
+        Per fraction: ``fraction``, ``n`` (forecast runs), then per method its median absolute error and,
+        for a method forecasting fewer runs (``companion_fit``: η = 10⁻³ only), ``n_<method>``.
+    """
+    rows = [r for r in rows if split is None or r["split"] == split]
+    methods = [m for m in ETA_METHODS if any(r["method"] == m for r in rows)]
+    out = []
+    for f in sorted({r["fraction"] for r in rows}):
+        at = [r for r in rows if r["fraction"] == f]
+        n = len({(r["eta"], r["lam"], r["seed"]) for r in at})
+        record: dict[str, Any] = {"fraction": f, "n": n}
+        for m in methods:
+            mine = [r for r in at if r["method"] == m and r["error"] is not None]
+            record[m] = _median_abs(mine)
+            if len(mine) != n:
+                record[f"n_{m}"] = len(mine)
+        out.append(record)
+    return out
+
+
+def coverage_table(rows: Sequence[Mapping[str, Any]], method: str = "eta", coverage: float = 0.8,
+                   split: str | None = None) -> list[dict[str, Any]]:
+    """Measured coverage per cut of ``method``'s conformal interval: ``k of n``, the rate, its Wilson 95% interval.
+
+    Returns
+    -------
+    list of dict
+        ``fraction``, ``stated``, ``covered`` ("k of n"), ``coverage``, ``wilson_low``, ``wilson_high``,
+        ``median_width`` (steps; an infinite half-width, too few calibration scores, counts as infinite).
+    """
+    out = []
+    picked = [r for r in rows if r["method"] == method and r["covered"] is not None
+              and (split is None or r["split"] == split)]
+    for f in sorted({r["fraction"] for r in picked}):
+        at = [r for r in picked if r["fraction"] == f]
+        k, n = sum(r["covered"] for r in at), len(at)
+        lo, hi = wilson_interval(k, n)
+        out.append({"fraction": f, "stated": coverage, "covered": f"{k} of {n}", "coverage": k / n,
+                    "wilson_low": lo, "wilson_high": hi,
+                    "median_width": float(np.median([math.inf if r["high"] is None else r["high"] - r["low"]
+                                                     for r in at]))})
+    return out
+
+
+def off_grid_verdict(rows: Sequence[Mapping[str, Any]], fraction: float = 0.5, tolerance: float = 0.10,
+                     coverage: float = 0.8, method: str = "eta") -> dict[str, Any]:
+    """Issue 46's ship rule on the off-grid forecasts: ``method`` ships if, at ``fraction`` of the plateau,
+    its median absolute error is below every baseline's on the runs both forecast, and its interval's
+    measured coverage is within ``tolerance`` of ``coverage`` at every cut.
+
+    Parameters
+    ----------
+    rows : sequence of dict
+        From :func:`nhtlab.book.off_grid_eta.forecast_rows`.
+    fraction : float
+        The cut the error comparison reads.
+    tolerance : float
+        Allowed gap between measured and stated coverage, at every cut.
+    coverage : float
+        The stated coverage.
+    method : str
+        The candidate (the design's ETA by default).
+
+    Returns
+    -------
+    dict
+        ``passed``, ``name``, ``detail``, ``winner`` (the method of least median absolute error at
+        ``fraction`` over all runs, among those that forecast every run), ``best_baseline`` (the same among
+        the baselines), ``offer`` (what the Monitor should offer: ``method`` if it passed, else the best baseline).
+    """
+    name = (f"the ETA beats every baseline at {fraction:.0%} of the plateau off the grid, coverage within "
+            f"{tolerance:.0%} of {coverage:.0%} at every cut")
+    at = [r for r in rows if math.isclose(r["fraction"], fraction) and r["error"] is not None]
+    by = {m: {(r["eta"], r["lam"], r["seed"], r["split"]): abs(r["error"]) for r in at if r["method"] == m}
+          for m in ETA_METHODS}
+    if not by.get(method) or not any(by.get(b) for b in ETA_BASELINES):
+        return {"passed": False, "name": name, "detail": "not enough forecast runs to evaluate", "winner": None,
+                "best_baseline": None, "offer": None}
+    paired, beats = [], True
+    for b in ETA_BASELINES:
+        shared = sorted(set(by[method]) & set(by.get(b, {})))
+        if not shared:
+            continue
+        mine, theirs = (float(np.median([d[k] for k in shared])) for d in (by[method], by[b]))
+        beats &= mine < theirs
+        paired.append(f"{mine:,.0f} against {b}'s {theirs:,.0f} (n = {len(shared)})")
+    n_all = max(len(v) for v in by.values())
+    full = {m: float(np.median(list(v.values()))) for m, v in by.items() if v and len(v) == n_all}
+    winner = min(full, key=full.get) if full else None
+    baselines = {b: full[b] for b in ETA_BASELINES if b in full}
+    best = min(baselines, key=baselines.get) if baselines else None
+    cov = coverage_table(rows, method, coverage)
+    calibrated = bool(cov) and all(abs(c["coverage"] - coverage) <= tolerance + 1e-12 for c in cov)
+    passed = beats and calibrated
+    detail = (f"at {fraction:.0%}: " + "; ".join(paired) + "; coverage "
+              + ", ".join(f"{c['coverage']:.0%} ({c['covered']}) at {c['fraction']:.0%}" for c in cov))
+    return {"passed": bool(passed), "name": name, "detail": detail, "winner": winner, "best_baseline": best,
+            "offer": method if passed else best}
+
+
+def off_grid_evaluation(histories: Sequence[History], grid: Sequence[Setting], off_grid: Sequence[Setting] = (),
+                        profile: str = "book", coverage: float = 0.8,
+                        no_grok: Sequence[History] = ()) -> dict[str, Any]:
+    """The off-grid evaluation as ``scripts/evaluate_eta.py`` saves it and :func:`nhtlab.book.eta_report` renders it.
+
+    Parameters
+    ----------
+    histories : sequence of History
+        The design's runs.
+    grid, off_grid : sequence of (η, λ)
+        See :func:`leave_one_out_splits`.
+    profile : str
+        The label the record carries.
+    coverage : float
+        The intervals' stated coverage.
+    no_grok : sequence of History, optional
+        Runs that should never warn (:func:`monitor_readings`).
+
+    Returns
+    -------
+    dict
+        ``design`` ("off-grid"), ``profile``, ``nhtlab``, ``grid``, ``off_grid``, ``runs`` (per setting:
+        trained, grokked), ``errors`` (:func:`error_table`, all forecasts), ``errors_by_split``,
+        ``coverage`` (:func:`coverage_table` of the ETA), ``coverage_baseline`` (of ``law_scaled``),
+        ``verdict`` (:func:`off_grid_verdict`), ``warnings`` and ``regimes``
+        (:func:`monitor_readings` on the design's runs and ``no_grok``) and ``rows`` (every forecast).
+    """
+    rows = forecast_rows(histories, grid, off_grid, coverage)
+    groups = _by_setting(histories)
+    runs = [{"eta": s[0], "lam": s[1], "split": "off-grid" if s in {_key(o) for o in off_grid} else "grid",
+             "runs": len(groups.get(s, [])), "grokked": len(_grokked(groups.get(s, [])))}
+            for s in [_key(g) for g in grid] + [_key(o) for o in off_grid]]
+    verdict = off_grid_verdict(rows, coverage=coverage)
+    return {
+        "design": "off-grid", "profile": profile, "nhtlab": __version__, "stated_coverage": coverage,
+        "grid": [list(_key(g)) for g in grid], "off_grid": [list(_key(o)) for o in off_grid], "runs": runs,
+        "errors": error_table(rows),
+        "errors_by_split": {s: error_table(rows, s) for s in ("leave-one-out", "off-grid")},
+        "coverage": coverage_table(rows, "eta", coverage), "coverage_baseline": coverage_table(rows, "law_scaled",
+                                                                                              coverage),
+        "verdict": verdict,
+        **monitor_readings([h for hs in groups.values() for h in hs], no_grok),
+        "rows": rows,
+    }
+
+
+def monitor_readings(histories: Sequence[History], no_grok: Sequence[History] = (),
+                     fractions: Sequence[float] = FRACTIONS) -> dict[str, Any]:
+    """The Monitor's two online promises read on finished runs: its grok warning and its :meth:`regime`.
+
+    The rules are the Monitor's own, applied to the trainer's records (the same ‖θ‖² and the
+    whole-training-set loss and accuracy the Monitor's docstring asks a user to pass): the warning is
+    :func:`nhtlab.analysis.early_warnings.evaluate_warnings`'s ``train_loss`` signal (the Monitor's
+    ``GROK_WARNING_SIGNAL``), the online regime is :func:`nhtlab.training.monitor.online_regime`, read at
+    each cut of the plateau and at the end, against :func:`nhtlab.analysis.regimes.diagnose_regime` on
+    the finished run.
+
+    Parameters
+    ----------
+    histories : sequence of History
+        Runs expected to grok (a run that does not counts as missing for the warning).
+    no_grok : sequence of History
+        Runs that should never warn; a run among them that groks within its budget is moved to ``histories``.
+    fractions : sequence of float
+        Cuts of the plateau at which the online regime is read.
+
+    Returns
+    -------
+    dict
+        ``warnings`` (every signal's record; ``train_loss`` is the Monitor's), ``regimes`` (one row per
+        finished verdict: ``diagnosed``, ``runs``, and the online regime at each cut and at the end as
+        ``"k of n"`` agreeing with the diagnosis, with the calls made), ``moved`` (no-grok runs that grokked).
+    """
+    grokked_weak = [h for h in no_grok if find_events(h).grokked]
+    never = [h for h in no_grok if not find_events(h).grokked]
+    runs = list(histories) + grokked_weak
+    by_verdict: dict[str, list[dict[str, str]]] = {}
+    for h in runs + never:
+        diagnosed = diagnose_regime(h).regime
+        e = find_events(h)
+        reads = {}
+        cuts = _cuts(h, e, fractions) if e.grokked and e.t_mem is not None and e.t_grok > e.t_mem else []
+        for f, step in cuts:
+            seen = cut_history(h, step)
+            reads[f"at {f:.0%}"] = online_regime(seen.column("norm"), seen.column("train_acc"))
+        reads["at the end"] = online_regime(h.column("norm"), h.column("train_acc"))
+        by_verdict.setdefault(diagnosed, []).append(reads)
+    regimes = []
+    for diagnosed, reads in sorted(by_verdict.items()):
+        row: dict[str, Any] = {"diagnosed": diagnosed, "runs": len(reads)}
+        for when in [f"at {f:.0%}" for f in fractions] + ["at the end"]:
+            calls = [r[when] for r in reads if when in r]
+            if calls:
+                agree = sum(c == diagnosed for c in calls)
+                counts = ", ".join(f"{c} {calls.count(c)}" for c in sorted(set(calls)))
+                row[when] = f"{agree} of {len(calls)} ({counts})"
+        regimes.append(row)
+    return {"warnings": evaluate_warnings(runs, never), "regimes": regimes, "moved": len(grokked_weak)}
