@@ -485,10 +485,11 @@ nb.md(
 
 # %% tags=["remove-input"]
 WORST = {"border": "{:.2f}", "background": "{:.2f}"}  # worst-group acc
+HEAD = {"separation": "background's separation"}
 learnt, bg_readings = study.background_readings(trained)
 bg_runs = [r for rs in study.background.values() for r in rs]
 nb.md(
-    nb.table(study.worst_group_rows(trained), formats=WORST)
+    nb.table(study.worst_group_rows(trained), formats=WORST, headers=HEAD)
     + f"\n\n{learnt}.\n\n"
     + nb.table(nb.reading_rows(bg_readings))
     + "\n\nPaper: Waterbirds"

@@ -31,7 +31,6 @@ import numpy as np
 from ..history import History
 from ..validation import require_real, require_type
 from .claims import Check, Reading, check_reading, over_seeds
-from .report import Markdown, table
 from ..analysis.events import border_times
 from ..analysis.separation import Separation, format_score
 
@@ -39,7 +38,7 @@ __all__ = ["ACCURACIES", "RECORD_COLUMNS", "RECORD_FORMATS", "SET_LABELS", "BORD
            "rho_drop", "rho_reading", "final_accuracy_records", "separation_records",
            "reading_sentence",
            "check_border_escape", "check_rho_trend", "check_separation_defined", "probe_row", "write_probe",
-           "read_probe", "probe_summary", "PROBE_COLUMNS"]
+           "read_probe", "PROBE_COLUMNS"]
 
 #: The test sets whose final accuracy a record reports (``<name>_acc`` columns of a shortcut run).
 ACCURACIES = ("train", "clean", "conflict", "shortcut")
@@ -417,27 +416,3 @@ def read_probe(path: str | os.PathLike | None = None) -> tuple[dict[str, Any], l
         raise ValueError(f"{os.fspath(path)} is not a probe-grid file: it needs 'about', 'columns' (equal to "
                          f"{list(PROBE_COLUMNS)}) and 'rows'.")
     return data["about"], data["rows"]
-
-
-def probe_summary(about: Mapping[str, Any], rows: Sequence[Mapping[str, Any]]) -> Markdown:
-    """The probe grid (:func:`read_probe`) as chapter 06 shows it: a sentence naming the settings whose
-    border was fitted and then dropped, and the table (without ``otherwise`` and ``seed``).
-
-    Parameters
-    ----------
-    about : mapping
-        Where the rows come from (``machine``, ``nhtlab``, ``note``).
-    rows : sequence of dict
-        The probe's rows.
-
-    Returns
-    -------
-    Markdown
-    """
-    escaped = [r for r in rows if r["dropped"] is not None]
-    listed = "; ".join(f"{r['task']}, contrast {r['contrast']:g}, ρ = {r['rho']:g}, λ = {r['lam']:g}: fitted at "
-                       f"{r['fitted']:,}, dropped at {r['dropped']:,}" for r in escaped)
-    head = (f"Probe grid, {about['machine']}, nhtlab {about['nhtlab']} ({about.get('note', '')}): {len(escaped)} of "
-            f"{len(rows)} settings fitted the border and then dropped it ({listed}).\n\n")
-    return Markdown(head + table(rows, columns=[c for c in rows[0] if c not in ("otherwise", "seed")],
-                                 headers={"rho": "ρ", "lam": "λ"}))

@@ -323,8 +323,8 @@ class ShortcutStudy:
         ----------
         trained : mapping run → History
         domain : {"border", "background"}
-            The border's main runs, or the background cue's (each reading's name then starts
-            with ``"background: "``).
+            The border's main runs, or the background cue's (each reading's name then ends
+            with ``" (background)"``).
 
         Returns
         -------
@@ -335,7 +335,7 @@ class ShortcutStudy:
         readings = prediction_readings(cards, names=SEED_PREDICTIONS)
         if domain == "border":
             return readings
-        return [Reading(f"{domain}: {r.name}", r.by_seed, r.expected, r.rule) for r in readings]
+        return [Reading(f"{r.name} ({domain})", r.by_seed, r.expected, r.rule) for r in readings]
 
     def _seed_runs(self, domain: str) -> dict[int, ShortcutRun]:
         if domain == "border":
@@ -373,15 +373,16 @@ class ShortcutStudy:
                            {s: "below" if not (sep.defined and sep.score >= threshold) else "above"
                             for s, sep in seps.items()}, expected="below")
         learnt = Check(learnt.name, learnt.passed, f"{learnt.detail}; {detail}")
-        scores = ", ".join(f"seed {s}: {format_score(sep)}" for s, sep in seps.items())
-        return learnt, [Reading(f"{below.name}: {scores}", below.by_seed, below.expected, below.rule),
-                        *self.prediction_readings(trained, "background")]
+        return learnt, [below, *self.prediction_readings(trained, "background")]
 
     def worst_group_rows(self, trained: Histories) -> list[dict[str, Any]]:
-        """The worst-group (``conflict``) accuracy at the end, border against background, one row per seed."""
+        """Per seed: the worst-group (``conflict``) accuracy at the end, border against background, and the
+        background's separation score (text: ``"undefined"`` for NaN)."""
         border, bg = self.main, self._seed_runs("background")
         return [{"seed": s, "border": trained[border[s]].rows[-1]["conflict_acc"],
-                 "background": trained[bg[s]].rows[-1]["conflict_acc"]} for s in self.seeds]
+                 "background": trained[bg[s]].rows[-1]["conflict_acc"],
+                 "separation": format_score(domain_of(bg[s], self.fit).separation(trained[bg[s]]))}
+                for s in self.seeds]
 
     # --- answers to the chapter's predictions (nhtlab.book.check_prediction) -----------------------
 
