@@ -119,7 +119,9 @@ MLP_MODEL = dict(width=256, embed_std=0.5)
 CNN_TRAIN = dict(lr=1e-3, weight_decay=0.05, batch_size=128)
 TRUTH = dict(rich_cka=0.6, lazy_cka=0.95, nc1_ratio=0.1)
 RATES = [1e-4, 1e-3, 1e-2, 1e-1]  # AdamW's learning rates, fixed
-LR_CHART = dict(x="lr", x_title="learning rate", log_x=True)
+LR_CHART = dict(
+    x="lr", x_title="learning rate", log_x=True, y_title="DLR, test acc"
+)
 CLAIMS = dict(margin=0.2, slack=0.02, bn_margin=0.1, chance_below=0.2)
 cfg = nb.select_profile(PROFILES, profile)
 nb.stamp(profile, cfg)
@@ -378,10 +380,8 @@ nb.dlr_table(
 #
 # ## A finding: the one-hidden-layer MLP
 #
-# Chapter 1's embedding MLP, $h = \text{ReLU}(E_a[a] + E_b[b])$, width
-# 256, $(a + b) \bmod p$ ($p$ in PROFILES), half the table for training,
-# full-batch AdamW (lr 3·10⁻³, λ = 1, β = (0.9, 0.98)), read at its
-# hidden layer (the input of its read-out), all $p^2$ pairs.
+# Chapter 1's embedding MLP, $h = \text{ReLU}(E_a[a] + E_b[b])$ (MLP and
+# MLP_MODEL in PROFILES), read at its hidden layer on all $p^2$ pairs.
 
 # %%
 run = nhtlab.ModularRun(
