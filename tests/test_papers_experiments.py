@@ -12,6 +12,7 @@ from nhtlab import book as nb
 from nhtlab.book.shortcut_study import ShortcutStudy
 from nhtlab.data.cues import REGIONS, tint_shortcut
 from nhtlab.data.images import ImageData
+from nhtlab.history import History
 from nhtlab.training.shortcut_run import ShortcutRun
 
 from test_shortcut_study import PROFILE, STEPS, history, image, trained_for
@@ -113,3 +114,16 @@ def test_lr_readings_follow_the_records():
     assert (a.by_seed[0], b.by_seed[0], c.by_seed[0]) == ("yes", "lazier", "more")
     assert nb.lr_checks(rows)[1]
     assert nb.features_used([0.2, 0.97]) == 2
+
+
+def test_ledger_cpu_seconds_reads_the_latest_training_of_each_run(tmp_path):
+    from nhtlab.build.ledger import record_training
+    from nhtlab.training.cache import ResultCache
+
+    runs = [ShortcutRun(kind="background", steps=10, seed=s) for s in (0, 1)]
+    done = History(rows=[{"step": 10}], status="completed")
+    for run, cpu in ((runs[0], 3.0), (runs[0], 4.0), (runs[1], 2.5)):
+        record_training(tmp_path, "any key", run, done, cpu_seconds=cpu, wall_seconds=1.0)
+    cache = ResultCache(tmp_path)
+    assert nb.ledger_cpu_seconds(runs, cache) == pytest.approx(6.5)
+    assert nb.ledger_cpu_seconds([ShortcutRun(kind="tint", steps=10)], cache) == 0.0

@@ -20,7 +20,7 @@ from typing import Any
 from .claims import Check, Reading, check_reading, over_seeds, reading_answer
 from .scorecard import PREDICTIONS, prediction_readings
 from ..analysis.separation import Separation, format_score
-from ..build.ledger import read_ledger
+from ..build.ledger import _label, read_ledger
 from .shortcut_report import (border_reading, check_border_escape, check_rho_trend,
                                         check_separation_defined, higher_reading, rho_reading)
 from ..analysis.events import border_times
@@ -28,7 +28,6 @@ from ..history import History
 from ..validation import require_type
 from .scorecard_runs import domain_of, score_runs, sweep_records
 from ..training.cache import ResultCache
-from ..training.cache_key import config_key
 from ..training.shortcut_run import ShortcutRun
 from ..training.loop import TrainConfig
 from ..training.presets import companion_grid_run
@@ -495,6 +494,9 @@ class ShortcutStudy:
 def ledger_cpu_seconds(runs: Sequence[TrainConfig], cache: ResultCache | None = None) -> float:
     """CPU seconds the build's ledger records for training ``runs`` (the latest training of each; 0 when none).
 
+    Lines are matched by the ledger's label of a run, not its cache key: the key holds the torch thread
+    count of the process that computes it, and a pool worker's differs from the chapter's.
+
     Parameters
     ----------
     runs : sequence of run configs
@@ -506,6 +508,6 @@ def ledger_cpu_seconds(runs: Sequence[TrainConfig], cache: ResultCache | None = 
     float
     """
     root = (cache if cache is not None else ResultCache()).root
-    keys = {config_key(r.cache_config()) for r in runs}
-    latest = {line["run"]: line.get("cpu_s") or 0.0 for line in read_ledger(root) if line.get("run") in keys}
+    labels = {_label(r) for r in runs}
+    latest = {line["label"]: line.get("cpu_s") or 0.0 for line in read_ledger(root) if line.get("label") in labels}
     return float(sum(latest.values()))
