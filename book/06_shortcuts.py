@@ -495,9 +495,8 @@ nb.md(
     + "\n\nPaper: Waterbirds"
     f" {paper_total['Waterbirds']}/6, separation"
     f" {nhtlab.papers.NHT_PAPER['separation']['Waterbirds']}; CelebA"
-    f" {paper_total['CelebA']}/6. The background runs"
-    f" ({len(bg_runs)}) cost {nb.ledger_cpu_seconds(bg_runs):.0f} CPU s"
-    " on the build's ledger."
+    f" {paper_total['CelebA']}/6. The background runs:"
+    f" {nb.ledger_cost(bg_runs)}."
 )
 
 # %% [markdown]

@@ -26,6 +26,7 @@ import torch
 from .claims import Check, Reading, over_seeds, reading_rows
 from .dlr_report import cnn_settings
 from .report import Markdown, table
+from .run_stamp import cpu_model
 from ..data.images import ImageData
 from ..history import History
 from ..models.cnn import SimpleCNN
@@ -223,8 +224,8 @@ def lr_paper_rows(paper: Mapping[float, tuple[float, float]]) -> Markdown:
 
 
 def lr_cost(records: Sequence[Mapping[str, Any]]) -> str:
-    """'n runs, s CPU s' of :func:`lr_sweep`'s records (this process's CPU time, all its threads)."""
-    return f"{len(records)} runs, {sum(r['cpu_s'] for r in records):.0f} CPU s"
+    """'n runs, s CPU s on <CPU model>' of :func:`lr_sweep`'s records (this process's CPU time, all its threads)."""
+    return f"{len(records)} runs, {sum(r['cpu_s'] for r in records):.0f} CPU s on {cpu_model()}"
 
 
 def lr_report(records: Sequence[Mapping[str, Any]], readings: Sequence[Reading],

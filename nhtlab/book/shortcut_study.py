@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from .run_stamp import cpu_model
 from .claims import Check, Reading, check_reading, over_seeds, reading_answer
 from .scorecard import PREDICTIONS, prediction_readings
 from ..analysis.separation import Separation, format_score
@@ -32,7 +33,7 @@ from ..training.shortcut_run import ShortcutRun
 from ..training.loop import TrainConfig
 from ..training.presets import companion_grid_run
 
-__all__ = ["ShortcutStudy", "SEED_PREDICTIONS", "ledger_cpu_seconds"]
+__all__ = ["ShortcutStudy", "SEED_PREDICTIONS", "ledger_cpu_seconds", "ledger_cost"]
 
 #: The predictions read on the main run alone, hence at every seed (P2 and P6 need a whole sweep).
 SEED_PREDICTIONS = tuple(name for name in PREDICTIONS if name[:2] in ("P1", "P3", "P4", "P5"))
@@ -511,3 +512,8 @@ def ledger_cpu_seconds(runs: Sequence[TrainConfig], cache: ResultCache | None = 
     labels = {_label(r) for r in runs}
     latest = {line["label"]: line.get("cpu_s") or 0.0 for line in read_ledger(root) if line.get("label") in labels}
     return float(sum(latest.values()))
+
+
+def ledger_cost(runs: Sequence[TrainConfig], cache: ResultCache | None = None) -> str:
+    """'n runs, s CPU s on the build's ledger (<CPU model>)': :func:`ledger_cpu_seconds` in words."""
+    return f"{len(runs)} runs, {ledger_cpu_seconds(runs, cache):.0f} CPU s on the build's ledger ({cpu_model()})"
