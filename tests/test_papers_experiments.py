@@ -85,7 +85,8 @@ def test_the_study_runs_and_reads_the_background_cue_over_seeds():
     learnt, readings = study.background_readings(trained)
     assert learnt and "3 of 3" in learnt.detail
     assert readings[0].name.startswith("background: separation below 0.5") and readings[0].n == 3
-    assert [r.name for r in readings[1:]] == [f"{name} (background)" for name in nb.SEED_PREDICTIONS]
+    assert readings[1].name == "background: separation below the border's (same seed)" and readings[1].n == 3
+    assert [r.name for r in readings[2:]] == [f"{name} (background)" for name in nb.SEED_PREDICTIONS]
     rows = study.worst_group_rows(trained)
     assert [r["seed"] for r in rows] == [0, 1, 2] and rows[0]["background"] == pytest.approx(0.1)
     assert "background" in study.scorecard(trained)
