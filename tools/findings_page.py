@@ -85,6 +85,10 @@ CLAIMS = (
     PaperClaim("The read-out's norm warns before accuracy moves", "khanh2026nht",
                "‖θ_L‖²/‖θ_L(0)‖² and ‖θ_L‖²/‖θ_1‖² proposed as early-warning signals",
                (("05_layerwise", r"main: warning"),)),
+    PaperClaim("Where the cue is entangled with the object (a background), the law fails", "khanh2026nht",
+               f"Waterbirds: separation {NHT['separation']['Waterbirds']}, {NHT['scorecard']['Waterbirds']} of 6 "
+               f"predictions hold; CelebA: separation {NHT['separation']['CelebA']}, {NHT['scorecard']['CelebA']} of 6",
+               (("06_shortcuts", r"background"),)),
     PaperClaim("The shortcut has the higher norm (P1)", "khanh2026nht",
                "one of six predictions; " + ", ".join(f"{k}: {v} of 6 hold" for k, v in NHT["scorecard"].items()),
                (("06_shortcuts", r"P1 norm ordering"),)),
@@ -102,6 +106,11 @@ CLAIMS = (
                "mod 97: DLR " + ", then ".join(f"{d} at step {s:,} (test {a:.1%})"
                                                for s, (d, a) in DLR["transformer"].items()),
                (("04_dlr", r"DLR falls more between T_mem and T_grok"),)),
+    PaperClaim("The best learning rate gives the lowest DLR; too small a rate is lazier, with more features",
+               "nam2026dlr",
+               "ResNet18, CIFAR-100: " + ", ".join(f"lr {lr:g}: DLR {d}, test {a:.1%}"
+                                                   for lr, (d, a) in DLR["learning_rate"].items()),
+               (("04_dlr", r"^DLR paper \("), ("04_dlr", r"learning-rate grid brackets"))),
     PaperClaim("BatchNorm gives richer features", "nam2026dlr",
                "VGG-16, CIFAR-100: DLR " + ", ".join(f"{k.split(', ')[-1]} {d}" for k, (d, _) in DLR["cnn"].items()
                                                      if k.startswith("VGG")),

@@ -26,7 +26,7 @@ from .._version import __version__
 from .held_out_eta import eta_evaluation, saved_evaluation
 from ..validation import require_type
 
-__all__ = ["Markdown", "md", "table", "cell", "eta_report", "held_out_eta_report"]
+__all__ = ["Markdown", "md", "table", "cell", "eta_report", "held_out_eta_report", "probe_summary"]
 
 
 def require_rows(rows: Sequence[Mapping[str, Any]], name: str, owner: str) -> list[Mapping[str, Any]]:
@@ -255,3 +255,27 @@ def held_out_eta_report(histories: Sequence[Any], test_seeds: Sequence[int], pro
         return Markdown(f"*The `{profile}` profile runs {len(seeds)} seed: nothing to hold out, so the forecast "
                         "is not evaluated on this chapter's runs.*")
     return eta_report(eta_evaluation(histories, test_seeds, profile=profile))
+
+
+def probe_summary(about: Mapping[str, Any], rows: Sequence[Mapping[str, Any]]) -> Markdown:
+    """Chapter 06's probe grid (:func:`~nhtlab.book.shortcut_report.read_probe`): a sentence naming the
+    settings whose border was fitted and then dropped, and the table (without ``otherwise`` and ``seed``).
+
+    Parameters
+    ----------
+    about : mapping
+        Where the rows come from (``machine``, ``nhtlab``, ``note``).
+    rows : sequence of dict
+        The probe's rows.
+
+    Returns
+    -------
+    Markdown
+    """
+    escaped = [r for r in rows if r["dropped"] is not None]
+    listed = "; ".join(f"{r['task']}, contrast {r['contrast']:g}, ρ = {r['rho']:g}, λ = {r['lam']:g}: fitted at "
+                       f"{r['fitted']:,}, dropped at {r['dropped']:,}" for r in escaped)
+    head = (f"Probe grid, {about['machine']}, nhtlab {about['nhtlab']} ({about.get('note', '')}): {len(escaped)} of "
+            f"{len(rows)} settings fitted the border and then dropped it ({listed}).\n\n")
+    return Markdown(head + table(rows, columns=[c for c in rows[0] if c not in ("otherwise", "seed")],
+                                 headers={"rho": "ρ", "lam": "λ"}))

@@ -14,7 +14,7 @@ from .._version import __version__
 from ..build.smoke import smoke_banner
 from ..training.device import pick_device
 
-__all__ = ["Stamp", "stamp", "git_commit"]
+__all__ = ["Stamp", "stamp", "git_commit", "cpu_model"]
 
 
 def git_commit() -> str:
@@ -85,3 +85,20 @@ def stamp(profile: str, settings: Any = None, device: torch.device | str | None 
     if banner:
         print(banner)
     return facts
+
+
+def cpu_model() -> str:
+    """The CPU's model name as ``lscpu`` shows it (read from ``/proc/cpuinfo``), else :func:`platform.processor`.
+
+    Returns
+    -------
+    str
+        ``"unknown CPU"`` where neither names it.
+    """
+    try:
+        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8").splitlines():
+            if line.lower().startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown CPU"

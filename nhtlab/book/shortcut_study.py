@@ -2,7 +2,8 @@
 
 A :class:`ShortcutStudy` is built from a chapter's profile settings: one border
 design trained at a main λ over several seeds, a λ sweep, a border-less control,
-a ρ sweep, a normalisation comparison, the entangled tint and the companion
+a ρ sweep, a normalisation comparison, the entangled tint, the background cue
+(Waterbirds-like: the class colour fills the pixels behind the digit) and the companion
 paper's modular runs. :meth:`ShortcutStudy.runs` lists every run once, for one
 :func:`nhtlab.sweep`; the other methods take the ``{run: History}`` mapping the
 sweep returned and give table records (:func:`nhtlab.book.table`), readings over seeds
@@ -16,20 +17,23 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .claims import Check, Reading, over_seeds, reading_answer
+from .run_stamp import cpu_model
+from .claims import Check, Reading, check_reading, over_seeds, reading_answer
 from .scorecard import PREDICTIONS, prediction_readings
-from ..analysis.separation import Separation
+from ..analysis.separation import Separation, format_score
+from ..build.ledger import _label, read_ledger
 from .shortcut_report import (border_reading, check_border_escape, check_rho_trend,
                                         check_separation_defined, higher_reading, rho_reading)
 from ..analysis.events import border_times
 from ..history import History
 from ..validation import require_type
 from .scorecard_runs import domain_of, score_runs, sweep_records
+from ..training.cache import ResultCache
 from ..training.shortcut_run import ShortcutRun
 from ..training.loop import TrainConfig
 from ..training.presets import companion_grid_run
 
-__all__ = ["ShortcutStudy", "SEED_PREDICTIONS"]
+__all__ = ["ShortcutStudy", "SEED_PREDICTIONS", "ledger_cpu_seconds", "ledger_cost"]
 
 #: The predictions read on the main run alone, hence at every seed (P2 and P6 need a whole sweep).
 SEED_PREDICTIONS = tuple(name for name in PREDICTIONS if name[:2] in ("P1", "P3", "P4", "P5"))
@@ -54,9 +58,11 @@ class ShortcutStudy:
     seeds : tuple of int
         Seeds of every stated reading (the main run, its control, the ends of the ρ sweep,
         BatchNorm against none); the sweeps run at ``seeds[0]`` only.
-    lams, control_lams, rhos, tint_lams : tuple of float
+    lams, control_lams, rhos, tint_lams, background_lams : tuple of float
         The λ sweep, the λ of the border-less control (``otherwise="none"``), the ρ sweep at
-        the main λ, the entangled tint's λ.
+        the main λ, the entangled tint's λ, the background cue's λ (every seed at the main λ).
+    background_strength : float
+        The background cue's blend towards the class colour (1: filled).
     norms : tuple of str
         Normalisations compared at the main λ, on ``norm_model``.
     norm_model : str
@@ -79,6 +85,8 @@ class ShortcutStudy:
     norms: tuple[str, ...] = ()
     norm_model: str = "simple"
     tint_lams: tuple[float, ...] = ()
+    background_lams: tuple[float, ...] = ()
+    background_strength: float = 1.0
     fit: float = 0.97
     modular: dict[str, Any] = field(default_factory=dict)
     modular_main: float = 1.0
@@ -159,6 +167,13 @@ class ShortcutStudy:
         return {lam: [self.base.replace(kind="tint", weight_decay=lam)] for lam in self.tint_lams}
 
     @property
+    def background(self) -> dict[float, list[ShortcutRun]]:
+        """λ → the background cue (``kind="background"``): every seed at the main λ, the first seed elsewhere."""
+        by = {s: r.replace(kind="background", strength=self.background_strength) for s, r in self.main.items()}
+        return {lam: list(by.values()) if lam == self.lam_main else [by[self.seeds[0]].replace(weight_decay=lam)]
+                for lam in self.background_lams}
+
+    @property
     def modular_sweep(self) -> dict[float, list[TrainConfig]]:
         """λ → the companion runs at that λ, one per seed offset."""
         if not self.modular:
@@ -172,13 +187,15 @@ class ShortcutStudy:
         Returns
         -------
         dict
-            ``"border"`` always; ``"entangled tint"`` when the tint runs at the main λ;
+            ``"border"`` always; ``"entangled tint"`` and ``"background"`` when they run at the main λ;
             ``"modular arithmetic"`` when the companion runs hold ``modular_main``.
         """
         out: dict[str, tuple[dict[float, list[TrainConfig]], TrainConfig]] = {
             "border": (self.sweep, self.main[self.seeds[0]])}
         if self.lam_main in self.tint:
             out["entangled tint"] = (self.tint, self.tint[self.lam_main][0])
+        if self.lam_main in self.background:
+            out["background"] = (self.background, self.background[self.lam_main][0])
         mod = self.modular_sweep
         if mod.get(self.modular_main):
             out["modular arithmetic"] = (mod, mod[self.modular_main][0])
@@ -196,7 +213,7 @@ class ShortcutStudy:
             list(self.control_seeds.values()), list(self.rho_runs.values()),
             *[list(by.values()) for by in self.rho_ends.values()], list(self.norm_runs.values()),
             *[list(by.values()) for by in self.norm_seeds.values()], *self.tint.values(),
-            *self.modular_sweep.values()]
+            *self.background.values(), *self.modular_sweep.values()]
         return list(dict.fromkeys(r for g in groups for r in g))
 
     # --- what is read off them --------------------------------------------------------------------
@@ -219,7 +236,7 @@ class ShortcutStudy:
                 *sweep_records(self.control, trained, fit=self.fit, otherwise="none")]
 
     def lam_records(self, trained: Histories) -> list[dict[str, Any]]:
-        """The border's and the tint's λ sweeps (first seed), one record per λ with its regime.
+        """The border's, the tint's and the background's λ sweeps (first seed), one record per λ with its regime.
 
         Parameters
         ----------
@@ -233,7 +250,9 @@ class ShortcutStudy:
         return [*sweep_records({lam: rs[0] for lam, rs in self.sweep.items()}, trained, fit=self.fit,
                                domain="border"),
                 *sweep_records({lam: rs[0] for lam, rs in self.tint.items()}, trained, fit=self.fit,
-                               domain="entangled tint")]
+                               domain="entangled tint"),
+                *sweep_records({lam: rs[0] for lam, rs in self.background.items()}, trained, fit=self.fit,
+                               domain="background")]
 
     def design_readings(self, trained: Histories) -> list[Reading]:
         """Over seeds at the main λ: the wrong-border design drops the border, the border-less one keeps it.
@@ -297,19 +316,82 @@ class ShortcutStudy:
         """
         return {d: score_runs(runs, trained, main=m, fit=self.fit) for d, (runs, m) in self.domains().items()}
 
-    def prediction_readings(self, trained: Histories) -> list[Reading]:
-        """P1, P3, P4 and P5 on the border's main run at every seed (the paper expects ✓).
+    def prediction_readings(self, trained: Histories, domain: str = "border") -> list[Reading]:
+        """P1, P3, P4 and P5 on a domain's main run at every seed (the paper expects ✓).
 
         Parameters
         ----------
         trained : mapping run → History
+        domain : {"border", "background"}
+            The border's main runs, or the background cue's (each reading's name then ends
+            with ``" (background)"``).
 
         Returns
         -------
         list of Reading
         """
-        cards = {s: score_runs({self.lam_main: [r]}, trained, main=r, fit=self.fit) for s, r in self.main.items()}
-        return prediction_readings(cards, names=SEED_PREDICTIONS)
+        runs = self._seed_runs(domain)
+        cards = {s: score_runs({self.lam_main: [r]}, trained, main=r, fit=self.fit) for s, r in runs.items()}
+        readings = prediction_readings(cards, names=SEED_PREDICTIONS)
+        if domain == "border":
+            return readings
+        return [Reading(f"{r.name} ({domain})", r.by_seed, r.expected, r.rule) for r in readings]
+
+    def _seed_runs(self, domain: str) -> dict[int, ShortcutRun]:
+        if domain == "border":
+            return self.main
+        if domain != "background" or self.lam_main not in self.background:
+            raise ValueError(f"ShortcutStudy: the domain must be 'border' or 'background' (with the main λ in "
+                             f"'background_lams'). Got {domain!r} with background_lams {list(self.background_lams)}.")
+        return dict(zip(self.seeds, self.background[self.lam_main]))
+
+    def background_readings(self, trained: Histories, threshold: float = 0.5) -> tuple[Check, list[Reading]]:
+        """The background cue over seeds: whether it is learnt (asserted), and the law's readings (shown).
+
+        Parameters
+        ----------
+        trained : mapping run → History
+        threshold : float
+            P5's clean-separation threshold: a score below it (or undefined) is read ``"below"``.
+
+        Returns
+        -------
+        (learnt, readings) : (Check, list of Reading)
+            ``learnt``: at the end the cue-agreeing (``coloured``) accuracy exceeds the cue-conflicting
+            (``conflict``) accuracy, in a strict majority of seeds (decided before the runs). ``readings``:
+            the separation below ``threshold`` and below the border's of the same seed (the paper's
+            Waterbirds ≈ 0 against CIFAR-10's border 0.5–0.7; undefined counts as below), then P1, P3, P4
+            and P5.
+        """
+        runs = self._seed_runs("background")
+        ends = {s: trained[r].rows[-1] for s, r in runs.items()}
+        learnt = check_reading(over_seeds(
+            "background: the cue is learnt (cue-agreeing accuracy above cue-conflicting)",
+            {s: "learnt" if e["coloured_acc"] > e["conflict_acc"] else "not learnt" for s, e in ends.items()},
+            expected="learnt"))
+        detail = ", ".join(f"seed {s}: {e['coloured_acc']:.2f} against {e['conflict_acc']:.2f}" for s, e in ends.items())
+        seps = {s: domain_of(r, self.fit).separation(trained[r]) for s, r in runs.items()}
+        below = over_seeds(f"background: separation below {threshold:g} (the law not expected to hold)",
+                           {s: "below" if not (sep.defined and sep.score >= threshold) else "above"
+                            for s, sep in seps.items()}, expected="below")
+        border = {s: domain_of(r, self.fit).separation(trained[r]) for s, r in self.main.items()}
+        under = over_seeds("background: separation below the border's (same seed)",
+                           {s: "below" if not sep.defined or (border[s].defined and sep.score < border[s].score)
+                            else "not below" for s, sep in seps.items()}, expected="below")
+        learnt = Check(learnt.name, learnt.passed, f"{learnt.detail}; {detail}")
+        return learnt, [below, under, *self.prediction_readings(trained, "background")]
+
+    def worst_group_rows(self, trained: Histories) -> list[dict[str, Any]]:
+        """Per seed: the worst-group (``conflict``) accuracy at the end and the separation score (text:
+        ``"undefined"`` for NaN), border against background."""
+        border, bg = self.main, self._seed_runs("background")
+
+        def score(run: ShortcutRun) -> str:
+            return format_score(domain_of(run, self.fit).separation(trained[run]))
+
+        return [{"seed": s, "border": trained[border[s]].rows[-1]["conflict_acc"],
+                 "background": trained[bg[s]].rows[-1]["conflict_acc"], "border separation": score(border[s]),
+                 "separation": score(bg[s])} for s in self.seeds]
 
     # --- answers to the chapter's predictions (nhtlab.book.check_prediction) -----------------------
 
@@ -417,3 +499,30 @@ class ShortcutStudy:
         out.append(check_separation_defined({s: domain_of(r, self.fit).separation(trained[r])
                                              for s, r in main.items()}))
         return out
+
+
+def ledger_cpu_seconds(runs: Sequence[TrainConfig], cache: ResultCache | None = None) -> float:
+    """CPU seconds the build's ledger records for training ``runs`` (the latest training of each; 0 when none).
+
+    Lines are matched by the ledger's label of a run, not its cache key: the key holds the torch thread
+    count of the process that computes it, and a pool worker's differs from the chapter's.
+
+    Parameters
+    ----------
+    runs : sequence of run configs
+    cache : ResultCache, optional
+        Whose ledger (:mod:`nhtlab.build.ledger`) is read; defaults to ``ResultCache()``.
+
+    Returns
+    -------
+    float
+    """
+    root = (cache if cache is not None else ResultCache()).root
+    labels = {_label(r) for r in runs}
+    latest = {line["label"]: line.get("cpu_s") or 0.0 for line in read_ledger(root) if line.get("label") in labels}
+    return float(sum(latest.values()))
+
+
+def ledger_cost(runs: Sequence[TrainConfig], cache: ResultCache | None = None) -> str:
+    """'n runs, s CPU s on the build's ledger (<CPU model>)': :func:`ledger_cpu_seconds` in words."""
+    return f"{len(runs)} runs, {ledger_cpu_seconds(runs, cache):.0f} CPU s on the build's ledger ({cpu_model()})"

@@ -35,10 +35,11 @@ Test sets, all built from the base test images:
   accuracy here is the share of natural images on which the network follows the
   border against the image — nhtlab's measure of shortcut reliance φ.
 
-The *entangled* variant (:func:`tint_shortcut`) spreads the cue over the whole
-image at every scale: each image is blended with its class colour,
-``x ← (1 − α) x + α c``, so no crop, filter size or pooling level can see the
-image without the cue. That is the failure case of the NHT delay law.
+The *entangled* variants (:func:`tint_shortcut`) blend the class colour,
+``x ← (1 − α) x + α c``, into every pixel (``region="all"``: no crop, filter or
+pooling level sees the image without the cue) or into the pixels behind the
+digit (``region="background"``, Waterbirds-like: the cue fills the object's
+bounding area, unlike a border). These are where the NHT delay law is expected to fail.
 """
 
 from __future__ import annotations
@@ -50,7 +51,7 @@ import torch
 from ..validation import require_bool, require_choice, require_int, require_real, require_type
 from .images import ImageData
 
-__all__ = ["CLASS_COLOURS", "OTHERWISE", "CLEAN", "ShortcutData", "border_shortcut", "tint_shortcut", "paint_border", "draw_cue_classes", "harder"]
+__all__ = ["CLASS_COLOURS", "OTHERWISE", "CLEAN", "REGIONS", "ShortcutData", "border_shortcut", "tint_shortcut", "paint_border", "draw_cue_classes", "harder"]
 
 # Tableau-10, as RGB in [0, 1]; class k gets colour k (cycled for more classes).
 CLASS_COLOURS = (
@@ -60,6 +61,7 @@ CLASS_COLOURS = (
 )
 OTHERWISE = ("other", "none", "random")
 CLEAN = ("mean", "none")
+REGIONS = ("all", "background")
 
 
 @dataclass
@@ -77,7 +79,7 @@ class ShortcutData:
     num_classes : int
     colours : FloatTensor, shape (num_classes, 3)
     rho : float
-    kind : {"border", "tint"}
+    kind : {"border", "tint", "background"}
     settings : dict
         Everything else that built the data (width, otherwise, clean, seed, …).
     """
@@ -246,32 +248,26 @@ def border_shortcut(base: ImageData, rho: float = 0.95, width: int = 2, otherwis
 
 
 def tint_shortcut(base: ImageData, rho: float = 0.95, strength: float = 0.3, otherwise: str = "other",
-                  clean: str = "mean", colours=None, contrast: float = 1.0, seed: int = 0) -> ShortcutData:
-    """The entangled variant: blend every pixel with the cue colour, ``x ← (1 − α) x + α c``.
+                  clean: str = "mean", colours=None, contrast: float = 1.0, seed: int = 0,
+                  region: str = "all", dark: float = 0.5) -> ShortcutData:
+    """The entangled variants: blend pixels with the cue colour, ``x ← (1 − α) x + α c``.
 
-    The cue covers the whole image, at every position and every scale, so the
-    network cannot look at the object without also seeing the cue. Parameters
-    and test sets (and ``contrast``) are as in :func:`border_shortcut`, with ``strength`` α in (0, 1]
-    instead of a border width; ``clean="mean"`` tints with the mean class colour.
+    Parameters and test sets are as in :func:`border_shortcut` (``rho``, ``otherwise``, ``clean``,
+    ``colours``, ``contrast``, ``seed``), with ``strength`` α in (0, 1] instead of a border width;
+    ``clean="mean"`` tints with the mean class colour.
 
     Parameters
     ----------
     base : ImageData
         Images of shape (n, 3, H, W) in [0, 1] and their labels.
-    rho : float in [0, 1]
-        Probability that a training image carries its own class's tint.
     strength : float in (0, 1]
-        α, the blend towards the cue colour.
-    otherwise : {"other", "none", "random"}
-        The cue on the other 1 − ρ of the training images (see :func:`border_shortcut`).
-    clean : {"mean", "none"}
-        The ``clean`` test set's cue: the mean class colour, or no tint.
-    colours : tensor of shape (C, 3), optional
-        One RGB colour per class; :data:`CLASS_COLOURS` by default.
-    contrast : float in (0, 1]
-        Shrinks the colours towards their mean.
-    seed : int
-        Seeds the ρ draws.
+        α, the blend towards the cue colour (1: the region is filled with it).
+    region : {"all", "background"}
+        ``"all"``: every pixel, at every position and scale. ``"background"``: only the pixels
+        behind the object, those whose mean over the channels is below ``dark`` (the digits are
+        bright on black), so the cue fills the object's bounding area (Waterbirds-like).
+    dark : float in (0, 1]
+        The background's threshold (``region="background"``).
 
     Returns
     -------
@@ -285,18 +281,23 @@ def tint_shortcut(base: ImageData, rho: float = 0.95, strength: float = 0.3, oth
     require_choice(otherwise, "otherwise", OTHERWISE, owner=owner)
     require_choice(clean, "clean", CLEAN, owner=owner)
     require_real(contrast, "contrast", 0.0, 1.0, low_open=True, owner=owner)
-    k = base.num_classes
-    palette = _colours(k, colours, contrast)
+    require_choice(region, "region", REGIONS, owner=owner)
+    require_real(dark, "dark", 0.0, 1.0, low_open=True, owner=owner)
+    palette = _colours(base.num_classes, colours, contrast)
     gen = torch.Generator().manual_seed(seed)
 
     def paint(x, rgb):
         has = ~torch.isnan(rgb[:, 0])
         out = x.clone()
-        out[has] = (1 - strength) * x[has] + strength * rgb[has][:, :, None, None]
+        blend = (1 - strength) * x[has] + strength * rgb[has][:, :, None, None]
+        behind = (x[has].mean(1, keepdim=True) < dark) if region == "background" else torch.ones(1, dtype=torch.bool)
+        out[has] = torch.where(behind, blend, x[has])
         return out
 
-    return _assemble(base, rho, otherwise, clean, palette, gen, paint, lambda x: x, "tint",
-                     dict(strength=strength, otherwise=otherwise, clean=clean, contrast=contrast, seed=seed))
+    kind = "background" if region == "background" else "tint"
+    return _assemble(base, rho, otherwise, clean, palette, gen, paint, lambda x: x, kind,
+                     dict(strength=strength, otherwise=otherwise, clean=clean, contrast=contrast, seed=seed,
+                          region=region, dark=dark))
 
 
 def _assemble(base, rho, otherwise, clean, palette, gen, paint, prepare, kind, settings) -> ShortcutData:

@@ -26,13 +26,7 @@ from .loop import TrainConfig, train, trained_with
 __all__ = ["ShortcutRun", "run_shortcut"]
 
 
-BASES = ("digits", "cifar10")
-
-
-KINDS = ("border", "tint")
-
-
-MODELS = ("simple", "resnet18")
+BASES, KINDS, MODELS = ("digits", "cifar10"), ("border", "tint", "background"), ("simple", "resnet18")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -60,8 +54,8 @@ class ShortcutRun(TrainConfig):
         CIFAR-10's directory.
     download : bool
         Whether CIFAR-10 may be downloaded.
-    kind : {"border", "tint"}
-        A coloured border, or the entangled tint (:mod:`nhtlab.data.cues`).
+    kind : {"border", "tint", "background"}
+        A coloured border, the entangled tint, or the tint behind the digit only (:mod:`nhtlab.data.cues`).
     rho : float in [0, 1]
         Share of training images whose cue names their class.
     width : int
@@ -75,7 +69,7 @@ class ShortcutRun(TrainConfig):
     contrast : float
         Brightness of the cue colours.
     strength : float
-        Strength of the tint (``kind="tint"``).
+        Strength of the tint (``kind="tint"`` or ``"background"``).
     model : {"simple", "resnet18"}
         :class:`~nhtlab.models.cnn.SimpleCNN` or :class:`~nhtlab.models.cnn.ResNet18`.
     norm : str
@@ -165,8 +159,8 @@ class ShortcutRun(TrainConfig):
         if self.kind == "border":
             return border_shortcut(base, self.rho, self.width, self.otherwise, self.clean, self.pad,
                                    contrast=self.contrast, seed=self.seed)
-        return tint_shortcut(base, self.rho, self.strength, self.otherwise, self.clean,
-                             contrast=self.contrast, seed=self.seed)
+        return tint_shortcut(base, self.rho, self.strength, self.otherwise, self.clean, contrast=self.contrast,
+                             seed=self.seed, region="background" if self.kind == "background" else "all")
 
     def build_model(self, num_classes: int = 10):
         """This run's freshly initialised model (seeded by ``seed``) for ``num_classes`` classes."""
