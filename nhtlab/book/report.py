@@ -169,7 +169,8 @@ def _off_grid_report(saved: Mapping[str, Any]) -> Markdown:
         f"\n\nMedian absolute error of T_grok (steps) per cut:\n\n{errors(saved['errors'])}\n\n{by_split}\n\n"
         f"Coverage of the ETA's per-cut conformal interval on the forecast runs:\n\n{coverage(saved['coverage'])}"
         f"\n\nThe same for baseline (b)'s interval:\n\n{coverage(saved['coverage_baseline'])}\n\n"
-        f"**{'Ships' if verdict['passed'] else 'Does not ship'}**: {verdict['name']} — {verdict['detail']}. "
+        f"**{'Ships' if verdict['passed'] else 'Does not ship'}.** The rule: {verdict['name']}. "
+        f"Measured: {verdict['detail']}. "
         f"Least error at 50%: {_METHOD_NAMES.get(verdict['winner'], 'none')}; best baseline: "
         f"{_METHOD_NAMES.get(verdict['best_baseline'], 'none')}; the best tested forecast is {offer}."
         + _monitor_tables(saved))
@@ -179,7 +180,9 @@ def _monitor_tables(saved: Mapping[str, Any]) -> str:
     """The Monitor's warning and online-regime readings of an off-grid record, when it holds them."""
     if "regimes" not in saved:
         return ""
-    warnings = table(saved["warnings"], formats={"median_lead": "{:,.0f}", "median_lead_eta_lambda": "{:.2f}"})
+    warnings = table(saved["warnings"], formats={"median_lead": "{:,.0f}", "median_lead_eta_lambda": "{:.2f}"},
+                     headers={"median_lead": "median lead (steps)", "median_lead_eta_lambda": "median lead × ηλ",
+                              "false_alarms": "false alarms", "recorded": "runs"})
     moved = (f" ({saved['moved']} of the runs meant never to grok did grok within their budget and are scored as "
              "grokking runs)") if saved.get("moved") else ""
     return (f"\n\nThe Monitor's grok warning is the `train_loss` row; every signal on the same runs{moved}:"
