@@ -178,14 +178,7 @@ def lr_checks(records: Sequence[Mapping[str, Any]]) -> list[Check]:
     The best rate is the one of the highest mean test accuracy over the seeds; it brackets when it is
     neither the smallest nor the largest rate of the grid (so "too small" and "too large" are both in it).
 
-    Parameters
-    ----------
-    records : sequence of dict
-        :func:`lr_sweep`'s records.
-
-    Returns
-    -------
-    list of Check
+    Takes ``records`` (sequence of dict): :func:`lr_sweep`'s records. Returns list of Check.
     """
     finite = all(math.isfinite(r["dlr"]) and math.isfinite(r["test_acc"]) for r in records)
     mean = {lr: sum(r["test_acc"] for r in records if r["lr"] == lr) / sum(r["lr"] == lr for r in records)

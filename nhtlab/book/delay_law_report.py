@@ -321,16 +321,9 @@ def law_fits(points: Mapping[str, Sequence[Mapping[str, Any]]], average_seeds: b
 def fit_records(fits: Mapping[str, Mapping[str, LinearFit]]) -> list[dict[str, Any]]:
     """The fits of :func:`law_fits` as table records, the best R² of each definition marked.
 
-    Parameters
-    ----------
-    fits : mapping
-        definition → {axis: LinearFit}.
-
-    Returns
-    -------
-    list of dict
-        ``definition``, ``x`` (``law``, ``1/λ``, ``1/(ηλ)``), ``slope``, ``intercept``, ``R²``, ``n``
-        and ``best`` (``"✓"`` on the highest R² of the definition).
+    Takes ``fits`` (mapping): definition → {axis: LinearFit}. Returns list of dict: ``definition``, ``x``
+    (``law``, ``1/λ``, ``1/(ηλ)``), ``slope``, ``intercept``, ``R²``, ``n`` and ``best`` (``"✓"`` on the
+    highest R² of the definition).
     """
     rows = []
     for name, fitset in fits.items():
@@ -346,18 +339,10 @@ def fit_records(fits: Mapping[str, Mapping[str, LinearFit]]) -> list[dict[str, A
 def contraction_records(histories: Sequence[History], labels: Sequence[str] | None = None) -> list[dict[str, Any]]:
     """The companion's contraction fit on every grokked run with weight decay, beside its ratio.
 
-    Parameters
-    ----------
-    histories : sequence of History
-    labels : sequence of str, optional
-        The family of each run.
-
-    Returns
-    -------
-    list of dict
-        :meth:`~nhtlab.analysis.delay.ContractionFit.to_dict` plus ``eta_lambda``, ``weight_decay``,
-        ``lr``, ``seed``, ``family`` and ``companion`` (its (1 − r)/(ηλ) at this λ, when η is the
-        companion's; else None).
+    Takes ``histories`` (sequence of History); ``labels`` (sequence of str, optional): The family of each run.
+    Returns list of dict: :meth:`~nhtlab.analysis.delay.ContractionFit.to_dict` plus ``eta_lambda``,
+    ``weight_decay``, ``lr``, ``seed``, ``family`` and ``companion`` (its (1 − r)/(ηλ) at this λ, when η is
+    the companion's; else None).
     """
     names = _labels(histories, labels, "contraction_records")
     out = []

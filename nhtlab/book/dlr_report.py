@@ -506,16 +506,8 @@ def batchnorm_check(records: Sequence[Mapping[str, Any]], margin: float = 0.1) -
 def shuffled_check(records: Sequence[Mapping[str, Any]], chance_below: float = 0.2) -> Check:
     """Whether the shuffled-label CNN generalises nothing yet is richer than the unnormalised one.
 
-    Parameters
-    ----------
-    records : sequence of dict
-        :func:`final_records` holding the runs named by :data:`CNN_NAMES`.
-    chance_below : float
-        The shuffled run's test accuracy is below this.
-
-    Returns
-    -------
-    Check
+    Takes ``records`` (sequence of dict): :func:`final_records` holding the runs named by :data:`CNN_NAMES`;
+    ``chance_below`` (float): The shuffled run's test accuracy is below this. Returns Check.
     """
     r = _by_run(records)
     sh, none = r[CNN_NAMES[2]], r[CNN_NAMES[0]]

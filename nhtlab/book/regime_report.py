@@ -225,14 +225,8 @@ def regime_curves(result: Any, table: list[dict[str, Any]], every: int = 1) -> l
 def intermediate_answer(table: Sequence[Mapping[str, Any]]) -> tuple[str, tuple[str, ...], str]:
     """The answer the sweep gives to "at which smallest λ are most seeds intermediate?".
 
-    Parameters
-    ----------
-    table : sequence of dict
-        :func:`~nhtlab.analysis.regimes.regime_table` rows.
-
-    Returns
-    -------
-    (answer, choices, why)
+    ``table`` holds :func:`~nhtlab.analysis.regimes.regime_table` rows; the result is
+    ``(answer, choices, why)``:
         ``answer``: the smallest λ (formatted ``"{:g}"``) at which more than half of the seeds are
         diagnosed intermediate, or ``"none"``; ``choices``: every λ of the sweep, formatted the same,
         and ``"none"``; ``why``: the count of intermediate seeds at every λ.

@@ -390,14 +390,8 @@ def scorecard_rows(scorecard: Mapping[str, Mapping[str, Check]]) -> list[dict[st
 def scorecard_text(scorecard: Mapping[str, Mapping[str, Check]]) -> str:
     """The scorecard as text: per domain, each prediction's ✓/✗ with its measured number, and the total.
 
-    Parameters
-    ----------
-    scorecard : mapping of domain to (mapping of prediction to Check)
-        :func:`score_predictions` per domain.
-
-    Returns
-    -------
-    str
+    Takes ``scorecard`` (mapping of domain to (mapping of prediction to Check)): :func:`score_predictions` per
+    domain. Returns str.
     """
     lines = []
     for domain, row in scorecard.items():

@@ -238,14 +238,8 @@ class ShortcutStudy:
     def lam_records(self, trained: Histories) -> list[dict[str, Any]]:
         """The border's, the tint's and the background's λ sweeps (first seed), one record per λ with its regime.
 
-        Parameters
-        ----------
-        trained : mapping run → History
-
-        Returns
-        -------
-        list of dict
-            :func:`sweep_records` rows with ``domain`` and ``λ``.
+        Takes ``trained`` (mapping run → History). Returns list of dict: :func:`sweep_records` rows with
+        ``domain`` and ``λ``.
         """
         return [*sweep_records({lam: rs[0] for lam, rs in self.sweep.items()}, trained, fit=self.fit,
                                domain="border"),
@@ -448,19 +442,9 @@ class ShortcutStudy:
     def norm_answer(self, trained: Histories) -> tuple[str, tuple[str, str], str]:
         """Does BatchNorm end with a higher clean accuracy than no normalisation (:meth:`norm_reading`)?
 
-        Parameters
-        ----------
-        trained : mapping run → History
-
-        Returns
-        -------
-        (answer, choices, why) : tuple
-            ``"yes"`` or ``"no"`` over seeds; the explanation gives both accuracies at each seed.
-
-        Raises
-        ------
-        ValueError
-            Naming ``norms`` when the study does not compare ``"batch"`` with ``"none"``.
+        Takes ``trained`` (mapping run → History); returns ``(answer, choices, why)``: ``"yes"`` or
+        ``"no"`` over seeds, the explanation giving both accuracies at each seed. Raises a ValueError
+        naming ``norms`` when the study does not compare ``"batch"`` with ``"none"``.
         """
         require_type(trained, "trained", Mapping, owner="ShortcutStudy.norm_answer")
         reading = self.norm_reading(trained)

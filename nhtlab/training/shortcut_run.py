@@ -181,11 +181,9 @@ def run_shortcut(run: ShortcutRun, callbacks=(), progress: str | None = None, de
     Parameters
     ----------
     run : ShortcutRun
-        The whole run: data, model and training fields.
-    callbacks : iterable of callables, optional
-        Each is called with a :class:`~nhtlab.training.loop.TrainState` after every evaluation.
-    progress : str, optional
-        Progress mode (see :mod:`nhtlab.training.progress`).
+        The cue, the data, the model and the training fields, all in one frozen config.
+    callbacks, progress : optional
+        As in :func:`nhtlab.run_modular` (a callable per evaluation; the progress mode).
     desc : str, optional
         Label of the progress bar; defaults to the cue kind, ρ, λ and the norm layers.
     run_dir : str or path, optional
