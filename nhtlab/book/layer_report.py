@@ -339,7 +339,7 @@ def embedding_scale_report(default: Mapping[tuple[float, int], History], small: 
                    f"{', '.join(f'{lam:g}' for lam in turned)} only")
     else:
         verdict = ("**The hypothesis failed on these runs**: with embeddings that start small the order does not "
-                   "turn backward, so the embeddings' large start does not explain the forward order; what is left is the "
-                   "other half of the story, how hard each layer's gradient steps push back against the decay, "
-                   "which this experiment does not vary")
+                   "turn backward, so the embeddings' large start does not explain the forward order. A hypothesis this "
+                   "experiment does not test: the order is set by how hard each layer's gradient steps push back "
+                   "against the decay, not by where each layer starts")
     return Markdown(f"{table(rows)}\n\n{table(reading_rows(readings))}\n\n{verdict}.")
