@@ -224,6 +224,7 @@ nhtlab.charts.layer_norm_curves(
 )
 
 # %% [markdown]
+# (fourier-view)=
 # ## What it learned: a Fourier view of the embedding
 #
 # Nanda et al. {cite}`nanda2023progress` found that a transformer that

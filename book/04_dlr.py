@@ -264,9 +264,8 @@ nb.md(f"""
 """)
 
 # %% [markdown]
-# **Choice: `rank="energy", tol=0.99`**, the incumbent, provided it
-# passes all four (a check at the end asserts it); the other rules stay
-# in the band.
+# **Choice: `rank="energy", tol=0.99`**, the incumbent, if it passes
+# all four (asserted at the end); the other rules stay in the band.
 #
 # ## Grokking on the paper's transformer
 #
@@ -282,7 +281,9 @@ nb.md(f"""
 # falls more between $T_\text{mem}$ and $T_\text{grok}$ than between
 # initialisation and $T_\text{mem}$** (it times generalisation), checked
 # on this run and read over chapter 1's seeds (a claim only where a
-# majority of at least three seeds holds it).
+# majority of at least three seeds holds it). The first chart also draws
+# chapter 1's top-5 Fourier share ({ref}`fourier-view`): the structure
+# read from the embedding's weights, beside DLR read from the features.
 
 # %%
 tf_run = nhtlab.presets.companion_grid_run(cfg.transformer, 1.0, seed)
@@ -327,7 +328,7 @@ nb.check_prediction(
 nb.md(f"""
 {same_run}. Its last step is {tf_history.rows[-1]["step"]:,}. {timing}:
 the timing claim {"holds" if timing else "FAILS"} on this run. Over
-seeds: {timing_seeds.text()}.
+seeds: {timing_seeds.text()}. {nb.dlr_fourier_text(marks)}.
 """)
 
 # %%
@@ -528,8 +529,7 @@ nb.lr_report(lr_runs, lr_readings, paper["learning_rate"])
 # BatchNorm gives the richer and better CNN; outside `quick`, the
 # shuffled-label CNN is at chance and richer than the unnormalised one;
 # the learning-rate runs are finite and their grid brackets the best rate.
-# The MLP's DLR is a finding; the toy and the rule properties are unit
-# tests.
+# The MLP's DLR is a finding; the toy and rule properties, unit tests.
 
 # %%
 checks = [

@@ -95,8 +95,14 @@ def test_marks_put_the_papers_values_beside_ours_and_flag_steps_not_reached():
     assert by["step 200"]["paper_dlr"] == 0.51 and by["step 200"]["dlr"] == 0.2
     assert by["step 3,000"]["dlr"] is None and by["step 3,000"]["paper_acc"] == 0.998
     assert by["T_mem"]["band"] == "0.220–0.420" and by["last"]["step"] == 300
+    assert by["T_mem"]["fourier"] is None  # no Fourier column off Z_p: the cell is blank, not 0
     table = dlr_table("marks", marks)
-    assert "| step 3,000 | 3,000 | 0.11 | — |" in table
+    assert "| step 3,000 | 3,000 | 0.11 | — |" in table and "top-5 Fourier share" in table
+    with_share = report.dlr_marks([dict(r, fourier=0.1 * i) for i, r in enumerate(rows)], 100, 200, band, {})
+    assert [m["fourier"] for m in with_share] == [0.1, 0.2, pytest.approx(0.3)]
+    text = report.dlr_fourier_text(with_share)
+    assert "0.320 and 0.100 at T_mem (step 100)" in text and "0.100 and 0.300 at last (step 300)" in text
+    assert "not read at T_mem" in report.dlr_fourier_text(marks)
     with pytest.raises(ValueError, match="kind"):
         dlr_table("nope", marks)
 
@@ -187,3 +193,17 @@ def test_grouped_checks_are_the_single_checks_in_the_chapters_order():
     end = report.final_records(cnn_runs([0.3, 0.03, 0.1], [0.95, 0.99, 0.5]))
     assert [bool(c) for c in report.cnn_checks(end)] == [True, False]
     assert [bool(c) for c in report.cnn_checks(end, chance_below=0.6)] == [True, True]
+
+
+def test_the_dlr_timeline_draws_the_fourier_share_only_where_the_run_recorded_it():
+    from nhtlab.charts import dlr_timeline
+
+    def series(history):
+        chart = dlr_timeline(history).to_dict()
+        return {r["series"] for r in chart["vconcat"][0]["data"]["values"]}, chart["vconcat"][0]["encoding"]["color"]
+
+    rows = rows_for([0.3, 0.2, 0.1])
+    names, color = series(History(rows))
+    assert names == {"DLR", "test accuracy"} and color["scale"]["domain"] == ["DLR", "test accuracy"]
+    names, color = series(History([dict(r, fourier=0.2) for r in rows]))
+    assert "top-5 Fourier share" in names and len(color["scale"]["range"]) == 3

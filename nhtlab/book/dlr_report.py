@@ -31,7 +31,7 @@ __all__ = [
     "lazy_rich_monotone", "dlr_marks", "dlr_timing", "timing_check", "spectra_marks", "layer_change",
     "additive_share", "cnn_settings", "final_records", "batchnorm_check", "shuffled_check", "measure_summary",
     "transformer_check", "CNN_NAMES", "TABLES", "paper_cnn_records", "chosen_rule_check",
-    "timing_reading", "run_timing", "lazy_rich_checks", "cnn_checks",
+    "timing_reading", "run_timing", "lazy_rich_checks", "cnn_checks", "dlr_fourier_text",
     # the rank-rule study (chapter 04's choice of rank rule), and its rules (nhtlab.measures.dlr)
     "CANDIDATE_RULES", "RULE_THRESHOLDS", "rule_band", "rule_properties", "random_rotation",
 ]
@@ -251,8 +251,9 @@ def dlr_marks(rows: Sequence[Mapping[str, Any]], t_mem: int | None, t_grok: int 
     Returns
     -------
     list of dict
-        ``mark``, ``step``, ``paper_dlr``, ``dlr``, ``band``, ``paper_acc``, ``test_acc``, one per
-        mark; a mark the run did not reach has None in the run's columns.
+        ``mark``, ``step``, ``paper_dlr``, ``dlr``, ``band``, ``paper_acc``, ``test_acc``, ``fourier``
+        (the top-5 Fourier share, None off Z_p), one per mark; a mark the run did not reach has None in
+        the run's columns.
     """
     at, bands = _at(rows), _at(band)
     last = int(rows[-1]["step"])
@@ -265,8 +266,24 @@ def dlr_marks(rows: Sequence[Mapping[str, Any]], t_mem: int | None, t_grok: int 
         p_dlr, p_acc = paper.get(step, (None, None)) if step is not None else (None, None)
         out.append({"mark": label, "step": step, "paper_dlr": p_dlr, "dlr": row["dlr"] if row else None,
                     "band": f"{b['low']:.3f}–{b['high']:.3f}" if b else None, "paper_acc": p_acc,
-                    "test_acc": row["test_acc"] if row else None})
+                    "test_acc": row["test_acc"] if row else None, "fourier": row.get("fourier") if row else None})
     return out
+
+
+def dlr_fourier_text(marks: Sequence[Mapping[str, Any]]) -> str:
+    """One sentence on DLR and the top-5 Fourier share at T_mem, T_grok and the last step, from :func:`dlr_marks`.
+
+    A mark the run did not reach, or a share it did not record, is said to be missing, not guessed.
+    """
+    by = {m["mark"]: m for m in marks}
+    parts = []
+    for mark in ("T_mem", "T_grok", "last"):
+        m = by.get(mark) or {}
+        if m.get("dlr") is None or m.get("fourier") is None:
+            parts.append(f"not read at {mark} (not reached or not recorded)")
+        else:
+            parts.append(f"{m['dlr']:.3f} and {m['fourier']:.3f} at {mark} (step {m['step']:,})")
+    return "DLR and the top-5 Fourier share: " + "; ".join(parts)
 
 
 def dlr_timing(rows: Sequence[Mapping[str, Any]], t_mem: int | None, t_grok: int | None) -> dict[str, Any]:
@@ -568,10 +585,10 @@ TABLES: dict[str, tuple[list[str], dict[str, str], dict[str, str]]] = {
                    **_f("{:.3f}", "dlr", "cka_to_init", "test_acc")},
                   {"dlr": "DLR (energy 0.99)", "cka_to_init": "CKA to init", "nc1": "NC1", "test_acc": "test acc",
                    "train_loss": "train loss", "band": "other rules"}),
-    "marks": (["mark", "step", "paper_dlr", "dlr", "band", "paper_acc", "test_acc"],
-              {"step": "{:,}", "paper_dlr": "{:.2f}", "dlr": "{:.3f}", **_f("{:.1%}", "paper_acc", "test_acc")},
+    "marks": (["mark", "step", "paper_dlr", "dlr", "band", "paper_acc", "test_acc", "fourier"],
+              {"step": "{:,}", "paper_dlr": "{:.2f}", **_f("{:.3f}", "dlr", "fourier"), **_f("{:.1%}", "paper_acc", "test_acc")},
               {"paper_dlr": "paper DLR", "dlr": "our DLR (energy 0.99)", "band": "other rules",
-               "paper_acc": "paper test", "test_acc": "our test"}),
+               "paper_acc": "paper test", "test_acc": "our test", "fourier": "top-5 Fourier share"}),
     "terms": (["mark", "step", "test_acc", "dlr", "f_in", "pr", "r", "low", "high"],
               {"step": "{:,}", "test_acc": "{:.1%}", "r": "{:.0f}", "f_in": "{:.2f}", "pr": "{:.1f}",
                **_f("{:.3f}", "dlr", "low", "high")},

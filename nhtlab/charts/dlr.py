@@ -20,12 +20,15 @@ __all__ = ["dlr_timeline", "dlr_decomposition", "dlr_curves", "rank_rule_curves"
 
 
 def dlr_timeline(history: History, events: Events | None = None, title: str = "") -> alt.VConcatChart:
-    """DLR and test accuracy (top) over ‖θ‖² (bottom) on one zoomable step axis."""
+    """DLR, accuracy and, on Z_p, the top-5 Fourier share (top) over ‖θ‖² (bottom) on one zoomable step axis."""
     zoom = alt.selection_interval(bind="scales", encodings=["x"])
-    top = alt.Chart(alt.Data(values=long_records(history, {"dlr": "DLR", "test_acc": "test accuracy", "train_acc": "train accuracy"}))).mark_line().encode(
+    series = {"dlr": "DLR", "test_acc": "test accuracy", "train_acc": "train accuracy", "fourier": "top-5 Fourier share"}
+    shown = [c for c in series if c in history.columns]
+    top = alt.Chart(alt.Data(values=long_records(history, {c: series[c] for c in shown}))).mark_line().encode(
         x=alt.X("step:Q"),
-        y=alt.Y("value:Q", title="DLR / accuracy", scale=alt.Scale(domain=[0, 1])),
-        color=alt.Color("series:N", title="", scale=alt.Scale(domain=["DLR", "test accuracy", "train accuracy"], range=["#d62728", "#f58518", "#9ecae9"])),
+        y=alt.Y("value:Q", title="DLR / accuracy / share", scale=alt.Scale(domain=[0, 1])),
+        color=alt.Color("series:N", title="", scale=alt.Scale(domain=[series[c] for c in shown], range=[
+            {"dlr": "#d62728", "test_acc": "#f58518", "train_acc": "#9ecae9", "fourier": "#7b4ea3"}[c] for c in shown])),
         tooltip=["series:N", "step:Q", alt.Tooltip("value:Q", format=".3f")],
     ).properties(width=WIDTH, height=200, title=title or "DLR and accuracy")
     norm = alt.Chart(alt.Data(values=long_records(history, {"norm": "‖θ‖²"}))).mark_line(color="#333").encode(
