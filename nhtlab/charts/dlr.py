@@ -37,7 +37,9 @@ def dlr_timeline(history: History, events: Events | None = None, title: str = ""
         tooltip=["step:Q", alt.Tooltip("value:Q", format=",.0f", title="‖θ‖²")],
     ).properties(width=WIDTH, height=140, title="squared weight norm")
     if events is not None:
-        top, norm = top + event_rules(events), norm + event_rules(events)
+        # independent colours: the series and the events keep their own legends
+        top = alt.layer(top, event_rules(events)).resolve_scale(color="independent")
+        norm = norm + event_rules(events)
     return alt.vconcat(top.add_params(zoom), norm).resolve_scale(color="independent")
 
 
