@@ -1,17 +1,16 @@
-"""Image classification data as tensors: an offline default and CIFAR-10 (opt-in).
+"""Image classification data as tensors: an offline default, CIFAR-10 and CelebA (opt-in).
 
 * :func:`digits` needs no network: scikit-learn ships 1,797 handwritten digits
-  (8 × 8, grey levels 0–16) inside the package. They are upsampled bilinearly to
-  ``size`` × ``size``, scaled to [0, 1] and copied to three channels (white
-  strokes on black), so every image model and the coloured-border wrapper of
+  (8 × 8, grey levels 0–16), upsampled to ``size`` × ``size``, scaled to [0, 1]
+  and copied to three channels, so every image model and the cues of
   :mod:`nhtlab.data.cues` work on them unchanged.
-* :func:`cifar10` reads CIFAR-10's python batches (torchvision downloads them). It never downloads unless
-  asked (``download=True``), never waits for a dead network longer than a short
-  socket timeout, and never substitutes another dataset: when the files cannot be
-  found or fetched it raises :class:`DatasetUnavailableError` saying how to fix it.
+* :func:`cifar10` and :func:`celeba` read the files torchvision downloads. They never download unless
+  asked (``download=True``), never wait for a dead network longer than a short socket timeout, and
+  never substitute another dataset: when the files cannot be found or fetched they raise
+  :class:`DatasetUnavailableError` saying how to fix it.
 
-Both return an :class:`ImageData` whose tensors live in memory, so training
-needs no DataLoader (:func:`nhtlab.training.loop.train` samples minibatches by index).
+The tensors live in memory, so training needs no DataLoader
+(:func:`nhtlab.training.loop.train` samples minibatches by index).
 """
 
 from __future__ import annotations
@@ -29,7 +28,8 @@ import torch.nn.functional as F
 from ..hooks import smoke_images
 from ..validation import require_bool, require_int, require_real, require_type
 
-__all__ = ["ImageData", "DatasetUnavailableError", "digits", "cifar10", "read_cifar10_batches", "CIFAR10_CLASSES"]
+__all__ = ["ImageData", "DatasetUnavailableError", "digits", "cifar10", "read_cifar10_batches", "CIFAR10_CLASSES",
+           "celeba", "CELEBA_TASK"]
 
 CIFAR10_CLASSES = ("airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck")
 
@@ -132,21 +132,14 @@ CIFAR10_TRAIN = tuple(f"data_batch_{i}" for i in range(1, 6))
 CIFAR10_FILES = (*CIFAR10_TRAIN, "test_batch", "batches.meta")
 
 
-def _download_cifar10(root: Path, timeout: float) -> None:
-    """Download and extract CIFAR-10 into ``root`` with torchvision (checks the archive's MD5)."""
-    try:
-        import torchvision  # local: the optional 'vision' extra, needed only for CIFAR-10
-    except ImportError as exc:  # pragma: no cover - torchvision is a dependency
-        raise DatasetUnavailableError("cifar10(download=True) needs torchvision: `pip install torchvision`.") from exc
+def _fetch(what: str, fetch, timeout: float, fix: str):
+    """``fetch()`` (torchvision) under a socket timeout; a failure raised as DatasetUnavailableError("what (why). fix")."""
     previous = socket.getdefaulttimeout()
     socket.setdefaulttimeout(timeout)
     try:
-        torchvision.datasets.CIFAR10(str(root), train=True, download=True)
+        return fetch()
     except (RuntimeError, OSError, ValueError) as exc:
-        raise DatasetUnavailableError(
-            f"CIFAR-10 is unavailable: the download into {str(root)!r} failed ({type(exc).__name__}: {exc}). "
-            f"Check the network connection, or download https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz "
-            f"by hand and extract it into {str(root)!r}.") from exc
+        raise DatasetUnavailableError(f"{what} ({type(exc).__name__}: {exc}). {fix}") from exc
     finally:
         socket.setdefaulttimeout(previous)
 
@@ -235,7 +228,11 @@ def cifar10(root: str | Path, download: bool = False, timeout: float = 20.0,
     root = Path(root).expanduser()
     folder = root / CIFAR10_FOLDER
     if download and not all((folder / f).exists() for f in CIFAR10_FILES):
-        _download_cifar10(root, timeout)
+        import torchvision  # local: only a download needs it
+
+        _fetch(f"CIFAR-10 is unavailable: the download into {str(root)!r} failed",
+               lambda: torchvision.datasets.CIFAR10(str(root), download=True), timeout,
+               f"Check the network, or extract https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz into {str(root)!r}.")
     missing = [f for f in CIFAR10_FILES if not (folder / f).exists()]
     if missing:
         fix = (f"it was not found under {str(root)!r} (missing {', '.join(missing)} in {CIFAR10_FOLDER}) and "
@@ -247,3 +244,94 @@ def cifar10(root: str | Path, download: bool = False, timeout: float = 20.0,
     x_train, y_train = read_cifar10_batches(folder, train=True, limit=train_limit)
     x_test, y_test = read_cifar10_batches(folder, train=False, limit=test_limit)
     return ImageData(x_train, y_train, x_test, y_test, 10, name=name, class_names=CIFAR10_CLASSES)
+
+
+#: The NHT paper's CelebA task (arXiv 2603.07323): the target attribute, then the spurious one.
+CELEBA_TASK = ("Smiling", "Blond_Hair")
+
+
+def _draw(attr: torch.Tensor, counts: dict[tuple[int, int], int], rng, split: str) -> np.ndarray:
+    """Indices of ``counts[(target, spurious)]`` images of each group, drawn without replacement, shuffled."""
+    picked = []
+    for (t, s), n in counts.items():
+        pool = np.flatnonzero(((attr[:, 0] == t) & (attr[:, 1] == s)).numpy())
+        if len(pool) < n:
+            raise ValueError(f"celeba: CelebA's {split} split holds {len(pool)} images with {CELEBA_TASK[0]}={t}, "
+                             f"{CELEBA_TASK[1]}={s}; {n} were asked for. Lower 'n_train', 'n_test' or 'rho'.")
+        picked.append(rng.choice(pool, n, replace=False))
+    return rng.permutation(np.concatenate(picked))
+
+
+def celeba(root: str | Path, download: bool = False, size: int = 32, n_train: int = 8000, n_test: int | None = None,
+           rho: float = 0.95, seed: int = 0, timeout: float = 20.0):
+    """CelebA's Smiling task with Blond_Hair as the spurious cue, read through ``torchvision.datasets.CelebA``.
+
+    Training images (``split="train"``) are drawn, seeded, half smiling, blond on a share ``rho`` of each
+    class (blond ↔ smiling), like the border of :mod:`nhtlab.data.cues`. Test images (``split="test"``):
+    ``coloured`` at the same ``rho``; ``clean`` with ``n_test // 4`` images of each (Smiling, Blond_Hair)
+    group, also the sets ``group<t><s>`` (worst-group accuracy: their minimum); ``conflict`` its two
+    disagreeing groups, labelled by Smiling (``cue``: by Blond_Hair); ``shortcut``: ``clean`` labelled by
+    Blond_Hair. Images are centre-cropped square and resized to ``size`` (RGB in [0, 1]). torchvision
+    checks its five attribute files' MD5 sums (not the images); ``download=True`` needs ``gdown``.
+
+    Returns
+    -------
+    ShortcutData
+        Two classes, ``kind="celeba"``, ``cue_train`` the Blond_Hair bit; ``settings`` holds the chosen files.
+
+    Raises
+    ------
+    DatasetUnavailableError
+        Files absent or damaged (naming ``root`` and ``download``), or the download failed.
+    """
+    owner = "celeba"
+    require_type(root, "root", (str, Path), owner=owner)
+    require_bool(download, "download", owner=owner)
+    require_int(size, "size", low=4, high=218, owner=owner)
+    require_int(n_train, "n_train", low=2, owner=owner)
+    n_test = require_int(n_test if n_test is not None else n_train // 4, "n_test", low=4, owner=owner)
+    require_real(rho, "rho", 0.0, 1.0, owner=owner)
+    require_int(seed, "seed", low=0, owner=owner)
+    require_real(timeout, "timeout", 0.0, low_open=True, owner=owner)
+    import torchvision  # local: only CelebA and CIFAR-10's download need it
+
+    from .cues import ShortcutData  # local: cues imports this module
+
+    root = Path(root).expanduser()
+    fix = (f"Call nhtlab.data.images.celeba({str(root)!r}, download=True) with network access and gdown (about "
+           f"1.4 GB from Google Drive, which may refuse it: then put img_align_celeba/ and the five list_*.txt / "
+           f"identity_CelebA.txt files under {str(root / 'celeba')!r} by hand).")
+    if not download and not (root / "celeba" / "img_align_celeba").is_dir():
+        raise DatasetUnavailableError(f"CelebA is unavailable: {str(root / 'celeba')!r} holds no img_align_celeba "
+                                      f"folder and download=False. {fix}")
+    what = f"CelebA is unavailable: torchvision could not {'download' if download else 'read'} it under {str(root)!r}"
+    sets = {split: _fetch(what, lambda split=split: torchvision.datasets.CelebA(str(root), split, download=download),
+                          timeout, fix) for split in ("train", "test")}
+    rng, out = np.random.default_rng(seed), {}
+
+    def square(image):
+        w, h = image.size
+        s = min(w, h)
+        image = image.convert("RGB").crop(((w - s) // 2, (h - s) // 2, (w + s) // 2, (h + s) // 2))
+        return torch.from_numpy(np.array(image.resize((size, size), resample=2))).permute(2, 0, 1)  # bilinear
+
+    def read(split: str, n: int, rho: float | None) -> tuple[torch.Tensor, torch.Tensor, list[str]]:
+        ds = sets[split]
+        ds.transform = square
+        attr = ds.attr[:, [ds.attr_names.index(a) for a in CELEBA_TASK]]
+        agree = n // 4 if rho is None else round(n // 2 * rho)  # per class; None: the four groups balanced
+        counts = {(1, 1): agree, (0, 0): agree, (1, 0): n // 2 - agree, (0, 1): n // 2 - agree}
+        idx = _draw(attr, counts, rng, split)
+        x = torch.stack([ds[i][0] for i in idx]).float().div_(255.0) if len(idx) else torch.empty(0, 3, size, size)
+        return x, attr[idx], [ds.filename[i] for i in idx]
+
+    x_train, a_train, out["train_files"] = read("train", n_train, rho)
+    x_col, a_col, out["coloured_files"] = read("test", n_test, rho)
+    x, a, out["test_files"] = read("test", n_test, None)
+    test_sets = {"coloured": (x_col, a_col[:, 0]), "clean": (x, a[:, 0]), "shortcut": (x, a[:, 1])}
+    off = a[:, 0] != a[:, 1]
+    test_sets.update(conflict=(x[off], a[off, 0]), cue=(x[off], a[off, 1]))
+    test_sets.update({f"group{t}{s}": (x[(a[:, 0] == t) & (a[:, 1] == s)], a[(a[:, 0] == t) & (a[:, 1] == s), 0])
+                      for t in (0, 1) for s in (0, 1)})
+    return ShortcutData(x_train, a_train[:, 0].clone(), a_train[:, 1].clone(), test_sets, 2, torch.zeros(2, 3),
+                        float(rho), "celeba", dict(out, size=size, seed=seed, base="celeba", task=CELEBA_TASK))

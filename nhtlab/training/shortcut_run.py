@@ -14,7 +14,7 @@ from typing import Any
 import torch
 
 from ..data.cues import ShortcutData, border_shortcut, harder, tint_shortcut
-from ..data.images import cifar10, digits
+from ..data.images import celeba, cifar10, digits
 from ..history import History
 from .cache_key import config_key
 from .checkpoint import claim_run_dir
@@ -26,7 +26,7 @@ from .loop import TrainConfig, train, trained_with
 __all__ = ["ShortcutRun", "run_shortcut"]
 
 
-BASES, KINDS, MODELS = ("digits", "cifar10"), ("border", "tint", "background"), ("simple", "resnet18")
+BASES, KINDS, MODELS = ("digits", "cifar10"), ("border", "tint", "background", "celeba"), ("simple", "resnet18")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -44,18 +44,17 @@ class ShortcutRun(TrainConfig):
     base : {"digits", "cifar10"}
         The images: scikit-learn's digits (offline), or CIFAR-10 (opt-in through ``root`` and ``download``).
     size : int
-        Side of the digit images in pixels (digits only).
+        Side of the digit or CelebA images in pixels.
     train_size : int >= 10, optional
-        Keep only the first this many training images (a harder digit task).
+        Keep only the first this many training images (a harder digit task); CelebA's sample (8,000).
     noise : float >= 0
         Standard deviation of Gaussian pixel noise added to every image before the cue
         is painted, clipped to [0, 1] (another way to make the digits harder).
-    root : str
-        CIFAR-10's directory.
-    download : bool
-        Whether CIFAR-10 may be downloaded.
-    kind : {"border", "tint", "background"}
-        A coloured border, the entangled tint, or the tint behind the digit only (:mod:`nhtlab.data.cues`).
+    root, download : str, bool
+        CIFAR-10's or CelebA's directory, and whether it may be downloaded.
+    kind : {"border", "tint", "background", "celeba"}
+        A coloured border, the entangled tint, the tint behind the digit only (:mod:`nhtlab.data.cues`),
+        or CelebA's Blond_Hair as the cue of Smiling (:func:`~nhtlab.data.images.celeba`; ``base`` unused).
     rho : float in [0, 1]
         Share of training images whose cue names their class.
     width : int
@@ -151,6 +150,8 @@ class ShortcutRun(TrainConfig):
 
     def data(self) -> ShortcutData:
         """Build this run's shortcut data (deterministic given the config)."""
+        if self.kind == "celeba":
+            return celeba(self.root, self.download, self.size, self.train_size or 8000, rho=self.rho, seed=self.seed)
         if self.base == "digits":
             base = digits(self.size, seed=self.seed)
         else:
