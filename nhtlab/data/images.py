@@ -1,16 +1,10 @@
-"""Image classification data as tensors: an offline default, CIFAR-10 and CelebA (opt-in).
+"""Image classification data as in-memory tensors (no DataLoader): an offline default, CIFAR-10 and CelebA.
 
-* :func:`digits` needs no network: scikit-learn ships 1,797 handwritten digits
-  (8 × 8, grey levels 0–16), upsampled to ``size`` × ``size``, scaled to [0, 1]
-  and copied to three channels, so every image model and the cues of
-  :mod:`nhtlab.data.cues` work on them unchanged.
-* :func:`cifar10` and :func:`celeba` read the files torchvision downloads. They never download unless
-  asked (``download=True``), never wait for a dead network longer than a short socket timeout, and
-  never substitute another dataset: when the files cannot be found or fetched they raise
-  :class:`DatasetUnavailableError` saying how to fix it.
-
-The tensors live in memory, so training needs no DataLoader
-(:func:`nhtlab.training.loop.train` samples minibatches by index).
+:func:`digits` needs no network: scikit-learn ships 1,797 handwritten digits (8 × 8), copied to three
+channels so every image model and cue of :mod:`nhtlab.data.cues` works on them. :func:`cifar10` and
+:func:`celeba` read the files torchvision downloads; they download only when asked (``download=True``),
+under a short socket timeout, and never substitute another dataset: they raise
+:class:`DatasetUnavailableError` saying how to fix it.
 """
 
 from __future__ import annotations
@@ -40,18 +34,8 @@ class DatasetUnavailableError(RuntimeError):
 
 @dataclass
 class ImageData:
-    """A train/test split of an image classification dataset.
-
-    Attributes
-    ----------
-    x_train, x_test : FloatTensor, shape (n, 3, H, W)
-        Images with values in [0, 1].
-    y_train, y_test : LongTensor, shape (n,)
-        Class indices in ``range(num_classes)``.
-    num_classes : int
-    name : str
-    class_names : tuple of str
-    """
+    """A train/test split of an image classification dataset: images ``x_train``, ``x_test`` (n, 3, H, W) in
+    [0, 1], class indices ``y_train``, ``y_test`` (n,) in ``range(num_classes)``, a ``name``, ``class_names``."""
 
     x_train: torch.Tensor
     y_train: torch.Tensor
@@ -79,10 +63,7 @@ def _split(n: int, test_fraction: float, seed: int) -> tuple[np.ndarray, np.ndar
 
 
 def digits(size: int = 16, test_fraction: float = 0.3, seed: int = 0) -> ImageData:
-    """scikit-learn's bundled handwritten digits, upsampled to RGB ``size`` × ``size``.
-
-    Offline: the 1,797 images ship inside scikit-learn. Grey levels 0–16 are
-    scaled to [0, 1], upsampled bilinearly and repeated over three channels.
+    """scikit-learn's bundled handwritten digits (offline), scaled to [0, 1], upsampled bilinearly to RGB ``size`` × ``size``.
 
     Parameters
     ----------
@@ -96,10 +77,8 @@ def digits(size: int = 16, test_fraction: float = 0.3, seed: int = 0) -> ImageDa
     Returns
     -------
     ImageData
-        ``x_train`` (n_train, 3, size, size), ``y_train`` (n_train,), likewise
-        for the test split; ten classes. Under the smoke cap
-        (``NHTLAB_SMOKE=1``, :mod:`nhtlab.build.smoke`) each split keeps its first
-        ``NHTLAB_SMOKE_IMAGES`` images, as :func:`cifar10` does.
+        Images (n, 3, size, size), ten classes. Under the smoke cap (``NHTLAB_SMOKE=1``,
+        :mod:`nhtlab.build.smoke`) each split keeps its first ``NHTLAB_SMOKE_IMAGES`` images.
 
     Examples
     --------
@@ -110,8 +89,7 @@ def digits(size: int = 16, test_fraction: float = 0.3, seed: int = 0) -> ImageDa
     require_int(size, "size", low=8, high=256, owner="digits")  # 1,797 images of size² floats
     require_real(test_fraction, "test_fraction", 0.0, 1.0, low_open=True, high_open=True, owner="digits")
     require_int(seed, "seed", low=0, owner="digits")
-    # local: scikit-learn is slow to import; only the digits need it
-    from sklearn.datasets import load_digits
+    from sklearn.datasets import load_digits  # local: scikit-learn is slow to import; only the digits need it
 
     bunch = load_digits()
     x = torch.tensor(bunch.images, dtype=torch.float32).unsqueeze(1) / 16.0  # (n, 1, 8, 8)
@@ -145,13 +123,11 @@ def _fetch(what: str, fetch, timeout: float, fix: str):
 
 
 def read_cifar10_batches(folder: str | Path, train: bool = True, limit: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
-    """Read CIFAR-10's python batches (``data_batch_1..5`` or ``test_batch``) as tensors.
+    """Read CIFAR-10's python batches in ``folder`` (``cifar-10-batches-py``) as torchvision does, channels first.
 
-    The format is the one torchvision reads: each file is a pickled dict with
-    ``data`` (uint8, (n, 3072), channel-major rows) and ``labels``. The images
-    come out exactly as ``torchvision.datasets.CIFAR10`` gives them, moved to
-    channels-first. ``folder`` is ``cifar-10-batches-py``; ``train`` picks the five training batches or the
-    test batch; ``limit`` keeps the first this many images. Returns ``x`` (n, 3, 32, 32) in [0, 1] and ``y`` (n,).
+    Each file is a pickled dict with ``data`` (uint8, (n, 3072), channel-major rows) and ``labels``;
+    ``train`` picks ``data_batch_1..5`` or ``test_batch``, ``limit`` keeps the first this many images.
+    Returns ``x`` (n, 3, 32, 32) in [0, 1] and ``y`` (n,).
     """
     folder = Path(folder)
     xs, ys = [], []
@@ -174,30 +150,20 @@ def read_cifar10_batches(folder: str | Path, train: bool = True, limit: int | No
 
 def cifar10(root: str | Path, download: bool = False, timeout: float = 20.0,
             train_limit: int | None = None, test_limit: int | None = None) -> ImageData:
-    """CIFAR-10 as in-memory tensors (opt-in download through torchvision).
-
-    The extracted batches are read by :func:`read_cifar10_batches` (the same
-    decoding as ``torchvision.datasets.CIFAR10``); torchvision only downloads,
-    checks and extracts the archive when ``download=True`` and files are missing.
+    """CIFAR-10 as in-memory tensors, read by :func:`read_cifar10_batches` (torchvision's decoding).
 
     Parameters
     ----------
     root : str or Path
-        Folder holding (or receiving) ``cifar-10-batches-py``. The environment
-        variable ``NHTLAB_CIFAR_ROOT``, when set, replaces it (a local copy, or
-        the tests' small archive in CIFAR-10's format); the returned data's
-        ``name`` then says where it came from.
+        Folder holding (or receiving) ``cifar-10-batches-py``; ``NHTLAB_CIFAR_ROOT``, when set, replaces
+        it (a local copy, or the tests' small archive), and the data's ``name`` then says so.
     download : bool
-        Fetch the archive (about 170 MB) when it is missing. Off by default so
-        that nothing touches the network unless asked.
+        Let torchvision fetch, check and extract the archive (about 170 MB) when files are missing.
     timeout : float > 0
-        Socket timeout in seconds while downloading, so a dead network fails
-        fast instead of hanging.
+        Socket timeout in seconds while downloading, so a dead network fails fast.
     train_limit, test_limit : int, optional
-        Keep only the first this many images of each split (smoke tests).
-        Under the smoke cap (``NHTLAB_SMOKE=1``, :mod:`nhtlab.build.smoke`) both are
-        at most ``NHTLAB_SMOKE_IMAGES`` and ``download`` is treated as False, so
-        a capped run never touches the network.
+        Keep only the first this many images of each split. Under the smoke cap (``NHTLAB_SMOKE=1``,
+        :mod:`nhtlab.build.smoke`) both are at most ``NHTLAB_SMOKE_IMAGES`` and nothing is downloaded.
 
     Returns
     -------
@@ -207,8 +173,7 @@ def cifar10(root: str | Path, download: bool = False, timeout: float = 20.0,
     Raises
     ------
     DatasetUnavailableError
-        When the files are missing and ``download`` is False, the download
-        fails, or a batch file is damaged; the message names the fix. No other dataset is substituted.
+        Files missing with ``download`` False, a failed download or a damaged batch; the message names the fix.
     """
     require_type(root, "root", (str, Path), owner="cifar10")
     require_bool(download, "download", owner="cifar10")
@@ -216,7 +181,6 @@ def cifar10(root: str | Path, download: bool = False, timeout: float = 20.0,
     for name, limit in (("train_limit", train_limit), ("test_limit", test_limit)):
         if limit is not None:
             require_int(limit, name, low=1, owner="cifar10")
-
     name = "cifar10"
     if os.environ.get("NHTLAB_CIFAR_ROOT"):
         root = os.environ["NHTLAB_CIFAR_ROOT"]
@@ -235,12 +199,12 @@ def cifar10(root: str | Path, download: bool = False, timeout: float = 20.0,
                f"Check the network, or extract https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz into {str(root)!r}.")
     missing = [f for f in CIFAR10_FILES if not (folder / f).exists()]
     if missing:
-        fix = (f"it was not found under {str(root)!r} (missing {', '.join(missing)} in {CIFAR10_FOLDER}) and "
-               f"download=False{' (the smoke cap never downloads)' if cap is not None else ''}. Call "
-               f"nhtlab.data.images.cifar10({str(root)!r}, download=True) with network access (about 170 MB), "
-               f"or extract cifar-10-python.tar.gz into {str(root)!r}, or point NHTLAB_CIFAR_ROOT at a folder "
-               f"holding {CIFAR10_FOLDER}; or use the offline nhtlab.data.images.digits() instead.")
-        raise DatasetUnavailableError(f"CIFAR-10 is unavailable: {fix}")
+        raise DatasetUnavailableError(
+            f"CIFAR-10 is unavailable: it was not found under {str(root)!r} (missing {', '.join(missing)} in "
+            f"{CIFAR10_FOLDER}) and download=False{' (the smoke cap never downloads)' if cap is not None else ''}. "
+            f"Call nhtlab.data.images.cifar10({str(root)!r}, download=True) with network access (about 170 MB), or "
+            f"extract cifar-10-python.tar.gz into {str(root)!r}, or point NHTLAB_CIFAR_ROOT at a folder holding "
+            f"{CIFAR10_FOLDER}; or use the offline nhtlab.data.images.digits() instead.")
     x_train, y_train = read_cifar10_batches(folder, train=True, limit=train_limit)
     x_test, y_test = read_cifar10_batches(folder, train=False, limit=test_limit)
     return ImageData(x_train, y_train, x_test, y_test, 10, name=name, class_names=CIFAR10_CLASSES)
@@ -250,88 +214,68 @@ def cifar10(root: str | Path, download: bool = False, timeout: float = 20.0,
 CELEBA_TASK = ("Smiling", "Blond_Hair")
 
 
-def _draw(attr: torch.Tensor, counts: dict[tuple[int, int], int], rng, split: str) -> np.ndarray:
-    """Indices of ``counts[(target, spurious)]`` images of each group, drawn without replacement, shuffled."""
-    picked = []
-    for (t, s), n in counts.items():
-        pool = np.flatnonzero(((attr[:, 0] == t) & (attr[:, 1] == s)).numpy())
-        if len(pool) < n:
-            raise ValueError(f"celeba: CelebA's {split} split holds {len(pool)} images with {CELEBA_TASK[0]}={t}, "
-                             f"{CELEBA_TASK[1]}={s}; {n} were asked for. Lower 'n_train', 'n_test' or 'rho'.")
-        picked.append(rng.choice(pool, n, replace=False))
-    return rng.permutation(np.concatenate(picked))
-
-
 def celeba(root: str | Path, download: bool = False, size: int = 32, n_train: int = 8000, n_test: int | None = None,
            rho: float = 0.95, seed: int = 0, timeout: float = 20.0):
-    """CelebA's Smiling task with Blond_Hair as the spurious cue, read through ``torchvision.datasets.CelebA``.
+    """CelebA's Smiling with Blond_Hair as the cue, read through ``torchvision.datasets.CelebA`` (``root/celeba``).
 
-    Training images (``split="train"``) are drawn, seeded, half smiling, blond on a share ``rho`` of each
-    class (blond ↔ smiling), like the border of :mod:`nhtlab.data.cues`. Test images (``split="test"``):
-    ``coloured`` at the same ``rho``; ``clean`` with ``n_test // 4`` images of each (Smiling, Blond_Hair)
-    group, also the sets ``group<t><s>`` (worst-group accuracy: their minimum); ``conflict`` its two
-    disagreeing groups, labelled by Smiling (``cue``: by Blond_Hair); ``shortcut``: ``clean`` labelled by
-    Blond_Hair. Images are centre-cropped square and resized to ``size`` (RGB in [0, 1]). torchvision
-    checks its five attribute files' MD5 sums (not the images); ``download=True`` needs ``gdown``.
-
-    Returns
-    -------
-    ShortcutData
-        Two classes, ``kind="celeba"``, ``cue_train`` the Blond_Hair bit; ``settings`` holds the chosen files.
-
-    Raises
-    ------
-    DatasetUnavailableError
-        Files absent or damaged (naming ``root`` and ``download``), or the download failed.
+    ``n_train`` images of ``split="train"``, half smiling, blond on a share ``rho`` of each class (blond ↔
+    smiling, the border's ρ), seeded. From ``split="test"``: ``coloured`` (same ``rho``); ``clean``, ``n_test //
+    4`` of each (Smiling, Blond_Hair) group ``group<t><s>`` (the worst group: their minimum); ``conflict`` its
+    disagreeing images (``cue``: labelled by Blond_Hair); ``shortcut``: ``clean`` labelled by Blond_Hair. RGB in
+    [0, 1], centre-cropped, resized to ``size``. torchvision checks the MD5 of the five text files, not of the
+    images; ``download=True`` (about 1.4 GB from Google Drive) needs gdown. Returns a two-class ShortcutData
+    (``kind="celeba"``, ``settings`` naming the files); raises DatasetUnavailableError naming the fix.
     """
     owner = "celeba"
     require_type(root, "root", (str, Path), owner=owner)
     require_bool(download, "download", owner=owner)
-    require_int(size, "size", low=4, high=218, owner=owner)
-    require_int(n_train, "n_train", low=2, owner=owner)
-    n_test = require_int(n_test if n_test is not None else n_train // 4, "n_test", low=4, owner=owner)
+    for name, value, low in (("size", size, 4), ("n_train", n_train, 2), ("seed", seed, 0)):
+        require_int(value, name, low=low, owner=owner)
+    n_test = require_int(n_train // 4 if n_test is None else n_test, "n_test", low=4, owner=owner)
     require_real(rho, "rho", 0.0, 1.0, owner=owner)
-    require_int(seed, "seed", low=0, owner=owner)
     require_real(timeout, "timeout", 0.0, low_open=True, owner=owner)
     import torchvision  # local: only CelebA and CIFAR-10's download need it
-
     from .cues import ShortcutData  # local: cues imports this module
 
     root = Path(root).expanduser()
-    fix = (f"Call nhtlab.data.images.celeba({str(root)!r}, download=True) with network access and gdown (about "
-           f"1.4 GB from Google Drive, which may refuse it: then put img_align_celeba/ and the five list_*.txt / "
-           f"identity_CelebA.txt files under {str(root / 'celeba')!r} by hand).")
+    fix = (f"Call nhtlab.data.images.celeba({str(root)!r}, download=True) with network access and gdown, or put "
+           f"img_align_celeba/ and the list_*.txt and identity_CelebA.txt files under {str(root / 'celeba')!r}.")
     if not download and not (root / "celeba" / "img_align_celeba").is_dir():
-        raise DatasetUnavailableError(f"CelebA is unavailable: {str(root / 'celeba')!r} holds no img_align_celeba "
-                                      f"folder and download=False. {fix}")
+        raise DatasetUnavailableError(f"CelebA is unavailable: no img_align_celeba folder in "
+                                      f"{str(root / 'celeba')!r} and download=False. {fix}")
     what = f"CelebA is unavailable: torchvision could not {'download' if download else 'read'} it under {str(root)!r}"
     sets = {split: _fetch(what, lambda split=split: torchvision.datasets.CelebA(str(root), split, download=download),
                           timeout, fix) for split in ("train", "test")}
-    rng, out = np.random.default_rng(seed), {}
+    rng, files = np.random.default_rng(seed), {}
 
-    def square(image):
+    def square(image):  # the centre square, resized bilinearly, as uint8 (3, size, size)
         w, h = image.size
-        s = min(w, h)
-        image = image.convert("RGB").crop(((w - s) // 2, (h - s) // 2, (w + s) // 2, (h + s) // 2))
-        return torch.from_numpy(np.array(image.resize((size, size), resample=2))).permute(2, 0, 1)  # bilinear
+        c = min(w, h)
+        image = image.convert("RGB").crop(((w - c) // 2, (h - c) // 2, (w + c) // 2, (h + c) // 2))
+        return torch.from_numpy(np.array(image.resize((size, size), resample=2))).permute(2, 0, 1)
 
-    def read(split: str, n: int, rho: float | None) -> tuple[torch.Tensor, torch.Tensor, list[str]]:
-        ds = sets[split]
-        ds.transform = square
+    def read(split: str, n: int, rho: float | None) -> tuple[torch.Tensor, torch.Tensor]:
+        ds, picked = sets[split], []
         attr = ds.attr[:, [ds.attr_names.index(a) for a in CELEBA_TASK]]
         agree = n // 4 if rho is None else round(n // 2 * rho)  # per class; None: the four groups balanced
-        counts = {(1, 1): agree, (0, 0): agree, (1, 0): n // 2 - agree, (0, 1): n // 2 - agree}
-        idx = _draw(attr, counts, rng, split)
-        x = torch.stack([ds[i][0] for i in idx]).float().div_(255.0) if len(idx) else torch.empty(0, 3, size, size)
-        return x, attr[idx], [ds.filename[i] for i in idx]
+        for t, s, k in ((1, 1, agree), (0, 0, agree), (1, 0, n // 2 - agree), (0, 1, n // 2 - agree)):
+            pool = np.flatnonzero(((attr[:, 0] == t) & (attr[:, 1] == s)).numpy())
+            if len(pool) < k:
+                raise ValueError(f"celeba: CelebA's {split} split holds {len(pool)} images with {CELEBA_TASK[0]}="
+                                 f"{t}, {CELEBA_TASK[1]}={s}; {k} were asked for. Lower 'n_train', 'n_test' or 'rho'.")
+            picked.append(rng.choice(pool, k, replace=False))
+        idx = rng.permutation(np.concatenate(picked))
+        files[f"{split}_files" if rho is None or split == "train" else "coloured_files"] = [ds.filename[i] for i in idx]
+        ds.transform = square
+        return torch.stack([ds[i][0] for i in idx]).float().div_(255.0), attr[idx]
 
-    x_train, a_train, out["train_files"] = read("train", n_train, rho)
-    x_col, a_col, out["coloured_files"] = read("test", n_test, rho)
-    x, a, out["test_files"] = read("test", n_test, None)
-    test_sets = {"coloured": (x_col, a_col[:, 0]), "clean": (x, a[:, 0]), "shortcut": (x, a[:, 1])}
+    x_train, a_train = read("train", n_train, rho)
+    x_col, a_col = read("test", n_test, rho)
+    x, a = read("test", n_test, None)
     off = a[:, 0] != a[:, 1]
-    test_sets.update(conflict=(x[off], a[off, 0]), cue=(x[off], a[off, 1]))
-    test_sets.update({f"group{t}{s}": (x[(a[:, 0] == t) & (a[:, 1] == s)], a[(a[:, 0] == t) & (a[:, 1] == s), 0])
-                      for t in (0, 1) for s in (0, 1)})
+    test_sets = {"coloured": (x_col, a_col[:, 0]), "clean": (x, a[:, 0]), "shortcut": (x, a[:, 1]),
+                 "conflict": (x[off], a[off, 0]), "cue": (x[off], a[off, 1])}
+    for t, s in ((0, 0), (0, 1), (1, 0), (1, 1)):
+        test_sets[f"group{t}{s}"] = (x[(a[:, 0] == t) & (a[:, 1] == s)], torch.full((n_test // 4,), t))
     return ShortcutData(x_train, a_train[:, 0].clone(), a_train[:, 1].clone(), test_sets, 2, torch.zeros(2, 3),
-                        float(rho), "celeba", dict(out, size=size, seed=seed, base="celeba", task=CELEBA_TASK))
+                        float(rho), "celeba", dict(files, size=size, seed=seed, base="celeba", task=CELEBA_TASK))
