@@ -124,3 +124,22 @@ def test_named_errors(tmp_path, archive):
     (root / "celeba" / "list_attr_celeba.txt").unlink()
     with pytest.raises(DatasetUnavailableError, match="could not read it under .*list_attr_celeba"):
         celeba(root, n_train=16)
+
+
+def test_the_chapter_section_scores_celeba_beside_the_paper(archive, tmp_path):
+    from nhtlab import book as nb
+    from nhtlab.training.cache import ResultCache
+
+    root, _ = archive
+    tiny = dict(kind="celeba", root=str(root), download=False, size=8, train_size=16, rho=0.75,
+                channels=(4, 4, 8, 8, 8, 8), steps=4, eval_every=2, batch_size=8, device="cpu")
+    study = nb.ShortcutStudy.from_profile(dict(run={}, lam_main=0.1, seeds=[0, 1], celeba=tiny, celeba_lams=[0.01, 0.1]))
+    assert [len(rs) for rs in nb.celeba_runs(study).values()] == [1, 2]
+    text = nb.celeba_scorecard(study, workers=1, cache=ResultCache(tmp_path / "cache"))
+    assert "Paper: CelebA 4/6, separation −0.11." in text and "P1 norm ordering (CelebA)" in text
+    assert "worst group" in text and "Ours: " in text
+    none = nb.ShortcutStudy.from_profile(dict(run={}, lam_main=0.1, seeds=[0]))
+    assert nb.celeba_scorecard(none).startswith("The CelebA runs are in the `full` profile")
+    absent = nb.ShortcutStudy.from_profile(dict(run={}, lam_main=0.1, seeds=[0], celeba={**tiny, "root": str(tmp_path / "no")},
+                                                celeba_lams=[0.1]))
+    assert nb.celeba_scorecard(absent).startswith("No CelebA scorecard here: CelebA is unavailable")

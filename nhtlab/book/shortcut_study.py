@@ -74,6 +74,9 @@ class ShortcutStudy:
         its ``seeds`` the seed offsets); empty, no modular domain.
     modular_main : float
         The λ of the modular domain's main run.
+    celeba, celeba_lams : dict, tuple of float
+        ShortcutRun fields of the CelebA runs (``kind="celeba"``) and their λ
+        (:func:`nhtlab.book.celeba_report.celeba_runs`); empty, no CelebA runs.
     """
 
     base: ShortcutRun
@@ -90,6 +93,8 @@ class ShortcutStudy:
     fit: float = 0.97
     modular: dict[str, Any] = field(default_factory=dict)
     modular_main: float = 1.0
+    celeba: dict[str, Any] = field(default_factory=dict)
+    celeba_lams: tuple[float, ...] = ()
 
     @classmethod
     def from_profile(cls, cfg: Any, seed: int = 0) -> "ShortcutStudy":
