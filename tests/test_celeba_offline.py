@@ -70,6 +70,7 @@ def archive(tmp_path, monkeypatch):
     import torchvision.datasets.celeba as tv_celeba
 
     monkeypatch.setattr(tv_celeba, "check_integrity", lambda *args, **kwargs: True)
+    monkeypatch.delenv("NHTLAB_SMOKE", raising=False)
     return tmp_path, write_fake_celeba(tmp_path)
 
 
@@ -99,6 +100,16 @@ def test_nhtlab_reads_the_archive_as_torchvision_does(archive):
     assert len(sets["coloured"][1]) == 8
     again = celeba(root, size=8, n_train=16, n_test=8, rho=0.75, seed=1)
     assert again.settings["train_files"] == data.settings["train_files"]  # seeded
+
+
+def test_the_smoke_cap_never_downloads(archive, monkeypatch):
+    root, _ = archive
+    monkeypatch.setenv("NHTLAB_SMOKE", "1")
+    monkeypatch.setenv("NHTLAB_SMOKE_IMAGES", "12")
+    data = celeba(root, download=True, size=8, n_train=40, rho=0.75)  # the files are there: read, not fetched
+    assert len(data.y_train) == 12 and len(data.test_sets["clean"][1]) == 4
+    with pytest.raises(DatasetUnavailableError, match=r"download=False \(the smoke cap never downloads\)"):
+        celeba(root / "empty", download=True)
 
 
 def test_a_tiny_shortcut_run_on_celeba(archive):

@@ -63,7 +63,7 @@ def _split(n: int, test_fraction: float, seed: int) -> tuple[np.ndarray, np.ndar
 
 
 def digits(size: int = 16, test_fraction: float = 0.3, seed: int = 0) -> ImageData:
-    """scikit-learn's bundled handwritten digits (offline), scaled to [0, 1], upsampled bilinearly to RGB ``size`` × ``size``.
+    """scikit-learn's bundled handwritten digits (offline) in [0, 1], upsampled bilinearly to RGB ``size`` × ``size``.
 
     Parameters
     ----------
@@ -111,7 +111,7 @@ CIFAR10_FILES = (*CIFAR10_TRAIN, "test_batch", "batches.meta")
 
 
 def _fetch(what: str, fetch, timeout: float, fix: str):
-    """``fetch()`` (torchvision) under a socket timeout; a failure raised as DatasetUnavailableError("what (why). fix")."""
+    """``fetch()`` under a socket timeout; a failure raised as DatasetUnavailableError("what (why). fix")."""
     previous = socket.getdefaulttimeout()
     socket.setdefaulttimeout(timeout)
     try:
@@ -196,7 +196,7 @@ def cifar10(root: str | Path, download: bool = False, timeout: float = 20.0,
 
         _fetch(f"CIFAR-10 is unavailable: the download into {str(root)!r} failed",
                lambda: torchvision.datasets.CIFAR10(str(root), download=True), timeout,
-               f"Check the network, or extract https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz into {str(root)!r}.")
+               f"Check the network, or extract cifar-10-python.tar.gz (www.cs.toronto.edu/~kriz) into {str(root)!r}.")
     missing = [f for f in CIFAR10_FILES if not (folder / f).exists()]
     if missing:
         raise DatasetUnavailableError(
@@ -219,19 +219,21 @@ def celeba(root: str | Path, download: bool = False, size: int = 32, n_train: in
     """CelebA's Smiling with Blond_Hair as the cue, read through ``torchvision.datasets.CelebA`` (``root/celeba``).
 
     ``n_train`` images of ``split="train"``, half smiling, blond on a share ``rho`` of each class (blond ↔
-    smiling, the border's ρ), seeded. From ``split="test"``: ``coloured`` (same ``rho``); ``clean``, ``n_test //
-    4`` of each (Smiling, Blond_Hair) group ``group<t><s>`` (the worst group: their minimum); ``conflict`` its
-    disagreeing images (``cue``: labelled by Blond_Hair); ``shortcut``: ``clean`` labelled by Blond_Hair. RGB in
-    [0, 1], centre-cropped, resized to ``size``. torchvision checks the MD5 of the five text files, not of the
-    images; ``download=True`` (about 1.4 GB from Google Drive) needs gdown. Returns a two-class ShortcutData
-    (``kind="celeba"``, ``settings`` naming the files); raises DatasetUnavailableError naming the fix.
+    smiling, the border's ρ), seeded. From ``split="test"`` (``n_test``, default ``n_train // 4``): ``coloured``
+    (same ``rho``); ``clean``, a quarter in each (Smiling, Blond_Hair) group ``group<t><s>`` (worst group: their
+    minimum); ``conflict``, its disagreeing images (``cue``: by Blond_Hair); ``shortcut``: ``clean`` by
+    Blond_Hair. RGB in [0, 1], centre-cropped, resized to ``size``. torchvision checks the MD5 of the five text
+    files, not the images; ``download=True`` (1.4 GB, Google Drive) needs gdown; the smoke cap: no download,
+    ``n_train`` capped. Returns a two-class ShortcutData (``settings``: the files); raises DatasetUnavailableError.
     """
     owner = "celeba"
     require_type(root, "root", (str, Path), owner=owner)
     require_bool(download, "download", owner=owner)
     for name, value, low in (("size", size, 4), ("n_train", n_train, 2), ("seed", seed, 0)):
         require_int(value, name, low=low, owner=owner)
-    n_test = require_int(n_train // 4 if n_test is None else n_test, "n_test", low=4, owner=owner)
+    cap = smoke_images()  # None unless the smoke cap is on
+    download, n_train = (download, n_train) if cap is None else (False, min(n_train, max(cap, 8)))
+    n_test = require_int(max(n_train // 4, 4) if n_test is None else n_test, "n_test", low=4, owner=owner)
     require_real(rho, "rho", 0.0, 1.0, owner=owner)
     require_real(timeout, "timeout", 0.0, low_open=True, owner=owner)
     import torchvision  # local: only CelebA and CIFAR-10's download need it
@@ -241,8 +243,8 @@ def celeba(root: str | Path, download: bool = False, size: int = 32, n_train: in
     fix = (f"Call nhtlab.data.images.celeba({str(root)!r}, download=True) with network access and gdown, or put "
            f"img_align_celeba/ and the list_*.txt and identity_CelebA.txt files under {str(root / 'celeba')!r}.")
     if not download and not (root / "celeba" / "img_align_celeba").is_dir():
-        raise DatasetUnavailableError(f"CelebA is unavailable: no img_align_celeba folder in "
-                                      f"{str(root / 'celeba')!r} and download=False. {fix}")
+        raise DatasetUnavailableError(f"CelebA is unavailable: no img_align_celeba folder in {str(root / 'celeba')!r} "
+                                      f"and download=False{' (the smoke cap never downloads)' if cap else ''}. {fix}")
     what = f"CelebA is unavailable: torchvision could not {'download' if download else 'read'} it under {str(root)!r}"
     sets = {split: _fetch(what, lambda split=split: torchvision.datasets.CelebA(str(root), split, download=download),
                           timeout, fix) for split in ("train", "test")}
