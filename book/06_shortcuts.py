@@ -501,7 +501,7 @@ nb.md(
 # Only `full` trains it, where torchvision can download CelebA (Colab).
 
 # %% tags=["remove-input"]
-nb.md(nb.celeba_scorecard(study, workers=cfg.workers))
+nb.md(nb.celeba_scorecard(study, trained))
 
 # %% [markdown]
 # ## What held and what failed

@@ -145,12 +145,17 @@ def test_the_chapter_section_scores_celeba_beside_the_paper(archive, tmp_path):
     tiny = dict(kind="celeba", root=str(root), download=False, size=8, train_size=16, rho=0.75,
                 channels=(4, 4, 8, 8, 8, 8), steps=4, eval_every=2, batch_size=8, device="cpu")
     study = nb.ShortcutStudy.from_profile(dict(run={}, lam_main=0.1, seeds=[0, 1], celeba=tiny, celeba_lams=[0.01, 0.1]))
-    assert [len(rs) for rs in nb.celeba_runs(study).values()] == [1, 2]
-    text = nb.celeba_scorecard(study, workers=1, cache=ResultCache(tmp_path / "cache"))
+    assert [len(rs) for rs in nb.celeba_runs(study).values()] == [1, 2] and nb.celeba_problem(study) is None
+    runs = [r for r in study.runs() if r.kind == "celeba"]  # the data can be had: the study's sweep holds them
+    assert len(runs) == 3
+    cache = ResultCache(tmp_path / "cache")
+    trained = dict(zip(runs, nhtlab.sweep(runs, workers=1, cache=cache).histories))
+    text = nb.celeba_scorecard(study, trained, cache=cache)
     assert "Paper: CelebA 4/6, separation −0.11." in text and "P1 norm ordering (CelebA)" in text
-    assert "worst group" in text and "Ours: " in text
+    assert "worst group" in text and "Ours: " in text and "3 runs" in text
     none = nb.ShortcutStudy.from_profile(dict(run={}, lam_main=0.1, seeds=[0]))
-    assert nb.celeba_scorecard(none).startswith("The CelebA runs are in the `full` profile")
+    assert nb.celeba_scorecard(none, {}).startswith("The CelebA runs are in the `full` profile")
     absent = nb.ShortcutStudy.from_profile(dict(run={}, lam_main=0.1, seeds=[0], celeba={**tiny, "root": str(tmp_path / "no")},
                                                 celeba_lams=[0.1]))
-    assert nb.celeba_scorecard(absent).startswith("No CelebA scorecard here: CelebA is unavailable")
+    assert not [r for r in absent.runs() if r.kind == "celeba"]  # no data: the sweep trains the rest
+    assert nb.celeba_scorecard(absent, {}).startswith("No CelebA scorecard here: CelebA is unavailable")

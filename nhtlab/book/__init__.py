@@ -17,7 +17,6 @@ package.
 
 import importlib
 
-from .celeba_report import *  # noqa: F401,F403
 from .claims import *  # noqa: F401,F403
 from .cnn_experiments import *  # noqa: F401,F403
 from .closing import *  # noqa: F401,F403
@@ -43,7 +42,7 @@ from .shortcut_report import *  # noqa: F401,F403
 from .shortcut_study import *  # noqa: F401,F403
 from .tuning_report import *  # noqa: F401,F403
 
-_MODULES = ["celeba_report", "claims", "cnn_experiments", "closing", "colab", "delay_law_report", "dlr_probes", "dlr_report", "dlr_tables",
+_MODULES = ["claims", "cnn_experiments", "closing", "colab", "delay_law_report", "dlr_probes", "dlr_report", "dlr_tables",
             "emergence_report", "grokking_report", "held_out_eta", "layer_report", "lazy_rich_experiment",
             "off_grid_eta", "profiles", "regime_report", "report", "run_stamp", "scorecard", "scorecard_runs", "shortcut_report",
             "shortcut_study", "tuning_report"]

@@ -22,8 +22,8 @@ import torch.nn.functional as F
 from ..hooks import smoke_images
 from ..validation import require_bool, require_int, require_real, require_type
 
-__all__ = ["ImageData", "DatasetUnavailableError", "digits", "cifar10", "read_cifar10_batches", "CIFAR10_CLASSES",
-           "celeba", "CELEBA_TASK"]
+__all__ = ["ImageData", "ShortcutData", "DatasetUnavailableError", "digits", "cifar10", "read_cifar10_batches",
+           "CIFAR10_CLASSES", "celeba", "CELEBA_TASK"]
 
 CIFAR10_CLASSES = ("airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck")
 
@@ -54,6 +54,55 @@ class ImageData:
         """Return a copy with every tensor on ``device``."""
         return ImageData(self.x_train.to(device), self.y_train.to(device), self.x_test.to(device),
                          self.y_test.to(device), self.num_classes, self.name, self.class_names)
+
+
+@dataclass
+class ShortcutData:
+    """Images with a class-correlated cue, and the test sets that measure reliance on it.
+
+    Attributes
+    ----------
+    x_train : FloatTensor, shape (n, 3, H, W)
+    y_train : LongTensor, shape (n,)
+    cue_train : LongTensor, shape (n,)
+        The class whose colour each training image carries (−1: none).
+    test_sets : dict name → (x, y)
+        ``coloured``, ``clean``, ``shortcut``, ``conflict``, ``cue`` (see :mod:`nhtlab.data.cues`).
+    num_classes : int
+    colours : FloatTensor, shape (num_classes, 3)
+    rho : float
+    kind : {"border", "tint", "background", "celeba"}
+    settings : dict
+        Everything else that built the data (width, otherwise, clean, seed, …).
+    """
+
+    x_train: torch.Tensor
+    y_train: torch.Tensor
+    cue_train: torch.Tensor
+    test_sets: dict[str, tuple[torch.Tensor, torch.Tensor]]
+    num_classes: int
+    colours: torch.Tensor
+    rho: float
+    kind: str
+    settings: dict = field(default_factory=dict)
+
+    @property
+    def x_test(self) -> torch.Tensor:
+        """The coloured test images (training distribution)."""
+        return self.test_sets["coloured"][0]
+
+    @property
+    def y_test(self) -> torch.Tensor:
+        return self.test_sets["coloured"][1]
+
+    def eval_sets(self) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
+        """The test sets as :func:`nhtlab.training.loop.train` takes them (``eval_sets=``)."""
+        return dict(self.test_sets)
+
+    @property
+    def cue_agreement(self) -> float:
+        """Share of training images whose cue is their own class's colour (≈ ρ)."""
+        return float((self.cue_train == self.y_train).float().mean())
 
 
 def _split(n: int, test_fraction: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -237,7 +286,6 @@ def celeba(root: str | Path, download: bool = False, size: int = 32, n_train: in
     require_real(rho, "rho", 0.0, 1.0, owner=owner)
     require_real(timeout, "timeout", 0.0, low_open=True, owner=owner)
     import torchvision  # local: only CelebA and CIFAR-10's download need it
-    from .cues import ShortcutData  # local: cues imports this module
 
     root = Path(root).expanduser()
     fix = (f"Call nhtlab.data.images.celeba({str(root)!r}, download=True) with network access and gdown, or put "
