@@ -41,7 +41,7 @@ __all__ = ["Domain", "MemorisationDomain", "BorderDomain", "IMAGE_CLASSES", "dom
            "sweep_records"]
 
 #: Classes of the image bases a :class:`~nhtlab.training.shortcut_run.ShortcutRun` trains on.
-IMAGE_CLASSES = {"digits": 10, "cifar10": 10}
+IMAGE_CLASSES = {"digits": 10, "cifar10": 10, "celeba": 2}
 
 
 @dataclass(frozen=True)
@@ -169,14 +169,15 @@ def domain_of(run: TrainConfig, fit: float = 0.97) -> Domain:
     -------
     Domain
         :class:`MemorisationDomain` (classes ``run.p``, worst group ``test_acc``) for a ModularRun,
-        :class:`BorderDomain` (10 classes, worst group ``conflict_acc``) for a ShortcutRun of either cue.
+        :class:`BorderDomain` (10 classes, CelebA's 2; worst group ``conflict_acc``) for a ShortcutRun.
     """
     require_real(fit, "fit", 0.0, 1.0, low_open=True, owner="domain_of")
     if isinstance(run, ModularRun):
         return MemorisationDomain("the memorised table", run.p, "test_acc")
     if isinstance(run, ShortcutRun):
-        cue = "the border" if run.kind == "border" else "the tint"
-        return BorderDomain(cue, IMAGE_CLASSES[run.base], "conflict_acc", fit=fit)
+        cue = {"border": "the border", "celeba": "blond hair"}.get(run.kind, "the tint")
+        base = "celeba" if run.kind == "celeba" else run.base
+        return BorderDomain(cue, IMAGE_CLASSES[base], "conflict_acc", fit=fit)
     raise TypeError(f"The 'run' parameter of domain_of must be a ModularRun or a ShortcutRun. "
                     f"Got {type(run).__name__}.")
 

@@ -8,19 +8,25 @@ paper's modular runs. :meth:`ShortcutStudy.runs` lists every run once, for one
 :func:`nhtlab.sweep`; the other methods take the ``{run: History}`` mapping the
 sweep returned and give table records (:func:`nhtlab.book.table`), readings over seeds
 (:func:`nhtlab.book.over_seeds`), the scorecard per domain (:func:`score_runs`) and
-the study's pre-fixed checks (:class:`nhtlab.book.Check`).
+the study's pre-fixed checks (:class:`nhtlab.book.Check`). The study holds the NHT paper's CelebA task
+(Smiling, Blond_Hair the spurious cue; scored 4/6, separation −0.11) where the data can be had (the ``full``
+profile's :data:`CELEBA_DESIGN`); :func:`celeba_scorecard` writes chapter 06's CelebA section.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
 from .run_stamp import cpu_model
-from .claims import Check, Reading, check_reading, over_seeds, reading_answer
-from .scorecard import PREDICTIONS, prediction_readings
+from .claims import Check, Reading, check_reading, over_seeds, reading_answer, reading_rows
+from .scorecard import PREDICTIONS, prediction_readings, scorecard_rows
 from ..analysis.separation import Separation, format_score
+from ..data.images import DatasetUnavailableError, celeba
+from ..papers import NHT_PAPER
+from .report import table
 from ..build.ledger import _label, read_ledger
 from .shortcut_report import (border_reading, check_border_escape, check_rho_trend,
                                         check_separation_defined, higher_reading, rho_reading)
@@ -33,7 +39,8 @@ from ..training.shortcut_run import ShortcutRun
 from ..training.loop import TrainConfig
 from ..training.presets import companion_grid_run
 
-__all__ = ["ShortcutStudy", "SEED_PREDICTIONS", "ledger_cpu_seconds", "ledger_cost"]
+__all__ = ["ShortcutStudy", "SEED_PREDICTIONS", "ledger_cpu_seconds", "ledger_cost", "CELEBA_DESIGN", "celeba_runs",
+           "celeba_problem", "celeba_scorecard"]
 
 #: The predictions read on the main run alone, hence at every seed (P2 and P6 need a whole sweep).
 SEED_PREDICTIONS = tuple(name for name in PREDICTIONS if name[:2] in ("P1", "P3", "P4", "P5"))
@@ -74,6 +81,9 @@ class ShortcutStudy:
         its ``seeds`` the seed offsets); empty, no modular domain.
     modular_main : float
         The λ of the modular domain's main run.
+    celeba, celeba_lams : dict, tuple of float
+        ShortcutRun fields of the CelebA runs (``kind="celeba"``) and their λ
+        (:func:`celeba_runs`); empty, no CelebA runs.
     """
 
     base: ShortcutRun
@@ -90,6 +100,8 @@ class ShortcutStudy:
     fit: float = 0.97
     modular: dict[str, Any] = field(default_factory=dict)
     modular_main: float = 1.0
+    celeba: dict[str, Any] = field(default_factory=dict)
+    celeba_lams: tuple[float, ...] = ()
 
     @classmethod
     def from_profile(cls, cfg: Any, seed: int = 0) -> "ShortcutStudy":
@@ -204,6 +216,9 @@ class ShortcutStudy:
     def runs(self) -> list[TrainConfig]:
         """Every run of the study once, in a stable order (for one :func:`nhtlab.sweep`).
 
+        The CelebA runs only where their data can be had (:func:`celeba_problem`, which downloads it
+        when their ``download`` is True).
+
         Returns
         -------
         list of ModularRun and ShortcutRun
@@ -213,7 +228,8 @@ class ShortcutStudy:
             list(self.control_seeds.values()), list(self.rho_runs.values()),
             *[list(by.values()) for by in self.rho_ends.values()], list(self.norm_runs.values()),
             *[list(by.values()) for by in self.norm_seeds.values()], *self.tint.values(),
-            *self.background.values(), *self.modular_sweep.values()]
+            *self.background.values(), *self.modular_sweep.values(),
+            *(celeba_runs(self).values() if celeba_problem(self) is None else ())]
         return list(dict.fromkeys(r for g in groups for r in g))
 
     # --- what is read off them --------------------------------------------------------------------
@@ -510,3 +526,80 @@ def ledger_cpu_seconds(runs: Sequence[TrainConfig], cache: ResultCache | None = 
 def ledger_cost(runs: Sequence[TrainConfig], cache: ResultCache | None = None) -> str:
     """'n runs, s CPU s on the build's ledger (<CPU model>)': :func:`ledger_cpu_seconds` in words."""
     return f"{len(runs)} runs, {ledger_cpu_seconds(runs, cache):.0f} CPU s on the build's ledger ({cpu_model()})"
+
+
+#: The ``full`` profile's CelebA runs: the paper's SimpleCNN recipe (AdamW lr 1e-3, cosine), 8,000 training
+#: faces at 64 × 64 with blond ↔ smiling on ρ = 0.95 of them (nhtlab's choice: the paper gives no ρ for
+#: CelebA; its Waterbirds correlation is 95%), batch 128 for 200 epochs, downloaded into ``data/``.
+CELEBA_DESIGN = MappingProxyType(dict(
+    kind="celeba", root="data", download=True, size=64, train_size=8000, rho=0.95, channels=(32, 32, 64, 64, 128, 128),
+    lr=1e-3, schedule="cosine", batch_size=128, steps=12_500, eval_every=125))
+
+
+def celeba_runs(study: ShortcutStudy) -> dict[float, list[ShortcutRun]]:
+    """λ → the study's CelebA runs (its ``celeba`` fields): every seed at the main λ, the first seed elsewhere."""
+    if not study.celeba_lams:
+        return {}
+    by = {s: ShortcutRun(**{**study.celeba, "seed": s, "weight_decay": study.lam_main}) for s in study.seeds}
+    return {lam: list(by.values()) if lam == study.lam_main else [by[study.seeds[0]].replace(weight_decay=lam)]
+            for lam in study.celeba_lams}
+
+
+def celeba_problem(study: ShortcutStudy) -> str | None:
+    """Why the study's CelebA runs cannot train here (the data absent, or its download failed: the error's
+    message), None when they can or the study has none. Reads a few faces, downloading CelebA first when
+    the runs' ``download`` is True."""
+    runs = [r for rs in celeba_runs(study).values() for r in rs]
+    try:
+        if runs:
+            celeba(runs[0].root, runs[0].download, size=4, n_train=8, n_test=4)
+    except DatasetUnavailableError as exc:
+        return str(exc)
+    return None
+
+
+def celeba_scorecard(study: ShortcutStudy, trained: Histories, cache: ResultCache | None = None) -> str:
+    """The CelebA section's markdown from the study's trained CelebA runs, the paper's values beside ours.
+
+    Parameters
+    ----------
+    study : ShortcutStudy
+        Its ``celeba`` fields and ``celeba_lams`` (empty: no CelebA runs, one line), ``lam_main`` and ``seeds``.
+    trained : mapping run → History
+        The sweep of :meth:`ShortcutStudy.runs` (which holds the CelebA runs where the data could be had).
+    cache : ResultCache, optional
+        Whose ledger gives the runs' CPU seconds (:func:`ledger_cost`).
+
+    Returns
+    -------
+    str
+        Markdown: the scorecard (main run: first seed) with the paper's 4/6; per seed the worst-group accuracy
+        (the least of the four groups' ``group<t><s>_acc``), the conflict and clean accuracies and the
+        separation, the paper's −0.11 beside it; the separation below 0.5 and P1, P3, P4, P5 over seeds; the
+        runs' cost. Or one line: the profile trains no CelebA, or why the data could not be had.
+    """
+    paper = f"Paper: CelebA {NHT_PAPER['scorecard']['CelebA']}/6, separation {NHT_PAPER['separation']['CelebA']}."
+    runs_by_lam = celeba_runs(study)
+    if study.lam_main not in runs_by_lam:
+        return ("The CelebA runs are in the `full` profile and need CelebA's download (torchvision, about 1.4 GB "
+                f"from Google Drive; Colab: `download=True`); this profile trains none. {paper}")
+    runs = list(dict.fromkeys(r for rs in runs_by_lam.values() for r in rs))
+    if any(r not in trained for r in runs):
+        return f"No CelebA scorecard here: {celeba_problem(study) or 'its runs were not trained.'} {paper}"
+    main = dict(zip(study.seeds, runs_by_lam[study.lam_main]))
+    card = score_runs(runs_by_lam, trained, main=main[study.seeds[0]], fit=study.fit)
+    seps = {s: domain_of(r, study.fit).separation(trained[r]) for s, r in main.items()}
+    ends: dict[int, dict[str, Any]] = {s: trained[r].rows[-1] for s, r in main.items()}
+    rows = [{"seed": s, "worst group": min(e[f"group{t}{a}_acc"] for t in (0, 1) for a in (0, 1)),
+             "conflict": e["conflict_acc"], "clean": e["clean_acc"], "separation": format_score(seps[s]),
+             "paper separation": NHT_PAPER["separation"]["CelebA"]} for s, e in ends.items()]
+    cards = {s: score_runs({study.lam_main: [r]}, trained, main=r, fit=study.fit) for s, r in main.items()}
+    readings = [over_seeds("CelebA: separation below 0.5 (the paper: −0.11)",
+                           {s: "below" if not (sep.defined and sep.score >= 0.5) else "above" for s, sep in seps.items()},
+                           expected="below"),
+                *[Reading(f"{r.name} (CelebA)", r.by_seed, r.expected, r.rule)
+                  for r in prediction_readings(cards, names=SEED_PREDICTIONS)]]
+    passed = sum(c.passed for c in card.values())
+    return (table(scorecard_rows({"CelebA": card})) + f"\n\nOurs: {passed}/6 (seed {study.seeds[0]}). {paper}\n\n"
+            + table(rows, formats={"worst group": "{:.2f}", "conflict": "{:.2f}", "clean": "{:.2f}"})
+            + "\n\n" + table(reading_rows(readings)) + f"\n\nThe CelebA runs: {ledger_cost(runs, cache)}.")

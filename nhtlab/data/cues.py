@@ -44,12 +44,10 @@ bounding area, unlike a border). These are where the NHT delay law is expected t
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 import torch
 
 from ..validation import require_bool, require_choice, require_int, require_real, require_type
-from .images import ImageData
+from .images import ImageData, ShortcutData
 
 __all__ = ["CLASS_COLOURS", "OTHERWISE", "CLEAN", "REGIONS", "ShortcutData", "border_shortcut", "tint_shortcut", "paint_border", "draw_cue_classes", "harder"]
 
@@ -62,55 +60,6 @@ CLASS_COLOURS = (
 OTHERWISE = ("other", "none", "random")
 CLEAN = ("mean", "none")
 REGIONS = ("all", "background")
-
-
-@dataclass
-class ShortcutData:
-    """Images with a class-correlated cue, and the test sets that measure reliance on it.
-
-    Attributes
-    ----------
-    x_train : FloatTensor, shape (n, 3, H, W)
-    y_train : LongTensor, shape (n,)
-    cue_train : LongTensor, shape (n,)
-        The class whose colour each training image carries (−1: none).
-    test_sets : dict name → (x, y)
-        ``coloured``, ``clean``, ``shortcut``, ``conflict``, ``cue`` (see the module doc).
-    num_classes : int
-    colours : FloatTensor, shape (num_classes, 3)
-    rho : float
-    kind : {"border", "tint", "background"}
-    settings : dict
-        Everything else that built the data (width, otherwise, clean, seed, …).
-    """
-
-    x_train: torch.Tensor
-    y_train: torch.Tensor
-    cue_train: torch.Tensor
-    test_sets: dict[str, tuple[torch.Tensor, torch.Tensor]]
-    num_classes: int
-    colours: torch.Tensor
-    rho: float
-    kind: str
-    settings: dict = field(default_factory=dict)
-
-    @property
-    def x_test(self) -> torch.Tensor:
-        """The coloured test images (training distribution)."""
-        return self.test_sets["coloured"][0]
-
-    @property
-    def y_test(self) -> torch.Tensor:
-        return self.test_sets["coloured"][1]
-
-    def eval_sets(self) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
-        """The test sets as :func:`nhtlab.training.loop.train` takes them (``eval_sets=``)."""
-        return dict(self.test_sets)
-
-    @property
-    def cue_agreement(self) -> float:
-        """Share of training images whose cue is their own class's colour (≈ ρ)."""
-        return float((self.cue_train == self.y_train).float().mean())
 
 
 def _colours(num_classes: int, colours, contrast: float = 1.0) -> torch.Tensor:

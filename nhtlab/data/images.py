@@ -1,17 +1,10 @@
-"""Image classification data as tensors: an offline default and CIFAR-10 (opt-in).
+"""Image classification data as in-memory tensors (no DataLoader): an offline default, CIFAR-10 and CelebA.
 
-* :func:`digits` needs no network: scikit-learn ships 1,797 handwritten digits
-  (8 × 8, grey levels 0–16) inside the package. They are upsampled bilinearly to
-  ``size`` × ``size``, scaled to [0, 1] and copied to three channels (white
-  strokes on black), so every image model and the coloured-border wrapper of
-  :mod:`nhtlab.data.cues` work on them unchanged.
-* :func:`cifar10` reads CIFAR-10's python batches (torchvision downloads them). It never downloads unless
-  asked (``download=True``), never waits for a dead network longer than a short
-  socket timeout, and never substitutes another dataset: when the files cannot be
-  found or fetched it raises :class:`DatasetUnavailableError` saying how to fix it.
-
-Both return an :class:`ImageData` whose tensors live in memory, so training
-needs no DataLoader (:func:`nhtlab.training.loop.train` samples minibatches by index).
+:func:`digits` needs no network: scikit-learn ships 1,797 handwritten digits (8 × 8), copied to three
+channels so every image model and cue of :mod:`nhtlab.data.cues` works on them. :func:`cifar10` and
+:func:`celeba` read the files torchvision downloads; they download only when asked (``download=True``),
+under a short socket timeout, and never substitute another dataset: they raise
+:class:`DatasetUnavailableError` saying how to fix it.
 """
 
 from __future__ import annotations
@@ -29,7 +22,8 @@ import torch.nn.functional as F
 from ..hooks import smoke_images
 from ..validation import require_bool, require_int, require_real, require_type
 
-__all__ = ["ImageData", "DatasetUnavailableError", "digits", "cifar10", "read_cifar10_batches", "CIFAR10_CLASSES"]
+__all__ = ["ImageData", "ShortcutData", "DatasetUnavailableError", "digits", "cifar10", "read_cifar10_batches",
+           "CIFAR10_CLASSES", "celeba", "CELEBA_TASK"]
 
 CIFAR10_CLASSES = ("airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck")
 
@@ -40,18 +34,8 @@ class DatasetUnavailableError(RuntimeError):
 
 @dataclass
 class ImageData:
-    """A train/test split of an image classification dataset.
-
-    Attributes
-    ----------
-    x_train, x_test : FloatTensor, shape (n, 3, H, W)
-        Images with values in [0, 1].
-    y_train, y_test : LongTensor, shape (n,)
-        Class indices in ``range(num_classes)``.
-    num_classes : int
-    name : str
-    class_names : tuple of str
-    """
+    """A train/test split of an image classification dataset: images ``x_train``, ``x_test`` (n, 3, H, W) in
+    [0, 1], class indices ``y_train``, ``y_test`` (n,) in ``range(num_classes)``, a ``name``, ``class_names``."""
 
     x_train: torch.Tensor
     y_train: torch.Tensor
@@ -72,6 +56,55 @@ class ImageData:
                          self.y_test.to(device), self.num_classes, self.name, self.class_names)
 
 
+@dataclass
+class ShortcutData:
+    """Images with a class-correlated cue, and the test sets that measure reliance on it.
+
+    Attributes
+    ----------
+    x_train : FloatTensor, shape (n, 3, H, W)
+    y_train : LongTensor, shape (n,)
+    cue_train : LongTensor, shape (n,)
+        The class whose colour each training image carries (−1: none).
+    test_sets : dict name → (x, y)
+        ``coloured``, ``clean``, ``shortcut``, ``conflict``, ``cue`` (see :mod:`nhtlab.data.cues`).
+    num_classes : int
+    colours : FloatTensor, shape (num_classes, 3)
+    rho : float
+    kind : {"border", "tint", "background", "celeba"}
+    settings : dict
+        Everything else that built the data (width, otherwise, clean, seed, …).
+    """
+
+    x_train: torch.Tensor
+    y_train: torch.Tensor
+    cue_train: torch.Tensor
+    test_sets: dict[str, tuple[torch.Tensor, torch.Tensor]]
+    num_classes: int
+    colours: torch.Tensor
+    rho: float
+    kind: str
+    settings: dict = field(default_factory=dict)
+
+    @property
+    def x_test(self) -> torch.Tensor:
+        """The coloured test images (training distribution)."""
+        return self.test_sets["coloured"][0]
+
+    @property
+    def y_test(self) -> torch.Tensor:
+        return self.test_sets["coloured"][1]
+
+    def eval_sets(self) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
+        """The test sets as :func:`nhtlab.training.loop.train` takes them (``eval_sets=``)."""
+        return dict(self.test_sets)
+
+    @property
+    def cue_agreement(self) -> float:
+        """Share of training images whose cue is their own class's colour (≈ ρ)."""
+        return float((self.cue_train == self.y_train).float().mean())
+
+
 def _split(n: int, test_fraction: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
     order = np.random.default_rng(seed).permutation(n)
     n_test = int(round(n * test_fraction))
@@ -79,10 +112,7 @@ def _split(n: int, test_fraction: float, seed: int) -> tuple[np.ndarray, np.ndar
 
 
 def digits(size: int = 16, test_fraction: float = 0.3, seed: int = 0) -> ImageData:
-    """scikit-learn's bundled handwritten digits, upsampled to RGB ``size`` × ``size``.
-
-    Offline: the 1,797 images ship inside scikit-learn. Grey levels 0–16 are
-    scaled to [0, 1], upsampled bilinearly and repeated over three channels.
+    """scikit-learn's bundled handwritten digits (offline) in [0, 1], upsampled bilinearly to RGB ``size`` × ``size``.
 
     Parameters
     ----------
@@ -96,10 +126,8 @@ def digits(size: int = 16, test_fraction: float = 0.3, seed: int = 0) -> ImageDa
     Returns
     -------
     ImageData
-        ``x_train`` (n_train, 3, size, size), ``y_train`` (n_train,), likewise
-        for the test split; ten classes. Under the smoke cap
-        (``NHTLAB_SMOKE=1``, :mod:`nhtlab.build.smoke`) each split keeps its first
-        ``NHTLAB_SMOKE_IMAGES`` images, as :func:`cifar10` does.
+        Images (n, 3, size, size), ten classes. Under the smoke cap (``NHTLAB_SMOKE=1``,
+        :mod:`nhtlab.build.smoke`) each split keeps its first ``NHTLAB_SMOKE_IMAGES`` images.
 
     Examples
     --------
@@ -110,8 +138,7 @@ def digits(size: int = 16, test_fraction: float = 0.3, seed: int = 0) -> ImageDa
     require_int(size, "size", low=8, high=256, owner="digits")  # 1,797 images of size² floats
     require_real(test_fraction, "test_fraction", 0.0, 1.0, low_open=True, high_open=True, owner="digits")
     require_int(seed, "seed", low=0, owner="digits")
-    # local: scikit-learn is slow to import; only the digits need it
-    from sklearn.datasets import load_digits
+    from sklearn.datasets import load_digits  # local: scikit-learn is slow to import; only the digits need it
 
     bunch = load_digits()
     x = torch.tensor(bunch.images, dtype=torch.float32).unsqueeze(1) / 16.0  # (n, 1, 8, 8)
@@ -132,33 +159,24 @@ CIFAR10_TRAIN = tuple(f"data_batch_{i}" for i in range(1, 6))
 CIFAR10_FILES = (*CIFAR10_TRAIN, "test_batch", "batches.meta")
 
 
-def _download_cifar10(root: Path, timeout: float) -> None:
-    """Download and extract CIFAR-10 into ``root`` with torchvision (checks the archive's MD5)."""
-    try:
-        import torchvision  # local: the optional 'vision' extra, needed only for CIFAR-10
-    except ImportError as exc:  # pragma: no cover - torchvision is a dependency
-        raise DatasetUnavailableError("cifar10(download=True) needs torchvision: `pip install torchvision`.") from exc
+def _fetch(what: str, fetch, timeout: float, fix: str):
+    """``fetch()`` under a socket timeout; a failure raised as DatasetUnavailableError("what (why). fix")."""
     previous = socket.getdefaulttimeout()
     socket.setdefaulttimeout(timeout)
     try:
-        torchvision.datasets.CIFAR10(str(root), train=True, download=True)
+        return fetch()
     except (RuntimeError, OSError, ValueError) as exc:
-        raise DatasetUnavailableError(
-            f"CIFAR-10 is unavailable: the download into {str(root)!r} failed ({type(exc).__name__}: {exc}). "
-            f"Check the network connection, or download https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz "
-            f"by hand and extract it into {str(root)!r}.") from exc
+        raise DatasetUnavailableError(f"{what} ({type(exc).__name__}: {exc}). {fix}") from exc
     finally:
         socket.setdefaulttimeout(previous)
 
 
 def read_cifar10_batches(folder: str | Path, train: bool = True, limit: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
-    """Read CIFAR-10's python batches (``data_batch_1..5`` or ``test_batch``) as tensors.
+    """Read CIFAR-10's python batches in ``folder`` (``cifar-10-batches-py``) as torchvision does, channels first.
 
-    The format is the one torchvision reads: each file is a pickled dict with
-    ``data`` (uint8, (n, 3072), channel-major rows) and ``labels``. The images
-    come out exactly as ``torchvision.datasets.CIFAR10`` gives them, moved to
-    channels-first. ``folder`` is ``cifar-10-batches-py``; ``train`` picks the five training batches or the
-    test batch; ``limit`` keeps the first this many images. Returns ``x`` (n, 3, 32, 32) in [0, 1] and ``y`` (n,).
+    Each file is a pickled dict with ``data`` (uint8, (n, 3072), channel-major rows) and ``labels``;
+    ``train`` picks ``data_batch_1..5`` or ``test_batch``, ``limit`` keeps the first this many images.
+    Returns ``x`` (n, 3, 32, 32) in [0, 1] and ``y`` (n,).
     """
     folder = Path(folder)
     xs, ys = [], []
@@ -181,30 +199,20 @@ def read_cifar10_batches(folder: str | Path, train: bool = True, limit: int | No
 
 def cifar10(root: str | Path, download: bool = False, timeout: float = 20.0,
             train_limit: int | None = None, test_limit: int | None = None) -> ImageData:
-    """CIFAR-10 as in-memory tensors (opt-in download through torchvision).
-
-    The extracted batches are read by :func:`read_cifar10_batches` (the same
-    decoding as ``torchvision.datasets.CIFAR10``); torchvision only downloads,
-    checks and extracts the archive when ``download=True`` and files are missing.
+    """CIFAR-10 as in-memory tensors, read by :func:`read_cifar10_batches` (torchvision's decoding).
 
     Parameters
     ----------
     root : str or Path
-        Folder holding (or receiving) ``cifar-10-batches-py``. The environment
-        variable ``NHTLAB_CIFAR_ROOT``, when set, replaces it (a local copy, or
-        the tests' small archive in CIFAR-10's format); the returned data's
-        ``name`` then says where it came from.
+        Folder holding (or receiving) ``cifar-10-batches-py``; ``NHTLAB_CIFAR_ROOT``, when set, replaces
+        it (a local copy, or the tests' small archive), and the data's ``name`` then says so.
     download : bool
-        Fetch the archive (about 170 MB) when it is missing. Off by default so
-        that nothing touches the network unless asked.
+        Let torchvision fetch, check and extract the archive (about 170 MB) when files are missing.
     timeout : float > 0
-        Socket timeout in seconds while downloading, so a dead network fails
-        fast instead of hanging.
+        Socket timeout in seconds while downloading, so a dead network fails fast.
     train_limit, test_limit : int, optional
-        Keep only the first this many images of each split (smoke tests).
-        Under the smoke cap (``NHTLAB_SMOKE=1``, :mod:`nhtlab.build.smoke`) both are
-        at most ``NHTLAB_SMOKE_IMAGES`` and ``download`` is treated as False, so
-        a capped run never touches the network.
+        Keep only the first this many images of each split. Under the smoke cap (``NHTLAB_SMOKE=1``,
+        :mod:`nhtlab.build.smoke`) both are at most ``NHTLAB_SMOKE_IMAGES`` and nothing is downloaded.
 
     Returns
     -------
@@ -214,8 +222,7 @@ def cifar10(root: str | Path, download: bool = False, timeout: float = 20.0,
     Raises
     ------
     DatasetUnavailableError
-        When the files are missing and ``download`` is False, the download
-        fails, or a batch file is damaged; the message names the fix. No other dataset is substituted.
+        Files missing with ``download`` False, a failed download or a damaged batch; the message names the fix.
     """
     require_type(root, "root", (str, Path), owner="cifar10")
     require_bool(download, "download", owner="cifar10")
@@ -223,7 +230,6 @@ def cifar10(root: str | Path, download: bool = False, timeout: float = 20.0,
     for name, limit in (("train_limit", train_limit), ("test_limit", test_limit)):
         if limit is not None:
             require_int(limit, name, low=1, owner="cifar10")
-
     name = "cifar10"
     if os.environ.get("NHTLAB_CIFAR_ROOT"):
         root = os.environ["NHTLAB_CIFAR_ROOT"]
@@ -235,15 +241,91 @@ def cifar10(root: str | Path, download: bool = False, timeout: float = 20.0,
     root = Path(root).expanduser()
     folder = root / CIFAR10_FOLDER
     if download and not all((folder / f).exists() for f in CIFAR10_FILES):
-        _download_cifar10(root, timeout)
+        import torchvision  # local: only a download needs it
+
+        _fetch(f"CIFAR-10 is unavailable: the download into {str(root)!r} failed",
+               lambda: torchvision.datasets.CIFAR10(str(root), download=True), timeout,
+               f"Check the network, or extract cifar-10-python.tar.gz (www.cs.toronto.edu/~kriz) into {str(root)!r}.")
     missing = [f for f in CIFAR10_FILES if not (folder / f).exists()]
     if missing:
-        fix = (f"it was not found under {str(root)!r} (missing {', '.join(missing)} in {CIFAR10_FOLDER}) and "
-               f"download=False{' (the smoke cap never downloads)' if cap is not None else ''}. Call "
-               f"nhtlab.data.images.cifar10({str(root)!r}, download=True) with network access (about 170 MB), "
-               f"or extract cifar-10-python.tar.gz into {str(root)!r}, or point NHTLAB_CIFAR_ROOT at a folder "
-               f"holding {CIFAR10_FOLDER}; or use the offline nhtlab.data.images.digits() instead.")
-        raise DatasetUnavailableError(f"CIFAR-10 is unavailable: {fix}")
+        raise DatasetUnavailableError(
+            f"CIFAR-10 is unavailable: it was not found under {str(root)!r} (missing {', '.join(missing)} in "
+            f"{CIFAR10_FOLDER}) and download=False{' (the smoke cap never downloads)' if cap is not None else ''}. "
+            f"Call nhtlab.data.images.cifar10({str(root)!r}, download=True) with network access (about 170 MB), or "
+            f"extract cifar-10-python.tar.gz into {str(root)!r}, or point NHTLAB_CIFAR_ROOT at a folder holding "
+            f"{CIFAR10_FOLDER}; or use the offline nhtlab.data.images.digits() instead.")
     x_train, y_train = read_cifar10_batches(folder, train=True, limit=train_limit)
     x_test, y_test = read_cifar10_batches(folder, train=False, limit=test_limit)
     return ImageData(x_train, y_train, x_test, y_test, 10, name=name, class_names=CIFAR10_CLASSES)
+
+
+#: The NHT paper's CelebA task (arXiv 2603.07323): the target attribute, then the spurious one.
+CELEBA_TASK = ("Smiling", "Blond_Hair")
+
+
+def celeba(root: str | Path, download: bool = False, size: int = 32, n_train: int = 8000, n_test: int | None = None,
+           rho: float = 0.95, seed: int = 0, timeout: float = 20.0):
+    """CelebA's Smiling with Blond_Hair as the cue, read through ``torchvision.datasets.CelebA`` (``root/celeba``).
+
+    ``n_train`` images of ``split="train"``, half smiling, blond on a share ``rho`` of each class (blond ↔
+    smiling, the border's ρ), seeded. From ``split="test"`` (``n_test``, default ``n_train // 4``): ``coloured``
+    (same ``rho``); ``clean``, a quarter in each (Smiling, Blond_Hair) group ``group<t><s>`` (worst group: their
+    minimum); ``conflict``, its disagreeing images (``cue``: by Blond_Hair); ``shortcut``: ``clean`` by
+    Blond_Hair. RGB in [0, 1], centre-cropped, resized to ``size``. torchvision checks the MD5 of the five text
+    files, not the images; ``download=True`` (1.4 GB, Google Drive) needs gdown; the smoke cap: no download,
+    ``n_train`` capped. Returns a two-class ShortcutData (``settings``: the files); raises DatasetUnavailableError.
+    """
+    owner = "celeba"
+    require_type(root, "root", (str, Path), owner=owner)
+    require_bool(download, "download", owner=owner)
+    for name, value, low in (("size", size, 4), ("n_train", n_train, 2), ("seed", seed, 0)):
+        require_int(value, name, low=low, owner=owner)
+    cap = smoke_images()  # None unless the smoke cap is on
+    download, n_train = (download, n_train) if cap is None else (False, min(n_train, max(cap, 8)))
+    n_test = require_int(max(n_train // 4, 4) if n_test is None else n_test, "n_test", low=4, owner=owner)
+    require_real(rho, "rho", 0.0, 1.0, owner=owner)
+    require_real(timeout, "timeout", 0.0, low_open=True, owner=owner)
+    import torchvision  # local: only CelebA and CIFAR-10's download need it
+
+    root = Path(root).expanduser()
+    fix = (f"Call nhtlab.data.images.celeba({str(root)!r}, download=True) with network access and gdown, or put "
+           f"img_align_celeba/ and the list_*.txt and identity_CelebA.txt files under {str(root / 'celeba')!r}.")
+    if not download and not (root / "celeba" / "img_align_celeba").is_dir():
+        raise DatasetUnavailableError(f"CelebA is unavailable: no img_align_celeba folder in {str(root / 'celeba')!r} "
+                                      f"and download=False{' (the smoke cap never downloads)' if cap else ''}. {fix}")
+    what = f"CelebA is unavailable: torchvision could not {'download' if download else 'read'} it under {str(root)!r}"
+    sets = {split: _fetch(what, lambda split=split: torchvision.datasets.CelebA(str(root), split, download=download),
+                          timeout, fix) for split in ("train", "test")}
+    rng, files = np.random.default_rng(seed), {}
+
+    def square(image):  # the centre square, resized bilinearly, as uint8 (3, size, size)
+        w, h = image.size
+        c = min(w, h)
+        image = image.convert("RGB").crop(((w - c) // 2, (h - c) // 2, (w + c) // 2, (h + c) // 2))
+        return torch.from_numpy(np.array(image.resize((size, size), resample=2))).permute(2, 0, 1)
+
+    def read(split: str, n: int, rho: float | None) -> tuple[torch.Tensor, torch.Tensor]:
+        ds, picked = sets[split], []
+        attr = ds.attr[:, [ds.attr_names.index(a) for a in CELEBA_TASK]]
+        agree = n // 4 if rho is None else round(n // 2 * rho)  # per class; None: the four groups balanced
+        for t, s, k in ((1, 1, agree), (0, 0, agree), (1, 0, n // 2 - agree), (0, 1, n // 2 - agree)):
+            pool = np.flatnonzero(((attr[:, 0] == t) & (attr[:, 1] == s)).numpy())
+            if len(pool) < k:
+                raise ValueError(f"celeba: CelebA's {split} split holds {len(pool)} images with {CELEBA_TASK[0]}="
+                                 f"{t}, {CELEBA_TASK[1]}={s}; {k} were asked for. Lower 'n_train', 'n_test' or 'rho'.")
+            picked.append(rng.choice(pool, k, replace=False))
+        idx = rng.permutation(np.concatenate(picked))
+        files[f"{split}_files" if rho is None or split == "train" else "coloured_files"] = [ds.filename[i] for i in idx]
+        ds.transform = square
+        return torch.stack([ds[i][0] for i in idx]).float().div_(255.0), attr[idx]
+
+    x_train, a_train = read("train", n_train, rho)
+    x_col, a_col = read("test", n_test, rho)
+    x, a = read("test", n_test, None)
+    off = a[:, 0] != a[:, 1]
+    test_sets = {"coloured": (x_col, a_col[:, 0]), "clean": (x, a[:, 0]), "shortcut": (x, a[:, 1]),
+                 "conflict": (x[off], a[off, 0]), "cue": (x[off], a[off, 1])}
+    for t, s in ((0, 0), (0, 1), (1, 0), (1, 1)):
+        test_sets[f"group{t}{s}"] = (x[(a[:, 0] == t) & (a[:, 1] == s)], torch.full((n_test // 4,), t))
+    return ShortcutData(x_train, a_train[:, 0].clone(), a_train[:, 1].clone(), test_sets, 2, torch.zeros(2, 3),
+                        float(rho), "celeba", dict(files, size=size, seed=seed, base="celeba", task=CELEBA_TASK))

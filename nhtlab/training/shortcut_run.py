@@ -14,7 +14,7 @@ from typing import Any
 import torch
 
 from ..data.cues import ShortcutData, border_shortcut, harder, tint_shortcut
-from ..data.images import cifar10, digits
+from ..data.images import celeba, cifar10, digits
 from ..history import History
 from .cache_key import config_key
 from .checkpoint import claim_run_dir
@@ -26,7 +26,7 @@ from .loop import TrainConfig, train, trained_with
 __all__ = ["ShortcutRun", "run_shortcut"]
 
 
-BASES, KINDS, MODELS = ("digits", "cifar10"), ("border", "tint", "background"), ("simple", "resnet18")
+BASES, KINDS, MODELS = ("digits", "cifar10"), ("border", "tint", "background", "celeba"), ("simple", "resnet18")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -43,37 +43,26 @@ class ShortcutRun(TrainConfig):
     ----------
     base : {"digits", "cifar10"}
         The images: scikit-learn's digits (offline), or CIFAR-10 (opt-in through ``root`` and ``download``).
-    size : int
-        Side of the digit images in pixels (digits only).
-    train_size : int >= 10, optional
-        Keep only the first this many training images (a harder digit task).
+    size, train_size : int, int >= 10 or None
+        Side of the digit or CelebA images in pixels; the first this many training images only (harder
+        digits), or CelebA's sample size (8,000 when None).
     noise : float >= 0
-        Standard deviation of Gaussian pixel noise added to every image before the cue
-        is painted, clipped to [0, 1] (another way to make the digits harder).
-    root : str
-        CIFAR-10's directory.
-    download : bool
-        Whether CIFAR-10 may be downloaded.
-    kind : {"border", "tint", "background"}
-        A coloured border, the entangled tint, or the tint behind the digit only (:mod:`nhtlab.data.cues`).
+        Standard deviation of Gaussian pixel noise added before the cue is painted (harder digits).
+    root, download : str, bool
+        CIFAR-10's or CelebA's directory, and whether it may be downloaded.
+    kind : {"border", "tint", "background", "celeba"}
+        A coloured border, the entangled tint, the tint behind the digit only (:mod:`nhtlab.data.cues`),
+        or CelebA's Blond_Hair as the cue of Smiling (:func:`~nhtlab.data.images.celeba`; ``base`` unused).
     rho : float in [0, 1]
         Share of training images whose cue names their class.
-    width : int
-        Border width in pixels.
-    pad : bool
-        Pad the image to paint the border around it (True) or paint over its edge.
-    otherwise : str
-        The cue of the other 1 − ρ images (``"none"``, ``"other"``, …; see :mod:`nhtlab.data.cues`).
-    clean : str
-        The cue of the ``clean`` test images.
-    contrast : float
-        Brightness of the cue colours.
-    strength : float
-        Strength of the tint (``kind="tint"`` or ``"background"``).
-    model : {"simple", "resnet18"}
-        :class:`~nhtlab.models.cnn.SimpleCNN` or :class:`~nhtlab.models.cnn.ResNet18`.
-    norm : str
-        Normalisation layers of the model (``"none"``, ``"batch"``, …).
+    width, pad : int, bool
+        Border width in pixels; pad the image to paint the border around it (True) or paint over its edge.
+    otherwise, clean : str
+        The cue of the other 1 − ρ images (``"none"``, ``"other"``, …) and of the ``clean`` test images.
+    contrast, strength : float
+        Brightness of the cue colours; strength of the tint (``kind="tint"`` or ``"background"``).
+    model, norm : {"simple", "resnet18"}, str
+        :class:`~nhtlab.models.cnn.SimpleCNN` or ResNet18; its normalisation layers (``"none"``, ``"batch"``, …).
     channels : tuple of int
         SimpleCNN's channels, six of them.
     stop_after : None
@@ -151,6 +140,8 @@ class ShortcutRun(TrainConfig):
 
     def data(self) -> ShortcutData:
         """Build this run's shortcut data (deterministic given the config)."""
+        if self.kind == "celeba":
+            return celeba(self.root, self.download, self.size, self.train_size or 8000, rho=self.rho, seed=self.seed)
         if self.base == "digits":
             base = digits(self.size, seed=self.seed)
         else:
