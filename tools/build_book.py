@@ -492,14 +492,17 @@ def main() -> None:
               f"{share:.0%} of the machine's {os.cpu_count()} cores", flush=True)
     cpu = chapter_cpu(args.profile, notebooks, results)
     trained = ledger_summary(since=ledger_start)
+    counted = time.perf_counter()
     efficiency = build_efficiency(ledger_lines()[ledger_start:])
+    counted = time.perf_counter() - counted
     if cpu:
         print(*cpu_lines(cpu, trained.by_chapter), sep="\n", flush=True)
     print("Closing checks (nhtlab.book.closing_checks):", *claims_summary(args.profile, args.only), sep="\n", flush=True)
     print("This build's training (the result cache's ledger):", *trained.lines(), sep="\n", flush=True)
     from nhtlab.build.floor import efficiency_lines
 
-    print("Its training against the step's floor (matmul FLOPs at torch.mm's rate, nhtlab.build.floor):",
+    print(f"Its training against the step's floor (matmul FLOPs at torch.mm's rate, nhtlab.build.floor; "
+          f"counted and timed in {counted:.1f} s):",
           *efficiency_lines(efficiency), sep="\n", flush=True)
     if failed:
         sys.exit(f"Chapters that failed: {', '.join(failed)}")

@@ -146,7 +146,7 @@ def step_counts(kind: str, config: Mapping[str, Any], folder: str | Path) -> dic
     return counts
 
 
-def floors(lines: Iterable[Mapping[str, Any]], folder: str | Path, seconds: float = 0.1) -> dict[str, float]:
+def floors(lines: Iterable[Mapping[str, Any]], folder: str | Path, seconds: float = 0.05) -> dict[str, float]:
     """Floor seconds per step of each run in ledger ``lines`` that records its config: run key → seconds.
 
     FLOPs from :func:`step_counts` (kept in ``folder``); each distinct product shape timed once
