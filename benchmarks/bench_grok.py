@@ -44,6 +44,7 @@ import torch
 import torch.nn.functional as F
 
 import nhtlab
+from nhtlab.build.floor import count_step, matmul_rate
 from nhtlab.models.transformer import SelfAttention, Transformer, gather_rows
 from nhtlab.training.loop import evaluate
 from nhtlab.training.sweeps import grid, sweep
@@ -296,48 +297,14 @@ def bench_where_time_goes(steps: int) -> dict:
 
 
 def count_matmuls(model, x, y, batch) -> tuple[int, Counter]:
-    """Matmul FLOPs of one training step (forward + backward) and the (M, K, N) shapes they come from."""
-    from torch.utils._python_dispatch import TorchDispatchMode
-    from torch.utils.flop_counter import FlopCounterMode
-
-    shapes: Counter = Counter()
-
-    class Shapes(TorchDispatchMode):
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            name = func.overloadpacket.__name__
-            if name in ("mm", "addmm", "bmm", "baddbmm"):
-                a, b = (args[1], args[2]) if name in ("addmm", "baddbmm") else (args[0], args[1])
-                batch_dims = a.shape[0] if a.dim() == 3 else 1
-                shapes[(batch_dims, a.shape[-2], a.shape[-1], b.shape[-1])] += 1
-            return func(*args, **(kwargs or {}))
-
-    xb, yb = x[:batch], y[:batch]
-    with FlopCounterMode(display=False) as counter, Shapes():
-        loss = F.cross_entropy(model(xb), yb)
-        loss.backward()
-    model.zero_grad(set_to_none=True)
-    return counter.get_total_flops(), shapes
+    """Matmul FLOPs of one training step (forward + backward) and the (batch, M, K, N) shapes they come from
+    (:func:`nhtlab.build.floor.count_step`, which the book build's efficiency counts with too)."""
+    return count_step(model, x[:batch], y[:batch])
 
 
 def matmul_limit(shapes: Counter, seconds: float | None = None) -> float:
-    """Single-thread GFLOP/s of torch.mm/bmm over ``shapes`` (FLOP-weighted, each timed alone)."""
-    seconds = (0.01 if ROUNDS == 1 else 0.3) if seconds is None else seconds
-    total_flops, total_time = 0.0, 0.0
-    for (b, m, k, n), count in shapes.items():
-        a = torch.randn(b, m, k) if b > 1 else torch.randn(m, k)
-        w = torch.randn(b, k, n) if b > 1 else torch.randn(k, n)
-        op = torch.bmm if b > 1 else torch.mm
-        for _ in range(3):
-            op(a, w)
-        reps, t0 = 0, time.thread_time()  # CPU time of this thread: other load on the machine does not count
-        while time.thread_time() - t0 < seconds:
-            op(a, w)
-            reps += 1
-        per_call = (time.thread_time() - t0) / reps
-        flops = 2.0 * b * m * k * n
-        total_flops += flops * count
-        total_time += per_call * count
-    return total_flops / total_time / 1e9
+    """Single-thread GFLOP/s of torch.mm/bmm over ``shapes`` (:func:`nhtlab.build.floor.matmul_rate`)."""
+    return matmul_rate(shapes, (0.01 if ROUNDS == 1 else 0.3) if seconds is None else seconds)
 
 
 def bench_cpu(args) -> None:

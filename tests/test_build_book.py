@@ -56,8 +56,9 @@ def test_the_build_record_names_each_chapter_and_what_the_ledger_says(tmp_path, 
     trained = summarise([{"run": "a", "kind": "ModularRun", "label": "A", "steps": 400, "cpu_s": 5.0},
                          {"run": "a", "kind": "ModularRun", "label": "A probed", "steps": 400, "cpu_s": 6.0},
                          {"run": "b", "kind": "ShortcutRun", "label": "B", "steps": 100, "cpu_s": 2.0}])
+    efficiency = {"ModularRun": {"trainings": 2, "steps": 800, "cpu_s": 11.0, "floor_s": 4.4, "share": 0.4}}
     path = build_book.record_build("book", 2, {"01_grokking": (30.0, False), "02_regimes": (50.0, False)}, 80.0, 10.0,
-                                   150.0, 0.94, trained, {"01_grokking": 41.2, "02_regimes": 97.6})
+                                   150.0, 0.94, trained, {"01_grokking": 41.2, "02_regimes": 97.6}, efficiency)
     data = json.loads(path.read_text())
     values = {row["what"]: row["value"] for row in data["results"]}
     assert values["chapter 01_grokking"] == 30.0 and values["chapter 02_regimes"] == 50.0
@@ -65,6 +66,7 @@ def test_the_build_record_names_each_chapter_and_what_the_ledger_says(tmp_path, 
     assert values["whole build (install apart)"] == 90.0 and values["busy core-seconds (chapters)"] == 150
     assert values["runs trained"] == 3 and values["runs trained more than once"] == 1
     assert values["ModularRun: steps trained"] == 800 and values["ShortcutRun: training CPU"] == 2
+    assert values["ModularRun: efficiency"] == 0.4 and values["ModularRun: their floor"] == 4.4  # the page's table
     assert data["benchmark"] == "build_book" and data["settings"]["result cache"] == "cold"
     assert data["machine"]["cpu_isa"]  # which of two machines that lscpu names alike
     assert "(" in build_book.machine_line() and "cores)" in build_book.machine_line()

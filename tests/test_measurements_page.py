@@ -162,3 +162,20 @@ def test_chapter_times_table_is_the_kept_build_records(tmp_path):
     assert "| {doc}`01_grokking` | 45 s | not measured yet | not measured yet |" in table, table
     assert "| {doc}`02_regimes` | 2 min |" in table and "| {doc}`03_delay_law` | not measured yet |" in table
     assert "- `quick`: CPU Q (vector ISA not recorded), 2 cores" in table
+
+
+def test_the_page_shows_each_builds_efficiency_per_run_kind(tmp_path):
+    """tools/build_book.py records each run kind's share of the step's floor; the page tables it per build."""
+    rows = [{"what": "chapter 01_grokking", "value": 45.4}, {"what": "ModularRun: steps with a floor", "value": 106900},
+            {"what": "ModularRun: their training CPU", "value": 817.0}, {"what": "ModularRun: their floor", "value": 353.0},
+            {"what": "ModularRun: efficiency", "value": 0.432}, {"what": "ShortcutRun: efficiency", "value": 0.25}]
+    _write(tmp_path, "build_book", "CPU A", "2026-12-05T10:00:00+00:00", rows, "AVX512")
+    _write(tmp_path, "bench_grok", "CPU A", "2026-12-05T11:00:00+00:00", [{"what": "step", "value": 1.0}], "AVX512")
+    page = measurements_page.render(measurements_page.load([tmp_path]))
+    table = page[page.index("## The book's training against the step's floor"):page.index("## `bench_grok`")]
+    assert ("| build | machine | profile | run kind | steps | training CPU s | floor s | efficiency (floor / CPU) |"
+            in table), table
+    assert "| 2026-12-05T10:00 | M1 | ? | ModularRun | 106900 | 817 | 353 | 0.432 |" in table
+    assert "| 2026-12-05T10:00 | M1 | ? | ShortcutRun |  |  |  | 0.25 |" in table
+    _write(tmp_path, "build_book", "CPU A", "2026-12-05T10:00:00+00:00", rows[:1], "AVX512")  # an older record
+    assert "against the step's floor" not in measurements_page.render(measurements_page.load([tmp_path]))

@@ -108,3 +108,54 @@ def test_attention_on_a_token_table_matches_attention_on_the_sequences(queries):
     for g_table, g_rows in zip(*grads):
         torch.testing.assert_close(g_rows, g_table, rtol=1e-5, atol=1e-5)
     assert gather_rows(table, tokens)[7, 1].equal(table[1, tokens[7, 1]])
+
+
+def _block_before(self, x, last_only=False, tokens=None):
+    """Block.forward as nhtlab 0.3.1 wrote it: the residual gathers every position's row, then reads the last."""
+    attended = self.attn(x, queries=1 if last_only else None, tokens=tokens)
+    if tokens is not None:
+        x = gather_rows(x, tokens)
+    x = self.ln_1((x[:, -1:] if last_only else x) + attended)
+    return self.ln_2(x + self.fc_out(F.gelu(self.fc(x))))
+
+
+def _features_before(self, x):
+    """Transformer.features as nhtlab 0.3.1 wrote it: the positions through an embedding lookup."""
+    h = self.tok.weight + self.pos(torch.arange(x.shape[1]))[:, None]
+    for i, block in enumerate(self.blocks):
+        h = block(h, last_only=i == len(self.blocks) - 1, tokens=x if i == 0 else None)
+    return self.ln_f(h[:, -1])
+
+
+@pytest.mark.parametrize("threads, fused", [(1, True), (2, False)])
+def test_the_companion_step_trains_as_before_bit_for_bit(monkeypatch, threads, fused):
+    # Fewer small ops in the step (issue 47) must not move a number: 20 AdamW steps of the companion's
+    # transformer give the same losses and parameters, exactly, as the forms they replaced.
+    def train(model):
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-3, betas=(0.9, 0.98), weight_decay=1.0, fused=fused,
+                                foreach=None if fused else True)
+        gen, losses = torch.Generator().manual_seed(0), []
+        for _ in range(20):
+            x = torch.randint(0, 97, (512, 2), generator=gen)
+            loss = F.cross_entropy(model(x), (x[:, 0] + x[:, 1]) % 97)
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+            losses.append(loss.item())
+        return losses, [p.detach() for p in model.parameters()]
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        torch.manual_seed(0)
+        model = make_model("transformer", 97)
+        state = {k: v.clone() for k, v in model.state_dict().items()}
+        now = train(model)
+        model.load_state_dict(state)
+        monkeypatch.setattr(Transformer, "features", _features_before)
+        monkeypatch.setattr(type(model.blocks[0]), "forward", _block_before)
+        then = train(model)
+    finally:
+        torch.set_num_threads(before)
+    assert now[0] == then[0]
+    assert all(a.equal(b) for a, b in zip(now[1], then[1]))

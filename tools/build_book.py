@@ -219,6 +219,15 @@ def ledger_summary(since: int = 0) -> "LedgerSummary":
     return summarise(ledger_lines()[since:])
 
 
+def build_efficiency(lines: list[dict]) -> dict[str, dict[str, float]]:
+    """Per run kind, Σ steps × floor per step / training CPU seconds over the ledger ``lines``
+    (:func:`nhtlab.build.floor.efficiency`): the step's FLOPs counted once per shape (kept under
+    ``<build>/step-flops/<source hash>``), the torch.mm rate timed here, once, on one thread."""
+    from nhtlab.build.floor import efficiency, floors
+
+    return efficiency(lines, floors(lines, BUILD / "step-flops" / source_hash()))
+
+
 def execute(notebook: Path, profile: str, force: bool = False) -> tuple[Path, float, bool]:
     """Execute ``notebook`` in ``profile`` (cached). Returns (output, seconds, was_cached).
 
@@ -483,10 +492,18 @@ def main() -> None:
               f"{share:.0%} of the machine's {os.cpu_count()} cores", flush=True)
     cpu = chapter_cpu(args.profile, notebooks, results)
     trained = ledger_summary(since=ledger_start)
+    counted = time.perf_counter()
+    efficiency = build_efficiency(ledger_lines()[ledger_start:])
+    counted = time.perf_counter() - counted
     if cpu:
         print(*cpu_lines(cpu, trained.by_chapter), sep="\n", flush=True)
     print("Closing checks (nhtlab.book.closing_checks):", *claims_summary(args.profile, args.only), sep="\n", flush=True)
     print("This build's training (the result cache's ledger):", *trained.lines(), sep="\n", flush=True)
+    from nhtlab.build.floor import efficiency_lines
+
+    print(f"Its training against the step's floor (matmul FLOPs at torch.mm's rate, nhtlab.build.floor; "
+          f"counted and timed in {counted:.1f} s):",
+          *efficiency_lines(efficiency), sep="\n", flush=True)
     if failed:
         sys.exit(f"Chapters that failed: {', '.join(failed)}")
     if args.no_html:
@@ -500,7 +517,7 @@ def main() -> None:
     # recorded for the measurements page (`make measurements`; kept ones go to benchmarks/results).
     if args.only is None and cold and not any(cached for _, cached in results.values()):
         print("  recorded:", record_build(args.profile, args.jobs, results, executed - start, done - executed,
-                                          busy_seconds, share, trained, cpu), flush=True)
+                                          busy_seconds, share, trained, cpu, efficiency), flush=True)
     if broken:
         sys.exit(f"Pages a reader would see broken: {', '.join(broken)} (_build/screenshots/report.json)")
 
@@ -533,10 +550,10 @@ def cpu_lines(cpu: dict[str, float], trained: dict[str, float]) -> list[str]:
 
 def record_build(profile: str, jobs: int, results: dict[str, tuple[float, bool]], chapters_s: float, html_s: float,
                  busy_seconds: float | None, share: float | None, trained: "LedgerSummary",
-                 cpu: dict[str, float] | None = None) -> Path:
+                 cpu: dict[str, float] | None = None, efficiency: dict[str, dict[str, float]] | None = None) -> Path:
     """Write the build's measurements record (``benchmarks/_record``): each chapter's seconds (and CPU seconds,
-    ``cpu``), the whole build, the cores' busy time, and what the result cache's ledger says was trained, by kind
-    and twice."""
+    ``cpu``), the whole build, the cores' busy time, what the result cache's ledger says was trained, by kind
+    and twice, and each kind's share of the step's floor (``efficiency``, :func:`build_efficiency`)."""
     from _record import record
 
     rows = [{"what": f"chapter {stem}", "value": round(seconds, 1), "unit": "s wall"} for stem, (seconds, _) in results.items()]
@@ -555,6 +572,12 @@ def record_build(profile: str, jobs: int, results: dict[str, tuple[float, bool]]
     for kind, totals in trained.by_kind.items():
         rows += [{"what": f"{kind}: steps trained", "value": int(totals["steps"]), "unit": "steps"},
                  {"what": f"{kind}: training CPU", "value": round(totals["cpu_s"]), "unit": "CPU s"}]
+    for kind, totals in (efficiency or {}).items():  # the page's efficiency table reads these (EFFICIENCY_ROWS)
+        rows += [{"what": f"{kind}: steps with a floor", "value": int(totals["steps"]), "unit": "steps"},
+                 {"what": f"{kind}: their training CPU", "value": round(totals["cpu_s"], 1), "unit": "CPU s"},
+                 {"what": f"{kind}: their floor", "value": round(totals["floor_s"], 1),
+                  "unit": "s (matmul FLOPs at torch.mm's rate)"},
+                 {"what": f"{kind}: efficiency", "value": round(totals["share"], 3), "unit": "floor / training CPU"}]
     return record("build_book", rows, settings={"profile": profile, "chapters at a time": jobs, "order": "longest first",
                                               "result cache": "cold"},
                   note="`make book` from a clean clone's state (every chapter executed, cold result cache): each "

@@ -90,6 +90,33 @@ def _machine_key(record: dict[str, Any]) -> tuple:
     return tuple(record["machine"].get(k) for k in IDENTITY)
 
 
+#: The rows of a ``build_book`` record that the efficiency table reads, per run kind ("<kind>: <suffix>"):
+#: written by ``tools/build_book.py``'s ``record_build`` from ``nhtlab.build.floor.efficiency``.
+EFFICIENCY_ROWS = {"steps with a floor": "steps", "their training CPU": "training CPU s", "their floor": "floor s",
+                   "efficiency": "efficiency (floor / CPU)"}
+
+
+def render_efficiency(records: list[dict[str, Any]], machines: list[tuple]) -> list[str]:
+    """The build's efficiency per run kind, one row per (build, kind): Σ steps × the step's floor (its matmul
+    FLOPs at torch.mm's rate) over the training CPU seconds the build's ledger recorded. Empty when no
+    ``build_book`` record holds it."""
+    rows = []
+    for r in (r for r in records if r["benchmark"] == "build_book"):
+        values = {row["what"]: row["value"] for row in r["results"]}
+        kinds = [what.removesuffix(": efficiency") for what in values if what.endswith(": efficiency")]
+        for kind in kinds:
+            rows.append({"build": r["date"][:16], "machine": f"M{machines.index(_machine_key(r)) + 1}",
+                         "profile": r.get("settings", {}).get("profile", "?"), "run kind": kind}
+                        | {head: values.get(f"{kind}: {suffix}", "") for suffix, head in EFFICIENCY_ROWS.items()})
+    if not rows:
+        return []
+    return ["## The book's training against the step's floor", "",
+            ("Each run kind's share of the floor in a whole build: its steps times the floor of one step (the "
+             "step's matmul FLOPs at the machine's single-thread `torch.mm` rate on the same shapes, "
+             "`nhtlab.build.floor`) over the CPU seconds its trainings took (the result cache's ledger), so "
+             "that evaluations, logging, set-up and process start-up show."), "", *_table(rows), ""]
+
+
 def render(records: list[dict[str, Any]]) -> str:
     """The page's Markdown: one section per benchmark, one table per recorded run, each under its machine.
 
@@ -117,6 +144,7 @@ def render(records: list[dict[str, Any]]) -> str:
     lines += _table([{"machine": f"M{i + 1}", "CPU model": cpu, "vector ISA (torch)": isa or "not recorded",
                       "cores": cores, "torch": torch} for i, (cpu, isa, cores, torch) in enumerate(machines)])
     lines.append("")
+    lines += render_efficiency(records, machines)
     for name in dict.fromkeys(r["benchmark"] for r in records):
         lines += [f"## `{name}`", ""]
         for r in (r for r in records if r["benchmark"] == name):

@@ -3,7 +3,7 @@
 Every run trained for a :class:`~nhtlab.training.cache.ResultCache` (through
 :meth:`ResultCache.train <nhtlab.training.cache.ResultCache.train>`, a sweep, or
 :func:`~nhtlab.book.dlr_probes.tracked_run`) adds one JSON line to ``<cache root>/trained.jsonl``:
-the plain run's cache key, its kind and a short label, the steps it reached, its status, and the
+the plain run's cache key, its kind, a short label and its settings, the steps it reached, its status, and the
 CPU and wall seconds its training took in the process that trained it. Reading the ledger back
 answers what a build cost and where (:func:`summarise`), and whether the chapters, which share runs
 through the cache, trained any run twice: two lines with the same ``run`` key. A probed or stacked
@@ -80,6 +80,8 @@ def record_training(root: str | os.PathLike, run_key: str, run: Any, history: An
             "steps": int(rows[-1].get("step", 0)) if rows else 0, "status": getattr(history, "status", None),
             "cpu_s": None if cpu_seconds is None else round(float(cpu_seconds), 3),
             "wall_s": round(float(wall_seconds), 3), "how": how, "pid": os.getpid()}
+    if hasattr(run, "to_dict"):  # the run's settings: what the step's floor is counted from (nhtlab.build.floor)
+        line["config"] = run.to_dict()
     if os.environ.get(CHAPTER_VARIABLE):
         line["chapter"] = os.environ[CHAPTER_VARIABLE]
     try:

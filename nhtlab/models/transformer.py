@@ -77,8 +77,8 @@ class Block(nn.Module):
         the same numbers there, for less compute when nothing reads the others.
         With ``tokens`` (B, T), ``x`` is a (T, V, C) table of inputs (:meth:`SelfAttention.forward`)."""
         attended = self.attn(x, queries=1 if last_only else None, tokens=tokens)
-        if tokens is not None:
-            x = gather_rows(x, tokens)  # (B, T, C)
+        if tokens is not None:  # the rows of the positions read only: (B, 1 or T, C)
+            x = gather_rows(x[-1:], tokens[:, -1:]) if last_only else gather_rows(x, tokens)
         x = self.ln_1((x[:, -1:] if last_only else x) + attended)
         x = self.ln_2(x + self.fc_out(F.gelu(self.fc(x))))
         return x
@@ -143,11 +143,10 @@ class Transformer(nn.Module):
                     param.mul_(init_scale * (embed_init_scale if name in ("tok.weight", "pos.weight") else 1.0))
 
     def features(self, x: torch.Tensor) -> torch.Tensor:
-        positions = torch.arange(x.shape[1], device=x.device)
         # The first block's input at a position depends on one token: its projections are made once
         # per (position, token) row of this table and gathered, the same numbers for fewer FLOPs
         # (2·p rows instead of 2·n).
-        h = self.tok.weight + self.pos(positions)[:, None]  # (2, p, d_model)
+        h = self.tok.weight + self.pos.weight[:x.shape[1], None]  # (2, p, d_model)
         for i, block in enumerate(self.blocks):
             h = block(h, last_only=i == len(self.blocks) - 1, tokens=x if i == 0 else None)
         return self.ln_f(h[:, -1])  # (n, d_model)
