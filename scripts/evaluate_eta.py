@@ -42,6 +42,14 @@ from nhtlab.book import off_grid_eta as ev
 #            (c) the companion's 1/λ fit (η = 1e-3 only). "Nearest": the least |log(ηλ) − log(ηλ_c)|
 #            (ties: the larger ηλ). Every method's forecast is floored at the cut's step (the run
 #            has not grokked by then), so none wins by the floor alone.
+# loss_rise: (issue 46 item 4; written and committed AFTER every run of every profile above was
+#            trained and the other methods' results were read, BEFORE this method was evaluated on
+#            any of them; not tuned after) at a cut, once the Monitor's grok-warning rule, the train
+#            loss at least twice its minimum since T_mem (nhtlab.analysis.early_warnings "train_loss",
+#            the signal chosen on other runs: the seed split, eta_full.json), has fired at a step
+#            t_rise ≤ the cut: t_rise + c_rise/(ηλ), c_rise the median of (T_grok − t_rise)·ηλ over
+#            the calibration runs whose rule fired at or before their T_grok; before it fires, or
+#            when no calibration run's did, baseline (b). Floor, intervals and ship rule as the ETA's.
 # intervals: split-conformal per cut on the calibration runs only (nested leave-one-setting-out
 #            within them), on |log(delay/predicted delay)|, stated coverage 80%.
 # budgets:   steps per setting (a run that has not grokked by then is counted and left out);
