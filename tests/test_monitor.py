@@ -326,8 +326,11 @@ def test_forecast_says_why_before_memorisation_and_names_bad_calibration():
     grokked = {(1e-3, 1.0): [synthetic_contraction(t_mem=500, t_grok=1500, rate=1e-3)]}
     early = _memorised_monitor(accs=(0.2, 0.5, 0.9)).forecast(grokked, lr=1e-3, weight_decay=1.0)
     assert early.t_grok is None and "not memorised" in early.text()
+    assert "not the ETA" in early.basis  # what it will rest on, said before it can forecast
     never = {(1e-3, 1.0): [synthetic_contraction(t_mem=500, t_grok=None, rate=1e-3)]}
-    with pytest.raises(ValueError, match="'calibration' parameter of delay_law_forecast .* grokked"):
-        _memorised_monitor().forecast(never, lr=1e-3, weight_decay=1.0)
+    none = _memorised_monitor().forecast(never, lr=1e-3, weight_decay=1.0)
+    assert none.t_grok is None and "no calibration run memorised and grokked" in none.reason
+    with pytest.raises(ValueError, match="'calibration' parameter of delay_law_forecast is empty"):
+        _memorised_monitor().forecast({}, lr=1e-3, weight_decay=1.0)
     with pytest.raises(ValueError, match="'weight_decay'"):
         _memorised_monitor().forecast(grokked, lr=1e-3, weight_decay=0.0)

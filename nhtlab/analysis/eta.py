@@ -288,18 +288,25 @@ def delay_law_forecast(calibration: Mapping[tuple[float, float], Sequence[Histor
     coverage : float
         The interval's stated coverage.
 
+    Returns
+    -------
+    GrokEstimate
+        With ``basis``; no estimate, and the ``reason``, when no calibration run memorised and grokked.
+
     Raises
     ------
     ValueError
-        When no calibration run memorised and grokked, or η or λ is not positive.
+        When ``calibration`` is empty or η or λ is not positive.
     """
+    if not calibration:
+        raise ValueError("The 'calibration' parameter of delay_law_forecast is empty: pass your finished runs by setting.")
     require_real(lr, "lr", low=0.0, low_open=True, owner="delay_law_forecast")
     require_real(weight_decay, "weight_decay", low=0.0, low_open=True, owner="delay_law_forecast")
     delays = {tuple(map(float, k)): [e.delay for _, e in _plateaus(v)] for k, v in calibration.items()}
     mean = {k: float(np.mean(v)) for k, v in delays.items() if v}
     if not mean:
-        raise ValueError("The 'calibration' parameter of delay_law_forecast must hold at least one run that memorised "
-                         "and grokked (train and test accuracy ≥ 0.99); none did.")
+        why = "no calibration run memorised and grokked (train and test accuracy ≥ 0.99): no delay to scale"
+        return GrokEstimate(now, None, None, None, why, DELAY_LAW_BASIS)
     q = conformal_quantile([abs(math.log(d / law_scaled_delay(k, {o: m for o, m in mean.items() if o != k})))
                             for k, ds in delays.items() for d in ds if len(mean) > 1], coverage)
     d = max(float(now), t_mem + law_scaled_delay((lr, weight_decay), mean)) - t_mem  # floored, as the evaluation's

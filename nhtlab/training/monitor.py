@@ -70,7 +70,7 @@ import torch.nn as nn
 from ..analysis.layers import head_and_first, head_signals
 from ..analysis.regimes import DIVERGED, TOO_EARLY, UNDETERMINED, diagnose_regime, is_diverged
 from ..analysis.early_warnings import TRAIN_LOSS_RATIO
-from ..analysis.eta import GrokEstimate, delay_law_forecast
+from ..analysis.eta import DELAY_LAW_BASIS, GrokEstimate, delay_law_forecast
 from ..history import History
 from ..measures.dlr import dlr as default_dlr
 from ..measures.norms import layer_names, layer_norms
@@ -417,12 +417,12 @@ class Monitor:
         whose interval is the widest of the evaluation's cuts). ``calibration`` maps ``(lr, weight_decay)`` to
         your finished runs of the same model (``History``; a monitor's, with ``train_acc`` and ``test_acc``);
         ``lr`` and ``weight_decay`` are this run's. Before ``train_acc`` reaches :data:`MEMORISED`, or once
-        the run diverged, there is no estimate and ``reason`` says why.
+        the run diverged, or with no calibration run that grokked, there is no estimate and ``reason`` says why.
         """
         now = int(self.rows[-1]["step"])
         if self.memorised_step is None or self.diverged_step is not None:
             why = "the run diverged" if self.diverged_step is not None else "the run has not memorised yet"
-            return GrokEstimate(now, None, None, None, why)
+            return GrokEstimate(now, None, None, None, why, DELAY_LAW_BASIS)
         return delay_law_forecast(calibration, lr, weight_decay, self.memorised_step, now, coverage)
 
     def diagnose(self, **thresholds: Any):
