@@ -58,6 +58,9 @@ from nhtlab.book import off_grid_eta as ev
 # `full` is the same design at the companion's budget and 5 seeds (not run on this machine);
 # `quick` checks the script in about a minute (1 seed, η = 3e-3, a tiny grid: not a result).
 # ---------------------------------------------------------------------------------------------
+#: When the loss-rise method was fixed, as each record says it beside its results.
+LOSS_RISE_FIXED = ("after every run of this design had been trained and the other methods' results read, before "
+                   "its own evaluation (its rule is in this script's design comment, commit f702943); not tuned after")
 GRID_LAMS = (0.1, 0.3, 0.5, 1.0)
 PROFILES = {
     "full": dict(lr=1e-3, grid=GRID_LAMS, off_grid=((1e-3, 0.2), (1e-3, 0.7), (3e-3, 0.3)), seeds=range(5),
@@ -141,7 +144,7 @@ def main() -> None:
     payload = ev.off_grid_evaluation(histories[:len(runs)], grid=[(cfg["lr"], lam) for lam in cfg["grid"]],
                                      off_grid=[tuple(p) for p in cfg["off_grid"]], profile=args.profile,
                                      no_grok=histories[len(runs):])
-    payload.update(python=platform.python_version(), torch=torch.__version__, cpu_model=cpu_model(),
+    payload.update(loss_rise_fixed=LOSS_RISE_FIXED, python=platform.python_version(), torch=torch.__version__, cpu_model=cpu_model(),
                    trained=sum(row.source != "cache" for row in result),
                    cpu_seconds=round(time.process_time() - cpu + (args.train_cpu_seconds or 0.0), 1),
                    train_cpu_seconds=round(train_cpu + (args.train_cpu_seconds or 0.0), 1),

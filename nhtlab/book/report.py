@@ -160,8 +160,9 @@ def _off_grid_report(saved: Mapping[str, Any]) -> Markdown:
     runs = "; ".join(f"η = {r['eta']:g}, λ = {r['lam']:g}: {r['grokked']} of {r['runs']} grokked" for r in saved["runs"])
     offer = _METHOD_NAMES.get(rise["offer"] if rise and not verdict["passed"] else verdict.get("offer"), "none")
     rise_text = "" if rise is None else (
-        f"\n\nThe loss-rise method (its rule fixed after these runs existed and the other methods' results "
-        f"were read, before its own were) on the same runs: its interval's coverage:\n\n"
+        f"\n\nThe loss-rise method, fixed "
+        f"{saved.get('loss_rise_fixed', 'after these runs existed and the other methods results were read')}; "
+        f"its interval's coverage on the same runs:\n\n"
         f"{coverage(saved['coverage_loss_rise'])}\n\n**{'Ships' if rise['passed'] else 'Does not ship'}.** "
         f"The rule: {rise['name']}. Measured: {rise['detail']}.")
     cpu = (f" CPU {saved['cpu_seconds']:,.0f} s on {saved.get('cpu_model', 'an unnamed CPU')}."
