@@ -251,3 +251,15 @@ def test_the_monitor_forecast_is_the_evaluations_baseline_b_with_an_interval_no_
         assert "not the ETA" in est.basis
         checked += 1
     assert checked == 3 * 3 * 3
+
+
+def test_the_forecast_basis_says_what_the_saved_records_hold():
+    from nhtlab.analysis.eta import DELAY_LAW_BASIS
+
+    best = {"book": "law_scaled", "mlp_full_batch": "law_scaled", "mlp_minibatch": "nearest_delay"}
+    for profile, baseline in best.items():
+        saved = nhtlab.book.saved_evaluation(profile, off_grid=True)
+        assert saved is not None and not saved["verdict"]["passed"]  # "The ETA … did not ship"
+        assert saved["verdict"]["best_baseline"] == baseline and not saved["verdict_loss_rise"]["passed"]
+        assert saved["verdict_loss_rise"] == off_grid_verdict(saved["rows"], method="loss_rise")
+    assert "did not ship" in DELAY_LAW_BASIS and "with minibatches the unscaled delay (a)" in DELAY_LAW_BASIS

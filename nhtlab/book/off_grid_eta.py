@@ -371,7 +371,7 @@ def off_grid_verdict(rows: Sequence[Mapping[str, Any]], fraction: float = 0.5, t
     -------
     dict
         ``passed``, ``name``, ``detail``, ``winner`` (the method of least median absolute error at
-        ``fraction`` over all runs, among those that forecast every run), ``best_baseline`` (the same among
+        ``fraction`` over all runs, among those that forecast every run; a baseline on a tie), ``best_baseline`` (the same among
         the baselines), ``offer`` (what the Monitor should offer: ``method`` if it passed, else the best baseline).
     """
     name = (f"{'the ETA' if method == 'eta' else method} beats every baseline at {fraction:.0%} of the plateau off "
@@ -393,7 +393,7 @@ def off_grid_verdict(rows: Sequence[Mapping[str, Any]], fraction: float = 0.5, t
         paired.append(f"{mine:,.0f} against {b}'s {theirs:,.0f} (n = {len(shared)})")
     n_all = max(len(v) for v in by.values())
     full = {m: float(np.median(list(v.values()))) for m, v in by.items() if v and len(v) == n_all}
-    winner = min(full, key=full.get) if full else None
+    winner = min(full, key=lambda m: (full[m], m not in ETA_BASELINES)) if full else None  # a tie is no win
     baselines = {b: full[b] for b in ETA_BASELINES if b in full}
     best = min(baselines, key=baselines.get) if baselines else None
     cov = coverage_table(rows, method, coverage)
