@@ -496,8 +496,8 @@ models = ("book", "mlp_full_batch", "mlp_minibatch")
 nb.md("\n\n".join(nb.eta_report(m, off_grid=True) for m in models))
 
 # %% [markdown]
-# `monitor.forecast` gives the best tested answer and what it rests on;
-# calibrated on your other runs (the grid's other λ), on the shown run:
+# `monitor.forecast` gives the best tested forecast and its basis, or why
+# it has none; calibrated on your other runs (the grid's other λ):
 
 # %%
 others = {(cfg.lr, l): [monitors[seed, l].history] for l in cfg.lambdas}
