@@ -40,11 +40,10 @@
 # training accuracy so far): *weak* while the norm is within 5% of its
 # running peak, *intermediate* once further below it with the training
 # set fitted, *strong* once fallen without a fit. Chapter 02's
-# {ref}`diagnose_regime <regime-rule>` reads the norm from the fit on,
-# with test accuracy, after the run (a norm largest at initialisation
-# "peaks" at step 0 whatever λ is); a monitor cannot wait, so its
-# *intermediate* means "contracting while fitted", not yet "escaped".
-# `monitor.diagnose()` applies chapter 02's rule once the run is over.
+# {ref}`diagnose_regime <regime-rule>` reads the whole run with test
+# accuracy (`monitor.diagnose()` applies it once the run is over); a
+# monitor cannot wait, so its *intermediate* means "contracting while
+# fitted", not yet "escaped".
 #
 # Then we use it for the most practical question of all: **which weight
 # decay λ?**
@@ -174,16 +173,14 @@ nb.md(
 # %% [markdown]
 # ## Your model and your loop
 #
-# A small CNN written as an `nn.Sequential` — nothing nhtlab knows about.
-# The monitor finds its layers by name (`"0"`, `"3"`, `"7"`, `"9"`: the
-# modules that own parameters); the read-out is the last one. The loop is
-# plain PyTorch plus the `Monitor(...)` line and the `monitor(step, ...)`
-# call after `optimizer.step()`. Accuracies are optional; we pass them so
-# that the regime call can tell *strong* from *intermediate*, and the
-# whole training set's loss (not the minibatch's) so that the monitor's
-# early warning can fire. A fixed probe batch of held-out images (no
-# labels used) feeds DLR. The λ-tuning recipe runs exactly this loop,
-# *short*, over a grid of λ — here once per seed.
+# A small CNN, an `nn.Sequential` nhtlab knows nothing about; the monitor
+# finds its layers by name (`"0"`, `"3"`, `"7"`, `"9"`), the read-out
+# last. The loop is plain PyTorch plus `Monitor(...)` and
+# `monitor(step, ...)` after `optimizer.step()`. Accuracies (optional)
+# let the regime call tell *strong* from *intermediate*; the whole
+# training set's loss (not the minibatch's) lets the early warning fire.
+# A fixed probe batch of held-out images (labels unused) feeds DLR. The
+# λ-tuning recipe runs this loop, *short*, over a grid of λ, per seed.
 #
 # ```{admonition} Predict before the runs
 # The recipe (below) takes the smallest λ whose run is *intermediate*.
@@ -358,12 +355,11 @@ nb.check_prediction(
 # ## One run in detail
 #
 # Everything the monitor recorded for one run of the first seed: the
-# recipe's λ, or the middle of the grid when no run is intermediate (drag
-# to zoom). The paper reports that the read-out turns *before* the total
-# norm, an early warning; "turns" means falling 2% below its running peak
-# (the monitor's rule), for both. It is counted below over the seeds, each
-# on its shown run: the paper's claim, displayed, not asserted. DLR on
-# the probe batch tracks the features without looking at a single label.
+# recipe's λ, or the grid's middle when no run is intermediate (drag to
+# zoom). The paper reports that the read-out turns (falls 2% below its
+# running peak, the monitor's rule) *before* the total norm: counted
+# below over the seeds, displayed, not asserted. DLR on the probe batch
+# tracks the features without looking at a single label.
 
 # %% tags=["remove-input"]
 display(
@@ -456,9 +452,7 @@ nhtlab.charts.layer_norm_curves(
 #     of {ref}`the delay-law chapter <delay-definitions>`
 #   - the paper's law gives a time *scale*, γ_eff ≥ ηλ for AdamW
 #   - on CIFAR the paper itself reports that T ∝ 1/λ fails; the delay-law
-#     chapter compares the law with the delays of the book's runs, and the
-#     emergence chapter asks how the delay changes with the transformer's
-#     width
+#     and emergence chapters test the law on the book's runs
 # ```
 #
 # The theory is about a network that *has* a high-norm shortcut and a
@@ -469,14 +463,12 @@ nhtlab.charts.layer_norm_curves(
 #
 # ## When will it grok? A forecast, tested before it ships
 #
-# {func}`nhtlab.predict_grok` forecasts T_grok for a live run that has
-# memorised, from how fast ‖θ‖² has contracted since. It ships (here and
-# in the Monitor) only if it beats the forecasts a user gets for free and
-# its interval covers the truth as often as it claims. The first test
-# (`scripts/evaluate_eta_seeds.py`) held out seeds at the λ it was fitted
-# on (Table 3's runs, seeds 0–4 to fit, 5–9 to forecast, λ = 0.01 as runs
-# that never grok) and scored the early warnings; the Monitor warns by
-# the best ({func}`nhtlab.analysis.early_warnings.supported_signal`).
+# {func}`nhtlab.predict_grok` forecasts T_grok of a memorised run from
+# how fast ‖θ‖² has contracted since. It ships only if it beats the free
+# forecasts and its interval covers as often as it claims. The first test
+# (`scripts/evaluate_eta_seeds.py`, Table 3's seeds 0–4 to fit, 5–9 to
+# forecast, λ = 0.01 as runs that never grok) also scored the early
+# warnings; the Monitor warns by the best.
 
 # %% tags=["remove-input"]
 nb.eta_report("full")
@@ -484,22 +476,35 @@ nb.eta_report("full")
 # %% [markdown]
 # A user never has runs at their own setting, though. So the second test
 # (`scripts/evaluate_eta.py`, its design committed before its runs)
-# forecasts each of Table 3's λ from the other three, and settings in no
+# forecasts each of Table 3's λ from the other three and settings in no
 # calibration (λ between the grid's, another η), at a quarter, half and
-# three quarters of each plateau. The baselines: (a) T_mem plus the
-# nearest calibrated setting's mean delay, (b) the same scaled by
-# (ηλ)_near/(ηλ), the delay law's own forecast, (c) the companion's 1/λ
-# fit. The ETA is the geometric mean of the contraction-rate forecast and
-# the pooled law; intervals are conformal per cut, fitted on calibration
-# runs only. It ships if it beats every baseline at half the plateau with
-# coverage within ten points at every cut; otherwise the winner below is
-# the best tested forecast. The same design then runs on a second model,
-# the MLP on Z_47 (full batch, then minibatches), calibrated on its own
-# runs, with the Monitor's warning and online regime on its runs.
+# three quarters of each plateau, against (a) T_mem plus the nearest
+# calibrated setting's mean delay, (b) the same scaled by
+# (ηλ)_near/(ηλ), the delay law's own forecast, and (c) the companion's
+# 1/λ fit. The ETA is the geometric mean of the contraction-rate forecast
+# and the pooled law. The *loss rise*, fixed after these runs existed and
+# the other methods' results were read, before its own were, is the step
+# at which the Monitor's warning fired plus the calibration runs' median
+# lead, scaled by 1/(ηλ); (b) until it fires. Intervals are conformal per
+# cut, on calibration runs only. A method ships if it beats every
+# baseline at half the plateau with coverage within ten points at every
+# cut. The same design runs on the MLP on Z_47 (full batch, minibatches),
+# calibrated on its own runs, with the Monitor's warning and regime.
 
 # %% tags=["remove-input"]
 models = ("book", "mlp_full_batch", "mlp_minibatch")
 nb.md("\n\n".join(nb.eta_report(m, off_grid=True) for m in models))
+
+# %% [markdown]
+# `monitor.forecast` gives the best tested forecast and its basis, or why
+# it has none; calibrated on your other runs (the grid's other λ):
+
+# %%
+others = {(cfg.lr, l): [monitors[seed, l].history] for l in cfg.lambdas}
+del others[cfg.lr, shown]  # its own run is not calibration
+run = monitors[seed, shown]
+forecast = run.forecast(others, lr=cfg.lr, weight_decay=shown)
+nb.md(f"{forecast.text()}.\n\nBasis: {forecast.basis}")
 
 # %% [markdown]
 # ## In Lightning, or any other trainer
@@ -514,25 +519,20 @@ nb.md("\n\n".join(nb.eta_report(m, off_grid=True) for m in models))
 #         self.monitor(trainer.global_step)
 # ```
 #
-# What does it cost? A recorded step sums the squares of every parameter
-# once (with a probe, also one forward pass on it and a small SVD); the
-# steps in between cost one integer test. `benchmarks/bench_monitor.py`
-# measures the overhead against the bare loop, with and without DLR, on
-# your machine. DLR costs far more than the norms: record it less often
-# if that matters to you.
+# Cost: a recorded step sums the squares of every parameter once (with a
+# probe, one forward pass and a small SVD too: record DLR less often if
+# that matters); steps in between cost one integer test
+# (`benchmarks/bench_monitor.py` measures it on your machine).
 #
 # ## Checks
 #
-# Asserted on this chapter's own runs, each reading in a majority of the
-# seeds: the smallest λ is weak (its norm still rising at the end); the
-# largest is strong (it never fits); the recipe finds an intermediate λ
-# whose test accuracy beats the weakest λ's by more than 0.03. And the
-# monitor's DLR is the DLR of the model's read-out input: recomputed
-# without hooks ({func}`nhtlab.measures.predictions.readout_dlr`:
-# features = everything before the last layer, outputs = the last layer)
-# on the same probe, it must agree to 1e-9, which fails if the monitor
-# hooked the wrong layer or read a stale model. The read-out-first reading
-# above is the paper's claim and is not asserted.
+# Asserted on this chapter's runs, each in a majority of the seeds: the
+# smallest λ is weak (norm still rising at the end); the largest is strong
+# (never fits); the recipe's intermediate λ beats the weakest λ's test
+# accuracy by more than 0.03. And the monitor's DLR, recomputed without
+# hooks ({func}`nhtlab.measures.predictions.readout_dlr`) on the same
+# probe, agrees to 1e-9: it fails if the monitor hooked the wrong layer
+# or read a stale model. The read-out-first reading is not asserted.
 
 # %%
 # asserted on a real run; the read-out-first reading shown

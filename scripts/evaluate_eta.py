@@ -42,6 +42,14 @@ from nhtlab.book import off_grid_eta as ev
 #            (c) the companion's 1/λ fit (η = 1e-3 only). "Nearest": the least |log(ηλ) − log(ηλ_c)|
 #            (ties: the larger ηλ). Every method's forecast is floored at the cut's step (the run
 #            has not grokked by then), so none wins by the floor alone.
+# loss_rise: (issue 46 item 4; written and committed AFTER every run of every profile above was
+#            trained and the other methods' results were read, BEFORE this method was evaluated on
+#            any of them; not tuned after) at a cut, once the Monitor's grok-warning rule, the train
+#            loss at least twice its minimum since T_mem (nhtlab.analysis.early_warnings "train_loss",
+#            the signal chosen on other runs: the seed split, eta_full.json), has fired at a step
+#            t_rise ≤ the cut: t_rise + c_rise/(ηλ), c_rise the median of (T_grok − t_rise)·ηλ over
+#            the calibration runs whose rule fired at or before their T_grok; before it fires, or
+#            when no calibration run's did, baseline (b). Floor, intervals and ship rule as the ETA's.
 # intervals: split-conformal per cut on the calibration runs only (nested leave-one-setting-out
 #            within them), on |log(delay/predicted delay)|, stated coverage 80%.
 # budgets:   steps per setting (a run that has not grokked by then is counted and left out);
@@ -50,6 +58,9 @@ from nhtlab.book import off_grid_eta as ev
 # `full` is the same design at the companion's budget and 5 seeds (not run on this machine);
 # `quick` checks the script in about a minute (1 seed, η = 3e-3, a tiny grid: not a result).
 # ---------------------------------------------------------------------------------------------
+#: When the loss-rise method was fixed, as each record says it beside its results.
+LOSS_RISE_FIXED = ("after every run of this design had been trained and the other methods' results read, before "
+                   "its own evaluation (its rule is in this script's design comment, commit f702943); not tuned after")
 GRID_LAMS = (0.1, 0.3, 0.5, 1.0)
 PROFILES = {
     "full": dict(lr=1e-3, grid=GRID_LAMS, off_grid=((1e-3, 0.2), (1e-3, 0.7), (3e-3, 0.3)), seeds=range(5),
@@ -133,7 +144,7 @@ def main() -> None:
     payload = ev.off_grid_evaluation(histories[:len(runs)], grid=[(cfg["lr"], lam) for lam in cfg["grid"]],
                                      off_grid=[tuple(p) for p in cfg["off_grid"]], profile=args.profile,
                                      no_grok=histories[len(runs):])
-    payload.update(python=platform.python_version(), torch=torch.__version__, cpu_model=cpu_model(),
+    payload.update(loss_rise_fixed=LOSS_RISE_FIXED, python=platform.python_version(), torch=torch.__version__, cpu_model=cpu_model(),
                    trained=sum(row.source != "cache" for row in result),
                    cpu_seconds=round(time.process_time() - cpu + (args.train_cpu_seconds or 0.0), 1),
                    train_cpu_seconds=round(train_cpu + (args.train_cpu_seconds or 0.0), 1),

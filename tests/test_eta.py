@@ -7,7 +7,8 @@ import math
 import pytest
 
 import nhtlab
-from nhtlab.analysis.eta import calibrate_eta, cut_history, evaluate_eta, predict_grok, synthetic_contraction
+from nhtlab.analysis.eta import calibrate_eta, cut_history, predict_grok, synthetic_contraction
+from nhtlab.book.held_out_eta import evaluate_eta
 from nhtlab.book.held_out_eta import eta_verdict
 
 

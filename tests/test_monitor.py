@@ -295,3 +295,42 @@ def test_a_monitor_whose_first_row_has_no_loss_is_not_diverged():
     monitor(40, train_loss=float("nan"), train_acc=0.9, test_acc=0.8)
     assert is_diverged(monitor.history) == "the training loss is not finite from step 40"
     assert monitor.regime() == "diverged"
+
+
+def _memorised_monitor(steps=(1, 2, 3), accs=(0.5, 1.0, 1.0)):
+    monitor = Monitor(hand_built(), every=1)
+    for step, acc in zip(steps, accs):
+        monitor(step, train_acc=acc)
+    return monitor
+
+
+def test_forecast_is_t_mem_plus_the_nearest_settings_mean_delay_scaled_by_eta_lambda():
+    from nhtlab.analysis.eta import synthetic_contraction
+
+    def runs(lam, delays):
+        return [synthetic_contraction(t_mem=500, t_grok=500 + d, rate=1e-3, lr=1e-3, weight_decay=lam) for d in delays]
+
+    calibration = {(1e-3, 0.3): runs(0.3, (2000, 2400)), (1e-3, 1.0): runs(1.0, (600, 800))}
+    monitor = _memorised_monitor()  # memorised at step 2, now step 3
+    est = monitor.forecast(calibration, lr=1e-3, weight_decay=0.5)  # nearest in log ηλ: λ = 0.3
+    assert math.isclose(est.t_grok, 2 + 2200 * 0.3 / 0.5) and est.step == 3
+    assert est.low <= est.t_grok <= est.high and est.low >= 3
+    assert "not the ETA" in est.basis and "did not ship" in est.basis and "MLP" in est.basis
+    one = monitor.forecast({(1e-3, 0.3): calibration[(1e-3, 0.3)]}, lr=1e-3, weight_decay=0.5)
+    assert one.t_grok == est.t_grok and one.high == math.inf  # one setting: nothing to score the law on
+
+
+def test_forecast_says_why_before_memorisation_and_names_bad_calibration():
+    from nhtlab.analysis.eta import synthetic_contraction
+
+    grokked = {(1e-3, 1.0): [synthetic_contraction(t_mem=500, t_grok=1500, rate=1e-3)]}
+    early = _memorised_monitor(accs=(0.2, 0.5, 0.9)).forecast(grokked, lr=1e-3, weight_decay=1.0)
+    assert early.t_grok is None and "not memorised" in early.text()
+    assert "not the ETA" in early.basis  # what it will rest on, said before it can forecast
+    never = {(1e-3, 1.0): [synthetic_contraction(t_mem=500, t_grok=None, rate=1e-3)]}
+    none = _memorised_monitor().forecast(never, lr=1e-3, weight_decay=1.0)
+    assert none.t_grok is None and "no calibration run memorised and grokked" in none.reason
+    with pytest.raises(ValueError, match="'calibration' parameter of delay_law_forecast is empty"):
+        _memorised_monitor().forecast({}, lr=1e-3, weight_decay=1.0)
+    with pytest.raises(ValueError, match="'weight_decay'"):
+        _memorised_monitor().forecast(grokked, lr=1e-3, weight_decay=0.0)

@@ -195,3 +195,71 @@ def test_the_monitor_docstring_says_what_the_saved_second_model_records_hold():
         rows = {r["diagnosed"]: r for r in saved["regimes"]}
         assert all(v.startswith("0 of ") for k, v in rows["undetermined"].items() if k.startswith("at "))
         assert saved["verdict"] == off_grid_verdict(saved["rows"])
+
+
+def _with_loss_rise(h, t_rise):
+    """``h`` with a train loss that doubles its minimum since T_mem at ``t_rise`` (None: never)."""
+    rows = [{**r, "train_loss": 0.05 if t_rise is not None and r["step"] >= t_rise else 0.01} for r in h.rows]
+    return nhtlab.History(rows=rows, status=h.status, config=dict(h.config))
+
+
+def test_loss_rise_is_exact_once_fired_and_baseline_b_before():
+    off, c_rise, runs = [(1e-3, 0.2), (1e-3, 0.7), (2e-3, 0.3)], 0.42, []  # every lead 0.42/(ηλ) a whole record
+    for lr, lam in GRID + off:
+        for seed in range(2):
+            delay = round(0.6 / (lr * lam) / 10) * 10 + 10 * seed
+            h = synthetic_contraction(t_mem=500, t_grok=500 + delay, rate=2.0 / delay, every=10, lr=lr, weight_decay=lam)
+            h.config["seed"] = seed
+            runs.append(_with_loss_rise(h, 500 + delay - round(c_rise / (lr * lam))))
+    rows = og.forecast_rows(runs, GRID, off, methods=("loss_rise", "law_scaled"))
+    by = {(r["eta"], r["lam"], r["seed"], r["fraction"], r["method"]): r for r in rows}
+    fired = 0
+    for key, r in by.items():
+        if key[-1] != "loss_rise":
+            continue
+        t_rise = r["t_grok"] - round(c_rise / (r["eta"] * r["lam"]))
+        if r["step"] >= t_rise:  # fired by the cut: t_rise + c_rise/(ηλ), here exactly T_grok
+            fired += 1
+            assert abs(r["forecast"] - r["t_grok"]) < 1e-6
+        else:  # not yet: baseline (b)'s forecast, the same row
+            assert r["forecast"] == by[key[:-1] + ("law_scaled",)]["forecast"]
+    assert 0 < fired < len(rows) // 2
+    silent = [_with_loss_rise(h, None) for h in runs]  # the rule never fires in calibration: (b) everywhere
+    rows = og.forecast_rows(silent, GRID, off, methods=("loss_rise", "law_scaled"))
+    pairs = {(r["eta"], r["lam"], r["seed"], r["fraction"]): [] for r in rows}
+    for r in rows:
+        pairs[(r["eta"], r["lam"], r["seed"], r["fraction"])].append(r["forecast"])
+    assert all(a == b for a, b in pairs.values())
+
+
+def test_the_monitor_forecast_is_the_evaluations_baseline_b_with_an_interval_no_narrower():
+    from nhtlab.analysis.eta import delay_law_forecast
+
+    runs = _runs(GRID + OFF, jitter=0.2)
+    rows = og.forecast_rows(runs, GRID, OFF, methods=("law_scaled",))
+    calibration: dict = {}
+    for h in runs:
+        if og.setting_of(h) in GRID:
+            calibration.setdefault(og.setting_of(h), []).append(h)
+    checked = 0
+    for r in rows:
+        if r["split"] != "off-grid":
+            continue
+        est = delay_law_forecast(calibration, r["eta"], r["lam"], r["t_mem"], r["step"])
+        assert abs(est.t_grok - r["forecast"]) < 0.06  # rows round to 0.1 step
+        assert est.low <= r["low"] + 0.06 and est.high >= r["high"] - 0.06  # q at T_mem ≥ every cut's q
+        assert "not the ETA" in est.basis
+        checked += 1
+    assert checked == 3 * 3 * 3
+
+
+def test_the_forecast_basis_says_what_the_saved_records_hold():
+    from nhtlab.analysis.eta import DELAY_LAW_BASIS
+
+    best = {"book": "law_scaled", "mlp_full_batch": "law_scaled", "mlp_minibatch": "nearest_delay"}
+    for profile, baseline in best.items():
+        saved = nhtlab.book.saved_evaluation(profile, off_grid=True)
+        assert saved is not None and not saved["verdict"]["passed"]  # "The ETA … did not ship"
+        assert saved["verdict"]["best_baseline"] == baseline and not saved["verdict_loss_rise"]["passed"]
+        assert saved["verdict_loss_rise"] == off_grid_verdict(saved["rows"], method="loss_rise")
+    assert "did not ship" in DELAY_LAW_BASIS and "with minibatches the unscaled delay (a)" in DELAY_LAW_BASIS

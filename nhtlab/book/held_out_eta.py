@@ -1,6 +1,7 @@
 """The ETA's held-out evaluation as the book ships it: the shipping rule, the saved payload, its loader.
 
-The predictor itself is the core's (:mod:`nhtlab.analysis.eta`); ``scripts/evaluate_eta.py`` saves
+The predictor itself is the core's (:mod:`nhtlab.analysis.eta`), evaluated here on held-out seeds
+(:func:`evaluate_eta`); ``scripts/evaluate_eta.py`` saves
 :func:`eta_evaluation` under ``nhtlab/results/`` and chapters render it (:func:`nhtlab.book.eta_report`).
 The off-grid evaluation (issue 46), and its ship rule
 :func:`~nhtlab.book.off_grid_eta.off_grid_verdict`, are :mod:`nhtlab.book.off_grid_eta`.
@@ -14,14 +15,66 @@ from collections.abc import Mapping, Sequence
 from importlib import resources
 from typing import Any
 
+import numpy as np
+
 from .._version import __version__
 from .claims import Check
 from ..analysis.early_warnings import evaluate_warnings
-from ..analysis.eta import evaluate_eta
+from ..analysis.eta import FRACTIONS, _cuts, _plateaus, _setting, calibrate_eta, cut_history, predict_grok
 from ..history import History
+from ..papers import COMPANION_GROK_FIT
 from ..validation import require_choice
 
-__all__ = ["eta_verdict", "eta_evaluation", "saved_evaluation"]
+__all__ = ["evaluate_eta", "eta_verdict", "eta_evaluation", "saved_evaluation"]
+
+
+def evaluate_eta(fit: Sequence[History], test: Sequence[History], coverage: float = 0.8,
+                 fractions: Sequence[float] = FRACTIONS) -> list[dict[str, Any]]:
+    """Calibrate on ``fit``, then predict each ``test`` run at fractions of its plateau; one record per fraction.
+
+    Parameters
+    ----------
+    fit, test : sequence of History
+        Disjoint sets of runs: constants come from ``fit`` only.
+    coverage : float
+        The interval's stated coverage.
+    fractions : sequence of float
+        Where each test run is cut: ``T_mem + f·(T_grok − T_mem)``.
+
+    Returns
+    -------
+    list of dict
+        Per fraction: ``fraction``, ``n`` (predictions made), ``no_estimate``, ``mae`` (predictor),
+        ``mae_baseline`` (T_mem + the fitting runs' mean delay at the same η and λ; None when no fitting run
+        shares it), ``mae_companion_fit`` (the companion's 1/λ fit, η = 10⁻³ runs only), ``coverage``
+        (measured), ``stated_coverage``, ``median_width``.
+    """
+    calibration = calibrate_eta(fit, coverage, fractions)
+    runs = _plateaus(test)
+    records = []
+    for f in fractions:
+        err, base, comp, inside, widths, missing = [], [], [], [], [], 0
+        for h, e in runs:
+            for frac, step in _cuts(e, h, [f]):
+                est = predict_grok(cut_history(h, step), calibration)
+                if est.t_grok is None:
+                    missing += 1
+                    continue
+                err.append(abs(est.t_grok - e.t_grok))
+                inside.append(est.low <= e.t_grok <= est.high)
+                widths.append(est.high - est.low)
+                lr, lam = _setting(h)
+                if (lr, lam) in calibration.mean_delay:
+                    base.append(abs(e.t_mem + calibration.mean_delay[(lr, lam)] - e.t_grok))
+                if math.isclose(lr, 1e-3) and lam > 0:
+                    fit_t = COMPANION_GROK_FIT["slope"] / lam + COMPANION_GROK_FIT["intercept"]
+                    comp.append(abs(fit_t - e.t_grok))
+        med = (lambda xs: float(np.median(xs)) if xs else None)
+        records.append({"fraction": f, "n": len(err), "no_estimate": missing, "mae": med(err),
+                        "mae_baseline": med(base), "mae_companion_fit": med(comp),
+                        "coverage": float(np.mean(inside)) if inside else None, "stated_coverage": coverage,
+                        "median_width": med(widths)})
+    return records
 
 
 def eta_verdict(records: Sequence[Mapping[str, Any]], fraction: float = 0.5, tolerance: float = 0.10) -> Check:

@@ -11,9 +11,14 @@ gives for free. For a held-out setting ``(η, λ)`` and calibration runs from ot
 * ``eta_rate``: the core's contraction-rate ETA (:func:`nhtlab.analysis.eta.predict_grok`);
 * ``eta``: the predictor fixed with the design, ``T_mem + √(d_rate·d_law)``: the geometric mean of
   the rate ETA's delay and the pooled law ``c/(ηλ)``, ``c`` the median ``(T_grok − T_mem)·ηλ`` of the
-  calibration runs (``d_law`` alone where the rate ETA gives no estimate).
+  calibration runs (``d_law`` alone where the rate ETA gives no estimate);
+* ``loss_rise`` (item 4, fixed after the runs, before its evaluation): once the Monitor's warning rule
+  (train loss twice its minimum since ``T_mem``) has fired at ``t_rise`` by the cut,
+  ``t_rise + c_rise/(ηλ)``, ``c_rise`` the calibration runs' median ``(T_grok − t_rise)·ηλ`` over those
+  where it fired by ``T_grok``; before it fires, baseline (b).
 
-Every forecast is made at a cut ``T_mem + f·(T_grok − T_mem)`` (25%, 50%, 75%) and floored at the
+Baselines (a) and (b) are the core's :func:`nhtlab.analysis.eta.law_scaled_delay`, the formula the
+Monitor's :meth:`~nhtlab.training.monitor.Monitor.forecast` uses. Every forecast is made at a cut ``T_mem + f·(T_grok − T_mem)`` (25%, 50%, 75%) and floored at the
 cut's step. Intervals are **split-conformal per cut** on the calibration runs only: the scores are
 ``|log(d/d̂)|`` of forecasts made, within the calibration settings, leaving each one out in turn
 (so they measure off-setting error, as the forecast will make), and the interval is
@@ -30,8 +35,9 @@ from typing import Any
 import numpy as np
 
 from .._version import __version__
-from ..analysis.early_warnings import evaluate_warnings
-from ..analysis.eta import EtaCalibration, calibrate_eta, cut_history, predict_grok
+from ..analysis.early_warnings import evaluate_warnings, warning_step
+from ..analysis.eta import (EtaCalibration, calibrate_eta, conformal_quantile, cut_history, law_scaled_delay,
+                            nearest_setting, predict_grok)
 from ..analysis.events import find_events
 from ..analysis.regimes import diagnose_regime
 from ..history import History
@@ -45,7 +51,7 @@ __all__ = ["ETA_METHODS", "ETA_BASELINES", "setting_of", "nearest_setting", "fit
 
 FRACTIONS = (0.25, 0.5, 0.75)
 #: The methods in the order the tables show them; the first is the ETA the ship rule reads.
-ETA_METHODS = ("eta", "eta_rate", "nearest_delay", "law_scaled", "companion_fit")
+ETA_METHODS = ("eta", "eta_rate", "loss_rise", "nearest_delay", "law_scaled", "companion_fit")
 ETA_BASELINES = ("nearest_delay", "law_scaled", "companion_fit")
 Setting = tuple[float, float]
 Predictor = Callable[[History, Any, int], "float | None"]
@@ -74,18 +80,6 @@ def _key(s: Setting) -> Setting:
     return float(f"{s[0]:.6g}"), float(f"{s[1]:.6g}")
 
 
-def nearest_setting(target: Setting, calibrated: Sequence[Setting]) -> Setting:
-    """The calibrated setting nearest ``target`` in ``log(ηλ)`` (ties: the larger ``ηλ``).
-
-    >>> nearest_setting((1e-3, 0.2), [(1e-3, 0.1), (1e-3, 0.3)])
-    (0.001, 0.3)
-    """
-    if not calibrated:
-        raise ValueError("The 'calibrated' parameter of nearest_setting is empty: nothing to be near.")
-    target_log = math.log(target[0] * target[1])
-    return min(calibrated, key=lambda s: (round(abs(math.log(s[0] * s[1]) - target_log), 12), -s[0] * s[1]))
-
-
 def _grokked(histories: Sequence[History]) -> list[tuple[History, Any]]:
     """Runs with a plateau to forecast: memorised, then grokked later, not diverged."""
     out = []
@@ -110,7 +104,8 @@ def fit_eta_method(method: str, calibration: Sequence[History], coverage: float 
     Returns
     -------
     callable
-        Only the history up to ``step`` is read by the ETAs; the baselines read ``T_mem`` and the setting.
+        Only the history up to ``step`` is read by the ETAs and ``loss_rise``; the baselines read ``T_mem`` and
+        the setting.
     """
     if method not in ETA_METHODS:
         raise ValueError(f"The 'method' parameter of fit_eta_method must be one of {ETA_METHODS}. Got {method!r} instead.")
@@ -124,17 +119,20 @@ def fit_eta_method(method: str, calibration: Sequence[History], coverage: float 
     mean_delay = {s: float(np.mean(v)) for s, v in delays.items()}
     law = float(np.median([e.delay * np.prod(setting_of(h)) for h, e in runs]))
 
-    def near(h: History) -> tuple[Setting, Setting]:
-        s = _key(setting_of(h))
-        return s, nearest_setting(s, sorted(mean_delay))
+    if method in ("nearest_delay", "law_scaled"):  # the core's formula, as the Monitor's forecast uses it
+        scaled = method == "law_scaled"
+        return lambda h, e, step: e.t_mem + law_scaled_delay(_key(setting_of(h)), mean_delay, scaled)
+    if method == "loss_rise":
+        leads = [(e.t_grok - t) * float(np.prod(setting_of(h))) for h, e in runs
+                 for t in [warning_step(h, "train_loss")] if t is not None and t <= e.t_grok]
+        c_rise = float(np.median(leads)) if leads else None
 
-    if method == "nearest_delay":
-        return lambda h, e, step: e.t_mem + mean_delay[near(h)[1]]
-    if method == "law_scaled":
-        def scaled(h: History, e: Any, step: int) -> float:
-            s, n = near(h)
-            return e.t_mem + mean_delay[n] * (n[0] * n[1]) / (s[0] * s[1])
-        return scaled
+        def rise(h: History, e: Any, step: int) -> float:
+            t_rise = None if c_rise is None else warning_step(cut_history(h, step), "train_loss")
+            if t_rise is None:  # not fired by the cut (or never in calibration): baseline (b)
+                return e.t_mem + law_scaled_delay(_key(setting_of(h)), mean_delay)
+            return t_rise + c_rise / float(np.prod(setting_of(h)))
+        return rise
     if method == "companion_fit":
         def companion(h: History, e: Any, step: int) -> float | None:
             lr, lam = setting_of(h)
@@ -166,18 +164,6 @@ def _cuts(h: History, e: Any, fractions: Sequence[float]) -> list[tuple[float, i
         if len(seen):
             out.append((f, int(seen[-1])))
     return out
-
-
-def conformal_quantile(scores: Sequence[float], coverage: float) -> float:
-    """The split-conformal quantile: the ``⌈(n+1)·coverage⌉``-th smallest score (∞ when that exceeds ``n``).
-
-    >>> conformal_quantile([0.1, 0.2, 0.3, 0.4], 0.5)
-    0.3
-    """
-    require_real(coverage, "coverage", low=0.0, high=1.0, low_open=True, high_open=True, owner="conformal_quantile")
-    ordered = sorted(float(s) for s in scores if np.isfinite(s))
-    rank = math.ceil((len(ordered) + 1) * coverage)
-    return ordered[rank - 1] if 1 <= rank <= len(ordered) else math.inf
 
 
 def wilson_interval(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
@@ -385,10 +371,11 @@ def off_grid_verdict(rows: Sequence[Mapping[str, Any]], fraction: float = 0.5, t
     -------
     dict
         ``passed``, ``name``, ``detail``, ``winner`` (the method of least median absolute error at
-        ``fraction`` over all runs, among those that forecast every run), ``best_baseline`` (the same among
+        ``fraction`` over all runs, among those that forecast every run; a baseline on a tie), ``best_baseline`` (the same among
         the baselines), ``offer`` (what the Monitor should offer: ``method`` if it passed, else the best baseline).
     """
-    name = (f"the ETA beats every baseline at {fraction:.0%} of the plateau off the grid, coverage within "
+    name = (f"{'the ETA' if method == 'eta' else method} beats every baseline at {fraction:.0%} of the plateau off "
+            f"the grid, coverage within "
             f"{tolerance:.0%} of {coverage:.0%} at every cut")
     at = [r for r in rows if math.isclose(r["fraction"], fraction) and r["error"] is not None]
     by = {m: {(r["eta"], r["lam"], r["seed"], r["split"]): abs(r["error"]) for r in at if r["method"] == m}
@@ -406,7 +393,7 @@ def off_grid_verdict(rows: Sequence[Mapping[str, Any]], fraction: float = 0.5, t
         paired.append(f"{mine:,.0f} against {b}'s {theirs:,.0f} (n = {len(shared)})")
     n_all = max(len(v) for v in by.values())
     full = {m: float(np.median(list(v.values()))) for m, v in by.items() if v and len(v) == n_all}
-    winner = min(full, key=full.get) if full else None
+    winner = min(full, key=lambda m: (full[m], m not in ETA_BASELINES)) if full else None  # a tie is no win
     baselines = {b: full[b] for b in ETA_BASELINES if b in full}
     best = min(baselines, key=baselines.get) if baselines else None
     cov = coverage_table(rows, method, coverage)
@@ -442,7 +429,8 @@ def off_grid_evaluation(histories: Sequence[History], grid: Sequence[Setting], o
         ``design`` ("off-grid"), ``profile``, ``nhtlab``, ``grid``, ``off_grid``, ``runs`` (per setting:
         trained, grokked), ``errors`` (:func:`error_table`, all forecasts), ``errors_by_split``,
         ``coverage`` (:func:`coverage_table` of the ETA), ``coverage_baseline`` (of ``law_scaled``),
-        ``verdict`` (:func:`off_grid_verdict`), ``warnings`` and ``regimes``
+        ``verdict`` (:func:`off_grid_verdict`), ``coverage_loss_rise`` and ``verdict_loss_rise`` (the same for
+        ``loss_rise``), ``warnings`` and ``regimes``
         (:func:`monitor_readings` on the design's runs and ``no_grok``) and ``rows`` (every forecast).
     """
     rows = forecast_rows(histories, grid, off_grid, coverage)
@@ -458,7 +446,8 @@ def off_grid_evaluation(histories: Sequence[History], grid: Sequence[Setting], o
         "errors_by_split": {s: error_table(rows, s) for s in ("leave-one-out", "off-grid")},
         "coverage": coverage_table(rows, "eta", coverage), "coverage_baseline": coverage_table(rows, "law_scaled",
                                                                                               coverage),
-        "verdict": verdict,
+        "verdict": verdict, "coverage_loss_rise": coverage_table(rows, "loss_rise", coverage),
+        "verdict_loss_rise": off_grid_verdict(rows, coverage=coverage, method="loss_rise"),
         **monitor_readings([h for hs in groups.values() for h in hs], no_grok),
         "rows": rows,
     }

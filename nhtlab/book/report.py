@@ -136,7 +136,7 @@ def table(records: Iterable[Mapping[str, Any]], columns: Sequence[str] | None = 
     return Markdown("\n".join(lines))
 
 
-_METHOD_NAMES = {"eta": "ETA", "eta_rate": "rate ETA", "nearest_delay": "(a) nearest delay",
+_METHOD_NAMES = {"eta": "ETA", "eta_rate": "rate ETA", "loss_rise": "loss rise", "nearest_delay": "(a) nearest delay",
                  "law_scaled": "(b) law-scaled", "companion_fit": "(c) 1/λ fit"}
 
 
@@ -156,9 +156,15 @@ def _off_grid_report(saved: Mapping[str, Any]) -> Markdown:
                      formats={"fraction": pct, "stated": pct, "coverage": pct, "median_width": steps},
                      headers={"fraction": "cut", "wilson": "95% Wilson", "median_width": "median width"})
 
-    verdict = saved["verdict"]
+    verdict, rise = saved["verdict"], saved.get("verdict_loss_rise")
     runs = "; ".join(f"η = {r['eta']:g}, λ = {r['lam']:g}: {r['grokked']} of {r['runs']} grokked" for r in saved["runs"])
-    offer = _METHOD_NAMES.get(verdict.get("offer"), "none")
+    offer = _METHOD_NAMES.get(rise["offer"] if rise and not verdict["passed"] else verdict.get("offer"), "none")
+    rise_text = "" if rise is None else (
+        f"\n\nThe loss-rise method, fixed "
+        f"{saved.get('loss_rise_fixed', 'after these runs existed and the other methods results were read')}; "
+        f"its interval's coverage on the same runs:\n\n"
+        f"{coverage(saved['coverage_loss_rise'])}\n\n**{'Ships' if rise['passed'] else 'Does not ship'}.** "
+        f"The rule: {rise['name']}. Measured: {rise['detail']}.")
     cpu = (f" CPU {saved['cpu_seconds']:,.0f} s on {saved.get('cpu_model', 'an unnamed CPU')}."
            if "cpu_seconds" in saved else "")
     by_split = "\n\n".join(f"*{name}* forecasts only:\n\n{errors(rec)}"
@@ -170,7 +176,7 @@ def _off_grid_report(saved: Mapping[str, Any]) -> Markdown:
         f"Coverage of the ETA's per-cut conformal interval on the forecast runs:\n\n{coverage(saved['coverage'])}"
         f"\n\nThe same for baseline (b)'s interval:\n\n{coverage(saved['coverage_baseline'])}\n\n"
         f"**{'Ships' if verdict['passed'] else 'Does not ship'}.** The rule: {verdict['name']}. "
-        f"Measured: {verdict['detail']}. "
+        f"Measured: {verdict['detail']}.{rise_text} "
         f"Least error at 50%: {_METHOD_NAMES.get(verdict['winner'], 'none')}; best baseline: "
         f"{_METHOD_NAMES.get(verdict['best_baseline'], 'none')}; the best tested forecast is {offer}."
         + _monitor_tables(saved))

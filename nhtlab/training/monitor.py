@@ -23,20 +23,16 @@ scalar is at least 0.99 (:attr:`Monitor.grok_warning_step`). Pass both ``train_a
 ``train_loss=``, the loss on the whole training set (as nhtlab's trainer records it at each
 evaluation), not a minibatch loss, whose noise alone can double it.
 
-On the companion paper's Table 3 runs (constants and rule fixed on seeds 0–4, scored on the 20
-held-out runs of seeds 5–9 and on 5 runs at λ = 0.01 that never grok within 10,000 steps; saved
-in ``nhtlab/results/eta_full.json``), this rule fired before T_grok in 18 of 20 runs (late in
-2), with a median lead of 2,600 steps (0.73/(ηλ)), and on none of the 5 runs that never grok.
-The rule of nhtlab 0.3.0, ‖θ‖² 10% below its value at memorisation, fired earlier (median lead
-2,800 steps) in all 20 runs but also in all 5 that never grok; the paper's read-out signals did
-worse (the read-out's peak fired in 17, late in 3; its two ratios' rules never fired in time).
-Chapter 08 renders that table. The read-out's contraction is still recorded
-(:attr:`Monitor.head_contracting_step`), without a warning. Where each rule was tested: the warning
-and :meth:`regime` on the companion transformer (above, and off its λ grid: ``eta_offgrid_book.json``)
-and on the MLP on Z_47, full batch and minibatch (``eta_offgrid_mlp_*.json``, ``scripts/evaluate_eta.py``).
-On that MLP the warning fired before T_grok in none of the grokking runs, and on them :meth:`regime` never
-matched :func:`~nhtlab.analysis.regimes.diagnose_regime`, which calls them undetermined (they grok
-with no contraction of ‖θ‖²): on that model neither rule is supported.
+On the companion's Table 3 runs (rule fixed on seeds 0–4, scored on the 20 runs of seeds 5–9 and 5 at
+λ = 0.01 that never grok; ``nhtlab/results/eta_full.json``, rendered in chapter 08) it fired before
+T_grok in 18 of 20 (late in 2; median lead 2,600 steps, 0.73/(ηλ)) and on none that never grok; ‖θ‖²
+10% below its value at memorisation (nhtlab 0.3.0's rule) fired in all 20 but also in all 5; the
+read-out's signals did worse, and its contraction is only recorded (:attr:`Monitor.head_contracting_step`).
+The warning and :meth:`regime` were also tested off that λ grid (``eta_offgrid_book.json``) and on the
+MLP on Z_47, full batch and minibatch (``eta_offgrid_mlp_*.json``): there the warning fired before T_grok
+in none of the grokking runs, and :meth:`regime` never matched :func:`~nhtlab.analysis.regimes.diagnose_regime`
+(undetermined: no contraction of ‖θ‖²): on that model neither rule is supported. :meth:`Monitor.forecast`
+gives the best tested forecast of T_grok, the delay law's baseline; the ETA did not ship.
 
 Plain loop::
 
@@ -64,7 +60,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -74,6 +70,7 @@ import torch.nn as nn
 from ..analysis.layers import head_and_first, head_signals
 from ..analysis.regimes import DIVERGED, TOO_EARLY, UNDETERMINED, diagnose_regime, is_diverged
 from ..analysis.early_warnings import TRAIN_LOSS_RATIO
+from ..analysis.eta import DELAY_LAW_BASIS, GrokEstimate, delay_law_forecast
 from ..history import History
 from ..measures.dlr import dlr as default_dlr
 from ..measures.norms import layer_names, layer_norms
@@ -410,6 +407,23 @@ class Monitor:
         norm = [r["norm"] for r in self.rows]
         acc = [r.get(acc_key, math.nan) for r in self.rows]
         return online_regime(norm, acc if any(acc_key in r for r in self.rows) else None, drop=drop, fit=fit)
+
+    def forecast(self, calibration: Mapping[tuple[float, float], Sequence[History]], lr: float, weight_decay: float,
+                 coverage: float = 0.8) -> GrokEstimate:
+        """When will this run grok? The best tested answer, the delay law's baseline: not the ETA, which did not ship.
+
+        Named ``forecast``, not ``eta``: issue 46 kept ``eta()`` for an ETA that passes its evaluation. The
+        result's ``basis`` says what it rests on and where it was tested (:func:`~nhtlab.analysis.eta.delay_law_forecast`,
+        whose interval is the widest of the evaluation's cuts). ``calibration`` maps ``(lr, weight_decay)`` to
+        your finished runs of the same model (``History``; a monitor's, with ``train_acc`` and ``test_acc``);
+        ``lr`` and ``weight_decay`` are this run's. Before ``train_acc`` reaches :data:`MEMORISED`, or once
+        the run diverged, or with no calibration run that grokked, there is no estimate and ``reason`` says why.
+        """
+        now = int(self.rows[-1]["step"])
+        if self.memorised_step is None or self.diverged_step is not None:
+            why = "the run diverged" if self.diverged_step is not None else "the run has not memorised yet"
+            return GrokEstimate(now, None, None, None, why, DELAY_LAW_BASIS)
+        return delay_law_forecast(calibration, lr, weight_decay, self.memorised_step, now, coverage)
 
     def diagnose(self, **thresholds: Any):
         """The offline verdict of :func:`nhtlab.analysis.regimes.diagnose_regime` on the records so far.
