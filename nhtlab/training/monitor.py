@@ -412,7 +412,8 @@ class Monitor:
                  coverage: float = 0.8) -> GrokEstimate:
         """When will this run grok? The best tested answer, the delay law's baseline: not the ETA, which did not ship.
 
-        Named ``forecast``, not ``eta``: issue 46 kept ``eta()`` for an ETA that passes its evaluation. The
+        Named ``forecast``, not ``eta``: ``eta()`` is kept for an ETA that passes the book's off-grid evaluation
+        (chapter 08); none has yet. The
         result's ``basis`` says what it rests on and where it was tested (:func:`~nhtlab.analysis.eta.delay_law_forecast`,
         whose interval is the widest of the evaluation's cuts). ``calibration`` maps ``(lr, weight_decay)`` to
         your finished runs of the same model (``History``; a monitor's, with ``train_acc`` and ``test_acc``);
