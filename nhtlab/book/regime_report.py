@@ -226,10 +226,9 @@ def intermediate_answer(table: Sequence[Mapping[str, Any]]) -> tuple[str, tuple[
     """The answer the sweep gives to "at which smallest λ are most seeds intermediate?".
 
     ``table`` holds :func:`~nhtlab.analysis.regimes.regime_table` rows; the result is
-    ``(answer, choices, why)``:
-        ``answer``: the smallest λ (formatted ``"{:g}"``) at which more than half of the seeds are
-        diagnosed intermediate, or ``"none"``; ``choices``: every λ of the sweep, formatted the same,
-        and ``"none"``; ``why``: the count of intermediate seeds at every λ.
+    ``(answer, choices, why)``: ``answer``, the smallest λ (formatted ``"{:g}"``) at which more than half
+    of the seeds are diagnosed intermediate, or ``"none"``; ``choices``, every λ of the sweep, formatted
+    the same, and ``"none"``; ``why``, the count of intermediate seeds at every λ.
 
     Examples
     --------

@@ -295,8 +295,8 @@ class Monitor:
     def record(self, step: int, **scalars: float) -> dict[str, float]:
         """Record a row now under ``step`` (after the last recorded one), with extra readings ``scalars``
         (loss, accuracies in [0, 1], …); returns the row: ``step``, ``norm``, ``norm/<layer>``, ``head_ratio``, ``head_rel``
-            (:func:`nhtlab.analysis.layers.head_signals`; ``inf`` on a zero
-            denominator, NaN on non-finite norms), ``dlr`` with a probe, and ``scalars``.
+        (:func:`nhtlab.analysis.layers.head_signals`; ``inf`` on a zero
+        denominator, NaN on non-finite norms), ``dlr`` with a probe, and ``scalars``.
         """
         require_int(step, "step", low=0, owner="Monitor.record")
         if self.rows and step <= self.rows[-1]["step"]:
