@@ -175,7 +175,7 @@ def test_the_page_shows_each_builds_efficiency_per_run_kind(tmp_path):
     table = page[page.index("## The book's training against the step's floor"):page.index("## `bench_grok`")]
     assert ("| build | machine | profile | run kind | steps | training CPU s | floor s | efficiency (floor / CPU) |"
             in table), table
-    assert "| 2026-12-05T10:00 | M1 | ? | ModularRun | 106900 | 817 | 353 | 0.432 |" in table
-    assert "| 2026-12-05T10:00 | M1 | ? | ShortcutRun |  |  |  | 0.25 |" in table
+    assert "| 2026-12-05T10:00 | M1 | ? | ModularRun | 106,900 | 817 | 353 | 43% |" in table
+    assert "| 2026-12-05T10:00 | M1 | ? | ShortcutRun |  |  |  | 25% |" in table
     _write(tmp_path, "build_book", "CPU A", "2026-12-05T10:00:00+00:00", rows[:1], "AVX512")  # an older record
     assert "against the step's floor" not in measurements_page.render(measurements_page.load([tmp_path]))

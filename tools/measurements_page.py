@@ -108,6 +108,9 @@ def render_efficiency(records: list[dict[str, Any]], machines: list[tuple]) -> l
             rows.append({"build": r["date"][:16], "machine": f"M{machines.index(_machine_key(r)) + 1}",
                          "profile": r.get("settings", {}).get("profile", "?"), "run kind": kind}
                         | {head: values.get(f"{kind}: {suffix}", "") for suffix, head in EFFICIENCY_ROWS.items()})
+            steps, share = rows[-1]["steps"], rows[-1]["efficiency (floor / CPU)"]
+            rows[-1] |= {"steps": f"{steps:,}" if isinstance(steps, int) else steps,
+                         "efficiency (floor / CPU)": f"{share:.0%}" if isinstance(share, float) else share}
     if not rows:
         return []
     return ["## The book's training against the step's floor", "",
