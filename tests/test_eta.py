@@ -107,9 +107,10 @@ def test_eta_report_says_when_the_forecast_does_not_ship():
              "verdict": {"passed": False, "name": "rule", "detail": "why"},
              "warnings": [{"signal": "total_norm", "median_lead": 2000.0, "median_lead_eta_lambda": 0.9}]}
     text = nhtlab.book.eta_report(saved)
-    assert "**Does not ship**" in text and "offers no ETA" in text and "| 50% |" in text and "2,000" in text
+    assert "**Does not ship.**" in text and "offers no ETA" in text and "| 50% |" in text and "2,000" in text
+    assert "same-λ baseline error" in text and "mae_baseline" not in text and "median_lead" not in text  # words
     saved["verdict"]["passed"] = True
-    assert "**Ships**" in nhtlab.book.eta_report(saved) and "no ETA" not in nhtlab.book.eta_report(saved)
+    assert "**Ships.**" in nhtlab.book.eta_report(saved) and "no ETA" not in nhtlab.book.eta_report(saved)
 
 
 

@@ -228,16 +228,23 @@ def eta_report(saved: Mapping[str, Any] | str, off_grid: bool = False) -> Markdo
     steps = "{:,.0f}"
     verdict = saved["verdict"]
     shipped = "Ships" if verdict["passed"] else "Does not ship"
-    negative = "" if verdict["passed"] else (" So the book offers no ETA: the Monitor gives none, and this "
-                                             "evaluation is reported as a negative result.")
+    negative = "" if verdict["passed"] else (" So the book offers no ETA, and this evaluation is reported "
+                                             "as a negative result; the off-grid test decides what the Monitor "
+                                             "offers instead.")
     forecast = table(saved["eta"], formats={"fraction": "{:.0%}", "mae": steps, "mae_baseline": steps,
                                             "mae_companion_fit": steps, "median_width": steps,
-                                            "coverage": "{:.0%}", "stated_coverage": "{:.0%}"})
-    warnings = table(saved["warnings"], formats={"median_lead": steps, "median_lead_eta_lambda": "{:.2f}"})
+                                            "coverage": "{:.0%}", "stated_coverage": "{:.0%}"},
+                     headers={"fraction": "cut", "n": "runs", "no_estimate": "no estimate", "mae": "ETA error",
+                              "mae_baseline": "same-λ baseline error", "mae_companion_fit": "1/λ fit error",
+                              "stated_coverage": "stated coverage", "median_width": "median width"})
+    warnings = table(saved["warnings"], formats={"median_lead": steps, "median_lead_eta_lambda": "{:.2f}"},
+                     headers={"median_lead": "median lead (steps)", "median_lead_eta_lambda": "median lead × ηλ",
+                              "false_alarms": "false alarms", "recorded": "runs"})
     return Markdown(
         f"Evaluation ({saved['profile']} profile, nhtlab {saved['nhtlab']}): fitted on {saved['fit']}, "
-        f"forecasting {saved['test']}; runs that never grok: {saved['no_grok']}.\n\n{forecast}\n\n"
-        f"**{shipped}**: {verdict['name']} — {verdict['detail']}.{negative}\n\n"
+        f"forecasting {saved['test']}; runs that never grok: {saved['no_grok']}. Errors are median absolute "
+        f"errors of T_grok in steps.\n\n{forecast}\n\n"
+        f"**{shipped}.** The rule: {verdict['name']}. Measured: {verdict['detail']}.{negative}\n\n"
         f"Early warnings on the same held-out runs:\n\n{warnings}")
 
 
