@@ -376,7 +376,7 @@ def off_grid_verdict(rows: Sequence[Mapping[str, Any]], fraction: float = 0.5, t
     """
     name = (f"{'the ETA' if method == 'eta' else method} beats every baseline at {fraction:.0%} of the plateau off "
             f"the grid, coverage within "
-            f"{tolerance:.0%} of {coverage:.0%} at every cut")
+            f"{tolerance * 100:.0f} points of {coverage:.0%} at every cut")
     at = [r for r in rows if math.isclose(r["fraction"], fraction) and r["error"] is not None]
     by = {m: {(r["eta"], r["lam"], r["seed"], r["split"]): abs(r["error"]) for r in at if r["method"] == m}
           for m in ETA_METHODS}
