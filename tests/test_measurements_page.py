@@ -179,3 +179,17 @@ def test_the_page_shows_each_builds_efficiency_per_run_kind(tmp_path):
     assert "| 2026-12-05T10:00 | M1 | ? | ShortcutRun |  |  |  | 25% |" in table
     _write(tmp_path, "build_book", "CPU A", "2026-12-05T10:00:00+00:00", rows[:1], "AVX512")  # an older record
     assert "against the step's floor" not in measurements_page.render(measurements_page.load([tmp_path]))
+
+
+def test_the_page_sets_the_step_floor_of_each_machine_side_by_side(tmp_path):
+    """bench_grok's eager and compiled shares of the floor, one row per record, the machine's ISA named."""
+    fractions = [{"what": "floor ms", "value": 5.59}, {"what": "eager floor fraction", "value": 0.532},
+                 {"what": "compiled floor fraction", "value": 0.555}, {"what": "ratio", "value": 1.043}]
+    _write(tmp_path, "bench_grok", "CPU A", "2026-12-05T10:00:00+00:00", fractions, "AVX512")
+    _write(tmp_path, "bench_grok", "CPU A", "2026-12-04T10:00:00+00:00", fractions[1:2], "AVX2")
+    _write(tmp_path, "bench_grok", "CPU A", "2026-12-03T10:00:00+00:00", [{"what": "step", "value": 1.0}], "AVX2")
+    page = measurements_page.render(measurements_page.load([tmp_path]))
+    table = page[page.index("## The companion step against its floor"):page.index("## `bench_grok`")]
+    assert "| 2026-12-05T10:00 | M2 | CPU A (AVX512) | 5.59 | 53% | 56% | 1.04 |" in table, table
+    assert "| 2026-12-04T10:00 | M1 | CPU A (AVX2) |  | 53% |  |  |" in table, table
+    assert table.count("| 2026-12-0") == 2  # the record that measured no fraction has no row

@@ -120,6 +120,33 @@ def render_efficiency(records: list[dict[str, Any]], machines: list[tuple]) -> l
              "that evaluations, logging, set-up and process start-up show."), "", *_table(rows), ""]
 
 
+def render_step_floor(records: list[dict[str, Any]], machines: list[tuple]) -> list[str]:
+    """The companion step's share of its floor, one row per ``bench_grok`` record that measured it (eager and
+    compiled, alternated in one process), with the machine's CPU model and vector ISA: the kinds side by side.
+    Empty when no record holds it."""
+    rows = []
+    for r in (r for r in records if r["benchmark"] == "bench_grok"):
+        values = {row["what"]: row["value"] for row in r["results"]}
+        if "eager floor fraction" not in values:
+            continue
+        key = _machine_key(r)
+        compiled = values.get("compiled floor fraction")
+        rows.append({"measured": r["date"][:16], "machine": f"M{machines.index(key) + 1}",
+                     "CPU (vector ISA)": f"{key[0]} ({key[1] or 'not recorded'})",
+                     "floor ms per step": values.get("floor ms", ""),
+                     "eager": f"{values['eager floor fraction']:.0%}",
+                     "compiled": "" if compiled is None else f"{compiled:.0%}",
+                     "compiled / eager": values.get("ratio", ""),
+                     "load average": r.get("load_average", "")})
+    if not rows:
+        return []
+    return ["## The companion step against its floor, per machine", "",
+            ("`benchmarks/bench_grok.py`: the companion transformer's training step (batch 512, one thread) as a "
+             "share of its floor, the step's matmul FLOPs at the same machine's single-thread `torch.mm` rate on "
+             "the same shapes. Eager and compiled (`torch.compile`, inductor) are timed in alternating blocks of "
+             "one process."), "", *_table(rows), ""]
+
+
 def render(records: list[dict[str, Any]]) -> str:
     """The page's Markdown: one section per benchmark, one table per recorded run, each under its machine.
 
@@ -148,6 +175,7 @@ def render(records: list[dict[str, Any]]) -> str:
                       "cores": cores, "torch": torch} for i, (cpu, isa, cores, torch) in enumerate(machines)])
     lines.append("")
     lines += render_efficiency(records, machines)
+    lines += render_step_floor(records, machines)
     for name in dict.fromkeys(r["benchmark"] for r in records):
         lines += [f"## `{name}`", ""]
         for r in (r for r in records if r["benchmark"] == name):
