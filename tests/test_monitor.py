@@ -325,6 +325,7 @@ def test_forecast_says_why_before_memorisation_and_names_bad_calibration():
 
     grokked = {(1e-3, 1.0): [synthetic_contraction(t_mem=500, t_grok=1500, rate=1e-3)]}
     early = _memorised_monitor(accs=(0.2, 0.5, 0.9)).forecast(grokked, lr=1e-3, weight_decay=1.0)
+    assert early.reason == "the run has not memorised yet: best training accuracy 0.900, below 0.99"
     assert early.t_grok is None and "not memorised" in early.text()
     assert "not the ETA" in early.basis  # what it will rest on, said before it can forecast
     never = {(1e-3, 1.0): [synthetic_contraction(t_mem=500, t_grok=None, rate=1e-3)]}

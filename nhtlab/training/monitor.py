@@ -422,7 +422,9 @@ class Monitor:
         """
         now = int(self.rows[-1]["step"])
         if self.memorised_step is None or self.diverged_step is not None:
-            why = "the run diverged" if self.diverged_step is not None else "the run has not memorised yet"
+            best = max((r["train_acc"] for r in self.rows if math.isfinite(r.get("train_acc", math.nan))), default=None)
+            why = ("the run diverged" if self.diverged_step is not None else "the run has not memorised yet"
+                   + ("" if best is None else f": best training accuracy {best:.3f}, below {MEMORISED}"))
             return GrokEstimate(now, None, None, None, why, DELAY_LAW_BASIS)
         return delay_law_forecast(calibration, lr, weight_decay, self.memorised_step, now, coverage)
 
