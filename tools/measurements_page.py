@@ -90,6 +90,16 @@ def _machine_key(record: dict[str, Any]) -> tuple:
     return tuple(record["machine"].get(k) for k in IDENTITY)
 
 
+def _machine_name(record: dict[str, Any], machines: list[tuple]) -> str:
+    """The record's machine as the page names it: "M<n>", n its place in ``machines`` (from 1)."""
+    return f"M{machines.index(_machine_key(record)) + 1}"
+
+
+def _section(title: str, intro: str, rows: list[dict[str, Any]]) -> list[str]:
+    """A page section: its heading, one paragraph, and ``rows`` as a table; nothing when there are no rows."""
+    return [f"## {title}", "", intro, "", *_table(rows), ""] if rows else []
+
+
 #: The rows of a ``build_book`` record that the efficiency table reads, per run kind ("<kind>: <suffix>"):
 #: written by ``tools/build_book.py``'s ``record_build`` from ``nhtlab.build.floor.efficiency``.
 EFFICIENCY_ROWS = {"steps with a floor": "steps", "their training CPU": "training CPU s", "their floor": "floor s",
@@ -105,19 +115,17 @@ def render_efficiency(records: list[dict[str, Any]], machines: list[tuple]) -> l
         values = {row["what"]: row["value"] for row in r["results"]}
         kinds = [what.removesuffix(": efficiency") for what in values if what.endswith(": efficiency")]
         for kind in kinds:
-            rows.append({"build": r["date"][:16], "machine": f"M{machines.index(_machine_key(r)) + 1}",
+            rows.append({"build": r["date"][:16], "machine": _machine_name(r, machines),
                          "profile": r.get("settings", {}).get("profile", "?"), "run kind": kind}
                         | {head: values.get(f"{kind}: {suffix}", "") for suffix, head in EFFICIENCY_ROWS.items()})
             steps, share = rows[-1]["steps"], rows[-1]["efficiency (floor / CPU)"]
             rows[-1] |= {"steps": f"{steps:,}" if isinstance(steps, int) else steps,
                          "efficiency (floor / CPU)": f"{share:.0%}" if isinstance(share, float) else share}
-    if not rows:
-        return []
-    return ["## The book's training against the step's floor", "",
-            ("Each run kind's share of the floor in a whole build: its steps times the floor of one step (the "
-             "step's matmul FLOPs at the machine's single-thread `torch.mm` rate on the same shapes, "
-             "`nhtlab.build.floor`) over the CPU seconds its trainings took (the result cache's ledger), so "
-             "that evaluations, logging, set-up and process start-up show."), "", *_table(rows), ""]
+    return _section("The book's training against the step's floor",
+                    "Each run kind's share of the floor in a whole build: its steps times the floor of one step (the "
+                    "step's matmul FLOPs at the machine's single-thread `torch.mm` rate on the same shapes, "
+                    "`nhtlab.build.floor`) over the CPU seconds its trainings took (the result cache's ledger), so "
+                    "that evaluations, logging, set-up and process start-up show.", rows)
 
 
 def render_step_floor(records: list[dict[str, Any]], machines: list[tuple]) -> list[str]:
@@ -129,22 +137,20 @@ def render_step_floor(records: list[dict[str, Any]], machines: list[tuple]) -> l
         values = {row["what"]: row["value"] for row in r["results"]}
         if "eager floor fraction" not in values:
             continue
-        key = _machine_key(r)
+        cpu, isa = _machine_key(r)[:2]
         compiled = values.get("compiled floor fraction")
-        rows.append({"measured": r["date"][:16], "machine": f"M{machines.index(key) + 1}",
-                     "CPU (vector ISA)": f"{key[0]} ({key[1] or 'not recorded'})",
+        rows.append({"measured": r["date"][:16], "machine": _machine_name(r, machines),
+                     "CPU (vector ISA)": f"{cpu} ({isa or 'not recorded'})",
                      "floor ms per step": values.get("floor ms", ""),
                      "eager": f"{values['eager floor fraction']:.0%}",
                      "compiled": "" if compiled is None else f"{compiled:.0%}",
                      "compiled / eager": values.get("ratio", ""),
                      "load average": r.get("load_average", "")})
-    if not rows:
-        return []
-    return ["## The companion step against its floor, per machine", "",
-            ("`benchmarks/bench_grok.py`: the companion transformer's training step (batch 512, one thread) as a "
-             "share of its floor, the step's matmul FLOPs at the same machine's single-thread `torch.mm` rate on "
-             "the same shapes. Eager and compiled (`torch.compile`, inductor) are timed in alternating blocks of "
-             "one process."), "", *_table(rows), ""]
+    return _section("The companion step against its floor, per machine",
+                    "`benchmarks/bench_grok.py`: the companion transformer's training step (batch 512, one thread) "
+                    "as a share of its floor, the step's matmul FLOPs at the same machine's single-thread `torch.mm` "
+                    "rate on the same shapes. Eager and compiled (`torch.compile`, inductor) are timed in alternating "
+                    "blocks of one process.", rows)
 
 
 def render(records: list[dict[str, Any]]) -> str:
@@ -179,9 +185,8 @@ def render(records: list[dict[str, Any]]) -> str:
     for name in dict.fromkeys(r["benchmark"] for r in records):
         lines += [f"## `{name}`", ""]
         for r in (r for r in records if r["benchmark"] == name):
-            key = _machine_key(r)
             settings = ", ".join(f"{k} = {v}" for k, v in r.get("settings", {}).items())
-            heading = f"{r['date']}, machine M{machines.index(key) + 1}, nhtlab {r['machine'].get('nhtlab') or '?'}"
+            heading = f"{r['date']}, machine {_machine_name(r, machines)}, nhtlab {r['machine'].get('nhtlab') or '?'}"
             if r.get("commit"):
                 heading += f", commit {r['commit']}"
             if r.get("load_average") is not None:
