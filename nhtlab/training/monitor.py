@@ -421,10 +421,12 @@ class Monitor:
         the run diverged, or with no calibration run that grokked, there is no estimate and ``reason`` says why.
         """
         now = int(self.rows[-1]["step"])
-        if self.memorised_step is None or self.diverged_step is not None:
+        if self.diverged_step is not None:
+            return GrokEstimate(now, None, None, None, "the run diverged", DELAY_LAW_BASIS)
+        if self.memorised_step is None:
             best = max((r["train_acc"] for r in self.rows if math.isfinite(r.get("train_acc", math.nan))), default=None)
-            why = ("the run diverged" if self.diverged_step is not None else "the run has not memorised yet"
-                   + ("" if best is None else f": best training accuracy {best:.3f}, below {MEMORISED}"))
+            why = "the run has not memorised yet" + ("" if best is None else f": best training accuracy {best:.3f}, "
+                                                                             f"below {MEMORISED}")
             return GrokEstimate(now, None, None, None, why, DELAY_LAW_BASIS)
         return delay_law_forecast(calibration, lr, weight_decay, self.memorised_step, now, coverage)
 
