@@ -250,9 +250,8 @@ for s in seeds:
 # digit reader scores only about $(1 - \text{noise}) + \text{noise}/10$
 # on the noisy labels (a random label is right one time in ten); beyond
 # that it memorises wrong labels, the shortcut itself. A run counts as
-# fitted within 10% of that ceiling
-# ({func}`nhtlab.book.tuning_report.fit_threshold`); each run's regime,
-# seed by seed:
+# fitted within 10% of that *ceiling*
+# ({func}`nhtlab.book.tuning_report.fit_threshold`). Each run's regime:
 
 # %%
 fit = nb.fit_threshold(cfg.noise, classes=10)
@@ -297,8 +296,7 @@ nb.table(
 # The norm curves of the first seed's grid, coloured by the online rule's
 # regime (pick one λ in the menu to isolate it); a peak at step 0 counts,
 # so read on each curve whether the norm rose before it fell. The checks
-# at the end assert that the smallest λ is weak and the largest strong in
-# a majority of the seeds.
+# assert that the smallest λ is weak and the largest strong in most seeds.
 
 # %%
 nhtlab.charts.lambda_grid(
@@ -475,21 +473,21 @@ nb.eta_report("full")
 
 # %% [markdown]
 # A user never has runs at their own setting, though. So the second test
-# (`scripts/evaluate_eta.py`, its design committed before its runs)
-# forecasts each of Table 3's λ from the other three and settings in no
-# calibration (λ between the grid's, another η), at a quarter, half and
-# three quarters of each plateau, against (a) T_mem plus the nearest
-# calibrated setting's mean delay, (b) the same scaled by
-# (ηλ)_near/(ηλ), the delay law's own forecast, and (c) the companion's
-# 1/λ fit. The ETA is the geometric mean of the contraction-rate forecast
-# and the pooled law. The *loss rise*, fixed after these runs existed and
-# the other methods' results were read, before its own were, is the step
-# at which the Monitor's warning fired plus the calibration runs' median
-# lead, scaled by 1/(ηλ); (b) until it fires. Intervals are conformal per
-# cut, on calibration runs only. A method ships if it beats every
-# baseline at half the plateau with coverage within ten points at every
-# cut. The same design runs on the MLP on Z_47 (full batch, minibatches),
-# calibrated on its own runs, with the Monitor's warning and regime.
+# (`scripts/evaluate_eta.py`, designed before its runs) forecasts each of
+# Table 3's λ from the other three and settings in no calibration (λ
+# between the grid's, another η), at a quarter, half and three quarters of
+# each plateau, against (a) T_mem plus the nearest calibrated setting's
+# mean delay, (b) the same scaled by (ηλ)_near/(ηλ), the delay law's own
+# forecast, and (c) the companion's 1/λ fit. The ETA is the geometric mean
+# of the contraction-rate forecast and the pooled law. The *loss rise*,
+# fixed after these runs existed and the other methods' results were
+# read, before its own were, is the step at which the Monitor's warning
+# fired plus the calibration runs' median lead, scaled by 1/(ηλ); (b)
+# until it fires. Intervals are conformal per cut, on calibration runs.
+# A method ships if it beats every baseline at half the plateau with
+# coverage within ten points at every cut. The same design runs on the
+# MLP on Z_47 (full batch, minibatches), calibrated on its own runs, with
+# the Monitor's warning and regime.
 
 # %% tags=["remove-input"]
 models = ("book", "mlp_full_batch", "mlp_minibatch")
@@ -497,7 +495,9 @@ nb.md("\n\n".join(nb.eta_report(m, off_grid=True) for m in models))
 
 # %% [markdown]
 # `monitor.forecast` gives the best tested forecast and its basis, or why
-# it has none; calibrated on your other runs (the grid's other λ):
+# not, calibrated on your other runs (the grid's other λ). It forecasts a
+# memorised run (training accuracy 0.99, its calibration's T_mem): here
+# one that fits the wrong labels too, which a run near the ceiling does not.
 
 # %%
 others = {(cfg.lr, l): [monitors[seed, l].history] for l in cfg.lambdas}
