@@ -496,8 +496,8 @@ nb.md("\n\n".join(nb.eta_report(m, off_grid=True) for m in models))
 # %% [markdown]
 # `monitor.forecast` gives the best tested forecast and its basis, or why
 # not, calibrated on your other runs (the grid's other λ). It forecasts a
-# memorised run (training accuracy 0.99, its calibration's T_mem): here
-# one that fits the wrong labels too, which a run near the ceiling does not.
+# memorised run (training accuracy 0.99, the calibration's T_mem), which
+# here means fitting the wrong labels too: a run near the ceiling has not.
 
 # %%
 others = {(cfg.lr, l): [monitors[seed, l].history] for l in cfg.lambdas}
