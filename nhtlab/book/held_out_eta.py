@@ -96,7 +96,7 @@ def eta_verdict(records: Sequence[Mapping[str, Any]], fraction: float = 0.5, tol
         Passed only when every part of the rule holds.
     """
     row = next((r for r in records if math.isclose(r["fraction"], fraction)), None)
-    name = f"the ETA beats the baseline at {fraction:.0%} of the plateau, coverage within {tolerance * 100:.0f} points of the stated"
+    name = f"the ETA beats the baseline at {fraction:.0%} of the plateau, coverage within {tolerance * 100:.0f} points of its stated level"
     if row is None or row["mae"] is None or row["mae_baseline"] is None or row["coverage"] is None:
         return Check(name, False, "not enough held-out runs to evaluate")
     better = row["mae"] < row["mae_baseline"]
