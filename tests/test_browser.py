@@ -103,6 +103,41 @@ def test_the_check_sees_what_a_reader_would_see(tmp_path):
     assert reports["fine"].tables == 1 and not browser_check.problems(reports["fine"]), reports["fine"]
 
 
+def test_a_lesson_page_is_held_to_its_budget(tmp_path):
+    """On a chapter's page: more than six tables in view, a long or too-wide visible table, log text
+    and a missing "What we found" box are each reported; the same content with the evidence closed
+    under "How we know" and a takeaway box is not. A reference page is not held to it."""
+    import browser_check
+
+    require_chromium()
+    row = "<tr><td>1</td><td>900</td></tr>"
+    small = f"<table><thead><tr><th>λ</th><th>T_grok</th></tr></thead><tbody>{row}</tbody></table>"
+    long_table = f"<table><thead><tr><th>seed</th></tr></thead><tbody>{row * 13}</tbody></table>"
+    wide = ("<table><thead><tr>" + "".join(f"<th>column {i}</th>" for i in range(40))
+            + "</tr></thead><tbody><tr>" + "".join(f"<td>{i}</td>" for i in range(40)) + "</tr></tbody></table>")
+    crowded = (small * 6 + long_table + f"<div style='width:600px;overflow:auto'>{wide}</div>"
+               + "<p>6/6 runs in 95.1 s, both read from the cache; 107 CPU s on the ledger</p>")
+    (tmp_path / "html").mkdir()
+    for stem in ("01_crowded", "findings"):
+        (tmp_path / "html" / f"{stem}.html").write_text(
+            f"<html><body><article style='width:600px'><div class='cell_output'>{crowded}</div></article></body></html>")
+    (tmp_path / "html" / "02_lesson.html").write_text(
+        "<html><body><article style='width:600px'><div class='cell_output'>" + small * 2
+        + f"<details class='nhtlab-evidence'><summary>How we know: the runs</summary>{crowded}</details>"
+        + "<div class='admonition tip nhtlab-found'><p>What we found</p><ul><li>3 of 3</li></ul></div>"
+        + "</div></article></body></html>")
+    reports = {Path(r.page).stem: r for r in browser_check.check_book(tmp_path / "html", settle=0.2)}
+    found = browser_check.problems(reports["01_crowded"])
+    assert any(p.startswith("8 tables visible") for p in found), found
+    assert any("13 rows" in p for p in found) and any("wider than its column" in p for p in found), found
+    kinds = {p.split(": ")[1] for p in found if p.startswith("log text")}
+    assert {"run time", "cache", "CPU seconds", "ledger"} <= kinds, found
+    assert "no 'What we found' box" in found
+    assert not browser_check.problems(reports["02_lesson"]), browser_check.problems(reports["02_lesson"])
+    assert not browser_check.problems(reports["findings"])
+    assert reports["02_lesson"].found == 1 and len(reports["02_lesson"].visible_tables) == 2
+
+
 def test_no_console_errors_offline(page_reports):
     assert page_reports, "no page checked"
     bad = {page: r.errors for page, r in page_reports.items() if r.errors}

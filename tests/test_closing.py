@@ -22,6 +22,9 @@ def test_passing_claims_are_tabled_and_recorded(tmp_path, monkeypatch):
     flips = nhtlab.book.over_seeds("P4", {0: "forward", 1: "backward"}, expected="backward", rule="all")
     text = nhtlab.book.closing_checks([nhtlab.book.Check("norm contracts", True, "0.4 → 0.1"), reading], REAL, shown=[flips])
     assert "norm contracts" in text and "| shown |" in text and text.count("| asserted |") == 2
+    # evidence, not lesson: the table sits closed, its summary counts the claims that held
+    assert text.startswith('<details class="nhtlab-evidence">') and text.rstrip().endswith("</details>")
+    assert "closing checks (2 of 2 claims held)" in text
     record = json.loads(out.read_text())
     assert record["profile"] == "book" and record["asserted"] is True
     assert [(c["check"], c["passed"], c["claim"]) for c in record["checks"]] == [

@@ -82,10 +82,34 @@ PROBE = """(() => {
                             .map(t => t.textContent.trim().replace(/\\s+/g, ' ').slice(0, 80) || '(no text)');
   const noRows = Array.from(article.querySelectorAll('.cell_output em'))
                       .filter(e => e.textContent.trim() === '(no rows)').length;
+  // A lesson's budget (issue: each chapter a lesson): what a reader sees without opening a closed
+  // block. Evidence sits in <details> ("How we know", a cell's hidden output, a dropdown).
+  const closed = el => !!el.closest('details:not([open])');
+  const visible = tables.filter(t => !closed(t));
+  const column = (article.querySelector('main') || article).clientWidth;
+  const visibleTables = visible.map(t => ({
+    rows: t.querySelectorAll('tbody tr').length,
+    width: Math.round(t.scrollWidth), column: Math.round((t.closest('.cell_output, section, article') || article).clientWidth),
+    head: Array.from(t.querySelectorAll('th')).map(th => th.textContent.trim()).slice(0, 4).join(' | ').slice(0, 60)}));
+  const open = article.cloneNode(true);
+  open.querySelectorAll('details:not([open]), div.cell_input, .highlight, script, style, .math, mjx-container')
+      .forEach(n => n.remove());
+  const openText = open.textContent.replace(/\\s+/g, ' ');
+  const LOG = [['CPU seconds', /\\bCPU[ -]s(econds)?\\b/], ['cache', /\\bcach(e|ed|es|ing)\\b/i],
+               ['ledger', /\\bledger\\b/i], ['commit hash', /\\bcommit\\s+[0-9a-f]{7,40}\\b/i],
+               ['earlier version', /\\bearlier version\\b/i], ['sweep repr', /SweepResult\\(|\\bsweep \\(parallel/],
+               ['run time', /\\bin \\d[\\d,]*(\\.\\d+)? ?s\\b/], ['machine', /\\bdevelopment machine\\b/i]];
+  const logText = LOG.map(([kind, re]) => { const m = openText.match(re);
+                                           if (!m) return null;
+                                           const at = Math.max(0, m.index - 40);
+                                           return `${kind}: …${openText.slice(at, m.index + m[0].length + 40).trim()}…`; })
+                     .filter(x => x);
+  const found = document.querySelectorAll('.nhtlab-found').length;
   const widgets = document.querySelectorAll('.jupyter-widgets, [data-mime-type="application/vnd.jupyter.widget-view+json"], script[type="application/vnd.jupyter.widget-view+json"]').length;
   return JSON.stringify({charts: charts.length, drawn: drawn.length, controls: controls, colab: colab, widgets: widgets,
                          downloads: downloads, math: math, formulas: formulas, overflow: overflow,
-                         raw_markdown: rawMarkdown, tables: tables.length,
+                         raw_markdown: rawMarkdown, tables: tables.length, visible_tables: visibleTables,
+                         log_text: logText, found: found, height: Math.round(document.documentElement.scrollHeight),
                          empty_tables: emptyTables.concat(Array(noRows).fill('*(no rows)*')),
                          title: document.title});
 })()"""
@@ -107,6 +131,10 @@ class PageReport:
     raw_markdown: list[str] = field(default_factory=list)  # Markdown shown as text, not rendered
     tables: int = 0  # HTML tables on the page
     empty_tables: list[str] = field(default_factory=list)  # tables without a data row
+    visible_tables: list[dict] = field(default_factory=list)  # outside closed blocks: rows, width, column, head
+    log_text: list[str] = field(default_factory=list)  # build or research-log text outside closed blocks
+    found: int = 0  # "What we found" boxes
+    height: int = 0  # the page's height in CSS px
     errors: list[str] = field(default_factory=list)
     screenshot: str = ""
 
@@ -225,6 +253,8 @@ async def _check_pages(tools: DevTools, pages: list[Path], shots: Path | None, s
         report.downloads, report.math, report.formulas = probe["downloads"], probe["math"], probe["formulas"]
         report.overflow = probe["overflow"]
         report.raw_markdown, report.tables, report.empty_tables = probe["raw_markdown"], probe["tables"], probe["empty_tables"]
+        report.visible_tables, report.log_text = probe["visible_tables"], probe["log_text"]
+        report.found, report.height = probe["found"], probe["height"]
         report.errors = _errors(tools.events)
         if shots is not None:
             metrics = await tools.call("Page.getLayoutMetrics")
@@ -256,11 +286,43 @@ def check_book(html_dir: Path, screenshots: Path | None = None, settle: float = 
         tools.close()
 
 
+#: A lesson page's budget: tables a reader sees without opening a block, and rows in each.
+LESSON_TABLES, LESSON_ROWS = 6, 12
+
+
+def is_lesson(page: str | Path) -> bool:
+    """A chapter's page (``book/NN_name.html``), where the lesson's budget applies; evidence and
+    reference pages are not lessons."""
+    stem = Path(page).stem
+    return bool(re.fullmatch(r"\d\d_[a-z0-9_]+", stem)) and "evidence" not in stem
+
+
+def lesson_problems(report: PageReport) -> list[str]:
+    """What crowds a lesson page: more than :data:`LESSON_TABLES` tables outside closed blocks, a visible
+    table of more than :data:`LESSON_ROWS` rows or wider than its column, build or research-log text
+    (CPU seconds, cache, ledger, commit hashes, run times), and no "What we found" box."""
+    out = []
+    if len(report.visible_tables) > LESSON_TABLES:
+        out.append(f"{len(report.visible_tables)} tables visible (at most {LESSON_TABLES}; put evidence in 'How we know')")
+    for t in report.visible_tables:
+        if t["rows"] > LESSON_ROWS:
+            out.append(f"a visible table of {t['rows']} rows (at most {LESSON_ROWS}): {t['head']}")
+        if t["width"] > t["column"] + 1:
+            out.append(f"a visible table wider than its column ({t['width']} > {t['column']} px): {t['head']}")
+    out += [f"log text on a lesson page: {text}" for text in report.log_text]
+    if not report.found:
+        out.append("no 'What we found' box")
+    return out
+
+
 def problems(report: PageReport) -> list[str]:
     """What a reader would see broken on the page: console errors, a chart without marks, formulas
-    MathJax left as source, Markdown shown as text, a table without a data row. (Layout checks
-    such as code wider than its column are the tests' business, not the build's.)"""
+    MathJax left as source, Markdown shown as text, a table without a data row, and on a chapter's
+    page a lesson crowded by its evidence (:func:`lesson_problems`). (Layout checks such as code
+    wider than its column are the tests' business, not the build's.)"""
     out = [f"console: {e}" for e in report.errors]
+    if is_lesson(report.page):
+        out += lesson_problems(report)
     if report.drawn < report.charts:
         out.append(f"{report.charts - report.drawn} of {report.charts} charts drew no marks")
     if report.formulas < report.math:

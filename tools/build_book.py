@@ -200,8 +200,13 @@ def machine_line() -> str:
 
 
 def run_cache() -> Path:
-    """The result cache the chapters of this build share (per version of nhtlab's source)."""
-    return BUILD / "run-cache" / source_hash()
+    """The result cache the chapters of this build share: one per version of nhtlab's source, or the folder
+    ``NHTLAB_RUN_CACHE`` names. A developer re-executing chapters after an edit of text or tables reuses a
+    warm one that way: each entry's key still holds the source of the code that computes a run's numbers
+    (:func:`nhtlab.training.cache_key.config_key`), so no run of other numerics is read; an edit of the
+    book's DLR probes (stored with the runs) needs the per-version folder."""
+    override = os.environ.get("NHTLAB_RUN_CACHE")
+    return Path(override) if override else BUILD / "run-cache" / source_hash()
 
 
 def ledger_lines() -> list[dict]:

@@ -26,7 +26,7 @@ from .dlr_probes import *  # noqa: F401,F403
 from .dlr_report import *  # noqa: F401,F403
 from .dlr_tables import *  # noqa: F401,F403
 from .emergence_report import *  # noqa: F401,F403
-from .exercises import check_answer, check_prediction  # noqa: F401  
+from .exercises import check_answer, check_function, check_prediction  # noqa: F401
 from .grokking_report import *  # noqa: F401,F403
 from .held_out_eta import *  # noqa: F401,F403
 from .layer_report import *  # noqa: F401,F403
@@ -62,5 +62,5 @@ def __getattr__(name: str):
 
 
 __all__ = [name for module in _MODULES for name in importlib.import_module(f".{module}", __name__).__all__]
-__all__ += ["check_answer", "check_prediction", "train_panel", "StaticNote", "fourier_spectrum_chart",  # noqa: F405
+__all__ += ["check_answer", "check_function", "check_prediction", "train_panel", "StaticNote", "fourier_spectrum_chart",  # noqa: F405
             "fourier_curves"]

@@ -21,7 +21,7 @@ from typing import Any
 from .claims import Check, Reading, check_reading
 from ..build.smoke import SMOKE_ENV, smoke_enabled, smoke_steps
 from ..validation import require_type
-from .report import Markdown, table
+from .report import Markdown, evidence, table
 
 __all__ = ["CLAIMS_FILE", "closing_checks", "science_checks"]
 
@@ -76,7 +76,7 @@ def closing_checks(checks: Iterable[Check | Reading], cfg: Any = None,
     Returns
     -------
     Markdown
-        The table: one row per check, claims first, with whether each is asserted.
+        The table (one row per check, claims first, with whether each is asserted), closed under "How we know".
 
     Raises
     ------
@@ -89,7 +89,9 @@ def closing_checks(checks: Iterable[Check | Reading], cfg: Any = None,
     asserted = science_checks(cfg)
     rows = [{**c.to_dict(), "claim": "asserted" if asserted else "not asserted (smoke)"} for c in claims]
     rows += [{**c.to_dict(), "claim": "shown"} for c in extra]
-    text = table(rows, columns=["check", "holds", "claim", "measured"])
+    held = sum(bool(c.passed) for c in claims)
+    text = evidence(f"the chapter's closing checks ({held} of {len(claims)} claims held)",
+                    table(rows, columns=["check", "holds", "claim", "measured"]))
     path = os.environ.get(CLAIMS_FILE)
     if path:
         tagged = [(c, True) for c in claims] + [(c, False) for c in extra]

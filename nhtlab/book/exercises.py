@@ -1,5 +1,5 @@
-"""The book's exercises: a number to work out (:func:`check_answer`) and a prediction the run answers
-(:func:`check_prediction`).
+"""The book's exercises: a number to work out (:func:`check_answer`), a prediction the run answers
+(:func:`check_prediction`) and a function to write (:func:`check_function`).
 
 A prediction is asked before the cells that train: the reader writes a guess in the chapter's
 code, and the cell after the run compares it with what the run found and says why. In the
@@ -11,11 +11,15 @@ from __future__ import annotations
 
 import html
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
 
 from ..validation import require_real, require_type
 
-__all__ = ["Feedback", "check_answer", "check_prediction"]
+__all__ = ["Feedback", "check_answer", "check_prediction", "check_function"]
 
 
 @dataclass
@@ -123,3 +127,90 @@ def check_prediction(guess: str | None, answer: str, choices: tuple[str, ...] | 
     if guess == answer:
         return Feedback("correct", f"Right: the run says {answer}.", reveal)
     return Feedback("wrong", f"The run says {answer}, not {guess}.", reveal)
+
+
+def _difference(got: Any, expected: Any, rtol: float, atol: float) -> str | None:
+    """Why ``got`` is not ``expected`` (None when they agree): numbers within the tolerances, arrays of one
+    shape, mappings with the same keys, anything else by equality."""
+    if isinstance(expected, dict):
+        if not isinstance(got, dict):
+            return f"returned a {type(got).__name__}, expected a dict"
+        if set(got) != set(expected):
+            missing, extra = sorted(map(str, set(expected) - set(got))), sorted(map(str, set(got) - set(expected)))
+            return f"has keys missing {missing} and extra {extra}"
+        for key in expected:
+            why = _difference(got[key], expected[key], rtol, atol)
+            if why:
+                return f"at key {key!r}: {why}"
+        return None
+    if isinstance(expected, str) or expected is None:
+        return None if got == expected else f"returned {got!r}, expected {expected!r}"
+    try:
+        want = np.asarray(expected.detach().cpu() if hasattr(expected, "detach") else expected, dtype=float)
+        have = np.asarray(got.detach().cpu() if hasattr(got, "detach") else got, dtype=float)
+    except (TypeError, ValueError):
+        return None if got == expected else f"returned {got!r}, expected {expected!r}"
+    if have.shape != want.shape:
+        return f"returned shape {have.shape}, expected {want.shape}"
+    if not np.allclose(have, want, rtol=rtol, atol=atol, equal_nan=True):
+        worst = int(np.nanargmax(np.abs(have - want))) if want.size else 0
+        return (f"returned {have.flat[worst]:.6g} where nhtlab gives {want.flat[worst]:.6g}"
+                + (f" (entry {worst})" if want.size > 1 else ""))
+    return None
+
+
+def check_function(fn: Callable[..., Any] | None, reference: Callable[..., Any], cases: Sequence[tuple],
+                   name: str = "your function", rtol: float = 1e-4, atol: float = 1e-8) -> Feedback:
+    """Run a reader's function beside nhtlab's on the chapter's own inputs, and say what differs.
+
+    A code exercise gives the reader a stub that raises ``NotImplementedError``; the chapter still
+    executes ("not written yet"), and the solution sits in a closed block of the page.
+
+    Parameters
+    ----------
+    fn : callable or None
+        The reader's function; None, or one that raises NotImplementedError, is "not written yet".
+    reference : callable
+        nhtlab's function that ``fn`` should agree with.
+    cases : sequence of tuple
+        Positional arguments, one tuple per call, taken from the chapter's own run; at least one.
+    name : str
+        What the exercise calls the function, for the message.
+    rtol, atol : float
+        Tolerances for numbers and arrays (:func:`numpy.allclose`).
+
+    Returns
+    -------
+    Feedback
+        ``unanswered``, ``correct`` (agrees on every case) or ``wrong`` (the first case that differs,
+        and how, or the error the function raised).
+
+    Examples
+    --------
+    >>> check_function(lambda x: 2 * x, lambda x: x + x, [(1.5,), (3,)]).status
+    'correct'
+    >>> print(check_function(lambda x: x * x, lambda x: x + x, [(2,), (3,)], name="double"))
+    Not yet: on case 2 of 2, double returned 9 where nhtlab gives 6.
+    """
+    require_type(name, "name", str, owner="check_function")
+    if not callable(reference):
+        raise TypeError(f"check_function: 'reference' must be callable, got {type(reference).__name__}")
+    cases = list(cases)
+    if not cases or not all(isinstance(c, tuple) for c in cases):
+        raise ValueError("check_function: 'cases' must be a non-empty sequence of argument tuples")
+    if fn is None:
+        return Feedback("unanswered", f"Not written yet: write {name} and run the cell.")
+    if not callable(fn):
+        raise TypeError(f"check_function: 'fn' must be callable or None, got {type(fn).__name__}")
+    for i, args in enumerate(cases, 1):
+        expected = reference(*args)
+        try:
+            got = fn(*args)
+        except NotImplementedError:
+            return Feedback("unanswered", f"Not written yet: replace the body of {name} and run the cell.")
+        except Exception as error:  # the reader's code: say what it raised, never crash the chapter
+            return Feedback("wrong", f"On case {i} of {len(cases)}, {name} raised {type(error).__name__}: {error}")
+        why = _difference(got, expected, rtol, atol)
+        if why:
+            return Feedback("wrong", f"Not yet: on case {i} of {len(cases)}, {name} {why}.")
+    return Feedback("correct", f"Correct: {name} agrees with nhtlab on all {len(cases)} cases from this run.")

@@ -18,6 +18,7 @@ T_grok = **2,100**
 
 from __future__ import annotations
 
+import html
 import textwrap
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -26,7 +27,7 @@ from .._version import __version__
 from .held_out_eta import eta_evaluation, saved_evaluation
 from ..validation import require_type
 
-__all__ = ["Markdown", "md", "table", "cell", "eta_report", "held_out_eta_report", "probe_summary"]
+__all__ = ["Markdown", "md", "table", "cell", "evidence", "what_we_found", "eta_report", "held_out_eta_report", "probe_summary"]
 
 
 def require_rows(rows: Sequence[Mapping[str, Any]], name: str, owner: str) -> list[Mapping[str, Any]]:
@@ -68,6 +69,74 @@ def md(text: str) -> Markdown:
     """
     require_type(text, "text", str, owner="md")
     return Markdown(textwrap.dedent(text).strip("\n"))
+
+
+def evidence(title: str, *parts: str) -> Markdown:
+    """Evidence behind a lesson's statement, in a block the reader opens with one click.
+
+    A lesson page shows the question, the figures and what the runs show; the per-run tables,
+    closing checks and audits that make it true are still computed and asserted from the same
+    run, but sit closed under "How we know: ``title``" (an HTML ``<details>`` block, which
+    Jupyter, Colab and the built book all render, with the Markdown ``parts`` inside).
+
+    Parameters
+    ----------
+    title : str
+        What the block holds, in a few words ("every seed's events").
+    *parts : str
+        Markdown (sentences, :func:`table` outputs), shown one after another when opened.
+
+    Returns
+    -------
+    Markdown
+
+    Examples
+    --------
+    >>> print(evidence("the runs", table([{"seed": 0, "T_grok": 900}])))
+    <details class="nhtlab-evidence">
+    <summary>How we know: the runs</summary>
+    <BLANKLINE>
+    | seed | T_grok |
+    |---|---|
+    | 0 | 900 |
+    <BLANKLINE>
+    </details>
+    """
+    require_type(title, "title", str, owner="evidence")
+    for i, part in enumerate(parts):
+        require_type(part, f"parts[{i}]", str, owner="evidence")
+    body = "\n\n".join(str(part).strip("\n") for part in parts)
+    return Markdown(f'<details class="nhtlab-evidence">\n<summary>How we know: {html.escape(title)}</summary>'
+                    f"\n\n{body}\n\n</details>")
+
+
+def what_we_found(*points: str) -> Markdown:
+    """A chapter's takeaway: a short "What we found" box of sentences built from its runs (k of n).
+
+    Parameters
+    ----------
+    *points : str
+        One sentence each (Markdown), written from the run's own readings; at least one.
+
+    Returns
+    -------
+    Markdown
+        A tip-styled box (an HTML ``div`` with the theme's admonition classes) holding the points as a list.
+
+    Raises
+    ------
+    ValueError
+        With no point, or an empty one.
+    """
+    if not points:
+        raise ValueError("what_we_found: give at least one point (a sentence built from the run)")
+    for i, point in enumerate(points):
+        require_type(point, f"points[{i}]", str, owner="what_we_found")
+        if not point.strip():
+            raise ValueError(f"what_we_found: points[{i}] is empty")
+    items = "\n".join(f"- {' '.join(point.split())}" for point in points)
+    return Markdown('<div class="admonition tip nhtlab-found">\n<p class="admonition-title">What we found</p>'
+                    f"\n\n{items}\n\n</div>")
 
 
 def cell(value: Any, fmt: str | None = None) -> str:
