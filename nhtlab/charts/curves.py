@@ -14,7 +14,8 @@ import altair as alt  # noqa: F401  (re-exported as charts.alt for notebooks)
 from ..analysis.events import Events
 from ..history import History
 
-__all__ = ["long_records", "training_curves", "norm_curves", "event_rules", "layer_norm_curves", "compare_runs"]
+__all__ = ["long_records", "layer_label", "training_curves", "norm_curves", "event_rules", "layer_norm_curves",
+           "compare_runs"]
 
 WIDTH = 480
 
@@ -27,6 +28,37 @@ def long_records(history: History, columns: Mapping[str, str], **constants: Any)
             if column in row and row[column] is not None:
                 out.append({"step": row["step"], "series": label, "value": row[column], **constants})
     return out
+
+
+# The models' layer names, as a reader says them (nhtlab.models: transformer, MLP, CNN).
+_LAYER_WORDS = {"tok": "token embedding", "pos": "position embedding", "ln_f": "final LayerNorm",
+                "readout": "read-out", "embed_a": "embedding of a", "embed_b": "embedding of b"}
+_BLOCK_WORDS = {"attn.qkv": "attention (q, k, v)", "attn.proj": "attention output", "ln_1": "LayerNorm 1",
+                "ln_2": "LayerNorm 2", "fc": "feed-forward in", "fc_out": "feed-forward out"}
+
+
+def layer_label(name: str) -> str:
+    """A layer's name in words, for a legend: ``tok`` → "token embedding", ``blocks.0.attn.qkv`` →
+    "block 1: attention (q, k, v)", ``conv1`` → "conv 1", ``hidden.0`` → "hidden layer 1"; a name it does
+    not know is returned as it is.
+
+    Examples
+    --------
+    >>> [layer_label(n) for n in ("tok", "blocks.0.fc_out", "conv3", "readout", "mystery")]
+    ['token embedding', 'block 1: feed-forward out', 'conv 3', 'read-out', 'mystery']
+    """
+    if name in _LAYER_WORDS:
+        return _LAYER_WORDS[name]
+    parts = name.split(".")
+    if len(parts) >= 3 and parts[0] == "blocks" and parts[1].isdigit():
+        inner = ".".join(parts[2:])
+        return f"block {int(parts[1]) + 1}: {_BLOCK_WORDS.get(inner, inner)}"
+    if len(parts) == 2 and parts[0] == "hidden" and parts[1].isdigit():
+        return f"hidden layer {int(parts[1]) + 1}"
+    for prefix, word in (("conv", "conv"), ("norm", "norm")):
+        if name.startswith(prefix) and name[len(prefix):].isdigit():
+            return f"{word} {name[len(prefix):]}"
+    return name
 
 
 def event_rules(events: Events) -> alt.Chart:
@@ -83,17 +115,24 @@ def norm_curves(histories: Sequence[tuple[str, History]], column: str = "norm", 
     ).add_params(hover).properties(width=WIDTH, height=220, title=title)
 
 
-def layer_norm_curves(history: History, title: str = "‖θ_ℓ‖² per layer") -> alt.Chart:
-    """Squared norm of every layer against step (click a legend entry to highlight a layer)."""
-    columns = {f"norm/{name}": name for name in history.layers}
+def layer_norm_curves(history: History, events: Events | None = None, title: str = "‖θ_ℓ‖² per layer") -> alt.Chart:
+    """Squared norm of every layer against step, on a log axis (layers differ by decades), layers named in
+    words (:func:`layer_label`) and T_mem and T_grok marked when ``events`` are given; click a legend entry
+    to highlight a layer."""
+    columns = {f"norm/{name}": layer_label(name) for name in history.layers}
+    records = [r for r in long_records(history, columns) if r["value"] > 0]  # a log axis has no zero
     pick = alt.selection_point(fields=["series"], bind="legend")
-    return alt.Chart(alt.Data(values=long_records(history, columns))).mark_line().encode(
+    lines = alt.Chart(alt.Data(values=records)).mark_line().encode(
         x=alt.X("step:Q"),
-        y=alt.Y("value:Q", title="‖θ_ℓ‖²"),
-        color=alt.Color("series:N", title="layer"),
+        y=alt.Y("value:Q", title="‖θ_ℓ‖² (log scale)", scale=alt.Scale(type="log")),
+        color=alt.Color("series:N", title="layer (click to pick)", sort=list(columns.values()),
+                        legend=alt.Legend(labelLimit=260)),
         opacity=alt.condition(pick, alt.value(1.0), alt.value(0.2)),
-        tooltip=["series:N", "step:Q", alt.Tooltip("value:Q", format=",.0f")],
-    ).add_params(pick).properties(width=WIDTH, height=220, title=title)
+        tooltip=[alt.Tooltip("series:N", title="layer"), "step:Q", alt.Tooltip("value:Q", format=",.1f")],
+    ).add_params(pick).properties(width=WIDTH, height=260, title=title)
+    if events is None:
+        return lines
+    return alt.layer(lines, event_rules(events)).resolve_scale(color="independent")
 
 
 def compare_runs(runs: Sequence[tuple[str, History]]) -> alt.VConcatChart:
