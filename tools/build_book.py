@@ -53,9 +53,9 @@ if TYPE_CHECKING:
 # tools/kernel_paths.py builds a second copy of the book under another kernel path that way.
 BUILD = Path(os.environ.get("NHTLAB_BUILD_DIR") or ROOT / "_build")
 # What the kernel sees while a chapter is executed for the book: offline chart
-# renderer and static stand-ins for widgets (NHTLAB_BOOK), one summary line per
-# training loop instead of a widget or dozens of partial bars (NHTLAB_PROGRESS).
-BOOK_ENV = {"NHTLAB_BOOK": "1", "NHTLAB_PROGRESS": "text"}
+# renderer and static stand-ins for widgets (NHTLAB_BOOK), and no progress output
+# (NHTLAB_PROGRESS): a widget box, a bar or a "runs in N s" line is build log, not lesson.
+BOOK_ENV = {"NHTLAB_BOOK": "1", "NHTLAB_PROGRESS": "none"}
 
 
 def chapters(only: list[str] | None = None) -> list[Path]:

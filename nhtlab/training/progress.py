@@ -4,10 +4,9 @@ Modes, chosen by the ``NHTLAB_PROGRESS`` environment variable or per call:
 
 * ``"auto"`` (default): a tqdm widget inside a Jupyter/Colab kernel that has a
   front end, a text bar in a terminal;
-* ``"text"``: no live updates, one summary line on standard error when the loop
-  ends. The book build and the tests use it: the build's log keeps the line, and
-  the rendered book, which drops standard error, shows neither an empty widget
-  box nor a run-time line on a lesson page;
+* ``"text"``: no live updates, one summary line when the loop ends. The book
+  build and the tests use it, so the HTML shows one line instead of an empty
+  widget box or dozens of partial bars;
 * ``"bar"``: tqdm's text bar; ``"widget"``: tqdm's notebook widget;
 * ``"none"``: silent.
 """
@@ -82,5 +81,5 @@ class Progress:
             seconds = time.perf_counter() - self.start
             extra = ", ".join(f"{k}={v}" for k, v in self.postfix.items())
             line = f"{self.desc}: {self.count}/{self.total} {self.unit}s in {seconds:.1f} s"
-            print(line + (f" ({extra})" if extra else "") + (f" — {note}" if note else ""), file=sys.stderr, flush=True)
+            print(line + (f" ({extra})" if extra else "") + (f" — {note}" if note else ""), flush=True)
         self.mode = "closed"
