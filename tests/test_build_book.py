@@ -194,3 +194,20 @@ def test_each_chapters_cpu_splits_into_its_cache_training_and_the_rest(tmp_path,
     values = {row["what"]: row["value"] for row in json.loads(path.read_text())["results"]}
     assert values["training CPU of chapter 03_delay_law"] == 42 and values["training CPU of chapter 01_grokking"] == 0
     assert build_book.cpu_lines(cpu, {}) == total.split("\n")  # a ledger without chapters: the totals only
+
+
+def test_the_progress_line_names_each_running_chapter_its_time_and_its_runs(tmp_path, monkeypatch):
+    """The build's live line: seconds run against the last build's, and the runs this build trained for it."""
+    monkeypatch.setenv("NHTLAB_RUN_CACHE", str(tmp_path))
+    ledger = tmp_path / "trained.jsonl"
+    ledger.write_text(json.dumps({"run": "old", "kind": "ModularRun", "chapter": "04_dlr"}) + "\n")
+    running = ["04_dlr", "07_emergence"]
+    progress = build_book.ChapterProgress({"04_dlr": 530.0}, lambda: list(running))
+    progress.base = len(build_book.ledger_lines())  # what __enter__ counts: the lines before this build
+    with open(ledger, "a") as handle:
+        for run in ("a", "b"):
+            handle.write(json.dumps({"run": run, "kind": "ModularRun", "chapter": "04_dlr"}) + "\n")
+    assert progress.lines(1000.0) == ["  … 04_dlr: 0 s of ~530 s expected, 2 runs trained",
+                                      "  … 07_emergence: 0 s, 0 runs trained"]
+    running.pop()
+    assert progress.lines(1090.0) == ["  … 04_dlr: 90 s of ~530 s expected, 2 runs trained"]

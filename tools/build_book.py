@@ -103,6 +103,9 @@ def run_papermill(notebook: Path, out: Path, profile: str, env: dict[str, str]) 
         papermill.execute_notebook(
             str(notebook), str(out), parameters={"profile": profile}, cwd=str(notebook.parent),
             kernel_name="python3", progress_bar=False, request_save_on_cell_execute=False,
+            # the kernel's own log (its "running over TCP without encryption" warning, once per chapter) is
+            # not the build's: errors only
+            extra_arguments=["--IPKernelApp.log_level=ERROR"],
         )
     finally:
         for k, v in saved.items():
@@ -354,6 +357,49 @@ def longest_first(notebooks: list[Path], seconds: dict[str, float]) -> list[Path
     return sorted(notebooks, key=lambda nb: (-seconds.get(nb.stem, math.inf), order[nb.stem]))
 
 
+class ChapterProgress:
+    """A line per running chapter every ``every`` seconds while the build executes: the seconds it has run
+    against the seconds it took in the last measured build (:func:`expected_seconds`), and the runs it has
+    trained so far in this build (its lines in the result cache's ledger). Plain lines, so that a CI log and
+    a terminal read the same; ``running()`` says which chapters run now."""
+
+    def __init__(self, expected: dict[str, float], running, every: float = 60.0):
+        import threading
+
+        self.expected, self.running, self.every = expected, running, every
+        self.started: dict[str, float] = {}
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._loop, daemon=True)
+
+    def __enter__(self) -> "ChapterProgress":
+        self.base = len(ledger_lines())
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop.set()
+        self.thread.join(timeout=10)
+
+    def lines(self, now: float) -> list[str]:
+        """The status of each running chapter at ``now`` (``time.time()``)."""
+        trained: dict[str, int] = {}
+        for line in ledger_lines()[self.base:]:  # this build's trainings only
+            trained[line.get("chapter", "")] = trained.get(line.get("chapter", ""), 0) + 1
+        out = []
+        for stem in self.running():
+            elapsed = now - self.started.setdefault(stem, now)
+            expected = self.expected.get(stem)
+            out.append(f"  … {stem}: {elapsed:,.0f} s" + (f" of ~{expected:,.0f} s expected" if expected else "")
+                       + f", {trained.get(stem, 0)} runs trained")
+        return out
+
+    def _loop(self) -> None:
+        self.lines(time.time())  # each running chapter's start
+        while not self.stop.wait(self.every):
+            for line in self.lines(time.time()):
+                print(line, flush=True)
+
+
 def execute_all(profile: str, jobs: int = 1, force: bool = False, only: list[str] | None = None,
                 keep_going: bool = False, order: list[Path] | None = None) -> dict[str, tuple[float, bool]]:
     """Execute every chapter; ``jobs`` > 1 runs that many chapters at a time in parallel processes.
@@ -364,20 +410,25 @@ def execute_all(profile: str, jobs: int = 1, force: bool = False, only: list[str
     seconds NaN.
     """
     notebooks = chapters(only)
+    expected = expected_seconds(profile, notebooks)[0]
     if order is None:
-        order = longest_first(notebooks, expected_seconds(profile, notebooks)[0])
+        order = longest_first(notebooks, expected)
     results: dict[str, tuple[float, bool]] = {}
     if jobs > 1:
         # One chapter per task: a free process takes the next chapter in ``order`` (tasks start in the order given).
         with ProcessPoolExecutor(max(1, min(jobs, len(order)))) as pool:
             futures = {nb.stem: pool.submit(_execute_chapters, [(str(nb), profile, force)], 1, keep_going) for nb in order}
-            for stem, future in futures.items():
-                (_, seconds, cached), = future.result()
-                results[stem] = (seconds, cached)
+            with ChapterProgress(expected, lambda: [stem for stem, f in futures.items() if f.running()]):
+                for stem, future in futures.items():
+                    (_, seconds, cached), = future.result()
+                    results[stem] = (seconds, cached)
     else:  # every chapter in this process, with torch's default threads
-        done = _execute_chapters([(str(nb), profile, force) for nb in order], threads=None, keep_going=keep_going)
-        for nb, (_, seconds, cached) in zip(order, done):
-            results[nb.stem] = (seconds, cached)
+        current: list[str] = []
+        with ChapterProgress(expected, lambda: list(current)):
+            for nb in order:
+                current[:] = [nb.stem]
+                (_, seconds, cached), = _execute_chapters([(str(nb), profile, force)], threads=None, keep_going=keep_going)
+                results[nb.stem] = (seconds, cached)
     return {nb.stem: results[nb.stem] for nb in notebooks}
 
 
