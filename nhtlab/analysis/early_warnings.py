@@ -124,7 +124,7 @@ def warning_step(history: History, signal: str) -> int | None:
     t_mem = find_events(history).t_mem
     if t_mem is None or history.diverged:
         return None
-    steps = history.column("step")
+    steps = history.column("step")  # increasing: find_events checked them
     start = int(np.searchsorted(steps, t_mem))
     fired = SIGNALS[signal][1](history, slice(start, None))
     if fired is None:

@@ -12,14 +12,14 @@ import numpy as np
 import torch
 
 from ..validation import require_int, require_type
-from .cka import _ZERO_TOL, as_float64_matrix, centre
+from .cka import _ZERO_TOL, as_float64_matrix, centre, rescaled
 
 __all__ = ["Spectrum", "participation_ratio", "feature_spectrum", "eigenfunctions", "cumulative_share"]
 
 
 def participation_ratio(features: torch.Tensor) -> float:
     """(Σρ_k)² / Σρ_k² of the feature covariance: 1 for one direction, p for isotropic features."""
-    phi_c = centre(as_float64_matrix(features, "features", "participation_ratio"))
+    phi_c = centre(rescaled(as_float64_matrix(features, "features", "participation_ratio")))  # scale-free
     energy = torch.linalg.matrix_norm(phi_c) ** 2
     if float(energy) == 0.0:
         raise ValueError("The 'features' parameter of participation_ratio is constant across samples.")
