@@ -288,3 +288,21 @@ def test_noisy_labels_name_labels_that_are_not_integers(y):
 def test_noisy_labels_refuse_a_dtype_that_would_wrap():
     with pytest.raises(ValueError, match="cannot hold label 299"):
         nhtlab.noisy_labels(torch.tensor([0, 1], dtype=torch.uint8), 0.5, 300)
+
+
+@pytest.mark.parametrize("lams", ["1.0", 1.0, [None], [True], b"1"])
+def test_companion_sweep_names_lams_that_are_not_a_list_of_numbers(lams):
+    with pytest.raises(TypeError, match=r"'lams' parameter of companion_sweep must be a list of weight decays"):
+        nhtlab.companion_sweep("quick", lams=lams)
+
+
+def test_eigenfunctions_and_key_frequencies_refuse_shapes_that_would_broadcast():
+    from nhtlab.measures.fourier import key_frequencies
+    from nhtlab.measures.spectra import eigenfunctions
+
+    x = torch.randn(20, 10, generator=torch.Generator().manual_seed(0))
+    assert eigenfunctions(x, at=x[:2])[1].shape[0] == 2
+    with pytest.raises(ValueError, match=r"'at' parameter of eigenfunctions must be a matrix \(m, 10\)"):
+        eigenfunctions(x, at=x[0])
+    with pytest.raises(ValueError, match="'spectrum' parameter of key_frequencies must be one spectrum"):
+        key_frequencies(torch.rand(3, 49))

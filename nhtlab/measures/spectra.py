@@ -70,6 +70,11 @@ def eigenfunctions(features: torch.Tensor, top: int | None = None, at: torch.Ten
     if top is not None:
         require_int(top, "top", low=1, owner=owner)
     rho, v = _eigen(phi_c, top, 1e-12)
+    if at is not None:
+        require_type(at, "at", torch.Tensor, owner=owner)
+        if at.dim() < 2 or at[0].numel() != phi.shape[1]:  # one sample given as a vector would broadcast
+            raise ValueError(f"The 'at' parameter of {owner} must be a matrix (m, {phi.shape[1]}): one row of "
+                             f"features per input. Got shape {tuple(at.shape)}; several inputs are at[:m].")
     points = phi_c if at is None else as_float64_matrix(at, "at", owner).to(phi.device) - mean
     return rho, points @ v / rho.sqrt()
 
