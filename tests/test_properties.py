@@ -306,3 +306,13 @@ def test_eigenfunctions_and_key_frequencies_refuse_shapes_that_would_broadcast()
         eigenfunctions(x, at=x[0])
     with pytest.raises(ValueError, match="'spectrum' parameter of key_frequencies must be one spectrum"):
         key_frequencies(torch.rand(3, 49))
+
+
+def test_a_history_without_its_rates_is_named():
+    from nhtlab.analysis.delay import contraction_fit, delay_point
+
+    rows = [{"step": s, "norm": 100.0 - s / 10, "train_acc": 1.0 if s >= 100 else 0.1,
+             "test_acc": 1.0 if s >= 500 else 0.1} for s in range(0, 1000, 50)]
+    for fn in (delay_point, contraction_fit):
+        with pytest.raises(ValueError, match=f"'history' parameter of {fn.__name__} needs the run's lr"):
+            fn(History(rows=rows, config={"weight_decay": 1.0}))

@@ -35,6 +35,7 @@ import numpy as np
 
 from ..history import History
 from ..validation import require_choice, require_type
+from .delay import rates
 from .events import find_events
 from .layers import head_and_first
 
@@ -164,7 +165,8 @@ def evaluate_warnings(grokking: Sequence[History], no_grokking: Sequence[History
                 late += 1
                 continue
             leads.append(e.t_grok - step)
-            scaled.append((e.t_grok - step) * float(h.config["lr"]) * float(h.config["weight_decay"]))
+            lr, wd = rates(h, "warning_leads")
+            scaled.append((e.t_grok - step) * lr * wd)
         alarms = sum(warning_step(h, name) is not None for h in no_grokking)
         records.append({
             "signal": name, "rule": rule, "fired": f"{len(leads)} of {len(grokked)}", "late": late,
