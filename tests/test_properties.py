@@ -316,3 +316,21 @@ def test_a_history_without_its_rates_is_named():
     for fn in (delay_point, contraction_fit):
         with pytest.raises(ValueError, match=f"'history' parameter of {fn.__name__} needs the run's lr"):
             fn(History(rows=rows, config={"weight_decay": 1.0}))
+
+
+@pytest.mark.parametrize("damage, match", [("nan colour", "RGB values in \\[0, 1\\] \\(no NaN\\)"),
+                                           ("0-255 pixels", "pixels in \\[0, 1\\]"), ("nan pixel", "pixels in \\[0, 1\\]")])
+def test_border_shortcut_names_colours_and_pixels_it_cannot_use(damage, match):
+    from nhtlab.data.images import ImageData
+
+    g = torch.Generator().manual_seed(0)
+    x, y = torch.rand(20, 3, 8, 8, generator=g), torch.arange(20) % 2
+    colours = None
+    if damage == "nan colour":
+        colours = [[1.0, 0.0, 0.0], [float("nan"), 0.0, 1.0]]
+    elif damage == "0-255 pixels":
+        x = x * 255
+    else:
+        x[3, 0, 4, 4] = float("nan")
+    with pytest.raises(ValueError, match=match):
+        nhtlab.border_shortcut(ImageData(x, y, x.clone(), y.clone(), 2), colours=colours, width=1)
