@@ -14,6 +14,7 @@ import pytest
 import torch
 
 import nhtlab
+from nhtlab.training.cache import ResultCache
 from nhtlab.training.checkpoint import atomic_write_bytes, checkpoint_path, load_checkpoint
 from nhtlab.training.modular_run import ModularRun, run_modular
 
@@ -194,3 +195,43 @@ def test_a_checkpoint_of_another_run_is_never_resumed(tmp_path):
     with pytest.warns(RuntimeWarning, match="belongs to another run"):
         history = run_modular(minus, progress="none", run_dir=tmp_path / "minus")
     assert history.rows == run_modular(minus, progress="none").rows  # run B's own rows, not A's
+
+
+def _mlp(width: int, p: int = 7) -> torch.nn.Module:
+    torch.manual_seed(0)
+    return nhtlab.models.EmbeddingMLP(p=p, width=width)
+
+
+def test_a_checkpoint_of_another_task_or_shape_is_set_aside_not_resumed(tmp_path):
+    """The key of a direct train() holds the data and the model's shapes: a finished (a + b) mod 7 run in the
+    folder never answers for (a − b) mod 7, and a wider model of the same class trains afresh, not inside
+    load_state_dict."""
+    from nhtlab.training.loop import TrainConfig, train
+
+    config = TrainConfig(steps=40, eval_every=20, batch_size=8, lr=1e-2, seed=0, device="cpu")
+    add = nhtlab.modular_data(p=7, operation="+", seed=0)
+    sub = nhtlab.modular_data(p=7, operation="-", seed=0)
+    run_dir = tmp_path / "run"
+    first = train(_mlp(16), add, config, progress="none", checkpoint_dir=run_dir)
+    fresh = train(_mlp(16), sub, config, progress="none")
+    with pytest.warns(RuntimeWarning, match="belongs to another run"):
+        other = train(_mlp(16), sub, config, progress="none", checkpoint_dir=run_dir)
+    assert other.rows == fresh.rows and other.rows != first.rows
+    with pytest.warns(RuntimeWarning, match="belongs to another run"):
+        wider = train(_mlp(24), sub, config, progress="none", checkpoint_dir=run_dir)
+    assert wider.rows == train(_mlp(24), sub, config, progress="none").rows
+
+
+def test_load_checkpoint_on_the_file_names_the_mistake(tmp_path):
+    path = atomic_write_bytes(tmp_path / "run" / "checkpoint.pt", b"x")
+    with pytest.raises(ValueError, match=r"'run_dir' parameter of load_checkpoint must be the run's folder"):
+        load_checkpoint(path)
+
+
+def test_clear_removes_what_a_killed_write_left(tmp_path):
+    cache = ResultCache(tmp_path / "cache")
+    stale = tmp_path / "cache" / "ab" / ".abcdef.json.k3j2.tmp"
+    stale.parent.mkdir(parents=True)
+    stale.write_text("{")
+    (stale.parent / "abcdef.json").write_text("{}")
+    assert cache.clear() == 1 and not stale.exists() and not any(stale.parent.iterdir())

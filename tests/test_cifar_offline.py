@@ -108,3 +108,37 @@ def test_a_damaged_batch_is_reported(tmp_path, monkeypatch):
     (root / "cifar-10-batches-py" / "data_batch_3").write_bytes(b"not a pickle")
     with pytest.raises(DatasetUnavailableError, match="data_batch_3 is damaged"):
         cifar10(root)
+
+
+class _Crafted:
+    """What a crafted batch file would hold: an object whose unpickling runs code (here it only writes a file)."""
+
+    def __init__(self, marker: Path):
+        self.marker = marker
+
+    def __reduce__(self):
+        return (Path.write_text, (self.marker, "the pickle ran code"))
+
+
+def test_a_crafted_batch_runs_no_code_and_is_reported(tmp_path, monkeypatch):
+    monkeypatch.delenv("NHTLAB_SMOKE", raising=False)
+    monkeypatch.delenv("NHTLAB_CIFAR_ROOT", raising=False)
+    root = write_fake_cifar10(tmp_path / "data")
+    marker = tmp_path / "ran"
+    with open(root / "cifar-10-batches-py" / "data_batch_1", "wb") as f:
+        pickle.dump({"labels": [0], "data": _Crafted(marker)}, f)
+    with pytest.raises(DatasetUnavailableError, match=r"data_batch_1 is damaged.*pathlib.*trusted source"):
+        cifar10(root)
+    assert not marker.exists()
+
+
+@pytest.mark.parametrize("labels", [lambda n: [k % 100 for k in range(n)], lambda n: [-1] * n, lambda n: [0] * (n + 10)])
+def test_labels_that_are_not_cifar10s_are_reported(tmp_path, monkeypatch, labels):
+    monkeypatch.delenv("NHTLAB_SMOKE", raising=False)
+    monkeypatch.delenv("NHTLAB_CIFAR_ROOT", raising=False)
+    root = write_fake_cifar10(tmp_path)
+    data = np.zeros((20, 3072), dtype=np.uint8)
+    with open(root / "cifar-10-batches-py" / "test_batch", "wb") as f:
+        pickle.dump({"labels": labels(20), "data": data}, f)
+    with pytest.raises(DatasetUnavailableError, match="test_batch is damaged.*one label in 0–9 per image"):
+        cifar10(root)

@@ -175,7 +175,7 @@ def modular_like(head_drop_at, first_drop_at, steps=range(0, 1001, 100), t_mem=3
     """
     rows = []
     for s in steps:
-        tok = 100.0 - 0.1 * min(s, t_mem) - (30.0 if first_drop_at is not None and s >= first_drop_at else 0.0)
+        tok = 100.0 - 0.1 * min(s, t_mem, 500) - (30.0 if first_drop_at is not None and s >= first_drop_at else 0.0)
         readout = min(10.0 + s / 10, 40.0) * (0.7 if head_drop_at is not None and s >= head_drop_at else 1.0)
         rows.append({"step": s, "train_acc": 1.0 if s >= t_mem else 0.5, "test_acc": 1.0 if s >= t_grok else 0.1,
                      "norm": tok + readout + 5.0,

@@ -35,6 +35,7 @@ import numpy as np
 
 from ..history import History
 from ..validation import require_choice, require_type
+from .delay import rates
 from .events import find_events
 from .layers import head_and_first
 
@@ -124,7 +125,7 @@ def warning_step(history: History, signal: str) -> int | None:
     t_mem = find_events(history).t_mem
     if t_mem is None or history.diverged:
         return None
-    steps = history.column("step")
+    steps = history.column("step")  # increasing: find_events checked them
     start = int(np.searchsorted(steps, t_mem))
     fired = SIGNALS[signal][1](history, slice(start, None))
     if fired is None:
@@ -164,7 +165,8 @@ def evaluate_warnings(grokking: Sequence[History], no_grokking: Sequence[History
                 late += 1
                 continue
             leads.append(e.t_grok - step)
-            scaled.append((e.t_grok - step) * float(h.config["lr"]) * float(h.config["weight_decay"]))
+            lr, wd = rates(h, "warning_leads")
+            scaled.append((e.t_grok - step) * lr * wd)
         alarms = sum(warning_step(h, name) is not None for h in no_grokking)
         records.append({
             "signal": name, "rule": rule, "fired": f"{len(leads)} of {len(grokked)}", "late": late,

@@ -30,6 +30,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
+from numbers import Real
 from typing import Any
 
 import numpy as np
@@ -298,10 +299,22 @@ def delay_law_forecast(calibration: Mapping[tuple[float, float], Sequence[Histor
     ValueError
         When ``calibration`` is empty or η or λ is not positive.
     """
+    owner = "delay_law_forecast"
+    shape = "a dict {(lr, weight_decay): [History, …]} of your finished runs by setting"
+    if not isinstance(calibration, Mapping):
+        raise TypeError(f"The 'calibration' parameter of {owner} must be {shape}. Got {type(calibration).__name__}.")
     if not calibration:
-        raise ValueError("The 'calibration' parameter of delay_law_forecast is empty: pass your finished runs by setting.")
-    require_real(lr, "lr", low=0.0, low_open=True, owner="delay_law_forecast")
-    require_real(weight_decay, "weight_decay", low=0.0, low_open=True, owner="delay_law_forecast")
+        raise ValueError(f"The 'calibration' parameter of {owner} is empty: pass your finished runs by setting.")
+    for key, runs in calibration.items():
+        if not (isinstance(key, tuple) and len(key) == 2 and all(isinstance(v, Real) and not isinstance(v, bool)
+                                                                 and math.isfinite(v) and v > 0 for v in key)):
+            raise ValueError(f"The 'calibration' parameter of {owner} must be {shape}, each key a pair of positive "
+                             f"numbers (lr, weight_decay). Got the key {key!r}.")
+        if isinstance(runs, History) or not isinstance(runs, Sequence) or not all(isinstance(h, History) for h in runs):
+            raise TypeError(f"The 'calibration' parameter of {owner} must be {shape}: the value of {key!r} must be a "
+                            f"list of History. Got {type(runs).__name__}.")
+    require_real(lr, "lr", low=0.0, low_open=True, owner=owner)
+    require_real(weight_decay, "weight_decay", low=0.0, low_open=True, owner=owner)
     delays = {tuple(map(float, k)): [e.delay for _, e in _plateaus(v)] for k, v in calibration.items()}
     mean = {k: float(np.mean(v)) for k, v in delays.items() if v}
     if not mean:

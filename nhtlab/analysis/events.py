@@ -32,9 +32,16 @@ class Events:
     norm_at_grok: float | None
 
     @property
+    def test_before_train(self) -> bool:
+        """Whether test accuracy reached the threshold before training accuracy did: an impossible order for a
+        memorise-then-generalise run (a history whose columns are swapped, or whose training labels are noisy),
+        so it has no delay and did not grok."""
+        return self.t_mem is not None and self.t_grok is not None and self.t_grok < self.t_mem
+
+    @property
     def delay(self) -> int | None:
-        """T_grok − T_mem, or None if either is missing."""
-        if self.t_mem is None or self.t_grok is None:
+        """T_grok − T_mem, or None if either is missing or they came in the impossible order (:attr:`test_before_train`)."""
+        if self.t_mem is None or self.t_grok is None or self.test_before_train:
             return None
         return self.t_grok - self.t_mem
 
@@ -52,7 +59,8 @@ class Events:
         return max(0.0, 1.0 - self.final_norm / self.peak_norm)
 
     def to_dict(self) -> dict:
-        return {**asdict(self), "delay": self.delay, "contraction": self.contraction}
+        return {**asdict(self), "delay": self.delay, "contraction": self.contraction,
+                "test_before_train": self.test_before_train}
 
 
 def first_step_at_least(steps: np.ndarray, values: np.ndarray, threshold: float) -> int | None:
@@ -105,6 +113,9 @@ def find_events(history: History, threshold: float = 0.99) -> Events:
         raise ValueError("The 'history' parameter of find_events is empty: it has no evaluated step.")
     steps = require_increasing(history.column("step"), "history", owner="find_events").astype(int)
     norm = history.column("norm")
+    if (norm[np.isfinite(norm)] < 0).any():
+        raise ValueError("The 'history' parameter of find_events must hold squared norms ≥ 0 in its 'norm' column. "
+                         f"Got {float(np.nanmin(norm)):g}.")
     # NaN marks a missing accuracy: it never reaches the threshold
     t_mem = first_step_at_least(steps, require_fractions(history.column("train_acc"), "history", "find_events"), threshold)
     t_grok = first_step_at_least(steps, require_fractions(history.column("test_acc"), "history", "find_events"), threshold)
@@ -152,8 +163,9 @@ def border_times(history, fit_level: float = 0.3, drop_level: float = 0.5) -> tu
     require_type(history, "history", History, owner=owner)
     require_real(fit_level, "fit_level", 0.0, 1.0, low_open=True, high_open=True, owner=owner)
     require_real(drop_level, "drop_level", 0.0, 1.0, low_open=True, high_open=True, owner=owner)
-    steps = history.column("step")
-    cue, conflict = history.column("cue_acc"), history.column("conflict_acc")
+    steps = require_increasing(history.column("step"), "history", owner=owner)
+    cue = require_fractions(history.column("cue_acc"), "history", owner)
+    conflict = require_fractions(history.column("conflict_acc"), "history", owner)
     fitted = next((int(s) for s, a, b in zip(steps, cue, conflict) if a >= fit_level and a > b), None)
     if fitted is None:
         return None, None

@@ -22,7 +22,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from ..history import History
-from ..validation import require_choice, require_real, require_type
+from ..validation import require_choice, require_increasing, require_real, require_type
 from .events import find_events
 
 __all__ = ["LayerTransition", "layer_transitions", "peak_order", "normalised_layer_norms", "head_to_first_ratio",
@@ -70,6 +70,12 @@ def _check_history(history: History, owner: str) -> None:
     if len(history) == 0 or not history.layers:
         raise ValueError(f"The 'history' parameter of {owner} must have evaluated rows with norm/<layer> columns. "
                          f"Got {len(history)} rows and layers {history.layers}.")
+    require_increasing(history.column("step"), "history", owner=owner)  # unsorted or repeated steps: no order to read
+    for layer in history.layers:
+        norms = history.column(f"norm/{layer}")
+        if (norms[np.isfinite(norms)] < 0).any():
+            raise ValueError(f"The 'history' parameter of {owner} must hold squared norms ≥ 0; its column "
+                             f"'norm/{layer}' has {float(np.nanmin(norms)):g}.")
 
 
 def _select(history: History, layers: Sequence[str] | None, owner: str) -> list[str]:

@@ -49,7 +49,7 @@ from typing import Any
 import numpy as np
 
 from ..history import History
-from ..validation import require_int, require_type
+from ..validation import require_increasing, require_int, require_type
 from .events import border_times, find_events
 
 __all__ = ["Separation", "clean_norm_separation", "separation_from_history", "spearman",
@@ -185,6 +185,9 @@ def clean_norm_separation(steps: np.ndarray, norm: np.ndarray, phi: np.ndarray, 
     if not (steps.shape == norm.shape == phi.shape) or steps.ndim != 1 or len(steps) == 0:
         raise ValueError(f"The 'steps', 'norm' and 'phi' parameters of {owner} must be 1-d arrays of one length. "
                          f"Got shapes {steps.shape}, {norm.shape}, {phi.shape}.")
+    require_increasing(steps, "steps", owner=owner)  # a window read from unsorted steps would be the wrong one
+    if (norm[np.isfinite(norm)] < 0).any():
+        raise ValueError(f"The 'norm' parameter of {owner} must hold squared norms ≥ 0. Got {float(np.nanmin(norm)):g}.")
     require_int(min_points, "min_points", low=3, owner=owner)
     nan = float("nan")
     if start_step is None:

@@ -74,8 +74,8 @@ def _colours(num_classes: int, colours, contrast: float = 1.0) -> torch.Tensor:
     if colours.shape != (num_classes, 3):
         raise ValueError(f"The 'colours' parameter must have shape ({num_classes}, 3), one RGB triple per class. "
                          f"Got shape {tuple(colours.shape)} instead.")
-    if colours.min() < 0 or colours.max() > 1:
-        raise ValueError("The 'colours' parameter must hold RGB values in [0, 1].")
+    if not bool(torch.isfinite(colours).all()) or colours.min() < 0 or colours.max() > 1:  # NaN: a class with no border
+        raise ValueError("The 'colours' parameter must hold RGB values in [0, 1] (no NaN).")
     grey = colours.mean(0, keepdim=True)
     return grey + contrast * (colours - grey)
 
@@ -134,6 +134,11 @@ def _check_common(base, rho, seed, owner):
     if base.x_train.ndim != 4 or base.x_train.shape[1] != 3:
         raise ValueError(f"The 'base' parameter of {owner} must hold RGB images (n, 3, H, W). "
                          f"Got x_train of shape {tuple(base.x_train.shape)} instead.")
+    for name in ("x_train", "x_test"):  # a border's colours are in [0, 1]: images in [0, 255] would hide it
+        x = getattr(base, name)
+        if x.numel() and (not bool(torch.isfinite(x).all()) or float(x.min()) < 0 or float(x.max()) > 1):
+            raise ValueError(f"The 'base' parameter of {owner} must hold images with pixels in [0, 1] (no NaN). "
+                             f"Its {name} ranges over [{float(x.min()):g}, {float(x.max()):g}]; divide by 255.")
 
 
 def border_shortcut(base: ImageData, rho: float = 0.95, width: int = 2, otherwise: str = "other",

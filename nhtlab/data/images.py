@@ -171,25 +171,49 @@ def _fetch(what: str, fetch, timeout: float, fix: str):
         socket.setdefaulttimeout(previous)
 
 
+class _ArraysOnly(pickle.Unpickler):
+    """An unpickler that builds dicts, lists, strings and NumPy arrays and nothing else: a batch file is a pickle,
+    and a crafted one would otherwise run code while it is read."""
+
+    ALLOWED = {("numpy.core.multiarray", "_reconstruct"), ("numpy._core.multiarray", "_reconstruct"),
+               ("numpy", "ndarray"), ("numpy", "dtype"), ("_codecs", "encode")}
+
+    def find_class(self, module: str, name: str):
+        if (module, name) not in self.ALLOWED:
+            raise pickle.UnpicklingError(f"it asks for {module}.{name}, which a CIFAR-10 batch never holds "
+                                         "(only NumPy arrays, lists and strings are read)")
+        return super().find_class(module, name)
+
+
 def read_cifar10_batches(folder: str | Path, train: bool = True, limit: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """Read CIFAR-10's python batches in ``folder`` (``cifar-10-batches-py``) as torchvision does, channels first.
 
     Each file is a pickled dict with ``data`` (uint8, (n, 3072), channel-major rows) and ``labels``;
     ``train`` picks ``data_batch_1..5`` or ``test_batch``, ``limit`` keeps the first this many images.
     Returns ``x`` (n, 3, 32, 32) in [0, 1] and ``y`` (n,).
+
+    The batch files are pickles: take them from a trusted source (torchvision checks the archive's published
+    MD5 when it downloads it). They are read by an unpickler that builds only arrays, lists and strings, so a
+    crafted file is refused as damaged instead of running code; the labels must be 0–9, one per image.
     """
     folder = Path(folder)
     xs, ys = [], []
     for name in CIFAR10_TRAIN if train else ("test_batch",):
         try:
             with open(folder / name, "rb") as f:
-                entry = pickle.load(f, encoding="latin1")
-            xs.append(np.asarray(entry["data"], dtype=np.uint8).reshape(-1, 3, 32, 32))
-            ys.extend(entry["labels"] if "labels" in entry else entry["fine_labels"])
+                entry = _ArraysOnly(f, encoding="latin1").load()
+            images = np.asarray(entry["data"], dtype=np.uint8).reshape(-1, 3, 32, 32)
+            labels = [int(label) for label in entry["labels"]]
+            if len(labels) != len(images) or any(not 0 <= label < len(CIFAR10_CLASSES) for label in labels):
+                raise ValueError(f"{len(labels)} labels for {len(images)} images, labels from {min(labels, default=0)} "
+                                 f"to {max(labels, default=0)}; CIFAR-10 has one label in 0–9 per image")
+            xs.append(images)
+            ys.extend(labels)
         except Exception as exc:  # noqa: BLE001 - any damage is reported the same way
             raise DatasetUnavailableError(
                 f"CIFAR-10 is unavailable: {folder / name} is damaged or not in CIFAR-10's python format "
-                f"({type(exc).__name__}: {exc}). Delete {folder} and extract cifar-10-python.tar.gz again.") from exc
+                f"({type(exc).__name__}: {exc}). Delete {folder} and extract cifar-10-python.tar.gz again, from a "
+                "trusted source (the batch files are pickles).") from exc
         if limit is not None and sum(len(x) for x in xs) >= limit:
             break
     x = torch.from_numpy(np.concatenate(xs)[:limit]).float().div_(255.0).contiguous()

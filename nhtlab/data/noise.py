@@ -51,8 +51,15 @@ def noisy_labels(y: torch.Tensor, fraction: float, classes: int, seed: int = 0) 
     require_real(fraction, "fraction", 0.0, 1.0, owner=owner)
     require_int(classes, "classes", low=2, owner=owner)
     require_int(seed, "seed", owner=owner)
-    if y.ndim != 1 or y.dtype.is_floating_point:
-        raise ValueError(f"The 'y' parameter of noisy_labels must be a 1-d integer tensor. Got {y.dtype} of shape {tuple(y.shape)}.")
+    if y.ndim != 1 or y.dtype.is_floating_point or y.dtype.is_complex or y.dtype == torch.bool or y.is_meta:
+        raise ValueError(f"The 'y' parameter of noisy_labels must be a 1-d integer tensor with values. Got {y.dtype} "
+                         f"of shape {tuple(y.shape)}{' on the meta device' if y.is_meta else ''}.")
+    if len(y) and (int(y.min()) < 0 or int(y.max()) >= classes):
+        raise ValueError(f"The 'y' parameter of noisy_labels must hold labels in [0, {classes - 1}] ('classes' is "
+                         f"{classes}). Got labels from {int(y.min())} to {int(y.max())}.")
+    if classes - 1 > torch.iinfo(y.dtype).max:  # a noisy label would wrap round in y's dtype
+        raise ValueError(f"The 'y' parameter of noisy_labels has dtype {y.dtype}, which cannot hold label "
+                         f"{classes - 1} ('classes' is {classes}); use torch.long.")
     generator = torch.Generator().manual_seed(seed)
     picked = torch.rand(len(y), generator=generator) < fraction
     random = torch.randint(0, classes, y.shape, generator=generator)

@@ -19,11 +19,13 @@ entries, E‖YᵀX‖_F² ≈ n p q and ‖XᵀX‖_F ≈ √(n p (n + p)), so t
 
 from __future__ import annotations
 
+import math
+
 import torch
 
 from ..validation import require_tensor
 
-__all__ = ["centre", "linear_cka", "linear_cka_gram", "as_float64_matrix"]
+__all__ = ["centre", "linear_cka", "linear_cka_gram", "as_float64_matrix", "rescaled"]
 
 # Relative size below which a centred matrix counts as zero (constant columns).
 _ZERO_TOL = 1e-12
@@ -48,6 +50,22 @@ def as_float64_matrix(x: torch.Tensor, name: str, owner: str) -> torch.Tensor:
     return x
 
 
+def rescaled(x: torch.Tensor) -> torch.Tensor:
+    """``x`` divided by the power of two nearest its largest entry: exact (every later rounding is the same as on
+    ``x``), and no sum of products taken afterwards overflows or underflows, whether ``x`` is 1e-200 or 1e200.
+    A measure that is invariant to the inputs' scale (CKA, DLR, the participation ratio, NC1) calls it first.
+
+    Examples
+    --------
+    >>> rescaled(torch.tensor([3.0, -0.5], dtype=torch.float64)).tolist()
+    [0.75, -0.125]
+    """
+    top = float(x.abs().max()) if x.numel() else 0.0
+    if top == 0.0 or not math.isfinite(top):
+        return x
+    return x * 2.0 ** -math.frexp(top)[1]
+
+
 def _paired_matrices(x: torch.Tensor, y: torch.Tensor, owner: str) -> tuple[torch.Tensor, torch.Tensor]:
     """``x`` and ``y`` as float64 matrices with the same number of rows (samples), as both CKA forms need them.
 
@@ -62,7 +80,8 @@ def _paired_matrices(x: torch.Tensor, y: torch.Tensor, owner: str) -> tuple[torc
     -------
     (x64, y64) : tuple of Tensor, shapes (n, p) and (n, q)
     """
-    x64, y64 = as_float64_matrix(x, "x", owner), as_float64_matrix(y, "y", owner)
+    # CKA is scale-free: only the scale changes, and ‖YᵀX‖² neither overflows nor underflows
+    x64, y64 = rescaled(as_float64_matrix(x, "x", owner)), rescaled(as_float64_matrix(y, "y", owner))
     if x64.shape[0] != y64.shape[0]:
         raise ValueError(
             f"The 'y' parameter of {owner} must have as many rows as 'x' ({x64.shape[0]}). Got {y64.shape[0]} instead."

@@ -20,7 +20,7 @@ from __future__ import annotations
 import torch
 
 from ..validation import require_type
-from .cka import as_float64_matrix
+from .cka import _ZERO_TOL, as_float64_matrix, rescaled
 
 __all__ = ["nc1"]
 
@@ -53,7 +53,7 @@ def nc1(features: torch.Tensor, labels: torch.Tensor) -> float:
     0.0
     """
     owner = "nc1"
-    phi = as_float64_matrix(features, "features", owner)
+    phi = rescaled(as_float64_matrix(features, "features", owner))  # NC1 is scale-free
     require_type(labels, "labels", torch.Tensor, owner=owner)
     if labels.dim() != 1 or labels.shape[0] != phi.shape[0] or labels.is_floating_point():
         raise ValueError(
@@ -70,9 +70,12 @@ def nc1(features: torch.Tensor, labels: torch.Tensor) -> float:
     global_mean = phi.mean(dim=0)  # (p,)
     between = (means - global_mean).T  # (p, C), columns μ_c − μ_G
     u, s, _ = torch.linalg.svd(between, full_matrices=False)  # u (p, C), s (C,)
-    tol = float(s.max()) * max(between.shape) * torch.finfo(features.dtype if features.is_floating_point() else torch.float64).eps
+    eps = torch.finfo(features.dtype if features.is_floating_point() else torch.float64).eps
+    # a direction of Σ_B within the rounding of the features themselves is no direction (phi's entries are below 1)
+    tol = max(float(s.max()), float(phi.abs().max())) * max(between.shape) * eps
     keep = s > tol
-    if not bool(keep.any()) or float(s.max()) == 0.0:
+    # class means within rounding of each other (phi is rescaled to entries below 1): Σ_B is 0 at any scale
+    if not bool(keep.any()) or float(s.max()) <= _ZERO_TOL * float(phi.abs().max()):
         raise ValueError(f"The class means given to {owner} all coincide (Σ_B = 0): NC1 is undefined.")
     u, s = u[:, keep], s[keep]
     within = phi - means[index]  # (n, p), h_i − μ_{y_i}

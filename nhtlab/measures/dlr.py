@@ -80,7 +80,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-import math
 import warnings
 from numbers import Integral
 from typing import Any
@@ -88,7 +87,7 @@ from typing import Any
 import torch
 
 from ..validation import require_int, require_real, require_tensor
-from .cka import _ZERO_TOL, as_float64_matrix, centre
+from .cka import _ZERO_TOL, as_float64_matrix, centre, rescaled
 
 __all__ = ["RANK_RULES", "DEFAULT_RANK", "DEFAULT_TOL", "DLRTerms", "output_singular_values", "output_rank", "dlr",
            "dlr_terms", "CANDIDATE_RULES", "RULE_THRESHOLDS"]
@@ -220,20 +219,12 @@ def _no_columns(x: Any, name: str, owner: str) -> None:
                          f"Got shape {tuple(x.shape)} instead (no {name} to compare).")
 
 
-def _rescaled(x: torch.Tensor) -> torch.Tensor:
-    """``x`` divided by the power of two nearest its largest entry: exact, and nothing summed later overflows."""
-    top = float(x.abs().max())
-    if top == 0.0 or not math.isfinite(top):
-        return x
-    return x * 2.0 ** -math.frexp(top)[1]
-
-
 def _centred_pair(features: torch.Tensor, outputs: torch.Tensor, owner: str) -> tuple[torch.Tensor, torch.Tensor]:
     _no_columns(features, "features", owner)
     _no_columns(outputs, "outputs", owner)
     require_tensor(outputs, "outputs", owner, half=False)  # their dtype's rounding sets the output rank
-    phi = _rescaled(as_float64_matrix(features, "features", owner))  # DLR is scale-free: only the scale changes
-    f = _rescaled(as_float64_matrix(outputs, "outputs", owner))
+    phi = rescaled(as_float64_matrix(features, "features", owner))  # DLR is scale-free: only the scale changes
+    f = rescaled(as_float64_matrix(outputs, "outputs", owner))
     distinct = len(torch.unique(phi, dim=0)) if phi.shape[0] > phi.shape[1] else phi.shape[0]
     if 1 < distinct <= phi.shape[1]:  # repeated samples add no direction (one: constant, refused below)
         warnings.warn(

@@ -49,6 +49,10 @@ def _top(spectrum: torch.Tensor, top: int, owner: str) -> torch.Tensor:
 
 def key_frequencies(spectrum: torch.Tensor, top: int = KEY_FREQUENCIES) -> list[int]:
     """The ``top`` non-constant frequencies of a 1-d spectrum, strongest first."""
+    require_type(spectrum, "spectrum", torch.Tensor, owner="key_frequencies")
+    if spectrum.dim() != 1:  # a batch would be read from its first row alone
+        raise ValueError(f"The 'spectrum' parameter of key_frequencies must be one spectrum (1-d). Got shape "
+                         f"{tuple(spectrum.shape)}; call it once per row.")
     return [int(k) + 1 for k in _top(spectrum, top, "key_frequencies").indices.reshape(-1)[:top]]
 
 

@@ -14,6 +14,9 @@ hooks, so it is an independent recomputation of what :class:`nhtlab.Monitor` rec
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -21,7 +24,56 @@ from torch import nn
 from ..validation import require_type
 from .dlr import dlr
 
-__all__ = ["accuracy", "loss_and_accuracy", "readout_dlr"]
+__all__ = ["evaluating", "accuracy", "loss_and_accuracy", "readout_dlr"]
+
+
+@contextmanager
+def evaluating(model: nn.Module) -> Iterator[nn.Module]:
+    """``model`` in eval mode inside the block, every submodule's own mode restored after it.
+
+    A measure of a model reads what the model computes, not one random draw of it: Dropout is off and
+    BatchNorm uses (and does not update) its running statistics, so the same call gives the same number
+    twice and leaves the model as it found it.
+
+    Examples
+    --------
+    >>> model = nn.Sequential(nn.Dropout(0.5), nn.Linear(2, 2)).train()
+    >>> with evaluating(model):
+    ...     print(model.training, model[0].training)
+    False False
+    >>> model.training, model[0].training
+    (True, True)
+    """
+    modes = [(module, module.training) for module in model.modules()]
+    model.eval()
+    try:
+        yield model
+    finally:
+        for module, mode in modes:
+            module.training = mode
+
+
+def _scores_and_labels(model: nn.Module, x: torch.Tensor, y: torch.Tensor, owner: str) -> torch.Tensor:
+    """``model(x)`` in eval mode, after checking that ``y`` holds one integer label per input, each a class
+    of the scores; every error names the argument and what is allowed."""
+    require_type(model, "model", nn.Module, owner=owner)
+    require_type(x, "x", torch.Tensor, owner=owner)
+    require_type(y, "y", torch.Tensor, owner=owner)
+    if y.dim() != 1 or y.dtype == torch.bool or y.is_floating_point() or y.is_complex():
+        raise ValueError(f"The 'y' parameter of {owner} must be a 1-D tensor of integer class labels. "
+                         f"Got {y.dtype} of shape {tuple(y.shape)} instead.")
+    if len(x) != len(y) or len(y) == 0:
+        raise ValueError(f"{owner} needs as many labels as inputs, at least one. Got {len(x)} inputs and {len(y)} labels.")
+    with evaluating(model):
+        scores = model(x)
+    if scores.dim() != 2 or scores.shape[0] != len(y):
+        raise ValueError(f"The 'model' parameter of {owner} must return one row of class scores per input, shape "
+                         f"({len(y)}, classes). Got shape {tuple(scores.shape)} instead.")
+    low, high = int(y.min()), int(y.max())
+    if low < 0 or high >= scores.shape[1]:
+        raise ValueError(f"The 'y' parameter of {owner} must hold labels in [0, {scores.shape[1] - 1}] (the model "
+                         f"scores {scores.shape[1]} classes). Got labels from {low} to {high}.")
+    return scores
 
 
 @torch.no_grad()
@@ -35,17 +87,21 @@ def accuracy(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> float:
     x : torch.Tensor, shape (n, ...)
         Inputs, on the model's device.
     y : torch.Tensor, shape (n,)
-        Integer labels, on the same device.
+        Integer labels in [0, C), on the same device.
 
     Returns
     -------
     float
-        Accuracy in [0, 1].
+        Accuracy in [0, 1], computed in eval mode (:func:`evaluating`): the same on every call, and the
+        model's mode and BatchNorm statistics are left as they were.
+
+    Raises
+    ------
+    ValueError
+        Naming ``y`` when it is not one integer label per input, each a class the model scores.
     """
-    require_type(model, "model", nn.Module, owner="accuracy")
-    if len(x) != len(y) or len(y) == 0:
-        raise ValueError(f"accuracy needs as many labels as inputs, at least one. Got {len(x)} inputs and {len(y)} labels.")
-    return (model(x).argmax(1) == y).float().mean().item()
+    scores = _scores_and_labels(model, x, y, "accuracy")
+    return (scores.argmax(1) == y.to(scores.device)).double().mean().item()
 
 
 @torch.no_grad()
@@ -73,12 +129,9 @@ def loss_and_accuracy(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> tup
     >>> loss_and_accuracy(model, torch.ones(4, 2), torch.tensor([0, 0, 1, 1]))[0] == torch.log(torch.tensor(2.0)).item()
     True
     """
-    require_type(model, "model", nn.Module, owner="loss_and_accuracy")
-    if len(x) != len(y) or len(y) == 0:
-        raise ValueError(f"loss_and_accuracy needs as many labels as inputs, at least one. Got {len(x)} inputs and "
-                         f"{len(y)} labels.")
-    logits = model(x)
-    return F.cross_entropy(logits, y).item(), (logits.argmax(1) == y).float().mean().item()
+    logits = _scores_and_labels(model, x, y, "loss_and_accuracy")
+    y = y.to(logits.device, torch.long)  # cross_entropy takes int64 labels only
+    return F.cross_entropy(logits.float(), y).item(), (logits.argmax(1) == y).double().mean().item()
 
 
 @torch.no_grad()
@@ -101,5 +154,7 @@ def readout_dlr(model: nn.Sequential, x: torch.Tensor) -> float:
     require_type(model, "model", nn.Sequential, owner="readout_dlr")
     if len(model) < 2:
         raise ValueError(f"readout_dlr needs a read-out after at least one module. Got a Sequential of {len(model)}.")
-    features = model[:-1](x).flatten(1)
-    return dlr(features.cpu(), model[-1](features).cpu())
+    with evaluating(model):  # Dropout off, BatchNorm's running statistics read, not updated
+        features = model[:-1](x).flatten(1)
+        outputs = model[-1](features)
+    return dlr(features.cpu(), outputs.cpu())

@@ -12,14 +12,14 @@ import numpy as np
 import torch
 
 from ..validation import require_int, require_type
-from .cka import _ZERO_TOL, as_float64_matrix, centre
+from .cka import _ZERO_TOL, as_float64_matrix, centre, rescaled
 
 __all__ = ["Spectrum", "participation_ratio", "feature_spectrum", "eigenfunctions", "cumulative_share"]
 
 
 def participation_ratio(features: torch.Tensor) -> float:
     """(Σρ_k)² / Σρ_k² of the feature covariance: 1 for one direction, p for isotropic features."""
-    phi_c = centre(as_float64_matrix(features, "features", "participation_ratio"))
+    phi_c = centre(rescaled(as_float64_matrix(features, "features", "participation_ratio")))  # scale-free
     energy = torch.linalg.matrix_norm(phi_c) ** 2
     if float(energy) == 0.0:
         raise ValueError("The 'features' parameter of participation_ratio is constant across samples.")
@@ -70,6 +70,11 @@ def eigenfunctions(features: torch.Tensor, top: int | None = None, at: torch.Ten
     if top is not None:
         require_int(top, "top", low=1, owner=owner)
     rho, v = _eigen(phi_c, top, 1e-12)
+    if at is not None:
+        require_type(at, "at", torch.Tensor, owner=owner)
+        if at.dim() < 2 or at[0].numel() != phi.shape[1]:  # one sample given as a vector would broadcast
+            raise ValueError(f"The 'at' parameter of {owner} must be a matrix (m, {phi.shape[1]}): one row of "
+                             f"features per input. Got shape {tuple(at.shape)}; several inputs are at[:m].")
     points = phi_c if at is None else as_float64_matrix(at, "at", owner).to(phi.device) - mean
     return rho, points @ v / rho.sqrt()
 

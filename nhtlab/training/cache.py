@@ -235,12 +235,13 @@ class ResultCache:
                 fcntl.flock(handle, fcntl.LOCK_UN)
 
     def clear(self) -> int:
-        """Delete every entry (and set-aside file); return how many entries were removed."""
+        """Delete every entry, set-aside file and temporary file a killed write left behind; return how many
+        entries were removed."""
         removed = 0
         if self.root.exists():
-            for file in self.root.glob("*/*.json*"):
+            for file in {*self.root.glob("*/*.json*"), *self.root.glob("*/.*.tmp")}:
                 removed += file.suffix == ".json"
-                file.unlink()
+                file.unlink(missing_ok=True)
         return removed
 
     def __len__(self) -> int:

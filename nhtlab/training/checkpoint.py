@@ -154,6 +154,9 @@ def load_checkpoint(run_dir: str | os.PathLike, map_location: torch.device | str
     a warning) and None is returned so the run starts again from step 0 rather than from wrong state.
     """
     require_type(run_dir, "run_dir", (str, os.PathLike), owner="load_checkpoint")
+    if Path(run_dir).is_file():
+        raise ValueError(f"The 'run_dir' parameter of load_checkpoint must be the run's folder (the one that holds "
+                         f"{CHECKPOINT_NAME}), not a file. Got {os.fspath(run_dir)!r}; pass its parent folder.")
     path = checkpoint_path(run_dir)
     if not path.exists():
         return None

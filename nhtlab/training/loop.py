@@ -15,6 +15,7 @@ AdamW the effective contraction rate γ_eff is at least ηλ (arXiv 2603.07323).
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import math
 import os
@@ -251,6 +252,18 @@ def _check_pair(x: Any, y: Any, parameter: str, what: str) -> None:
                          f"they must match.")
 
 
+def data_fingerprint(sets: Mapping[str, tuple[torch.Tensor, torch.Tensor]]) -> str:
+    """SHA-256 of the named (x, y) tensors' dtypes, shapes and bytes: what a checkpoint's key holds of the data,
+    so that a checkpoint of (a + b) mod 7 never resumes a run on (a − b) mod 7."""
+    digest = hashlib.sha256()
+    for name in sorted(sets):
+        for tensor in sets[name]:
+            flat = tensor.detach().to("cpu").contiguous().reshape(-1)
+            digest.update(f"{name}|{tensor.dtype}|{tuple(tensor.shape)}|".encode())
+            digest.update(flat.view(torch.uint8).numpy().tobytes() if flat.numel() else b"")
+    return digest.hexdigest()
+
+
 def _check_same_run(saved: Mapping[str, Any], config: TrainConfig, device: torch.device, checkpoint_dir: Any) -> None:
     """Refuse to resume a checkpoint written by a different configuration or on another device."""
     # a field added in a later version holds its default in a checkpoint written before it existed
@@ -368,7 +381,10 @@ def train(
         require_callable(callback, "callbacks", owner="train")
     if checkpoint_dir is not None:
         require_type(checkpoint_dir, "checkpoint_dir", (str, os.PathLike), owner="train")
-        run_key = run_key or config_key({"train": asdict(config), "model": type(model).__qualname__})
+        # a checkpoint of another task, data or model shape must never resume this run
+        run_key = run_key or config_key({"train": asdict(config), "model": type(model).__qualname__,
+                                         "shapes": [[name, list(p.shape)] for name, p in model.named_parameters()],
+                                         "data": data_fingerprint(sets)})
         checkpoint_every = require_int(10 * config.eval_every if checkpoint_every is None else checkpoint_every,
                                      "checkpoint_every", low=1, owner="train")
     elif checkpoint_every is not None:

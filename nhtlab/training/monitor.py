@@ -68,7 +68,7 @@ import torch
 import torch.nn as nn
 
 from ..analysis.layers import head_and_first, head_signals
-from ..analysis.regimes import DIVERGED, TOO_EARLY, UNDETERMINED, diagnose_regime, is_diverged
+from ..analysis.regimes import DIVERGED, TOO_EARLY, UNDETERMINED, diagnose_regime
 from ..analysis.early_warnings import TRAIN_LOSS_RATIO
 from ..analysis.eta import DELAY_LAW_BASIS, GrokEstimate, delay_law_forecast
 from ..history import History
@@ -269,6 +269,11 @@ class Monitor:
         self.diverged_step: int | None = None
         self._head_peak = 0.0
         self._calls = 0
+        # what regime() reads, kept as the rows come (O(1) a call, not a History rebuilt each time)
+        self._broken = False  # a non-finite ‖θ‖² or training loss was recorded (is_diverged's rule)
+        self._norm_peak = -math.inf
+        self._best = {"train_acc": math.nan, "test_acc": math.nan}  # best finite value so far; NaN: none
+        self._seen: set[str] = set()  # the scalars' names recorded so far
         self._head0 = layer_norms(model)[self.head]
         self.record(0)
 
@@ -285,7 +290,11 @@ class Monitor:
         """
         self._calls += 1
         step = self._calls if step is None else require_int(step, "step", low=0, owner="Monitor")
-        if step % self.every or (self.rows and self.rows[-1]["step"] == step):
+        if self.rows and step == self.rows[-1]["step"]:
+            # the step just recorded (the constructor's step 0, the first call of a range(0, …) loop): its
+            # scalars join that row instead of being dropped
+            return self._add_scalars(self.rows[-1], scalars) if scalars else self.rows[-1]
+        if step % self.every:
             if self.rows and step < self.rows[-1]["step"]:
                 self.record(step)  # names the step out of order
             return None
@@ -302,6 +311,36 @@ class Monitor:
         if self.rows and step <= self.rows[-1]["step"]:
             raise ValueError(f"The 'step' parameter of Monitor is out of order: step {step} comes after step "
                              f"{self.rows[-1]['step']}; steps must increase.")
+        self._check_scalars(scalars)
+        per_layer = layer_norms(self.model)
+        head, first = per_layer[self.head], per_layer[self.first]
+        row: dict[str, float] = {"step": step, "norm": sum(per_layer.values())}
+        row.update({f"norm/{k}": v for k, v in per_layer.items()})
+        head_ratio, head_rel = head_signals(head, first, self._head0)
+        row["head_ratio"], row["head_rel"] = float(head_ratio), float(head_rel)
+        if self.probe is not None:
+            row["dlr"] = self._probe_dlr()
+        self.rows.append(row)
+        self._add_scalars(row, scalars, checked=True)
+        self._norm_peak = max(self._norm_peak, row["norm"]) if math.isfinite(row["norm"]) else self._norm_peak
+        if not math.isfinite(row["norm"]):
+            self._broken = True
+            self._diverged(step, row["norm"])
+        else:
+            self._check_head(step, head)
+            self._check_loss(step, row)
+        return row
+
+    #: Columns the Monitor measures itself: a scalar of one of these names would overwrite a measurement.
+    MEASURED = ("step", "norm", "head_ratio", "head_rel", "dlr")
+
+    def _check_scalars(self, scalars: Mapping[str, Any]) -> None:
+        """A TypeError or ValueError naming a scalar that is not a real number, an accuracy outside [0, 1], a
+        negative loss, or a name the Monitor measures itself."""
+        for name in scalars:
+            if name in self.MEASURED or name.startswith("norm/"):
+                raise ValueError(f"The {name!r} scalar of Monitor is a column the Monitor measures itself "
+                                 f"({', '.join(self.MEASURED)}, norm/<layer>); pass your reading under another name.")
         for name, value in scalars.items():
             if isinstance(value, (str, bytes, bool)) or not isinstance(value, (float, int, np.number, torch.Tensor)) \
                     or (isinstance(value, torch.Tensor) and value.numel() != 1):
@@ -312,21 +351,18 @@ class Monitor:
         if float(scalars.get("train_loss", 0.0)) < 0:
             raise ValueError(f"The 'train_loss' scalar of Monitor must be ≥ 0 (a cross-entropy, whose minimum the "
                              f"early warning compares against). Got {float(scalars['train_loss'])!r} instead.")
-        per_layer = layer_norms(self.model)
-        head, first = per_layer[self.head], per_layer[self.first]
-        row: dict[str, float] = {"step": step, "norm": sum(per_layer.values())}
-        row.update({f"norm/{k}": v for k, v in per_layer.items()})
-        head_ratio, head_rel = head_signals(head, first, self._head0)
-        row["head_ratio"], row["head_rel"] = float(head_ratio), float(head_rel)
-        if self.probe is not None:
-            row["dlr"] = self._probe_dlr()
+
+    def _add_scalars(self, row: dict[str, float], scalars: Mapping[str, Any], checked: bool = False) -> dict[str, float]:
+        """Put ``scalars`` into ``row`` (checked first unless ``checked``) and keep regime()'s running readings."""
+        if not checked:
+            self._check_scalars(scalars)
         row.update({k: float(v) for k, v in scalars.items()})
-        self.rows.append(row)
-        if not math.isfinite(row["norm"]):
-            self._diverged(step, row["norm"])
-        else:
-            self._check_head(step, head)
-            self._check_loss(step, row)
+        self._seen.update(scalars)
+        if "train_loss" in scalars and not math.isfinite(row["train_loss"]):
+            self._broken = True
+        for key in self._best:
+            if key in scalars and math.isfinite(row[key]):
+                self._best[key] = row[key] if math.isnan(self._best[key]) else max(self._best[key], row[key])
         return row
 
     def _check_loss(self, step: int, row: dict[str, float]) -> None:
@@ -401,12 +437,34 @@ class Monitor:
         return self.history.column(name)
 
     def regime(self, drop: float = 0.05, fit: float = 0.99, acc_key: str = "train_acc") -> str:
-        """The regime so far (:func:`online_regime`), using ``acc_key`` if it was recorded."""
-        if is_diverged(self.history) is not None:  # as diagnose() (a NaN loss too)
+        """The regime so far (:func:`online_regime`), using ``acc_key`` if it was recorded; O(1) a call.
+
+        The norm rule can call "weak" a run that has already generalised (a model whose norm has not
+        contracted by ``drop`` when it groks): when ``test_acc`` was recorded and reached :data:`MEMORISED`,
+        the answer is never "weak" but ``"undetermined"`` (the rule cannot tell; :meth:`diagnose` reads the
+        whole run).
+        """
+        require_real(drop, "drop", 0.0, 1.0, low_open=True, high_open=True, owner="Monitor.regime")
+        require_real(fit, "fit", 0.0, 1.0, low_open=True, owner="Monitor.regime")
+        require_type(acc_key, "acc_key", str, owner="Monitor.regime")
+        if self._broken:  # as is_diverged, hence diagnose() (a NaN loss too)
             return DIVERGED
-        norm = [r["norm"] for r in self.rows]
-        acc = [r.get(acc_key, math.nan) for r in self.rows]
-        return online_regime(norm, acc if any(acc_key in r for r in self.rows) else None, drop=drop, fit=fit)
+        if len(self.rows) < 5:  # online_regime's min_points
+            return TOO_EARLY
+        recorded = acc_key in self._seen
+        best = self._best.get(acc_key)
+        if best is None:  # a column the Monitor does not follow: read once over the rows
+            finite = [r[acc_key] for r in self.rows if math.isfinite(r.get(acc_key, math.nan))]
+            best = max(finite, default=math.nan)
+        if recorded and math.isnan(best):
+            return UNDETERMINED
+        contracted = self._norm_peak > 0 and self.rows[-1]["norm"] <= (1.0 - drop) * self._norm_peak
+        if not contracted:
+            generalised = self._best["test_acc"] >= MEMORISED  # False while NaN
+            return UNDETERMINED if generalised else "weak"
+        if recorded and not best >= fit:
+            return "strong"
+        return "intermediate"
 
     def forecast(self, calibration: Mapping[tuple[float, float], Sequence[History]], lr: float, weight_decay: float,
                  coverage: float = 0.8) -> GrokEstimate:

@@ -22,6 +22,7 @@ Three choices are ours and are recorded in every run's config:
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from numbers import Real
 from types import MappingProxyType
 from typing import Any
 
@@ -87,6 +88,10 @@ def companion_sweep(profile: str, lams: Sequence[float] | None = None) -> dict[s
     require_choice(profile, "profile", tuple(COMPANION_SWEEPS), owner="companion_sweep")
     grid = COMPANION_SWEEPS[profile]
     budgets = grid["budgets"]
+    if lams is not None and (isinstance(lams, (str, bytes)) or not isinstance(lams, Sequence)
+                             or not all(isinstance(lam, Real) and not isinstance(lam, bool) for lam in lams)):
+        raise TypeError(f"The 'lams' parameter of companion_sweep must be a list of weight decays (numbers), such as "
+                        f"[1.0]. Got {lams!r}.")
     chosen = list(budgets) if lams is None else [float(lam) for lam in lams]
     missing = [lam for lam in chosen if lam not in budgets]
     if missing:
