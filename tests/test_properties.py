@@ -334,3 +334,24 @@ def test_border_shortcut_names_colours_and_pixels_it_cannot_use(damage, match):
         x[3, 0, 4, 4] = float("nan")
     with pytest.raises(ValueError, match=match):
         nhtlab.border_shortcut(ImageData(x, y, x.clone(), y.clone(), 2), colours=colours, width=1)
+
+
+def test_the_monitor_finds_its_layers_from_the_modules_not_their_names():
+    """A leading BatchNorm1d is not the first layer, and a hidden layer named fc beside a read-out named out
+    is not the head: the Monitor reads DLR at the real read-out."""
+
+    class Named(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.norm_in = torch.nn.BatchNorm1d(3)
+            self.fc = torch.nn.Linear(3, 8)
+            self.out = torch.nn.Linear(8, 2)
+
+        def forward(self, x):
+            return self.out(torch.relu(self.fc(self.norm_in(x))))
+
+    torch.manual_seed(0)
+    m = nhtlab.Monitor(Named(), probe=(torch.randn(16, 3),), every=1)
+    assert (m.head, m.first) == ("out", "fc")
+    sequential = torch.nn.Sequential(torch.nn.BatchNorm1d(3), torch.nn.Linear(3, 4), torch.nn.ReLU(), torch.nn.Linear(4, 2))
+    assert (nhtlab.Monitor(sequential).head, nhtlab.Monitor(sequential).first) == ("3", "1")

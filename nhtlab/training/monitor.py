@@ -67,18 +67,19 @@ import numpy as np
 import torch
 import torch.nn as nn
 
-from ..analysis.layers import head_and_first, head_signals
+from ..analysis.layers import head_signals
 from ..analysis.regimes import DIVERGED, TOO_EARLY, UNDETERMINED, diagnose_regime
 from ..analysis.early_warnings import TRAIN_LOSS_RATIO
 from ..analysis.eta import DELAY_LAW_BASIS, GrokEstimate, delay_law_forecast
 from ..history import History
 from ..measures.dlr import dlr as default_dlr
 from ..measures.norms import layer_names, layer_norms
+from ..measures.predictions import evaluating
 from ..models import require_fits
 from ..validation import (require_callable, require_fractions, require_numbers, require_int, require_model, require_real, require_tensor,
                           require_type)
 
-__all__ = ["Monitor", "online_regime"]
+__all__ = ["Monitor", "module_head_and_first", "online_regime"]
 
 #: Train accuracy at which the Monitor takes the run as memorised (as :func:`nhtlab.find_events` does).
 MEMORISED = 0.99
@@ -87,6 +88,43 @@ MEMORISED = 0.99
 #: :data:`nhtlab.analysis.early_warnings.SIGNALS`).
 GROK_WARNING_SIGNAL = "train_loss"
 GROK_WARNING_LOSS_RATIO = TRAIN_LOSS_RATIO
+
+
+#: Normalisation layers, by type: never the read-out or the first layer the paper compares.
+_NORM_LAYERS = (nn.modules.batchnorm._NormBase, nn.LayerNorm, nn.GroupNorm, nn.LocalResponseNorm)
+
+
+def module_head_and_first(model: nn.Module, probe: torch.Tensor | None = None) -> tuple[str, str]:
+    """The read-out and the first layer of ``model``, from its modules rather than their names.
+
+    The layers are the modules that own parameters (:func:`nhtlab.measures.norms.layer_names`), in the order
+    one forward pass on ``probe`` calls them (in eval mode, without gradients; definition order without a
+    probe, or for a layer the pass never calls). Normalisation layers are skipped by their type, so a leading
+    ``BatchNorm1d`` is not "the first layer", and the read-out is the last weight layer whatever its name (a
+    hidden layer called ``fc`` beside a read-out called ``out`` is not the head).
+
+    Examples
+    --------
+    >>> model = nn.Sequential(nn.BatchNorm1d(3), nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 2))
+    >>> module_head_and_first(model, torch.randn(5, 3))
+    ('3', '1')
+    """
+    names = layer_names(model)
+    modules = dict(model.named_modules())
+    order = list(names)
+    if probe is not None:
+        called: list[str] = []
+        hooks = [modules[name].register_forward_pre_hook(
+            lambda module, args, name=name: None if name in called else called.append(name)) for name in names]
+        try:
+            with torch.no_grad(), evaluating(model):
+                model(probe)
+        finally:
+            for hook in hooks:
+                hook.remove()
+        order = called + [name for name in names if name not in called]
+    weights = [name for name in order if not isinstance(modules[name], _NORM_LAYERS)] or order
+    return weights[-1], weights[0]
 
 
 def online_regime(
@@ -185,10 +223,9 @@ class Monitor:
         Record every this many steps (and at construction, as step 0).
     head, first : str, optional
         Names (as in :func:`nhtlab.measures.norms.layer_names`) of the read-out layer and
-        of the first layer. Defaults: :func:`nhtlab.analysis.layers.head_and_first`, the
-        rule the offline analysis applies to the recorded history (the ``readout``
-        or last ``…fc`` layer, else the last layer; and the first layer;
-        normalisation layers skipped).
+        of the first layer. Defaults: :func:`module_head_and_first`, read from the model's
+        modules, not their names (the last and the first layer with weights, normalisation
+        layers skipped by type, in the order a forward pass on ``probe`` calls them).
         The read-out must be an ``nn.Linear`` for DLR: its input is taken as the
         features Φ (n, d) and its output as the learned functions (n, C).
     dlr : callable, optional
@@ -238,12 +275,6 @@ class Monitor:
         if not names:
             raise ValueError("The 'model' parameter of Monitor has no parameters to monitor.")
         self.model = model
-        default_head, default_first = head_and_first(names)  # the rule nhtlab.analysis.layers applies to a history
-        self.head = default_head if head is None else head
-        self.first = default_first if first is None else first
-        for name, value in (("head", self.head), ("first", self.first)):
-            if value not in names:
-                raise ValueError(f"The {name!r} parameter of Monitor must be one of the model's layers {names}. Got {value!r} instead.")
         if probe is not None:
             if isinstance(probe, torch.Tensor):
                 probe = (probe,)
@@ -254,8 +285,14 @@ class Monitor:
                 raise ValueError(f"The 'probe' parameter of Monitor must hold at least 2 samples (DLR compares them). "
                                  f"Got shape {tuple(probe[0].shape)} instead.")
             require_fits(model, probe[0], None, "probe", owner)
-            if not isinstance(model.get_submodule(self.head), nn.Linear):
-                raise ValueError(f"DLR needs the read-out {self.head!r} to be an nn.Linear; pass head= or probe=None.")
+        default_head, default_first = module_head_and_first(model, None if probe is None else probe[0])
+        self.head = default_head if head is None else head
+        self.first = default_first if first is None else first
+        for name, value in (("head", self.head), ("first", self.first)):
+            if value not in names:
+                raise ValueError(f"The {name!r} parameter of Monitor must be one of the model's layers {names}. Got {value!r} instead.")
+        if probe is not None and not isinstance(model.get_submodule(self.head), nn.Linear):
+            raise ValueError(f"DLR needs the read-out {self.head!r} to be an nn.Linear; pass head= or probe=None.")
         self.probe = None if probe is None else probe[0]
         self._dlr = default_dlr if dlr is None else require_callable(dlr, "dlr", owner)
         self.on_warning = None if on_warning is None else require_callable(on_warning, "on_warning", owner)
