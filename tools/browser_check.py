@@ -237,10 +237,18 @@ async def _check_pages(tools: DevTools, pages: list[Path], shots: Path | None, s
         tools.events.clear()
         await tools.call("Page.navigate", url=page.resolve().as_uri())
         await tools.pump(settle)
+        # a busy machine loads a long page slowly: probe only once it has loaded (a blank page would pass
+        # for one without charts, or fail the probe), waiting as long as it takes up to a minute
+        for _ in range(240):
+            state = await tools.call("Runtime.evaluate", expression="document.readyState + ' ' + !!document.body",
+                                     returnByValue=True)
+            if state.get("result", {}).get("value") == "complete true":
+                break
+            await tools.pump(0.25)
         report = PageReport(page=str(page))
         # Charts draw and MathJax typesets asynchronously: poll until every chart has marks and
         # every formula is typeset (or time runs out).
-        for _ in range(40):
+        for _ in range(120):  # up to 30 s on a busy machine
             result = await tools.call("Runtime.evaluate", expression=PROBE, returnByValue=True)
             if "exceptionDetails" in result:
                 raise RuntimeError(f"the page probe failed on {page}: {result['exceptionDetails']}")
