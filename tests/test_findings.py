@@ -145,3 +145,5 @@ def test_unrecorded_readings_keep_their_row_and_the_two_paper_values_are_explain
     assert gap[1:4] == ["**✗**", "3 of 3 seeds", "The norm gap did not shrink as the width grew."], gap
     note = next(line for line in page.splitlines() if line.startswith("¹"))
     assert "2,100 ± 374" in note and "1,760 ± 150" in note and "λ sweep" in note and "η sweep" in note
+    ran = findings_page.render({"07_emergence": {"checks": []}}, "book")
+    assert "not recorded by this build's closing checks" in row(ran, "The norm gap shrinks as a model grows")[3]

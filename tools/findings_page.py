@@ -294,7 +294,7 @@ CLAIMS = (
         verdict=_background_verdict),
     PaperClaim(
         "The shortcut has the higher norm (P1)", "khanh2026nht",
-        "one of six predictions; " + ", ".join(f"{k}: {v} of 6 hold" for k, v in NHT["scorecard"].items()),
+        "one of six predictions; predictions held: " + ", ".join(f"{k} {v}/6" for k, v in NHT["scorecard"].items()),
         (Phrase("06_shortcuts", r"^P1 norm ordering$", "‖θ‖² was larger when the border was fitted than at the end",
                 "‖θ‖² was not larger when the border was fitted than at the end"),)),
     PaperClaim(
@@ -348,13 +348,20 @@ CLAIMS = (
                 "the CNN with BatchNorm was not the richer", ONE_SEED),)),
 )
 
+#: The table's column widths in percent of the page's column (claim, verdict, k of n, what this book finds,
+#: the paper reports, chapter): a fixed layout, so the table fits its column and the words wrap.
+TABLE_WIDTHS = (18, 10, 11, 31, 23, 7)
+
 #: Below the table: why the paper reports two values for one setting (¹ in the table).
+_GAP = LAMBDA[1.0]["t_grok"][0] - ETA[1e-3][0]
 TWO_VALUES = (
     f"¹ Two values for one setting (λ = 1, η = 10⁻³). The companion paper reports T_grok from two separate "
     f"sets of runs: {papers.paper_cell(LAMBDA[1.0]['t_grok'])} is the mean of its λ sweep (10 seeds per λ, "
     f"its Table 3, `data/summary2.json`), {papers.paper_cell(ETA[1e-3])} that of its η sweep (its "
-    "`scripts/s5_eta_sweep_v2.py`, `data/summary5.json`, with runs of its own). They differ by about one "
-    "standard deviation of the first: the seed-to-seed spread at one setting, not a change of setting.")
+    "`scripts/s5_eta_sweep_v2.py`, `data/summary5.json`, with runs of its own). They differ by "
+    f"{abs(_GAP):,.0f} steps, {'less' if abs(_GAP) < LAMBDA[1.0]['t_grok'][1] else 'more'} than one standard "
+    f"deviation of the λ sweep ({LAMBDA[1.0]['t_grok'][1]:,.0f}): the seed-to-seed spread at one setting, "
+    "not a change of setting.")
 
 
 def load_records(executed: Path, chapters: list[str]) -> dict[str, dict]:
@@ -386,6 +393,14 @@ def _details(title: str, body: str) -> str:
             f"\n\n{body.strip()}\n\n</details>")
 
 
+def _style() -> str:
+    """The table's layout (a raw HTML block the page carries): fixed column widths, a slightly smaller font."""
+    cols = " ".join(f".findings-table td:nth-child({i}), .findings-table th:nth-child({i}) {{width: {w}%}}"
+                    for i, w in enumerate(TABLE_WIDTHS, start=1))
+    return (f"<style>.findings-table {{table-layout: fixed; width: 100%; font-size: 0.9em; hyphens: auto}} "
+            f".findings-table td, .findings-table th {{overflow-wrap: break-word; padding: 0.4em 0.45em}} {cols}</style>")
+
+
 def match(claim: PaperClaim, records: dict[str, dict]) -> tuple[Found, list[tuple[Context, str, dict]]]:
     """The checks of ``records`` a claim counts (in its phrases' order) and those it lists only as context."""
     found, context = Found(), []
@@ -400,11 +415,12 @@ def match(claim: PaperClaim, records: dict[str, dict]) -> tuple[Found, list[tupl
     return found, context
 
 
-def sentence(claim: PaperClaim, found: Found, verdict: str) -> str:
+def sentence(claim: PaperClaim, found: Found, verdict: str, ran: bool = False) -> str:
     """The row's one sentence: each phrase its checks select (holds or fails), the counts added where the row
-    is mixed, in the claim's order; "not tested in this profile" when nothing matched."""
+    is mixed, in the claim's order. When nothing matched: "not recorded by this build's closing checks" if
+    a chapter that would test it ran (``ran``), else "not tested in this profile"."""
     if not found.matched:
-        return "not tested in this profile"
+        return "not recorded by this build's closing checks" if ran else "not tested in this profile"
     parts: dict[str, list[tuple[Phrase, dict]]] = {}
     for phrase, _, check in found.matched:
         parts.setdefault(phrase.holds if check["passed"] else phrase.fails, []).append((phrase, check))
@@ -435,10 +451,11 @@ def render(records: dict[str, dict], profile: str) -> str:
     for claim in CLAIMS:
         found, context = match(claim, records)
         verdict = (claim.verdict or _agree)(found)
+        ran = any(p.stem in records for p in claim.phrases)
         counts = "; ".join(dict.fromkeys(s for p, _, c in found.matched if (s := support(p, c)))) or "—"
         chapters = ", ".join(_chapter(s) for s in dict.fromkeys(s for _, s, _ in found.matched)) or "—"
-        rows.append(f"| {_cell(claim.claim)} {{cite:p}}`{claim.cite}` | **{verdict}** | {_cell(counts)} "
-                    f"| {_cell(sentence(claim, found, verdict))} | {_cell(claim.reports)} | {chapters} |")
+        rows.append(f"| {_cell(claim.claim)} | **{verdict}** | {_cell(counts)} | {_cell(sentence(claim, found, verdict, ran))} "
+                    f"| {_cell(claim.reports)} {{cite:p}}`{claim.cite}` | {chapters} |")
         items = [f"- chapter {stem[:2].lstrip('0')}: {_found(check)}" for _, stem, check in found.matched]
         items += [f"- chapter {stem[:2].lstrip('0')}: {_found(check)}. {ctx.why}" for ctx, stem, check in context]
         missing = [PENDING[(p.stem, p.pattern)] for p in claim.phrases if (p.stem, p.pattern) in PENDING
@@ -452,11 +469,13 @@ def render(records: dict[str, dict], profile: str) -> str:
         ("Each claim of the papers, and what this build of the book found for it (profile "
         f"`{profile}`), read from the closing checks of its chapters. **✓**: the paper's claim holds on "
         "these runs; **✗**: it fails; **mixed**: part holds and part fails (the sentence says which); "
-        "**—**: no chapter of this build tested it. **k of n** counts the seeds (or runs) a reading rests "
-        f"on, as the chapters state it; **{ONE_SEED}** marks a reading made on one run. Only the claims, "
+        "**—**: no chapter of this build tested it. **k of n** counts the seeds (or runs) in which what "
+        f"the sentence says came out; **{ONE_SEED}** marks a reading made on one run. Only the claims, "
         "the papers' values and the phrases a verdict selects are typed; the rest is generated."), "",
-        "| claim | verdict | k of n | what this book finds | the paper reports | chapter |",
-        "|---|---|---|---|---|---|", *rows, "", TWO_VALUES, "",
+        _style(), "",
+        "```{table}", ":class: findings-table", "",
+        "| claim | verdict | k of n | what this book finds | the paper reports | ch. |",
+        "|---|---|---|---|---|---|", *rows, "```", "", TWO_VALUES, "",
         "## How we know, claim by claim", "",
         ("Each block lists the checks behind a row as the chapter's closing cell recorded them. *Asserted* "
         "checks fail the chapter's build when they do not hold; *shown* ones (a paper's claim that fails "
