@@ -119,6 +119,9 @@ def test_a_shortcut_dropped_while_the_norm_grows_is_not_weight_decays_drop():
     assert "not larger on the border than after it (P1, 3 of 3 seeds)" in cells[3]
     assert "credits the 5% exceptions, not the decay" in cells[3]
     assert drop_row(True, True)[1] == "**✓**"
+    alone = row(findings_page.render({"05_layerwise": {"checks": [check("main: border", True, seeds(2, word="dropped"))]}},
+                                     "book"), "Weight decay makes a network drop")
+    assert alone[1] == "**—**" and "whether weight decay drives the drop" in alone[3], alone
 
 
 def test_readings_on_one_run_say_one_seed_and_a_sweep_prediction_joins_its_row():
