@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from nhtlab.analysis.layers import LayerTransition, contraction_order, layer_transitions
-from nhtlab.book.scorecard import PREDICTIONS, backward_order, contraction_rule, cue_escape_step, delay_scaling, fit_delay_exponent, norm_ordering, regimes_in_order, score_predictions, scorecard_rows, scorecard_text, separation_rule, three_regimes, worst_group_rise
+from nhtlab.book.scorecard import PREDICTIONS, backward_order, contraction_rule, cue_escape_step, delay_scaling, fit_delay_exponent, norm_ordering, regimes_in_order, score_predictions, scorecard_rows, scorecard_text, separation_rule, sweep_checks, three_regimes, worst_group_rise
 from nhtlab.analysis.separation import clean_norm_separation
 from nhtlab.history import History
 
@@ -27,7 +27,7 @@ def test_p1_norm_ordering_passes_when_the_shortcut_norm_is_larger():
 
 
 def test_p1_fails_when_the_shortcut_is_the_cheaper_solution():
-    # the border is fitted at step 100 (norm 50) and the network ends at a larger norm: V_sc < V_st
+    # the border is fitted at step 100 (norm 50) and the network ends at a larger norm: V_mem < V_post
     v = norm_ordering(history(STEPS, norm=RISING), shortcut_step=100, structured_step=1000)
     assert not v.passed and v.value < 1
     unmeasured = norm_ordering(history(STEPS, norm=RISE_FALL), shortcut_step=300, structured_step=None)
@@ -162,10 +162,10 @@ def test_score_predictions_and_the_table_print_each_number():
     assert passed == {"P1 norm ordering": True, "P2 three regimes": True, "P3 clean/worst-group": True,
                       "P4 layer hierarchy": False, "P5 clean separation": True, "P6 delay scaling": False}
     text = scorecard_text({"toy": card})
-    assert "toy (4/6)" in text and "✓ V_sc/V_st = 100/40 = 2.50" in text
+    assert "toy (4/6)" in text and "✓ V_mem/V_post = 100/40 = 2.50" in text
     assert "✗ forward: readout not within the window, conv1 step 500" in text
     rows = scorecard_rows({"toy": card})
-    assert rows[-1] == {"prediction": "passed", "toy": "4/6"} and rows[0]["toy"].startswith("✓ V_sc/V_st")
+    assert rows[-1] == {"prediction": "passed", "toy": "4/6"} and rows[0]["toy"].startswith("✓ V_mem/V_post")
 
 
 def test_prediction_readings_count_each_prediction_over_seeds():
@@ -201,3 +201,14 @@ def test_p4_contraction_rule_passes_only_on_the_backward_reading():
     assert not none.passed and math.isnan(none.value) and none.detail.startswith("undetermined")
     with pytest.raises(TypeError, match="order"):
         contraction_rule("backward")
+
+
+def test_sweep_checks_show_p2_and_p6_as_one_sweep_readings():
+    from nhtlab.book.claims import Check
+
+    card = {"P1 norm ordering": Check("norm ordering", True, "V_mem/V_post = 2.00", 2.0),
+            "P2 three regimes": Check("three regimes", False, "weak → intermediate", 2.0),
+            "P6 delay scaling": Check("delay scaling", False, "2 λ with a measured delay (needs 3)")}
+    shown = sweep_checks(card)
+    assert [c.name for c in shown] == ["P2 three regimes (one sweep)", "P6 delay scaling (one sweep)"]
+    assert not any(shown) and shown[0].detail == "one sweep, 1 seed: weak → intermediate" and shown[0].value == 2.0

@@ -42,7 +42,7 @@ from ..analysis.separation import Separation, format_score
 __all__ = ["PREDICTIONS", "norm_ordering", "contraction_rule", "three_regimes", "regimes_in_order", "worst_group_rise",
            "backward_order", "separation_rule", "delay_scaling", "DelayExponent", "fit_delay_exponent",
            "cue_escape_step", "score_predictions", "scorecard_text", "scorecard_rows",
-           "prediction_readings"]
+           "prediction_readings", "SWEEP_PREDICTIONS", "sweep_checks"]
 
 PREDICTIONS = ("P1 norm ordering", "P2 three regimes", "P3 clean/worst-group", "P4 layer hierarchy",
                "P5 clean separation", "P6 delay scaling")
@@ -51,13 +51,13 @@ PREDICTIONS = ("P1 norm ordering", "P2 three regimes", "P3 clean/worst-group", "
 def norm_ordering(history: History, shortcut_step: int | None, structured_step: int | None) -> Check:
     """P1: ‖θ‖² on the shortcut solution is larger than on the structured one.
 
-    V_sc is ‖θ‖² at ``shortcut_step`` (the first evaluated step at or after it:
-    T_mem, or the step the border is first fitted); V_st is ‖θ‖² at
+    V_mem is ‖θ‖² at ``shortcut_step`` (the first evaluated step at or after it:
+    T_mem, or the step the border is first fitted); V_post is ‖θ‖² at
     ``structured_step`` (the end of the run, after the structure was reached),
     both read by :func:`nhtlab.analysis.events.norm_at`, as the delay law reads them.
-    The value is V_sc / V_st.
+    The value is V_mem / V_post.
 
-    Fails when V_sc ≤ V_st (the shortcut was the *cheaper* solution in norm), or
+    Fails when V_mem ≤ V_post (the shortcut was the *cheaper* solution in norm), or
     when either step is None (the shortcut was never fitted or the structure
     never reached: nothing to compare).
 
@@ -66,20 +66,20 @@ def norm_ordering(history: History, shortcut_step: int | None, structured_step: 
     history : History
         Rows with ``step`` and ``norm``.
     shortcut_step, structured_step : int or None
-        Where V_sc and V_st are read.
+        Where V_mem and V_post are read.
 
     Returns
     -------
     Check
-        ``value`` = V_sc / V_st (``inf`` when V_st = 0, NaN when not measured).
+        ``value`` = V_mem / V_post (``inf`` when V_post = 0, NaN when not measured).
     """
     require_type(history, "history", History, owner="norm_ordering")
     if shortcut_step is None or structured_step is None:
         missing = "shortcut never fitted" if shortcut_step is None else "structure never reached"
         return Check("norm ordering", False, f"not measured ({missing})", float("nan"))
-    v_sc, v_st = norm_at(history, shortcut_step), norm_at(history, structured_step)
-    ratio = v_sc / v_st if v_st > 0 else float("inf")
-    return Check("norm ordering", bool(ratio > 1.0), f"V_sc/V_st = {v_sc:.0f}/{v_st:.0f} = {ratio:.2f}", ratio)
+    v_mem, v_post = norm_at(history, shortcut_step), norm_at(history, structured_step)
+    ratio = v_mem / v_post if v_post > 0 else float("inf")
+    return Check("norm ordering", bool(ratio > 1.0), f"V_mem/V_post = {v_mem:.0f}/{v_post:.0f} = {ratio:.2f}", ratio)
 
 
 def regimes_in_order(regimes: Mapping[float, str]) -> bool:
@@ -361,7 +361,7 @@ def score_predictions(*, main: History, regimes: Mapping[float, str], shortcut_s
 
 
 def _cell(check: Check) -> str:
-    """A prediction's verdict and its measurement, "✓ V_sc/V_st = 2.50"."""
+    """A prediction's verdict and its measurement, "✓ V_mem/V_post = 2.50"."""
     return f"{'✓' if check.passed else '✗'} {check.detail}"
 
 
@@ -426,3 +426,37 @@ def prediction_readings(cards: Mapping[int, Mapping[str, Check]],
     names = list(names) if names is not None else list(next(iter(cards.values())))
     return [over_seeds(name, {seed: "✓" if card[name].passed else "✗" for seed, card in cards.items()},
                        expected="✓") for name in names]
+
+
+#: The predictions a domain scores on its λ sweep as a whole (one sweep: one seed per λ), not per seed.
+SWEEP_PREDICTIONS = ("P2 three regimes", "P6 delay scaling")
+
+
+def sweep_checks(card: Mapping[str, Check], names: Sequence[str] = SWEEP_PREDICTIONS) -> list[Check]:
+    """The predictions read on one λ sweep, as checks a chapter's closing cell can show (never assert).
+
+    P2 and P6 are read on a whole sweep, one seed per λ, so no count over seeds exists for them; the
+    findings page (``tools/findings_page.py``) marks them "1 seed". Passing them as ``shown`` records
+    a paper's ✗ there without asserting it.
+
+    Parameters
+    ----------
+    card : mapping prediction → Check
+        One domain's :func:`score_predictions`.
+    names : sequence of str
+        The predictions to take (by default :data:`SWEEP_PREDICTIONS`); one missing from ``card`` is skipped.
+
+    Returns
+    -------
+    list of Check
+        Named as the prediction plus " (one sweep)", the detail "one sweep, 1 seed: " and the rule's measurement.
+
+    Examples
+    --------
+    >>> card = {"P2 three regimes": Check("three regimes", False, "weak → intermediate", 2.0)}
+    >>> [str(c) for c in sweep_checks(card)]
+    ['✗ P2 three regimes (one sweep): one sweep, 1 seed: weak → intermediate']
+    """
+    require_type(card, "card", Mapping, owner="sweep_checks")
+    return [Check(f"{name} (one sweep)", card[name].passed, f"one sweep, 1 seed: {card[name].detail}", card[name].value)
+            for name in names if name in card]
