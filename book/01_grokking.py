@@ -407,8 +407,8 @@ nb.what_we_found(
     f" steps (the weak regime) in {stays_weak.k} of {stays_weak.n}"
     " seeds.",
     f"The embedding's top-5 Fourier share was halfway risen strictly"
-    f" between T_mem and T_grok, as Nanda et al.'s circuit formation"
-    f" during the delay reads, in {fourier_reading.k} of"
+    f" between T_mem and T_grok (Nanda et al.'s circuit formation during"
+    f" the delay) in {fourier_reading.k} of"
     f" {fourier_reading.n} seeds"
     + "".join(f"; {w} in {c}" for w, c in elsewhere.items())
     + ".",
