@@ -103,7 +103,7 @@ def fourier_history(share, p=7):
 
 def test_fourier_timing_places_the_halfway_step_by_the_rule_fixed_before_the_runs():
     from nhtlab.book.grokking_report import check_fourier_rises, fourier_readings, fourier_spectrum_records, fourier_timing
-    # halfway between 0.2 and 0.8 is 0.5: first reached at step 1500, inside (T_mem, T_grok] = (800, 2000]
+    # halfway between 0.2 and 0.8 is 0.5: first reached at step 1500, inside (T_mem, T_grok) = (800, 2000)
     during = fourier_timing(fourier_history(np.interp(STEPS, [0, 800, 2200, 3000], [0.2, 0.2, 0.8, 0.8])))
     assert during["t_half"] == 1500 and during["when"] == "between T_mem and T_grok" and during["key"] == "1, 2, 3"
     assert during["share init"] == 0.2 and during["share end"] == 0.8
@@ -112,6 +112,9 @@ def test_fourier_timing_places_the_halfway_step_by_the_rule_fixed_before_the_run
     late = fourier_timing(fourier_history(np.where(STEPS >= 2500, 0.8, 0.2)))
     flat = fourier_timing(fourier_history(np.full(len(STEPS), 0.3)))
     assert (early["when"], late["when"], flat["when"]) == ("by T_mem", "after T_grok", "no rise")
+    # halfway at the evaluation where test accuracy reaches 99% (T_grok = 2000) is "at T_grok", not during the delay
+    with_grok = fourier_timing(fourier_history(np.where(STEPS >= 2000, 0.8, 0.2)))
+    assert with_grok["t_half"] == 2000 and with_grok["when"] == "at T_grok"
     reading = fourier_readings({0: during, 1: early, 2: during})
     assert (reading.k, reading.n, reading.holds) == (2, 3, True)
     assert check_fourier_rises(fourier_history(np.linspace(0.2, 0.8, len(STEPS))))
@@ -133,3 +136,70 @@ def test_fourier_at_grok_gives_the_median_share_and_delay_per_lambda():
     assert "λ = 0.5: 0.20 → 0.60, delay 1,200 steps (1 run)" in line and "λ = 2: no run grokked" in line
     with pytest.raises(TypeError, match="'histories'"):
         fourier_at_grok(runs[0])
+
+
+# --- chapter 01's lesson: the window between T_mem and T_grok, the layers, the closing claims ----------
+
+def test_delay_window_reads_the_fall_and_the_lowest_training_accuracy_between_the_events():
+    from nhtlab.book.grokking_report import delay_window, delay_window_report, train_acc_reading
+    dips = history(np.where((STEPS >= 800) & (STEPS != 1200), 1.0, np.where(STEPS == 1200, 0.83, 0.01)),
+                   ramp(2000), FALLING)
+    w = delay_window(dips)
+    assert (w["t_mem"], w["t_grok"], w["lowest train acc"], w["at step"]) == (800, 2000, 0.83, 1200)
+    assert w["fall"] == pytest.approx(1 - FALLING[20] / FALLING[8])
+    assert delay_window(GROKS)["lowest train acc"] == 1.0
+    assert delay_window(history(ramp(800), np.full(len(STEPS), 0.05), FALLING)) is None  # no T_grok
+    reading = train_acc_reading({0: GROKS, 1: dips, 2: GROKS})
+    assert (reading.k, reading.n, reading.by_seed[1]) == (2, 3, "dips below 99%")
+    text = str(delay_window_report({0: GROKS, 1: dips}))
+    assert "in 2 of 2 seeds" in text and "0.83 (seed 1, step 1,200)" in text and "<details" in text
+
+
+def test_layer_falls_names_layers_in_words_and_sorts_by_fall():
+    from nhtlab.book.grokking_report import layer_falls, layer_falls_report
+    rows = [{**row, "norm/tok": row["norm"] * 0.9, "norm/readout": 10.0 + row["step"] / 1000}
+            for row in GROKS.rows]
+    h = History(rows=rows, status="completed")
+    falls = layer_falls(h)
+    assert [r["layer"] for r in falls] == ["token embedding", "read-out"]
+    assert falls[0]["fall"] > 0 > falls[1]["fall"]  # the read-out grows here
+    assert "“read-out” (" in str(layer_falls_report(h, 0)) and "larger" in str(layer_falls_report(h, 0))
+    assert layer_falls(History(rows=[{**r, "test_acc": 0.0} for r in rows])) == []
+
+
+def test_chapter_checks_keep_the_names_the_findings_page_reads():
+    from nhtlab.book.grokking_report import chapter_checks
+    flat = history(ramp(300), np.full(len(STEPS), 0.01), np.full(len(STEPS), 9000.0), wd=0.0)
+    grokking = fourier_history(np.linspace(0.2, 0.8, len(STEPS)))
+    checks = chapter_checks({0: grokking}, {0: flat}, min_delay=300)
+    assert list(checks) == ["memorises, then generalises later", "‖θ‖² falls by a third between T_mem and T_grok",
+                            "‖θ‖² is largest at initialisation", "the top-5 Fourier share rises",
+                            "without decay: memorises and stays weak"]
+    assert all(c[0] for c in checks.values())
+
+
+def test_fourier_table_is_two_narrow_tables_and_the_curves_mark_each_seeds_events():
+    from nhtlab.book.fourier_charts import fourier_curves
+    from nhtlab.book.grokking_report import fourier_table, fourier_timing
+    h = fourier_history(np.linspace(0.2, 0.8, len(STEPS)))
+    tables = str(fourier_table({0: fourier_timing(h)}))
+    assert max(line.count("|") for line in tables.splitlines()) <= 7  # six columns at most per table
+    assert "contraction done" in tables and "top 5 k (end)" in tables
+    spec = fourier_curves({0: h, 1: h}).to_dict()
+    marks = spec["vconcat"][0]["layer"][1]["data"]["values"]
+    assert {(m["series"], m["event"], m["step"]) for m in marks} == {
+        ("seed 0", "T_mem", 800), ("seed 0", "T_grok", 2000), ("seed 1", "T_mem", 800), ("seed 1", "T_grok", 2000)}
+
+
+def test_time_scale_why_gives_the_working():
+    from nhtlab.book.grokking_report import time_scale_why
+    assert "≈ 2,773 steps" in time_scale_why(4.0, lr=1e-3, weight_decay=0.5)
+
+
+def test_event_rules_list_only_what_is_drawn_and_compare_runs_marks_the_events():
+    from nhtlab.charts import compare_runs, event_rules
+    ev = nhtlab.find_events(GROKS)  # its norm peaks at step 0: no peak rule
+    scale = event_rules(ev).to_dict()["encoding"]["color"]["scale"]
+    assert scale["domain"] == ["T_mem (memorised)", "T_grok (generalised)"] and len(scale["range"]) == 2
+    spec = compare_runs([("λ = 1", GROKS), ("λ = 0", GROKS)], ev).to_dict()
+    assert all("layer" in panel for panel in spec["vconcat"])  # both panels carry the rules

@@ -12,6 +12,7 @@ from typing import Any
 import altair as alt
 
 from ..charts.curves import WIDTH, long_records
+from ..analysis.events import find_events
 from ..history import History
 from ..measures.fourier import KEY_FREQUENCIES
 from .grokking_report import MOMENTS
@@ -30,16 +31,27 @@ def fourier_spectrum_chart(records: Sequence[Mapping[str, Any]]) -> alt.FacetCha
 
 
 def fourier_curves(histories: Mapping[int, History]) -> alt.VConcatChart:
-    """Test accuracy, ‖θ‖² and the top-K Fourier share of each seed on one zoomable step axis."""
+    """Test accuracy, ‖θ‖² and the top-K Fourier share of each seed on one zoomable step axis, each seed's
+    T_mem (dashed) and T_grok (dotted) marked in its colour."""
     zoom = alt.selection_interval(bind="scales", encodings=["x"])
+    marks = [{"step": getattr(ev, key), "series": f"seed {s}", "event": name}
+             for s, ev in ((s, find_events(h)) for s, h in histories.items())
+             for key, name in (("t_mem", "T_mem"), ("t_grok", "T_grok")) if getattr(ev, key) is not None]
+    color = alt.Color("series:N", title="run")
     panels = []
     for column, title in (("test_acc", "test accuracy"), ("norm", "‖θ‖²"),
                           ("fourier", f"top-{KEY_FREQUENCIES} Fourier share")):
         records = [r for s, h in histories.items() for r in long_records(h, {column: f"seed {s}"})]
-        panels.append(alt.Chart(alt.Data(values=records)).mark_line().encode(
-            x=alt.X("step:Q"), y=alt.Y("value:Q", title=title, scale=alt.Scale(zero=False)),
-            color=alt.Color("series:N", title="run"),
+        lines = alt.Chart(alt.Data(values=records)).mark_line().encode(
+            x=alt.X("step:Q"), y=alt.Y("value:Q", title=title, scale=alt.Scale(zero=False)), color=color,
             tooltip=["series:N", "step:Q", alt.Tooltip("value:Q", format=",.3f")],
-        ).properties(width=WIDTH, height=130))
+        )
+        rules = alt.Chart(alt.Data(values=marks)).mark_rule(opacity=0.8).encode(
+            x="step:Q", color=color,
+            strokeDash=alt.StrokeDash("event:N", title="event", scale=alt.Scale(
+                domain=["T_mem", "T_grok"], range=[[6, 3], [1, 2]])),
+            tooltip=["series:N", "event:N", "step:Q"],
+        )
+        panels.append(alt.layer(lines, rules).properties(width=WIDTH, height=130))
     panels[0] = panels[0].add_params(zoom)
     return alt.vconcat(*panels)

@@ -33,10 +33,12 @@ import numpy as np
 import torch
 
 from ..history import History
+from .. import papers
 from ..papers import paper_cell
 from ..validation import require_int, require_real, require_type
 from .claims import Check, Reading, over_seeds
-from .report import Markdown, table
+from .report import Markdown, evidence, table
+from ..analysis.delay import predicted_delay
 from ..analysis.events import Events, find_events, first_step_at_least
 from ..analysis.regimes import diagnose_regime
 from ..measures.fourier import KEY_FREQUENCIES, key_frequencies
@@ -44,7 +46,9 @@ from ..measures.fourier import KEY_FREQUENCIES, key_frequencies
 __all__ = ["check_grokking", "check_contraction", "check_weak", "check_norm_largest_at_init",
            "checks_over_seeds", "events_vs_paper", "delay_law_records", "generalise_answer", "STRUCTURE_TIMES",
            "fourier_timing", "fourier_table", "fourier_readings", "check_fourier_rises", "fourier_spectrum_records",
-           "fourier_at_grok"]
+           "fourier_at_grok", "delay_window", "delay_window_table", "train_acc_reading",
+           "layer_falls", "time_scale_why", "chapter_checks", "companion_paper", "events_evidence",
+           "delay_window_report", "layer_falls_report", "delay_law_text"]
 
 HOLDS, FAILS = "holds", "fails"
 
@@ -275,9 +279,236 @@ def generalise_answer(histories: Mapping[int, History]) -> tuple[str, tuple[str,
                     f"({' / '.join(f'{e:,}' for e in ends)} steps); the best it reached was {best:.2f}")
 
 
+def delay_window(history: History) -> dict[str, Any] | None:
+    """What a run does between T_mem and T_grok: the fall of ‖θ‖² and the lowest training accuracy.
+
+    The window is the evaluations at steps T_mem ≤ step ≤ T_grok, both ends included (for a run that
+    generalised before it memorised, T_grok ≤ step ≤ T_mem).
+
+    Parameters
+    ----------
+    history : History
+        A run with ``step``, ``train_acc``, ``test_acc`` and ``norm``.
+
+    Returns
+    -------
+    dict or None
+        ``t_mem, t_grok, v_mem, v_grok, fall`` (1 − V_grok/V_mem), ``lowest train acc`` in the window and
+        ``at step`` (its first step); None when the run did not memorise and generalise.
+
+    Examples
+    --------
+    >>> h = History([{"step": s, "train_acc": a, "test_acc": b, "norm": n} for s, a, b, n in
+    ...              [(0, 0.1, 0.0, 9.0), (100, 1.0, 0.1, 8.0), (200, 0.9, 0.5, 6.0), (300, 1.0, 1.0, 4.0)]])
+    >>> w = delay_window(h)
+    >>> w["fall"], w["lowest train acc"], w["at step"]
+    (0.5, 0.9, 200)
+    """
+    require_type(history, "history", History, owner="delay_window")
+    ev = find_events(history)
+    if not ev.grokked:
+        return None
+    steps, acc = history.column("step"), history.column("train_acc")
+    first, last = sorted((ev.t_mem, ev.t_grok))  # a run that generalises first has the window reversed
+    inside = np.flatnonzero((steps >= first) & (steps <= last))
+    low = inside[int(np.nanargmin(acc[inside]))]
+    return {"t_mem": ev.t_mem, "t_grok": ev.t_grok, "v_mem": ev.norm_at_mem, "v_grok": ev.norm_at_grok,
+            "fall": 1.0 - ev.norm_at_grok / ev.norm_at_mem, "lowest train acc": float(acc[low]),
+            "at step": int(steps[low])}
+
+
+def delay_window_table(histories: Mapping[int, History]) -> Markdown:
+    """:func:`delay_window` of each seed as a Markdown table (a seed without a transition says so)."""
+    require_type(histories, "histories", Mapping, owner="delay_window_table")
+    rows = []
+    for seed, h in histories.items():
+        w = delay_window(h)
+        rows.append({"seed": seed, **(w or {"t_mem": "no transition"})})
+    return table(rows, formats={"v_mem": "{:,.0f}", "v_grok": "{:,.0f}", "fall": "{:.0%}",
+                                "lowest train acc": "{:.2f}"},
+                 headers={"t_mem": "T_mem", "t_grok": "T_grok", "v_mem": "‖θ‖² at T_mem",
+                          "v_grok": "‖θ‖² at T_grok", "fall": "fall"})
+
+
+def train_acc_reading(histories: Mapping[int, History], level: float = 0.99) -> Reading:
+    """Whether training accuracy stays at ``level`` or above from T_mem to T_grok, over seeds.
+
+    Each seed reads ``"stays ≥ 99%"``, ``"dips below 99%"`` (its lowest value in :func:`delay_window`) or
+    ``"no transition"``; the expected reading is the first.
+
+    Examples
+    --------
+    >>> h = History([{"step": s, "train_acc": a, "test_acc": b, "norm": 9.0 - s / 100} for s, a, b in
+    ...              [(0, 0.1, 0.0), (100, 1.0, 0.1), (200, 0.9, 0.5), (300, 1.0, 1.0)]])
+    >>> train_acc_reading({0: h}).text()
+    'stays ≥ 99% in 0 of 1 seeds (seed 0: dips below 99%)'
+    """
+    require_type(histories, "histories", Mapping, owner="train_acc_reading")
+    require_real(level, "level", 0.0, 1.0, low_open=True, owner="train_acc_reading")
+    stays, dips = f"stays ≥ {level:.0%}", f"dips below {level:.0%}"
+    by_seed = {}
+    for seed, h in histories.items():
+        w = delay_window(h)
+        by_seed[seed] = "no transition" if w is None else stays if w["lowest train acc"] >= level else dips
+    return over_seeds("training accuracy between T_mem and T_grok", by_seed, expected=stays)
+
+
+def layer_falls(history: History) -> list[dict[str, Any]]:
+    """Each layer's ‖θ_ℓ‖² at initialisation, T_mem and T_grok, and its fall from T_mem to T_grok, as table rows.
+
+    Parameters
+    ----------
+    history : History
+        A run with ``norm/<layer>`` columns (every nhtlab run records them).
+
+    Returns
+    -------
+    list of dict
+        ``layer`` (in words, :func:`nhtlab.charts.layer_label`), ``init``, ``T_mem``, ``T_grok`` and ``fall``
+        (1 − ‖θ_ℓ‖²(T_grok)/‖θ_ℓ‖²(T_mem)), sorted by ``fall``, largest first; empty when the run did not
+        memorise and generalise.
+    """
+    from ..charts.curves import layer_label  # altair is slow to import: only when a chapter asks
+
+    require_type(history, "history", History, owner="layer_falls")
+    at = _moments(history)
+    if "T_mem" not in at or "T_grok" not in at:
+        return []
+    rows = []
+    for name in history.layers:
+        col = history.column(f"norm/{name}")
+        v = {m: float(col[at[m]]) for m in ("init", "T_mem", "T_grok")}
+        rows.append({"layer": layer_label(name), **v, "fall": 1.0 - v["T_grok"] / v["T_mem"] if v["T_mem"] else 0.0})
+    return sorted(rows, key=lambda r: -r["fall"])
+
+
+def time_scale_why(ratio: float, lr: float, weight_decay: float) -> str:
+    """The working of the law's time scale log(V_mem/V_post)/(ηλ), for an exercise's revealed answer.
+
+    Examples
+    --------
+    >>> print(time_scale_why(4.0, lr=1e-3, weight_decay=0.5))
+    that is log 4 / (ηλ) = 1.386 / 0.0005 ≈ 2,773 steps; the companion code's 2ηλ would give half, 1,386
+    """
+    require_real(ratio, "ratio", 0.0, low_open=True, owner="time_scale_why")
+    require_real(lr, "lr", 0.0, low_open=True, owner="time_scale_why")
+    require_real(weight_decay, "weight_decay", 0.0, low_open=True, owner="time_scale_why")
+    steps = predicted_delay(ratio, 1.0, lr=lr, weight_decay=weight_decay)
+    return (f"that is log {ratio:g} / (ηλ) = {np.log(ratio):.3f} / {lr * weight_decay:g} ≈ {steps:,.0f} steps; "
+            f"the companion code's 2ηλ would give half, {steps / 2:,.0f}")
+
+
+CONTRACTION = "‖θ‖² falls by a third between T_mem and T_grok"
+
+
+def chapter_checks(histories: Mapping[int, History], no_decay: Mapping[int, History],
+                   min_delay: int) -> dict[str, dict[int, Check]]:
+    """Chapter 01's claims on every seed: ``{claim: {seed: Check}}``, the runs with decay (``histories``)
+    for the first four, those without (``no_decay``) for the last; ``min_delay`` as in :func:`check_grokking`."""
+    require_type(histories, "histories", Mapping, owner="chapter_checks")
+    require_type(no_decay, "no_decay", Mapping, owner="chapter_checks")
+    decay = {"memorises, then generalises later": lambda h: check_grokking(h, min_delay=min_delay),
+             CONTRACTION: lambda h: check_contraction(h, at_least=1 / 3),
+             "‖θ‖² is largest at initialisation": check_norm_largest_at_init,
+             f"the top-{KEY_FREQUENCIES} Fourier share rises": check_fourier_rises}
+    checks = {name: {s: check(h) for s, h in histories.items()} for name, check in decay.items()}
+    checks["without decay: memorises and stays weak"] = {s: check_weak(h) for s, h in no_decay.items()}
+    return checks
+
+
+def companion_paper(lr: float) -> dict[str, Any]:
+    """The companion's values for λ = 1 at learning rate ``lr``: its λ sweep's row at η = 10⁻³, else its η
+    sweep's T_grok at ``lr`` (T_grok only)."""
+    if lr == 1e-3:
+        return dict(papers.COMPANION_LAMBDA_SWEEP[1.0])
+    return {"t_grok": papers.COMPANION_ETA_SWEEP[lr]}
+
+
+def events_evidence(histories: Mapping[int, History], lr: float) -> Markdown:
+    """Every seed's T_mem and T_grok beside the companion's (:func:`companion_paper`), closed under "How we
+    know", with how many seeds land within one standard deviation of the paper's T_grok (shown, not asserted)."""
+    require_type(histories, "histories", Mapping, owner="events_evidence")
+    paper = companion_paper(lr)
+    events = {s: find_events(h) for s, h in histories.items()}
+    mean, std = paper["t_grok"]
+    near = sum(ev.t_grok is not None and abs(ev.t_grok - mean) <= std for ev in events.values())
+    return evidence("every seed's T_mem and T_grok beside the paper's",
+                    table(events_vs_paper(events, paper), headers={"paper": "companion (10 seeds)"}),
+                    f"T_grok within one standard deviation of the companion's {paper_cell(paper['t_grok'])} "
+                    f"(η = {lr:g}): {near} of {len(events)} seeds. Shown, not asserted: a few seeds are not "
+                    "the paper's mean over ten.")
+
+
+def delay_window_report(histories: Mapping[int, History]) -> Markdown:
+    """What every seed does from T_mem to T_grok, in words (the fall of ‖θ‖², k of n seeds falling by a third,
+    k of n keeping training accuracy ≥ 99%, the lowest training accuracy in the window), then the table of
+    :func:`delay_window_table` closed under "How we know"."""
+    require_type(histories, "histories", Mapping, owner="delay_window_report")
+    contraction = checks_over_seeds(CONTRACTION, {s: check_contraction(h) for s, h in histories.items()})
+    train_acc = train_acc_reading(histories)
+    windows = {s: w for s, w in ((s, delay_window(h)) for s, h in histories.items()) if w}
+    if not windows:
+        return Markdown(f"No seed memorised and generalised: {contraction.text()}.")
+    falls = ", ".join(f"seed {s}: {w['fall']:.0%}" for s, w in windows.items())
+    lows = "; ".join(f"{w['lowest train acc']:.2f} (seed {s}, step {w['at step']:,})" for s, w in windows.items())
+    text = (f"From T_mem to T_grok, ‖θ‖² falls by at least a third in {contraction.k} of {contraction.n} seeds "
+            f"({falls}). Training accuracy {train_acc.expected} over that whole window in {train_acc.k} of "
+            f"{train_acc.n} seeds; the lowest training accuracy inside the window: {lows}. Test accuracy climbs to 99% "
+            "while the norm falls.")
+    return Markdown(text + "\n\n" + evidence(
+        "every seed between T_mem and T_grok", delay_window_table(histories),
+        "The window holds every evaluation from T_mem to T_grok, both included; the fall is "
+        "1 − ‖θ‖²(T_grok)/‖θ‖²(T_mem)."))
+
+
+def _change(fall: float) -> str:
+    return f"{fall:.0%} smaller" if fall >= 0 else f"{-fall:.0%} larger"
+
+
+def layer_falls_report(history: History, seed: int) -> Markdown:
+    """The run's ‖θ‖² at initialisation, T_mem and T_grok, the layers that shrink most and least from T_mem to
+    T_grok, then every layer (:func:`layer_falls`) closed under "How we know"."""
+    rows = layer_falls(history)
+    if not rows:
+        return Markdown(f"Seed {seed} did not memorise and generalise within "
+                        f"{int(history.column('step')[-1]):,} steps.")
+    ev = find_events(history)
+    text = (f"Seed {seed}: ‖θ‖² is {history.column('norm')[0]:,.0f} at initialisation, {ev.norm_at_mem:,.0f} at "
+            f"T_mem and {ev.norm_at_grok:,.0f} at T_grok. From T_mem to T_grok the layer that shrinks the most is "
+            f"“{rows[0]['layer']}” ({_change(rows[0]['fall'])}), the one that shrinks the least "
+            f"“{rows[-1]['layer']}” ({_change(rows[-1]['fall'])}).")
+    return Markdown(text + "\n\n" + evidence(
+        f"every layer's squared norm, seed {seed}",
+        table(rows, formats={"init": "{:,.1f}", "T_mem": "{:,.1f}", "T_grok": "{:,.1f}", "fall": "{:.0%}"})))
+
+
+def delay_law_text(summary: Mapping[str, Any], seed: int) -> Markdown:
+    """The delay law on one λ = 1 run (:func:`nhtlab.analysis.delay.delay_summary`): the contraction factor and
+    the law's time scale over the measured delay, beside the companion's own range, then both definitions
+    (:func:`delay_law_records`) closed under "How we know"."""
+    require_type(summary, "summary", Mapping, owner="delay_law_text")
+    law = delay_law_records(summary, papers.COMPANION_LAMBDA_SWEEP[1.0])
+    if not law:
+        return Markdown("No delay to compare: the run did not generalise.")
+    low, high = papers.COMPANION_THEORY_RATIO
+    text = (f"Seed {seed}: between memorisation and generalisation the norm contracts by a factor "
+            f"{summary['v_mem'] / summary['v_grok']:.1f}, and the law's time scale at rate ηλ is "
+            f"{summary['grok']['predicted/measured']:.2f} of the measured delay. In the companion's own λ-sweep "
+            f"runs, predicted / measured T_escape lies between {low:.2f} and {high:.2f}.")
+    return Markdown(text + "\n\n" + evidence(
+        f"the delay law's two definitions on seed {seed}",
+        table(law, formats={"measured": "{:,}", "predicted": "{:,.0f}", "predicted/measured": "{:.2f}"},
+              headers={"paper": "companion (10 seeds, λ = 1)"}),
+        f"The run ends {summary['t_end'] - summary['t_grok']:,} steps after T_grok "
+        f"(V_final = {summary['v_final']:,.0f})."))
+
+
 #: Where the token embedding's Fourier share is halfway risen (:func:`fourier_timing`); the second is the
-#: reading chapter 01 states before its runs (Nanda et al.'s circuit formation during the delay).
-STRUCTURE_TIMES = ("by T_mem", "between T_mem and T_grok", "after T_grok", "no rise", "no transition")
+#: reading chapter 01 states before its runs (Nanda et al.'s circuit formation during the delay, before test
+#: accuracy jumps): strictly after T_mem and before T_grok. "at T_grok" is the evaluation at which test
+#: accuracy reaches 99% itself: the share and test accuracy cross together, at the evaluations' resolution.
+STRUCTURE_TIMES = ("by T_mem", "between T_mem and T_grok", "at T_grok", "after T_grok", "no rise",
+                   "no transition")
 MOMENTS = ("init", "T_mem", "T_grok", "end")
 
 
@@ -302,8 +533,9 @@ def fourier_timing(history: History) -> dict[str, Any]:
 
     The share is *halfway* at the first evaluated step at which it reaches s₀ + (s_end − s₀)/2, s₀ its value
     at initialisation and s_end at the run's last evaluation (a rule fixed before the runs). ``when`` is
-    one of :data:`STRUCTURE_TIMES`: halfway at or before T_mem, in (T_mem, T_grok], after T_grok; ``"no
-    rise"`` when s_end ≤ s₀; ``"no transition"`` when the run did not memorise and generalise.
+    one of :data:`STRUCTURE_TIMES`: halfway at or before T_mem, in the open interval (T_mem, T_grok), at
+    T_grok itself (the same evaluation as test accuracy), after T_grok; ``"no rise"`` when s_end ≤ s₀;
+    ``"no transition"`` when the run did not memorise and generalise.
 
     Parameters
     ----------
@@ -327,11 +559,11 @@ def fourier_timing(history: History) -> dict[str, Any]:
     start, end = share[0], share[-1]
     half = first_step_at_least(steps, share, start + (end - start) / 2) if end > start else None
     if not ev.grokked:
-        when = STRUCTURE_TIMES[4]
+        when = STRUCTURE_TIMES[5]
     elif half is None:
-        when = STRUCTURE_TIMES[3]
+        when = STRUCTURE_TIMES[4]
     else:
-        when = STRUCTURE_TIMES[0 if half <= ev.t_mem else 1 if half <= ev.t_grok else 2]
+        when = STRUCTURE_TIMES[0 if half <= ev.t_mem else 1 if half < ev.t_grok else 2 if half == ev.t_grok else 3]
     at = _moments(history)
     contracted = None
     if ev.grokked and half is not None and ev.norm_at_mem != ev.norm_at_grok:
@@ -344,13 +576,20 @@ def fourier_timing(history: History) -> dict[str, Any]:
             "contracted": contracted, "key": ", ".join(map(str, key)), "when": when}
 
 
-def fourier_table(timings: Mapping[int, Mapping[str, Any]]) -> Any:
-    """:func:`fourier_timing` of each seed as a Markdown table (:func:`nhtlab.book.table`), shares to two decimals."""
+def fourier_table(timings: Mapping[int, Mapping[str, Any]]) -> Markdown:
+    """:func:`fourier_timing` of each seed as two narrow Markdown tables (:func:`nhtlab.book.table`): when the
+    share is halfway risen (and how much of the contraction was done by then), then the share at each moment
+    and the key frequencies, shares to two decimals."""
     require_type(timings, "timings", Mapping, owner="fourier_table")
-    shares = [f"share {m}" for m in MOMENTS] + ["contracted"]
-    return table([{"seed": s, **t} for s, t in timings.items()], formats={c: "{:.2f}" for c in shares},
+    when = table([{"seed": s, **{k: t[k] for k in ("t_mem", "t_half", "t_grok", "when", "contracted")}}
+                  for s, t in timings.items()], formats={"contracted": "{:.2f}"},
                  headers={"t_mem": "T_mem", "t_half": "share halfway", "t_grok": "T_grok",
-                          "key": f"top-{KEY_FREQUENCIES} frequencies (end)"})
+                          "contracted": "contraction done"})
+    shares = [f"share {m}" for m in MOMENTS]
+    moments = table([{"seed": s, **{k: t[k] for k in (*shares, "key")}} for s, t in timings.items()],
+                    formats={c: "{:.2f}" for c in shares},
+                    headers={**{f"share {m}": m for m in MOMENTS}, "key": f"top {KEY_FREQUENCIES} k (end)"})
+    return Markdown(f"{when}\n\nThe top-{KEY_FREQUENCIES} share at each moment:\n\n{moments}")
 
 
 def fourier_readings(timings: Mapping[int, Mapping[str, Any]]) -> Reading:

@@ -61,19 +61,20 @@ def layer_label(name: str) -> str:
     return name
 
 
-def event_rules(events: Events) -> alt.Chart:
+def event_rules(events: Events, legend: bool = True) -> alt.Chart:
     """Vertical rules at T_mem, T_grok and the norm peak, labelled.
 
     A peak at step 0 (the initialisation, as in the companion's transformer) is no event and is not drawn.
+    ``legend=False`` leaves the legend to another panel that shows the same rules.
     """
-    marks = [("T_mem (memorised)", events.t_mem), ("T_grok (generalised)", events.t_grok),
-             ("norm peak", events.peak_step or None)]
-    data = [{"step": s, "event": name} for name, s in marks if s is not None]
-    base = alt.Chart(alt.Data(values=data))
+    marks = [("T_mem (memorised)", events.t_mem, "#e45756"), ("T_grok (generalised)", events.t_grok, "#54a24b"),
+             ("norm peak", events.peak_step or None, "#b279a2")]
+    drawn = [m for m in marks if m[1] is not None]  # the legend lists only what is drawn, each in its colour
+    base = alt.Chart(alt.Data(values=[{"step": s, "event": name} for name, s, _ in drawn]))
     rules = base.mark_rule(strokeDash=[4, 3]).encode(
         x="step:Q",
-        color=alt.Color("event:N", scale=alt.Scale(domain=[m[0] for m in marks], range=["#e45756", "#54a24b", "#b279a2"]),
-                        legend=alt.Legend(title="event")),
+        color=alt.Color("event:N", scale=alt.Scale(domain=[m[0] for m in drawn], range=[m[2] for m in drawn]),
+                        legend=alt.Legend(title="event") if legend else None),
         tooltip=["event:N", "step:Q"],
     )
     return rules
@@ -96,7 +97,7 @@ def training_curves(history: History, events: Events | None = None, title: str =
     if events is not None:
         # Lines and event rules keep separate colour scales, or the rules' domain hides the lines.
         acc = alt.layer(acc, event_rules(events)).resolve_scale(color="independent")
-        norm = alt.layer(norm, event_rules(events)).resolve_scale(color="independent")
+        norm = alt.layer(norm, event_rules(events, legend=False)).resolve_scale(color="independent")
     return alt.vconcat(acc, norm).resolve_scale(color="independent")
 
 
@@ -126,7 +127,7 @@ def layer_norm_curves(history: History, events: Events | None = None, title: str
         x=alt.X("step:Q"),
         y=alt.Y("value:Q", title="‖θ_ℓ‖² (log scale)", scale=alt.Scale(type="log")),
         color=alt.Color("series:N", title="layer (click to pick)", sort=list(columns.values()),
-                        legend=alt.Legend(labelLimit=260)),
+                        legend=alt.Legend(labelLimit=260, orient="bottom", columns=2)),
         opacity=alt.condition(pick, alt.value(1.0), alt.value(0.2)),
         tooltip=[alt.Tooltip("series:N", title="layer"), "step:Q", alt.Tooltip("value:Q", format=",.1f")],
     ).add_params(pick).properties(width=WIDTH, height=260, title=title)
@@ -135,8 +136,9 @@ def layer_norm_curves(history: History, events: Events | None = None, title: str
     return alt.layer(lines, event_rules(events)).resolve_scale(color="independent")
 
 
-def compare_runs(runs: Sequence[tuple[str, History]]) -> alt.VConcatChart:
-    """Test accuracy and ‖θ‖² of several labelled runs, one colour per run, shared zoom."""
+def compare_runs(runs: Sequence[tuple[str, History]], events: Events | None = None) -> alt.VConcatChart:
+    """Test accuracy and ‖θ‖² of several labelled runs, one colour per run, shared zoom; ``events`` (of one of
+    the runs, say which in its label) are marked on both panels."""
     zoom = alt.selection_interval(bind="scales", encodings=["x"])
     acc, norm = [], []
     for label, history in runs:
@@ -148,7 +150,10 @@ def compare_runs(runs: Sequence[tuple[str, History]]) -> alt.VConcatChart:
         tooltip=["series:N", "step:Q", alt.Tooltip("value:Q", format=".3f")],
     ).properties(width=WIDTH, height=160).add_params(zoom)
     bottom = alt.Chart(alt.Data(values=norm)).mark_line().encode(
-        x="step:Q", y=alt.Y("value:Q", title="‖θ‖²"), color=color,
+        x="step:Q", y=alt.Y("value:Q", title="‖θ‖²"), color=alt.Color("series:N", legend=None),
         tooltip=["series:N", "step:Q", alt.Tooltip("value:Q", format=",.0f")],
     ).properties(width=WIDTH, height=160)
-    return alt.vconcat(top, bottom)
+    if events is not None:
+        top = alt.layer(top, event_rules(events)).resolve_scale(color="independent")
+        bottom = alt.layer(bottom, event_rules(events, legend=False)).resolve_scale(color="independent")
+    return alt.vconcat(top, bottom).resolve_scale(color="independent")
