@@ -72,26 +72,48 @@ def lambda_slider(curves: Sequence[Mapping[str, Any]], lams: Sequence[float]) ->
     return alt.vconcat(label, acc, norm).add_params(slider).resolve_scale(color="independent")
 
 
+_FAMILY_COLORS = ("#4c78a8", "#e45756", "#54a24b", "#b279a2", "#f58518")
+_FAMILY_SHAPES = ("circle", "triangle-up", "square", "diamond", "cross")
+
+
 def delay_fit_chart(points: Sequence[Mapping[str, Any]], fit: Any, x: str = "predicted", x_title: str = "predicted (steps)",
                     y_title: str = "measured (steps)", color: str = "weight_decay", color_title: str = "λ") -> alt.LayerChart:
     """Measured delay against ``x`` (a key of :func:`nhtlab.analysis.delay.delay_point` records) with the fitted line and its R².
 
-    ``color`` names the field that colours the dots (``"weight_decay"``, or a
-    ``"family"`` label the chapter adds: which quantity a run varied).
+    Every run is a small mark; the mean over seeds of each setting (the points ``fit`` was made on when
+    it averages seeds, the companion's choice) is a large one, and the title counts both, so that its
+    ``n`` is the number of large marks. ``color`` names the field that colours and shapes the marks
+    (``"weight_decay"``, or a ``"family"`` label the chapter adds: which quantity a run varied).
     """
     xs = [p[x] for p in points]
     line = [{x: v, "fit": fit.slope * v + fit.intercept} for v in (min(xs), max(xs))]
-    title = f"measured = {fit.slope:.3g} × x + {fit.intercept:,.0f}   (R² = {fit.r2:.3f}, n = {fit.n})"
-    dots = alt.Chart(alt.Data(values=list(points))).mark_circle(size=70).encode(
+    groups: dict[Any, list[Mapping[str, Any]]] = {}
+    for p in points:
+        groups.setdefault(p.get("setting", id(p)), []).append(p)
+    means = [{x: sum(p[x] for p in g) / len(g), "measured": sum(p["measured"] for p in g) / len(g), color: g[0][color],
+              "seeds": len(g)} for g in groups.values()]
+    domain = list(dict.fromkeys(str(p[color]) for p in points))
+    title = alt.TitleParams(
+        text=f"measured = {fit.slope:.3g} × x + {fit.intercept:,.0f}   (R² = {fit.r2:.3f} over the {fit.n} large marks)",
+        subtitle=f"large marks: the mean over seeds of each of the {len(means)} settings; small: the {len(points)} runs")
+    encode = dict(
         x=alt.X(f"{x}:Q", title=x_title),
         y=alt.Y("measured:Q", title=y_title),
-        color=alt.Color(f"{color}:N", title=color_title),
+        color=alt.Color(f"{color}:N", title=color_title, scale=alt.Scale(domain=domain, range=list(_FAMILY_COLORS))),
+        shape=alt.Shape(f"{color}:N", title=color_title, scale=alt.Scale(domain=domain, range=list(_FAMILY_SHAPES))),
+    )
+    dots = alt.Chart(alt.Data(values=[{**p, color: str(p[color])} for p in points])).mark_point(
+        size=45, filled=True, opacity=0.55).encode(
+        **encode,
         tooltip=[alt.Tooltip("weight_decay:Q", title="λ"), alt.Tooltip("lr:Q", title="η"), "seed:Q", "t_mem:Q", "t_grok:Q",
                  "measured:Q", alt.Tooltip("predicted:Q", format=",.0f"), alt.Tooltip("v_mem:Q", format=",.0f"),
                  alt.Tooltip("v_final:Q", format=",.0f")],
     )
+    big = alt.Chart(alt.Data(values=[{**m, color: str(m[color])} for m in means])).mark_point(
+        size=220, filled=True, opacity=0.9, stroke="black", strokeWidth=1).encode(
+        **encode, tooltip=[alt.Tooltip("measured:Q", format=",.0f", title="mean measured"), "seeds:Q"])
     fitted = alt.Chart(alt.Data(values=line)).mark_line(color="#333", strokeDash=[5, 3]).encode(x=f"{x}:Q", y="fit:Q")
-    return (fitted + dots).properties(width=WIDTH, height=260, title=title)
+    return (fitted + big + dots).properties(width=WIDTH, height=280, title=title)
 
 
 def contraction_chart(records: Sequence[Mapping[str, Any]], paper_ratio: float = 1.41) -> alt.LayerChart:
