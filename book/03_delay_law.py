@@ -282,14 +282,11 @@ display(*nb.size_summary(points, table3))
 # against $1/(\eta\lambda)$. Only the law can follow both the η family
 # (where λ is fixed) and the init-scale family (where ηλ is fixed). Each
 # fit is over seed means per setting; `best` marks the highest R² of each
-# definition.
+# definition; `settings` counts the seed means a line is fitted on.
 
 # %% tags=["remove-input"]
 fits = nb.law_fits(points)
-nb.table(
-    nb.fit_records(fits),
-    formats={"slope": "{:.3g}", "intercept": "{:,.0f}", "R²": "{:.3f}"},
-)
+nb.fit_table(fits)
 
 # %% [markdown]
 # Measured delay against the law's prediction (`grok` definition), one

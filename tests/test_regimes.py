@@ -128,3 +128,9 @@ def test_delay_fit_chart_counts_its_marks_and_gives_each_family_a_colour_and_a_s
         enc = layer["encoding"]
         assert enc["color"]["scale"]["domain"] == enc["shape"]["scale"]["domain"] == ["λ sweep", "η sweep"]
         assert len(set(enc["color"]["scale"]["range"][:2])) == 2 and len(set(enc["shape"]["scale"]["range"][:2])) == 2
+    assert all("type" not in layer["encoding"]["x"].get("scale", {}) for layer in dots)  # 90–270: linear
+    wide = [{**p, "predicted": p["predicted"] ** 3, "measured": p["measured"] ** 3} for p in points]
+    fit = delay_fits(wide, average_seeds=True)["vs_predicted"]
+    layers = delay_fit_chart(wide, fit, color="family").to_dict()["layer"]
+    assert all(layer["encoding"]["x"]["scale"] == {"type": "log"} for layer in layers)  # a decade: log axes
+    assert "log scale" in layers[1]["encoding"]["y"]["title"]

@@ -46,7 +46,8 @@ from .report import Markdown, evidence, table, what_we_found
 __all__ = ["FIT_LAMBDA_RANGE", "MIN_FIT_LAMBDAS", "COMPANION_LR", "PaperComparison", "paper_comparison",
            "delay_records", "run_records", "eta_comparison", "law_fits", "fit_records", "contraction_records",
            "ratio_records", "delay_readings", "check_lambdas_grok", "check_norm_halves", "eta_exercise", "law_line",
-           "escape_ratios", "forecast_report", "runs_summary", "size_summary", "contraction_summary", "delay_found"]
+           "escape_ratios", "forecast_report", "runs_summary", "size_summary", "contraction_summary", "delay_found",
+           "fit_table"]
 
 #: λ range of the companion's fit of T_grok against 1/λ (its regime edges 0.01 and 2 are outside).
 FIT_LAMBDA_RANGE = (0.1, 1.0)
@@ -340,6 +341,38 @@ def fit_records(fits: Mapping[str, Mapping[str, LinearFit]]) -> list[dict[str, A
                 rows.append({"definition": name, "x": label, "slope": f.slope, "intercept": f.intercept,
                              "R²": f.r2, "n": f.n, "best": "✓" if axis == best else ""})
     return rows
+
+
+def _significant(value: float, digits: int = 3) -> str:
+    """``value`` to ``digits`` significant figures, in plain notation with thousands separators (no ``e+03``)."""
+    if value == 0 or not math.isfinite(value):
+        return f"{value:g}"
+    place = digits - 1 - math.floor(math.log10(abs(value)))
+    return f"{round(value, place):,.{max(0, place)}f}"
+
+
+def fit_table(fits: Mapping[str, Mapping[str, LinearFit]]) -> Markdown:
+    """:func:`fit_records` as a Markdown table, slopes to three significant figures in plain notation.
+
+    Parameters
+    ----------
+    fits : mapping
+        :func:`law_fits`.
+
+    Returns
+    -------
+    Markdown
+        Columns ``definition``, ``x``, ``slope``, ``intercept`` (whole steps), ``R²``, ``n`` (settings: seed
+        means) and ``best``.
+
+    Examples
+    --------
+    >>> _significant(1083.7), _significant(1.0349), _significant(0.6912)
+    ('1,080', '1.03', '0.691')
+    """
+    rows = [{**r, "slope": _significant(r["slope"])} for r in fit_records(fits)]
+    return table(rows, columns=["definition", "x", "slope", "intercept", "R²", "n", "best"],
+                 formats={"intercept": "{:,.0f}", "R²": "{:.3f}"}, headers={"n": "settings"})
 
 
 def contraction_records(histories: Sequence[History], labels: Sequence[str] | None = None) -> list[dict[str, Any]]:
@@ -704,6 +737,11 @@ def _range(values: Sequence[float]) -> str:
     return lo if lo == hi else f"{lo}–{hi}"
 
 
+def _count(reading: Reading) -> str:
+    """``"k of n seeds (seed 0: …, …)"``: a reading's count, without its expected value in front."""
+    return reading.text().split(" in ", 1)[1]
+
+
 def _runs(n: int) -> str:
     return f"{n} run" if n == 1 else f"{n} runs"
 
@@ -738,8 +776,8 @@ def runs_summary(histories: Sequence[History], labels: Sequence[str], points: Ma
     delays = "; ".join(f"λ = {lam:g}: {np.mean(d):,.0f} steps ({_runs(len(d))})" for lam, d in sorted(by_lam.items()))
     sentence = Markdown(
         f"The λ sweep's mean delay $T_\\text{{grok}} - T_\\text{{mem}}$, per λ: {delays or 'no run memorised and grokked'}. "
-        f"Against η at λ = 1, the delay {readings['eta'].text()}. Against the initial scale, a larger init memorising "
-        f"at a larger norm and waiting longer: {readings['init'].text()}.")
+        f"At λ = 1 the delay falls as η grows in {_count(readings['eta'])}; a larger initial scale memorises at a "
+        f"larger norm and waits longer in {_count(readings['init'])}.")
     lam_histories = [h for h, f in zip(histories, labels) if f == "λ sweep"]
     rows = table(run_records(histories, labels), formats=dict.fromkeys(
         ["T_mem", "T_grok", "V_mem", "V_grok", "V_final", "T_escape", "theory", "delay", "law"], _STEPS))

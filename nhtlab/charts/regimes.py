@@ -8,6 +8,7 @@ a range input, so it works in the static book with no kernel behind it.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -76,6 +77,14 @@ _FAMILY_COLORS = ("#4c78a8", "#e45756", "#54a24b", "#b279a2", "#f58518")
 _FAMILY_SHAPES = ("circle", "triangle-up", "square", "diamond", "cross")
 
 
+def _plain(value: float, digits: int = 3) -> str:
+    """``value`` to ``digits`` significant figures without an exponent (1,390 rather than 1.39e+03)."""
+    if value == 0 or not math.isfinite(value):
+        return f"{value:g}"
+    place = digits - 1 - math.floor(math.log10(abs(value)))
+    return f"{round(value, place):,.{max(0, place)}f}"
+
+
 def delay_fit_chart(points: Sequence[Mapping[str, Any]], fit: Any, x: str = "predicted", x_title: str = "predicted (steps)",
                     y_title: str = "measured (steps)", color: str = "weight_decay", color_title: str = "λ") -> alt.LayerChart:
     """Measured delay against ``x`` (a key of :func:`nhtlab.analysis.delay.delay_point` records) with the fitted line and its R².
@@ -86,7 +95,13 @@ def delay_fit_chart(points: Sequence[Mapping[str, Any]], fit: Any, x: str = "pre
     (``"weight_decay"``, or a ``"family"`` label the chapter adds: which quantity a run varied).
     """
     xs = [p[x] for p in points]
-    line = [{x: v, "fit": fit.slope * v + fit.intercept} for v in (min(xs), max(xs))]
+    # values that span a decade or more are drawn on log axes, the fitted line sampled so that it curves there
+    log = min(xs) > 0 and min(p["measured"] for p in points) > 0 and max(xs) >= 10 * min(xs)
+    ends = (min(xs), max(xs))
+    samples = [ends[0] * (ends[1] / ends[0]) ** (i / 40) for i in range(41)] if log else list(ends)
+    line = [{x: v, "fit": fit.slope * v + fit.intercept} for v in samples]
+    line = [row for row in line if row["fit"] > 0] if log else line
+    scale = alt.Scale(type="log") if log else alt.Scale()
     groups: dict[Any, list[Mapping[str, Any]]] = {}
     for p in points:
         groups.setdefault(p.get("setting", id(p)), []).append(p)
@@ -94,11 +109,11 @@ def delay_fit_chart(points: Sequence[Mapping[str, Any]], fit: Any, x: str = "pre
               "seeds": len(g)} for g in groups.values()]
     domain = list(dict.fromkeys(str(p[color]) for p in points))
     title = alt.TitleParams(
-        text=f"measured = {fit.slope:.3g} × x + {fit.intercept:,.0f}   (R² = {fit.r2:.3f} over the {fit.n} large marks)",
+        text=f"measured = {_plain(fit.slope)} × x + {fit.intercept:,.0f}   (R² = {fit.r2:.3f} over the {fit.n} large marks)",
         subtitle=f"large marks: the mean over seeds of each of the {len(means)} settings; small: the {len(points)} runs")
     encode = dict(
-        x=alt.X(f"{x}:Q", title=x_title),
-        y=alt.Y("measured:Q", title=y_title),
+        x=alt.X(f"{x}:Q", title=x_title + (" (log scale)" if log else ""), scale=scale),
+        y=alt.Y("measured:Q", title=y_title + (" (log scale)" if log else ""), scale=scale),
         color=alt.Color(f"{color}:N", title=color_title, scale=alt.Scale(domain=domain, range=list(_FAMILY_COLORS))),
         shape=alt.Shape(f"{color}:N", title=color_title, scale=alt.Scale(domain=domain, range=list(_FAMILY_SHAPES))),
     )
@@ -112,7 +127,8 @@ def delay_fit_chart(points: Sequence[Mapping[str, Any]], fit: Any, x: str = "pre
     big = alt.Chart(alt.Data(values=[{**m, color: str(m[color])} for m in means])).mark_point(
         size=220, filled=True, opacity=0.9, stroke="black", strokeWidth=1).encode(
         **encode, tooltip=[alt.Tooltip("measured:Q", format=",.0f", title="mean measured"), "seeds:Q"])
-    fitted = alt.Chart(alt.Data(values=line)).mark_line(color="#333", strokeDash=[5, 3]).encode(x=f"{x}:Q", y="fit:Q")
+    fitted = alt.Chart(alt.Data(values=line)).mark_line(color="#333", strokeDash=[5, 3]).encode(
+        x=alt.X(f"{x}:Q", scale=scale), y=alt.Y("fit:Q", scale=scale))
     return (fitted + big + dots).properties(width=WIDTH, height=280, title=title)
 
 
