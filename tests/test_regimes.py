@@ -134,3 +134,13 @@ def test_delay_fit_chart_counts_its_marks_and_gives_each_family_a_colour_and_a_s
     layers = delay_fit_chart(wide, fit, color="family").to_dict()["layer"]
     assert all(layer["encoding"]["x"]["scale"] == {"type": "log"} for layer in layers)  # a decade: log axes
     assert "log scale" in layers[1]["encoding"]["y"]["title"]
+
+
+def test_contraction_chart_shapes_the_runs_by_family_and_colours_only_the_references():
+    from nhtlab.charts.regimes import contraction_chart
+
+    records = [{"eta_lambda": 1e-3 * k, "ratio": 1.5, "weight_decay": k, "seed": 0, "r2": 0.99, "family": f}
+               for k, f in ((0.3, "λ sweep"), (1.0, "λ sweep"), (2.0, "η sweep"))]
+    lines, dots = contraction_chart(records).to_dict()["layer"]
+    assert "color" in lines["encoding"] and "color" not in dots["encoding"]
+    assert dots["encoding"]["shape"]["scale"]["domain"] == ["λ sweep", "η sweep"]

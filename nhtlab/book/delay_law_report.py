@@ -885,7 +885,11 @@ def delay_found(readings: Mapping[str, Reading], points: Mapping[str, Sequence[M
         both definitions, the fit against the rivals, the contraction rate.
     """
 
-    sizes = {r["definition"]: f"{_range([r['min'], r['max']])} over {_runs(r['runs'])}" for r in ratio_records(points)}
+    rows = {r["definition"]: r for r in ratio_records(points)}
+    sizes = {name: f"{_range([r['min'], r['max']])} over {_runs(r['runs'])}" for name, r in rows.items()}
+    grok = rows.get("grok")
+    factor = "" if grok is None or grok["min"] <= 0 else (
+        f": with no constant fitted, within a factor of {max(grok['max'], 1 / grok['min']):.1f} of every measured delay")
     lam, eta, init = readings["lambda"], readings["eta"], readings["init"]
     rival_1, rival_2 = readings["law vs 1/λ"], readings["law vs 1/(ηλ)"]
     ours = [c["ratio"] for c in contraction if c["family"] == "λ sweep"]
@@ -895,7 +899,7 @@ def delay_found(readings: Mapping[str, Reading], points: Mapping[str, Sequence[M
         f"initial scale memorises at a larger norm and waits longer in {init.k} of {init.n}: the directions the "
         "law predicts, each counted over the seeds.",
         f"Its size: the law's prediction over the measured delay is {sizes.get('grok', 'not measured')} with the "
-        f"`grok` definition, and {sizes.get('companion', 'not measured')} with the companion's (whose own data "
+        f"`grok` definition{factor}; it is {sizes.get('companion', 'not measured')} with the companion's (whose own data "
         f"give {lo}–{hi}).",
         f"On all runs together the law's line fits better than 1/λ in {rival_1.k} of {rival_1.n} seeds, and "
         f"better than 1/(ηλ) in {rival_2.k} of {rival_2.n}.",

@@ -111,12 +111,12 @@ def delay_fit_chart(points: Sequence[Mapping[str, Any]], fit: Any, x: str = "pre
     title = alt.TitleParams(
         text=f"measured = {_plain(fit.slope)} × x + {fit.intercept:,.0f}   (R² = {fit.r2:.3f} over the {fit.n} large marks)",
         subtitle=f"large marks: the mean over seeds of each of the {len(means)} settings; small: the {len(points)} runs")
-    encode = dict(
-        x=alt.X(f"{x}:Q", title=x_title + (" (log scale)" if log else ""), scale=scale),
-        y=alt.Y("measured:Q", title=y_title + (" (log scale)" if log else ""), scale=scale),
-        color=alt.Color(f"{color}:N", title=color_title, scale=alt.Scale(domain=domain, range=list(_FAMILY_COLORS))),
-        shape=alt.Shape(f"{color}:N", title=color_title, scale=alt.Scale(domain=domain, range=list(_FAMILY_SHAPES))),
-    )
+    encode = {
+        "x": alt.X(f"{x}:Q", title=x_title + (" (log scale)" if log else ""), scale=scale),
+        "y": alt.Y("measured:Q", title=y_title + (" (log scale)" if log else ""), scale=scale),
+        "color": alt.Color(f"{color}:N", title=color_title, scale=alt.Scale(domain=domain, range=list(_FAMILY_COLORS))),
+        "shape": alt.Shape(f"{color}:N", title=color_title, scale=alt.Scale(domain=domain, range=list(_FAMILY_SHAPES))),
+    }
     dots = alt.Chart(alt.Data(values=[{**p, color: str(p[color])} for p in points])).mark_point(
         size=45, filled=True, opacity=0.55).encode(
         **encode,
@@ -136,7 +136,9 @@ def contraction_chart(records: Sequence[Mapping[str, Any]], paper_ratio: float =
     """Fitted contraction 1 − r per step against ηλ, with the lines 1 − r = ηλ, 2ηλ and the paper's ratio.
 
     ``records``: dicts with ``eta_lambda``, ``ratio`` ((1 − r)/(ηλ)), ``weight_decay``,
-    ``seed`` (from :meth:`nhtlab.analysis.delay.ContractionFit.to_dict` plus the run's ηλ, λ and seed).
+    ``seed`` (from :meth:`nhtlab.analysis.delay.ContractionFit.to_dict` plus the run's ηλ, λ and seed), and
+    optionally ``family``. Colour means one thing, the reference line; the runs are blue marks, one shape
+    per family.
     """
     data = [{**r, "one_minus_r": r["ratio"] * r["eta_lambda"]} for r in records]
     top = max(r["eta_lambda"] for r in data)
@@ -146,9 +148,12 @@ def contraction_chart(records: Sequence[Mapping[str, Any]], paper_ratio: float =
     lines = alt.Chart(alt.Data(values=refs)).mark_line(strokeDash=[4, 3]).encode(
         x="eta_lambda:Q", y="one_minus_r:Q",
         color=alt.Color("line:N", title="reference", scale=alt.Scale(range=["#999", "#333", "#54a24b"])))
-    dots = alt.Chart(alt.Data(values=data)).mark_circle(size=70, color="#f58518").encode(
+    families = list(dict.fromkeys(str(r.get("family") or "run") for r in data))
+    dots = alt.Chart(alt.Data(values=[{**r, "family": str(r.get("family") or "run")} for r in data])).mark_point(
+        size=70, filled=True, color="#4c78a8", opacity=0.8).encode(
         x=alt.X("eta_lambda:Q", title="ηλ (per step)"),
         y=alt.Y("one_minus_r:Q", title="fitted 1 − r (per step)"),
+        shape=alt.Shape("family:N", title="runs", scale=alt.Scale(domain=families, range=list(_FAMILY_SHAPES))),
         tooltip=[alt.Tooltip("weight_decay:Q", title="λ"), "seed:Q", alt.Tooltip("ratio:Q", format=".2f", title="(1 − r)/(ηλ)"),
                  alt.Tooltip("r2:Q", format=".3f")],
     )
