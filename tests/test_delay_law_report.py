@@ -255,3 +255,79 @@ def test_check_norm_halves_fails_on_a_run_whose_norm_barely_contracts():
     shrunk_gap = delay_records([run(contract=0.2), run(init_scale=0.5, contract=0.9)])["grok"]
     assert check_norm_halves(shrunk_gap) and not check_norm_halves(shrunk_gap, init_scale=0.5)
     assert not check_norm_halves([])
+
+
+# --- the lesson's exercise, sentences and forecast --------------------------------------------------
+
+def test_law_line_is_the_readers_polyfit_of_the_delay_on_the_laws_time_scale():
+    from nhtlab.book.delay_law_report import law_line
+
+    hs, labels = families()
+    pts = [p for p in delay_records(hs, labels)["grok"] if p["init_scale"] == 1.0]
+    x = [math.log(p["v_mem"] / p["v_grok"]) / (p["lr"] * p["weight_decay"]) for p in pts]
+    y = [p["t_grok"] - p["t_mem"] for p in pts]
+    assert law_line(pts) == pytest.approx(tuple(np.polyfit(x, y, 1)))
+    assert nhtlab.book.check_function(lambda runs: tuple(np.polyfit(x, y, 1)), law_line, [(pts,)]).status == "correct"
+    assert nhtlab.book.check_function(lambda runs: (1.0, 0.0), law_line, [(pts,)]).status == "wrong"
+
+
+def test_escape_ratios_and_the_size_sentence_say_which_way_ours_go():
+    from nhtlab.book.delay_law_report import escape_ratios, size_summary
+
+    hs, labels = families()
+    lam_hs = [h for h, f in zip(hs, labels) if f == "λ sweep"]
+    cmp = paper_comparison(lam_hs)
+    rows = escape_ratios(cmp)
+    assert [r["λ"] for r in rows] == [0.3, 0.5, 1.0]
+    for r in rows:
+        ours, theirs = cmp.stats[r["λ"]], COMPANION_LAMBDA_SWEEP[r["λ"]]
+        assert r["ours"] == pytest.approx(ours["escape_theory"][0] / ours["t_escape"][0])
+        assert r["companion"] == pytest.approx(theirs["escape_theory"][0] / theirs["t_escape"][0])
+        assert r["higher"] is (r["ours"] > r["companion"])
+    ratio_table, sentence, closed = size_summary(delay_records(hs, labels), cmp)
+    higher = sum(r["higher"] for r in rows)
+    assert f"higher than the companion's at {higher} of 3 λ values" in sentence
+    assert ("not a lower one" in sentence) is (higher == 3)
+    assert ratio_table.startswith("| definition | median |") and closed.startswith("<details")
+
+
+def test_runs_contraction_and_found_sentences_count_over_the_seeds():
+    from nhtlab.book.delay_law_report import contraction_summary, delay_found, runs_summary
+
+    hs, labels = families()
+    points = delay_records(hs, labels)
+    readings = delay_readings(points["grok"], lr=1e-3)
+    sentence, closed = runs_summary(hs, labels, points, readings)
+    assert "λ = 0.3:" in sentence and "(2 runs)" in sentence and "in 2 of 2 seeds" in sentence
+    assert "How we know: every run" in closed and "| family |" in closed
+    contraction = contraction_records(hs, labels)
+    text, table_block = contraction_summary(contraction)
+    assert "(6 runs)" in text and "<details" in table_block
+    assert "not measured" in contraction_summary([])[0]
+    found = delay_found(readings, points, contraction)
+    assert "What we found" in found and "falls as λ grows in 2 of 2 seeds" in found
+    assert found.count("\n- ") == 4
+
+
+def test_forecast_report_names_the_lambdas_it_was_fitted_on_and_says_not_measured():
+    from nhtlab.analysis.eta import synthetic_contraction
+    from nhtlab.book.delay_law_report import forecast_report
+
+    runs = []
+    for seed, j in ((0, 0.7), (1, 1.3), (2, 1.0)):
+        for lam in (0.5, 1.0):
+            rate = 1.5 * 1e-3 * lam * j
+            h = synthetic_contraction(t_mem=500, t_grok=500 + round(2.0 / rate / 100) * 100, rate=rate,
+                                      weight_decay=lam)
+            h.config["seed"] = seed
+            runs.append(h)
+        never = run(wd=2.0, seed=seed, grok=False)  # a λ trained but never grokked: not a λ of the fit
+        runs.append(never)
+    sentence, tables = forecast_report(runs, test_seeds=[2], profile="book")
+    assert "seeds 0, 1 that memorised and grokked (λ = 0.5, 1)" in sentence
+    assert "λ = 2" not in sentence and "the forecast does not ship" in sentence  # coverage 50%, stated 80%
+    assert "| cut |" in tables and "| 50% | 2 | 0 |" in tables
+    dlr = next(line for line in tables.splitlines() if line.startswith("| dlr |"))
+    assert "not measured" in dlr and "0 of" not in dlr  # no held-out run records DLR: not "fired 0 of 2"
+    one, empty = forecast_report(runs[:2], test_seeds=[0], profile="quick")
+    assert "nothing to hold out" in one and empty == ""

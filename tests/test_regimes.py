@@ -107,3 +107,40 @@ def test_regime_charts_give_every_diagnosis_its_own_colour_a_diverged_run_includ
     rows = [{"run": 0, "weight_decay": 1.0, "seed": 0, "regime": DIVERGED, "step": 0, "norm": 1.0}]
     scale = regime_norm_curves(rows).to_dict()["encoding"]["color"]["scale"]
     assert DIVERGED in scale["domain"] and scale["range"][scale["domain"].index(DIVERGED)] == REGIME_COLORS[DIVERGED]
+
+
+def test_delay_fit_chart_counts_its_marks_and_gives_each_family_a_colour_and_a_shape():
+    from nhtlab.analysis.delay import delay_fits
+    from nhtlab.charts.regimes import delay_fit_chart
+
+    points = [{"measured": 100.0 * k + s, "predicted": 90.0 * k, "inv_lambda": 1.0 / k, "inv_eta_lambda": 1e3 / k,
+               "setting": f"k={k}", "definition": "grok", "family": "λ sweep" if k < 3 else "η sweep",
+               "weight_decay": 1.0, "lr": 1e-3, "seed": s, "t_mem": 0, "t_grok": 0, "v_mem": 1.0, "v_final": 1.0}
+              for k in (1, 2, 3) for s in (0, 1, 2)]
+    fit = delay_fits(points, average_seeds=True)["vs_predicted"]
+    spec = delay_fit_chart(points, fit, color="family", color_title="family").to_dict()
+    title = spec["title"]
+    assert f"over the {fit.n} large marks" in title["text"] and fit.n == 3
+    assert "each of the 3 settings" in title["subtitle"] and "the 9 runs" in title["subtitle"]
+    dots = [layer for layer in spec["layer"] if "shape" in layer.get("encoding", {})]
+    assert len(dots) == 2  # the setting means and the runs
+    for layer in dots:
+        enc = layer["encoding"]
+        assert enc["color"]["scale"]["domain"] == enc["shape"]["scale"]["domain"] == ["λ sweep", "η sweep"]
+        assert len(set(enc["color"]["scale"]["range"][:2])) == 2 and len(set(enc["shape"]["scale"]["range"][:2])) == 2
+    assert all("type" not in layer["encoding"]["x"].get("scale", {}) for layer in dots)  # 90–270: linear
+    wide = [{**p, "predicted": p["predicted"] ** 3, "measured": p["measured"] ** 3} for p in points]
+    fit = delay_fits(wide, average_seeds=True)["vs_predicted"]
+    layers = delay_fit_chart(wide, fit, color="family").to_dict()["layer"]
+    assert all(layer["encoding"]["x"]["scale"] == {"type": "log"} for layer in layers)  # a decade: log axes
+    assert "log scale" in layers[1]["encoding"]["y"]["title"]
+
+
+def test_contraction_chart_shapes_the_runs_by_family_and_colours_only_the_references():
+    from nhtlab.charts.regimes import contraction_chart
+
+    records = [{"eta_lambda": 1e-3 * k, "ratio": 1.5, "weight_decay": k, "seed": 0, "r2": 0.99, "family": f}
+               for k, f in ((0.3, "λ sweep"), (1.0, "λ sweep"), (2.0, "η sweep"))]
+    lines, dots = contraction_chart(records).to_dict()["layer"]
+    assert "color" in lines["encoding"] and "color" not in dots["encoding"]
+    assert dots["encoding"]["shape"]["scale"]["domain"] == ["λ sweep", "η sweep"]

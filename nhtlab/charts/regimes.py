@@ -8,6 +8,7 @@ a range input, so it works in the static book with no kernel behind it.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -72,33 +73,72 @@ def lambda_slider(curves: Sequence[Mapping[str, Any]], lams: Sequence[float]) ->
     return alt.vconcat(label, acc, norm).add_params(slider).resolve_scale(color="independent")
 
 
+_FAMILY_COLORS = ("#4c78a8", "#e45756", "#54a24b", "#b279a2", "#f58518")
+_FAMILY_SHAPES = ("circle", "triangle-up", "square", "diamond", "cross")
+
+
+def _plain(value: float, digits: int = 3) -> str:
+    """``value`` to ``digits`` significant figures without an exponent (1,390 rather than 1.39e+03)."""
+    if value == 0 or not math.isfinite(value):
+        return f"{value:g}"
+    place = digits - 1 - math.floor(math.log10(abs(value)))
+    return f"{round(value, place):,.{max(0, place)}f}"
+
+
 def delay_fit_chart(points: Sequence[Mapping[str, Any]], fit: Any, x: str = "predicted", x_title: str = "predicted (steps)",
                     y_title: str = "measured (steps)", color: str = "weight_decay", color_title: str = "λ") -> alt.LayerChart:
     """Measured delay against ``x`` (a key of :func:`nhtlab.analysis.delay.delay_point` records) with the fitted line and its R².
 
-    ``color`` names the field that colours the dots (``"weight_decay"``, or a
-    ``"family"`` label the chapter adds: which quantity a run varied).
+    Every run is a small mark; the mean over seeds of each setting (the points ``fit`` was made on when
+    it averages seeds, the companion's choice) is a large one, and the title counts both, so that its
+    ``n`` is the number of large marks. ``color`` names the field that colours and shapes the marks
+    (``"weight_decay"``, or a ``"family"`` label the chapter adds: which quantity a run varied).
     """
     xs = [p[x] for p in points]
-    line = [{x: v, "fit": fit.slope * v + fit.intercept} for v in (min(xs), max(xs))]
-    title = f"measured = {fit.slope:.3g} × x + {fit.intercept:,.0f}   (R² = {fit.r2:.3f}, n = {fit.n})"
-    dots = alt.Chart(alt.Data(values=list(points))).mark_circle(size=70).encode(
-        x=alt.X(f"{x}:Q", title=x_title),
-        y=alt.Y("measured:Q", title=y_title),
-        color=alt.Color(f"{color}:N", title=color_title),
+    # values that span a decade or more are drawn on log axes, the fitted line sampled so that it curves there
+    log = min(xs) > 0 and min(p["measured"] for p in points) > 0 and max(xs) >= 10 * min(xs)
+    ends = (min(xs), max(xs))
+    samples = [ends[0] * (ends[1] / ends[0]) ** (i / 40) for i in range(41)] if log else list(ends)
+    line = [{x: v, "fit": fit.slope * v + fit.intercept} for v in samples]
+    line = [row for row in line if row["fit"] > 0] if log else line
+    scale = alt.Scale(type="log") if log else alt.Scale()
+    groups: dict[Any, list[Mapping[str, Any]]] = {}
+    for p in points:
+        groups.setdefault(p.get("setting", id(p)), []).append(p)
+    means = [{x: sum(p[x] for p in g) / len(g), "measured": sum(p["measured"] for p in g) / len(g), color: g[0][color],
+              "seeds": len(g)} for g in groups.values()]
+    domain = list(dict.fromkeys(str(p[color]) for p in points))
+    title = alt.TitleParams(
+        text=f"measured = {_plain(fit.slope)} × x + {fit.intercept:,.0f}   (R² = {fit.r2:.3f} over the {fit.n} large marks)",
+        subtitle=f"large marks: the mean over seeds of each of the {len(means)} settings; small: the {len(points)} runs")
+    encode = {
+        "x": alt.X(f"{x}:Q", title=x_title + (" (log scale)" if log else ""), scale=scale),
+        "y": alt.Y("measured:Q", title=y_title + (" (log scale)" if log else ""), scale=scale),
+        "color": alt.Color(f"{color}:N", title=color_title, scale=alt.Scale(domain=domain, range=list(_FAMILY_COLORS))),
+        "shape": alt.Shape(f"{color}:N", title=color_title, scale=alt.Scale(domain=domain, range=list(_FAMILY_SHAPES))),
+    }
+    dots = alt.Chart(alt.Data(values=[{**p, color: str(p[color])} for p in points])).mark_point(
+        size=45, filled=True, opacity=0.55).encode(
+        **encode,
         tooltip=[alt.Tooltip("weight_decay:Q", title="λ"), alt.Tooltip("lr:Q", title="η"), "seed:Q", "t_mem:Q", "t_grok:Q",
                  "measured:Q", alt.Tooltip("predicted:Q", format=",.0f"), alt.Tooltip("v_mem:Q", format=",.0f"),
                  alt.Tooltip("v_final:Q", format=",.0f")],
     )
-    fitted = alt.Chart(alt.Data(values=line)).mark_line(color="#333", strokeDash=[5, 3]).encode(x=f"{x}:Q", y="fit:Q")
-    return (fitted + dots).properties(width=WIDTH, height=260, title=title)
+    big = alt.Chart(alt.Data(values=[{**m, color: str(m[color])} for m in means])).mark_point(
+        size=220, filled=True, opacity=0.9, stroke="black", strokeWidth=1).encode(
+        **encode, tooltip=[alt.Tooltip("measured:Q", format=",.0f", title="mean measured"), "seeds:Q"])
+    fitted = alt.Chart(alt.Data(values=line)).mark_line(color="#333", strokeDash=[5, 3]).encode(
+        x=alt.X(f"{x}:Q", scale=scale), y=alt.Y("fit:Q", scale=scale))
+    return (fitted + big + dots).properties(width=WIDTH, height=280, title=title)
 
 
 def contraction_chart(records: Sequence[Mapping[str, Any]], paper_ratio: float = 1.41) -> alt.LayerChart:
     """Fitted contraction 1 − r per step against ηλ, with the lines 1 − r = ηλ, 2ηλ and the paper's ratio.
 
     ``records``: dicts with ``eta_lambda``, ``ratio`` ((1 − r)/(ηλ)), ``weight_decay``,
-    ``seed`` (from :meth:`nhtlab.analysis.delay.ContractionFit.to_dict` plus the run's ηλ, λ and seed).
+    ``seed`` (from :meth:`nhtlab.analysis.delay.ContractionFit.to_dict` plus the run's ηλ, λ and seed), and
+    optionally ``family``. Colour means one thing, the reference line; the runs are blue marks, one shape
+    per family.
     """
     data = [{**r, "one_minus_r": r["ratio"] * r["eta_lambda"]} for r in records]
     top = max(r["eta_lambda"] for r in data)
@@ -108,9 +148,12 @@ def contraction_chart(records: Sequence[Mapping[str, Any]], paper_ratio: float =
     lines = alt.Chart(alt.Data(values=refs)).mark_line(strokeDash=[4, 3]).encode(
         x="eta_lambda:Q", y="one_minus_r:Q",
         color=alt.Color("line:N", title="reference", scale=alt.Scale(range=["#999", "#333", "#54a24b"])))
-    dots = alt.Chart(alt.Data(values=data)).mark_circle(size=70, color="#f58518").encode(
+    families = list(dict.fromkeys(str(r.get("family") or "run") for r in data))
+    dots = alt.Chart(alt.Data(values=[{**r, "family": str(r.get("family") or "run")} for r in data])).mark_point(
+        size=70, filled=True, color="#4c78a8", opacity=0.8).encode(
         x=alt.X("eta_lambda:Q", title="ηλ (per step)"),
         y=alt.Y("one_minus_r:Q", title="fitted 1 − r (per step)"),
+        shape=alt.Shape("family:N", title="runs", scale=alt.Scale(domain=families, range=list(_FAMILY_SHAPES))),
         tooltip=[alt.Tooltip("weight_decay:Q", title="λ"), "seed:Q", alt.Tooltip("ratio:Q", format=".2f", title="(1 − r)/(ηλ)"),
                  alt.Tooltip("r2:Q", format=".3f")],
     )
