@@ -34,7 +34,7 @@ from ..history import History
 from ..papers import (COMPANION_CONTRACTION, COMPANION_THEORY_RATIO, COMPANION_ETA_SWEEP, COMPANION_GROK_COUNTS, COMPANION_GROK_FIT,
                       COMPANION_LAMBDA_SWEEP, paper_cell)
 from ..validation import require_choice, require_int, require_real, require_type
-from .claims import Check, Reading, check_reading, over_seeds
+from .claims import Check, Reading, over_seeds
 from .exercises import Feedback, check_answer
 from ..analysis.delay import DEFINITIONS, LinearFit, contraction_fit, delay_fits, delay_point, linear_fit, mean_std
 from ..analysis.events import find_events
