@@ -6,7 +6,7 @@
 #       extension: .py
 #       format_name: percent
 #       format_version: '1.3'
-#       jupytext_version: 1.19.6
+#       jupytext_version: 1.19.7
 #   kernelspec:
 #     display_name: Python 3
 #     language: python
@@ -16,37 +16,38 @@
 # %% [markdown]
 # # Use it on your own model
 #
-# The earlier chapters trained nhtlab's own models with nhtlab's own loop.
-# This chapter shows the book's readings on a model nhtlab has never seen,
-# trained by a plain PyTorch loop of the kind you already write, with one
-# small object attached: {class}`nhtlab.training.monitor.Monitor`. After
-# every optimiser step you call `monitor(step)`; every `every` steps it
-# records
+# **The question:** the earlier chapters read norms, regimes and DLR off
+# nhtlab's own models and loops. How do you read them off *your* model,
+# trained by *your* loop? This chapter is a recipe: a small CNN that
+# nhtlab has never seen, a plain PyTorch loop, and one object attached to
+# it, {class}`nhtlab.training.monitor.Monitor`. After every optimiser
+# step you call `monitor(step)`; every `every` steps it records
 #
 # - the {term}`squared weight norm <‖θ‖²>` $\|\theta\|^2$ and the norm
 #   of every layer {cite}`khanh2026nht`;
-# - two *head signals*: the {term}`read-out` layer against its own start,
+# - two *head signals*: the {term}`read-out` against its own start,
 #   $\|\theta_L\|^2/\|\theta_L(0)\|^2$, and against the first layer,
 #   $\|\theta_L\|^2/\|\theta_1\|^2$. The NHT paper reports that the
-#   read-out escapes the shortcut first, which would make its contraction
-#   an {term}`early warning` ahead of the total norm's; this chapter
-#   counts over seeds whether it does here;
-# - {term}`DLR`, the label-free dynamical richness of the features on a
-#   fixed probe batch {cite}`nam2026dlr` (it works on unlabelled data);
-# - any scalar you pass it (loss, accuracies);
+#   read-out escapes the shortcut first, an {term}`early warning`;
+# - {term}`DLR`, the label-free richness of the features on a fixed
+#   probe batch {cite}`nam2026dlr`;
+# - any scalar you pass it (loss, accuracies).
 #
-# and it diagnoses the {term}`regime` online
-# ({func}`~nhtlab.training.monitor.online_regime`, from the norm and the
-# training accuracy so far): *weak* while the norm is within 5% of its
-# running peak, *intermediate* once further below it with the training
-# set fitted, *strong* once fallen without a fit. Chapter 02's
-# {ref}`diagnose_regime <regime-rule>` reads the whole run with test
-# accuracy (`monitor.diagnose()` applies it once the run is over); a
-# monitor cannot wait, so its *intermediate* means "contracting while
-# fitted", not yet "escaped".
+# From these it reads the {term}`regime` online
+# ({func}`~nhtlab.training.monitor.online_regime`): *weak* while the norm
+# is within 5% of its running peak, *intermediate* once further below it
+# with the training set fitted, *strong* once fallen without a fit.
 #
-# Then we use it for the most practical question of all: **which weight
-# decay λ?**
+# One caution comes before any label. Decoupled weight decay shrinks the
+# weights by a factor $(1 - \eta\lambda)$ per step, so its time scale is
+# $1/(\eta\lambda)$ steps, as in the delay law. A run shorter than that
+# time scale has not had the time to show where it goes: *weak* or
+# *strong* stands only when the budget times $\eta\lambda$ is at least
+# `DECIDED_AFTER` (one time scale, fixed before the runs); otherwise the
+# run is "not decided within N steps". *Intermediate* is something the
+# run did, and stands at any budget.
+#
+# The practical question we then answer: **which weight decay λ?**
 
 # %% tags=["remove-cell"]
 # In Colab, install this book's version of nhtlab; elsewhere the
@@ -174,29 +175,15 @@ nb.md(
 # ## Your model and your loop
 #
 # A small CNN, an `nn.Sequential` nhtlab knows nothing about; the monitor
-# finds its layers by name (`"0"`, `"3"`, `"7"`, `"9"`), the read-out
-# last. The loop is plain PyTorch plus `Monitor(...)` and
-# `monitor(step, ...)` after `optimizer.step()`. Accuracies (optional)
-# let the regime call tell *strong* from *intermediate*; the whole
-# training set's loss (not the minibatch's) lets the early warning fire.
-# A fixed probe batch of held-out images (labels unused) feeds DLR. The
-# λ-tuning recipe runs this loop, *short*, over a grid of λ, per seed.
-#
-# ```{admonition} Predict before the runs
-# The recipe (below) takes the smallest λ whose run is *intermediate*.
-# (1) In the first seed, is that the grid's `"the smallest"`,
-# `"one in between"`, `"the largest"` or `"none"`? (2) On the run shown in
-# detail (that λ, else the grid's middle), which contracts first:
-# `"the read-out"`, `"the total norm"`, both at one record (`"together"`)
-# or `"neither"`?
-# ```
+# finds its layers by themselves, the read-out last. The loop is plain
+# PyTorch plus the two lines marked `nhtlab:`. Accuracies (optional) let
+# the regime call tell *strong* from *intermediate*; the whole training
+# set's loss (not the minibatch's) lets the early warning fire. A fixed
+# probe batch of held-out images (labels unused) feeds DLR. The recipe
+# runs this loop, *short*, over a grid of λ, per seed.
 
 # %%
-your_recipe_prediction = None  # "the smallest", "one in between", …
-your_first_turn_prediction = None  # "the read-out", "the total norm", …
-
-# %%
-monitors = {}
+monitors, models = {}, {}
 for s in seeds:
     data, y_train = datasets[s]
     x_probe = data.x_test[: cfg.probe]
@@ -241,62 +228,51 @@ for s in seeds:
                         model, data.x_test, data.y_test
                     ),
                 )
-        monitors[s, lam] = monitor
+        monitors[s, lam], models[s, lam] = monitor, model
 
 # %% [markdown]
-# ## Reading the grid
+# ## Step 1: read each run's regime
 #
-# With noisy labels, "fitted" cannot mean 99% training accuracy: a perfect
-# digit reader scores only about $(1 - \text{noise}) + \text{noise}/10$
-# on the noisy labels (a random label is right one time in ten); beyond
-# that it memorises wrong labels, the shortcut itself. A run counts as
-# fitted within 10% of that *ceiling*
-# ({func}`nhtlab.book.tuning_report.fit_threshold`). Each run's regime:
+# With noisy labels, "fitted" cannot mean 99% training accuracy: a
+# perfect digit reader scores only about
+# $(1 - \text{noise}) + \text{noise}/10$ on the noisy labels (a random
+# label is right one time in ten); beyond that it memorises wrong
+# labels, the shortcut itself. A run counts as fitted within 10% of that
+# *ceiling* ({func}`nhtlab.book.tuning_report.fit_threshold`).
+#
+# ```{admonition} Predict before you look
+# At the grid's largest λ the decay takes the largest share of the
+# weights away at every step. From what the regimes mean: does that run
+# reach the fit threshold within its budget, `"fits"` or
+# `"does not fit"`?
+# ```
+
+# %%
+your_fit_prediction = None  # "fits" or "does not fit"
 
 # %%
 fit = nb.fit_threshold(cfg.noise, classes=10)
-records = nb.lambda_grid_records(monitors, fit=fit)
+records = nb.lambda_grid_records(monitors, fit=fit, lr=cfg.lr)
 recipe = nb.lambda_recipe(records, margin=cfg.beat)
 readings = nb.lambda_readings(records, margin=cfg.beat)
-
-# %% tags=["remove-input"]
-nb.table(nb.regimes_by_seed(records))
-
-# %% [markdown]
-# and, for every run, its norm peak, the norm's contraction after it, when
-# the read-out started contracting, its final DLR and accuracies:
-
-# %% tags=["remove-input"]
-nb.table(
-    records,
-    columns=[
-        "seed",
-        "λ",
-        "regime",
-        "norm peak",
-        "norm peak step",
-        "norm contraction",
-        "head contracting from step",
-        "dlr",
-        "train acc",
-        "test acc",
-    ],
-    formats={
-        "norm peak": "{:,.1f}",
-        "norm peak step": "{:,}",
-        "norm contraction": "{:.1%}",
-        "head contracting from step": "{:,}",
-        "dlr": "{:.3f}",
-        "train acc": "{:.3f}",
-        "test acc": "{:.3f}",
-    },
+nb.check_prediction(
+    your_fit_prediction, *nb.largest_fit_answer(records, seed, fit)
 )
 
 # %% [markdown]
-# The norm curves of the first seed's grid, coloured by the online rule's
-# regime (pick one λ in the menu to isolate it); a peak at step 0 counts,
-# so read on each curve whether the norm rose before it fell. The checks
-# assert that the smallest λ is weak and the largest strong in most seeds.
+# Each run's regime, seed by seed ("not decided within N steps": the
+# budget was shorter than one time scale $1/(\eta\lambda)$ and the run
+# was weak or strong so far):
+
+# %% tags=["remove-input"]
+display(nb.table(nb.regimes_by_seed(records)))
+nb.grid_evidence(records, recipe)
+
+# %% [markdown]
+# The norm curves of the first seed's grid, coloured by regime (grey,
+# "too early": not decided within the budget; pick one λ in the menu to
+# isolate it). The log axis shows every λ's curve; read on each whether
+# the norm rose before it fell.
 
 # %%
 nhtlab.charts.lambda_grid(
@@ -305,81 +281,47 @@ nhtlab.charts.lambda_grid(
 )
 
 # %% [markdown]
-# ## The recipe: pick the smallest intermediate λ, then check
+# ## Step 2: pick the smallest intermediate λ, then check it
 #
 # 1. Run short trainings over a λ grid spaced by factors of about 3, with
 #    the monitor attached.
-# 2. Discard the weak runs (norm not yet 5% below its peak) and the
-#    strong ones (not fitted).
-# 3. Among the intermediate runs — fitted, the norm at least 5% below its
-#    peak — take the smallest λ: the least decay that contracts the norm
+# 2. Discard the weak runs (norm not yet 5% below its peak), the strong
+#    ones (not fitted) and those not decided within the budget.
+# 3. Among the intermediate runs (fitted, the norm at least 5% below its
+#    peak) take the smallest λ: the least decay that contracts the norm
 #    of a network that fits, so the one that disturbs the fit least. If
 #    no run is intermediate, widen the grid or lengthen the runs.
-# 4. **Check** the choice on held-out data, here against the weakest λ
-#    ("no regularisation to speak of"): it "beats" it when its test
-#    accuracy is higher by more than `beat` (0.03). The recipe reads λ off
-#    the norm curve alone, without test labels: it finds a good λ, not
-#    necessarily the best (the "best λ" column says whether another did).
-#
-# The recipe in each seed, with the best test accuracy of the whole grid
-# beside it:
+# 4. **Check** the choice on held-out data against the weakest λ ("no
+#    regularisation to speak of"): it "beats" it when its test accuracy
+#    is higher by more than `beat` (0.03). The recipe reads λ off the
+#    norm curve alone, without test labels: it finds a good λ, not
+#    necessarily the best (the table above says whether another did).
 
 # %% tags=["remove-input"]
-acc = ("test acc", "weakest test acc", "best test acc")
-display(
-    nb.table(
-        recipe,
-        columns=[
-            "seed",
-            "chosen λ",
-            "test acc",
-            "weakest λ",
-            "weakest test acc",
-            "best λ",
-            "best test acc",
-            "verdict",
-        ],
-        formats={c: "{:.3f}" for c in acc},
-    )
-)
-nb.md(f"The recipe's λ: {readings['recipe'].text()}.")
-
-# %%
-nb.check_prediction(
-    your_recipe_prediction, *nb.recipe_answer(records, seed)
+nb.md(
+    "Checked on held-out test labels, the recipe's λ"
+    f" {readings['recipe'].text()}."
 )
 
 # %% [markdown]
-# ## One run in detail
+# ## Step 3: one run in detail
 #
 # Everything the monitor recorded for one run of the first seed: the
 # recipe's λ, or the grid's middle when no run is intermediate (drag to
-# zoom). The paper reports that the read-out turns (falls 2% below its
-# running peak, the monitor's rule) *before* the total norm: counted
-# below over the seeds, displayed, not asserted. DLR on the probe batch
-# tracks the features without looking at a single label.
+# zoom). DLR on the probe batch tracks the features without looking at a
+# single label.
+#
+# ```{admonition} Predict before you look
+# The NHT paper's early warning: the read-out turns (falls 2% below its
+# running peak, the monitor's rule) *before* the total norm. The turn is
+# read from the step the run fitted on (a fall before any fit is the
+# initialisation settling, not an escape). On this run, which turns
+# first: `"the read-out"`, `"the total norm"`, both at one record
+# (`"together"`), `"neither"`, or `"not read"` (the run never fitted)?
+# ```
 
-# %% tags=["remove-input"]
-display(
-    nb.table(
-        recipe,
-        columns=[
-            "seed",
-            "shown λ",
-            "norm contracting from step",
-            "head contracting from step",
-            "head",
-        ],
-        formats={
-            "norm contracting from step": "{:,}",
-            "head contracting from step": "{:,}",
-        },
-    )
-)
-nb.md(
-    "The paper's early warning, the read-out contracting before the total"
-    f" norm: {readings['read-out first'].text()}."
-)
+# %%
+your_first_turn_prediction = None  # "the read-out", "the total norm", …
 
 # %%
 nb.check_prediction(
@@ -387,126 +329,95 @@ nb.check_prediction(
 )
 
 # %%
-shown = recipe[0]["shown λ"]
+lam_shown = recipe[0]["shown λ"]
+run = monitors[seed, lam_shown]
 nhtlab.charts.monitor_readings(
-    monitors[seed, shown].history, title=f"your CNN, λ = {shown}"
+    run.history, title=f"your CNN, λ = {lam_shown}"
+)
+
+# %% tags=["remove-input"]
+row = next(r for r in records if (r["seed"], r["λ"]) == (seed, lam_shown))
+nb.md(
+    f"{nb.contraction_sentence(row)} Over the seeds, the read-out"
+    " turning before the total norm (counted, displayed, not asserted):"
+    f" {readings['read-out first'].text()}."
 )
 
 # %% [markdown]
-# Each layer's own norm curve (the monitor's history is a book `History`):
+# Each layer's own norm (the monitor's history is a book `History`),
+# named from the model's modules on a log axis:
 
 # %%
 nhtlab.charts.layer_norm_curves(
-    monitors[seed, shown].history,
-    title=f"squared norm of each layer, λ = {shown}",
+    run.history,
+    title=f"squared norm of each layer, λ = {lam_shown}",
+    names=nb.layer_words(models[seed, lam_shown]),
+)
+
+# %% [markdown]
+# ## Step 4: when will it grok?
+#
+# `monitor.forecast` gives the best *tested* forecast of $T_\text{grok}$
+# and its basis, or says why it has none, calibrated on your other runs
+# (the grid's other λ). It forecasts a memorised run (training accuracy
+# 0.99), which under label noise means fitting the wrong labels too.
+# Whether nhtlab's own contraction-rate forecast (the ETA) could be
+# trusted was tested first, on held-out seeds and on settings left out
+# of calibration; the evaluation is on its own page,
+# {doc}`08_evidence`.
+
+# %%
+others = {(cfg.lr, l): [monitors[seed, l].history] for l in cfg.lambdas}
+del others[cfg.lr, lam_shown]  # its own run is not calibration
+forecast = run.forecast(others, lr=cfg.lr, weight_decay=lam_shown)
+nb.md(f"{forecast.text()}.\n\nBasis: {forecast.basis}")
+
+# %% tags=["remove-input"]
+verdicts = nb.forecast_verdicts()
+nb.md(
+    f"The ETA shipped in {verdicts['shipped']} of"
+    f" {verdicts['evaluations']} evaluations. On settings left out of"
+    " calibration the least error at half the plateau was: "
+    + "; ".join(f"{m}, {o}" for m, o in verdicts["offers"].items())
+    + ". `monitor.forecast` gives (b), the delay law's baseline, and its"
+    " basis says where it was tested ({doc}`the evidence <08_evidence>`)."
 )
 
 # %% [markdown]
 # ## A checklist of readings
 #
-# ```{list-table}
-# :header-rows: 1
-#
-# * - reading
-#   - what to look at
-#   - what it means
-#   - when the theory does not apply
-# * - **norm shape**
-#   - `monitor.regime()` (online), the ‖θ‖² curve; after training, with
-#     test labels, `monitor.diagnose()`
-#     ({func}`nhtlab.analysis.regimes.diagnose_regime`)
-#   - online: weak if no 5% fall from the peak; intermediate if a fall
-#     and a fit (contracting, not yet escaped: chapter 02's rule says if
-#     it escaped); strong if a fall and no fit
-#   - learning-rate schedules that go to zero freeze the norm;
-#     normalisation layers (BatchNorm, LayerNorm) make the loss blind to
-#     the scale of the weights before them, so their norm moves for
-#     reasons unrelated to the shortcut
-# * - **layer order**
-#   - `head_rel`, `head_ratio`, `monitor.head_contracting_step`,
-#     {func}`nhtlab.analysis.layers.layer_transitions`
-#   - the read-out contracting first (a "backward" transition) is the
-#     paper's early warning
-#   - an order read on one seed can differ in another seed: the
-#     layerwise chapter and this one count it over seeds, and the
-#     {doc}`findings` page sets their counts side by side; read it on
-#     several seeds of your model, don't assume it
-# * - **DLR**
-#   - the `dlr` column (probe batch)
-#   - low: features are what the outputs need (rich); high: features carry
-#     much the read-out ignores (lazy)
-#   - DLR depends on which layer counts as "penultimate" and on the rank
-#     rule; the DLR chapter reads which way it moves at grokking on the
-#     embedding MLP and on the companion transformer, and the direction
-#     depends on the model: read it on yours
-# * - **{term}`separation score`**
-#   - {func}`nhtlab.analysis.separation.clean_norm_separation`
-#   - how sharply reliance on the shortcut tracks ‖θ‖²: near 1 means the
-#     norm is a faithful clock of the escape
-#   - needs a way to measure shortcut reliance (a shortcut test set); near
-#     0 the delay law's numbers should not be trusted
-# * - **delay**
-#   - T_grok − T_mem against the law's time scale, the `grok` definition
-#     of {ref}`the delay-law chapter <delay-definitions>`
-#   - the paper's law gives a time *scale*, γ_eff ≥ ηλ for AdamW
-#   - on CIFAR the paper itself reports that T ∝ 1/λ fails; the delay-law
-#     and emergence chapters test the law on the book's runs
-# ```
+# - **Norm shape.** Read `monitor.regime()` online and the ‖θ‖² curve;
+#   after training, with test labels, `monitor.diagnose()`
+#   ({func}`nhtlab.analysis.regimes.diagnose_regime`). Weak: no 5% fall
+#   from the peak; intermediate: a fall and a fit (contracting, not yet
+#   escaped); strong: a fall and no fit; and no label before one time
+#   scale $1/(\eta\lambda)$. *Does not apply* when a learning-rate
+#   schedule goes to zero (it freezes the norm), or before normalisation
+#   layers (BatchNorm, LayerNorm), which make the loss blind to the
+#   scale of the weights before them.
+# - **Layer order.** `head_rel`, `head_ratio`,
+#   `monitor.head_contracting_step`,
+#   {func}`nhtlab.analysis.layers.layer_transitions`: the read-out
+#   contracting first is the paper's early warning. *Does not apply* to
+#   a run that never fitted, and an order read on one seed can differ on
+#   another: read it on several seeds of your model.
+# - **DLR.** The `dlr` column (probe batch): low, the features are what
+#   the outputs need (rich); high, they carry much the read-out ignores
+#   (lazy). *Depends on* which layer counts as penultimate and on the
+#   rank rule; the direction it moves at grokking depends on the model.
+# - **Separation score.**
+#   {func}`nhtlab.analysis.separation.clean_norm_separation`: near 1 the
+#   norm is a faithful clock of the escape. *Needs* a shortcut test set;
+#   near 0, do not trust the delay law's numbers.
+# - **Delay.** T_grok − T_mem against the law's time scale
+#   ({ref}`the delay-law chapter <delay-definitions>`). *Does not apply*
+#   everywhere: on CIFAR the paper itself reports that T ∝ 1/λ fails.
 #
 # The theory is about a network that *has* a high-norm shortcut and a
 # lower-norm structured solution fitting the same training data. If your
-# model generalises from the start (no shortcut), every λ looks
-# "intermediate" or "weak" and nothing needs tuning; if the "structure"
-# does not fit the training set (label noise above the signal), no λ will.
+# model generalises from the start, nothing needs tuning; if the
+# structure does not fit the training set, no λ will.
 #
-# ## When will it grok? A forecast, tested before it ships
-#
-# {func}`nhtlab.predict_grok` forecasts T_grok of a memorised run from
-# how fast ‖θ‖² has contracted since. It ships only if it beats the free
-# forecasts and its interval covers as often as it claims. The first test
-# (`scripts/evaluate_eta_seeds.py`, Table 3's seeds 0–4 to fit, 5–9 to
-# forecast, λ = 0.01 as runs that never grok) also scored the early
-# warnings; the Monitor warns by the best.
-
-# %% tags=["remove-input"]
-nb.eta_report("full")
-
-# %% [markdown]
-# A user never has runs at their own setting, though. So the second test
-# (`scripts/evaluate_eta.py`, designed before its runs) forecasts each of
-# Table 3's λ from the other three and settings in no calibration (λ
-# between the grid's, another η), at a quarter, half and three quarters of
-# each plateau, against (a) T_mem plus the nearest calibrated setting's
-# mean delay, (b) the same scaled by (ηλ)_near/(ηλ), the delay law's own
-# forecast, and (c) the companion's 1/λ fit. The ETA is the geometric mean
-# of the contraction-rate forecast and the pooled law. The *loss rise*,
-# fixed after these runs existed and the other methods' results were
-# read, before its own were, is the step at which the Monitor's warning
-# fired plus the calibration runs' median lead, scaled by 1/(ηλ); (b)
-# until it fires. Intervals are conformal per cut, on calibration runs.
-# A method ships if it beats every baseline at half the plateau with
-# coverage within ten points at every cut. The same design runs on the
-# MLP on Z_47 (full batch, minibatches), calibrated on its own runs, with
-# the Monitor's warning and regime.
-
-# %% tags=["remove-input"]
-models = ("book", "mlp_full_batch", "mlp_minibatch")
-nb.md("\n\n".join(nb.eta_report(m, off_grid=True) for m in models))
-
-# %% [markdown]
-# `monitor.forecast` gives the best tested forecast and its basis, or why
-# not, calibrated on your other runs (the grid's other λ). It forecasts a
-# memorised run (training accuracy 0.99, the calibration's T_mem), which
-# here means fitting the wrong labels too: a run near the ceiling has not.
-
-# %%
-others = {(cfg.lr, l): [monitors[seed, l].history] for l in cfg.lambdas}
-del others[cfg.lr, shown]  # its own run is not calibration
-run = monitors[seed, shown]
-forecast = run.forecast(others, lr=cfg.lr, weight_decay=shown)
-nb.md(f"{forecast.text()}.\n\nBasis: {forecast.basis}")
-
-# %% [markdown]
 # ## In Lightning, or any other trainer
 #
 # nhtlab does not depend on Lightning; the adapter is five lines:
@@ -520,23 +431,10 @@ nb.md(f"{forecast.text()}.\n\nBasis: {forecast.basis}")
 # ```
 #
 # Cost: a recorded step sums the squares of every parameter once (with a
-# probe, one forward pass and a small SVD too: record DLR less often if
-# that matters); steps in between cost one integer test
-# (`benchmarks/bench_monitor.py` measures it on your machine).
-#
-# ## Checks
-#
-# Asserted on this chapter's runs, each in a majority of the seeds: the
-# smallest λ is weak (norm still rising at the end); the largest is strong
-# (never fits); the recipe's intermediate λ beats the weakest λ's test
-# accuracy by more than 0.03. And the monitor's DLR, recomputed without
-# hooks ({func}`nhtlab.measures.predictions.readout_dlr`) on the same
-# probe, agrees to 1e-9: it fails if the monitor hooked the wrong layer
-# or read a stale model. The read-out-first reading is not asserted.
+# probe, one forward pass and a small SVD too); steps in between cost one
+# integer test (`benchmarks/bench_monitor.py` measures it).
 
-# %%
-# asserted on a real run; the read-out-first reading shown
-checks = nb.lambda_checks(readings)
+# %% tags=["remove-input"]
 # the last model trained (last seed, last λ), after its last step; it
 # does not depend on scale, so it is asserted under the smoke cap too
 dlr_check = nb.monitor_dlr_check(
@@ -544,6 +442,74 @@ dlr_check = nb.monitor_dlr_check(
     nhtlab.readout_dlr(model, x_probe),
     last_step=cfg.steps,
 )
+small, large = readings["smallest λ"], readings["largest λ"]
+nb.what_we_found(
+    f"At the smallest λ the norm was not 5% below its peak after the"
+    f" budget in {small.k} of {small.n} seeds, a budget too short to"
+    " call that weak; the largest λ was strong (never fitted) in"
+    f" {large.k} of {large.n}.",
+    f"The recipe's λ beat the weakest λ on held-out data in"
+    f" {readings['recipe'].k} of {readings['recipe'].n} seeds.",
+    "The read-out turned before the total norm on the shown run in"
+    f" {readings['read-out first'].k} of {readings['read-out first'].n}"
+    " seeds: read the order on your own seeds, don't assume it.",
+    f"No forecast of T_grok shipped ({verdicts['shipped']} of"
+    f" {verdicts['evaluations']} evaluations): `monitor.forecast` gives"
+    " the delay law's baseline, with its basis.",
+    "The monitor's DLR equals DLR recomputed without it on the last"
+    f" model, to 1e-9: {'yes' if dlr_check else 'no'}.",
+)
+
+# %% [markdown]
+# ## Try it: ‖θ‖² per layer from `named_parameters`
+#
+# The monitor's first reading is the squared norm of each layer: the sum
+# of the squares of the parameters a module owns (its weight and bias).
+# Write it for any model: a dict from the layer's name (the parameter's
+# name without its last part, `"0.weight"` → `"0"`) to
+# $\|\theta_\ell\|^2$.
+# The checker compares yours with {func}`nhtlab.layer_norms` on the
+# chapter's shown model.
+#
+# ````{dropdown} Solution
+# ```python
+# def layer_sq_norms(model):
+#     out = {}
+#     for name, p in model.named_parameters():
+#         layer = name.rpartition(".")[0]
+#         sq = p.detach().double().pow(2).sum().item()
+#         out[layer] = out.get(layer, 0.0) + sq
+#     return out
+# ```
+# ````
+
+
+# %%
+def layer_sq_norms(model):
+    raise NotImplementedError  # your code here: a few lines
+
+
+nb.check_function(
+    layer_sq_norms,
+    nhtlab.layer_norms,
+    cases=[(models[seed, lam_shown],)],
+    name="layer_sq_norms",
+)
+
+# %% [markdown]
+# ## Checks
+#
+# Asserted on this chapter's runs, each in a majority of the seeds: the
+# smallest λ's norm has not contracted 5% within its budget; the largest
+# λ is strong (never fits, with a budget of at least one time scale); the
+# recipe's intermediate λ beats the weakest λ's test accuracy by more
+# than 0.03. And the monitor's DLR, recomputed without hooks
+# ({func}`nhtlab.measures.predictions.readout_dlr`) on the same probe,
+# agrees to 1e-9: it fails if the monitor hooked the wrong layer or read
+# a stale model. The read-out-first reading is shown, not asserted.
+
+# %%
+checks = nb.lambda_checks(readings)
 assert dlr_check, dlr_check.detail
 checks.append(dlr_check)
 shown = [readings["read-out first"]]

@@ -152,3 +152,58 @@ def test_first_turn_answer_counts_a_lone_contraction_as_first():
     assert tuning.first_turn_answer(tuning.lambda_recipe(records), seed=0)[0] == "together"
     with pytest.raises(ValueError, match="'seed'"):
         tuning.first_turn_answer(recipe, seed=9)
+
+
+def test_a_weak_or_strong_label_needs_one_time_scale_of_budget():
+    assert tuning.decided_regime("weak", lr=3e-3, lam=0.01, steps=1500) == "not decided within 1,500 steps"
+    assert tuning.decided_regime("strong", lr=3e-3, lam=0.1, steps=1500) == "not decided within 1,500 steps"
+    assert tuning.decided_regime("strong", lr=3e-3, lam=1.0, steps=1500) == "strong"  # 4.5 time scales
+    assert tuning.decided_regime("intermediate", lr=3e-3, lam=0.01, steps=1500) == "intermediate"  # observed
+    records = tuning.lambda_grid_records(grid({0: GOOD}), fit=0.6, lr=3e-3, steps=1500)
+    assert [r["regime"] for r in records] == ["not decided within 1,500 steps", "intermediate", "strong"]
+    assert [r["online regime"] for r in records] == list(GOOD)
+    # the smallest λ's reading is what the online rule observed, whatever the label says
+    readings = nhtlab.book.lambda_readings(records)
+    assert readings["smallest λ"].by_seed == {0: tuning.NOT_CONTRACTED} and readings["smallest λ"].holds
+    curves = nhtlab.book.norm_curve_records(grid({0: GOOD}), records, seed=0)
+    assert {c["regime"] for c in curves if c["lambda"] == 0.01} == {"too early"}
+
+
+def test_the_order_is_not_read_on_a_run_that_never_fitted():
+    monitors = {(0, lam): fake_monitor(PEAKED, PEAKED, train_acc=0.3) for lam in (0.01, 1.0, 10.0)}
+    records = tuning.lambda_grid_records(monitors, fit=0.6)
+    assert all(r["fitted step"] is None and r["head contracting from step"] is None for r in records)
+    assert tuning.head_reading(records[1]) == tuning.NOT_READ
+    answer, choices, why = tuning.first_turn_answer(tuning.lambda_recipe(records), seed=0)
+    assert answer == "not read" and answer in choices and "never fitted" in why
+
+
+def test_largest_fit_answer_and_layer_words():
+    records = tuning.lambda_grid_records(grid({0: GOOD}), fit=0.6)
+    assert tuning.largest_fit_answer(records, seed=0, fit=0.6)[0] == "fits"  # the fakes all fit
+    with pytest.raises(ValueError):
+        tuning.largest_fit_answer(records, seed=5, fit=0.6)
+    import torch.nn as nn
+    words = tuning.layer_words(nn.Sequential(nn.Conv2d(3, 4, 3), nn.ReLU(), nn.Conv2d(4, 4, 3), nn.Linear(4, 2)))
+    assert words == {"0": "Conv2d 1", "2": "Conv2d 2", "3": "read-out (Linear 1)"}
+
+
+def test_eta_record_checks_recompute_every_saved_verdict():
+    checks = tuning.eta_record_checks(["book", "mlp_full_batch", "mlp_minibatch"])
+    assert len(checks) == 5 and all(checks), [str(c) for c in checks]
+    assert checks[-1].name == "no evaluation shipped the ETA"
+    assert tuning.off_grid_section("book").startswith("### The companion transformer")
+    with pytest.raises(ValueError):
+        tuning.off_grid_section("paper")
+    verdicts = tuning.forecast_verdicts()
+    assert verdicts["evaluations"] == 4 and verdicts["shipped"] == 0
+
+
+def test_layer_norm_curves_takes_the_names_it_is_given():
+    from nhtlab.history import History
+
+    rows = [{"step": s, "norm": 2.0, "norm/0": 1.0, "norm/9": 1.0} for s in (0, 10)]
+    chart = nhtlab.charts.layer_norm_curves(History(rows=rows), names={"9": "read-out (Linear 2)"}).to_dict()
+    series = {r["series"] for r in chart["data"]["values"]} if "data" in chart else {
+        r["series"] for d in chart["datasets"].values() for r in d}
+    assert series == {"read-out (Linear 2)", "0"}

@@ -251,13 +251,28 @@ def _off_grid_report(saved: Mapping[str, Any]) -> Markdown:
         + _monitor_tables(saved))
 
 
+def _warning_table(rows: Sequence[Mapping[str, Any]]) -> Markdown:
+    """The early-warning rows as a table; a signal recorded on no run reads "not measured", not "fired 0 of n".
+
+    >>> print(_warning_table([{"signal": "dlr", "fired": "0 of 20", "late": 0, "false_alarms": "0 of 5",
+    ...                        "recorded": 0}]))
+    | signal | fired | late | false alarms | runs measured |
+    |---|---|---|---|---|
+    | dlr | not measured | — | not measured | 0 |
+    """
+    unmeasured = {"fired": "not measured", "late": None, "false_alarms": "not measured",
+                  "median_lead": None, "median_lead_eta_lambda": None}
+    rows = [{**r, **{k: v for k, v in unmeasured.items() if k in r}} if r.get("recorded") == 0 else r for r in rows]
+    return table(rows, formats={"median_lead": "{:,.0f}", "median_lead_eta_lambda": "{:.2f}"},
+                 headers={"median_lead": "median lead (steps)", "median_lead_eta_lambda": "median lead × ηλ",
+                          "false_alarms": "false alarms", "recorded": "runs measured"})
+
+
 def _monitor_tables(saved: Mapping[str, Any]) -> str:
     """The Monitor's warning and online-regime readings of an off-grid record, when it holds them."""
     if "regimes" not in saved:
         return ""
-    warnings = table(saved["warnings"], formats={"median_lead": "{:,.0f}", "median_lead_eta_lambda": "{:.2f}"},
-                     headers={"median_lead": "median lead (steps)", "median_lead_eta_lambda": "median lead × ηλ",
-                              "false_alarms": "false alarms", "recorded": "runs"})
+    warnings = _warning_table(saved["warnings"])
     moved = (f" ({saved['moved']} of the runs meant never to grok did grok within their budget and are scored as "
              "grokking runs)") if saved.get("moved") else ""
     return (f"\n\nThe Monitor's grok warning is the `train_loss` row; every signal on the same runs{moved}:"
@@ -306,9 +321,7 @@ def eta_report(saved: Mapping[str, Any] | str, off_grid: bool = False) -> Markdo
                      headers={"fraction": "cut", "n": "runs", "no_estimate": "no estimate", "mae": "ETA error",
                               "mae_baseline": "same-λ baseline error", "mae_companion_fit": "1/λ fit error",
                               "stated_coverage": "stated coverage", "median_width": "median width"})
-    warnings = table(saved["warnings"], formats={"median_lead": steps, "median_lead_eta_lambda": "{:.2f}"},
-                     headers={"median_lead": "median lead (steps)", "median_lead_eta_lambda": "median lead × ηλ",
-                              "false_alarms": "false alarms", "recorded": "runs"})
+    warnings = _warning_table(saved["warnings"])
     return Markdown(
         f"Evaluation ({saved['profile']} profile, nhtlab {saved['nhtlab']}): fitted on {saved['fit']}, "
         f"forecasting {saved['test']}; runs that never grok: {saved['no_grok']}. Errors are median absolute "

@@ -15,12 +15,17 @@ chapter builds its tables and its claims from them:
 * :func:`lambda_readings`: the qualitative readings counted over seeds
   (:func:`nhtlab.book.over_seeds`), and :func:`lambda_checks` the verdicts a chapter asserts;
 * :func:`norm_curve_records` for :func:`nhtlab.charts.lambda_grid`;
-* :func:`monitor_dlr_check`: the monitor's DLR against an independent recomputation.
+* :func:`monitor_dlr_check`: the monitor's DLR against an independent recomputation;
+* :func:`decided_regime`: a *weak* or *strong* label only when the run's budget covers
+  :data:`DECIDED_AFTER` times the decay's time scale 1/(ηλ), else "not decided within N steps";
+* :func:`layer_words`: a model's layer names in words, for charts (``"0"`` → ``"Conv2d 1"``).
 
 >>> fit_threshold(0.3, classes=10)
 0.657
 >>> contracting_step([0, 10, 20, 30], [1.0, 3.0, 2.9, 2.0], drop=0.05)
 30
+>>> decided_regime("weak", lr=3e-3, lam=0.01, steps=1500)
+'not decided within 1,500 steps'
 """
 
 from __future__ import annotations
@@ -31,25 +36,36 @@ from typing import Any
 
 import numpy as np
 
+from ..analysis.regimes import TOO_EARLY
 from ..validation import require_real, require_type
 from .claims import Check, Reading, over_seeds
 
 __all__ = ["fit_threshold", "contracting_step", "lambda_grid_records", "regimes_by_seed", "lambda_recipe",
            "head_reading", "lambda_readings", "lambda_checks", "norm_curve_records", "monitor_dlr_check",
-           "RECIPE_POSITIONS", "recipe_answer", "FIRST_TURN_CHOICES", "first_turn_answer"]
+           "RECIPE_POSITIONS", "recipe_answer", "FIRST_TURN_CHOICES", "first_turn_answer", "DECIDED_AFTER",
+           "decided_regime", "layer_words", "NOT_READ", "NOT_CONTRACTED",
+           "FIT_CHOICES", "largest_fit_answer", "contraction_sentence", "grid_evidence", "forecast_verdicts",
+           "off_grid_section", "eta_record_checks"]
 
 #: The readings a chapter asserts (keys of :func:`lambda_readings`); the others are displayed only.
 ASSERTED = ("smallest λ", "largest λ", "recipe")
 #: The paper's early-warning claim, as a reading: the read-out contracts before the total norm.
 READOUT_FIRST = "read-out first"
+#: The budget, in units of the decay's time scale 1/(ηλ), a run needs before a *weak* or *strong* label
+#: stands (fixed before the runs: one time scale; chapter 01's panel scales its budgets the same way).
+DECIDED_AFTER = 1.0
+#: The smallest λ's expected reading: the online rule's *weak*, said as what it observes.
+NOT_CONTRACTED = "not 5% below its peak"
+#: The order reading of a run that never fitted its training set: an initialisation transient is no turn.
+NOT_READ = "not read: the run never fitted"
 #: Where the recipe's λ can sit in its seed's grid (the choices of :func:`recipe_answer`).
 RECIPE_POSITIONS = ("the smallest", "one in between", "the largest", "none")
 #: What turned first on a shown run (the choices of :func:`first_turn_answer`).
-FIRST_TURN_CHOICES = ("the read-out", "the total norm", "together", "neither")
+FIRST_TURN_CHOICES = ("the read-out", "the total norm", "together", "neither", "not read")
 # head_reading → the layer that contracted first ("only the read-out contracts": it did, the total never did)
 _FIRST_TURN = {READOUT_FIRST: "the read-out", "only the read-out contracts": "the read-out",
                "total norm first": "the total norm", "read-out never contracts": "the total norm",
-               "same record": "together", "neither contracts": "neither"}
+               "same record": "together", "neither contracts": "neither", NOT_READ: "not read"}
 
 
 def fit_threshold(noise: float, classes: int, margin: float = 0.9) -> float:
@@ -108,7 +124,79 @@ def contracting_step(steps: Sequence[int], values: Sequence[float], drop: float)
     return None
 
 
-def lambda_grid_records(monitors: Mapping[tuple[int, float], Any], fit: float) -> list[dict[str, Any]]:
+def decided_regime(regime: str, lr: float, lam: float, steps: int, factor: float = DECIDED_AFTER) -> str:
+    """A run's regime label, or "not decided within N steps" when its budget is too short for it.
+
+    *Weak* (the norm not yet contracted) and *strong* (not yet fitted) are statements about where a run
+    goes; a run can only be said to stay there if its budget covers ``factor`` time scales of the decay,
+    ``steps · η · λ ≥ factor`` (the delay law's time scale is 1/(ηλ)). *Intermediate* (contracted while
+    fitted) is an observation and stands whatever the budget.
+
+    Parameters
+    ----------
+    regime : str
+        The online rule's label (:func:`nhtlab.training.monitor.online_regime`).
+    lr, lam : float
+        The run's learning rate η and weight decay λ (AdamW's decoupled decay: a rate ηλ per step).
+    steps : int
+        The run's step budget.
+    factor : float
+        Time scales required; :data:`DECIDED_AFTER`, fixed before the runs.
+
+    Returns
+    -------
+    str
+        ``regime``, or ``"not decided within {steps:,} steps"``.
+
+    Examples
+    --------
+    >>> decided_regime("strong", lr=3e-3, lam=10.0, steps=1500), decided_regime("intermediate", 3e-3, 0.01, 1500)
+    ('strong', 'intermediate')
+    """
+    require_real(lr, "lr", 0.0, low_open=True, owner="decided_regime")
+    require_real(lam, "lam", 0.0, owner="decided_regime")
+    if regime in ("weak", "strong") and steps * lr * lam < factor:
+        return f"not decided within {steps:,} steps"
+    return regime
+
+
+def layer_words(model: Any) -> dict[str, str]:
+    """Each parameter-owning layer of a model named in words for a chart: its class and its rank.
+
+    An ``nn.Sequential`` names its layers by index (``"0"``, ``"3"``); a legend of indices says nothing.
+    The read-out (the last layer) is called so.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+
+    Returns
+    -------
+    dict of str to str
+        ``{layer name: words}`` in definition order, e.g. ``{"0": "Conv2d 1", "3": "Conv2d 2", …, "9": "read-out
+        (Linear 2)"}``.
+
+    Examples
+    --------
+    >>> import torch.nn as nn
+    >>> layer_words(nn.Sequential(nn.Conv2d(3, 4, 3), nn.ReLU(), nn.Flatten(), nn.Linear(4, 8), nn.Linear(8, 2)))
+    {'0': 'Conv2d 1', '3': 'Linear 1', '4': 'read-out (Linear 2)'}
+    """
+    from ..measures.norms import layer_names  # torch: loaded when a chapter asks
+
+    names = layer_names(model)
+    counts: dict[str, int] = {}
+    words = {}
+    for name in names:
+        kind = type(model.get_submodule(name)).__name__
+        counts[kind] = counts.get(kind, 0) + 1
+        words[name] = f"{kind} {counts[kind]}"
+    words[names[-1]] = f"read-out ({words[names[-1]]})"
+    return words
+
+
+def lambda_grid_records(monitors: Mapping[tuple[int, float], Any], fit: float, lr: float | None = None,
+                        steps: int | None = None, factor: float = DECIDED_AFTER) -> list[dict[str, Any]]:
     """One row per monitored run of a λ grid: regime, norm peak and contraction, warnings, DLR, accuracies.
 
     Parameters
@@ -119,28 +207,42 @@ def lambda_grid_records(monitors: Mapping[tuple[int, float], Any], fit: float) -
         ``warn_drop`` and ``summary(fit=...)``, such as :class:`nhtlab.Monitor`.
     fit : float
         Training accuracy that counts as fitted (:func:`fit_threshold`).
+    lr : float, optional
+        The runs' learning rate: with it, ``regime`` is :func:`decided_regime`'s label; without, the
+        online rule's.
+    steps : int, optional
+        The runs' budget (default: each run's last recorded step).
+    factor : float
+        Time scales 1/(ηλ) a weak or strong label needs (:data:`DECIDED_AFTER`).
 
     Returns
     -------
     list of dict
-        Sorted by seed then λ, with ``seed``, ``λ``, ``regime``, ``norm peak``,
-        ``norm peak step``, ``norm contraction``, ``norm contracting from step`` and
-        ``head contracting from step`` (both by :func:`contracting_step` with the
-        monitor's ``warn_drop``), ``dlr`` (last record; None without a probe),
-        ``train acc`` and ``test acc`` (last record).
+        Sorted by seed then λ, with ``seed``, ``λ``, ``online regime`` (the monitor's rule), ``regime``
+        (decided, as above), ``budget × ηλ`` (None without ``lr``), ``norm peak``,
+        ``norm peak step``, ``norm contraction``, ``fitted step`` (the first record at ``fit``; None
+        when never), ``norm contracting from step`` and ``head contracting from step`` (both by
+        :func:`contracting_step` with the monitor's ``warn_drop``, on the records from the fitted step
+        on: a turn before the fit is an initialisation transient, not an escape; None on a run that never
+        fitted), ``dlr`` (last record; None without a probe), ``train acc`` and ``test acc`` (last record).
     """
     require_type(monitors, "monitors", Mapping, owner="lambda_grid_records")
     records = []
     for (seed, lam), monitor in sorted(monitors.items()):
         summary, rows = monitor.summary(fit=fit), monitor.rows
-        steps = [r["step"] for r in rows]
+        budget = int(steps if steps is not None else rows[-1]["step"])
+        fitted = next((r["step"] for r in rows if r.get("train_acc", math.nan) >= fit), None)
+        after = [] if fitted is None else [r for r in rows if r["step"] >= fitted]
+        at = [r["step"] for r in after]
         records.append({
-            "seed": seed, "λ": lam, "regime": summary["regime"],
+            "seed": seed, "λ": lam, "online regime": summary["regime"],
+            "regime": summary["regime"] if lr is None else decided_regime(summary["regime"], lr, lam, budget, factor),
+            "budget × ηλ": None if lr is None else budget * lr * lam,
             "norm peak": summary["norm peak"], "norm peak step": summary["norm peak step"],
-            "norm contraction": summary["norm contraction"],
-            "norm contracting from step": contracting_step(steps, [r["norm"] for r in rows], monitor.warn_drop),
+            "norm contraction": summary["norm contraction"], "fitted step": fitted,
+            "norm contracting from step": contracting_step(at, [r["norm"] for r in after], monitor.warn_drop),
             "head contracting from step": contracting_step(
-                steps, [r[f"norm/{monitor.head}"] for r in rows], monitor.warn_drop),
+                at, [r[f"norm/{monitor.head}"] for r in after], monitor.warn_drop),
             "dlr": rows[-1].get("dlr"), "train acc": rows[-1]["train_acc"], "test acc": rows[-1]["test_acc"],
         })
     return records
@@ -177,8 +279,11 @@ def head_reading(record: Mapping[str, Any]) -> str:
     -------
     str
         ``"read-out first"``, ``"total norm first"``, ``"same record"``,
-        ``"only the read-out contracts"``, ``"read-out never contracts"`` or ``"neither contracts"``.
+        ``"only the read-out contracts"``, ``"read-out never contracts"``, ``"neither contracts"``, or
+        :data:`NOT_READ` when the record has a ``fitted step`` of None (the run never fitted).
     """
+    if "fitted step" in record and record["fitted step"] is None:
+        return NOT_READ
     head, norm = record["head contracting from step"], record["norm contracting from step"]
     if head is None:
         return "neither contracts" if norm is None else "read-out never contracts"
@@ -250,7 +355,9 @@ def lambda_readings(records: Sequence[Mapping[str, Any]], margin: float = 0.03,
     Returns
     -------
     dict of str to Reading
-        ``"smallest λ"`` (expected ``"weak"``), ``"largest λ"`` (``"strong"``), ``"recipe"``
+        ``"smallest λ"`` (expected :data:`NOT_CONTRACTED`: the online rule's *weak*, its norm not 5% below
+        its peak by the end of its budget; whether that is the weak regime the budget may be too short to
+        say, :func:`decided_regime`), ``"largest λ"`` (``"strong"``, the decided label), ``"recipe"``
         (``"beats the weakest λ"``): the readings of :data:`ASSERTED`; and
         ``"read-out first"``, the paper's early-warning claim on the shown run of
         each seed, to display, not to assert.
@@ -259,9 +366,12 @@ def lambda_readings(records: Sequence[Mapping[str, Any]], margin: float = 0.03,
     by_seed: dict[str, dict[int, Any]] = {"smallest λ": {}, "largest λ": {}}
     for seed in sorted({r["seed"] for r in records}):
         runs = sorted((r for r in records if r["seed"] == seed), key=lambda r: r["λ"])
-        by_seed["smallest λ"][seed], by_seed["largest λ"][seed] = runs[0]["regime"], runs[-1]["regime"]
+        smallest = runs[0].get("online regime", runs[0]["regime"])
+        by_seed["smallest λ"][seed] = NOT_CONTRACTED if smallest == "weak" else f"{smallest} (contracted)"
+        by_seed["largest λ"][seed] = runs[-1]["regime"]
     return {
-        "smallest λ": over_seeds("regime of the smallest λ", by_seed["smallest λ"], "weak", rule),
+        "smallest λ": over_seeds("the smallest λ's norm within its budget", by_seed["smallest λ"], NOT_CONTRACTED,
+                                 rule),
         "largest λ": over_seeds("regime of the largest λ", by_seed["largest λ"], "strong", rule),
         "recipe": over_seeds("the recipe's λ on held-out data", {r["seed"]: r["verdict"] for r in recipe},
                              "beats the weakest λ", rule),
@@ -310,7 +420,9 @@ def norm_curve_records(monitors: Mapping[tuple[int, float], Any], records: Seque
     list of dict
         ``step``, ``lambda``, ``regime`` and ``value`` for every record of every λ of the seed.
     """
-    regime = {r["λ"]: r["regime"] for r in records if r["seed"] == seed}
+    # a run not decided within its budget is drawn as the chart's "too early" (grey), not as a regime
+    regime = {r["λ"]: TOO_EARLY if r["regime"].startswith("not decided") else r["regime"]
+              for r in records if r["seed"] == seed}
     if not regime:
         raise ValueError(f"norm_curve_records: no run of seed {seed!r} in the records.")
     return [{"step": row["step"], "lambda": lam, "regime": regime[lam], value: row[value]}
@@ -439,8 +551,187 @@ def first_turn_answer(recipe: Sequence[Mapping[str, Any]], seed: int) -> tuple[s
     def began(who: str, step: int | None) -> str:
         return f"{who} never contracted" if step is None else f"{who} contracted from step {step:,}"
 
-    why = (f"on the shown run (seed {seed}, λ = {row['shown λ']:g}) "
-           f"{began('the read-out', row['head contracting from step'])} and "
-           f"{began('the total norm', row['norm contracting from step'])}; "
+    what = ("the run never fitted its training set, so no turn is read (a fall before a fit is the "
+            "initialisation settling, not an escape)") if row["head"] == NOT_READ else (
+        f"{began('the read-out', row['head contracting from step'])} and "
+        f"{began('the total norm', row['norm contracting from step'])}")
+    why = (f"on the shown run (seed {seed}, λ = {row['shown λ']:g}) {what}; "
            "by seed: " + ", ".join(f"seed {r['seed']}: {_FIRST_TURN[r['head']]}" for r in recipe))
     return _FIRST_TURN[row["head"]], FIRST_TURN_CHOICES, why
+
+
+#: The choices of :func:`largest_fit_answer`.
+FIT_CHOICES = ("fits", "does not fit")
+
+
+def largest_fit_answer(records: Sequence[Mapping[str, Any]], seed: int, fit: float) -> tuple[str, tuple[str, ...], str]:
+    """Whether the run at the grid's largest λ reached the fit threshold in its budget, as the answer to a prediction.
+
+    Parameters
+    ----------
+    records : sequence of mappings
+        Rows of :func:`lambda_grid_records` (``fitted step``, ``train acc``).
+    seed : int
+        The seed asked about.
+    fit : float
+        The training accuracy that counts as fitted.
+
+    Returns
+    -------
+    (answer, choices, why) : tuple
+        One of :data:`FIT_CHOICES`, :data:`FIT_CHOICES`, and the run's last training accuracy with every seed's answer.
+
+    Examples
+    --------
+    >>> rows = [{"seed": 0, "λ": 1.0, "fitted step": 50, "train acc": 0.7},
+    ...         {"seed": 0, "λ": 10.0, "fitted step": None, "train acc": 0.2}]
+    >>> largest_fit_answer(rows, seed=0, fit=0.657)[0]
+    'does not fit'
+    """
+    largest = {}
+    for r in sorted(records, key=lambda r: r["λ"]):
+        largest[r["seed"]] = r
+    if seed not in largest:
+        raise ValueError(f"The 'seed' parameter of largest_fit_answer must be a seed of the records "
+                         f"({sorted(largest)}). Got {seed!r}.")
+
+    def answer(r: Mapping[str, Any]) -> str:
+        return FIT_CHOICES[r["fitted step"] is None]
+
+    run = largest[seed]
+    why = (f"at λ = {run['λ']:g} (seed {seed}) the training accuracy ended at {run['train acc']:.3f} against the "
+           f"fit threshold {fit:.3f}; by seed: " + ", ".join(f"seed {s}: {answer(r)}" for s, r in largest.items()))
+    return answer(run), FIT_CHOICES, why
+
+
+def contraction_sentence(record: Mapping[str, Any]) -> str:
+    """The shown run's norm contraction in words, for the chart whose ‖θ‖² axis does not start at zero.
+
+    Examples
+    --------
+    >>> print(contraction_sentence({"λ": 1.0, "norm peak": 120.0, "norm peak step": 200, "norm contraction": 0.125}))
+    ‖θ‖² peaked at 120.0 (step 200) and ended 12.5% below its peak; the panel's axis does not start at zero, so the fall looks larger than it is.
+    """
+    return (f"‖θ‖² peaked at {record['norm peak']:,.1f} (step {record['norm peak step']:,}) and ended "
+            f"{record['norm contraction']:.1%} below its peak; the panel's axis does not start at zero, so the fall "
+            "looks larger than it is.")
+
+
+def grid_evidence(records: Sequence[Mapping[str, Any]], recipe: Sequence[Mapping[str, Any]]) -> str:
+    """Every run of the grid and the recipe in every seed, closed under "How we know" (:func:`nhtlab.book.evidence`)."""
+    from .report import evidence, table
+
+    runs = table(records, columns=["seed", "λ", "online regime", "budget × ηλ", "regime", "norm peak",
+                                   "norm contraction", "fitted step", "head contracting from step",
+                                   "norm contracting from step", "dlr", "train acc", "test acc"],
+                 formats={"budget × ηλ": "{:.3g}", "norm peak": "{:,.1f}", "norm contraction": "{:.1%}",
+                          "fitted step": "{:,}", "head contracting from step": "{:,}",
+                          "norm contracting from step": "{:,}", "dlr": "{:.3f}", "train acc": "{:.3f}",
+                          "test acc": "{:.3f}"})
+    acc = ("test acc", "weakest test acc", "best test acc")
+    chosen = table(recipe, columns=["seed", "chosen λ", "test acc", "weakest λ", "weakest test acc", "best λ",
+                                    "best test acc", "verdict", "shown λ", "head"],
+                   formats={c: "{:.3f}" for c in acc})
+    return evidence("every run of the grid, and the recipe in every seed",
+                    "Every run (contracting steps counted from the step the run fitted):", runs,
+                    "The recipe per seed, the best λ of the whole grid beside it, and the run shown in detail:",
+                    chosen)
+
+
+def forecast_verdicts() -> dict[str, Any]:
+    """What the saved ETA evaluations decided (:func:`nhtlab.book.held_out_eta.saved_evaluation`).
+
+    Returns
+    -------
+    dict
+        ``evaluations`` (how many were found), ``shipped`` (how many shipped the ETA), ``offers``
+        (``{model: the baseline of least error at half the plateau, in words}`` of the off-grid evaluations).
+    """
+    from .held_out_eta import saved_evaluation
+    from .report import _METHOD_NAMES
+
+    found = {name: saved_evaluation(profile, off_grid) for name, profile, off_grid in
+             (("held-out seeds", "full", False), ("companion transformer", "book", True),
+              ("MLP, full batch", "mlp_full_batch", True), ("MLP, minibatches", "mlp_minibatch", True))}
+    found = {k: v for k, v in found.items() if v is not None}
+    return {"evaluations": len(found), "shipped": sum(bool(v["verdict"]["passed"]) for v in found.values()),
+            "offers": {k: _METHOD_NAMES.get(v["verdict"].get("offer"), "none") for k, v in found.items()
+                       if v.get("design") == "off-grid"}}
+
+
+#: The off-grid records a chapter renders, with the heading each gets.
+_OFF_GRID_MODELS = {"book": "The companion transformer on Z_97", "mlp_full_batch": "The MLP on Z_47, full batch",
+                    "mlp_minibatch": "The MLP on Z_47, minibatches"}
+
+
+def off_grid_section(model: str) -> str:
+    """One saved off-grid ETA record under its heading (:func:`nhtlab.book.eta_report`), for the evidence page.
+
+    Parameters
+    ----------
+    model : {"book", "mlp_full_batch", "mlp_minibatch"}
+        Which saved record.
+
+    Returns
+    -------
+    str
+        Markdown: a level-3 heading naming the model, then the record.
+    """
+    from .report import eta_report
+
+    if model not in _OFF_GRID_MODELS:
+        raise ValueError(f"The 'model' parameter of off_grid_section must be one of {list(_OFF_GRID_MODELS)}. "
+                         f"Got {model!r}.")
+    return f"### {_OFF_GRID_MODELS[model]}\n\n{eta_report(model, off_grid=True)}"
+
+
+def eta_record_checks(models: Sequence[str]) -> list[Check]:
+    """The evidence page's claims: each saved verdict follows from its saved forecasts, and no ETA shipped.
+
+    The held-out record's verdict is recomputed with :func:`~nhtlab.book.held_out_eta.eta_verdict` from its
+    ``eta`` records; each off-grid record's (the ETA's and the loss rise's) with
+    :func:`~nhtlab.book.off_grid_eta.off_grid_verdict` from its ``rows``. A record whose verdict does not follow
+    from its own numbers, or one that is missing, fails.
+
+    Parameters
+    ----------
+    models : sequence of str
+        The off-grid records to check (keys of ``saved_evaluation(..., off_grid=True)``).
+
+    Returns
+    -------
+    list of Check
+        One per record, then "no evaluation shipped the ETA" (chapter 08's sentence).
+    """
+    from .held_out_eta import eta_verdict, saved_evaluation
+    from .off_grid_eta import off_grid_verdict
+
+    checks, shipped = [], []
+    held = saved_evaluation("full")
+    if held is None:
+        checks.append(Check("held-out seeds: the saved verdict follows from the saved forecasts", False,
+                            "no saved record"))
+    else:
+        again = eta_verdict(held["eta"])
+        same = again.passed == held["verdict"]["passed"] and again.detail == held["verdict"]["detail"]
+        checks.append(Check("held-out seeds: the saved verdict follows from the saved forecasts", same,
+                            f"recomputed: {'ships' if again.passed else 'does not ship'} ({again.detail})"))
+        shipped.append(("held-out seeds", held["verdict"]["passed"]))
+    for model in models:
+        saved = saved_evaluation(model, off_grid=True)
+        name = f"{_OFF_GRID_MODELS.get(model, model)}: the saved verdicts follow from the saved forecasts"
+        if saved is None:
+            checks.append(Check(name, False, "no saved record"))
+            continue
+        parts, same = [], True
+        for method, key in (("eta", "verdict"), ("loss_rise", "verdict_loss_rise")):
+            if key not in saved:
+                continue
+            again = off_grid_verdict(saved["rows"], coverage=saved["stated_coverage"], method=method)
+            same &= all(again[k] == saved[key][k] for k in ("passed", "detail", "offer"))
+            parts.append(f"{method}: {'ships' if again['passed'] else 'does not ship'}, offer {again['offer']}")
+        checks.append(Check(name, same, "recomputed: " + "; ".join(parts)))
+        shipped.append((model, saved["verdict"]["passed"]))
+    checks.append(Check("no evaluation shipped the ETA", not any(p for _, p in shipped),
+                        ", ".join(f"{m}: {'ships' if p else 'does not ship'}" for m, p in shipped)))
+    return checks

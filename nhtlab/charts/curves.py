@@ -116,11 +116,13 @@ def norm_curves(histories: Sequence[tuple[str, History]], column: str = "norm", 
     ).add_params(hover).properties(width=WIDTH, height=220, title=title)
 
 
-def layer_norm_curves(history: History, events: Events | None = None, title: str = "‖θ_ℓ‖² per layer") -> alt.Chart:
+def layer_norm_curves(history: History, events: Events | None = None, title: str = "‖θ_ℓ‖² per layer",
+                      names: Mapping[str, str] | None = None) -> alt.Chart:
     """Squared norm of every layer against step, on a log axis (layers differ by decades), layers named in
-    words (:func:`layer_label`) and T_mem and T_grok marked when ``events`` are given; click a legend entry
-    to highlight a layer."""
-    columns = {f"norm/{name}": layer_label(name) for name in history.layers}
+    words (``names[layer]`` where given, else :func:`layer_label`) and T_mem and T_grok marked when
+    ``events`` are given; click a legend entry to highlight a layer."""
+    words = dict(names or {})
+    columns = {f"norm/{name}": words.get(name) or layer_label(name) for name in history.layers}
     records = [r for r in long_records(history, columns) if r["value"] > 0]  # a log axis has no zero
     pick = alt.selection_point(fields=["series"], bind="legend")
     lines = alt.Chart(alt.Data(values=records)).mark_line().encode(
