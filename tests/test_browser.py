@@ -145,9 +145,12 @@ def test_no_console_errors_offline(page_reports):
 
 
 def test_every_chart_draws_and_chapters_have_charts(page_reports, executed_chapters):
+    import browser_check
+
     for stem in executed_chapters:
         report = page_reports[stem]
-        assert report.charts > 0, f"{stem}: no chart on the page"
+        # a lesson shows its figures; an evidence page may be tables alone
+        assert report.charts > 0 or not browser_check.is_lesson(stem), f"{stem}: no chart on the page"
         assert report.drawn == report.charts, f"{stem}: {report.drawn} of {report.charts} charts drew marks"
     for page, report in page_reports.items():
         assert report.drawn == report.charts, f"{page}: {report.drawn} of {report.charts} charts drew marks"

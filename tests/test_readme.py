@@ -15,7 +15,7 @@ import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text(encoding="utf-8")
-CHAPTERS = sorted((ROOT / "book").glob("[0-9][0-9]_*.py"))
+CHAPTERS = [p for p in sorted((ROOT / "book").glob("[0-9][0-9]_*.py")) if "evidence" not in p.stem]  # lessons, not evidence pages
 # a number followed by a unit of time or speed: what a measurement looks like
 TIMING = re.compile(r"\b\d[\d,.]*\s*(?:ms|s|sec|seconds?|min|minutes?|h|hours?|steps/s|GFLOP/s|GB|MB)\b"
                     r"|\b\d[\d,.]*\s*(?:×|x faster|%)")
