@@ -186,8 +186,8 @@ your_escape, your_rho, your_batchnorm = None, None, None  # "yes"/"no"
 
 # %% [markdown]
 # The book re-runs a small part of that grid, the wrong-border design
-# against the border-less one at the main λ over the profile's seeds,
-# with every run of the chapter in one sweep:
+# against the border-less one at the main λ over the profile's seeds
+# (the `book` profile), with every run of the chapter in one sweep:
 
 # %%
 study = nb.ShortcutStudy.from_profile(cfg, seed=seed)
@@ -254,7 +254,7 @@ study.lam_report(trained)
 nhtlab.charts.norm_curves(
     [
         (
-            f"λ = {r['λ']:g} ({r['regime']})",
+            f"λ = {r['λ']:g} ({r['regime'].split(' within')[0]})",
             trained[study.sweep[r["λ"]][0]],
         )
         for r in study.lam_records(trained)

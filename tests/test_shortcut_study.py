@@ -188,6 +188,25 @@ def test_the_lesson_text_states_readings_over_seeds_and_closes_the_tables():
     assert learnt and "The background cue is learnt in 3 of 3 seeds" in text and "How we know" in text
     assert "P1 (V_mem > V_post) holds in 3 of 3" in study.main_report(trained, 0)
     found = study.found(trained)
-    assert found[0].endswith("it kept it in 3 of 3: what removes the border is those wrong-border images.")
+    assert found[0].endswith("it kept it in 3 of 3 at the same λ: the drop comes with the wrong-border images, "
+                             "not with the decay alone.")
     assert "at the smallest λ, 0.01, the border was dropped at step 800" in found[1]
     assert "held in 3 of 3 seeds" in found[2] and "in 3 of 3 seeds" in found[3] and "3 of 3" in found[4]
+
+
+def test_the_chapters_border_events_solution_agrees_with_border_times():
+    """Chapter 06's code exercise: the solution in its dropdown gives nhtlab's border_times."""
+    import re
+    from pathlib import Path
+
+    from nhtlab.analysis.events import border_times
+    from nhtlab.book.exercises import check_function
+
+    text = (Path(__file__).resolve().parent.parent / "book" / "06_shortcuts.py").read_text(encoding="utf-8")
+    block = re.search(r"# ```python\n(.*?)# ```\n", text, re.S).group(1)
+    namespace: dict = {}
+    exec("\n".join(line[2:] for line in block.splitlines()), namespace)
+    cases = [(image(),), (image(drop_at=10_000),), (growing(),),
+             (history(cue_acc=np.full(N, 0.1), conflict_acc=np.full(N, 0.1)),)]
+    assert [border_times(*c) for c in cases][:2] == [(200, 800), (200, None)]
+    assert check_function(namespace["border_events"], border_times, cases).status == "correct"

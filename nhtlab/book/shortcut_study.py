@@ -56,6 +56,11 @@ def _step(step: int | None) -> str:
     return "never" if step is None else f"{step:,}"
 
 
+def _ratio(value: float) -> str:
+    """V_mem/V_post in words: two decimals, or why it was not measured (P1's NaN)."""
+    return "not measured (border never dropped)" if value != value else f"{value:.2f}"
+
+
 @dataclass(frozen=True)
 class ShortcutStudy:
     """Every run of the shortcut study, built from profile settings.
@@ -527,7 +532,7 @@ class ShortcutStudy:
         card, per_seed = self.scorecard(trained), self.prediction_readings(trained)
         held = ", ".join(f"{d} {sum(c.passed for c in row.values())}/6" for d, row in card.items())
         paper = ", ".join(f"{d} {k}/6" for d, k in NHT_PAPER["scorecard"].items())
-        ratios = ", ".join(f"seed {s}: {v:.2f}" for s, v in self.norm_ratios(trained).items())
+        ratios = ", ".join(f"seed {s}: {_ratio(v)}" for s, v in self.norm_ratios(trained).items())
         p1 = next(r for r in per_seed if r.name.startswith("P1"))
         return Markdown(
             f"Predictions that hold on each domain's sweep (main run: seed {self.seeds[0]}): {held}. Paper: {paper}. "
@@ -584,7 +589,8 @@ class ShortcutStudy:
         design = self.design_readings(trained)
         out = [f"At λ = {self.lam_main:g} the CNN fitted the border and then dropped it in {design[0].k} of "
                f"{design[0].n} seeds" + (f"; with no border on the other images it kept it in {design[1].k} of "
-                                          f"{design[1].n}: what removes the border is those wrong-border images."
+                                          f"{design[1].n} at the same λ: the drop comes with the wrong-border "
+                                          "images, not with the decay alone."
                                           if len(design) > 1 else ".")]
         border = [r for r in self.lam_records(trained) if r["domain"] == "border"]
         if len(border) > 1:
@@ -594,10 +600,10 @@ class ShortcutStudy:
                        + f" (seed {self.seeds[0]}), and {sum(r['dropped at'] is not None for r in border)} of "
                        f"{len(border)} weight decays dropped it.")
         ratios = self.norm_ratios(trained)
-        p1 = sum(v > 1 for v in ratios.values())
+        p1 = sum(bool(v > 1) for v in ratios.values())
         out.append(f"The law's premise P1, a shortcut costlier in norm than what replaces it (V_mem > V_post), held "
                    f"in {p1} of {len(ratios)} seeds (V_mem/V_post: "
-                   + ", ".join(f"{v:.2f}" for v in ratios.values()) + ").")
+                   + ", ".join(_ratio(v) for v in ratios.values()) + ").")
         if len(self.rho_ends) == 2:
             (lo, low_runs), (hi, high_runs) = sorted(self.rho_ends.items())
             falls = sum(rho_reading(trained[low_runs[s]], trained[high_runs[s]], margin) == "falls" for s in low_runs)
