@@ -29,7 +29,7 @@ def image(drop_at=800, end_conflict=0.7, clean=0.8):
     conflict = np.where(STEPS >= drop_at, end_conflict, 0.1)
     norm = np.r_[np.linspace(10, 100, 6), np.linspace(95, 40, N - 6)]
     return history(cue_acc=cue, conflict_acc=conflict, train_acc=np.full(N, 1.0), clean_acc=np.full(N, clean),
-                   shortcut_acc=np.full(N, 0.9), norm=norm, **{"norm/conv1": norm, "norm/readout": norm})
+                   shortcut_acc=np.full(N, 0.9), coloured_acc=np.full(N, 0.9), norm=norm, **{"norm/conv1": norm, "norm/readout": norm})
 
 
 def grokking():
@@ -142,3 +142,71 @@ def test_prediction_answers_name_what_is_missing():
         study.norm_answer(trained)
     with pytest.raises(TypeError, match="trained"):
         study.escape_answer([])
+
+
+def growing():
+    """Follows the border from step 200 and never drops it; the norm only grows (weak, if the budget says so)."""
+    h = image(drop_at=10_000, end_conflict=0.1)
+    return History([{**row, "norm": 10.0 + row["step"] / 10} for row in h.rows], status="completed")
+
+
+def test_weak_or_strong_needs_a_budget_of_4_over_eta_lambda():
+    study = ShortcutStudy.from_profile(PROFILE)  # 2,000 steps at η = 3e-3: 2000·ηλ = 0.06, 0.6, 1.8
+    trained = trained_for(study, lambda run: image() if run.weight_decay >= 0.1 else growing())
+    regimes = {r["λ"]: r["regime"] for r in study.lam_records(trained) if r["domain"] == "border"}
+    assert regimes == {0.01: "not decided within 2,000 steps", 0.1: "intermediate", 0.3: "intermediate"}
+    p2 = study.scorecard(trained)["border"]["P2 three regimes"]
+    assert not p2 and p2.detail == "intermediate; not decided within the budget: λ = 0.01"
+    # a budget factor the 2,000 steps satisfy at λ = 0.01: the run is then called weak
+    short = ShortcutStudy.from_profile({**PROFILE, "regime_budget": 0.05})
+    assert {r["λ"]: r["regime"] for r in short.lam_records(trained) if r["domain"] == "border"}[0.01] == "weak"
+    assert short.scorecard(trained)["border"]["P2 three regimes"].detail == "weak → intermediate"
+
+
+def test_the_lesson_text_states_readings_over_seeds_and_closes_the_tables():
+    study = ShortcutStudy.from_profile({**PROFILE, "background_lams": [0.1]})
+
+    def h(run: ShortcutRun):
+        if run.otherwise == "none":
+            return image(drop_at=10_000, clean=0.4)  # the border-less control keeps the border
+        if run.rho == 1.0:
+            return image(drop_at=10_000, end_conflict=0.1)
+        return image(clean=0.9 if run.norm == "batch" else 0.8)
+
+    trained = trained_for(study, h)
+    design = study.design_report(trained)
+    assert "the border dropped in 3 of 3 seeds" in design and "the border kept in 3 of 3 seeds" in design
+    assert "seed 0: 0.40 against 0.80" in design and "(lower in 3 of 3 seeds)" in design
+    assert design.count("<details") == 1 and "| otherwise |" in design.split("<details")[1]
+    lam = study.lam_report(trained)
+    assert "The border was dropped at 3 of 3 weight decays." in lam and "<details" in lam
+    assert "BatchNorm ended above no normalisation in 3 of 3 seeds" in study.norm_report(trained)
+    assert "Paper: modular arithmetic ≈ 1" in study.separation_report(trained)
+    card = study.scorecard_report(trained)
+    assert "V_mem/V_post is seed 0: 1.15" in card and "P1 holds in 3 of 3 seeds" in card
+    learnt, readings, text = study.background_report(trained)
+    assert learnt and "The background cue is learnt in 3 of 3 seeds" in text and "How we know" in text
+    assert "P1 (V_mem > V_post) holds in 3 of 3" in study.main_report(trained, 0)
+    found = study.found(trained)
+    assert found[0].endswith("it kept it in 3 of 3 at the same λ: the drop comes with the wrong-border images, "
+                             "not with the decay alone.")
+    assert "at the smallest λ, 0.01, the border was dropped at step 800" in found[1]
+    assert "held in 3 of 3 seeds" in found[2] and "in 3 of 3 seeds" in found[3] and "3 of 3" in found[4]
+
+
+def test_the_chapters_border_events_solution_agrees_with_border_times():
+    """Chapter 06's code exercise: the solution in its dropdown gives nhtlab's border_times."""
+    import re
+    from pathlib import Path
+
+    from nhtlab.analysis.events import border_times
+    from nhtlab.book.exercises import check_function
+
+    text = (Path(__file__).resolve().parent.parent / "book" / "06_shortcuts.py").read_text(encoding="utf-8")
+    block = re.search(r"# ```python\n(.*?)# ```\n", text, re.S).group(1)
+    namespace: dict = {}
+    exec("\n".join(line[2:] for line in block.splitlines()), namespace)
+    cases = [(image(),), (image(drop_at=10_000),), (growing(),),
+             (history(cue_acc=np.full(N, 0.1), conflict_acc=np.full(N, 0.1)),)]
+    assert [border_times(*c) for c in cases][:2] == [(200, 800), (200, None)]
+    assert check_function(namespace["border_events"], border_times, cases).status == "correct"
