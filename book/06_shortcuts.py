@@ -498,5 +498,7 @@ nb.check_function(
 # %%
 checks = study.checks(trained, margin=cfg.rho_margin) + [learnt]
 per_seed = study.prediction_readings(trained)
+# P2 and P6 read the whole λ sweep (one seed a λ): shown for the findings
+sweep = nb.sweep_checks(study.scorecard(trained)["border"])
 # asserted on a real run; the paper's predictions shown over seeds
-nb.closing_checks(checks, cfg, shown=per_seed + bg_readings)
+nb.closing_checks(checks, cfg, shown=per_seed + bg_readings + sweep)
