@@ -632,7 +632,7 @@ def regime_findings(table: Sequence[Mapping[str, Any]], level: float = 0.5) -> l
     ...         for lam, r, m, a in ((0.01, "not decided", 300, 0.01), (1.0, "intermediate", 500, 1.0),
     ...                              (2.0, "not decided", None, 0.8), (5.0, "not decided", None, 0.01))]
     >>> for s in regime_findings(rows): print(s)
-    1 of 4 runs reached a verdict within its budget: intermediate in 1 (λ = 1).
+    1 of 4 runs reached a verdict within their budget, all intermediate (λ = 1).
     The other 3 runs (λ = 0.01, 2, 5) stopped before the steps their λ needs: they are not decided, and nothing here calls them weak or strong.
     Where no run fitted its training set, the best test accuracy reached 0.80 at λ = 2 within 1,000 steps (the decay slowed learning, it did not stop it) and stayed at 0.01 at λ = 5 within 1,000 steps (too short a run to tell slowed from stopped).
     """
@@ -646,7 +646,11 @@ def regime_findings(table: Sequence[Mapping[str, Any]], level: float = 0.5) -> l
     labels = [r["regime"] for r in decided]
     kinds = ", ".join(f"{label} in {labels.count(label)} (λ = {lams([r for r in decided if r['regime'] == label])})"
                       for label in dict.fromkeys(sorted(labels)))
-    out = [f"{len(decided)} of {len(rows)} runs reached a verdict within its budget" + (f": {kinds}." if kinds else ".")]
+    if len(set(labels)) == 1:
+        kinds = f", all {labels[0]} (λ = {lams(decided)})"
+    elif kinds:
+        kinds = f": {kinds}"
+    out = [f"{len(decided)} of {len(rows)} runs reached a verdict within their budget{kinds}."]
     if open_:
         out.append(f"The other {len(open_)} runs (λ = {lams(open_)}) stopped before the steps their λ needs: they are "
                    "not decided, and nothing here calls them weak or strong.")

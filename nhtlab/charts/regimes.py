@@ -28,10 +28,10 @@ VERDICT_COLORS = {**REGIME_COLORS, NOT_DECIDED: "#b279a2"}
 _EVENT_SHAPES = {"T_mem": "circle", "T_grok": "triangle-up"}
 
 
-def _regime_color(present: Sequence[str] | None = None, title: str = "verdict") -> alt.Color:
+def _regime_color(present: Sequence[str] | None = None, title: str = "verdict", legend: bool = True) -> alt.Color:
     """Colour by verdict; the legend lists only the verdicts ``present`` (all of them when None)."""
     domain = [r for r in VERDICT_COLORS if present is None or r in set(present)]
-    return alt.Color("regime:N", title=title,
+    return alt.Color("regime:N", title=title, legend=alt.Legend() if legend else None,
                      scale=alt.Scale(domain=domain, range=[VERDICT_COLORS[r] for r in domain]))
 
 
@@ -70,7 +70,20 @@ def regime_norm_curves(curves: Sequence[Mapping[str, Any]], events: Sequence[Map
         opacity=alt.condition(pick, alt.value(1.0), alt.value(0.1)),
         tooltip=[alt.Tooltip("event:N", title="event"), *_tooltip("norm", "‖θ‖²", ",.0f")],
     )
-    return alt.layer(lines, marks)
+    # each λ named once, at the end of its first seed's line: colour says the verdict, the label says λ
+    first_seed: dict[float, int] = {}
+    for rec in curves:
+        first_seed[rec["weight_decay"]] = min(rec["seed"], first_seed.get(rec["weight_decay"], rec["seed"]))
+    ends: dict[float, Mapping[str, Any]] = {}
+    for rec in curves:
+        lam = rec["weight_decay"]
+        if rec["seed"] == first_seed[lam] and (lam not in ends or rec["step"] > ends[lam]["step"]):
+            ends[lam] = rec
+    names = [{"step": r["step"], "norm": r["norm"], "regime": r["regime"], "name": f"λ = {lam:g}"}
+             for lam, r in ends.items()]
+    labels = alt.Chart(alt.Data(values=names)).mark_text(align="left", dx=4, fontSize=11).encode(
+        x="step:Q", y="norm:Q", text="name:N", color=_regime_color([r["regime"] for r in curves], legend=False))
+    return alt.layer(lines, marks, labels)
 
 
 def lambda_slider(curves: Sequence[Mapping[str, Any]], lams: Sequence[float],
