@@ -597,7 +597,7 @@ def rule_check(table: Sequence[Mapping[str, Any]], lam: float, regime: str, word
     >>> rows = [{"weight_decay": 5.0, "seed": 0, "regime": "not decided", "rule_regime": "strong", "last_step": 1000}]
     >>> c = rule_check(rows, 5.0, "strong", "never fitted its table")
     >>> bool(c), c.name, c.detail
-    (True, 'λ = 5 within its budget: never fitted its table', 'strong in 1 of 1 seeds within 1,000 steps (seed 0: strong)')
+    (True, 'λ = 5 within its budget: never fitted its table', 'the rule alone reads strong in 1 of 1 seeds within 1,000 steps (seed 0: strong)')
     """
     rows = sorted((r for r in require_rows(table, "table", "rule_check") if r["weight_decay"] == lam),
                   key=lambda r: r["seed"])
@@ -606,7 +606,7 @@ def rule_check(table: Sequence[Mapping[str, Any]], lam: float, regime: str, word
     ends = " / ".join(f"{e:,}" for e in sorted({r["last_step"] for r in rows}))
     seeds = ", ".join(f"seed {s}: {v}" for s, v in labels.items())
     return Check(f"λ = {lam:g} within its budget: {words}", bool(rows) and k == len(rows),
-                 f"{regime} in {k} of {len(rows)} seeds within {ends or 'no'} steps ({seeds})")
+                 f"the rule alone reads {regime} in {k} of {len(rows)} seeds within {ends or 'no'} steps ({seeds})")
 
 
 def regime_findings(table: Sequence[Mapping[str, Any]], level: float = 0.5) -> list[str]:
