@@ -46,3 +46,56 @@ def test_records():
     assert starts[1]["rises first"] is None
     with pytest.raises(TypeError):
         regime_records("not rows")
+
+
+# --- the budget rule: a verdict other than intermediate needs a budget scaled as 1/(ηλ) -------------
+
+def test_decision_budgets_scale_as_one_over_eta_lambda_from_the_base():
+    from nhtlab.book.regime_report import decision_budgets
+
+    needed = decision_budgets({0.01: 1500, 0.3: 8000, 1.0: 4000, 5.0: 1000}, 1e-3)
+    assert needed == {0.01: 40_000, 0.3: 13_333, 1.0: 4000, 5.0: 4000}
+    with pytest.raises(ValueError, match="base_lam"):
+        decision_budgets({0.1: 2000}, 1e-3)
+
+
+def test_within_budget_keeps_an_observed_transition_and_withholds_the_rest():
+    from nhtlab.analysis.regimes import NOT_DECIDED, UNJUDGED, within_budget
+
+    assert NOT_DECIDED in UNJUDGED
+    assert within_budget("intermediate", 100, 10_000) == "intermediate"
+    assert within_budget("diverged", 100, 10_000) == "diverged"
+    for label in ("weak", "strong", "undetermined"):
+        assert within_budget(label, 1999, 2000) == NOT_DECIDED
+        assert within_budget(label, 2000, 2000) == label
+
+
+def test_budget_regimes_relabel_keep_the_rule_and_count_in_readings():
+    from nhtlab.book.regime_report import (budget_regimes, decided_readings, lambda_sentences, regime_findings,
+                                           regime_summary_records, rule_check)
+
+    rows = [{**row(lam, s, r), "t_grok": 900 if r == "intermediate" else None,
+             "t_mem": None if r == "strong" else 500, "max_train_acc": tr,
+             "max_test_acc": te} for lam, r, tr, te in ((0.01, "weak", 1.0, 0.01), (1.0, "intermediate", 1.0, 1.0),
+                                                         (5.0, "strong", 0.4, 0.7)) for s in (0, 1)]
+    needed = {0.01: 40_000, 1.0: 4000, 5.0: 4000}
+    table = budget_regimes(rows, needed)
+    assert [r["regime"] for r in table] == ["not decided"] * 2 + ["intermediate"] * 2 + ["not decided"] * 2
+    assert table[0]["rule_regime"] == "weak" and table[0]["reason"].startswith("not decided within 1,500 steps")
+    assert rows[0]["regime"] == "weak"  # the input is not changed
+    assert check_regime_order(table)
+    assert regime_summary_records(table)[2]["verdict"] == "not decided within 1,500 steps: 2 of 2"
+    weak, strong = decided_readings(table, {0.01: "weak", 5.0: "strong"})
+    assert (weak.k, weak.n, weak.holds) == (0, 2, False) and not strong.holds
+    assert decided_readings(table, {1.0: "intermediate"})[0].holds
+    assert rule_check(table, 0.01, "weak", "flat") and rule_check(table, 5.0, "strong", "no fit")
+    assert not rule_check(table, 1.0, "weak", "flat") and not rule_check(table, 2.0, "strong", "no run")
+    # with budgets long enough the same runs are decided
+    long = budget_regimes(rows, {0.01: 1500, 1.0: 1500, 5.0: 1500})
+    assert [r["regime"] for r in long] == [r["regime"] for r in rows]
+    assert "verdict: not decided" in lambda_sentences(table)[0] and "yet the test accuracy reached 0.70" in \
+        lambda_sentences(table)[2]
+    found = regime_findings(table)
+    assert found[0].startswith("2 of 6 runs") and "0.70 at λ = 5" in found[2] and "did not stop it" in found[2]
+    flat = regime_findings([{**r, "max_test_acc": 0.05} for r in table])
+    assert "too short a run" in flat[2]

@@ -33,7 +33,10 @@ T_mem on, with explicit, documented thresholds, in this order:
 
 "Within the budget" always applies: a run called strong because it had not
 memorised after 3,000 steps may memorise later (the companion's λ = 2 memorises
-after about 21,000 steps).
+after about 21,000 steps). :func:`within_budget` turns that into a rule: a verdict
+other than intermediate is given only when the run's budget reaches one fixed before
+the run, scaled as 1/(ηλ) (the decay's time scale); a shorter run is
+**not decided**.
 """
 
 from __future__ import annotations
@@ -48,8 +51,8 @@ from ..history import History
 from ..validation import require_int, require_real, require_type
 from .events import Events, find_events
 
-__all__ = ["REGIMES", "UNDETERMINED", "TOO_EARLY", "DIVERGED", "UNJUDGED", "is_diverged", "Regime", "diagnose_regime",
-           "regime_order_ok", "regime_table"]
+__all__ = ["REGIMES", "UNDETERMINED", "TOO_EARLY", "DIVERGED", "NOT_DECIDED", "UNJUDGED", "is_diverged", "Regime",
+           "diagnose_regime", "regime_order_ok", "regime_table", "within_budget"]
 
 #: The three regimes, in the order of increasing λ: nhtlab's only list of them (the online
 #: :func:`nhtlab.training.monitor.online_regime` returns these too).
@@ -60,8 +63,11 @@ UNDETERMINED = "undetermined"
 TOO_EARLY = "too early"
 #: The label of a run that diverged (rule 0): a broken run gets no verdict.
 DIVERGED = "diverged"
+#: The label of a run whose budget is too short for the verdict it would need (:func:`within_budget`):
+#: a run that has not grokked can only be called weak or strong after the time its λ's decay needs.
+NOT_DECIDED = "not decided"
 #: Labels that judge nothing: the order checks (:func:`regime_order_ok`) skip them.
-UNJUDGED = (TOO_EARLY, UNDETERMINED, DIVERGED)
+UNJUDGED = (TOO_EARLY, UNDETERMINED, DIVERGED, NOT_DECIDED)
 
 
 def is_diverged(history: History) -> str | None:
@@ -273,6 +279,48 @@ def regime_order_ok(lams: Sequence[float], regimes: Sequence[str]) -> bool:
     return True
 
 
+def within_budget(regime: str, last_step: int, needed: int) -> str:
+    """The label a run's budget allows: its diagnosed ``regime``, or :data:`NOT_DECIDED`.
+
+    The decay acts on a time scale of 1/(ηλ) steps, so a verdict that says something did *not*
+    happen (weak: the norm did not contract; strong: the network did not fit its table; undetermined:
+    no transition yet) means nothing before that time has passed: it needs a budget of at least
+    ``needed`` steps, a number fixed before the run (chapter 02 takes it from
+    :func:`nhtlab.book.panel_budget`). A run that grokked (intermediate) or diverged has reached its
+    verdict whatever its budget.
+
+    Parameters
+    ----------
+    regime : str
+        :func:`diagnose_regime`'s label.
+    last_step : int
+        The last evaluated step of the run.
+    needed : int
+        The budget its λ needs for a verdict, ≥ 1.
+
+    Returns
+    -------
+    str
+        ``regime``, or :data:`NOT_DECIDED` when it is not intermediate or diverged and
+        ``last_step < needed``.
+
+    Examples
+    --------
+    >>> within_budget("weak", 1500, 40_000)
+    'not decided'
+    >>> within_budget("strong", 4000, 4000)
+    'strong'
+    >>> within_budget("intermediate", 3000, 13_333)
+    'intermediate'
+    """
+    require_type(regime, "regime", str, owner="within_budget")
+    require_int(last_step, "last_step", low=0, owner="within_budget")
+    require_int(needed, "needed", low=1, owner="within_budget")
+    if regime in ("intermediate", DIVERGED) or last_step >= needed:
+        return regime
+    return NOT_DECIDED
+
+
 def regime_table(result: Any, **thresholds: Any) -> list[dict[str, Any]]:
     """Diagnose every run of a sweep: one tidy row per run.
 
@@ -290,7 +338,7 @@ def regime_table(result: Any, **thresholds: Any) -> list[dict[str, Any]]:
         ``seed``, ``regime``, ``reason``, ``t_mem``, ``t_grok``, ``delay``,
         ``peak_step``, ``peak_norm``, ``final_norm``, ``v_mem`` (‖θ‖² at T_mem),
         ``last_step``, ``growth``, ``contraction``,
-        ``max_test_acc``, ``status``.
+        ``max_test_acc``, ``max_train_acc``, ``status``.
     """
     rows = []
     for i, row in enumerate(require_type(result, "result", Iterable, owner="regime_table")):
@@ -308,6 +356,7 @@ def regime_table(result: Any, **thresholds: Any) -> list[dict[str, Any]]:
             "last_step": int(row.history.column("step")[-1]),
             "growth": None if d.growth is None else round(d.growth, 3),
             "contraction": None if d.contraction is None else round(d.contraction, 3),
-            "max_test_acc": round(float(np.nanmax(row.history.column("test_acc"))), 4), "status": row.history.status,
+            "max_test_acc": round(float(np.nanmax(row.history.column("test_acc"))), 4),
+            "max_train_acc": round(float(np.nanmax(row.history.column("train_acc"))), 4), "status": row.history.status,
         })
     return rows

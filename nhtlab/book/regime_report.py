@@ -11,7 +11,11 @@ functions here turn its rows into what the regimes chapter shows and asserts:
 * :func:`check_regime_order`: sorted by λ the regimes never step backwards in
   weak → intermediate → strong (:func:`~nhtlab.analysis.regimes.regime_order_ok`);
 * :func:`norm_start_records`: per λ, in how many seeds ‖θ‖² is largest at
-  initialisation and in which it first rises above it.
+  initialisation and in which it first rises above it;
+* :func:`decision_budgets` and :func:`budget_regimes`: the budget a verdict at each λ needs,
+  fixed before the runs and scaled as 1/(ηλ), and the table relabelled with it (a run short of
+  it is "not decided within N steps", :func:`verdict_label`);
+* :func:`regime_summary_records`: one row per λ, the verdicts counted over the seeds.
 """
 
 from __future__ import annotations
@@ -22,11 +26,253 @@ from typing import Any
 from ..validation import require_type
 from .report import require_rows
 from .claims import Check, Reading, over_seeds
-from ..analysis.regimes import regime_order_ok
+from ..analysis.regimes import NOT_DECIDED, regime_order_ok, within_budget
 
 __all__ = ["regime_records", "regimes_by_lambda", "regime_seed_records", "regime_readings", "check_regime_order",
-           "norm_start_records", "regime_curves", "intermediate_answer", "memorise_answer"]
+           "norm_start_records", "regime_curves", "intermediate_answer", "memorise_answer", "decision_budgets",
+           "budget_regimes", "verdict_label", "regime_summary_records", "regime_events", "decided_readings",
+           "lambda_sentences", "learning_answer", "rule_check", "regime_findings", "NOT_DECIDED"]
 
+
+
+def decision_budgets(budgets: Mapping[float, int], lr: float, base_lam: float = 1.0) -> dict[float, int]:
+    """λ → the steps a verdict other than intermediate needs, scaled from the budget at ``base_lam`` as 1/(ηλ).
+
+    The rule chapter 01's live panel trains by (:func:`nhtlab.book.panel_budget`): the budget at
+    ``base_lam`` (where the grid's runs are expected to grok) times ``base_lam / λ``, never below it and
+    at most :data:`~nhtlab.book.widgets.PANEL_BUDGET_CAP` times it. It reads only the settings, so it is
+    fixed before the runs.
+
+    Parameters
+    ----------
+    budgets : mapping
+        λ → the run's step budget (a :func:`nhtlab.companion_sweep` ``budgets``); must hold ``base_lam``.
+    lr : float
+        η of the runs, > 0.
+    base_lam : float
+        The λ whose budget sets the scale.
+
+    Returns
+    -------
+    dict
+
+    Examples
+    --------
+    >>> decision_budgets({0.1: 2000, 1.0: 4000, 2.0: 2000}, 1e-3)
+    {0.1: 40000, 1.0: 4000, 2.0: 4000}
+    """
+    from .widgets import panel_budget
+
+    require_type(budgets, "budgets", Mapping, owner="decision_budgets")
+    if base_lam not in budgets:
+        raise ValueError(f"The 'budgets' parameter of decision_budgets must hold base_lam = {base_lam:g}; "
+                         f"it holds {list(budgets)}.")
+    steps = int(budgets[base_lam])
+    return {lam: panel_budget(steps, lr * base_lam, lr * lam) for lam in budgets}
+
+
+def budget_regimes(table: Sequence[Mapping[str, Any]], needed: Mapping[float, int]) -> list[dict[str, Any]]:
+    """The rows of a regime table, each labelled as its budget allows (:func:`~nhtlab.analysis.regimes.within_budget`).
+
+    Parameters
+    ----------
+    table : sequence of dict
+        :func:`~nhtlab.analysis.regimes.regime_table` rows.
+    needed : mapping
+        λ → the budget a verdict needs (:func:`decision_budgets`), fixed before the runs.
+
+    Returns
+    -------
+    list of dict
+        Copies of the rows with ``regime`` relabelled, the rule's own label kept as ``rule_regime``,
+        ``needed``, and, on a run not decided, a ``reason`` that says so first.
+
+    Examples
+    --------
+    >>> rows = budget_regimes([{"weight_decay": 0.01, "regime": "weak", "last_step": 1500, "reason": "flat"}],
+    ...                       {0.01: 40_000})
+    >>> rows[0]["regime"], rows[0]["rule_regime"], verdict_label(rows[0])
+    ('not decided', 'weak', 'not decided within 1,500 steps')
+    """
+    rows = require_rows(table, "table", "budget_regimes")
+    require_type(needed, "needed", Mapping, owner="budget_regimes")
+    out = []
+    for row in rows:
+        need = int(needed[row["weight_decay"]])
+        label = within_budget(row["regime"], int(row["last_step"]), need)
+        reason = row["reason"]
+        if label == NOT_DECIDED:
+            reason = (f"not decided within {row['last_step']:,} steps: a verdict at λ = {row['weight_decay']:g} "
+                      f"needs {need:,}; the rule alone would read {row['regime']} ({reason})")
+        out.append({**row, "regime": label, "rule_regime": row["regime"], "needed": need, "reason": reason})
+    return out
+
+
+def verdict_label(row: Mapping[str, Any]) -> str:
+    """A run's label in words: its regime, or ``"not decided within N steps"`` (N its last step).
+
+    Examples
+    --------
+    >>> verdict_label({"regime": "not decided", "last_step": 2000}), verdict_label({"regime": "weak"})
+    ('not decided within 2,000 steps', 'weak')
+    """
+    if row["regime"] == NOT_DECIDED:
+        return f"{NOT_DECIDED} within {int(row['last_step']):,} steps"
+    return row["regime"]
+
+
+def regime_summary_records(table: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """One row per λ: the verdicts counted over its seeds, how many memorised, the best accuracies.
+
+    Parameters
+    ----------
+    table : sequence of dict
+        :func:`budget_regimes` (or :func:`~nhtlab.analysis.regimes.regime_table`) rows with
+        ``max_train_acc`` and ``max_test_acc``.
+
+    Returns
+    -------
+    list of dict
+        ``λ``, ``verdict`` (``"intermediate: 3 of 3"``; several verdicts joined by ``;``),
+        ``memorised`` (``"k of n"``), ``best train`` and ``best test`` (the range over the seeds).
+
+    Examples
+    --------
+    >>> rows = [{"weight_decay": 5.0, "seed": s, "regime": "not decided", "last_step": 1000, "t_mem": None,
+    ...          "max_train_acc": a, "max_test_acc": a / 2} for s, a in ((0, 0.5), (1, 0.6))]
+    >>> regime_summary_records(rows)[0]
+    {'λ': 5.0, 'verdict': 'not decided within 1,000 steps: 2 of 2', 'memorised': '0 of 2', 'best train': '0.50–0.60', 'best test': '0.25–0.30'}
+    """
+    by_lam: dict[float, list[Mapping[str, Any]]] = {}
+    for row in sorted(require_rows(table, "table", "regime_summary_records"), key=lambda r: (r["weight_decay"], r["seed"])):
+        by_lam.setdefault(row["weight_decay"], []).append(row)
+
+    def spread(values: list[float]) -> str:
+        lo, hi = min(values), max(values)
+        return f"{lo:.2f}" if f"{lo:.2f}" == f"{hi:.2f}" else f"{lo:.2f}–{hi:.2f}"
+
+    out = []
+    for lam, rows in by_lam.items():
+        labels = [verdict_label(r) for r in rows]
+        counts = {label: labels.count(label) for label in dict.fromkeys(labels)}
+        out.append({"λ": lam, "verdict": "; ".join(f"{label}: {k} of {len(rows)}" for label, k in counts.items()),
+                    "memorised": f"{sum(r['t_mem'] is not None for r in rows)} of {len(rows)}",
+                    "best train": spread([r["max_train_acc"] for r in rows]),
+                    "best test": spread([r["max_test_acc"] for r in rows])})
+    return out
+
+
+def _span(values: Sequence[float], fmt: str) -> str:
+    """``"a–b"`` over ``values`` formatted with ``fmt``, or one value when they print the same."""
+    lo, hi = fmt.format(min(values)), fmt.format(max(values))
+    return lo if lo == hi else f"{lo}–{hi}"
+
+
+def lambda_sentences(table: Sequence[Mapping[str, Any]]) -> list[str]:
+    """One sentence per λ saying what its seeds did within their budget and the verdict it allows.
+
+    Parameters
+    ----------
+    table : sequence of dict
+        :func:`budget_regimes` rows (``t_mem``, ``t_grok``, ``contraction``, ``max_train_acc``,
+        ``max_test_acc``, ``last_step``, ``needed``).
+
+    Returns
+    -------
+    list of str
+        Markdown sentences, λ in increasing order.
+
+    Examples
+    --------
+    >>> rows = [{"weight_decay": 5.0, "seed": s, "regime": "not decided", "last_step": 1000, "needed": 4000,
+    ...          "t_mem": None, "t_grok": None, "contraction": None, "max_train_acc": 0.5, "max_test_acc": 0.4}
+    ...         for s in (0, 1)]
+    >>> print(lambda_sentences(rows)[0])
+    **λ = 5**: no seed reached 99% training accuracy within 1,000 steps (best 0.50), and the test accuracy reached only 0.40; verdict: not decided within 1,000 steps in 2 of 2 (a verdict needs 4,000 steps).
+    """
+    by_lam: dict[float, list[Mapping[str, Any]]] = {}
+    for row in sorted(require_rows(table, "table", "lambda_sentences"), key=lambda r: (r["weight_decay"], r["seed"])):
+        by_lam.setdefault(row["weight_decay"], []).append(row)
+    out = []
+    for lam, rows in by_lam.items():
+        n = len(rows)
+        mem = [r for r in rows if r["t_mem"] is not None]
+        gen = [r for r in rows if r["t_grok"] is not None]
+        ends = " / ".join(f"{e:,}" for e in sorted({int(r["last_step"]) for r in rows}))
+        fell = [r["contraction"] for r in mem if r["contraction"] is not None]
+        every = "the seed" if n == 1 else f"all {n} seeds"
+        if all(r["regime"] == "intermediate" for r in rows):
+            delays = [r["t_grok"] - r["t_mem"] for r in rows]
+            out.append(f"**λ = {lam:g}**: {every} memorised, then ‖θ‖² fell {_span(fell, '{:.0%}')} and the test "
+                       f"accuracy reached 99% {_span(delays, '{:,}')} steps later: intermediate in {n} of {n}.")
+            continue
+        if not mem:
+            tests = [r["max_test_acc"] for r in rows]
+            climbed = "yet the test accuracy reached" if 2 * sum(t >= 0.5 for t in tests) > n else \
+                "and the test accuracy reached only"
+            what = (f"no seed reached 99% training accuracy within {ends} steps (best "
+                    f"{_span([r['max_train_acc'] for r in rows], '{:.2f}')}), {climbed} {_span(tests, '{:.2f}')}")
+        elif len(mem) == n and not gen:
+            what = (f"{every} memorised and {'it did not generalise' if n == 1 else 'none generalised'} within {ends} steps (best test accuracy "
+                    f"{_span([r['max_test_acc'] for r in rows], '{:.2f}')}); after memorising ‖θ‖² fell "
+                    f"{_span(fell, '{:.0%}')}")
+        else:
+            what = f"{len(mem)} of {n} seeds memorised and {len(gen)} of {n} generalised within {ends} steps"
+        labels = [verdict_label(r) for r in rows]
+        verdict = ", ".join(f"{label} in {labels.count(label)} of {n}" for label in dict.fromkeys(labels))
+        needs = sorted({int(r["needed"]) for r in rows if r["regime"] == NOT_DECIDED})
+        need = f" (a verdict needs {' / '.join(f'{v:,}' for v in needs)} steps)" if needs else ""
+        out.append(f"**λ = {lam:g}**: {what}; verdict: {verdict}{need}.")
+    return out
+
+
+def regime_events(table: Sequence[Mapping[str, Any]], curves: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The T_mem and T_grok marks of every run, placed on its curves, for the regime charts.
+
+    Parameters
+    ----------
+    table : sequence of dict
+        The regime table the curves were tagged with (``t_mem``, ``t_grok``), one row per run, in order.
+    curves : sequence of dict
+        :func:`regime_curves` records of the same sweep.
+
+    Returns
+    -------
+    list of dict
+        One per event a run reached: ``run``, ``weight_decay``, ``lam_index``, ``seed``, ``regime``,
+        ``event`` (``"T_mem"`` or ``"T_grok"``), ``step``, ``norm`` (‖θ‖² there) and ``accuracy``
+        (the training accuracy at T_mem, the test accuracy at T_grok).
+    """
+    rows = require_rows(table, "table", "regime_events")
+    by_run: dict[int, dict[int, Mapping[str, Any]]] = {}
+    for rec in curves:
+        by_run.setdefault(rec["run"], {})[rec["step"]] = rec
+    out = []
+    for i, row in enumerate(rows):
+        points = by_run.get(i, {})
+        for event, step, split in (("T_mem", row["t_mem"], "train_acc"), ("T_grok", row["t_grok"], "test_acc")):
+            if step is None or step not in points:
+                continue
+            rec = points[step]
+            out.append({"run": i, "weight_decay": rec["weight_decay"], "lam_index": rec["lam_index"],
+                        "seed": rec["seed"], "regime": rec["regime"], "event": event, "step": step,
+                        "norm": rec["norm"], "accuracy": rec[split]})
+    return out
+
+
+def decided_readings(table: Sequence[Mapping[str, Any]], expected: Mapping[float, str]) -> list[Reading]:
+    """At each λ of ``expected``, every seed's label counted against the expected regime (rule "all").
+
+    Same as :func:`regime_readings` with ``rule="all"``; a seed not decided within its budget reads
+    ``"not decided within N steps"`` and does not count for the regime.
+    """
+    require_type(expected, "expected", Mapping, owner="decided_readings")
+    rows = require_rows(table, "table", "decided_readings")
+    out = []
+    for lam, regime in expected.items():
+        seeds = {r["seed"]: verdict_label(r) for r in sorted(rows, key=lambda r: r["seed"]) if r["weight_decay"] == lam}
+        out.append(over_seeds(f"λ = {lam:g}", seeds, expected=regime, rule="all"))
+    return out
 
 
 def regime_records(table: Sequence[Mapping[str, Any]],
@@ -44,7 +290,8 @@ def regime_records(table: Sequence[Mapping[str, Any]],
     -------
     list of dict
         ``λ, seed, regime, T_mem, T_grok, V_mem, end, contraction, best test, paper grokked,
-        reason`` (None where a value does not exist).
+        reason, needs`` (None where a value does not exist; ``regime`` in words, :func:`verdict_label`;
+        ``needs``, the budget a verdict needs, on :func:`budget_regimes` rows).
 
     Examples
     --------
@@ -58,10 +305,11 @@ def regime_records(table: Sequence[Mapping[str, Any]],
     out = []
     for row in rows:
         count = counts.get(row["weight_decay"])
-        out.append({"λ": row["weight_decay"], "seed": row["seed"], "regime": row["regime"], "T_mem": row["t_mem"],
+        out.append({"λ": row["weight_decay"], "seed": row["seed"], "regime": verdict_label(row), "T_mem": row["t_mem"],
                     "T_grok": row["t_grok"], "V_mem": row["v_mem"], "end": row["last_step"],
                     "contraction": row["contraction"], "best test": row["max_test_acc"],
-                    "paper grokked": None if count is None else f"{count[0]}/{count[1]}", "reason": row["reason"]})
+                    "paper grokked": None if count is None else f"{count[0]}/{count[1]}", "reason": row["reason"],
+                    "needs": row.get("needed")})
     return out
 
 
@@ -281,3 +529,147 @@ def memorise_answer(table: Sequence[Mapping[str, Any]], lam: float) -> tuple[str
     ends = " / ".join(f"{e:,}" for e in sorted({r["last_step"] for r in rows}))
     return ("yes" if 2 * k > len(rows) else "no"), ("yes", "no"), (f"at λ = {lam:g} training accuracy reached 99% in {k} of "
                                                      f"{len(rows)} seeds within {ends} steps")
+
+
+def learning_answer(table: Sequence[Mapping[str, Any]], lam: float, level: float = 0.5) -> tuple[str, tuple[str, str], str]:
+    """The answer the sweep gives to "at ``lam``, does the best test accuracy of most seeds climb past ``level``?".
+
+    Parameters
+    ----------
+    table : sequence of dict
+        Regime-table rows (``weight_decay``, ``max_test_acc``, ``max_train_acc``, ``last_step``).
+    lam : float
+        A λ of the sweep.
+    level : float
+        The test accuracy the question names (one half).
+
+    Returns
+    -------
+    (answer, choices, why) : tuple
+        ``"yes"`` when more than half of the seeds at ``lam`` reach ``level``, else ``"no"``;
+        ``("yes", "no")``; and the seeds' best test and training accuracies.
+
+    Examples
+    --------
+    >>> rows = [{"weight_decay": 5.0, "seed": s, "max_test_acc": a, "max_train_acc": 0.9, "last_step": 1000}
+    ...         for s, a in ((0, 0.7), (1, 0.8), (2, 0.1))]
+    >>> learning_answer(rows, 5.0)
+    ('yes', ('yes', 'no'), 'at λ = 5 the best test accuracy passed 0.5 in 2 of 3 seeds within 1,000 steps (0.70, 0.80, 0.10; best training accuracy 0.90, 0.90, 0.90)')
+    """
+    rows = sorted((r for r in require_rows(table, "table", "learning_answer") if r["weight_decay"] == lam),
+                  key=lambda r: r.get("seed", 0))
+    if not rows:
+        raise ValueError(f"learning_answer: the sweep has no run at 'lam' = {lam!r}")
+    k = sum(r["max_test_acc"] >= level for r in rows)
+    ends = " / ".join(f"{e:,}" for e in sorted({r["last_step"] for r in rows}))
+    tests = ", ".join(f"{r['max_test_acc']:.2f}" for r in rows)
+    trains = ", ".join(f"{r['max_train_acc']:.2f}" for r in rows)
+    return ("yes" if 2 * k > len(rows) else "no"), ("yes", "no"), (
+        f"at λ = {lam:g} the best test accuracy passed {level:g} in {k} of {len(rows)} seeds within {ends} steps "
+        f"({tests}; best training accuracy {trains})")
+
+
+def rule_check(table: Sequence[Mapping[str, Any]], lam: float, regime: str, words: str) -> Check:
+    """Every seed at ``lam`` got the rule's label ``regime`` within its budget, whatever the budget allows.
+
+    What the rule saw is a fact of the run even where the budget is too short to call it a regime:
+    at the smallest λ "weak" means memorised with no contraction and no generalisation *within the
+    budget*; at the largest, "strong" means the table was not fitted within it.
+
+    Parameters
+    ----------
+    table : sequence of dict
+        :func:`budget_regimes` rows (``rule_regime``; plain regime-table rows use ``regime``).
+    lam : float
+    regime : str
+        The rule's label every seed must have.
+    words : str
+        What that label observed, for the check's name.
+
+    Returns
+    -------
+    Check
+        Named ``"λ = <lam> within its budget: <words>"``; fails when a seed's rule label differs or no
+        seed ran at ``lam``.
+
+    Examples
+    --------
+    >>> rows = [{"weight_decay": 5.0, "seed": 0, "regime": "not decided", "rule_regime": "strong", "last_step": 1000}]
+    >>> c = rule_check(rows, 5.0, "strong", "never fitted its table")
+    >>> bool(c), c.name, c.detail
+    (True, 'λ = 5 within its budget: never fitted its table', 'the rule alone reads strong in 1 of 1 seeds within 1,000 steps (seed 0: strong)')
+    """
+    rows = sorted((r for r in require_rows(table, "table", "rule_check") if r["weight_decay"] == lam),
+                  key=lambda r: r["seed"])
+    labels = {r["seed"]: r.get("rule_regime", r["regime"]) for r in rows}
+    k = sum(v == regime for v in labels.values())
+    ends = " / ".join(f"{e:,}" for e in sorted({r["last_step"] for r in rows}))
+    seeds = ", ".join(f"seed {s}: {v}" for s, v in labels.items())
+    return Check(f"λ = {lam:g} within its budget: {words}", bool(rows) and k == len(rows),
+                 f"the rule alone reads {regime} in {k} of {len(rows)} seeds within {ends or 'no'} steps ({seeds})")
+
+
+def regime_findings(table: Sequence[Mapping[str, Any]], level: float = 0.5) -> list[str]:
+    """The chapter's takeaway in sentences, each read from the budget-labelled table.
+
+    Parameters
+    ----------
+    table : sequence of dict
+        :func:`budget_regimes` rows.
+    level : float
+        The best test accuracy that counts as "learning" where the training set was not fitted
+        (the prediction's one half).
+
+    Returns
+    -------
+    list of str
+        What reached a verdict and where; what did not and why; what the λ whose runs never
+        memorised learned.
+
+    Examples
+    --------
+    >>> rows = [{"weight_decay": lam, "seed": 0, "regime": r, "last_step": 1000, "t_mem": m, "max_test_acc": a}
+    ...         for lam, r, m, a in ((0.01, "not decided", 300, 0.01), (1.0, "intermediate", 500, 1.0),
+    ...                              (2.0, "not decided", None, 0.8), (5.0, "not decided", None, 0.01))]
+    >>> for s in regime_findings(rows): print(s)
+    1 of 4 runs reached a verdict within their budget, all intermediate (λ = 1).
+    The other 3 runs (λ = 0.01, 2, 5) stopped before the steps their λ needs: they are not decided, and nothing here calls them weak or strong.
+    Where no run fitted its training set, the best test accuracy reached 0.80 at λ = 2 within 1,000 steps (the decay slowed learning, it did not stop it) and stayed at 0.01 at λ = 5 within 1,000 steps (too short a run to tell slowed from stopped).
+    """
+    rows = require_rows(table, "table", "regime_findings")
+    decided = [r for r in rows if r["regime"] != NOT_DECIDED]
+    open_ = [r for r in rows if r["regime"] == NOT_DECIDED]
+
+    def lams(sel: Sequence[Mapping[str, Any]]) -> str:
+        return ", ".join(f"{lam:g}" for lam in sorted({r["weight_decay"] for r in sel}))
+
+    labels = [r["regime"] for r in decided]
+    kinds = ", ".join(f"{label} in {labels.count(label)} (λ = {lams([r for r in decided if r['regime'] == label])})"
+                      for label in dict.fromkeys(sorted(labels)))
+    if len(set(labels)) == 1:
+        kinds = f", all {labels[0]} (λ = {lams(decided)})"
+    elif kinds:
+        kinds = f": {kinds}"
+    out = [f"{len(decided)} of {len(rows)} runs reached a verdict within their budget{kinds}."]
+    if open_:
+        out.append(f"The other {len(open_)} runs (λ = {lams(open_)}) stopped before the steps their λ needs: they are "
+                   "not decided, and nothing here calls them weak or strong.")
+    by_lam: dict[float, list[Mapping[str, Any]]] = {}
+    for r in rows:
+        by_lam.setdefault(r["weight_decay"], []).append(r)
+    clauses = []
+    for lam in sorted(by_lam):
+        group = by_lam[lam]
+        if any(r["t_mem"] is not None for r in group):
+            continue
+        best = _span([r["max_test_acc"] for r in group], "{:.2f}")
+        ends = " / ".join(f"{e:,}" for e in sorted({int(r["last_step"]) for r in group}))
+        if 2 * sum(r["max_test_acc"] >= level for r in group) > len(group):
+            clauses.append(f"reached {best} at λ = {lam:g} within {ends} steps (the decay slowed learning, "
+                           "it did not stop it)")
+        else:
+            clauses.append(f"stayed at {best} at λ = {lam:g} within {ends} steps (too short a run to tell slowed "
+                           "from stopped)")
+    if clauses:
+        out.append("Where no run fitted its training set, the best test accuracy " + " and ".join(clauses) + ".")
+    return out

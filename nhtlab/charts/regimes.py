@@ -14,63 +14,125 @@ from typing import Any
 
 import altair as alt
 
-from ..analysis.regimes import DIVERGED, REGIMES, UNDETERMINED
+from ..analysis.regimes import DIVERGED, NOT_DECIDED, REGIMES, UNDETERMINED
 from .curves import WIDTH
 
-__all__ = ["REGIME_COLORS", "regime_norm_curves", "lambda_slider", "delay_fit_chart",
+__all__ = ["REGIME_COLORS", "VERDICT_COLORS", "regime_norm_curves", "lambda_slider", "delay_fit_chart",
            "contraction_chart"]
 
 # A diverged run (stopped on a non-finite loss, no verdict) gets its own colour, not one borrowed from a regime.
 REGIME_COLORS = dict(zip((*REGIMES, UNDETERMINED, DIVERGED), ("#4c78a8", "#f58518", "#e45756", "#9d9d9d", "#3b3b3b")))
+#: The regimes' colours and one for a run whose budget is too short for a verdict
+#: (:data:`~nhtlab.analysis.regimes.NOT_DECIDED`). On a chart that uses them, colour means the verdict only.
+VERDICT_COLORS = {**REGIME_COLORS, NOT_DECIDED: "#b279a2"}
+# The events marked on the time axes: shape means the event only.
+_EVENT_SHAPES = {"T_mem": "circle", "T_grok": "triangle-up"}
 
 
-def _regime_color(title: str = "regime") -> alt.Color:
-    return alt.Color("regime:N", title=title,
-                     scale=alt.Scale(domain=list(REGIME_COLORS), range=list(REGIME_COLORS.values())))
+def _regime_color(present: Sequence[str] | None = None, title: str = "verdict", legend: bool = True) -> alt.Color:
+    """Colour by verdict; the legend lists only the verdicts ``present`` (all of them when None)."""
+    domain = [r for r in VERDICT_COLORS if present is None or r in set(present)]
+    return alt.Color("regime:N", title=title, legend=alt.Legend() if legend else None,
+                     scale=alt.Scale(domain=domain, range=[VERDICT_COLORS[r] for r in domain]))
 
 
-def regime_norm_curves(curves: Sequence[Mapping[str, Any]], title: str = "‖θ‖² of every run, coloured by diagnosed regime") -> alt.Chart:
-    """One ‖θ‖² line per run (log scale), coloured by regime; click a legend entry to highlight a regime."""
+def _event_shape() -> alt.Shape:
+    return alt.Shape("event:N", title="event", scale=alt.Scale(domain=list(_EVENT_SHAPES),
+                                                               range=list(_EVENT_SHAPES.values())))
+
+
+def _tooltip(value: str, title: str, fmt: str) -> list:
+    return [alt.Tooltip("weight_decay:Q", title="λ"), "seed:Q", alt.Tooltip("regime:N", title="verdict"),
+            alt.Tooltip("step:Q", title="step"), alt.Tooltip(f"{value}:Q", title=title, format=fmt)]
+
+
+def regime_norm_curves(curves: Sequence[Mapping[str, Any]], events: Sequence[Mapping[str, Any]] | None = None,
+                       title: str = "‖θ‖² of every run, coloured by its verdict") -> alt.Chart | alt.LayerChart:
+    """One ‖θ‖² line per run (log scale), coloured by verdict; click a legend entry to pick a verdict out.
+
+    With ``events`` (:func:`nhtlab.book.regime_report.regime_events`) each run's T_mem (circle) and
+    T_grok (triangle) are marked on its line. The legend lists only the verdicts the runs have.
+    """
+    curves = list(curves)
     pick = alt.selection_point(fields=["regime"], bind="legend")
-    return alt.Chart(alt.Data(values=list(curves))).mark_line().encode(
-        x=alt.X("step:Q", title="step"),
-        y=alt.Y("norm:Q", title="‖θ‖²", scale=alt.Scale(type="log")),
-        color=_regime_color(),
+    color = _regime_color([r["regime"] for r in curves])
+    lines = alt.Chart(alt.Data(values=curves)).mark_line().encode(
+        x=alt.X("step:Q", title="training step"),
+        y=alt.Y("norm:Q", title="‖θ‖² (log scale)", scale=alt.Scale(type="log")),
+        color=color,
         detail="run:N",
         opacity=alt.condition(pick, alt.value(0.9), alt.value(0.1)),
-        tooltip=[alt.Tooltip("weight_decay:Q", title="λ"), "seed:Q", "regime:N", "step:Q", alt.Tooltip("norm:Q", format=",.0f")],
+        tooltip=_tooltip("norm", "‖θ‖²", ",.0f"),
     ).add_params(pick).properties(width=WIDTH, height=260, title=title)
+    if events is None:
+        return lines
+    marks = alt.Chart(alt.Data(values=list(events))).mark_point(filled=True, size=60).encode(
+        x="step:Q", y="norm:Q", color=color, shape=_event_shape(),
+        opacity=alt.condition(pick, alt.value(1.0), alt.value(0.1)),
+        tooltip=[alt.Tooltip("event:N", title="event"), *_tooltip("norm", "‖θ‖²", ",.0f")],
+    )
+    # each λ named once, at the end of its first seed's line: colour says the verdict, the label says λ
+    first_seed: dict[float, int] = {}
+    for rec in curves:
+        first_seed[rec["weight_decay"]] = min(rec["seed"], first_seed.get(rec["weight_decay"], rec["seed"]))
+    ends: dict[float, Mapping[str, Any]] = {}
+    for rec in curves:
+        lam = rec["weight_decay"]
+        if rec["seed"] == first_seed[lam] and (lam not in ends or rec["step"] > ends[lam]["step"]):
+            ends[lam] = rec
+    names = [{"step": r["step"], "norm": r["norm"], "regime": r["regime"], "name": f"λ = {lam:g}"}
+             for lam, r in ends.items()]
+    labels = alt.Chart(alt.Data(values=names)).mark_text(align="left", dx=4, fontSize=11).encode(
+        x="step:Q", y="norm:Q", text="name:N", color=_regime_color([r["regime"] for r in curves], legend=False))
+    return alt.layer(lines, marks, labels)
 
 
-def lambda_slider(curves: Sequence[Mapping[str, Any]], lams: Sequence[float]) -> alt.VConcatChart:
+def lambda_slider(curves: Sequence[Mapping[str, Any]], lams: Sequence[float],
+                  events: Sequence[Mapping[str, Any]] | None = None) -> alt.VConcatChart:
     """Accuracy and ‖θ‖² of the runs at one λ, chosen with a control over the precomputed sweep.
 
     ``lams`` are the sweep's distinct λ in increasing order. The control is a row of buttons
     labelled with the λ values themselves (a range slider would show its position, not λ); it
-    selects ``lam_index`` in the records.
+    selects ``lam_index`` in the records. Colour is the run's verdict in both panels; the line's
+    dash tells training from test accuracy; ``events`` (:func:`nhtlab.book.regime_report.regime_events`)
+    mark T_mem (circle) and T_grok (triangle) on the curves.
     """
+    curves = list(curves)
     lam_labels = [{"lam_index": i, "label": f"λ = {lam:g}"} for i, lam in enumerate(lams)]
     slider = alt.param(name="lam_index", value=len(lams) // 2,
                        bind=alt.binding_radio(options=list(range(len(lams))), labels=[f"{lam:g}" for lam in lams],
                                               name="weight decay λ: "))
-    base = alt.Chart(alt.Data(values=list(curves))).transform_filter(alt.datum.lam_index == slider)
-    acc = base.transform_fold(["train_acc", "test_acc"], as_=["split", "accuracy"]).mark_line().encode(
-        x=alt.X("step:Q", title="step"),
+    color = _regime_color([r["regime"] for r in curves])
+    base = alt.Chart(alt.Data(values=curves)).transform_filter(alt.datum.lam_index == slider)
+    splits = ["training accuracy", "test accuracy"]
+    acc = base.transform_fold(["train_acc", "test_acc"], as_=["key", "accuracy"]).transform_calculate(
+        split="datum.key == 'train_acc' ? 'training accuracy' : 'test accuracy'").mark_line().encode(
+        x=alt.X("step:Q", title="training step"),
         y=alt.Y("accuracy:Q", title="accuracy", scale=alt.Scale(domain=[0, 1])),
-        color=alt.Color("split:N", scale=alt.Scale(domain=["train_acc", "test_acc"], range=["#4c78a8", "#f58518"])),
+        color=color,
+        strokeDash=alt.StrokeDash("split:N", title="line", scale=alt.Scale(domain=splits, range=[[1, 0], [5, 3]])),
         detail="run:N",
-        tooltip=[alt.Tooltip("weight_decay:Q", title="λ"), "seed:Q", "regime:N", "split:N", "step:Q", alt.Tooltip("accuracy:Q", format=".3f")],
+        tooltip=[alt.Tooltip("split:N", title="line"), *_tooltip("accuracy", "accuracy", ".3f")],
     ).properties(width=WIDTH, height=170)
     norm = base.mark_line().encode(
-        x=alt.X("step:Q", title="step"),
-        y=alt.Y("norm:Q", title="‖θ‖²", scale=alt.Scale(zero=False)),
-        color=_regime_color(),
+        x=alt.X("step:Q", title="training step"),
+        y=alt.Y("norm:Q", title="‖θ‖² (log scale)", scale=alt.Scale(type="log")),
+        color=color,
         detail="run:N",
-        tooltip=[alt.Tooltip("weight_decay:Q", title="λ"), "seed:Q", "regime:N", "step:Q", alt.Tooltip("norm:Q", format=",.0f")],
+        tooltip=_tooltip("norm", "‖θ‖²", ",.0f"),
     ).properties(width=WIDTH, height=170)
+    if events is not None:
+        marks = alt.Chart(alt.Data(values=list(events))).transform_filter(alt.datum.lam_index == slider)
+        point = dict(filled=True, size=60)
+        acc = alt.layer(acc, marks.mark_point(**point).encode(
+            x="step:Q", y="accuracy:Q", color=color, shape=_event_shape(),
+            tooltip=[alt.Tooltip("event:N", title="event"), *_tooltip("accuracy", "accuracy", ".3f")]))
+        norm = alt.layer(norm, marks.mark_point(**point).encode(
+            x="step:Q", y="norm:Q", color=color, shape=_event_shape(),
+            tooltip=[alt.Tooltip("event:N", title="event"), *_tooltip("norm", "‖θ‖²", ",.0f")]))
     label = alt.Chart(alt.Data(values=lam_labels)).transform_filter(alt.datum.lam_index == slider).mark_text(
         align="left", fontSize=15, fontWeight="bold").encode(text="label:N").properties(width=WIDTH, height=20)
-    return alt.vconcat(label, acc, norm).add_params(slider).resolve_scale(color="independent")
+    return alt.vconcat(label, acc, norm).add_params(slider).resolve_scale(color="shared", shape="shared")
 
 
 _FAMILY_COLORS = ("#4c78a8", "#e45756", "#54a24b", "#b279a2", "#f58518")
