@@ -260,13 +260,13 @@ def test_what_we_found_reads_every_sentence_from_the_runs():
     from nhtlab.book.claims import over_seeds
 
     end = report.final_records(cnn_runs([0.3, 0.03, 0.1], [0.95, 0.99, 0.5]))
-    terms = [{"mark": "T_mem", "dlr": 0.32}, {"mark": "last", "dlr": 0.45}]
+    terms = [{"mark": "T_mem", "dlr": 0.32, "test_acc": 0.02}, {"mark": "last", "dlr": 0.45, "test_acc": 0.995}]
     seeds = over_seeds("DLR timing", {0: "falls with generalisation", 1: "does not"}, "falls with generalisation")
     lr = [over_seeds("a", {0: "yes", 1: "no"}, "yes")]
     found = report.dlr_found(lazy_rich([0.05, 0.5]), seeds, terms, 0.74, end, lr)
     assert "0.50 for the lazy run" in found[0] and "higher for the lazy run, as" in found[0]
     assert "1 of 2 seeds" in found[1] and "does not time" in found[1]
-    assert "rises from 0.32 to 0.45" in found[2] and "74%" in found[2]
+    assert "rises from 0.32 to 0.45 while its test accuracy goes from 2% to 100%" in found[2] and "74%" in found[2]
     assert "0.10 at test accuracy 0.50, lower than the 0.30" in found[3]
     assert "(a) 1 of 2" in found[4]
     assert "against what" in report.dlr_found(lazy_rich([0.5, 0.05]), seeds, terms, 0.74, end, lr)[0]

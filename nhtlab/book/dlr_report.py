@@ -992,8 +992,8 @@ def dlr_found(lazy_rich: Sequence[Mapping[str, Any]], seeds: Any,
         f"On the grokking transformer DLR falls more between T_mem and T_grok than before T_mem in "
         f"{seeds.k} of {seeds.n} seeds: it {'times' if seeds.holds else 'does not time'} generalisation here.",
         f"Which layer is \"the features\" decides the reading: the one-hidden-layer MLP's DLR {move} from "
-        f"{first['dlr']:.2f} to {last['dlr']:.2f} while it learns the rule, because {additive:.0%} of its "
-        "hidden energy is additive, which the read-out does not use.",
+        f"{first['dlr']:.2f} to {last['dlr']:.2f} while its test accuracy goes from {first['test_acc']:.0%} to "
+        f"{last['test_acc']:.0%}: {additive:.0%} of its hidden energy is additive, which the read-out does not use.",
         f"Richness is not generalisation: with shuffled labels the CNN's DLR is {shuffled['dlr']:.2f} at test "
         f"accuracy {shuffled['test_acc']:.2f}, {richer} than the {none['dlr']:.2f} of the unnormalised CNN that "
         f"reaches {none['test_acc']:.2f}.",
