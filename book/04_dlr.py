@@ -6,7 +6,7 @@
 #       extension: .py
 #       format_name: percent
 #       format_version: '1.3'
-#       jupytext_version: 1.19.6
+#       jupytext_version: 1.19.7
 #   kernelspec:
 #     display_name: Python 3
 #     language: python
@@ -24,19 +24,10 @@
 # ({term}`DLR`): the network's feature kernel against the smallest kernel
 # that could produce its own outputs; no labels, no test set.
 #
-# This chapter builds DLR, fixes the dimension $r$ of the outputs' span
-# by properties stated in advance, checks DLR on lazy and rich runs
-# known from independent signals, then measures it through grokking. An
-# MLP shows which layer counts as "the features", a small CNN that
-# richness is not generalisation, and DLR against the learning rate.
-#
-# ```{admonition} Predict before the runs
-# (1) Of a lazy run (large α) and a rich run (small α), which has the
-# higher DLR (`"lazy"` or `"rich"`)? (2) On the grokking transformer,
-# does DLR fall more between $T_\text{mem}$ and $T_\text{grok}$ than
-# before $T_\text{mem}$, in most seeds (`"yes"` or `"no"`)? Set the two
-# variables in the cell below the parameters; cells after the runs check.
-# ```
+# In this chapter you build DLR, check it on runs known to be lazy or
+# rich from independent signals, watch it through grokking, and see two
+# limits: which layer counts as "the features", and that richness is not
+# generalisation. At the end you compute DLR yourself in NumPy.
 
 # %% tags=["remove-cell"]
 # In Colab, install this book's version of nhtlab; elsewhere the
@@ -65,9 +56,6 @@ import torch
 
 import nhtlab
 from nhtlab import book as nb
-
-your_prediction = None  # "lazy" or "rich"
-your_timing_prediction = None  # "yes" or "no"
 
 # these small models train fastest on one CPU thread
 torch.set_num_threads(1)
@@ -119,9 +107,6 @@ MLP_MODEL = dict(width=256, embed_std=0.5)
 CNN_TRAIN = dict(lr=1e-3, weight_decay=0.05, batch_size=128)
 TRUTH = dict(rich_cka=0.6, lazy_cka=0.95, nc1_ratio=0.1)
 RATES = [1e-4, 1e-3, 1e-2, 1e-1]  # AdamW's learning rates, fixed
-LR_CHART = dict(
-    x="lr", x_title="learning rate", log_x=True, y_title="DLR, test acc"
-)
 CLAIMS = dict(margin=0.2, slack=0.02, bn_margin=0.1, chance_below=0.2)
 cfg = nb.select_profile(PROFILES, profile)
 nb.stamp(profile, cfg)
@@ -152,9 +137,7 @@ nb.stamp(profile, cfg)
 # the features *are* the outputs' span (rich; neural collapse
 # {cite}`papyan2020collapse` is the special case for classification);
 # DLR near 1 means most feature energy lies in directions the outputs
-# never use (lazy).
-#
-# nhtlab computes it without any $n\times n$ matrix, as
+# never use (lazy). nhtlab computes it without any $n\times n$ matrix, as
 #
 # $$\text{DLR} = 1 - f_\text{in}\,\sqrt{\text{PR}/r},$$
 #
@@ -165,8 +148,7 @@ nb.stamp(profile, cfg)
 #
 # **A toy where DLR moves from 1 to 0.** 400 samples; the outputs span
 # three functions. The features are those three functions (scaled by α)
-# plus 61 random features the read-out ignores (scaled by 1 − α). That DLR
-# falls monotonically from near 1 to 0 here is a unit test of nhtlab.
+# plus 61 random features the read-out ignores (scaled by 1 − α).
 
 # %%
 toy = nb.toy_curve(seed=seed, **TOY)
@@ -174,72 +156,35 @@ nhtlab.charts.toy_curve(
     toy, title="toy: α · (output span) + (1 − α) · noise"
 )
 
-# %% [markdown]
-# DLR starts near 1 (random features overlap the output span by chance,
-# about $\sqrt{rp/(n(n+p))}$) and reaches 0 when only the output span is
-# left; against 61 unused directions $f_\text{in}$ needs α well above ½.
-#
-# ## The rank rule, fixed before the grokking run
-#
-# The outputs' span $\hat H$ has dimension at most $C$, but a $C$-column
-# logit matrix is numerically full rank even when the learned function
-# lives in a few directions, and the full numerical rank and an energy
-# threshold can tell opposite stories through grokking; so the rule
-# cannot be chosen by which story it tells.
-# nhtlab fixes it by properties that say nothing about grokking, stated
-# with their pass thresholds before any rule was scored, each pinned by
-# a unit test (`tests/test_dlr_rank.py`):
-#
-# 1. **noise**: output directions carrying a thousandth of the outputs'
-#    energy barely change DLR;
-# 2. **known rank**: on outputs of known rank 5 DLR equals its value at
-#    the true $r$;
-# 3. **logits or log-probabilities**: DLR from the logits and from the
-#    log-probabilities centred over the classes agree;
-# 4. **lazy against rich**: on runs whose richness is known from signals
-#    that share nothing with DLR (next section), lazy DLR exceeds rich DLR
-#    by a stated margin.
-#
-# Where several rules pass all four, the incumbent default (`energy`,
-# 0.99) stays rather than re-choosing with the results in view. Property
-# 3 was restated after a first scoring: with raw log-probabilities no
-# rule passes (log-sum-exp adds a direction). The first three:
-
 # %% tags=["remove-input"]
-rules = dict(nb.CANDIDATE_RULES)
-others = [name for name in rules if name != "energy 0.99"]
-properties = nb.rule_properties(rules, seed=seed)
-rule_rows = nb.rule_records(properties)
-display(nb.dlr_table("rules", rule_rows))
-nb.md(f"Pass thresholds: {nb.RULE_THRESHOLDS}.")
+nb.toy_text(toy)
 
 # %% [markdown]
-# A rule that counts near-zero-energy directions as learned functions
-# fails the noise property; one that cuts too much drops a weak true
-# direction and fails the known-rank one. Feed DLR logits.
-#
 # ## Lazy against rich: a ground truth for DLR
 #
-# Which runs are rich is known here *before* DLR is read. Chizat, Oyallon
-# and Bach's lazy-training scaling (NeurIPS 2019): train
-# $f_\alpha(x) = \alpha\,(g(x) - g_0(x))$ ($g_0$ the frozen initial
-# function) on the loss $L(f_\alpha)/\alpha^2$. For large α the parameters
-# move only $O(1/\alpha)$ and keep their initial features (lazy); for
-# small α they move far (rich). The network: a three-hidden-layer ReLU MLP
-# on scikit-learn's digits (8 × 8 pixels), squared loss to one-hot
-# targets, full-batch gradient descent
+# Does DLR call lazy what is lazy? Here which runs are rich is known
+# *before* DLR is read. Chizat, Oyallon and Bach's lazy-training scaling
+# (NeurIPS 2019): train $f_\alpha(x) = \alpha\,(g(x) - g_0(x))$ ($g_0$ the
+# frozen initial function) on the loss $L(f_\alpha)/\alpha^2$. For large
+# α the parameters move only $O(1/\alpha)$ and keep their initial
+# features (lazy); for small α they move far (rich). The network: a
+# three-hidden-layer ReLU MLP on scikit-learn's digits (8 × 8 pixels),
+# squared loss to one-hot targets, full-batch gradient descent
 # ({func}`nhtlab.book.lazy_rich_experiment.lazy_rich_run`). Two signals
-# on the training images decide lazy or rich: the linear CKA between the
-# final and the initial features (≈ 1: the kernel did not move) and
-# {term}`NC1` (≪ 1: neural collapse). The claims, fixed before the runs:
-# the smallest α is rich (CKA to init ≤ 0.6, NC1 at most a tenth of the
-# largest α's), the largest is lazy (CKA to init ≥ 0.95); DLR is at least
-# **0.2 higher** for the lazy run and does not fall (by more than 0.02) as
-# α grows.
-# (A first probe, two hidden layers and cross-entropy, never collapsed.)
+# on the training images decide lazy or rich, and neither is DLR: the
+# linear CKA between the final and the initial features (≈ 1: the kernel
+# did not move) and {term}`NC1` (≪ 1: neural collapse).
+#
+# ```{admonition} Predict before the runs
+# Of the lazy run (largest α) and the rich run (smallest α), which has
+# the higher DLR? Think of the toy: what do kept random features do to
+# $f_\text{in}$? Set `your_prediction` to `"lazy"` or `"rich"` below.
+# ```
 
 # %%
+your_prediction = None  # "lazy" or "rich"
 lazy_rich_data = nhtlab.digits(size=8, seed=seed)
+rules = dict(nb.CANDIDATE_RULES)
 lazy_rich = nb.lazy_rich_records(
     nb.lazy_rich_run(
         lazy_rich_data, alpha, seed=seed, compare=rules, **cfg.lazy_rich
@@ -249,43 +194,63 @@ lazy_rich = nb.lazy_rich_records(
 ground_truth, gap, monotone = nb.lazy_rich_checks(
     lazy_rich, CLAIMS["margin"], CLAIMS["slack"], **TRUTH
 )
-display(nb.dlr_table("lazy_rich", lazy_rich))
-scored = nb.rule_records(properties, lazy_rich, CLAIMS["margin"])
-nb.dlr_table("scored", scored)
 
 # %%
 nb.check_prediction(your_prediction, *nb.lazy_rich_answer(lazy_rich))
 
 # %% tags=["remove-input"]
-passing = [r["rule"] for r in scored if r["all_four"] == "pass"]
-nb.md(f"""
-{ground_truth}. {gap}. {monotone}. Rules that pass all four properties:
-{", ".join(f"`{r}`" for r in passing) or "none"}.
-""")
+nb.dlr_table("lazy_rich", lazy_rich)
 
 # %% [markdown]
-# **Choice: `rank="energy", tol=0.99`**, the incumbent, if it passes
-# all four (asserted at the end); the other rules stay in the band.
+# The claims, fixed before the runs and asserted at the end: the
+# smallest α is rich (CKA to init ≤ 0.6, NC1 at most a tenth of the
+# largest α's), the largest is lazy (CKA to init ≥ 0.95); DLR is at least
+# **0.2 higher** for the lazy run and does not fall (by more than 0.02)
+# as α grows.
 #
+# **Which $r$?** A $C$-column logit matrix is numerically full rank even
+# when the learned function lives in a few directions, so the dimension
+# $r$ of the outputs' span needs a rule, and the rule can change the
+# story. nhtlab fixes it by four properties that say nothing about
+# grokking, with pass thresholds stated before any rule was scored:
+# (1) output directions carrying a thousandth of the outputs' energy
+# barely change DLR; (2) on outputs of known rank 5 DLR equals its value
+# at the true $r$; (3) DLR from the logits and from the log-probabilities
+# centred over the classes agree; (4) on the runs above, lazy DLR
+# exceeds rich DLR by the 0.2 margin. The chapter uses the fewest
+# directions holding 99% of the outputs' energy (`energy`, 0.99); the
+# other rules give a band around every DLR curve.
+
+# %% tags=["remove-input"]
+others = [name for name in rules if name != "energy 0.99"]
+properties = nb.rule_properties(rules, seed=seed)
+scored = nb.rule_records(properties, lazy_rich, CLAIMS["margin"])
+display(nb.md(f"{ground_truth}. {gap}. {monotone}."))
+nb.rule_evidence(properties, scored)
+
+# %% [markdown]
 # ## Grokking on the paper's transformer
 #
 # Nam et al.'s headline: on mod-97 arithmetic a 2-layer transformer has
 # DLR 0.51 at step 200 (test 5.2%) and 0.11 at step 3,000 (99.8%). Here
 # the NHT companion's setting (`nhtlab.companion`: 1-layer transformer,
 # $(a + b) \bmod 97$, half the table, AdamW, λ = 1, batch 512), and the
-# run is **chapter 1's own** (same cache key): whichever chapter trains
-# it first trains it with this chapter's read-only DLR probe
-# ({func}`nhtlab.book.shared_probe`: the final LayerNorm's output at the
-# read-out position on all $97^2$ pairs; no label) and keeps both
-# histories; a check compares them. Fixed before the first run: **DLR
-# falls more between $T_\text{mem}$ and $T_\text{grok}$ than between
-# initialisation and $T_\text{mem}$** (it times generalisation), checked
-# on this run and read over chapter 1's seeds (a claim only where a
-# majority of at least three seeds holds it). The first chart also draws
-# chapter 1's top-5 Fourier share ({ref}`fourier-view`): the structure
-# read from the embedding's weights, beside DLR read from the features.
+# run is **chapter 1's own**: a read-only probe
+# ({func}`nhtlab.book.shared_probe`) reads the final LayerNorm's output
+# at the read-out position on all $97^2$ pairs, without labels, and a
+# check confirms the history is the run chapter 1 shows. The first chart
+# also draws chapter 1's top-5 Fourier share ({ref}`fourier-view`).
+#
+# ```{admonition} Predict before the run
+# If grokking is a move from lazy to rich, when should DLR fall most:
+# between initialisation and $T_\text{mem}$, or between $T_\text{mem}$
+# and $T_\text{grok}$? Set `your_timing_prediction` to `"yes"` if you
+# expect the larger fall between $T_\text{mem}$ and $T_\text{grok}$ in
+# most seeds, else `"no"`.
+# ```
 
 # %%
+your_timing_prediction = None  # "yes" or "no"
 tf_run = nhtlab.presets.companion_grid_run(cfg.transformer, 1.0, seed)
 compare = {n: rules[n] for n in others}
 tf_tracker = nb.companion_probe(tf_run)
@@ -294,15 +259,8 @@ tf_events = nhtlab.find_events(tf_history)
 tf_steps = (tf_events.t_mem, tf_events.t_grok)
 tf_band = nb.rule_band(tf_history.rows, others)
 same_run = nb.same_run_check(tf_history)
-display(
-    nhtlab.charts.dlr_timeline(
-        tf_history, tf_events, title="transformer: DLR and accuracy"
-    )
-)
-nhtlab.charts.dlr_band(
-    tf_band,
-    tf_events,
-    title="transformer: DLR in the band of other rules",
+nhtlab.charts.dlr_timeline(
+    tf_history, tf_events, title="transformer: DLR and accuracy"
 )
 
 # %% tags=["remove-input"]
@@ -311,12 +269,8 @@ paper = nhtlab.papers.DLR_PAPER
 marks = nb.dlr_marks(
     tf_history.rows, *tf_steps, tf_band, paper["transformer"]
 )
-display(nb.dlr_table("marks", marks))
-timing_by_seed = {seed: timing}
-for s in cfg.transformer["seeds"][1:]:
-    run_s = tf_run.replace(seed=seed + s)
-    h = nb.tracked_run(run_s, nb.companion_probe(run_s))
-    timing_by_seed[seed + s] = nb.run_timing(h)
+others_seeds = cfg.transformer["seeds"][1:]
+timing_by_seed = nb.seed_timings(tf_run, timing, others_seeds)
 timing_seeds = nb.timing_reading(timing_by_seed)
 
 # %%
@@ -325,25 +279,36 @@ nb.check_prediction(
 )
 
 # %% tags=["remove-input"]
-nb.md(f"""
-{same_run}. Its last step is {tf_history.rows[-1]["step"]:,}. {timing}:
-the timing claim {"holds" if timing else "FAILS"} on this run. Over
-seeds: {timing_seeds.text()}. {nb.dlr_fourier_text(marks)}.
-""")
+last = tf_history.rows[-1]["step"]
+display(nb.dlr_table("marks", marks))
+nb.timing_text(
+    timing, timing_seeds, timing_by_seed, marks, same_run, last
+)
+
+# %% tags=["hide-output"]
+nhtlab.charts.dlr_band(
+    tf_band,
+    tf_events,
+    title="transformer: DLR in the band of the other rank rules",
+)
+
+# %% [markdown]
+# The shaded band above (opened with one click) is DLR under the other
+# rank rules. Which of the three numbers moves DLR through grokking:
 
 # %%
 nhtlab.charts.dlr_decomposition(
     tf_history, title="transformer: DLR = 1 − f_in · √(PR / r)"
 )
 
-# %% [markdown]
-# Our model differs from the paper's (1 layer, $a + b$; its estimator is
-# unpublished), so the levels need not match; a rule keeping $r$ near
-# $C - 1$ widens the band. Which term moves DLR:
-
 # %% tags=["remove-input"]
 tf_terms = nb.layer_change(tf_history.rows, tf_events.t_mem, others)
-nb.dlr_table("terms", tf_terms)
+nb.evidence(
+    "DLR's terms at T_mem and at the end",
+    nb.dlr_table("terms", tf_terms),
+    "Our model differs from the paper's (1 layer, $a + b$; its estimator "
+    "is unpublished), so the levels need not match.",
+)
 
 # %% [markdown]
 # ## The spectra over training
@@ -354,22 +319,19 @@ nb.dlr_table("terms", tf_terms)
 # $\mu_k/\mu_1$, the **{term}`cumulative quality`** $\Pi^*(k)$ (share of
 # the one-hot labels' energy expressed by the top-$k$ Nyström
 # eigenfunctions) and the **{term}`cumulative utilisation`** $\hat\Pi(k)$
-# (the same for the network's outputs); move the slider past
-# {term}`T_grok`.
+# (the same for the network's outputs). The slider opens at
+# {term}`T_grok`; move it back to $T_\text{mem}$ and to step 0.
 
 # %%
 nhtlab.charts.spectra_explorer(
-    tf_history.spectra, title="transformer: μ_k / μ_1 of the features"
+    tf_history.spectra,
+    title="transformer: μ_k / μ_1 of the features",
+    events=tf_events,
+    history=tf_history,
 )
 
 # %% tags=["remove-input"]
-spectrum_marks = {"step 0": 0, "T_mem": tf_events.t_mem}
-spectrum_marks |= {"T_grok": tf_events.t_grok}
-spectrum_marks |= {"last": tf_history.rows[-1]["step"]}
-nb.dlr_table(
-    "spectra",
-    nb.spectra_marks(tf_history.spectra, spectrum_marks),
-)
+nb.spectra_text(tf_history.spectra, *tf_steps, last)
 
 # %% [markdown]
 # At memorisation the learned function can move into the strongest
@@ -379,7 +341,7 @@ nb.dlr_table(
 # over $p - 1$ directions; a grokked network expresses a few Fourier
 # modes.
 #
-# ## A finding: the one-hidden-layer MLP
+# ## Which layer is "the features": the one-hidden-layer MLP
 #
 # Chapter 1's embedding MLP, $h = \text{ReLU}(E_a[a] + E_b[b])$ (MLP and
 # MLP_MODEL in PROFILES), read at its hidden layer on all $p^2$ pairs.
@@ -391,53 +353,30 @@ run = nhtlab.ModularRun(
 shallow = nb.pair_probe(run, compare, spectra=True, top=cfg.top)
 history = nhtlab.run_modular(run, callbacks=[shallow], desc="MLP")
 events = nhtlab.find_events(history)
-display(
-    nhtlab.charts.dlr_timeline(
-        history, events, title="1 hidden layer: DLR and accuracy"
-    )
-)
-nhtlab.charts.dlr_band(
-    nb.rule_band(history.rows, others),
-    events,
-    title="1 hidden layer: DLR in the band of the other rules",
+nhtlab.charts.dlr_timeline(
+    history, events, title="1 hidden layer: DLR and accuracy"
 )
 
 # %% tags=["remove-input"]
 mlp_terms = nb.layer_change(history.rows, events.t_mem, others)
-move = "rises" if mlp_terms[1]["dlr"] > mlp_terms[0]["dlr"] else "falls"
-display(nb.dlr_table("terms", mlp_terms))
-nb.md(f"""
-In this run (seed {seed}; $T_\\text{{mem}}$ = {events.t_mem},
-$T_\\text{{grok}}$ = {events.t_grok}) the MLP's DLR **{move}** from
-{mlp_terms[0]["mark"]} to the end. A finding of one run, not a check.
-""")
+captured = nhtlab.capture(history.model, shallow.x)
+share = nb.additive_share(captured.features, shallow.x, run.p)
+nb.mlp_text(mlp_terms, events.t_mem, events.t_grok, seed, share)
 
 # %% [markdown]
-# Where DLR rises, the paper's reading would call the MLP *lazier* while
-# it learns the rule. The pre-activation $E_a[a] + E_b[b]$ is *additive*
-# (a function of $a$ plus one of $b$), and on the full table additive
-# functions are orthogonal to every function of $(a + b) \bmod p$, all
-# the logits need. How much of the hidden energy stays additive:
+# So at this layer most energy is additive codes of $a$ and $b$ that the
+# read-out ignores, and DLR counts them as laziness: what DLR measures at
+# that layer, not a bug. *A hypothesis, not tested here:* the ReLU needs
+# these additive codes to form its products, so weight decay keeps
+# them. Which layer is "the features" is the second decision any DLR
+# number depends on.
 
-# %% tags=["remove-input"]
-hidden = nhtlab.capture(history.model, shallow.x).features
-share = nb.additive_share(hidden, shallow.x, run.p)
-nb.md(f"""
-Share of the centred hidden energy that is additive (a function of $a$
-plus a function of $b$): **{share:.2f}**; share inside the logits' span,
-$f_\\text{{in}}$: **{mlp_terms[1]["f_in"]:.2f}** (end of the run).
-""")
-
-# %% [markdown]
-# So for this model the "penultimate" layer is a lookup table: it carries
-# the additive codes of $a$ and $b$, which the ReLU needs, so weight decay
-# keeps them. The read-out ignores that energy and DLR counts it as
-# laziness: what DLR measures at that layer, not a bug. Which layer is
-# "the features" is the second decision any DLR number depends on.
-
-# %%
+# %% tags=["hide-output"]
 nhtlab.charts.spectra_explorer(
-    shallow.spectrum_records(), title="1 hidden layer: μ_k / μ_1"
+    shallow.spectrum_records(),
+    title="1 hidden layer: μ_k / μ_1",
+    events=events,
+    history=history,
 )
 
 # %% [markdown]
@@ -447,8 +386,8 @@ nhtlab.charts.spectra_explorer(
 # network that generalises nothing. Nam et al. report a CNN on CIFAR-10
 # with **shuffled labels** at a low DLR and chance accuracy, and VGG-16 on
 # CIFAR-100 at a high DLR **without BatchNorm** against a low one
-# **with** (their values are in the table below). At CPU scale we train a
-# small six-layer CNN (`SimpleCNN`) on scikit-learn's digits, upsampled
+# **with** (their values are in the second table). At CPU scale we train
+# a small six-layer CNN (`SimpleCNN`) on scikit-learn's digits, upsampled
 # to RGB images: without normalisation, with BatchNorm, and with
 # BatchNorm on shuffled training labels. AdamW, lr 10⁻³, λ = 0.05, batch
 # 128; DLR and NC1 are measured on the training images.
@@ -462,26 +401,18 @@ cnn_bn, cnn_shuffled = nb.cnn_checks(
     cnn_end, CLAIMS["bn_margin"], CLAIMS["chance_below"]
 )
 display(nb.dlr_table("cnn", cnn_end))
-paper_cnn = nb.paper_cnn_records(paper["cnn"])
-nb.dlr_table("paper_cnn", paper_cnn)
+nb.dlr_table("paper_cnn", nb.paper_cnn_records(paper["cnn"]))
 
 # %% tags=["remove-input"]
-no_norm = cnn_end[0]
-nb.md(f"""
-{cnn_bn}. {cnn_shuffled}. The unnormalised CNN: $f_\\text{{in}}$
-{no_norm["f_in"]:.2f}, PR {no_norm["pr"]:.1f} against $r$ =
-{no_norm["r"]:.0f}.
-""")
+nb.cnn_text(cnn_end, [cnn_bn, cnn_shuffled])
 
 # %% [markdown]
 # Where the shuffled-label network has the lower DLR, it is richer than
 # the unnormalised one that generalises: **richness is not
-# generalisation** (asserted below outside `quick`). An unnormalised CNN
-# can be "lazy" with $f_\text{in}$ near 1 and PR below $r$.
+# generalisation** (asserted below outside `quick`).
 #
-# ## DLR, NC1 and the parameter norm on the same runs
-#
-# The paper compares DLR with NC1 $= \text{tr}(\Sigma_W\Sigma_B^+)/C$
+# **DLR, NC1 and the parameter norm on the same runs.** The paper
+# compares DLR with NC1 $= \text{tr}(\Sigma_W\Sigma_B^+)/C$
 # {cite}`papyan2020collapse` (needs labels, unbounded: a near-singular
 # $\Sigma_B$ amplifies any within-class spread) and $\|\theta\|^2$
 # (depends on init and regulariser). Click a legend entry to pick a run.
@@ -491,7 +422,10 @@ compared = [("transformer, mod 97", tf_history)]
 compared += [("MLP, 1 hidden layer", history)]
 compared += [(f"CNN, {name}", h) for name, h in cnn_runs.items()]
 display(nhtlab.charts.compare_measures(compared))
-nb.dlr_table("measures", nb.measure_summary(compared))
+nb.evidence(
+    "each run's first and last DLR, NC1 and ‖θ‖²",
+    nb.dlr_table("measures", nb.measure_summary(compared)),
+)
 
 # %% [markdown]
 # ## DLR against the learning rate
@@ -502,10 +436,10 @@ nb.dlr_table("measures", nb.measure_summary(compared))
 # AdamW rates × seeds, fixed before the runs (`quick`: fewer steps, two
 # seeds), read at the end: DLR, the **features used** (the fewest
 # eigenfunctions whose utilisation $\hat\Pi(k)$ reaches 0.95) and test
-# accuracy. Shown seed by seed beside the paper, never asserted: (a) the
-# best-accuracy rate has the lowest DLR; (b) the smallest rate is
-# lazier; (c) it uses more features. Asserted: every run is finite and
-# the grid brackets the best rate (by mean accuracy, neither end).
+# accuracy. Shown seed by seed, never asserted: (a) the best-accuracy
+# rate has the lowest DLR; (b) the smallest rate is lazier; (c) it uses
+# more features. Asserted: every run is finite and the grid brackets the
+# best rate (by mean accuracy, neither end).
 
 # %%
 lr_settings = dict(CNN_TRAIN, steps=cfg.lr["steps"])
@@ -513,11 +447,53 @@ seeds = range(seed, seed + cfg.lr["seeds"])
 lr_runs = nb.lr_sweep(
     images, RATES, seeds, channels=cfg.channels, **lr_settings
 )
-nhtlab.charts.sweep_lines(nb.lr_chart_records(lr_runs), **LR_CHART)
+nhtlab.charts.lr_panels(lr_runs)
 
 # %% tags=["remove-input"]
 lr_readings = nb.lr_readings(lr_runs)
-nb.lr_report(lr_runs, lr_readings, paper["learning_rate"])
+nb.lr_section(lr_runs, lr_readings, paper["learning_rate"])
+
+# %% tags=["remove-input"]
+nb.what_we_found(
+    *nb.dlr_found(
+        lazy_rich, timing_seeds, mlp_terms, share, cnn_end, lr_readings
+    )
+)
+
+# %% [markdown]
+# ## Try it: DLR from its definition
+#
+# Write DLR the long way, with $n \times n$ kernels, in NumPy: centre the
+# features $\Phi$ and the outputs $\hat F$ over the samples; $T =
+# \Phi\Phi^\top$; $Q$ = the top $r$ left singular vectors of the centred
+# outputs; $T_\text{MP} = QQ^\top$; then $1 - \langle T, T_\text{MP}
+# \rangle_F / (\|T\|_F \|T_\text{MP}\|_F)$. The checker runs it on 400 of
+# the MLP's pairs (its hidden features and logits at the end of the run)
+# beside `nhtlab.dlr`, once with the chapter's $r$ and once with $r = 3$.
+#
+# ````{dropdown} Solution
+# ```python
+# def my_dlr(features, outputs, r):
+#     phi = features - features.mean(0)
+#     out = outputs - outputs.mean(0)
+#     t = phi @ phi.T
+#     q = np.linalg.svd(out, full_matrices=False)[0][:, :r]
+#     t_mp = q @ q.T
+#     cka = (t * t_mp).sum() / (np.linalg.norm(t) * np.linalg.norm(t_mp))
+#     return 1 - cka
+# ```
+# ````
+
+# %%
+import numpy as np
+
+
+def my_dlr(features, outputs, r):
+    raise NotImplementedError  # your code here: about six lines
+
+
+cases = nb.dlr_exercise_cases(captured.features, captured.outputs)
+nb.check_function(my_dlr, nb.dlr_of_arrays, cases, name="my_dlr")
 
 # %% [markdown]
 # ## Checks
@@ -542,7 +518,7 @@ checks = [
     cnn_bn,
     *nb.lr_checks(lr_runs),
 ]
-if tf_history.plain is not None:  # the same-run check needs a cache
+if tf_history.plain is not None:  # the same-run check needs a stored run
     checks.append(same_run)
 if profile != "quick":  # the quick CNNs are too short to fit noise
     checks.append(cnn_shuffled)

@@ -207,3 +207,106 @@ def test_the_dlr_timeline_draws_the_fourier_share_only_where_the_run_recorded_it
     assert names == {"DLR", "test accuracy"} and color["scale"]["domain"] == ["DLR", "test accuracy"]
     names, color = series(History([dict(r, fourier=0.2) for r in rows]))
     assert "top-5 Fourier share" in names and len(color["scale"]["range"]) == 3
+
+
+# --- the lesson: the spectrum's knee, the exercise, the takeaway, the charts ---------------------------------
+
+def spectrum(step, utilisation):
+    return [{"step": step, "k": k, "relative": 1 / k, "quality": 0.01 * k, "utilisation": u}
+            for k, u in enumerate(utilisation, 1)]
+
+
+def test_the_knee_is_the_fewest_eigenfunctions_holding_the_share_at_the_nearest_recorded_step():
+    records = spectrum(0, [0.1, 0.2, 0.3, 0.4]) + spectrum(100, [0.5, 0.9, 0.95, 1.0])
+    knee = report.spectrum_knee(records, 90)
+    assert (knee["step"], knee["k"], knee["top"], knee["utilisation"]) == (100, 2, 4, 0.9)
+    assert report.spectrum_knee(records, 90, share=0.96)["k"] == 4
+    assert report.spectrum_knee(records, 0)["k"] == 4  # 0.3 < 0.9 × 0.4 ≤ 0.4
+    text = report.knee_text(records, 100)
+    assert "At T_grok (step 100) look at k = 2" in text and "0.900" in text and "all 4 kept" in text
+    assert "no T_grok" in report.knee_text(records, None)
+    with pytest.raises(ValueError, match="share"):
+        report.spectrum_knee(records, 0, share=0)
+    with pytest.raises(ValueError, match="records"):
+        report.spectrum_knee([], 0)
+
+
+def solution(features, outputs, r):
+    """The chapter's solution, the long way: n × n kernels and their CKA."""
+    import numpy as np
+
+    phi = features - features.mean(0)
+    out = outputs - outputs.mean(0)
+    t = phi @ phi.T
+    q = np.linalg.svd(out, full_matrices=False)[0][:, :r]
+    t_mp = q @ q.T
+    return 1 - (t * t_mp).sum() / (np.linalg.norm(t) * np.linalg.norm(t_mp))
+
+
+def test_the_exercise_solution_agrees_with_nhtlab_and_a_wrong_r_does_not():
+    from nhtlab.book.exercises import check_function
+
+    g = torch.Generator().manual_seed(0)
+    features = torch.relu(torch.randn(300, 20, generator=g))
+    outputs = features @ torch.randn(20, 8, generator=g)
+    cases = report.dlr_exercise_cases(features, outputs, n=120)
+    assert [c[0].shape for c in cases] == [(120, 20)] * 2 and cases[1][2] == 3
+    assert check_function(solution, report.dlr_of_arrays, cases).status == "correct"
+    ignores_r = check_function(lambda f, o, r: solution(f, o, o.shape[1]), report.dlr_of_arrays, cases)
+    assert ignores_r.status == "wrong"
+
+
+def test_what_we_found_reads_every_sentence_from_the_runs():
+    from nhtlab.book.claims import over_seeds
+
+    end = report.final_records(cnn_runs([0.3, 0.03, 0.1], [0.95, 0.99, 0.5]))
+    terms = [{"mark": "T_mem", "dlr": 0.32, "test_acc": 0.02}, {"mark": "last", "dlr": 0.45, "test_acc": 0.995}]
+    seeds = over_seeds("DLR timing", {0: "falls with generalisation", 1: "does not"}, "falls with generalisation")
+    lr = [over_seeds("a", {0: "yes", 1: "no"}, "yes")]
+    found = report.dlr_found(lazy_rich([0.05, 0.5]), seeds, terms, 0.74, end, lr)
+    assert "0.50 for the lazy run" in found[0] and "higher for the lazy run, as" in found[0]
+    assert "1 of 2 seeds" in found[1] and "does not time" in found[1]
+    assert "rises from 0.32 to 0.45 while its test accuracy goes from 2% to 100%" in found[2] and "74%" in found[2]
+    assert "0.10 at test accuracy 0.50, lower than the 0.30" in found[3]
+    assert "(a) 1 of 2" in found[4]
+    assert "against what" in report.dlr_found(lazy_rich([0.5, 0.05]), seeds, terms, 0.74, end, lr)[0]
+
+
+def test_the_lessons_charts_open_at_t_grok_and_keep_one_colour_per_name():
+    from nhtlab.analysis.events import Events
+    from nhtlab.charts import dlr_decomposition, lr_panels, spectra_explorer
+
+    records = spectrum(0, [0.5, 1.0]) + spectrum(100, [0.5, 1.0]) + spectrum(200, [0.9, 1.0])
+    events = Events(100, 190, peak_step=0, peak_norm=1.0, final_norm=1.0, norm_at_mem=1.0, norm_at_grok=1.0)
+    history = History([{"step": s, "dlr": 0.3, "test_acc": 0.5} for s in (0, 100, 200)])
+    chart = spectra_explorer(records, events=events, history=history).to_dict()
+    slider = chart["params"][0]
+    assert slider["value"] == 200 and "T_grok = 190" in slider["bind"]["name"]
+    assert spectra_explorer(records).to_dict()["params"][0]["value"] == 0
+    shares = chart["vconcat"][2]
+    assert shares["encoding"]["color"]["scale"]["domain"] == sorted({r["measure"] for r in shares["data"]["values"]})
+    rows = [dict(r, dlr_f_in=0.5, dlr_balance=0.9, dlr_pr=2.0, dlr_rank=3) for r in history.rows]
+    legends = [p["encoding"]["color"]["legend"] for p in dlr_decomposition(History(rows)).to_dict()["vconcat"]]
+    assert all(legend["labelLimit"] == 0 for legend in legends)
+    panels = lr_panels([{"lr": 1e-3, "seed": 0, "dlr": 0.4, "test_acc": 0.9}]).to_dict()["hconcat"]
+    assert [p["encoding"]["y"]["field"] for p in panels] == ["dlr", "test_acc"]
+
+
+def test_the_chapters_text_puts_its_evidence_in_closed_blocks_and_no_run_time_on_the_page():
+    from nhtlab.book import dlr_tables
+    from nhtlab.book.claims import Check, over_seeds
+
+    terms = [{"mark": "T_mem", "step": 100, "test_acc": 0.1, "dlr": 0.32, "f_in": 0.3, "pr": 4.0, "r": 3,
+              "low": 0.3, "high": 0.4}, {"mark": "last", "step": 600, "test_acc": 0.1, "dlr": 0.45, "f_in": 0.36,
+                                         "pr": 5.0, "r": 3, "low": 0.4, "high": 0.5}]
+    text = dlr_tables.mlp_text(terms, 100, None, 0, 0.74)
+    assert "DLR **rises** from 0.320 at T_mem to 0.450" in " ".join(text.split()) and "\n    " not in text
+    assert text.count("<details") == 1 and "| mark |" in text.split("<details")[1]
+    runs = [{"lr": lr, "seed": s, "dlr": 0.2, "used": 3, "pr": 2.0, "train_acc": 0.9, "test_acc": a, "cpu_s": 9.0}
+            for lr, a in ((1e-3, 0.8), (1e-2, 0.9)) for s in (0, 1)]
+    section = dlr_tables.lr_section(runs, [over_seeds("p: (a)", {0: "yes", 1: "yes"}, "yes")], {1e-3: (0.5, 0.6)})
+    assert "CPU" not in section and "best rate is 0.01" in section and section.count("<details") == 1
+    first = Check("x", True, "d")
+    timing = dlr_tables.timing_text(first, over_seeds("t", {0: "falls with generalisation"}, "falls with generalisation"),
+                                    {0: first}, [], Check("same", True, "both entries read"), 1100)
+    assert timing.index("<details") < timing.index("both entries read")  # the run's provenance is evidence

@@ -24,6 +24,7 @@ from ..measures.cka import centre
 from ..measures.dlr import CANDIDATE_RULES, RULE_THRESHOLDS, _check_rank, dlr, dlr_terms
 from ..validation import require_int, require_type
 from .claims import Check, over_seeds
+from .dlr_probes import companion_probe, tracked_run
 from ..analysis.events import find_events
 
 __all__ = [
@@ -32,6 +33,8 @@ __all__ = [
     "additive_share", "cnn_settings", "final_records", "batchnorm_check", "shuffled_check", "measure_summary",
     "transformer_check", "CNN_NAMES", "TABLES", "paper_cnn_records", "chosen_rule_check",
     "timing_reading", "run_timing", "lazy_rich_checks", "cnn_checks", "dlr_fourier_text",
+    # the lesson's furniture: the spectrum's knee, the learning-rate text, the exercise, the takeaway
+    "seed_timings", "spectrum_knee", "knee_text", "lr_lesson", "dlr_of_arrays", "dlr_exercise_cases", "dlr_found",
     # the rank-rule study (chapter 04's choice of rank rule), and its rules (nhtlab.measures.dlr)
     "CANDIDATE_RULES", "RULE_THRESHOLDS", "rule_band", "rule_properties", "random_rotation",
 ]
@@ -820,3 +823,203 @@ def lazy_rich_answer(records: Sequence[Mapping[str, Any]]) -> tuple[str, tuple[s
     return answer, ("lazy", "rich"), (f"DLR is {lazy['dlr']:.3f} at α = {lazy['alpha']:g} (CKA to its initial features "
                     f"{lazy['cka_to_init']:.3f}: lazy) and {rich['dlr']:.3f} at α = {rich['alpha']:g} "
                     f"(CKA {rich['cka_to_init']:.3f}: rich)")
+
+
+def spectrum_knee(records: Sequence[Mapping[str, Any]], step: int, share: float = 0.9) -> dict[str, Any]:
+    """Where the cumulative utilisation bends at ``step``: the fewest top-k eigenfunctions holding ``share`` of it.
+
+    The utilisation Π̂(k) rises with k and levels off; the knee is the smallest k at which it reaches
+    ``share`` of its value at the largest kept k. Read from the spectrum recorded nearest ``step``.
+
+    Parameters
+    ----------
+    records : sequence of dict
+        Spectrum records (``step``, ``k``, ``relative``, ``quality``, ``utilisation``).
+    step : int
+        The training step to read (the recorded step nearest it is used).
+    share : float
+        The fraction of the top-k utilisation that defines the knee, in (0, 1].
+
+    Returns
+    -------
+    dict
+        ``step`` (the recorded one), ``k`` (the knee), ``top`` (the largest kept k), ``utilisation``,
+        ``quality`` and ``relative`` at the knee, and ``utilisation_top`` and ``quality_top`` at ``top``.
+
+    Examples
+    --------
+    >>> rows = [{"step": 0, "k": k, "relative": 1 / k, "quality": 0.1 * k, "utilisation": min(1.0, k / 4)}
+    ...         for k in range(1, 9)]
+    >>> knee = spectrum_knee(rows, 10)
+    >>> knee["step"], knee["k"], knee["top"], knee["utilisation"]
+    (0, 4, 8, 1.0)
+    """
+    if not 0 < share <= 1:
+        raise ValueError(f"The 'share' parameter of spectrum_knee must be in (0, 1]; got {share!r}.")
+    steps = sorted({int(r["step"]) for r in records})
+    if not steps:
+        raise ValueError("The 'records' parameter of spectrum_knee holds no spectrum.")
+    at = min(steps, key=lambda s: (abs(s - step), s))
+    rows = sorted((r for r in records if int(r["step"]) == at), key=lambda r: r["k"])
+    top = rows[-1]
+    knee = next(r for r in rows if r["utilisation"] >= share * top["utilisation"])
+    return {"step": at, "k": int(knee["k"]), "top": int(top["k"]), "utilisation": knee["utilisation"],
+            "quality": knee.get("quality"), "relative": knee["relative"], "utilisation_top": top["utilisation"],
+            "quality_top": top.get("quality")}
+
+
+def knee_text(records: Sequence[Mapping[str, Any]], step: int | None, mark: str = "T_grok",
+              share: float = 0.9) -> str:
+    """A sentence pointing to the knee of the spectrum at ``step`` (:func:`spectrum_knee`), for the slider.
+
+    >>> rows = [{"step": 0, "k": k, "relative": 1 / k, "quality": 0.1 * k, "utilisation": min(1.0, k / 4)}
+    ...         for k in range(1, 9)]
+    >>> knee_text(rows, 0).split(":")[0]
+    'At T_grok (step 0) look at k = 4'
+    """
+    if step is None:
+        return f"The run has no {mark}, so the slider opens at its first step and no knee is read."
+    knee = spectrum_knee(records, step, share)
+    quality = ("" if knee["quality"] is None else
+               f"; the target's quality Π*({knee['k']}) is {knee['quality']:.3f} there")
+    return (f"At {mark} (step {knee['step']:,}) look at k = {knee['k']}: the top {knee['k']} eigenfunctions "
+            f"already express Π̂ = {knee['utilisation']:.3f} of the learned function, {share:.0%} of the "
+            f"{knee['utilisation_top']:.3f} that all {knee['top']} kept ones express, while μ_{knee['k']}/μ_1 "
+            f"has fallen to {knee['relative']:.2g}{quality}. Past this knee the curves flatten: the learned "
+            f"function lives in a few strong directions.")
+
+
+def lr_lesson(records: Sequence[Mapping[str, Any]], readings: Sequence[Any]) -> str:
+    """The learning-rate section in words: the best rate by mean accuracy and the paper's readings k of n.
+
+    Parameters
+    ----------
+    records : sequence of dict
+        :func:`nhtlab.book.cnn_experiments.lr_sweep`'s records (``lr``, ``seed``, ``dlr``, ``test_acc``).
+    readings : sequence of Reading
+        :func:`nhtlab.book.cnn_experiments.lr_readings` (the paper's three readings, in order).
+
+    Returns
+    -------
+    str
+        Markdown: one sentence on the best rate, one per reading.
+
+    Examples
+    --------
+    >>> from nhtlab.book.claims import over_seeds
+    >>> recs = [{"lr": lr, "seed": 0, "dlr": d, "test_acc": a} for lr, d, a in ((1e-3, 0.5, 0.6), (1e-2, 0.3, 0.9))]
+    >>> print(lr_lesson(recs, [over_seeds("DLR paper (a): the best rate has the lowest DLR", {0: "yes"}, "yes")]))
+    By mean test accuracy the best rate is 0.01 (0.900, DLR 0.300). The paper's readings on our runs: the best rate has the lowest DLR: 1 of 1 seeds (holds).
+    """
+    rates = list(dict.fromkeys(r["lr"] for r in records))
+    mean = {lr: {k: float(np.mean([r[k] for r in records if r["lr"] == lr])) for k in ("dlr", "test_acc")}
+            for lr in rates}
+    best = max(rates, key=lambda lr: mean[lr]["test_acc"])
+    said = "; ".join(f"{r.name.split(': ', 1)[-1]}: {r.k} of {r.n} seeds ({'holds' if r.holds else 'fails here'})"
+                     for r in readings)
+    return (f"By mean test accuracy the best rate is {best:g} ({mean[best]['test_acc']:.3f}, DLR "
+            f"{mean[best]['dlr']:.3f}). The paper's readings on our runs: {said}.")
+
+
+def dlr_of_arrays(features: np.ndarray, outputs: np.ndarray, r: int) -> float:
+    """:func:`nhtlab.dlr` of two NumPy arrays with the output span's dimension fixed at ``r``: the exercise's reference.
+
+    >>> rng = np.random.default_rng(0)
+    >>> f = rng.normal(size=(50, 4))
+    >>> round(dlr_of_arrays(f, f[:, :2], 2), 3) < 1
+    True
+    """
+    return dlr(torch.as_tensor(np.asarray(features, dtype=np.float64)),
+               torch.as_tensor(np.asarray(outputs, dtype=np.float64)), rank=int(r))
+
+
+def dlr_exercise_cases(features: torch.Tensor, outputs: torch.Tensor, n: int = 400,
+                       seed: int = 0) -> list[tuple[np.ndarray, np.ndarray, int]]:
+    """The exercise's inputs: ``n`` random rows of a run's features and outputs, at two dimensions r.
+
+    The first case uses the r that the chapter's rule (energy 0.99) picks on those outputs, the
+    second r = 3 (a narrower output span), so a solution that ignores ``r`` is caught.
+
+    Returns
+    -------
+    list of (features, outputs, r)
+        float64 NumPy arrays (``n`` rows each) and an int.
+    """
+    require_int(n, "n", low=3, owner="dlr_exercise_cases")
+    rows = torch.randperm(features.shape[0], generator=torch.Generator().manual_seed(seed))[:n]
+    f = features[rows].detach().double().cpu().numpy()
+    o = outputs[rows].detach().double().cpu().numpy()
+    r = dlr_terms(torch.from_numpy(f), torch.from_numpy(o)).rank
+    return [(f, o, r), (f, o, 3)]
+
+
+def dlr_found(lazy_rich: Sequence[Mapping[str, Any]], seeds: Any,
+              mlp_terms: Sequence[Mapping[str, Any]], additive: float, cnn_end: Sequence[Mapping[str, Any]],
+              lr: Sequence[Any]) -> list[str]:
+    """The chapter's "What we found" sentences, each read from its runs (k of n where seeds were run).
+
+    Parameters
+    ----------
+    lazy_rich : sequence of dict
+        :func:`lazy_rich_records`, smallest α first.
+    seeds : Reading
+        :func:`timing_reading` of the transformer runs (seed → :func:`run_timing`).
+    mlp_terms : sequence of dict
+        :func:`layer_change` of the MLP (T_mem or step 0, then last).
+    additive : float
+        :func:`additive_share` of the MLP's hidden features.
+    cnn_end : sequence of dict
+        :func:`final_records` of the three CNNs (:data:`CNN_NAMES`).
+    lr : sequence of Reading
+        The learning-rate readings (the paper's (a), (b), (c)).
+
+    Returns
+    -------
+    list of str
+    """
+    rich, lazy = _ends(lazy_rich, "dlr_found")
+    r = _by_run(cnn_end)
+    none, shuffled = r[CNN_NAMES[0]], r[CNN_NAMES[2]]
+    richer = "lower" if shuffled["dlr"] < none["dlr"] else "not lower"
+    first, last = mlp_terms[0], mlp_terms[-1]
+    move = "rises" if last["dlr"] > first["dlr"] else "falls"
+    held = ", ".join(f"({chr(97 + i)}) {x.k} of {x.n}" for i, x in enumerate(lr))
+    return [
+        f"DLR is {lazy['dlr']:.2f} for the lazy run (α = {lazy['alpha']:g}, CKA to its initial features "
+        f"{lazy['cka_to_init']:.2f}) against {rich['dlr']:.2f} for the rich one (α = {rich['alpha']:g}, CKA "
+        f"{rich['cka_to_init']:.2f}): {'higher' if lazy['dlr'] > rich['dlr'] else 'not higher'} for the lazy "
+        f"run, {'as' if lazy['dlr'] > rich['dlr'] else 'against what'} kept random features predict.",
+        f"On the grokking transformer DLR falls more between T_mem and T_grok than before T_mem in "
+        f"{seeds.k} of {seeds.n} seeds: it {'times' if seeds.holds else 'does not time'} generalisation here.",
+        f"Which layer is \"the features\" decides the reading: the one-hidden-layer MLP's DLR {move} from "
+        f"{first['dlr']:.2f} to {last['dlr']:.2f} while its test accuracy goes from {first['test_acc']:.0%} to "
+        f"{last['test_acc']:.0%}: {additive:.0%} of its hidden energy is additive, which the read-out does not use.",
+        f"Richness is not generalisation: with shuffled labels the CNN's DLR is {shuffled['dlr']:.2f} at test "
+        f"accuracy {shuffled['test_acc']:.2f}, {richer} than the {none['dlr']:.2f} of the unnormalised CNN that "
+        f"reaches {none['test_acc']:.2f}.",
+        f"The paper's learning-rate readings hold in {held} seeds on our small CNN.",
+    ]
+
+
+def seed_timings(run: Any, first: Check, seeds: Sequence[int]) -> dict[int, Check]:
+    """:func:`run_timing` of a companion run and of its other seeds, each trained with the chapter's probe.
+
+    Parameters
+    ----------
+    run : ModularRun
+        The chapter's run (its own seed's timing is ``first``).
+    first : Check
+        :func:`run_timing` of ``run``.
+    seeds : sequence of int
+        Offsets of the other seeds: each runs at ``run.seed + s`` (the companion sweep's seeds after its first).
+
+    Returns
+    -------
+    dict
+        seed → Check, ``run.seed`` first.
+    """
+    out = {run.seed: first}
+    for s in seeds:
+        other = run.replace(seed=run.seed + s)
+        out[run.seed + s] = run_timing(tracked_run(other, companion_probe(other)))
+    return out

@@ -16,7 +16,7 @@ from ..history import History
 from .curves import WIDTH, event_rules, long_records
 
 __all__ = ["dlr_timeline", "dlr_decomposition", "dlr_curves", "rank_rule_curves", "spectra_explorer",
-           "compare_measures", "toy_curve", "dlr_band"]
+           "compare_measures", "toy_curve", "dlr_band", "lr_panels"]
 
 
 def dlr_timeline(history: History, events: Events | None = None, title: str = "") -> alt.VConcatChart:
@@ -44,18 +44,27 @@ def dlr_timeline(history: History, events: Events | None = None, title: str = ""
 
 
 def dlr_decomposition(history: History, title: str = "DLR = 1 − f_in · √(PR / r)") -> alt.VConcatChart:
-    """The three numbers DLR is made of, over training: f_in, √(PR / r) with PR and r."""
-    records = long_records(history, {"dlr": "DLR", "dlr_f_in": "f_in (feature energy inside the output span)",
-                                     "dlr_balance": "√(PR / r)"})
-    top = alt.Chart(alt.Data(values=records)).mark_line().encode(
-        x="step:Q", y=alt.Y("value:Q", title="value"), color=alt.Color("series:N", title=""),
+    """The three numbers DLR is made of, over training: f_in, √(PR / r) with PR and r.
+
+    The legends sit under their panels with room for their full labels (no label is cut short).
+    """
+    labels = {"dlr": "DLR", "dlr_f_in": "f_in: share of feature energy inside the output span",
+              "dlr_balance": "√(PR / r)"}
+    legend = alt.Legend(orient="bottom", direction="vertical", labelLimit=0, title=None)
+    top = alt.Chart(alt.Data(values=long_records(history, labels))).mark_line().encode(
+        x=alt.X("step:Q", title="step"), y=alt.Y("value:Q", title="value (√(PR / r) may pass 1)"),
+        color=alt.Color("series:N", legend=legend, sort=list(labels.values()),
+                        scale=alt.Scale(domain=list(labels.values()), range=["#d62728", "#4c78a8", "#72b7b2"])),
         tooltip=["series:N", "step:Q", alt.Tooltip("value:Q", format=".3f")],
     ).properties(width=WIDTH, height=200, title=title)
-    dims = alt.Chart(alt.Data(values=long_records(history, {"dlr_pr": "PR (effective number of features)", "dlr_rank": "r (output span dimension)"}))).mark_line().encode(
-        x="step:Q", y=alt.Y("value:Q", title="dimensions"), color=alt.Color("series:N", title=""),
+    dims = {"dlr_pr": "PR: effective number of features", "dlr_rank": "r: dimension of the output span"}
+    bottom = alt.Chart(alt.Data(values=long_records(history, dims))).mark_line().encode(
+        x=alt.X("step:Q", title="step"), y=alt.Y("value:Q", title="dimensions"),
+        color=alt.Color("series:N", legend=legend, sort=list(dims.values()),
+                        scale=alt.Scale(domain=list(dims.values()), range=["#f58518", "#333333"])),
         tooltip=["series:N", "step:Q", alt.Tooltip("value:Q", format=".1f")],
     ).properties(width=WIDTH, height=140)
-    return alt.vconcat(top, dims).resolve_scale(color="independent")
+    return alt.vconcat(top, bottom).resolve_scale(color="independent")
 
 
 def dlr_curves(history: History, columns: Mapping[str, str], title: str = "DLR", legend: str = "") -> alt.Chart:
@@ -76,30 +85,61 @@ def rank_rule_curves(history: History, rules: Sequence[str], title: str = "DLR u
     return dlr_curves(history, {f"dlr[{rule}]": rule for rule in rules}, title=title, legend="rank rule")
 
 
-def spectra_explorer(records: Sequence[Mapping[str, Any]], title: str = "") -> alt.VConcatChart:
+def _nearest(steps: Sequence[int], step: int | None) -> int:
+    return steps[0] if step is None else min(steps, key=lambda s: (abs(s - step), s))
+
+
+def spectra_explorer(records: Sequence[Mapping[str, Any]], title: str = "", events: Events | None = None,
+                     history: History | None = None, start: int | None = None) -> alt.VConcatChart:
     """Relative eigenvalues, cumulative quality Π* and utilisation Π̂ against k, with a step slider.
 
     ``records`` are :meth:`nhtlab.measures.spectra.Spectrum.to_records` rows with a ``step``
-    field, for evenly spaced steps (the slider moves in that spacing).
+    field, for evenly spaced steps (the slider moves in that spacing). The slider opens at
+    ``start`` (the recorded step nearest it; by default T_grok of ``events``, else the first step).
+    With ``history``, a top panel draws DLR and test accuracy over training with T_mem and T_grok
+    (``events``) marked and a black rule at the step the slider shows.
     """
-    steps = sorted({r["step"] for r in records})
+    steps = sorted({int(r["step"]) for r in records})
     spacing = steps[1] - steps[0] if len(steps) > 1 else 1
-    slider = alt.param(name="step_shown", value=steps[0],
-                       bind=alt.binding_range(min=steps[0], max=steps[-1], step=spacing, name="training step "))
-    base = alt.Chart(alt.Data(values=list(records))).add_params(slider).transform_filter(alt.datum.step == slider)
+    if start is None and events is not None:
+        start = events.t_grok if events.t_grok is not None else events.t_mem
+    named = ", ".join(f"{n} = {s:,}" for n, s in (("T_mem", getattr(events, "t_mem", None)),
+                                                  ("T_grok", getattr(events, "t_grok", None))) if s is not None)
+    slider = alt.param(name="step_shown", value=_nearest(steps, start), bind=alt.binding_range(
+        min=steps[0], max=steps[-1], step=spacing, name=f"training step ({named}) " if named else "training step "))
+    base = alt.Chart(alt.Data(values=list(records))).transform_filter(alt.datum.step == slider)
     eig = base.mark_line(point=True, color="#4c78a8").encode(
         x=alt.X("k:Q", title="k (eigenfunction index)"),
         y=alt.Y("relative:Q", title="μ_k / μ_1", scale=alt.Scale(type="log", domain=[1e-4, 1])),
         tooltip=["k:Q", alt.Tooltip("relative:Q", format=".2e")],
     ).properties(width=WIDTH, height=170, title=title or "relative eigenvalues of the feature covariance")
-    shares = base.transform_fold(["quality", "utilisation"], as_=["measure", "share"]).mark_line(point=True).encode(
+    # the two shares as long rows with their full names, so legend and marks share one colour scale
+    names = {"quality": "quality Π*(k): the target", "utilisation": "utilisation Π̂(k): the learned function"}
+    shares = [{"step": r["step"], "k": r["k"], "measure": label, "share": r[key]}
+              for r in records for key, label in names.items() if r.get(key) is not None]
+    share_chart = alt.Chart(alt.Data(values=shares)).transform_filter(alt.datum.step == slider).mark_line(
+        point=True).encode(
         x=alt.X("k:Q", title="k (top-k eigenfunctions)"),
         y=alt.Y("share:Q", title="cumulative share", scale=alt.Scale(domain=[0, 1])),
-        color=alt.Color("measure:N", title="", scale=alt.Scale(domain=["quality", "utilisation"], range=["#54a24b", "#e45756"]),
-                        legend=alt.Legend(labelExpr="datum.label == 'quality' ? 'quality Π*(k) (target)' : 'utilisation Π̂(k) (learned)'")),
+        color=alt.Color("measure:N", scale=alt.Scale(domain=list(names.values()), range=["#54a24b", "#e45756"]),
+                        legend=alt.Legend(orient="bottom", direction="vertical", labelLimit=0, title=None)),
         tooltip=["measure:N", "k:Q", alt.Tooltip("share:Q", format=".3f")],
-    ).properties(width=WIDTH, height=170, title="how much of the target (Π*) and of the learned function (Π̂) the top-k eigenfunctions express")
-    return alt.vconcat(eig, shares)
+    ).properties(width=WIDTH, height=170, title="share of the target (Π*) and of the learned function (Π̂) "
+                                                "in the top-k eigenfunctions")
+    panels = [eig, share_chart]
+    if history is not None:
+        series = {"dlr": "DLR", "test_acc": "test accuracy"}
+        lines = alt.Chart(alt.Data(values=long_records(history, series))).mark_line().encode(
+            x=alt.X("step:Q", title="step"), y=alt.Y("value:Q", title="DLR, accuracy", scale=alt.Scale(domain=[0, 1])),
+            color=alt.Color("series:N", scale=alt.Scale(domain=list(series.values()), range=["#d62728", "#f58518"]),
+                            legend=alt.Legend(title=None)),
+            tooltip=["series:N", "step:Q", alt.Tooltip("value:Q", format=".3f")])
+        here = alt.Chart(alt.Data(values=[{}])).transform_calculate(step="step_shown").mark_rule(
+            color="black", strokeWidth=2).encode(x="step:Q")
+        layers = [lines, here] + ([event_rules(events)] if events is not None else [])
+        panels.insert(0, alt.layer(*layers).resolve_scale(color="independent").properties(
+            width=WIDTH, height=120, title="where the slider is (black) in training"))
+    return alt.vconcat(*panels).add_params(slider).resolve_scale(color="independent")
 
 
 def compare_measures(runs: Sequence[tuple[str, History]], measures: Mapping[str, str] | None = None,
@@ -114,7 +154,9 @@ def compare_measures(runs: Sequence[tuple[str, History]], measures: Mapping[str,
             records += [{**r, "run": name} for r in long_records(history, {column: label})]
         scale = alt.Scale(type="log") if column in log else alt.Scale(zero=False)
         panels.append(alt.Chart(alt.Data(values=records)).mark_line().encode(
-            x="step:Q", y=alt.Y("value:Q", title=label, scale=scale), color=alt.Color("run:N", title="run"),
+            x="step:Q", y=alt.Y("value:Q", title=label, scale=scale),
+            color=alt.Color("run:N", title="run (click to pick)",
+                            legend=alt.Legend(orient="top", columns=2, labelLimit=0)),
             opacity=alt.condition(pick, alt.value(1.0), alt.value(0.15)),
             tooltip=["run:N", "step:Q", alt.Tooltip("value:Q", format=".4g")],
         ).properties(width=WIDTH, height=130))
@@ -152,3 +194,21 @@ def dlr_band(records: Sequence[Mapping[str, Any]], events: Events | None = None,
     if events is not None:
         chart = chart + event_rules(events)
     return chart.add_params(zoom).properties(width=WIDTH, height=220, title=title or f"DLR ({rule}) and the band of the other rank rules")
+
+
+def lr_panels(records: Sequence[Mapping[str, Any]], title: str = "") -> alt.HConcatChart:
+    """DLR and test accuracy against the learning rate, in two panels with their own y-axes, one colour per seed.
+
+    ``records`` carry ``lr``, ``seed``, ``dlr`` and ``test_acc`` (one per run, as
+    :func:`nhtlab.book.cnn_experiments.lr_sweep` returns them).
+    """
+    rows = [{"lr": r["lr"], "seed": f"seed {r['seed']}", "dlr": r["dlr"], "test_acc": r["test_acc"]} for r in records]
+    panels = []
+    for column, label in (("dlr", "DLR"), ("test_acc", "test accuracy")):
+        panels.append(alt.Chart(alt.Data(values=rows)).mark_line(point=True).encode(
+            x=alt.X("lr:Q", title="learning rate (AdamW)", scale=alt.Scale(type="log")),
+            y=alt.Y(f"{column}:Q", title=label, scale=alt.Scale(domain=[0, 1])),
+            color=alt.Color("seed:N", title="run"),
+            tooltip=["seed:N", alt.Tooltip("lr:Q", format="g"), alt.Tooltip(f"{column}:Q", format=".3f", title=label)],
+        ).properties(width=WIDTH // 2 - 20, height=200, title=label))
+    return alt.hconcat(*panels).properties(title=title or "DLR and test accuracy against the learning rate")
