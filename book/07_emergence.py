@@ -270,7 +270,8 @@ nhtlab.charts.fraction_threshold(
 #   width beyond the seed spread. *A hypothesis, not tested here:* on
 #   this transformer the initial norm grows with $d_\text{model}$ (the
 #   token embeddings alone hold about $97 \cdot d_\text{model}$ of it),
-#   so a wider network may memorise at a larger norm, and its gap grow;
+#   so a wider network may memorise at a larger norm, and its gap grow
+#   (the box below reads the median $V_\text{mem}$ at each end);
 # * **an apparent threshold** appears when, within the budget, the
 #   fraction of seeds that generalise changes with width. Its cause is
 #   read from $T_\text{mem}$: a width that takes most of the budget to
@@ -326,7 +327,7 @@ nb.check_function(
 # ## Checks
 #
 # Fixed before the runs: at least three widths generalise within the step
-# limit, and the law's link holds: the rank correlation between log gap
+# limit, and the law's link holds: the rank correlation between norm gap
 # and delay over the runs that generalised is at least 0.5 (a sweep in
 # which the delay does not follow the gap fails). The direction of the gap
 # with size is the hypothesis under test and is shown above, counted over

@@ -95,6 +95,7 @@ def test_width_rows_findings_and_the_norm_gap_exercise():
     trends = trend_records(FOLLOWS, {"norm gap": "log_gap", "delay": "delay"})
     box = emergence_findings(FOLLOWS, trends, budget=1000)
     assert "What we found" in box and "grows from d_model 32 to 128" in box and "does not hold here" in box
+    assert "The median V_mem is 1,000 at d_model 32 and 1,000 at 128." in box
 
     def solution(history):  # chapter 07's solution, as printed
         train = history.column("train_acc") >= 0.99

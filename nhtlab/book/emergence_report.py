@@ -364,11 +364,14 @@ def emergence_findings(rows: Sequence[Mapping[str, Any]], trends: Sequence[Mappi
     seeds = (f"; of the seeds with a gap at both widths it shrinks in {gap_seeds.k} of {gap_seeds.n}"
              if gap_seeds.n else "")
     premise = gap_seeds.holds and gap["verdict"] == "shrinks"
+    v_mem = {w["size"]: w["V_mem"] for w in width_rows(rows, budget) if w["V_mem"] is not None}
+    ends = (f" The median V_mem is {v_mem[min(v_mem)]:,.0f} at d_model {min(v_mem)} and {v_mem[max(v_mem)]:,.0f} at "
+            f"{max(v_mem)}." if len(v_mem) >= 2 else "")
     return what_we_found(
         f"The law's link: run by run, the delay follows the norm gap log(V_mem/V_grok) with a rank correlation of "
         f"{corr} over {link['runs']} runs that generalised.",
         f"The norm gap {direction(gap)} (medians, against the spread between seeds){seeds}: the premise of apparent "
-        f"emergence, a gap that shrinks as the model grows, {'holds' if premise else 'does not hold'} here.",
+        f"emergence, a gap that shrinks as the model grows, {'holds' if premise else 'does not hold'} here.{ends}",
         f"The delay {direction(delay)}" + ("." if delay["verdict"] == "shrinks"
                                             else ", where apparent emergence needs it to shrink."),
         f"Within {budget:,} steps the seeds that generalised are {within}"
