@@ -6,7 +6,7 @@
 #       extension: .py
 #       format_name: percent
 #       format_version: '1.3'
-#       jupytext_version: 1.19.6
+#       jupytext_version: 1.19.7
 #   kernelspec:
 #     display_name: Python 3
 #     language: python
@@ -40,7 +40,7 @@
 # $d_\text{model}$ wide, everything else as in the first chapter):
 #
 # 1. the law's link: across sizes, does the delay follow the norm gap
-#    $\log(V_\text{mem}/V_\text{grok})$?
+#    $\log(V_\text{mem}/V_\text{post})$?
 # 2. the hypothesis's link: does the norm gap shrink as the model grows?
 
 # %% tags=["remove-cell"]
@@ -113,7 +113,7 @@ nb.stamp(profile, cfg)
 #
 # ```{admonition} Predict before the runs
 # From the smallest width to the largest, will (1) the norm gap
-# $\log(V_\text{mem}/V_\text{grok})$ and (2) the delay
+# $\log(V_\text{mem}/V_\text{post})$ and (2) the delay
 # $T_\text{grok} - T_\text{mem}$ grow (`"grows"`), shrink (`"shrinks"`)
 # or move less than the spread between seeds (`"no clear change"`)? Set
 # both in the cell below; the cells after the table of trends check them.
@@ -140,57 +140,37 @@ runs = [
 ]
 result = nhtlab.sweep(runs, workers=2, cache=nhtlab.default_cache())
 rows = nhtlab.emergence.scale_table(result.histories, key="d_model")
-result
 
 # %% [markdown]
 # ## Norm gap and delay against width
 #
-# For each run, {term}`V_mem` is $\|\theta\|^2$ at {term}`T_mem` and
-# {term}`V_grok` is $\|\theta\|^2$ at {term}`T_grok` (the `grok`
-# definition of {ref}`the delay-law chapter <delay-definitions>`). The
-# table gives, per width, the medians of the norms, their gap and the
-# delay over the seeds that generalised, the median T_mem over the seeds
-# that memorised, and the fraction that generalised within the budget.
+# For each run, {term}`V_mem` is $\|\theta\|^2$ at {term}`T_mem`, and
+# the law's $V_\text{post}$ is read as {term}`V_grok`, $\|\theta\|^2$ at
+# {term}`T_grok` (the `grok` definition of {ref}`the delay-law chapter
+# <delay-definitions>`). The **norm gap** is
+# $\log(V_\text{mem}/V_\text{grok})$, the one quantity the table, the
+# chart and the trends below call by that name. The table gives, per
+# width, the medians of the norm gap, the delay and the law's delay over
+# the seeds that generalised, and the share of seeds that generalised
+# within the training budget.
 
 # %%
 summary = nhtlab.emergence.size_summary(rows, budget=cfg.budget)
-nb.table(
-    summary,
-    columns=[
-        "size",
-        "runs",
-        "grokked",
-        "T_mem",
-        "V_sc",
-        "V_st",
-        "ratio",
-        "delay",
-        "predicted",
-        "fraction",
-    ],
-    formats={
-        "T_mem": "{:,.0f}",
-        "V_sc": "{:,.0f}",
-        "V_st": "{:,.0f}",
-        "ratio": "{:.2f}",
-        "delay": "{:,.0f}",
-        "predicted": "{:,.0f}",
-        "fraction": "{:.0%}",
-    },
-    headers={
-        "size": "d_model",
-        "V_sc": "V_mem",
-        "V_st": "V_grok",
-        "ratio": "gap",
-        "predicted": "law",
-        "fraction": f"within {cfg.budget:,} steps",
-    },
+nb.md(
+    nb.width_table(rows, cfg.budget)
+    + "\n\n"
+    + nb.evidence(
+        "the norms behind each width, and every run",
+        nb.width_table(rows, cfg.budget, evidence=True),
+        nb.run_table(rows),
+    )
 )
 
 # %% [markdown]
-# Left, each run's norm gap; right, the measured delay (dots: runs; line:
-# median) beside the law's curves: "law, γ = ηλ" plugs each run's measured
-# gap into $\log(V_\text{mem}/V_\text{grok})/(\eta\lambda)$ with no free
+# Above, each run's norm gap; below, on the same width axis, the measured
+# delay (dots: runs; line: median) beside the law's curves: "law, γ = ηλ"
+# plugs each run's measured gap into
+# $\log(V_\text{mem}/V_\text{grok})/(\eta\lambda)$ with no free
 # parameter (the `grok` form, without the companion's factor of 2:
 # {ref}`delay-factor-of-two`); "law, fitted γ" keeps its shape and fits
 # one rate for all widths.
@@ -213,21 +193,24 @@ nhtlab.charts.gap_and_delay(
 # that generalised. The hypothesis's link compares each quantity at the
 # largest and the smallest width with the spread between seeds at one
 # width (a difference smaller than that spread is seed noise), and reads
-# the direction on each seed, counted against the hypothesis (the
-# quantity *shrinks* as the model grows).
+# the direction on each seed, at the same two widths, counted against
+# the hypothesis (the quantity *shrinks* as the model grows).
 
 # %%
 link = nb.law_link(rows)
 trends = nb.trend_records(
     rows,
-    {"log gap": "log_gap", "delay": "delay", "T_mem": "T_mem"},
+    {"norm gap": "log_gap", "delay": "delay", "T_mem": "T_mem"},
     expected="shrinks",
 )
 nb.table(
     trends,
+    columns=["quantity", "widths", "difference", "seed spread"]
+    + ["verdict", "seeds"],
     formats={"difference": "{:+,.2f}", "seed spread": "{:,.2f}"},
     headers={
-        "difference": "largest − smallest width",
+        "widths": "d_model",
+        "difference": "largest − smallest",
         "verdict": "with width",
         "seeds": "shrinks, over seeds",
     },
@@ -235,7 +218,7 @@ nb.table(
 
 # %%
 nb.check_prediction(
-    your_gap_prediction, *nb.trend_answer(trends, "log gap")
+    your_gap_prediction, *nb.trend_answer(trends, "norm gap")
 )
 
 # %%
@@ -252,7 +235,7 @@ gamma = (
     f" {fit['r2_through_origin']:.2f})."
 )
 nb.md(
-    f"Law's link: rank correlation of log gap and delay"
+    f"Law's link: rank correlation of norm gap and delay"
     f" {link['correlation']:.2f} over {link['runs']} runs.{gamma}"
 )
 
@@ -281,52 +264,59 @@ nhtlab.charts.fraction_threshold(
 # %% [markdown]
 # ## What holds here
 #
-# Each link, read on this run (the lines below are built from it; another
-# CPU rounds differently and can move the numbers by about a seed spread,
-# {ref}`Numbers in the text <numbers-in-the-text>`):
-#
 # * **the law's link** holds when the delay follows the norm gap run by
 #   run, a rank correlation of at least 0.5 (asserted below);
 # * **the hypothesis's premise** holds when the norm gap shrinks with
-#   width beyond the seed spread. On this transformer the initial norm
-#   grows with $d_\text{model}$ (the embeddings alone hold about
-#   $97 \cdot d_\text{model}$ of it), so a wider network may memorise at a
-#   larger norm, and its gap grow;
+#   width beyond the seed spread. *A hypothesis, not tested here:* on
+#   this transformer the initial norm grows with $d_\text{model}$ (the
+#   token embeddings alone hold about $97 \cdot d_\text{model}$ of it),
+#   so a wider network may memorise at a larger norm, and its gap grow
+#   (the box below reads the median $V_\text{mem}$ at each end);
 # * **an apparent threshold** appears when, within the budget, the
 #   fraction of seeds that generalise changes with width. Its cause is
 #   read from $T_\text{mem}$: a width that takes most of the budget to
 #   fit its table at all is limited by capacity, not by a norm gap.
 
 # %% tags=["remove-input"]
-gap, delay = (
-    next(t for t in trends if t["quantity"] == q)
-    for q in ("log gap", "delay")
-)
-within = ", ".join(
-    f"{f['fraction']:.0%} at {f['size']}"
-    for f in nhtlab.emergence.fraction_generalised(rows, cfg.budget)
-)
-t_mem = ", ".join(
-    f"{s['T_mem']:,.0f} at {s['size']}" for s in summary if s["T_mem"]
-)
-never = [
-    f"{sum(r['T_mem'] is None for r in group)} of {len(group)} at {size}"
-    for size in sorted({r["size"] for r in rows})
-    for group in [[r for r in rows if r["size"] == size]]
-    if any(r["T_mem"] is None for r in group)
-]
-nb.md(
-    f"""
-    * Law's link: rank correlation {link["correlation"]:.2f} over
-      {link["runs"]} runs that generalised.
-    * Norm gap with width: {gap["verdict"] or "—"}
-      ({gap["seeds"] or "no seed generalised at two widths"}); delay
-      with width: {delay["verdict"] or "—"}.
-    * Within {cfg.budget:,} steps, the fraction that generalised is
-      {within}; median T_mem {t_mem or "—"}.
-    * Runs that never memorised within the {steps:,}-step limit:
-      {", ".join(never) or "none"}.
-    """
+nb.emergence_findings(rows, trends, cfg.budget)
+
+# %% [markdown]
+# ## Try it: the norm gap of a run
+#
+# Write `norm_gap(history)`: find $T_\text{mem}$ and $T_\text{grok}$, the
+# first evaluated steps at which `history.column("train_acc")` and
+# `history.column("test_acc")` reach 0.99, read `history.column("norm")`
+# at each ($V_\text{mem}$ and $V_\text{grok}$) and return
+# $\log(V_\text{mem}/V_\text{grok})$, or `None` for a run that never
+# generalised. The checker runs it on every run of this chapter's sweep
+# beside nhtlab's.
+#
+# ````{dropdown} Solution
+# ```python
+# import numpy as np
+#
+#
+# def norm_gap(history):
+#     train = history.column("train_acc") >= 0.99
+#     test = history.column("test_acc") >= 0.99
+#     if not train.any() or not test.any():
+#         return None
+#     norm = history.column("norm")
+#     return float(np.log(norm[train.argmax()] / norm[test.argmax()]))
+# ```
+# ````
+
+
+# %%
+def norm_gap(history):
+    raise NotImplementedError  # your code here: a few lines
+
+
+nb.check_function(
+    norm_gap,
+    nb.norm_gap,
+    cases=[(h,) for h in result.histories],
+    name="norm_gap",
 )
 
 # %% [markdown]
@@ -337,7 +327,7 @@ nb.md(
 # ## Checks
 #
 # Fixed before the runs: at least three widths generalise within the step
-# limit, and the law's link holds: the rank correlation between log gap
+# limit, and the law's link holds: the rank correlation between norm gap
 # and delay over the runs that generalised is at least 0.5 (a sweep in
 # which the delay does not follow the gap fails). The direction of the gap
 # with size is the hypothesis under test and is shown above, counted over
@@ -349,4 +339,4 @@ checks = [
     nb.check_law_link(rows, at_least=0.5),
 ]
 # asserted on a real run; a capped smoke run only shows them
-nb.closing_checks(checks, cfg)
+nb.closing_checks(checks, cfg, shown=[nb.trend_reading(rows)])

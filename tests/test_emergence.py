@@ -120,7 +120,8 @@ def test_charts_serialise_with_their_interactive_params():
     rows = scale_table([synthetic(32, 0, 100, 700, 1000.0, 400.0), synthetic(64, 0, 100, 300, 1000.0, 800.0)], key="width")
     summary = size_summary(rows, budget=500)
     spec = charts.gap_and_delay(rows, law_records(summary, fit_gamma(rows))).to_dict()
-    assert len(spec["hconcat"]) == 2
+    assert len(spec["vconcat"]) == 2  # the gap above the delay, on one size axis
+    assert spec["vconcat"][0]["encoding"]["y"]["title"] == "norm gap log(V_mem/V_grok)"
     fractions = [f for b in (300, 500, 700) for f in fraction_generalised(rows, b)]
     spec = charts.fraction_threshold(fractions, [300, 500, 700], start=500).to_dict()
     assert spec["params"][0]["bind"]["input"] == "range" and spec["params"][0]["value"] == 500

@@ -63,3 +63,49 @@ def test_trend_answer_reads_the_direction_against_the_seed_spread():
     assert answer == "no clear change" and "fewer than two sizes" in why
     with pytest.raises(ValueError, match="'quantity'"):
         trend_answer(trend_records(FOLLOWS, keys), "T_mem")
+
+
+def test_trends_compare_every_seed_at_the_widths_the_difference_reads():
+    # seed 1 never generalised at 32: its 64 → 128 change must not be counted beside a 32 → 128 difference
+    rows = [row(32, 0, 0.1, 200), row(32, 1, None, None), row(64, 1, 1.5, 900), row(128, 0, 1.2, 1300),
+            row(128, 1, 1.0, 1250)]
+    gap = trend_records(rows, {"norm gap": "log_gap"})[0]
+    assert gap["widths"] == "32 → 128" and gap["verdict"] == "grows"
+    assert gap["seeds"] == "shrinks in 0 of 1 seeds (seed 0: grows)"
+    from nhtlab.book.emergence_report import trend_reading
+
+    reading = trend_reading(rows)
+    assert reading.name == "the norm gap with width (32 → 128)" and (reading.k, reading.n) == (0, 1)
+    assert "(32 → 128) is +" in trend_answer([gap], "norm gap")[2]
+
+
+def test_width_rows_findings_and_the_norm_gap_exercise():
+    import numpy as np
+
+    from nhtlab.analysis.emergence import scale_table
+    from nhtlab.book.emergence_report import emergence_findings, norm_gap, run_table, width_rows, width_table
+    from nhtlab.book.exercises import check_function
+    from tests.test_emergence import synthetic
+
+    widths = width_rows(FOLLOWS + [row(32, 2, None, None)], budget=1000)
+    assert widths[0]["generalised"] == "2 of 3" and widths[0]["gap"] == pytest.approx(0.15)
+    assert widths[0]["within"] == pytest.approx(2 / 3) and widths[-1]["delay"] == pytest.approx(1275)
+    assert "| d_model | seeds generalised | norm gap |" in width_table(FOLLOWS, 1000)
+    assert "median V_mem" in width_table(FOLLOWS, 1000, evidence=True) and "norm gap" in run_table(FOLLOWS)
+    trends = trend_records(FOLLOWS, {"norm gap": "log_gap", "delay": "delay"})
+    box = emergence_findings(FOLLOWS, trends, budget=1000)
+    assert "What we found" in box and "grows from d_model 32 to 128" in box and "does not hold here" in box
+    assert "The median V_mem is 1,000 at d_model 32 and 1,000 at 128." in box
+
+    def solution(history):  # chapter 07's solution, as printed
+        train = history.column("train_acc") >= 0.99
+        test = history.column("test_acc") >= 0.99
+        if not train.any() or not test.any():
+            return None
+        norm = history.column("norm")
+        return float(np.log(norm[train.argmax()] / norm[test.argmax()]))
+
+    runs = [synthetic(32, 0, 100, 700, 1000.0, 400.0), synthetic(64, 0, 100, None, 1000.0, 800.0)]
+    assert norm_gap(runs[0]) == pytest.approx(scale_table(runs[:1], key="width")[0]["log_gap"])
+    assert norm_gap(runs[1]) is None
+    assert check_function(solution, norm_gap, [(h,) for h in runs]).status == "correct"

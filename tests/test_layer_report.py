@@ -118,3 +118,81 @@ def test_embedding_scale_readings_pair_each_small_run_with_its_default_seed():
     assert failed[("delay", 1.0)].by_seed == {0: "the same"}
     with pytest.raises(ValueError, match="'small'.*without a default run"):
         embedding_scale_readings({}, small, 0.1)
+
+
+def test_window_records_give_each_run_its_window_and_named_events():
+    from nhtlab.book.layer_report import conflict_records, window_records
+    from nhtlab.charts.layers import contraction_curves, warning_signals
+
+    records, events = window_records({"λ = 1, seed 0": modular_run(300, 1000, 800, 400)})
+    assert {r["step"] for r in records} == set(range(300, 1001, 100))
+    assert events == [{"run": "λ = 1, seed 0", "event": "T_mem", "step": 300, "align": "left"},
+                      {"run": "λ = 1, seed 0", "event": "T_grok", "step": 1000, "align": "right"}]
+    records, events = window_records({"main": border_run(drop=False)}, border=True)
+    assert [e["event"] for e in events] == ["border fitted"] and max(r["step"] for r in records) == 700
+    spec = contraction_curves(records, 0.1, events=events).to_dict()
+    layers = spec["layer"]
+    # one legend: the filled points repeat the lines' colour without a legend of their own
+    assert layers[1]["encoding"]["fill"]["condition"]["legend"] is None
+    assert {r["layer"] for r in layers[0]["data"]["values"]} == {"conv 1", "read-out"}
+    assert [l["mark"]["type"] for l in layers[3:]] == ["rule", "text", "text"]
+    accuracy = conflict_records({"main": border_run()})
+    assert accuracy[0] == {"step": 0, "run": "main", "value": 0.1} and len(accuracy) == 8
+    chart = warning_signals(*signal_records({"main": border_run()}), accuracy=accuracy).to_dict()
+    assert len(chart["vconcat"]) == 2
+
+
+def test_order_reference_and_cases_are_the_exercise_answer():
+    from nhtlab.book.layer_report import order_cases, order_reference
+
+    runs = {(1.0, 0): modular_run(300, 1000, 800, 400), (1.0, 1): modular_run(300, 1000, 400, 800)}
+    orders = {key: contraction_order(h) for key, h in runs.items()}
+    cases = order_cases(runs, orders)
+    assert [c[2:] for c in cases] == [(300, 1000), (300, 1000)] and cases[0][1] == ["tok", "readout"]
+    assert order_reference(*cases[0]) == ["tok", "readout"] and order_reference(*cases[1]) == ["readout", "tok"]
+    never = {(1.0, 0): modular_run(2000, 2000, 800, 400)}
+    assert order_cases(never, {k: contraction_order(h) for k, h in never.items()})[0][2:] == (0, 1600)
+    with pytest.raises(ValueError, match="'layers'"):
+        order_reference(runs[(1.0, 0)], ["readout"], 300, 1000)
+
+
+def test_tally_and_findings_count_every_seed():
+    from nhtlab.book.claims import over_seeds
+    from nhtlab.book.layer_report import layer_findings, order_summary, tally
+
+    fwd = over_seeds("layer order at λ = 1", {0: "forward", 1: "forward"}, expected="backward")
+    assert tally(fwd) == "backward in 0 of 2 seeds (forward 2)"
+    assert order_summary({"λ = 1": fwd}) == ("On this setting the paper's P4 **holds at 0 of 1 λ** (backward in a "
+                                             "strict majority of seeds): λ = 1: backward in 0 of 2 seeds (forward 2).")
+    small = {("order", 1.0): fwd, ("delay", 1.0): over_seeds("d", {0: "shorter", 1: "longer"}, expected="shorter")}
+    images = {("main", "border"): over_seeds("b", {0: "dropped"}, expected="dropped"),
+              ("control", "border"): over_seeds("c", {0: "dropped"}, expected="kept"),
+              ("main", "verdict"): over_seeds("v", {0: "undetermined"}, expected="backward"),
+              ("main", "warning"): over_seeds("w", {0: "does not warn"}, expected="warns")}
+    box = layer_findings({"λ = 1": fwd}, small, images, 0.1)
+    assert "What we found" in box and "holds at 0 of 1 λ" in box and "shorter in 1 of 2 seeds (longer 1)" in box
+    assert "kept in 0 of 1 seeds (dropped 1)" in box and "warns in 0 of 1 seeds (does not warn 1)" in box
+
+
+def test_the_chapter_solution_agrees_with_order_reference():
+    import numpy as np
+
+    from nhtlab.book.exercises import check_function
+    from nhtlab.book.layer_report import order_cases, order_reference
+
+    def contraction_order_of(history, layers, t_mem, t_end, share=0.1):  # chapter 05's solution, as printed
+        steps = history.column("step")
+        inside = (steps >= t_mem) & (steps <= t_end)
+        when = {}
+        for layer in layers:
+            norm = history.column(f"norm/{layer}")[inside]
+            lost = np.nonzero(norm <= (1 - share) * norm[0])[0]
+            if len(lost):
+                when[layer] = steps[inside][lost[0]]
+        return sorted(when, key=when.get)
+
+    runs = {(1.0, 0): modular_run(300, 1000, 800, 400), (1.0, 1): modular_run(300, 1000, 400, 800),
+            (1.0, 2): modular_run(300, 1000, 600, 600)}
+    cases = order_cases(runs, {key: contraction_order(h) for key, h in runs.items()})
+    assert check_function(contraction_order_of, order_reference, cases).status == "correct"
+    assert check_function(lambda *a: ["readout", "tok"], order_reference, cases).status == "wrong"

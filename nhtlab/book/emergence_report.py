@@ -18,14 +18,16 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..history import History
 from ..validation import require_int, require_real, require_type
-from .report import require_rows
-from .claims import Check, over_seeds
-from ..analysis.emergence import between_and_within
+from .report import Markdown, require_rows, table, what_we_found
+from .claims import Check, Reading, over_seeds
+from ..analysis.emergence import between_and_within, fraction_generalised, run_row
 from ..analysis.separation import spearman
 
 __all__ = ["law_link", "check_law_link", "check_sizes_generalise", "direction_by_seed", "trend_records",
-           "TREND_CHOICES", "trend_answer"]
+           "TREND_CHOICES", "trend_answer", "norm_gap", "width_rows", "width_table", "run_table", "trend_reading",
+           "emergence_findings"]
 
 #: The answers to "how does this quantity change with size?" (:func:`trend_answer`).
 TREND_CHOICES = ("grows", "shrinks", "no clear change")
@@ -100,8 +102,9 @@ def check_sizes_generalise(summary: Sequence[Mapping[str, Any]], at_least: int =
                  f"sizes with a run that generalised: {', '.join(map(str, sizes)) or 'none'}")
 
 
-def direction_by_seed(rows: Sequence[Mapping[str, Any]], key: str) -> dict[int, str | None]:
-    """Seed → whether ``key`` is larger at that seed's largest size than at its smallest (both with a value).
+def direction_by_seed(rows: Sequence[Mapping[str, Any]], key: str,
+                      sizes: tuple[Any, Any] | None = None) -> dict[int, str | None]:
+    """Seed → whether ``key`` is larger at the largest size than at the smallest (both with a value).
 
     Parameters
     ----------
@@ -109,17 +112,23 @@ def direction_by_seed(rows: Sequence[Mapping[str, Any]], key: str) -> dict[int, 
         :func:`~nhtlab.analysis.emergence.scale_table` rows (``size``, ``seed``, ``key``).
     key : str
         The quantity, e.g. ``"log_gap"``, ``"delay"``, ``"T_mem"``.
+    sizes : (smallest, largest), optional
+        The two sizes every seed is compared at (:func:`trend_records` passes the two its difference reads, so
+        the seeds and the difference read the same data); by default each seed's own smallest and largest
+        size with a value.
 
     Returns
     -------
     dict
-        ``"grows"``, ``"shrinks"`` or ``"flat"`` per seed; None for a seed with a value at fewer than two sizes.
+        ``"grows"``, ``"shrinks"`` or ``"flat"`` per seed; None for a seed without a value at both sizes.
 
     Examples
     --------
     >>> rows = [{"size": 32, "seed": 0, "g": 0.1}, {"size": 128, "seed": 0, "g": 1.2},
-    ...         {"size": 32, "seed": 1, "g": None}, {"size": 128, "seed": 1, "g": 1.0}]
+    ...         {"size": 32, "seed": 1, "g": None}, {"size": 64, "seed": 1, "g": 1.3}, {"size": 128, "seed": 1, "g": 1.0}]
     >>> direction_by_seed(rows, "g")
+    {0: 'grows', 1: 'shrinks'}
+    >>> direction_by_seed(rows, "g", sizes=(32, 128))
     {0: 'grows', 1: None}
     """
     by_seed: dict[int, list[tuple[Any, float]]] = {}
@@ -130,6 +139,9 @@ def direction_by_seed(rows: Sequence[Mapping[str, Any]], key: str) -> dict[int, 
     out: dict[int, str | None] = {}
     for seed in sorted(by_seed):
         values = sorted(by_seed[seed])
+        if sizes is not None:
+            at = dict(values)
+            values = [(size, at[size]) for size in sizes if size in at]
         if len({size for size, _ in values}) < 2:
             out[seed] = None
             continue
@@ -154,22 +166,25 @@ def trend_records(rows: Sequence[Mapping[str, Any]], keys: Mapping[str, str],
     Returns
     -------
     list of dict
-        ``quantity, difference, seed spread, verdict`` (``"within seed noise"``, ``"shrinks"`` or
-        ``"grows"`` with size; None below two sizes with a value) and ``seeds``, the per-seed direction
-        counted against ``expected``.
+        ``quantity``, ``widths`` (``"32 → 128"``: the smallest and the largest size with a value, which both
+        the difference and the seeds read), ``difference, seed spread, verdict`` (``"within seed noise"``,
+        ``"shrinks"`` or ``"grows"`` with size; None below two sizes with a value) and ``seeds``, the
+        direction of each seed with a value at both of those sizes, counted against ``expected``.
     """
     require_type(keys, "keys", Mapping, owner="trend_records")
     rows = require_rows(rows, "rows", "trend_records")
     out = []
     for label, key in keys.items():
-        sizes = {r["size"] for r in rows if r.get(key) is not None}
+        sizes = sorted({r["size"] for r in rows if r.get(key) is not None})
         change = between_and_within(rows, key) if len(sizes) >= 2 else None
         verdict = None
         if change is not None:
             verdict = ("within seed noise" if abs(change["difference"]) <= change["seed_spread"]
                        else "shrinks" if change["difference"] < 0 else "grows")
-        by_seed = {s: d for s, d in direction_by_seed(rows, key).items() if d is not None}
-        out.append({"quantity": label, "difference": None if change is None else change["difference"],
+        ends = (sizes[0], sizes[-1]) if len(sizes) >= 2 else None
+        by_seed = {s: d for s, d in direction_by_seed(rows, key, sizes=ends).items() if d is not None} if ends else {}
+        out.append({"quantity": label, "widths": f"{ends[0]} → {ends[1]}" if ends else None,
+                    "difference": None if change is None else change["difference"],
                     "seed spread": None if change is None else change["seed_spread"], "verdict": verdict,
                     "seeds": over_seeds(label, by_seed, expected=expected).text() if by_seed else None})
     return out
@@ -208,7 +223,7 @@ def trend_answer(trends: Sequence[Mapping[str, Any]], quantity: str) -> tuple[st
     >>> answer
     'grows'
     >>> why
-    'the median log gap at the largest size minus at the smallest is +0.40, against a seed spread of 0.00; shrinks in 0 of 1 seeds (seed 0: grows)'
+    'the median log gap at the largest size minus at the smallest (32 → 128) is +0.40, against a seed spread of 0.00; shrinks in 0 of 1 seeds (seed 0: grows)'
     """
     rows = require_rows(trends, "trends", "trend_answer")
     row = next((r for r in rows if r.get("quantity") == quantity), None)
@@ -221,6 +236,145 @@ def trend_answer(trends: Sequence[Mapping[str, Any]], quantity: str) -> tuple[st
     def num(x: float, sign: str = "") -> str:  # steps as whole numbers, a log gap to two decimals
         return f"{x:{sign},.0f}" if abs(x) >= 100 else f"{x:{sign}.2f}"
 
-    why = (f"the median {quantity} at the largest size minus at the smallest is {num(row['difference'], '+')}, "
+    ends = f" ({row['widths']})" if row.get("widths") else ""
+    why = (f"the median {quantity} at the largest size minus at the smallest{ends} is {num(row['difference'], '+')}, "
            f"against a seed spread of {num(row['seed spread'])}")
     return answer, TREND_CHOICES, why + (f"; {row['seeds']}" if row["seeds"] else "")
+
+
+def norm_gap(history: History) -> float | None:
+    """A run's norm gap log(V_mem/V_grok): ‖θ‖² at T_mem over ‖θ‖² at T_grok, logged; chapter 07's exercise answer.
+
+    :func:`~nhtlab.analysis.emergence.run_row`'s ``log_gap``: T_mem and T_grok are the first evaluated steps
+    with training and test accuracy ≥ 99%, each norm read there. None for a run that never generalised.
+    """
+    require_type(history, "history", History, owner="norm_gap")
+    return run_row(history, default_size="any")["log_gap"]  # the size is not read here
+
+
+def _median(values: list[float]) -> float | None:
+    values = sorted(values)
+    if not values:
+        return None
+    mid = len(values) // 2
+    return values[mid] if len(values) % 2 else (values[mid - 1] + values[mid]) / 2
+
+
+def width_rows(rows: Sequence[Mapping[str, Any]], budget: int) -> list[dict[str, Any]]:
+    """Per width: how many seeds generalised, the medians of the norm gap log(V_mem/V_grok), the delay and the
+    law's delay over those that did, and the share that generalised within ``budget``.
+
+    Parameters
+    ----------
+    rows : sequence of dict
+        :func:`~nhtlab.analysis.emergence.scale_table` rows.
+    budget : int
+        The training budget the share is read at.
+
+    Returns
+    -------
+    list of dict
+        ``size, generalised ("k of n"), gap, delay, law, T_mem, V_mem, V_grok, within``.
+
+    Examples
+    --------
+    >>> rows = [{"size": 32, "seed": 0, "T_mem": 500, "T_grok": 900, "delay": 400, "log_gap": 0.5,
+    ...          "predicted": 500.0, "V_sc": 10.0, "V_st": 6.0}]
+    >>> width_rows(rows, budget=1000)[0]["generalised"], width_rows(rows, budget=800)[0]["within"]
+    ('1 of 1', 0.0)
+    """
+    rows = require_rows(rows, "rows", "width_rows")
+    within = {f["size"]: f["fraction"] for f in fraction_generalised(rows, budget)}
+    out = []
+    for size in sorted({r["size"] for r in rows}):
+        group = [r for r in rows if r["size"] == size]
+        done = [r for r in group if r.get("log_gap") is not None]
+        out.append({"size": size, "generalised": f"{len(done)} of {len(group)}",
+                    "gap": _median([r["log_gap"] for r in done]), "delay": _median([r["delay"] for r in done]),
+                    "law": _median([r["predicted"] for r in done]),
+                    "T_mem": _median([r["T_mem"] for r in group if r["T_mem"] is not None]),
+                    "V_mem": _median([r["V_sc"] for r in done]), "V_grok": _median([r["V_st"] for r in done]),
+                    "within": within[size]})
+    return out
+
+
+def width_table(rows: Sequence[Mapping[str, Any]], budget: int, evidence: bool = False) -> Markdown:
+    """:func:`width_rows` as a table: the lesson's columns, or with ``evidence`` the norms and T_mem behind them."""
+    columns = (["size", "T_mem", "V_mem", "V_grok", "gap"] if evidence
+               else ["size", "generalised", "gap", "delay", "law", "within"])
+    formats = {"gap": "{:.2f}", "delay": "{:,.0f}", "law": "{:,.0f}", "within": "{:.0%}", "T_mem": "{:,.0f}",
+               "V_mem": "{:,.0f}", "V_grok": "{:,.0f}"}
+    return table(width_rows(rows, budget), columns=columns, formats={c: formats[c] for c in columns if c in formats},
+                 headers={"size": "d_model", "generalised": "seeds generalised", "gap": "norm gap",
+                          "delay": "delay (steps)", "law": "law's delay", "within": f"within {budget:,} steps",
+                          "T_mem": "median T_mem", "V_mem": "median V_mem", "V_grok": "median V_grok"})
+
+
+def run_table(rows: Sequence[Mapping[str, Any]]) -> Markdown:
+    """Every run of the sweep: its events, norms, norm gap log(V_mem/V_grok), delay and the law's delay."""
+    return table(require_rows(rows, "rows", "run_table"),
+                 columns=["size", "seed", "T_mem", "T_grok", "V_sc", "V_st", "log_gap", "delay", "predicted"],
+                 formats={"V_sc": "{:,.0f}", "V_st": "{:,.0f}", "log_gap": "{:.2f}", "predicted": "{:,.0f}"},
+                 headers={"size": "d_model", "V_sc": "V_mem", "V_st": "V_grok", "log_gap": "norm gap",
+                          "predicted": "law's delay"})
+
+
+def trend_reading(rows: Sequence[Mapping[str, Any]], key: str = "log_gap", name: str = "the norm gap",
+                  expected: str = "shrinks") -> Reading:
+    """``key``'s direction from the smallest to the largest width with a value, over the seeds with a value at
+    both (the data :func:`trend_records` reads), as a Reading named "<name> with width" (``expected``: the
+    emergence hypothesis, ``"shrinks"``)."""
+    rows = require_rows(rows, "rows", "trend_reading")
+    sizes = sorted({r["size"] for r in rows if r.get(key) is not None})
+    ends = (sizes[0], sizes[-1]) if len(sizes) >= 2 else None
+    by_seed = {s: d for s, d in direction_by_seed(rows, key, sizes=ends).items() if d is not None} if ends else {}
+    return over_seeds(f"{name} with width" + (f" ({ends[0]} → {ends[1]})" if ends else ""), by_seed,
+                      expected=expected)
+
+
+def emergence_findings(rows: Sequence[Mapping[str, Any]], trends: Sequence[Mapping[str, Any]], budget: int) -> Markdown:
+    """Chapter 07's "What we found" box: the law's link, the gap's and the delay's direction with width, and what
+    the budget shows, each from the run.
+
+    Parameters
+    ----------
+    rows : sequence of dict
+        :func:`~nhtlab.analysis.emergence.scale_table` rows.
+    trends : sequence of dict
+        :func:`trend_records` with ``"norm gap"`` and ``"delay"`` quantities.
+    budget : int
+        The budget the apparent threshold is read at.
+    """
+    rows = require_rows(rows, "rows", "emergence_findings")
+    link = law_link(rows)
+    by = {t["quantity"]: t for t in trends}
+    gap, delay = by["norm gap"], by["delay"]
+    gap_seeds = trend_reading(rows)
+    within = ", ".join(f"{f['generalised']} of {f['runs']} at {f['size']}" for f in fraction_generalised(rows, budget))
+    never = [f"{sum(r['T_mem'] is None for r in group)} of {len(group)} at {size}"
+             for size in sorted({r["size"] for r in rows}) for group in [[r for r in rows if r["size"] == size]]
+             if any(r["T_mem"] is None for r in group)]
+
+    def direction(t: Mapping[str, Any]) -> str:
+        if t["verdict"] is None:
+            return "could not be read (fewer than two widths generalised)"
+        return f"{t['verdict']} from d_model {t['widths'].replace(' → ', ' to ')}"
+
+    corr = "not defined" if math.isnan(link["correlation"]) else f"{link['correlation']:.2f}"
+    seeds = (f"; of the seeds with a gap at both widths it shrinks in {gap_seeds.k} of {gap_seeds.n}"
+             if gap_seeds.n else "")
+    premise = gap_seeds.holds and gap["verdict"] == "shrinks"
+    v_mem = {w["size"]: w["V_mem"] for w in width_rows(rows, budget) if w["V_mem"] is not None}
+    ends = (f" The median V_mem is {v_mem[min(v_mem)]:,.0f} at d_model {min(v_mem)} and {v_mem[max(v_mem)]:,.0f} at "
+            f"{max(v_mem)}." if len(v_mem) >= 2 else "")
+    return what_we_found(
+        f"The law's link: run by run, the delay follows the norm gap log(V_mem/V_grok) with a rank correlation of "
+        f"{corr} over {link['runs']} runs that generalised.",
+        f"The norm gap {direction(gap)} (medians, against the spread between seeds){seeds}: the premise of apparent "
+        f"emergence, a gap that shrinks as the model grows, {'holds' if premise else 'does not hold'} here.{ends}",
+        f"The delay {direction(delay)}" + ("." if delay["verdict"] == "shrinks"
+                                            else ", where apparent emergence needs it to shrink."),
+        f"Within {budget:,} steps the seeds that generalised are {within}"
+        + (f"; {', '.join(never)} never memorised at all, which is a limit of fitting the table, not a norm gap."
+           if never else ": every run memorised, so where that share changes with width is set by the delay "
+                         "against the budget."))

@@ -8,7 +8,7 @@ counted over seeds with :func:`nhtlab.book.over_seeds`. Nothing here trains.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -25,12 +25,13 @@ from ..analysis.layers import (
     normalised_layer_norms,
     warning_times,
 )
-from .report import Markdown, table
+from .report import Markdown, evidence, table, what_we_found
 from .shortcut_report import border_reading
 
-__all__ = ["image_run_rows", "image_readings", "signal_records",
+__all__ = ["image_run_rows", "image_readings", "signal_records", "conflict_records", "window_records",
            "modular_order_rows", "order_readings", "order_determined", "layer_window_records", "order_answer",
-           "embedding_scale_readings", "embedding_scale_report"]
+           "order_reference", "order_cases", "embedding_scale_readings", "embedding_scale_report",
+           "tally", "order_summary", "layer_findings", "modular_order_table", "image_run_table"]
 
 def _warns(history: History, dropped: int | None) -> str:
     if dropped is None:
@@ -342,4 +343,169 @@ def embedding_scale_report(default: Mapping[tuple[float, int], History], small: 
                    "turn backward, so the embeddings' large start does not explain the forward order. A hypothesis this "
                    "experiment does not test: the order is set by how hard each layer's gradient steps push back "
                    "against the decay, not by where each layer starts")
-    return Markdown(f"{table(rows)}\n\n{table(reading_rows(readings))}\n\n{verdict}.")
+    return Markdown(f"{verdict}.\n\n" + evidence("every run at both scales, and the readings over seeds",
+                                                  table(rows), table(reading_rows(readings))))
+
+
+def window_records(runs: Mapping[str, History], border: bool = False) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """What :func:`nhtlab.charts.contraction_curves` draws: every run's layers in its window, and its events.
+
+    Parameters
+    ----------
+    runs : mapping label → History
+        Companion runs (the window is [T_mem, T_grok] of :func:`~nhtlab.analysis.events.find_events`) or,
+        with ``border``, digit-border runs (the window is [border fitted, border dropped] of
+        :func:`~nhtlab.analysis.events.border_times`).
+    border : bool
+        Read the window off the border instead of the accuracies.
+
+    Returns
+    -------
+    (records, events) : tuple of lists of dict
+        :func:`layer_window_records` of every run (``run`` = its label), and ``{run, event, step}`` for the
+        window's two ends that happened (``T_mem``/``T_grok`` or ``border fitted``/``border dropped``; the
+        end's name is drawn left of its rule, ``align`` ``"right"``).
+    """
+    require_type(runs, "runs", Mapping, owner="window_records")
+    records, events = [], []
+    for label, h in runs.items():
+        if border:
+            window, names = border_times(h), ("border fitted", "border dropped")
+        else:
+            ev = find_events(h)
+            window, names = (ev.t_mem, ev.t_grok), ("T_mem", "T_grok")
+        records += layer_window_records(h, contraction_order(h, window=window), run=label)
+        events += [{"run": label, "event": name, "step": int(step), "align": side}
+                   for name, step, side in zip(names, window, ("left", "right")) if step is not None]
+    return records, events
+
+
+def conflict_records(runs: Mapping[str, History]) -> list[dict[str, Any]]:
+    """``{step, run, value}`` rows of each digit-border run's ``conflict_acc`` (the share of conflict images
+    on which it reads the digit), for the top panel of :func:`nhtlab.charts.warning_signals`."""
+    require_type(runs, "runs", Mapping, owner="conflict_records")
+    return [{"step": int(s), "run": label, "value": float(v)} for label, h in runs.items()
+            for s, v in zip(h.column("step"), h.column("conflict_acc"))]
+
+
+def order_reference(history: History, layers: list[str], t_mem: int, t_end: int, share: float = 0.1) -> list[str]:
+    """The contraction order nhtlab reads in the window [t_mem, t_end]: chapter 05's code exercise's answer.
+
+    :attr:`ContractionOrder.order` of :func:`contraction_order` over that window: the layers (of ``layers``,
+    which are the ones ``contraction_order`` reads) that lost ``share`` of their value at the window's first
+    evaluated step, ordered by the first step they had (ties in model order).
+
+    Examples
+    --------
+    >>> rows = [{"step": s, "norm/tok": a, "norm/readout": b} for s, a, b in
+    ...         [(0, 9.0, 1.0), (100, 8.0, 4.0), (200, 7.5, 3.0), (300, 6.0, 2.0)]]
+    >>> order_reference(History(rows), ["tok", "readout"], 100, 300)
+    ['readout', 'tok']
+    """
+    order = contraction_order(history, window=(t_mem, t_end), share=share)
+    unknown = sorted(set(order.order) - set(layers))
+    if unknown:
+        raise ValueError(f"The 'layers' parameter of order_reference leaves out layers that contracted: {unknown}.")
+    return order.order
+
+
+def order_cases(runs: Mapping[Any, History], orders: Mapping[Any, ContractionOrder]) -> list[tuple]:
+    """The arguments of :func:`order_reference` for every run with a window: ``(history, layers, t_mem, t_end)``.
+
+    A run without a window (no T_mem) is left out; when no run has one, the first run's whole history is the
+    window, so the exercise still has a case.
+    """
+    require_type(orders, "orders", Mapping, owner="order_cases")
+    cases = [(runs[key], [c.layer for c in o.layers], o.t_mem, o.t_end) for key, o in orders.items()
+             if o.t_mem is not None]
+    if not cases:
+        key, h = next(iter(runs.items()))
+        steps = h.column("step")
+        cases = [(h, [c.layer for c in orders[key].layers], int(steps[0]), int(steps[-1]))]
+    return cases
+
+
+def tally(readings: Reading | Sequence[Reading]) -> str:
+    """One or more readings pooled over their seeds: ``"<expected> in k of n seeds (<other> j, …)"``; "runs"
+    instead of "seeds" when several readings (settings) are pooled.
+
+    Examples
+    --------
+    >>> a = over_seeds("x", {0: "forward", 1: "backward"}, expected="backward")
+    >>> b = over_seeds("y", {0: "forward", 1: "undetermined"}, expected="backward")
+    >>> tally([a, b])
+    'backward in 1 of 4 runs (forward 2, undetermined 1)'
+    >>> tally(a)
+    'backward in 1 of 2 seeds (forward 1)'
+    """
+    group = [readings] if isinstance(readings, Reading) else list(readings)
+    if not group:
+        raise ValueError("tally: 'readings' is empty")
+    values = [v for r in group for v in r.by_seed.values()]
+    want = group[0].expected
+    others: dict[str, int] = {}
+    for v in values:
+        if v != want:
+            others[str(v)] = others.get(str(v), 0) + 1
+    rest = ", ".join(f"{v} {c}" for v, c in sorted(others.items(), key=lambda item: -item[1]))
+    unit = "seeds" if len(group) == 1 else "runs"
+    return f"{want} in {sum(v == want for v in values)} of {len(values)} {unit}" + (f" ({rest})" if rest else "")
+
+
+def order_summary(readings: Mapping[Any, Reading]) -> Markdown:
+    """Chapter 05's sentence on the companion runs: where the paper's P4 holds, with each setting's count."""
+    require_type(readings, "readings", Mapping, owner="order_summary")
+    held = sum(r.holds for r in readings.values())
+    return Markdown(f"On this setting the paper's P4 **holds at {held} of {len(readings)} λ** (backward in a strict "
+                    "majority of seeds): " + "; ".join(f"{key}: {tally(r)}" for key, r in readings.items()) + ".")
+
+
+def layer_findings(modular: Mapping[Any, Reading], small: Mapping[tuple[str, float], Reading],
+                   images: Mapping[tuple[str, str], Reading], scale: float) -> Markdown:
+    """Chapter 05's "What we found" box, every sentence counted from the runs' readings.
+
+    Parameters
+    ----------
+    modular : mapping setting → Reading
+        :func:`order_readings` of the companion runs.
+    small : mapping
+        :func:`embedding_scale_readings`.
+    images : mapping (setting, field) → Reading
+        :func:`image_readings` with ``("main", "border")``, ``("control", "border")``, ``("main", "verdict")``
+        and ``("main", "warning")``.
+    scale : float
+        The embeddings' scale of the experiment.
+    """
+    held = [key for key, r in modular.items() if r.holds]
+    orders = [r for (what, _), r in small.items() if what == "order"]
+    delays = [r for (what, _), r in small.items() if what == "delay"]
+    return what_we_found(
+        f"On the companion transformer, once the table is memorised, the layer order over all its runs reads "
+        f"{tally(list(modular.values()))}: the paper's backward order (P4) holds at {len(held)} of "
+        f"{len(modular)} λ.",
+        f"Embeddings that start at ×{scale:g} their default scale give a layer order {tally(orders)}; the delay "
+        f"T_grok − T_mem, against the same seed's default run, reads {tally(delays)} (Omnigrok predicts "
+        f"shorter).",
+        f"On the digit-border images the main run's border was {tally(images[('main', 'border')])} and the "
+        f"control's {tally(images[('control', 'border')])}.",
+        f"In the main digit runs the layer order reads {tally(images[('main', 'verdict')])}; the early warning "
+        f"(the read-out's norm against its start turning down before the drop) reads "
+        f"{tally(images[('main', 'warning')])}.")
+
+
+def modular_order_table(orders: Mapping[tuple[float, int], ContractionOrder]) -> Markdown:
+    """Every companion run's window and the steps its read-out and token embedding lost their share, as a table."""
+    return table(modular_order_rows(orders),
+                 columns=["λ", "seed", "t_mem", "t_end", "head_step", "first_step", "head_lost", "first_lost", "verdict"],
+                 formats={"λ": "{:g}", "head_lost": "{:.0%}", "first_lost": "{:.0%}"},
+                 headers={"t_mem": "T_mem", "t_end": "T_grok", "head_step": "read-out −10% at",
+                          "first_step": "embedding −10% at", "head_lost": "read-out lost by T_grok",
+                          "first_lost": "embedding lost by T_grok"})
+
+
+def image_run_table(rows: list[dict[str, Any]]) -> Markdown:
+    """:func:`image_run_rows` as a table: each digit run's border, layer order, warning and final conflict accuracy."""
+    return table(rows, columns=["run", "seed", "fitted", "dropped", "border", "verdict", "warning", "conflict_acc"],
+                 formats={"conflict_acc": "{:.2f}"},
+                 headers={"fitted": "border fitted", "dropped": "border dropped", "verdict": "layer order",
+                          "warning": "‖θ_L‖²/‖θ_L(0)‖²", "conflict_acc": "final conflict acc."})

@@ -19,33 +19,37 @@ from .curves import WIDTH, long_records
 __all__ = ["gap_and_delay", "fraction_threshold", "monitor_readings", "lambda_grid"]
 
 
-def gap_and_delay(rows: Sequence[dict[str, Any]], law: Sequence[dict[str, Any]], size_title: str = "width") -> alt.HConcatChart:
-    """Left: each run's norm gap V_sc/V_st against size. Right: measured delay and the law's curves.
+def gap_and_delay(rows: Sequence[dict[str, Any]], law: Sequence[dict[str, Any]], size_title: str = "width") -> alt.VConcatChart:
+    """Top: each run's norm gap log(V_mem/V_grok) against size. Bottom: measured delay and the law's curves.
+
+    The two panels share the size axis; the bottom one's legend names the law's curves beside it.
 
     Parameters
     ----------
-    rows : records with ``size``, ``seed``, ``ratio``, ``delay`` (runs that generalised)
+    rows : records with ``size``, ``seed``, ``log_gap``, ``delay``, ``V_sc`` (V_mem) and ``V_st`` (V_grok)
+        (:func:`nhtlab.analysis.emergence.scale_table`; runs without a gap are left out).
     law : records with ``size``, ``series`` (e.g. "measured (median)", "law, γ = ηλ"),
-        ``delay``: the curves to draw on the right.
+        ``delay``: the curves to draw at the bottom.
     """
-    runs = [r for r in rows if r.get("ratio") is not None]
+    runs = [r for r in rows if r.get("log_gap") is not None]
     x = alt.X("size:Q", title=size_title, scale=alt.Scale(type="log", base=2))
-    gap = alt.Chart(alt.Data(values=runs)).mark_point(filled=True, size=60).encode(
-        x=x, y=alt.Y("ratio:Q", title="V_sc / V_st", scale=alt.Scale(zero=False)),
-        tooltip=["size:Q", "seed:Q", alt.Tooltip("ratio:Q", format=".3f"), alt.Tooltip("V_sc:Q", format=",.0f"),
-                 alt.Tooltip("V_st:Q", format=",.0f")],
-    ).properties(width=WIDTH // 2 - 20, height=220, title="norm gap of each run")
+    gap = alt.Chart(alt.Data(values=runs)).mark_point(filled=True, size=60, color="#333").encode(
+        x=x, y=alt.Y("log_gap:Q", title="norm gap log(V_mem/V_grok)", scale=alt.Scale(zero=False)),
+        tooltip=["size:Q", "seed:Q", alt.Tooltip("log_gap:Q", format=".3f", title="norm gap"),
+                 alt.Tooltip("V_sc:Q", format=",.0f", title="V_mem"), alt.Tooltip("V_st:Q", format=",.0f", title="V_grok")],
+    ).properties(width=WIDTH, height=180, title="the norm gap of each run (dots)")
     hover = alt.selection_point(fields=["series"], on="pointerover", bind="legend")
     curves = alt.Chart(alt.Data(values=list(law))).mark_line(point=True).encode(
-        x=x, y=alt.Y("delay:Q", title="T_grok − T_mem (steps)", scale=alt.Scale(type="log")),
-        color=alt.Color("series:N", title=None, legend=alt.Legend(orient="bottom", columns=1)),
+        x=x, y=alt.Y("delay:Q", title="T_grok − T_mem (steps, log scale)", scale=alt.Scale(type="log")),
+        color=alt.Color("series:N", title="delay", legend=alt.Legend(orient="right", labelLimit=200)),
         opacity=alt.condition(hover, alt.value(1.0), alt.value(0.3)),
         tooltip=["series:N", "size:Q", alt.Tooltip("delay:Q", format=",.0f")],
     ).add_params(hover)
     dots = alt.Chart(alt.Data(values=runs)).mark_point(color="#333", opacity=0.5).encode(
         x=x, y="delay:Q", tooltip=["size:Q", "seed:Q", "delay:Q"])
-    right = (curves + dots).properties(width=WIDTH // 2 - 20, height=220, title="delay: measured and the law's")
-    return alt.hconcat(gap, right)
+    bottom = (curves + dots).properties(width=WIDTH, height=200,
+                                        title="the delay: each run (dots), the median and the law's")
+    return alt.vconcat(gap, bottom).resolve_legend(color="independent")  # the legend beside its own panel
 
 
 def fraction_threshold(fractions: Sequence[dict[str, Any]], budgets: Sequence[int], start: int | None = None,

@@ -11,7 +11,7 @@ from typing import Any
 
 import altair as alt
 
-from .curves import WIDTH
+from .curves import WIDTH, layer_label
 
 __all__ = ["warning_signals", "sweep_lines", "score_bars", "contraction_curves"]
 
@@ -21,29 +21,53 @@ def _lam_param(values: Sequence[Any], name: str = "lam", label: str = "λ ") -> 
     return alt.param(name=name, value=options[len(options) // 2], bind=alt.binding_select(options=options, name=label))
 
 
+def _event_marks(events: Sequence[dict[str, Any]], run: alt.Parameter) -> list[alt.Chart]:
+    """Dashed vertical rules at each event of the picked run, with the event's name at the top: to the right of
+    the rule, or to its left for an event whose row has ``"align": "right"`` (one at the axis' end)."""
+    rows = [{"align": "left", **e} for e in events]
+    base = alt.Chart(alt.Data(values=rows)).transform_filter(alt.datum.run == run)
+    rules = base.mark_rule(strokeDash=[4, 3], color="black").encode(x="step:Q", tooltip=["event:N", "step:Q"])
+    names = [base.transform_filter(alt.datum.align == side).mark_text(
+        align=side, baseline="top", dx=3 if side == "left" else -3, dy=2, fontSize=11, color="black").encode(
+        x="step:Q", y=alt.value(0), text="event:N") for side in ("left", "right")]
+    return [rules, *names]
+
+
 def warning_signals(records: Sequence[dict[str, Any]], events: Sequence[dict[str, Any]] = (),
-                    title: str = "early-warning signals and the border drop") -> alt.Chart:
+                    title: str = "early-warning signals and the border drop",
+                    accuracy: Sequence[dict[str, Any]] = ()) -> alt.Chart:
     """Early-warning signals against step for one run at a time (dropdown), with event rules.
 
     Parameters
     ----------
     records : rows ``{step, run, signal, value}``; ``value`` is shown on a log axis.
-    events : rows ``{run, event, step}`` drawn as vertical rules (e.g. border fitted, dropped).
+    events : rows ``{run, event, step}`` drawn as vertical rules (e.g. border fitted, dropped), named.
+    accuracy : rows ``{step, run, value}``, optional: an accuracy in [0, 1] drawn in its own panel above
+        the signals (e.g. the share of conflict images on which the network reads the digit), on the same
+        step axis and for the same run.
     """
     run = _lam_param([r["run"] for r in records], name="run", label="run ")
     pick = alt.selection_point(fields=["signal"], bind="legend")
     lines = alt.Chart(alt.Data(values=list(records))).transform_filter(alt.datum.run == run).mark_line().encode(
-        x=alt.X("step:Q"), y=alt.Y("value:Q", title="signal", scale=alt.Scale(type="log")),
-        color=alt.Color("signal:N", title="signal (click to pick)"),
+        x=alt.X("step:Q"), y=alt.Y("value:Q", title="signal (log scale)", scale=alt.Scale(type="log")),
+        color=alt.Color("signal:N", title="signal (click to pick)", legend=alt.Legend(labelLimit=200)),
         opacity=alt.condition(pick, alt.value(1.0), alt.value(0.15)),
         tooltip=["signal:N", "step:Q", alt.Tooltip("value:Q", format=".3f")],
     ).add_params(run, pick)
     chart = lines
     if events:
-        rules = alt.Chart(alt.Data(values=list(events))).transform_filter(alt.datum.run == run).mark_rule(
-            strokeDash=[4, 3], color="black").encode(x="step:Q", tooltip=["event:N", "step:Q"])
-        chart = lines + rules
-    return chart.properties(width=WIDTH, height=220, title=title)
+        chart = alt.layer(lines, *_event_marks(events, run))
+    chart = chart.properties(width=WIDTH, height=220, title=title)
+    if not accuracy:
+        return chart
+    top = alt.Chart(alt.Data(values=list(accuracy))).transform_filter(alt.datum.run == run).mark_line(
+        color="#333").encode(x=alt.X("step:Q"), y=alt.Y("value:Q", title="reads the digit",
+                                                         scale=alt.Scale(domain=[0, 1])),
+                             tooltip=["step:Q", alt.Tooltip("value:Q", format=".2f")])
+    if events:
+        top = alt.layer(top, *_event_marks(events, run))
+    top = top.properties(width=WIDTH, height=140, title="share of conflict images read by the digit")
+    return alt.vconcat(top, chart)
 
 
 def sweep_lines(records: Sequence[dict[str, Any]], x: str, x_title: str, log_x: bool = False,
@@ -86,12 +110,14 @@ def score_bars(records: Sequence[dict[str, Any]], title: str = "clean norm separ
 
 
 def contraction_curves(records: Sequence[dict[str, Any]], share: float,
-                       title: str = "each layer from T_mem to T_grok") -> alt.Chart:
+                       title: str = "each layer from T_mem to T_grok",
+                       events: Sequence[dict[str, Any]] = ()) -> alt.Chart:
     """Each layer's ‖θ_ℓ‖² in the window [T_mem, T_grok], one run at a time (dropdown).
 
     A switch shows the norm over the layer's own peak over the run (the NHT paper's
     view) or over its value at T_mem, where a dashed line marks 1 − ``share``: a
-    layer has contracted where its curve crosses it (filled points).
+    layer has contracted where its curve crosses it (filled points). Layers are named
+    in words (:func:`nhtlab.charts.layer_label`), in one legend.
 
     Parameters
     ----------
@@ -102,6 +128,9 @@ def contraction_curves(records: Sequence[dict[str, Any]], share: float,
         The share a layer must lose to count as contracted.
     title : str
         The chart's title.
+    events : sequence of dict, optional
+        Rows ``{run, event, step}`` (T_mem and T_grok, or the border fitted and dropped), drawn as named
+        dashed rules for the picked run.
 
     Returns
     -------
@@ -111,6 +140,7 @@ def contraction_curves(records: Sequence[dict[str, Any]], share: float,
     if not records:  # no run memorised and grokked (a capped smoke run): say so instead of an empty chart
         note = [{"text": "no run has a window from T_mem to T_grok to show"}]
         return alt.Chart(alt.Data(values=note), title=title).mark_text(size=13).encode(text="text:N")
+    records = [{**r, "layer": layer_label(r["layer"])} for r in records]
     run = _lam_param([r["run"] for r in records], name="run", label="run ")
     view = alt.param(name="view", value="normalised",
                      bind=alt.binding_radio(options=["normalised", "at_mem"],
@@ -119,14 +149,17 @@ def contraction_curves(records: Sequence[dict[str, Any]], share: float,
     order = list(dict.fromkeys(r["layer"] for r in records))
     base = alt.Chart(alt.Data(values=list(records))).transform_filter(alt.datum.run == run).transform_calculate(
         value="view == 'normalised' ? datum.normalised : datum.at_mem")
+    color = alt.Color("layer:N", sort=order, title="layer (click to pick)", legend=alt.Legend(labelLimit=260))
     encoding = dict(x=alt.X("step:Q", title="step"), y=alt.Y("value:Q", title="‖θ_ℓ‖² (see switch)"),
-                    color=alt.Color("layer:N", sort=order, title="layer (click to pick)"),
-                    opacity=alt.condition(pick, alt.value(1.0), alt.value(0.15)))
+                    color=color, opacity=alt.condition(pick, alt.value(1.0), alt.value(0.15)))
     lines = base.mark_line().encode(**encoding).add_params(run, view, pick)
+    # the fill repeats the colour only where a layer has contracted: no legend of its own
     points = base.mark_point(size=40).encode(
-        **encoding, fill=alt.condition(alt.datum.contracted, alt.Color("layer:N", sort=order), alt.value("white")),
+        **encoding, fill=alt.condition(alt.datum.contracted, alt.Color("layer:N", sort=order, legend=None),
+                                       alt.value("white")),
         tooltip=["layer:N", "step:Q", alt.Tooltip("normalised:Q", format=".3f", title="/ own peak"),
                  alt.Tooltip("at_mem:Q", format=".3f", title="/ at T_mem"), "contracted:N"])
     level = alt.Chart(alt.Data(values=[{"level": 1.0 - share}])).transform_filter(view == "at_mem").mark_rule(
-        strokeDash=[4, 3], color="black").encode(y="level:Q")
-    return (lines + points + level).properties(width=WIDTH, height=260, title=title)
+        strokeDash=[2, 2], color="#888").encode(y="level:Q")
+    chart = alt.layer(lines, points, level, *(_event_marks(events, run) if events else []))
+    return chart.properties(width=WIDTH, height=260, title=title)
