@@ -159,13 +159,14 @@ def test_reading_answer_is_yes_only_when_the_rule_holds():
 
 
 def test_budget_regime_calls_weak_or_strong_only_after_the_budget():
-    from nhtlab.book.shortcut_report import REGIME_BUDGET, budget_regime
+    from nhtlab.analysis.regimes import budget_regime
+    from nhtlab.book.shortcut_report import REGIME_BUDGET
     assert REGIME_BUDGET == 4.0  # chapter 01's panel: 4,000 steps at ηλ = 1e-3
-    assert budget_regime("weak", 3000, 3e-3 * 0.3) == "not decided within 3,000 steps"  # 2.7 < 4
-    assert budget_regime("strong", 3000, 3e-3 * 1.0) == "strong"  # 9 ≥ 4
-    assert budget_regime("strong", 1000, 1e-3) == "not decided within 1,000 steps"
-    assert budget_regime("intermediate", 10, 1e-6) == "intermediate"  # something seen stands at any budget
-    assert budget_regime("undetermined", 10, 1e-6) == "undetermined"
-    assert budget_regime("weak", 3000, 0.0) == "not decided within 3,000 steps"  # no decay: never decided
+    assert budget_regime("weak", 3000, 3e-3 * 0.3, REGIME_BUDGET) == "not decided within 3,000 steps"  # 2.7 < 4
+    assert budget_regime("strong", 3000, 3e-3 * 1.0, REGIME_BUDGET) == "strong"  # 9 ≥ 4
+    assert budget_regime("strong", 1000, 1e-3, REGIME_BUDGET) == "not decided within 1,000 steps"
+    assert budget_regime("intermediate", 10, 1e-6, REGIME_BUDGET) == "intermediate"  # something seen stands at any budget
+    assert budget_regime("undetermined", 10, 1e-6, REGIME_BUDGET) == "undetermined"
+    assert budget_regime("weak", 3000, 0.0, REGIME_BUDGET) == "not decided within 3,000 steps"  # no decay: never decided
     with pytest.raises(ValueError, match="factor"):
         budget_regime("weak", 3000, 1e-3, factor=0.0)

@@ -52,7 +52,7 @@ from ..validation import require_int, require_real, require_type
 from .events import Events, find_events
 
 __all__ = ["REGIMES", "UNDETERMINED", "TOO_EARLY", "DIVERGED", "NOT_DECIDED", "UNJUDGED", "is_diverged", "Regime",
-           "diagnose_regime", "regime_order_ok", "regime_table", "within_budget"]
+           "diagnose_regime", "regime_order_ok", "regime_table", "within_budget", "budget_regime"]
 
 #: The three regimes, in the order of increasing λ: nhtlab's only list of them (the online
 #: :func:`nhtlab.training.monitor.online_regime` returns these too).
@@ -277,6 +277,47 @@ def regime_order_ok(lams: Sequence[float], regimes: Sequence[str]) -> bool:
         best = max(best, max(group))
         i = j
     return True
+
+
+def budget_regime(regime: str, steps: int, rate: float, factor: float) -> str:
+    """A regime label that a run's budget can back: weak or strong only after ``factor``/(ηλ) steps.
+
+    The delay law's time scale is 1/(ηλ): a run shorter than a few of them has not had the time to
+    contract its norm (weak) or to fit its training set despite the decay (strong), so those two
+    labels, which say that something never happened, need ``steps · ηλ ≥ factor``. Intermediate
+    (the norm contracted while the training set was fitted) is something seen, and stands at any
+    budget; so do the unjudged labels.
+
+    Parameters
+    ----------
+    regime : str
+        The label a rule read off the run (``online_regime``, ``diagnose_regime``).
+    steps : int
+        The run's step budget.
+    rate : float
+        ηλ of the run (learning rate times weight decay), ≥ 0.
+    factor : float
+        The budget a verdict of absence needs, in units of 1/(ηλ); > 0, fixed before the runs (chapter 06
+        takes 4, chapter 08 takes 1).
+
+    Returns
+    -------
+    str
+        ``regime``, or ``"not decided within <steps> steps"``.
+
+    Examples
+    --------
+    >>> budget_regime("weak", 3000, 3e-3 * 0.1, 4), budget_regime("weak", 3000, 3e-3 * 1.0, 4)
+    ('not decided within 3,000 steps', 'weak')
+    >>> budget_regime("intermediate", 3000, 3e-5, 4)
+    'intermediate'
+    """
+    require_type(regime, "regime", str, owner="budget_regime")
+    require_real(rate, "rate", 0.0, owner="budget_regime")
+    require_real(factor, "factor", 0.0, low_open=True, owner="budget_regime")
+    if regime in ("weak", "strong") and steps * rate < factor:
+        return f"not decided within {int(steps):,} steps"
+    return regime
 
 
 def within_budget(regime: str, last_step: int, needed: int) -> str:

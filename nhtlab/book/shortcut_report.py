@@ -38,7 +38,7 @@ __all__ = ["ACCURACIES", "RECORD_COLUMNS", "RECORD_FORMATS", "SET_LABELS", "BORD
            "rho_drop", "rho_reading", "final_accuracy_records", "separation_records",
            "reading_sentence",
            "check_border_escape", "check_rho_trend", "check_separation_defined", "probe_row", "write_probe",
-           "read_probe", "PROBE_COLUMNS", "REGIME_BUDGET", "budget_regime"]
+           "read_probe", "PROBE_COLUMNS", "REGIME_BUDGET"]
 
 #: The test sets whose final accuracy a record reports (``<name>_acc`` columns of a shortcut run).
 ACCURACIES = ("train", "clean", "conflict", "shortcut")
@@ -115,46 +115,6 @@ def norm_record(history: History) -> dict[str, Any]:
     peak, end = float(norm[k]), float(norm[-1])
     return {"norm peak step": int(history.column("step")[k]), "norm peak": peak, "norm end": end,
             "contraction": max(0.0, 1.0 - end / peak) if peak > 0 else 0.0}
-
-
-def budget_regime(regime: str, steps: int, rate: float, factor: float = REGIME_BUDGET) -> str:
-    """A regime label that a run's budget can back: weak or strong only after ``factor``/(ηλ) steps.
-
-    The delay law's time scale is 1/(ηλ): a run shorter than a few of them has not had the time to
-    contract its norm (weak) or to fit its training set despite the decay (strong), so those two
-    labels, which say that something never happened, need ``steps · ηλ ≥ factor``. Intermediate
-    (the norm contracted while the training set was fitted) is something seen, and stands at any
-    budget; so do the unjudged labels.
-
-    Parameters
-    ----------
-    regime : str
-        The label a rule read off the run (``online_regime``, ``diagnose_regime``).
-    steps : int
-        The run's step budget.
-    rate : float
-        ηλ of the run (learning rate times weight decay), ≥ 0.
-    factor : float
-        The budget a verdict of absence needs, in units of 1/(ηλ); > 0.
-
-    Returns
-    -------
-    str
-        ``regime``, or ``"not decided within <steps> steps"``.
-
-    Examples
-    --------
-    >>> budget_regime("weak", 3000, 3e-3 * 0.1), budget_regime("weak", 3000, 3e-3 * 1.0)
-    ('not decided within 3,000 steps', 'weak')
-    >>> budget_regime("intermediate", 3000, 3e-5)
-    'intermediate'
-    """
-    require_type(regime, "regime", str, owner="budget_regime")
-    require_real(rate, "rate", 0.0, owner="budget_regime")
-    require_real(factor, "factor", 0.0, low_open=True, owner="budget_regime")
-    if regime in ("weak", "strong") and steps * rate < factor:
-        return f"not decided within {int(steps):,} steps"
-    return regime
 
 
 def border_reading(history: History) -> str:

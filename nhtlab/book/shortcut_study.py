@@ -28,12 +28,12 @@ from ..data.images import DatasetUnavailableError, celeba
 from ..papers import NHT_PAPER
 from .report import table
 from ..build.ledger import _label, read_ledger
-from .shortcut_report import (REGIME_BUDGET, RECORD_COLUMNS, RECORD_FORMATS, border_reading, budget_regime,
+from .shortcut_report import (REGIME_BUDGET, RECORD_COLUMNS, RECORD_FORMATS, border_reading,
                               check_border_escape, check_rho_trend, check_separation_defined, higher_reading,
                               reading_sentence, rho_reading, separation_records)
 from .report import Markdown, evidence
 from .scorecard import three_regimes
-from ..analysis.regimes import REGIMES, UNDETERMINED
+from ..analysis.regimes import REGIMES, UNDETERMINED, budget_regime
 from ..analysis.events import border_times
 from ..history import History
 from ..validation import require_type
@@ -95,7 +95,7 @@ class ShortcutStudy:
         (:func:`celeba_runs`); empty, no CelebA runs.
     regime_budget : float
         Steps, in units of 1/(ηλ), a run needs before it is called weak or strong
-        (:func:`~nhtlab.book.shortcut_report.budget_regime`); shorter: "not decided within N steps".
+        (:func:`~nhtlab.analysis.regimes.budget_regime`); shorter: "not decided within N steps".
     """
 
     base: ShortcutRun
@@ -268,7 +268,7 @@ class ShortcutStudy:
         """The run's regime as its kind's rule reads it, weak or strong only when its budget backs it.
 
         Takes ``run`` and ``trained`` (mapping run → History). Returns the label of
-        :func:`~nhtlab.book.shortcut_report.budget_regime` (``"not decided within N steps"`` for a
+        :func:`~nhtlab.analysis.regimes.budget_regime` (``"not decided within N steps"`` for a
         weak or strong reading of a run shorter than ``regime_budget``/(ηλ) steps).
         """
         label = domain_of(run, self.fit).regime(trained[run])

@@ -36,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from ..analysis.regimes import TOO_EARLY
+from ..analysis.regimes import TOO_EARLY, budget_regime
 from ..validation import require_real, require_type
 from .claims import Check, Reading, over_seeds
 
@@ -155,9 +155,7 @@ def decided_regime(regime: str, lr: float, lam: float, steps: int, factor: float
     """
     require_real(lr, "lr", 0.0, low_open=True, owner="decided_regime")
     require_real(lam, "lam", 0.0, owner="decided_regime")
-    if regime in ("weak", "strong") and steps * lr * lam < factor:
-        return f"not decided within {steps:,} steps"
-    return regime
+    return budget_regime(regime, steps, lr * lam, factor)  # the one budget rule, this chapter's factor
 
 
 def layer_words(model: Any) -> dict[str, str]:
