@@ -24,8 +24,8 @@ from typing import Any
 import torch
 
 from .claims import Check, Reading, over_seeds, reading_rows
-from .dlr_report import cnn_settings
-from .report import Markdown, table
+from .dlr_report import cnn_settings, lr_lesson
+from .report import Markdown, evidence, md, table
 from .run_stamp import cpu_model
 from ..data.images import ImageData
 from ..history import History
@@ -35,7 +35,7 @@ from ..training.loop import TrainConfig, train
 from ..validation import require_real, require_type
 
 __all__ = ["cnn_runs", "USED_SHARE", "features_used", "lr_run", "lr_sweep", "lr_readings", "lr_checks", "lr_table",
-           "lr_chart_records", "lr_paper_rows", "lr_cost", "lr_report"]
+           "lr_chart_records", "lr_paper_rows", "lr_cost", "lr_report", "lr_section"]
 
 #: Share of the learned outputs' energy that the features "used" must express (Π̂(k) ≥ this), fixed before the runs.
 USED_SHARE = 0.95
@@ -242,3 +242,12 @@ def lr_report(records: Sequence[Mapping[str, Any]], readings: Sequence[Reading],
                      f"({'holds' if r.holds else 'FAILS here'})" for r in readings)
     return Markdown(f"{lr_table(records)}\n\n{lr_paper_rows(paper)}\n\n{table(reading_rows(readings))}\n\n"
                     f"The paper's claims on our runs: {said}. The runs: {lr_cost(records)}.")
+
+
+def lr_section(records: Sequence[Mapping[str, Any]], readings: Sequence[Reading],
+               paper: Mapping[float, tuple[float, float]]) -> Markdown:
+    """The learning-rate runs: their means per rate, the readings in words, the paper's rates and the
+    readings seed by seed closed under "How we know" (no run time: a lesson page is not a build log)."""
+    proof = evidence("the paper's rates and the readings seed by seed", lr_paper_rows(paper),
+                     table(reading_rows(readings)))
+    return md(f"{lr_table(records)}\n\n{lr_lesson(records, readings)}\n\n{proof}")

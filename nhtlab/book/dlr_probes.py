@@ -23,12 +23,13 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import torch
 
 from .claims import Check
+from .dlr_report import run_timing
 from ..data.modular import modular_data
 from ..history import History
 from ..measures.dlr import CANDIDATE_RULES, DEFAULT_RANK, DEFAULT_TOL
@@ -40,7 +41,7 @@ from ..training.modular_run import ModularRun, run_modular
 from ..training.presets import COMPANION_SWEEPS, companion_grid_run
 
 __all__ = ["tracked_run", "same_run_check", "probe_key", "pair_probe", "companion_probe", "shared_probe",
-           "train_probed", "COMPANION_PROBE_TOP"]
+           "train_probed", "COMPANION_PROBE_TOP", "seed_timings"]
 
 #: Eigenpairs kept in the spectra of :func:`companion_probe` (the companion transformer has 128 features).
 COMPANION_PROBE_TOP = 64
@@ -345,3 +346,27 @@ def same_run_check(tracked: History, plain: History | None = None) -> Check:
 
 
 register_probes(shared_probe, train_probed)  # what ResultCache.train asks (see nhtlab.training.cache)
+
+
+def seed_timings(run: Any, first: Check, seeds: Sequence[int]) -> dict[int, Check]:
+    """:func:`run_timing` of a companion run and of its other seeds, each trained with the chapter's probe.
+
+    Parameters
+    ----------
+    run : ModularRun
+        The chapter's run (its own seed's timing is ``first``).
+    first : Check
+        :func:`run_timing` of ``run``.
+    seeds : sequence of int
+        Offsets of the other seeds: each runs at ``run.seed + s`` (the companion sweep's seeds after its first).
+
+    Returns
+    -------
+    dict
+        seed → Check, ``run.seed`` first.
+    """
+    out = {run.seed: first}
+    for s in seeds:
+        other = run.replace(seed=run.seed + s)
+        out[run.seed + s] = run_timing(tracked_run(other, companion_probe(other)))
+    return out

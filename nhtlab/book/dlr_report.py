@@ -24,7 +24,6 @@ from ..measures.cka import centre
 from ..measures.dlr import CANDIDATE_RULES, RULE_THRESHOLDS, _check_rank, dlr, dlr_terms
 from ..validation import require_int, require_type
 from .claims import Check, over_seeds
-from .dlr_probes import companion_probe, tracked_run
 from ..analysis.events import find_events
 
 __all__ = [
@@ -34,7 +33,7 @@ __all__ = [
     "transformer_check", "CNN_NAMES", "TABLES", "paper_cnn_records", "chosen_rule_check",
     "timing_reading", "run_timing", "lazy_rich_checks", "cnn_checks", "dlr_fourier_text",
     # the lesson's furniture: the spectrum's knee, the learning-rate text, the exercise, the takeaway
-    "seed_timings", "spectrum_knee", "knee_text", "lr_lesson", "dlr_of_arrays", "dlr_exercise_cases", "dlr_found",
+    "spectrum_knee", "knee_text", "lr_lesson", "dlr_of_arrays", "dlr_exercise_cases", "dlr_found",
     # the rank-rule study (chapter 04's choice of rank rule), and its rules (nhtlab.measures.dlr)
     "CANDIDATE_RULES", "RULE_THRESHOLDS", "rule_band", "rule_properties", "random_rotation",
 ]
@@ -1001,25 +1000,3 @@ def dlr_found(lazy_rich: Sequence[Mapping[str, Any]], seeds: Any,
     ]
 
 
-def seed_timings(run: Any, first: Check, seeds: Sequence[int]) -> dict[int, Check]:
-    """:func:`run_timing` of a companion run and of its other seeds, each trained with the chapter's probe.
-
-    Parameters
-    ----------
-    run : ModularRun
-        The chapter's run (its own seed's timing is ``first``).
-    first : Check
-        :func:`run_timing` of ``run``.
-    seeds : sequence of int
-        Offsets of the other seeds: each runs at ``run.seed + s`` (the companion sweep's seeds after its first).
-
-    Returns
-    -------
-    dict
-        seed → Check, ``run.seed`` first.
-    """
-    out = {run.seed: first}
-    for s in seeds:
-        other = run.replace(seed=run.seed + s)
-        out[run.seed + s] = run_timing(tracked_run(other, companion_probe(other)))
-    return out

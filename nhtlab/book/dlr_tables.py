@@ -13,13 +13,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from .claims import Check, Reading, reading_rows
-from .cnn_experiments import lr_paper_rows, lr_table
 from .dlr_report import (CNN_NAMES, RULE_THRESHOLDS, TABLES, dlr_fourier_text, knee_text, lr_lesson,
                          rule_records, spectra_marks)
 from .report import Markdown, evidence, md, table
 
-__all__ = ["dlr_table", "toy_text", "rule_evidence", "timing_text", "spectra_text", "mlp_text", "cnn_text",
-           "lr_section"]
+__all__ = ["dlr_table", "toy_text", "rule_evidence", "timing_text", "spectra_text", "mlp_text", "cnn_text"]
 
 
 def dlr_table(kind: str, records: Iterable[Mapping[str, Any]], **headers: str) -> Markdown:
@@ -152,10 +150,3 @@ def cnn_text(records: Sequence[Mapping[str, Any]], checks: Sequence[Check]) -> M
               f"PR {none['pr']:.1f} against $r$ = {none['r']:.0f}.")
 
 
-def lr_section(records: Sequence[Mapping[str, Any]], readings: Sequence[Reading],
-               paper: Mapping[float, tuple[float, float]]) -> Markdown:
-    """The learning-rate runs: their means per rate, the readings in words, the paper's rates and the
-    readings seed by seed closed under "How we know" (no run time: a lesson page is not a build log)."""
-    proof = evidence("the paper's rates and the readings seed by seed", lr_paper_rows(paper),
-                     table(reading_rows(readings)))
-    return md(f"{lr_table(records)}\n\n{lr_lesson(records, readings)}\n\n{proof}")
