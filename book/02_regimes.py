@@ -264,7 +264,7 @@ nb.evidence(
 # %%
 curves = nb.regime_curves(result, table)
 events = nb.regime_events(table, curves)
-nhtlab.charts.regime_norm_curves(curves, events)
+nb.regime_norm_curves(curves, events)
 
 # %% [markdown]
 # ## Walk through the sweep
@@ -275,7 +275,7 @@ nhtlab.charts.regime_norm_curves(curves, events)
 # marks are $T_\text{mem}$ and $T_\text{grok}$.
 
 # %%
-nhtlab.charts.lambda_slider(curves, sorted(cfg.budgets), events)
+nb.lambda_slider(curves, sorted(cfg.budgets), events)
 
 # %% [markdown]
 # ## What the runs show

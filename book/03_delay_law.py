@@ -254,7 +254,9 @@ nb.check_prediction(
 )
 
 # %% tags=["remove-input"]
-display(*nb.runs_summary(histories, labels, points, readings))
+lam_runs = [h for h, f in zip(histories, labels) if f == "λ sweep"]
+fourier = nb.fourier_at_grok(lam_runs)  # chapter 01's Fourier share
+display(*nb.runs_summary(histories, labels, points, readings, fourier))
 
 # %% [markdown]
 # ## Does the law get the size of the delay right?
@@ -295,7 +297,7 @@ nb.fit_table(fits)
 # %% tags=["hide-input"]
 if "grok" in fits:
     display(
-        nhtlab.charts.delay_fit_chart(
+        nb.delay_fit_chart(
             points["grok"],
             fits["grok"]["vs_predicted"],
             x="predicted",
@@ -314,7 +316,7 @@ if "grok" in fits:
 # %% tags=["hide-input"]
 if "vs_inverse_lambda" in fits.get("grok", {}):
     display(
-        nhtlab.charts.delay_fit_chart(
+        nb.delay_fit_chart(
             points["grok"],
             fits["grok"]["vs_inverse_lambda"],
             x="inv_lambda",
@@ -345,7 +347,7 @@ nb.md(
 # %% tags=["remove-input"]
 contraction = nb.contraction_records(histories, labels)
 display(
-    nhtlab.charts.contraction_chart(
+    nb.contraction_chart(
         contraction, nhtlab.papers.COMPANION_CONTRACTION_RATE
     )
     if contraction

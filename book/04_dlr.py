@@ -152,9 +152,7 @@ nb.stamp(profile, cfg)
 
 # %%
 toy = nb.toy_curve(seed=seed, **TOY)
-nhtlab.charts.toy_curve(
-    toy, title="toy: α · (output span) + (1 − α) · noise"
-)
+nb.toy_chart(toy, title="toy: α · (output span) + (1 − α) · noise")
 
 # %% tags=["remove-input"]
 nb.toy_text(toy)
@@ -259,7 +257,7 @@ tf_events = nhtlab.find_events(tf_history)
 tf_steps = (tf_events.t_mem, tf_events.t_grok)
 tf_band = nb.rule_band(tf_history.rows, others)
 same_run = nb.same_run_check(tf_history)
-nhtlab.charts.dlr_timeline(
+nb.dlr_timeline(
     tf_history, tf_events, title="transformer: DLR and accuracy"
 )
 
@@ -286,7 +284,7 @@ nb.timing_text(
 )
 
 # %% tags=["hide-output"]
-nhtlab.charts.dlr_band(
+nb.dlr_band(
     tf_band,
     tf_events,
     title="transformer: DLR in the band of the other rank rules",
@@ -297,7 +295,7 @@ nhtlab.charts.dlr_band(
 # rank rules. Which of the three numbers moves DLR through grokking:
 
 # %%
-nhtlab.charts.dlr_decomposition(
+nb.dlr_decomposition(
     tf_history, title="transformer: DLR = 1 − f_in · √(PR / r)"
 )
 
@@ -323,7 +321,7 @@ nb.evidence(
 # {term}`T_grok`; move it back to $T_\text{mem}$ and to step 0.
 
 # %%
-nhtlab.charts.spectra_explorer(
+nb.spectra_explorer(
     tf_history.spectra,
     title="transformer: μ_k / μ_1 of the features",
     events=tf_events,
@@ -353,9 +351,7 @@ run = nhtlab.ModularRun(
 shallow = nb.pair_probe(run, compare, spectra=True, top=cfg.top)
 history = nhtlab.run_modular(run, callbacks=[shallow], desc="MLP")
 events = nhtlab.find_events(history)
-nhtlab.charts.dlr_timeline(
-    history, events, title="1 hidden layer: DLR and accuracy"
-)
+nb.dlr_timeline(history, events, title="1 hidden layer: DLR and accuracy")
 
 # %% tags=["remove-input"]
 mlp_terms = nb.layer_change(history.rows, events.t_mem, others)
@@ -372,7 +368,7 @@ nb.mlp_text(mlp_terms, events.t_mem, events.t_grok, seed, share)
 # number depends on.
 
 # %% tags=["hide-output"]
-nhtlab.charts.spectra_explorer(
+nb.spectra_explorer(
     shallow.spectrum_records(),
     title="1 hidden layer: μ_k / μ_1",
     events=events,
@@ -421,7 +417,7 @@ nb.cnn_text(cnn_end, [cnn_bn, cnn_shuffled])
 compared = [("transformer, mod 97", tf_history)]
 compared += [("MLP, 1 hidden layer", history)]
 compared += [(f"CNN, {name}", h) for name, h in cnn_runs.items()]
-display(nhtlab.charts.compare_measures(compared))
+display(nb.compare_measures(compared))
 nb.evidence(
     "each run's first and last DLR, NC1 and ‖θ‖²",
     nb.dlr_table("measures", nb.measure_summary(compared)),
@@ -447,7 +443,7 @@ seeds = range(seed, seed + cfg.lr["seeds"])
 lr_runs = nb.lr_sweep(
     images, RATES, seeds, channels=cfg.channels, **lr_settings
 )
-nhtlab.charts.lr_panels(lr_runs)
+nb.lr_panels(lr_runs)
 
 # %% tags=["remove-input"]
 lr_readings = nb.lr_readings(lr_runs)

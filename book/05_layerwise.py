@@ -191,7 +191,7 @@ labelled = {
     f"λ = {lam:g}, seed {s}": h for (lam, s), h in modular.items()
 }
 records, events = nb.window_records(labelled)
-nhtlab.charts.contraction_curves(
+nb.contraction_curves(
     records,
     nhtlab.layers.CONTRACTION_SHARE,
     events=events,
@@ -313,7 +313,7 @@ labelled = {
     f"{label}, seed {s}": h for (label, s), h in image_hists.items()
 }
 records, events = nb.window_records(labelled, border=True)
-nhtlab.charts.contraction_curves(
+nb.contraction_curves(
     records,
     nhtlab.layers.CONTRACTION_SHARE,
     events=events,
@@ -359,7 +359,7 @@ nb.check_prediction(
 # ({func}`nhtlab.analysis.layers.warning_times`).
 
 # %%
-nhtlab.charts.warning_signals(
+nb.warning_signals(
     *nb.signal_records(labelled), accuracy=nb.conflict_records(labelled)
 )
 

@@ -274,7 +274,7 @@ nhtlab.charts.norm_curves(
 # largest.
 
 # %%
-nhtlab.charts.sweep_lines(
+nb.sweep_lines(
     nb.final_accuracy_records(
         {rho: trained[run] for rho, run in study.rho_runs.items()},
         nb.SET_LABELS,
@@ -344,9 +344,7 @@ nhtlab.charts.norm_curves(
 study.separation_report(trained)
 
 # %%
-nhtlab.charts.score_bars(
-    nb.separation_records(study.separations(trained))
-)
+nb.score_bars(nb.separation_records(study.separations(trained)))
 
 # %% [markdown]
 # ## Scorecard: the paper's six predictions on this chapter's runs

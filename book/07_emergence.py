@@ -179,7 +179,7 @@ nb.md(
 grokked = [r for r in rows if r["delay"] is not None]
 # a capped smoke run has none
 fit = nhtlab.emergence.fit_gamma(rows) if len(grokked) >= 2 else None
-nhtlab.charts.gap_and_delay(
+nb.gap_and_delay(
     rows,
     nhtlab.emergence.law_records(summary, fit),
     size_title="d_model",
@@ -257,7 +257,7 @@ fractions = [
     for b in budgets
     for f in nhtlab.emergence.fraction_generalised(rows, b)
 ]
-nhtlab.charts.fraction_threshold(
+nb.fraction_threshold(
     fractions, budgets, start=cfg.budget, size_title="d_model"
 )
 

@@ -275,7 +275,7 @@ nb.grid_evidence(records, recipe)
 # the norm rose before it fell.
 
 # %%
-nhtlab.charts.lambda_grid(
+nb.lambda_grid(
     nb.norm_curve_records(monitors, records, seed=seed),
     title=f"‖θ‖² over the λ grid, seed {seed}",
 )
@@ -331,9 +331,7 @@ nb.check_prediction(
 # %%
 lam_shown = recipe[0]["shown λ"]
 run = monitors[seed, lam_shown]
-nhtlab.charts.monitor_readings(
-    run.history, title=f"your CNN, λ = {lam_shown}"
-)
+nb.monitor_chart(run.history, title=f"your CNN, λ = {lam_shown}")
 
 # %% tags=["remove-input"]
 row = next(r for r in records if (r["seed"], r["λ"]) == (seed, lam_shown))

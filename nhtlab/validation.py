@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import torch
 
-__all__ = ["require_choice", "require_int", "require_real", "require_bool", "require_type", "require_callable",
+__all__ = ["require_choice", "require_int", "require_real", "require_rates", "require_bool", "require_type", "require_callable",
            "require_tensor", "require_model", "require_fractions", "require_increasing", "require_size", "require_numbers", "MAX_WIDTH",
            "MAX_PARAMETERS"]
 
@@ -172,6 +172,19 @@ def require_fractions(values: Any, name: str, owner: str | None = None) -> np.nd
         raise ValueError(f"The {name!r} parameter{_where(owner)} must hold fractions in [0, 1] (accuracies, not "
                          f"percentages). Got {float(bad[0])!r} instead.")
     return values
+
+
+def require_rates(config: Any, name: str, owner: str | None = None) -> tuple[float, float]:
+    """A run's learning rate η and weight decay λ from its ``config`` mapping, or a ValueError naming ``name``
+    and what is missing (a History from :func:`nhtlab.train` or a run kind has both: η and λ set the law's
+    time scale)."""
+    missing = [key for key in ("lr", "weight_decay") if not isinstance(getattr(config, "get", lambda k: None)(key), Real)
+               or isinstance(config.get(key), bool)]
+    if missing:
+        keys = sorted(config) if hasattr(config, "keys") else type(config).__name__
+        raise ValueError(f"The {name!r} parameter{_where(owner)} needs the run's {' and '.join(missing)} as numbers in "
+                         f"its config (η and λ set the law's time scale). Got config keys {keys}.")
+    return float(config["lr"]), float(config["weight_decay"])
 
 
 def require_increasing(steps: Any, name: str, owner: str | None = None) -> np.ndarray:

@@ -454,8 +454,9 @@ def _warnings_of(call: Callable[[], Any]) -> list:
 
 
 # -- 8. charts: arguments checked where they are passed --------------------------------------------------------
-def _charts():
-    return nhtlab.charts
+def _charts(chart: str):
+    """The package's general charts, or the book's chapter charts (both check their arguments the same way)."""
+    return nhtlab.charts if hasattr(nhtlab.charts, chart) else nhtlab.book
 
 
 for chart, args, name in (("training_curves", (None,), "history"), ("training_curves", ("h",), "history"),
@@ -463,12 +464,12 @@ for chart, args, name in (("training_curves", (None,), "history"), ("training_cu
                           ("norm_curves", (None,), "histories"), ("norm_curves", ("abc",), "histories"),
                           ("norm_curves", ([("a", GOOD)], "norm", 3), "title"), ("layer_norm_curves", (None,), "history"),
                           ("compare_runs", (None,), "runs"), ("dlr_timeline", (None,), "history"),
-                          ("dlr_decomposition", ({"rows": []},), "history"), ("monitor_readings", (None,), "history"),
+                          ("dlr_decomposition", ({"rows": []},), "history"), ("monitor_chart", (None,), "history"),
                           ("regime_norm_curves", (None,), "curves"), ("lambda_slider", ([], None), "lams"),
-                          ("toy_curve", ("x",), "records"), ("score_bars", (None,), "records"),
+                          ("toy_chart", ("x",), "records"), ("score_bars", (None,), "records"),
                           ("spectra_explorer", (5,), "records"), ("lambda_grid", ([], "norm", 1.0), "title")):
     error(f"charts.{chart}{tuple(type(a).__name__ for a in args)}",
-          lambda chart=chart, args=args: getattr(_charts(), chart)(*args), name)
+          lambda chart=chart, args=args: getattr(_charts(chart), chart)(*args), name)
 
 
 # -- running the table --------------------------------------------------------------------------------------

@@ -7,7 +7,7 @@ import pytest
 
 from nhtlab.book import claims, delay_law_report, dlr_report, grokking_report, regime_report, widgets
 from nhtlab.book.exercises import check_answer, check_prediction
-from nhtlab.charts.regimes import lambda_slider
+from nhtlab.book.regime_charts import lambda_slider
 from nhtlab.history import History
 from nhtlab.training.presets import companion
 

@@ -196,7 +196,7 @@ def test_grouped_checks_are_the_single_checks_in_the_chapters_order():
 
 
 def test_the_dlr_timeline_draws_the_fourier_share_only_where_the_run_recorded_it():
-    from nhtlab.charts import dlr_timeline
+    from nhtlab.book import dlr_timeline
 
     def series(history):
         chart = dlr_timeline(history).to_dict()
@@ -274,7 +274,7 @@ def test_what_we_found_reads_every_sentence_from_the_runs():
 
 def test_the_lessons_charts_open_at_t_grok_and_keep_one_colour_per_name():
     from nhtlab.analysis.events import Events
-    from nhtlab.charts import dlr_decomposition, lr_panels, spectra_explorer
+    from nhtlab.book import dlr_decomposition, lr_panels, spectra_explorer
 
     records = spectrum(0, [0.5, 1.0]) + spectrum(100, [0.5, 1.0]) + spectrum(200, [0.9, 1.0])
     events = Events(100, 190, peak_step=0, peak_norm=1.0, final_norm=1.0, norm_at_mem=1.0, norm_at_grok=1.0)
@@ -293,7 +293,7 @@ def test_the_lessons_charts_open_at_t_grok_and_keep_one_colour_per_name():
 
 
 def test_the_chapters_text_puts_its_evidence_in_closed_blocks_and_no_run_time_on_the_page():
-    from nhtlab.book import dlr_tables
+    from nhtlab.book import cnn_experiments, dlr_tables
     from nhtlab.book.claims import Check, over_seeds
 
     terms = [{"mark": "T_mem", "step": 100, "test_acc": 0.1, "dlr": 0.32, "f_in": 0.3, "pr": 4.0, "r": 3,
@@ -304,7 +304,7 @@ def test_the_chapters_text_puts_its_evidence_in_closed_blocks_and_no_run_time_on
     assert text.count("<details") == 1 and "| mark |" in text.split("<details")[1]
     runs = [{"lr": lr, "seed": s, "dlr": 0.2, "used": 3, "pr": 2.0, "train_acc": 0.9, "test_acc": a, "cpu_s": 9.0}
             for lr, a in ((1e-3, 0.8), (1e-2, 0.9)) for s in (0, 1)]
-    section = dlr_tables.lr_section(runs, [over_seeds("p: (a)", {0: "yes", 1: "yes"}, "yes")], {1e-3: (0.5, 0.6)})
+    section = cnn_experiments.lr_section(runs, [over_seeds("p: (a)", {0: "yes", 1: "yes"}, "yes")], {1e-3: (0.5, 0.6)})
     assert "CPU" not in section and "best rate is 0.01" in section and section.count("<details") == 1
     first = Check("x", True, "d")
     timing = dlr_tables.timing_text(first, over_seeds("t", {0: "falls with generalisation"}, "falls with generalisation"),

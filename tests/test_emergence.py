@@ -115,7 +115,7 @@ def test_errors_name_the_parameter():
 
 
 def test_charts_serialise_with_their_interactive_params():
-    from nhtlab import charts
+    from nhtlab import book as charts  # chapter 07's and 08's charts are the book's
 
     rows = scale_table([synthetic(32, 0, 100, 700, 1000.0, 400.0), synthetic(64, 0, 100, 300, 1000.0, 800.0)], key="width")
     summary = size_summary(rows, budget=500)

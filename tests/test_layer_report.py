@@ -122,7 +122,7 @@ def test_embedding_scale_readings_pair_each_small_run_with_its_default_seed():
 
 def test_window_records_give_each_run_its_window_and_named_events():
     from nhtlab.book.layer_report import conflict_records, window_records
-    from nhtlab.charts.layers import contraction_curves, warning_signals
+    from nhtlab.book.layer_charts import contraction_curves, warning_signals
 
     records, events = window_records({"λ = 1, seed 0": modular_run(300, 1000, 800, 400)})
     assert {r["step"] for r in records} == set(range(300, 1001, 100))

@@ -113,7 +113,7 @@ def test_warning_times_against_the_drop():
 
 
 def test_warning_signals_chart_has_a_run_dropdown_and_event_rules():
-    from nhtlab.charts.layers import score_bars, warning_signals
+    from nhtlab.book.layer_charts import score_bars, warning_signals
 
     records = [{"step": s, "run": run, "signal": "a", "value": 1.0 + s} for run in ("x", "y") for s in (0, 100)]
     spec = warning_signals(records, [{"run": "x", "event": "dropped", "step": 50}]).to_dict()
@@ -243,7 +243,7 @@ def test_order_readings_count_seeds_and_order_determined_fails_on_an_open_run():
 def test_layer_window_records_and_chart_show_the_window():
     from nhtlab.analysis.layers import contraction_order
     from nhtlab.book.layer_report import layer_window_records
-    from nhtlab.charts.layers import contraction_curves
+    from nhtlab.book.layer_charts import contraction_curves
 
     h = modular_like(400, 600)
     order = contraction_order(h)
@@ -259,7 +259,7 @@ def test_layer_window_records_and_chart_show_the_window():
 
 
 def test_contraction_curves_without_a_window_says_so():
-    from nhtlab import charts
+    from nhtlab import book as charts  # chapter 05's charts are the book's
 
     spec = charts.contraction_curves([], share=0.1).to_dict()
     assert spec["mark"]["type"] == "text" and "no run" in spec["data"]["values"][0]["text"]

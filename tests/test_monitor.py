@@ -262,14 +262,14 @@ def test_diagnose_delegates_to_regimes_with_recorded_accuracies():
 
 
 def test_monitor_readings_chart_has_a_panel_per_reading():
-    from nhtlab import charts
+    from nhtlab import book as charts  # chapter 08's charts are the book's
 
     monitor = Monitor(hand_built(), every=1, probe=(torch.randn(8, 3),), dlr=lambda f, y: 0.3)
     for step in range(1, 4):
         monitor(step, train_acc=0.5, test_acc=0.4)
-    spec = charts.monitor_readings(monitor.history).to_dict()
+    spec = charts.monitor_chart(monitor.history).to_dict()
     assert len(spec["vconcat"]) == 4  # accuracy, norm, head signals, DLR
-    bare = charts.monitor_readings(Monitor(hand_built()).history).to_dict()
+    bare = charts.monitor_chart(Monitor(hand_built()).history).to_dict()
     assert len(bare["vconcat"]) == 2  # norm and head signals only
 
 

@@ -100,7 +100,7 @@ def test_short_real_runs_weak_without_decay_strong_with_huge_decay():
 
 def test_regime_charts_give_every_diagnosis_its_own_colour_a_diverged_run_included():
     from nhtlab.analysis.regimes import DIVERGED, REGIMES, UNDETERMINED
-    from nhtlab.charts.regimes import REGIME_COLORS, regime_norm_curves
+    from nhtlab.book.regime_charts import REGIME_COLORS, regime_norm_curves
 
     assert set(REGIME_COLORS) == {*REGIMES, UNDETERMINED, DIVERGED}
     assert len(set(REGIME_COLORS.values())) == len(REGIME_COLORS)
@@ -111,7 +111,7 @@ def test_regime_charts_give_every_diagnosis_its_own_colour_a_diverged_run_includ
 
 def test_delay_fit_chart_counts_its_marks_and_gives_each_family_a_colour_and_a_shape():
     from nhtlab.analysis.delay import delay_fits
-    from nhtlab.charts.regimes import delay_fit_chart
+    from nhtlab.book.regime_charts import delay_fit_chart
 
     points = [{"measured": 100.0 * k + s, "predicted": 90.0 * k, "inv_lambda": 1.0 / k, "inv_eta_lambda": 1e3 / k,
                "setting": f"k={k}", "definition": "grok", "family": "λ sweep" if k < 3 else "η sweep",
@@ -137,7 +137,7 @@ def test_delay_fit_chart_counts_its_marks_and_gives_each_family_a_colour_and_a_s
 
 
 def test_contraction_chart_shapes_the_runs_by_family_and_colours_only_the_references():
-    from nhtlab.charts.regimes import contraction_chart
+    from nhtlab.book.regime_charts import contraction_chart
 
     records = [{"eta_lambda": 1e-3 * k, "ratio": 1.5, "weight_decay": k, "seed": 0, "r2": 0.99, "family": f}
                for k, f in ((0.3, "λ sweep"), (1.0, "λ sweep"), (2.0, "η sweep"))]

@@ -38,13 +38,12 @@ import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
-from numbers import Real
 from typing import Any
 
 import numpy as np
 
 from ..history import History
-from ..validation import require_bool, require_choice, require_int, require_real, require_type
+from ..validation import require_bool, require_choice, require_int, require_rates, require_real, require_type
 from .events import find_events
 
 __all__ = ["DEFINITIONS", "ESCAPE_FACTOR", "predicted_delay", "delay_point", "delay_summary", "mean_std", "LinearFit",
@@ -106,16 +105,6 @@ def _setting(config: Mapping[str, Any]) -> str:
     return json.dumps(keep, sort_keys=True, default=str)
 
 
-def rates(history: History, owner: str) -> tuple[float, float]:
-    """The run's learning rate η and weight decay λ from ``history.config``, or a ValueError naming what is missing
-    (a History from :func:`nhtlab.train` or a run kind has both)."""
-    missing = [key for key in ("lr", "weight_decay") if not isinstance(history.config.get(key), Real)]
-    if missing:
-        raise ValueError(f"The 'history' parameter of {owner} needs the run's {' and '.join(missing)} as numbers in "
-                         f"its config (η and λ set the law's time scale). Got config keys {sorted(history.config)}.")
-    return float(history.config["lr"]), float(history.config["weight_decay"])
-
-
 def delay_point(history: History, definition: str = "companion", escape_factor: float = ESCAPE_FACTOR) -> dict[str, Any] | None:
     """One run's measured and predicted delay under ``definition``, or None if it did not grok.
 
@@ -144,7 +133,7 @@ def delay_point(history: History, definition: str = "companion", escape_factor: 
     require_choice(definition, "definition", DEFINITIONS, owner="delay_point")
     require_real(escape_factor, "escape_factor", 1.0, low_open=True, owner="delay_point")
     events = find_events(history)
-    lr, wd = rates(history, "delay_point")
+    lr, wd = require_rates(history.config, "history", "delay_point")
     if events.delay is None or wd == 0.0:
         return None
     steps, norm = history.column("step"), history.column("norm")
@@ -442,7 +431,7 @@ def contraction_fit(history: History, stop: str = "end", min_points: int = 5) ->
     v = norm[window]
     amp, k, off, ssr = _fit_offset_exponential(t, v, max_offset=1.1 * float(v[0]))
     ss_tot = float(((v - v.mean()) ** 2).sum())
-    lr, wd = rates(history, "contraction_fit")
+    lr, wd = require_rates(history.config, "history", "contraction_fit")
     eta_lambda = lr * wd
     r = math.exp(k)
     return ContractionFit(r, 1.0 - 2.0 * eta_lambda, (1.0 - r) / eta_lambda if eta_lambda > 0 else math.inf,

@@ -34,8 +34,7 @@ from typing import Any
 import numpy as np
 
 from ..history import History
-from ..validation import require_choice, require_type
-from .delay import rates
+from ..validation import require_choice, require_rates, require_type
 from .events import find_events
 from .layers import head_and_first
 
@@ -165,7 +164,7 @@ def evaluate_warnings(grokking: Sequence[History], no_grokking: Sequence[History
                 late += 1
                 continue
             leads.append(e.t_grok - step)
-            lr, wd = rates(h, "warning_leads")
+            lr, wd = require_rates(h.config, "grokking", "warning_leads")
             scaled.append((e.t_grok - step) * lr * wd)
         alarms = sum(warning_step(h, name) is not None for h in no_grokking)
         records.append({

@@ -25,7 +25,7 @@ from ..history import History
 from ..validation import require_choice, require_increasing, require_real, require_type
 from .events import find_events
 
-__all__ = ["LayerTransition", "layer_transitions", "peak_order", "normalised_layer_norms", "head_to_first_ratio",
+__all__ = ["layer_label", "LayerTransition", "layer_transitions", "peak_order", "normalised_layer_norms", "head_to_first_ratio",
            "head_signals", "early_warning", "head_and_first", "default_head_and_first", "layer_records",
            "is_backward", "layer_order", "ORDERS", "warning_times", "CONTRACTION_SHARE", "CONTRACTION_VERDICTS",
            "LayerContraction", "ContractionOrder", "contraction_order"]
@@ -58,6 +58,37 @@ class LayerTransition:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+# The models' layer names, as a reader says them (nhtlab.models: transformer, MLP, CNN).
+_LAYER_WORDS = {"tok": "token embedding", "pos": "position embedding", "ln_f": "final LayerNorm",
+                "readout": "read-out", "embed_a": "embedding of a", "embed_b": "embedding of b"}
+_BLOCK_WORDS = {"attn.qkv": "attention (q, k, v)", "attn.proj": "attention output", "ln_1": "LayerNorm 1",
+                "ln_2": "LayerNorm 2", "fc": "feed-forward in", "fc_out": "feed-forward out"}
+
+
+def layer_label(name: str) -> str:
+    """A layer's name in words, for a legend: ``tok`` → "token embedding", ``blocks.0.attn.qkv`` →
+    "block 1: attention (q, k, v)", ``conv1`` → "conv 1", ``hidden.0`` → "hidden layer 1"; a name it does
+    not know is returned as it is.
+
+    Examples
+    --------
+    >>> [layer_label(n) for n in ("tok", "blocks.0.fc_out", "conv3", "readout", "mystery")]
+    ['token embedding', 'block 1: feed-forward out', 'conv 3', 'read-out', 'mystery']
+    """
+    if name in _LAYER_WORDS:
+        return _LAYER_WORDS[name]
+    parts = name.split(".")
+    if len(parts) >= 3 and parts[0] == "blocks" and parts[1].isdigit():
+        inner = ".".join(parts[2:])
+        return f"block {int(parts[1]) + 1}: {_BLOCK_WORDS.get(inner, inner)}"
+    if len(parts) == 2 and parts[0] == "hidden" and parts[1].isdigit():
+        return f"hidden layer {int(parts[1]) + 1}"
+    for prefix, word in (("conv", "conv"), ("norm", "norm")):
+        if name.startswith(prefix) and name[len(prefix):].isdigit():
+            return f"{word} {name[len(prefix):]}"
+    return name
 
 
 def _is_norm_layer(name: str) -> bool:

@@ -48,8 +48,13 @@ _MODULES = ["claims", "cnn_experiments", "closing", "colab", "delay_law_report",
             "shortcut_study", "tuning_report"]
 
 # The widgets and the Fourier charts draw charts (altair, slow to import): loaded on first use.
-_LAZY = {"train_panel": ".widgets", "panel_budget": ".widgets", "PANEL_BUDGET_CAP": ".widgets", "StaticNote": ".widgets",
-         "widgets": ".widgets", "fourier_spectrum_chart": ".fourier_charts", "fourier_curves": ".fourier_charts"}
+_LAZY = {"train_panel": ".widgets", "StaticNote": ".widgets",
+         "widgets": ".widgets", "fourier_spectrum_chart": ".fourier_charts", "fourier_curves": ".fourier_charts",
+         # each chapter's own charts (one chapter draws each: they are the book's, not the core's)
+         **dict.fromkeys(['dlr_timeline', 'dlr_decomposition', 'dlr_curves', 'rank_rule_curves', 'spectra_explorer', 'compare_measures', 'toy_chart', 'dlr_band', 'lr_panels'], ".dlr_charts"),
+         **dict.fromkeys(['REGIME_COLORS', 'VERDICT_COLORS', 'regime_norm_curves', 'lambda_slider', 'delay_fit_chart', 'contraction_chart'], ".regime_charts"),
+         **dict.fromkeys(['gap_and_delay', 'fraction_threshold', 'monitor_chart', 'lambda_grid'], ".emergence_charts"),
+         **dict.fromkeys(['warning_signals', 'sweep_lines', 'score_bars', 'contraction_curves'], ".layer_charts")}
 
 
 def __getattr__(name: str):
@@ -64,3 +69,4 @@ def __getattr__(name: str):
 __all__ = [name for module in _MODULES for name in importlib.import_module(f".{module}", __name__).__all__]
 __all__ += ["check_answer", "check_function", "check_prediction", "train_panel", "StaticNote", "fourier_spectrum_chart",  # noqa: F405
             "fourier_curves"]
+__all__ += [name for name, where in _LAZY.items() if where.endswith("_charts") and where != ".fourier_charts"]

@@ -204,7 +204,7 @@ def lr_table(records: Sequence[Mapping[str, Any]]) -> Markdown:
 
 
 def lr_chart_records(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """DLR and test accuracy of every run as ``{lr, series, value}`` rows, for :func:`nhtlab.charts.sweep_lines`."""
+    """DLR and test accuracy of every run as ``{lr, series, value}`` rows, for :func:`nhtlab.book.sweep_lines`."""
     return [{"lr": r["lr"], "series": f"{name}, seed {r['seed']}", "value": r[key]}
             for key, name in (("dlr", "DLR"), ("test_acc", "test acc")) for r in records]
 

@@ -39,7 +39,6 @@ from .exercises import Feedback, check_answer
 from ..analysis.delay import DEFINITIONS, LinearFit, contraction_fit, delay_fits, delay_point, linear_fit, mean_std
 from ..analysis.events import find_events
 from ..analysis.regimes import diagnose_regime
-from .grokking_report import fourier_at_grok
 from .held_out_eta import eta_evaluation
 from .report import Markdown, evidence, table, what_we_found
 
@@ -747,7 +746,7 @@ def _runs(n: int) -> str:
 
 
 def runs_summary(histories: Sequence[History], labels: Sequence[str], points: Mapping[str, Sequence[Mapping[str, Any]]],
-                 readings: Mapping[str, Reading]) -> list[Markdown]:
+                 readings: Mapping[str, Reading], fourier: str = "") -> list[Markdown]:
     """What the runs show about the law's three directions, and the table of every run behind it (closed).
 
     Parameters
@@ -766,7 +765,9 @@ def runs_summary(histories: Sequence[History], labels: Sequence[str], points: Ma
     list of Markdown
         The sentence (mean delay per λ of the λ sweep, the η and init readings, k of n seeds), then
         :func:`~nhtlab.book.report.evidence` holding :func:`run_records` as a table and the Fourier line
-        (:func:`~nhtlab.book.grokking_report.fourier_at_grok`, when the λ sweep's runs record it).
+        ``fourier``, when given.
+    fourier : str
+        The λ sweep's Fourier line (:func:`~nhtlab.book.grokking_report.fourier_at_grok`), shown with the runs.
     """
 
     by_lam: dict[float, list[int]] = {}
@@ -778,7 +779,6 @@ def runs_summary(histories: Sequence[History], labels: Sequence[str], points: Ma
         f"The λ sweep's mean delay $T_\\text{{grok}} - T_\\text{{mem}}$, per λ: {delays or 'no run memorised and grokked'}. "
         f"At λ = 1 the delay falls as η grows in {_count(readings['eta'])}; a larger initial scale memorises at a "
         f"larger norm and waits longer in {_count(readings['init'])}.")
-    lam_histories = [h for h, f in zip(histories, labels) if f == "λ sweep"]
     rows = table(run_records(histories, labels), formats=dict.fromkeys(
         ["T_mem", "T_grok", "V_mem", "V_grok", "V_final", "T_escape", "theory", "delay", "law"], _STEPS))
     return [sentence, evidence(
@@ -787,8 +787,7 @@ def runs_summary(histories: Sequence[History], labels: Sequence[str], points: Ma
         "$\\log(V_\\text{mem}/V_\\text{final})/(2\\eta\\lambda)$; `grok` columns: `delay` = "
         "$T_\\text{grok}-T_\\text{mem}$ against `law` = $\\log(V_\\text{mem}/V_\\text{grok})/(\\eta\\lambda)$. "
         "A run that did not memorise and generalise has its regime diagnosis as a note.",
-        rows, fourier_at_grok(lam_histories) if lam_histories and all("fourier" in h.columns for h in lam_histories)
-        else "")]
+        rows, fourier)]
 
 
 def size_summary(points: Mapping[str, Sequence[Mapping[str, Any]]], comparison: PaperComparison) -> list[Markdown]:

@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from ..analysis.layers import layer_label
 from ..history import History
 from .. import papers
 from ..papers import paper_cell
@@ -368,7 +369,6 @@ def layer_falls(history: History) -> list[dict[str, Any]]:
         (1 − ‖θ_ℓ‖²(T_grok)/‖θ_ℓ‖²(T_mem)), sorted by ``fall``, largest first; empty when the run did not
         memorise and generalise.
     """
-    from ..charts.curves import layer_label  # altair is slow to import: only when a chapter asks
 
     require_type(history, "history", History, owner="layer_falls")
     at = _moments(history)

@@ -121,7 +121,7 @@ def signal_records(runs: Mapping[str, History]) -> tuple[list[dict[str, Any]], l
     Returns
     -------
     (records, events) : tuple of lists of dict
-        ``{step, run, signal, value}`` for :func:`nhtlab.charts.warning_signals` (‖θ_L‖²/‖θ_L(0)‖²,
+        ``{step, run, signal, value}`` for :func:`nhtlab.book.warning_signals` (‖θ_L‖²/‖θ_L(0)‖²,
         ‖θ_L‖²/‖θ_1‖², ‖θ‖²/‖θ(0)‖²), and ``{run, event, step}`` for the border fitted and dropped.
     """
     require_type(runs, "runs", Mapping, owner="signal_records")
@@ -348,7 +348,7 @@ def embedding_scale_report(default: Mapping[tuple[float, int], History], small: 
 
 
 def window_records(runs: Mapping[str, History], border: bool = False) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """What :func:`nhtlab.charts.contraction_curves` draws: every run's layers in its window, and its events.
+    """What :func:`nhtlab.book.contraction_curves` draws: every run's layers in its window, and its events.
 
     Parameters
     ----------
@@ -382,7 +382,7 @@ def window_records(runs: Mapping[str, History], border: bool = False) -> tuple[l
 
 def conflict_records(runs: Mapping[str, History]) -> list[dict[str, Any]]:
     """``{step, run, value}`` rows of each digit-border run's ``conflict_acc`` (the share of conflict images
-    on which it reads the digit), for the top panel of :func:`nhtlab.charts.warning_signals`."""
+    on which it reads the digit), for the top panel of :func:`nhtlab.book.warning_signals`."""
     require_type(runs, "runs", Mapping, owner="conflict_records")
     return [{"step": int(s), "run": label, "value": float(v)} for label, h in runs.items()
             for s, v in zip(h.column("step"), h.column("conflict_acc"))]

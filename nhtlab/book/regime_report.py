@@ -23,15 +23,62 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..validation import require_type
+from ..validation import require_int, require_real, require_type
 from .report import require_rows
 from .claims import Check, Reading, over_seeds
 from ..analysis.regimes import NOT_DECIDED, regime_order_ok, within_budget
 
-__all__ = ["regime_records", "regimes_by_lambda", "regime_seed_records", "regime_readings", "check_regime_order",
+__all__ = ["panel_budget", "PANEL_BUDGET_CAP", "regime_records", "regimes_by_lambda", "regime_seed_records", "regime_readings", "check_regime_order",
            "norm_start_records", "regime_curves", "intermediate_answer", "memorise_answer", "decision_budgets",
            "budget_regimes", "verdict_label", "regime_summary_records", "regime_events", "decided_readings",
            "lambda_sentences", "learning_answer", "rule_check", "regime_findings", "NOT_DECIDED"]
+
+
+#: The most a live panel multiplies the chapter's step budget by (a λ near 0 would ask for ever more).
+PANEL_BUDGET_CAP = 10
+
+
+def panel_budget(steps: int, rate: float, new_rate: float, cap: float = PANEL_BUDGET_CAP) -> int:
+    """The step budget for a run at decay rate ``new_rate`` = ηλ, scaled from ``steps`` at ``rate``.
+
+    The delay law's time scale goes as 1/(ηλ), so a run at a tenth of the rate needs about ten times
+    the steps to get as far; the budget is ``steps · rate / new_rate``, never below ``steps`` and at
+    most ``cap · steps`` (ηλ = 0, no decay, gets the cap).
+
+    Parameters
+    ----------
+    steps : int
+        The chapter's budget at ``rate`` (chapter 01: its λ = 1 runs).
+    rate : float
+        ηλ of that budget, > 0.
+    new_rate : float
+        ηλ of the run to budget, ≥ 0.
+    cap : float
+        The largest multiple of ``steps``, ≥ 1.
+
+    Returns
+    -------
+    int
+
+    Raises
+    ------
+    ValueError
+        Naming the parameter out of range.
+
+    Examples
+    --------
+    >>> panel_budget(4000, 1e-3, 1e-4)
+    40000
+    >>> panel_budget(4000, 1e-3, 3e-3), panel_budget(4000, 1e-3, 0.0), panel_budget(4000, 1e-3, 1e-5)
+    (4000, 40000, 40000)
+    """
+    require_int(steps, "steps", 1, owner="panel_budget")
+    require_real(rate, "rate", 0.0, low_open=True, owner="panel_budget")
+    require_real(new_rate, "new_rate", 0.0, owner="panel_budget")
+    require_real(cap, "cap", 1.0, owner="panel_budget")
+    if new_rate == 0.0 or rate / new_rate >= cap:
+        return int(round(cap * steps))
+    return int(round(steps * max(1.0, rate / new_rate)))
 
 
 
@@ -61,7 +108,6 @@ def decision_budgets(budgets: Mapping[float, int], lr: float, base_lam: float = 
     >>> decision_budgets({0.1: 2000, 1.0: 4000, 2.0: 2000}, 1e-3)
     {0.1: 40000, 1.0: 4000, 2.0: 4000}
     """
-    from .widgets import panel_budget
 
     require_type(budgets, "budgets", Mapping, owner="decision_budgets")
     if base_lam not in budgets:

@@ -223,7 +223,7 @@ def final_accuracy_records(histories: Mapping[float, History], labels: Mapping[s
 
 
 def separation_records(separations: Mapping[str, Separation]) -> list[dict[str, Any]]:
-    """Separation scores per domain as records, for a table and for :func:`nhtlab.charts.score_bars`.
+    """Separation scores per domain as records, for a table and for :func:`nhtlab.book.score_bars`.
 
     Parameters
     ----------

@@ -14,7 +14,7 @@ chapter builds its tables and its claims from them:
 * :func:`lambda_recipe`: per seed, the λ the recipe chooses and its held-out check;
 * :func:`lambda_readings`: the qualitative readings counted over seeds
   (:func:`nhtlab.book.over_seeds`), and :func:`lambda_checks` the verdicts a chapter asserts;
-* :func:`norm_curve_records` for :func:`nhtlab.charts.lambda_grid`;
+* :func:`norm_curve_records` for :func:`nhtlab.book.lambda_grid`;
 * :func:`monitor_dlr_check`: the monitor's DLR against an independent recomputation;
 * :func:`decided_regime`: a *weak* or *strong* label only when the run's budget covers
   :data:`DECIDED_AFTER` times the decay's time scale 1/(ηλ), else "not decided within N steps";
@@ -39,6 +39,10 @@ import numpy as np
 from ..analysis.regimes import TOO_EARLY, budget_regime
 from ..validation import require_real, require_type
 from .claims import Check, Reading, over_seeds
+from ..measures.norms import layer_names
+from .held_out_eta import eta_verdict, saved_evaluation
+from .off_grid_eta import off_grid_verdict
+from .report import _METHOD_NAMES, eta_report, evidence, table
 
 __all__ = ["fit_threshold", "contracting_step", "lambda_grid_records", "regimes_by_seed", "lambda_recipe",
            "head_reading", "lambda_readings", "lambda_checks", "norm_curve_records", "monitor_dlr_check",
@@ -180,7 +184,6 @@ def layer_words(model: Any) -> dict[str, str]:
     >>> layer_words(nn.Sequential(nn.Conv2d(3, 4, 3), nn.ReLU(), nn.Flatten(), nn.Linear(4, 8), nn.Linear(8, 2)))
     {'0': 'Conv2d 1', '3': 'Linear 1', '4': 'read-out (Linear 2)'}
     """
-    from ..measures.norms import layer_names  # torch: loaded when a chapter asks
 
     names = layer_names(model)
     counts: dict[str, int] = {}
@@ -400,7 +403,7 @@ def lambda_checks(readings: Mapping[str, Reading]) -> list[Check]:
 
 def norm_curve_records(monitors: Mapping[tuple[int, float], Any], records: Sequence[Mapping[str, Any]],
                        seed: int, value: str = "norm") -> list[dict[str, Any]]:
-    """The curves of one seed's grid, for :func:`nhtlab.charts.lambda_grid`.
+    """The curves of one seed's grid, for :func:`nhtlab.book.lambda_grid`.
 
     Parameters
     ----------
@@ -617,7 +620,6 @@ def contraction_sentence(record: Mapping[str, Any]) -> str:
 
 def grid_evidence(records: Sequence[Mapping[str, Any]], recipe: Sequence[Mapping[str, Any]]) -> str:
     """Every run of the grid and the recipe in every seed, closed under "How we know" (:func:`nhtlab.book.evidence`)."""
-    from .report import evidence, table
 
     runs = table(records, columns=["seed", "λ", "online regime", "budget × ηλ", "regime", "norm peak",
                                    "norm contraction", "fitted step", "head contracting from step",
@@ -645,8 +647,6 @@ def forecast_verdicts() -> dict[str, Any]:
         ``evaluations`` (how many were found), ``shipped`` (how many shipped the ETA), ``offers``
         (``{model: the baseline of least error at half the plateau, in words}`` of the off-grid evaluations).
     """
-    from .held_out_eta import saved_evaluation
-    from .report import _METHOD_NAMES
 
     found = {name: saved_evaluation(profile, off_grid) for name, profile, off_grid in
              (("held-out seeds", "full", False), ("companion transformer", "book", True),
@@ -675,7 +675,6 @@ def off_grid_section(model: str) -> str:
     str
         Markdown: a level-3 heading naming the model, then the record.
     """
-    from .report import eta_report
 
     if model not in _OFF_GRID_MODELS:
         raise ValueError(f"The 'model' parameter of off_grid_section must be one of {list(_OFF_GRID_MODELS)}. "
@@ -701,8 +700,6 @@ def eta_record_checks(models: Sequence[str]) -> list[Check]:
     list of Check
         One per record, then "no evaluation shipped the ETA" (chapter 08's sentence).
     """
-    from .held_out_eta import eta_verdict, saved_evaluation
-    from .off_grid_eta import off_grid_verdict
 
     checks, shipped = [], []
     held = saved_evaluation("full")

@@ -13,16 +13,15 @@ import html
 from typing import Any
 
 from .. import charts
+from .regime_report import PANEL_BUDGET_CAP, panel_budget
 from ..analysis.events import find_events
 from ..analysis.regimes import diagnose_regime
 from ..build.flags import in_book_build
 from ..training.modular_run import ModularRun, run_modular
 from ..validation import require_int, require_real, require_type
 
-__all__ = ["train_panel", "panel_budget", "StaticNote", "PANEL_BUDGET_CAP"]
+__all__ = ["train_panel", "StaticNote"]
 
-#: The most a live panel multiplies the chapter's step budget by (a λ near 0 would ask for ever more).
-PANEL_BUDGET_CAP = 10
 
 
 class StaticNote:
@@ -40,49 +39,6 @@ class StaticNote:
 
 def _static() -> bool:
     return in_book_build()
-
-
-def panel_budget(steps: int, rate: float, new_rate: float, cap: float = PANEL_BUDGET_CAP) -> int:
-    """The step budget for a run at decay rate ``new_rate`` = ηλ, scaled from ``steps`` at ``rate``.
-
-    The delay law's time scale goes as 1/(ηλ), so a run at a tenth of the rate needs about ten times
-    the steps to get as far; the budget is ``steps · rate / new_rate``, never below ``steps`` and at
-    most ``cap · steps`` (ηλ = 0, no decay, gets the cap).
-
-    Parameters
-    ----------
-    steps : int
-        The chapter's budget at ``rate`` (chapter 01: its λ = 1 runs).
-    rate : float
-        ηλ of that budget, > 0.
-    new_rate : float
-        ηλ of the run to budget, ≥ 0.
-    cap : float
-        The largest multiple of ``steps``, ≥ 1.
-
-    Returns
-    -------
-    int
-
-    Raises
-    ------
-    ValueError
-        Naming the parameter out of range.
-
-    Examples
-    --------
-    >>> panel_budget(4000, 1e-3, 1e-4)
-    40000
-    >>> panel_budget(4000, 1e-3, 3e-3), panel_budget(4000, 1e-3, 0.0), panel_budget(4000, 1e-3, 1e-5)
-    (4000, 40000, 40000)
-    """
-    require_int(steps, "steps", 1, owner="panel_budget")
-    require_real(rate, "rate", 0.0, low_open=True, owner="panel_budget")
-    require_real(new_rate, "new_rate", 0.0, owner="panel_budget")
-    require_real(cap, "cap", 1.0, owner="panel_budget")
-    if new_rate == 0.0 or rate / new_rate >= cap:
-        return int(round(cap * steps))
-    return int(round(steps * max(1.0, rate / new_rate)))
 
 
 def train_panel(base: ModularRun, weight_decays: tuple[float, ...] = (0.0, 0.1, 0.3, 1.0, 3.0, 10.0)) -> Any:

@@ -14,10 +14,6 @@ from .. import hooks
 from ..analysis.events import Events
 from ..history import History
 from ..validation import require_type
-from .dlr import *  # noqa: F401,F403
-from .emergence import *  # noqa: F401,F403
-from .layers import *  # noqa: F401,F403
-from .regimes import *  # noqa: F401,F403
 from .curves import *  # noqa: F401,F403
 from .curves import WIDTH, alt, long_records  # noqa: F401  (notebooks use charts.alt and the shared width)
 
@@ -42,10 +38,17 @@ def _checked(chart):
     return wrapper
 
 
-for _module in (dlr, emergence, layers, regimes, curves):  # noqa: F405
-    for _name in _module.__all__:
-        if inspect.isfunction(_chart := getattr(_module, _name)) and _chart.__module__ == _module.__name__:
-            setattr(_module, _name, _checked(_chart))
-            setattr(sys.modules[__name__], _name, getattr(_module, _name))
+def check_arguments(module_name: str) -> None:
+    """Wrap every chart function a module exports (its ``__all__``) with :func:`_checked`, in place: the book's
+    chapter charts (``nhtlab.book.*_charts``) call it as this package does for its own."""
+    module = sys.modules[module_name]
+    for name in module.__all__:
+        if inspect.isfunction(chart := getattr(module, name)) and chart.__module__ == module_name:
+            setattr(module, name, _checked(chart))
+
+
+check_arguments(curves.__name__)  # noqa: F405
+for _name in curves.__all__:  # noqa: F405
+    setattr(sys.modules[__name__], _name, getattr(curves, _name))  # noqa: F405
 
 hooks.charts_loaded()  # the book build's offline renderer (nhtlab.build.offline_charts) registers here

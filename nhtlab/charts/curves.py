@@ -12,6 +12,7 @@ from typing import Any
 import altair as alt  # noqa: F401  (re-exported as charts.alt for notebooks)
 
 from ..analysis.events import Events
+from ..analysis.layers import layer_label
 from ..history import History
 
 __all__ = ["long_records", "layer_label", "training_curves", "norm_curves", "event_rules", "layer_norm_curves",
@@ -28,37 +29,6 @@ def long_records(history: History, columns: Mapping[str, str], **constants: Any)
             if column in row and row[column] is not None:
                 out.append({"step": row["step"], "series": label, "value": row[column], **constants})
     return out
-
-
-# The models' layer names, as a reader says them (nhtlab.models: transformer, MLP, CNN).
-_LAYER_WORDS = {"tok": "token embedding", "pos": "position embedding", "ln_f": "final LayerNorm",
-                "readout": "read-out", "embed_a": "embedding of a", "embed_b": "embedding of b"}
-_BLOCK_WORDS = {"attn.qkv": "attention (q, k, v)", "attn.proj": "attention output", "ln_1": "LayerNorm 1",
-                "ln_2": "LayerNorm 2", "fc": "feed-forward in", "fc_out": "feed-forward out"}
-
-
-def layer_label(name: str) -> str:
-    """A layer's name in words, for a legend: ``tok`` → "token embedding", ``blocks.0.attn.qkv`` →
-    "block 1: attention (q, k, v)", ``conv1`` → "conv 1", ``hidden.0`` → "hidden layer 1"; a name it does
-    not know is returned as it is.
-
-    Examples
-    --------
-    >>> [layer_label(n) for n in ("tok", "blocks.0.fc_out", "conv3", "readout", "mystery")]
-    ['token embedding', 'block 1: feed-forward out', 'conv 3', 'read-out', 'mystery']
-    """
-    if name in _LAYER_WORDS:
-        return _LAYER_WORDS[name]
-    parts = name.split(".")
-    if len(parts) >= 3 and parts[0] == "blocks" and parts[1].isdigit():
-        inner = ".".join(parts[2:])
-        return f"block {int(parts[1]) + 1}: {_BLOCK_WORDS.get(inner, inner)}"
-    if len(parts) == 2 and parts[0] == "hidden" and parts[1].isdigit():
-        return f"hidden layer {int(parts[1]) + 1}"
-    for prefix, word in (("conv", "conv"), ("norm", "norm")):
-        if name.startswith(prefix) and name[len(prefix):].isdigit():
-            return f"{word} {name[len(prefix):]}"
-    return name
 
 
 def event_rules(events: Events, legend: bool = True) -> alt.Chart:

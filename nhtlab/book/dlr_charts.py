@@ -13,10 +13,11 @@ import altair as alt
 
 from ..analysis.events import Events
 from ..history import History
-from .curves import WIDTH, event_rules, long_records
+from ..charts import check_arguments
+from ..charts.curves import WIDTH, event_rules, long_records
 
 __all__ = ["dlr_timeline", "dlr_decomposition", "dlr_curves", "rank_rule_curves", "spectra_explorer",
-           "compare_measures", "toy_curve", "dlr_band", "lr_panels"]
+           "compare_measures", "toy_chart", "dlr_band", "lr_panels"]
 
 
 def dlr_timeline(history: History, events: Events | None = None, title: str = "") -> alt.VConcatChart:
@@ -164,7 +165,7 @@ def compare_measures(runs: Sequence[tuple[str, History]], measures: Mapping[str,
     return alt.vconcat(*panels)
 
 
-def toy_curve(records: Sequence[Mapping[str, Any]], x: str = "alpha", title: str = "") -> alt.Chart:
+def toy_chart(records: Sequence[Mapping[str, Any]], x: str = "alpha", title: str = "") -> alt.Chart:
     """DLR (and any other numeric fields named in the records) against the toy's mixing knob ``x``."""
     fields = [k for k in records[0] if k != x]
     return alt.Chart(alt.Data(values=list(records))).transform_fold(fields, as_=["series", "value"]).mark_line(point=True).encode(
@@ -212,3 +213,6 @@ def lr_panels(records: Sequence[Mapping[str, Any]], title: str = "") -> alt.HCon
             tooltip=["seed:N", alt.Tooltip("lr:Q", format="g"), alt.Tooltip(f"{column}:Q", format=".3f", title=label)],
         ).properties(width=WIDTH // 2 - 20, height=200, title=label))
     return alt.hconcat(*panels).properties(title=title or "DLR and test accuracy against the learning rate")
+
+
+check_arguments(__name__)  # a wrong type gets a TypeError naming the argument, as in nhtlab.charts

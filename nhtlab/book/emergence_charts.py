@@ -13,10 +13,11 @@ import altair as alt
 
 from ..analysis.regimes import TOO_EARLY
 from ..history import History
-from .regimes import REGIME_COLORS
-from .curves import WIDTH, long_records
+from .regime_charts import REGIME_COLORS
+from ..charts import check_arguments
+from ..charts.curves import WIDTH, long_records
 
-__all__ = ["gap_and_delay", "fraction_threshold", "monitor_readings", "lambda_grid"]
+__all__ = ["gap_and_delay", "fraction_threshold", "monitor_chart", "lambda_grid"]
 
 
 def gap_and_delay(rows: Sequence[dict[str, Any]], law: Sequence[dict[str, Any]], size_title: str = "width") -> alt.VConcatChart:
@@ -72,7 +73,7 @@ def fraction_threshold(fractions: Sequence[dict[str, Any]], budgets: Sequence[in
         width=WIDTH, height=220, title="generalised within the budget (move the slider)")
 
 
-def monitor_readings(history: History, title: str = "") -> alt.VConcatChart:
+def monitor_chart(history: History, title: str = "") -> alt.VConcatChart:
     """What a :class:`~nhtlab.training.monitor.Monitor` recorded: accuracy (if any), ‖θ‖², head signals, DLR."""
     zoom = alt.selection_interval(bind="scales", encodings=["x"])
     cols = history.columns
@@ -99,7 +100,7 @@ def monitor_readings(history: History, title: str = "") -> alt.VConcatChart:
 def lambda_grid(records: Sequence[dict[str, Any]], value: str = "norm", title: str = "‖θ‖² over a λ grid") -> alt.Chart:
     """One curve per λ (records with ``step``, ``lambda``, ``regime`` and ``value``), coloured by regime.
 
-    Colours are the regimes chapter's (:data:`nhtlab.charts.regimes.REGIME_COLORS`); a dropdown
+    Colours are the regimes chapter's (:data:`nhtlab.book.regime_charts.REGIME_COLORS`); a dropdown
     highlights one λ.
     """
     lambdas = sorted({r["lambda"] for r in records})
@@ -112,3 +113,6 @@ def lambda_grid(records: Sequence[dict[str, Any]], value: str = "norm", title: s
         opacity=alt.condition((pick == None) | (alt.datum["lambda"] == pick), alt.value(1.0), alt.value(0.12)),  # noqa: E711
         tooltip=["lambda:Q", "regime:N", "step:Q", alt.Tooltip(f"{value}:Q", format=",.2f")],
     ).add_params(pick).properties(width=WIDTH, height=240, title=title)
+
+
+check_arguments(__name__)  # a wrong type gets a TypeError naming the argument, as in nhtlab.charts

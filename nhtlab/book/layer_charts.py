@@ -11,7 +11,8 @@ from typing import Any
 
 import altair as alt
 
-from .curves import WIDTH, layer_label
+from ..charts import check_arguments
+from ..charts.curves import WIDTH, layer_label
 
 __all__ = ["warning_signals", "sweep_lines", "score_bars", "contraction_curves"]
 
@@ -163,3 +164,6 @@ def contraction_curves(records: Sequence[dict[str, Any]], share: float,
         strokeDash=[2, 2], color="#888").encode(y="level:Q")
     chart = alt.layer(lines, points, level, *(_event_marks(events, run) if events else []))
     return chart.properties(width=WIDTH, height=260, title=title)
+
+
+check_arguments(__name__)  # a wrong type gets a TypeError naming the argument, as in nhtlab.charts

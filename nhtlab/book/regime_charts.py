@@ -15,7 +15,8 @@ from typing import Any
 import altair as alt
 
 from ..analysis.regimes import DIVERGED, NOT_DECIDED, REGIMES, UNDETERMINED
-from .curves import WIDTH
+from ..charts import check_arguments
+from ..charts.curves import WIDTH
 
 __all__ = ["REGIME_COLORS", "VERDICT_COLORS", "regime_norm_curves", "lambda_slider", "delay_fit_chart",
            "contraction_chart"]
@@ -220,3 +221,6 @@ def contraction_chart(records: Sequence[Mapping[str, Any]], paper_ratio: float =
                  alt.Tooltip("r2:Q", format=".3f")],
     )
     return (lines + dots).properties(width=WIDTH, height=260, title="how fast ‖θ‖² contracts after T_mem: V ≈ A·rᵗ + C")
+
+
+check_arguments(__name__)  # a wrong type gets a TypeError naming the argument, as in nhtlab.charts
