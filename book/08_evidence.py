@@ -31,9 +31,15 @@
 # repository's environment has it.
 import sys
 
+# Colab: True keeps results and checkpoints on Google Drive
+KEEP_ON_DRIVE = False
+
 if "google.colab" in sys.modules:
     # %pip install -q "nhtlab @ git+https://github.com/nhtlab/nhtlab@main"
-    pass
+    import nhtlab
+    from nhtlab import book as nb
+
+    nb.colab_launch("08_evidence", keep=KEEP_ON_DRIVE)
 
 # %% tags=["parameters"]
 profile = "book"  # "quick", "book" or "full": see Run a chapter
@@ -54,6 +60,7 @@ PROFILES = {
     "full": dict(models=("book", "mlp_full_batch", "mlp_minibatch")),
 }
 cfg = nb.select_profile(PROFILES, profile)
+nb.stamp(profile, cfg)
 
 # %% [markdown]
 # ## The rule, fixed before the runs

@@ -152,7 +152,7 @@ def test_chapter_times_table_is_the_kept_build_records(tmp_path):
     record of a profile replaces that profile's column: no chapter time is typed by hand."""
     kept = measurements_page.load([ROOT / "benchmarks" / "results"])
     stems = measurements_page.chapter_stems()
-    assert len(stems) == 8 and stems[0] == "01_grokking"
+    assert len(stems) == 9 and stems[0] == "01_grokking" and stems[-1] == "08_evidence"  # eight lessons, one evidence page
     assert (ROOT / "book" / "chapter_times.md").read_text() == measurements_page.render_chapter_times(kept, stems), (
         "book/chapter_times.md is stale: run `make measurements`")
     record = {"benchmark": "build_book", "date": "2099-01-01T00:00:00+00:00", "settings": {"profile": "quick", "chapters at a time": 2},

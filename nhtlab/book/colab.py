@@ -73,6 +73,7 @@ FULL_ON_T4: dict[str, tuple[str, str]] = {
     "06_shortcuts": ("many hours", "more than a free session allows"),
     "07_emergence": ("about an hour", ""),
     "08_own_model": ("tens of minutes", ""),
+    "08_evidence": ("a minute", "it trains nothing: it renders saved records"),
 }
 
 
