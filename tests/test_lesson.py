@@ -76,3 +76,16 @@ def test_check_function_accepts_its_reference_and_rejects_a_scaled_copy(values, 
     assert nb.check_function(np.sort, np.sort, [(x,)]).status == "correct"
     scaled = nb.check_function(lambda v: np.sort(v) * (1 + scale), np.sort, [(x,)])
     assert scaled.status == ("correct" if np.allclose(x, 0, atol=1e-8) else "wrong")
+
+
+def test_check_function_skips_cases_its_reference_refuses():
+    """A capped run can leave an exercise with no data: the cases nhtlab's function refuses check nothing."""
+
+    def reference(points):
+        if len(points) < 2:
+            raise ValueError("The 'x' parameter of linear_fit must hold at least 2 points. Got 0.")
+        return float(np.mean(points))
+
+    assert nb.check_function(np.mean, reference, [([],), ([1.0, 3.0],)]).status == "correct"
+    empty = nb.check_function(np.mean, reference, [([],)], name="my_fit")
+    assert empty.status == "unanswered" and "Nothing to check my_fit on" in empty.message and "2 points" in empty.message
