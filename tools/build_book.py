@@ -280,8 +280,20 @@ def _execute_one(args: tuple[str, str, bool], threads: int | None = None) -> tup
         # Side by side, chapters and their pools would run more training loops than there are cores;
         # each loop holds one of the machine's slots instead (nhtlab.build.cpu_slots; ~8% faster).
         os.environ.setdefault("NHTLAB_CPU_SLOTS", str(os.cpu_count() or 1))
-    out, seconds, cached = execute(Path(args[0]), args[1], args[2])
+    # a marker the build's progress lines read: this chapter runs now (a pool marks a queued task "running")
+    marker = running_marker(Path(args[0]).stem, args[1])
+    marker.parent.mkdir(parents=True, exist_ok=True)
+    marker.write_text(str(time.time()))
+    try:
+        out, seconds, cached = execute(Path(args[0]), args[1], args[2])
+    finally:
+        marker.unlink(missing_ok=True)
     return str(out), seconds, cached
+
+
+def running_marker(stem: str, profile: str) -> Path:
+    """The file that says chapter ``stem`` is executing in ``profile`` now, holding its start time."""
+    return BUILD / "executed" / profile / f"{stem}.running"
 
 
 def _execute_chapters(todo: list[tuple[str, str, bool]], threads: int | None = 1,
@@ -418,7 +430,9 @@ def execute_all(profile: str, jobs: int = 1, force: bool = False, only: list[str
         # One chapter per task: a free process takes the next chapter in ``order`` (tasks start in the order given).
         with ProcessPoolExecutor(max(1, min(jobs, len(order)))) as pool:
             futures = {nb.stem: pool.submit(_execute_chapters, [(str(nb), profile, force)], 1, keep_going) for nb in order}
-            with ChapterProgress(expected, lambda: [stem for stem, f in futures.items() if f.running()]):
+            # a chapter runs when its worker has written its marker (a queued task already counts as running)
+            with ChapterProgress(expected, lambda: [stem for stem, f in futures.items()
+                                                    if f.running() and running_marker(stem, profile).exists()]):
                 for stem, future in futures.items():
                     (_, seconds, cached), = future.result()
                     results[stem] = (seconds, cached)
