@@ -381,8 +381,8 @@ nb.score_bars(nb.separation_records(study.separations(trained)))
 #
 # Each domain's sweep is scored on its main run (seed 0); P1, P3, P4 and
 # P5, which need only the main run, are also read on the border's main
-# run at every seed. P2 and P6 rest on one sweep, so the chapter states
-# no reading of them.
+# run at every seed. P2 and P6 rest on one sweep (one seed a λ): the
+# closing checks show them, marked as one sweep, and never assert them.
 
 # %% tags=["remove-input"]
 study.scorecard_report(trained)
