@@ -44,7 +44,7 @@ import torch
 import torch.nn.functional as F
 
 import nhtlab
-from nhtlab.build.floor import count_step, matmul_rate
+from nhtlab.plumbing.floor import count_step, matmul_rate
 from nhtlab.models.transformer import SelfAttention, Transformer, gather_rows
 from nhtlab.training.loop import evaluate
 from nhtlab.training.sweeps import grid, sweep
@@ -298,12 +298,12 @@ def bench_where_time_goes(steps: int) -> dict:
 
 def count_matmuls(model, x, y, batch) -> tuple[int, Counter]:
     """Matmul FLOPs of one training step (forward + backward) and the (batch, M, K, N) shapes they come from
-    (:func:`nhtlab.build.floor.count_step`, which the book build's efficiency counts with too)."""
+    (:func:`nhtlab.plumbing.floor.count_step`, which the book build's efficiency counts with too)."""
     return count_step(model, x[:batch], y[:batch])
 
 
 def matmul_limit(shapes: Counter, seconds: float | None = None) -> float:
-    """Single-thread GFLOP/s of torch.mm/bmm over ``shapes`` (:func:`nhtlab.build.floor.matmul_rate`)."""
+    """Single-thread GFLOP/s of torch.mm/bmm over ``shapes`` (:func:`nhtlab.plumbing.floor.matmul_rate`)."""
     return matmul_rate(shapes, (0.01 if ROUNDS == 1 else 0.3) if seconds is None else seconds)
 
 

@@ -11,7 +11,7 @@ at once:
 
 * *free*: every loop computes at once and the kernel time-slices them;
 * *slots*: each loop holds one of ``os.cpu_count()`` slots
-  (:func:`nhtlab.build.cpu_slot`, what ``make book`` sets through
+  (:func:`nhtlab.plumbing.cpu_slot`, what ``make book`` sets through
   ``NHTLAB_CPU_SLOTS``), so the others wait, asleep, and the cores never
   switch between loops.
 
@@ -32,7 +32,7 @@ from contextlib import nullcontext
 import torch
 
 import nhtlab
-from nhtlab.build.cpu_slots import cpu_slot
+from nhtlab.plumbing.cpu_slots import cpu_slot
 from _record import record  # benchmarks/_record (this script's folder): the measurements page's records
 
 

@@ -165,7 +165,7 @@ no_decay = [
 result = nhtlab.sweep(
     runs + no_decay,
     workers=2,
-    cache=nhtlab.default_cache(),
+    cache=nb.cache(),
 )
 histories = dict(zip(seeds, result.histories[: len(seeds)]))
 histories_no_decay = dict(zip(seeds, result.histories[len(seeds) :]))

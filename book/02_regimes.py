@@ -150,7 +150,7 @@ runs = [
     for lam, steps in cfg.budgets.items()
     for s in cfg.seeds
 ]
-result = nhtlab.sweep(runs, workers=2, cache=nhtlab.default_cache())
+result = nhtlab.sweep(runs, workers=2, cache=nb.cache())
 
 # %% [markdown]
 # (regime-rule)=

@@ -237,7 +237,7 @@ for label, group in families.items():
 result = nhtlab.sweep(
     list(family),
     workers=2,
-    cache=nhtlab.default_cache(),
+    cache=nb.cache(),
 )
 histories = result.histories
 labels = [family[row.run] for row in result]

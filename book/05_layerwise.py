@@ -170,7 +170,7 @@ small_runs = [
 swept = nhtlab.sweep(
     companion_runs + small_runs,
     workers=2,
-    cache=nhtlab.default_cache(),
+    cache=nb.cache(),
 ).histories
 keys = [(r.weight_decay, r.seed) for r in companion_runs]
 modular = dict(zip(keys, swept[: len(keys)]))
@@ -294,7 +294,7 @@ image_runs = {
 images = nhtlab.sweep(
     list(image_runs.values()),
     workers=cfg.workers,
-    cache=nhtlab.default_cache(),
+    cache=nb.cache(),
 )
 image_hists = dict(zip(image_runs, images.histories))
 image_rows = nb.image_run_rows(image_hists)

@@ -193,7 +193,7 @@ your_escape, your_rho, your_batchnorm = None, None, None  # "yes"/"no"
 study = nb.ShortcutStudy.from_profile(cfg, seed=seed)
 runs = study.runs()
 result = nhtlab.sweep(
-    runs, workers=cfg.workers, cache=nhtlab.default_cache()
+    runs, workers=cfg.workers, cache=nb.cache()
 )
 trained = dict(zip(runs, result.histories))
 nb.check_prediction(your_escape, *study.escape_answer(trained))

@@ -138,7 +138,7 @@ runs = [
     for size in cfg.sizes
     for k in cfg.seeds
 ]
-result = nhtlab.sweep(runs, workers=2, cache=nhtlab.default_cache())
+result = nhtlab.sweep(runs, workers=2, cache=nb.cache())
 rows = nhtlab.emergence.scale_table(result.histories, key="d_model")
 
 # %% [markdown]

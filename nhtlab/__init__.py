@@ -4,23 +4,22 @@ Datasets, models, training with norm tracking, the NHT delay law, the clean-norm
 score, DLR and its spectra, and charts. The package has two layers and the build's plumbing:
 
 * the science core, imports pointing down the list: the ground (:mod:`nhtlab.history`,
-  :mod:`nhtlab.validation`, :mod:`nhtlab.hooks`, :mod:`nhtlab.papers`), then :mod:`nhtlab.data`,
+  :mod:`nhtlab.validation`, :mod:`nhtlab.papers`), then :mod:`nhtlab.data`,
   :mod:`nhtlab.models`, :mod:`nhtlab.measures`, then :mod:`nhtlab.analysis`, :mod:`nhtlab.training`,
   :mod:`nhtlab.charts`;
 * the book's layer, :mod:`nhtlab.book`: each chapter's reports, claims, tables, profiles, stamp,
   exercises, widgets and Colab (chapters use it as ``from nhtlab import book as nb``);
-* the build's plumbing, :mod:`nhtlab.build`: CPU slots, the ledger of trainings, the device audit,
-  the smoke cap, the offline chart renderer.
+* the build's plumbing, :mod:`nhtlab.plumbing`: CPU slots, the ledger of trainings, the device audit,
+  the smoke cap, the offline chart renderer, the environment variables.
 
-The core imports neither of the other two. Importing ``nhtlab`` wires them in: the plumbing
-registers into :mod:`nhtlab.hooks`, and the book registers its shared probes into the result cache.
+The core imports neither of the other two and reads no environment variable: the book's layer wraps
+it from outside (:class:`nhtlab.book.runs.BookCache`), and ``import nhtlab`` loads the core alone.
 
 The names below are the public face; everything else stays importable from its module.
 """
 
 import importlib
 
-from . import build  # noqa: F401  (the build's plumbing registers into nhtlab.hooks)
 from . import papers
 from ._version import __version__
 from .analysis import emergence, layers
@@ -51,11 +50,10 @@ from .training.monitor import Monitor
 from .training.presets import companion, companion_sweep
 from .training.shortcut_run import ShortcutRun
 from .training.sweeps import sweep
-from . import book  # noqa: F401  (the book's layer registers chapter 04's shared probes into the result cache)
 
 # Imported on first use: the charts load altair, an import that `import nhtlab` -- in every sweep
 # worker and script -- need not pay.
-_LAZY_MODULES = {"charts": ".charts"}
+_LAZY_MODULES = {"charts": ".charts", "book": ".book"}  # the book's layer wraps the core; loaded when asked for
 
 
 def __getattr__(name: str):

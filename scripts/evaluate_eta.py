@@ -135,7 +135,7 @@ def main() -> None:
     torch.set_num_threads(1)  # one process, one thread: CPU seconds are the machine's cost, the cache keys on it
     cpu, wall = time.process_time(), time.perf_counter()
     runs, weak = runs_for(cfg), weak_runs(cfg)
-    result = nhtlab.sweep(runs + weak, strategy="sequential", cache=nhtlab.default_cache(), progress="text")
+    result = nhtlab.sweep(runs + weak, strategy="sequential", cache=nhtlab.book.cache(), progress="text")
     train_cpu = time.process_time() - cpu
     if args.train_only:
         print(f"trained {sum(row.source != 'cache' for row in result)} of {len(result)} runs, CPU {train_cpu:,.0f} s")

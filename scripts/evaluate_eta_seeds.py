@@ -51,7 +51,7 @@ def main() -> None:
     weak = [nhtlab.companion(seed=s, lr=cfg["lr"], stop_after=None, **cfg["weak"]) for s in cfg["test_seeds"]]
     start = time.perf_counter()
     result = nhtlab.sweep(fit_runs + test_runs + weak, strategy="parallel", workers=args.workers,
-                          cache=nhtlab.default_cache(), progress="text")
+                          cache=nhtlab.book.cache(), progress="text")
     histories = [row.history for row in result]
     no_grok = histories[len(fit_runs) + len(test_runs):]
     payload = {**nhtlab.book.eta_evaluation(histories[:len(fit_runs) + len(test_runs)], cfg["test_seeds"], no_grok,

@@ -52,7 +52,7 @@ def main() -> None:
     if args.edges:
         runs += [nhtlab.companion(lam, s, steps=args.edge_steps) for lam in (0.01, 2.0) for s in range(args.seeds)]
     start = time.perf_counter()
-    result = nhtlab.sweep(runs, strategy="parallel", workers=args.workers, cache=nhtlab.default_cache(), progress="text")
+    result = nhtlab.sweep(runs, strategy="parallel", workers=args.workers, cache=nhtlab.book.cache(), progress="text")
     wall = time.perf_counter() - start
     header = (f"Companion λ sweep reproduced with nhtlab {nhtlab.__version__}: {len(runs)} runs, {wall / 60:.1f} min "
               f"wall, {args.workers} worker processes.")

@@ -9,6 +9,7 @@ scratch) and its history rows.
 """
 
 import json
+import os
 import sys
 
 import torch
@@ -31,7 +32,10 @@ if __name__ == "__main__":
         return saved
 
     loop.load_checkpoint = recording
-    cache = nhtlab.training.cache.ResultCache(sys.argv[1])
+    os.environ["NHTLAB_CACHE_DIR"] = sys.argv[1]  # as keep_on_drive sets it in Colab
+    from nhtlab import book
+
+    cache = book.cache()
     result = nhtlab.sweep(RUNS, strategy="sequential", cache=cache, progress="none")
     out = [{"source": row.source, "resumed_from": resumed.get(str(cache.run_dir(row.run.cache_config()))),
             "rows": row.history.rows} for row in result]

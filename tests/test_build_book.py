@@ -50,7 +50,7 @@ def test_a_lane_keeps_going_past_a_failed_chapter_only_when_asked(monkeypatch):
 
 
 def test_the_build_record_names_each_chapter_and_what_the_ledger_says(tmp_path, monkeypatch):
-    from nhtlab.build.ledger import summarise
+    from nhtlab.plumbing.ledger import summarise
 
     monkeypatch.setenv("NHTLAB_MEASUREMENTS_DIR", str(tmp_path))
     trained = summarise([{"run": "a", "kind": "ModularRun", "label": "A", "steps": 400, "cpu_s": 5.0},
@@ -178,7 +178,7 @@ print(build_book.children_cpu_seconds() - before)
 
 
 def test_each_chapters_cpu_splits_into_its_cache_training_and_the_rest(tmp_path, monkeypatch):
-    from nhtlab.build.ledger import summarise
+    from nhtlab.plumbing.ledger import summarise
 
     monkeypatch.setenv("NHTLAB_MEASUREMENTS_DIR", str(tmp_path))
     trained = summarise([{"run": "a", "kind": "ModularRun", "steps": 400, "cpu_s": 30.0, "chapter": "03_delay_law"},

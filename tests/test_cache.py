@@ -115,29 +115,36 @@ def test_running_histories_and_bad_arguments_are_refused(cache, tmp_path):
         cached_run(RUN, cache, callbacks=[print])
 
 
-def test_default_location_and_switches(monkeypatch, tmp_path, cache):
-    monkeypatch.delenv("NHTLAB_CACHE_DIR", raising=False)
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
-    assert default_cache_dir() == tmp_path / "xdg" / "nhtlab"
+def test_the_core_cache_ignores_the_environment_and_the_book_cache_reads_it(monkeypatch, tmp_path, cache):
+    from nhtlab.book.runs import BookCache
+    from nhtlab.book.runs import cache as book_cache
+
     monkeypatch.setenv("NHTLAB_CACHE_DIR", str(tmp_path / "drive"))
-    assert ResultCache().root == tmp_path / "drive"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     monkeypatch.setenv("NHTLAB_CACHE", "off")
+    monkeypatch.setenv("NHTLAB_CHECKPOINTS", "on")
+    assert ResultCache().root == default_cache_dir() == Path.home() / ".cache" / "nhtlab"
+    assert ResultCache().checkpoints is False
     cached_run(RUN, cache, progress="none")
-    assert len(cache) == 0  # NHTLAB_CACHE=off neither reads nor writes
+    assert len(cache) == 1  # the core's cached_run reads no NHTLAB_CACHE
+    assert book_cache() is None  # the book's cache is off
     monkeypatch.setenv("NHTLAB_CACHE", "on")
-    cached_run(RUN, cache, progress="none")
-    assert len(cache) == 1 and cache.clear() == 1 and len(cache) == 0
+    assert isinstance(book_cache(), BookCache) and book_cache().root == tmp_path / "drive" and book_cache().checkpoints
+    monkeypatch.delenv("NHTLAB_CACHE_DIR")
+    assert book_cache().root == tmp_path / "xdg" / "nhtlab"
+    cached_run(RUN, cache, use_cache=False, progress="none")
+    assert cache.clear() == 1 and len(cache) == 0  # use_cache=False neither reads nor writes
 
 
-def test_default_cache_follows_the_environment(monkeypatch, tmp_path):
-    from nhtlab.training.cache import ResultCache, default_cache
+def test_the_book_cache_trains_in_a_slot_and_writes_the_ledger(tmp_path):
+    from nhtlab.book.runs import BookCache
+    from nhtlab.plumbing.ledger import read_ledger
 
-    monkeypatch.setenv("NHTLAB_CACHE", "off")
-    assert default_cache() is None
-    monkeypatch.setenv("NHTLAB_CACHE", "on")
-    monkeypatch.setenv("NHTLAB_CACHE_DIR", str(tmp_path / "c"))
-    cache = default_cache()
-    assert isinstance(cache, ResultCache) and cache.root == tmp_path / "c"
+    cache = BookCache(tmp_path / "c")
+    history = cached_run(RUN, cache, progress="none")
+    (line,) = read_ledger(cache.root)
+    assert line["run"] == config_key(RUN.cache_config()) and line["how"] == "alone"
+    assert line["steps"] == history.rows[-1]["step"] and cached_run(RUN, cache).cached
 
 
 def test_a_modular_run_keeps_the_key_form_of_nhtlab_0_2_0():

@@ -102,16 +102,6 @@ def test_nhtlab_reads_the_archive_as_torchvision_does(archive):
     assert again.settings["train_files"] == data.settings["train_files"]  # seeded
 
 
-def test_the_smoke_cap_never_downloads(archive, monkeypatch):
-    root, _ = archive
-    monkeypatch.setenv("NHTLAB_SMOKE", "1")
-    monkeypatch.setenv("NHTLAB_SMOKE_IMAGES", "12")
-    data = celeba(root, download=True, size=8, n_train=40, rho=0.75)  # the files are there: read, not fetched
-    assert len(data.y_train) == 12 and len(data.test_sets["clean"][1]) == 4
-    with pytest.raises(DatasetUnavailableError, match=r"download=False \(the smoke cap never downloads\)"):
-        celeba(root / "empty", download=True)
-
-
 def test_a_tiny_shortcut_run_on_celeba(archive):
     root, _ = archive
     run = nhtlab.ShortcutRun(kind="celeba", root=str(root), size=8, train_size=16, rho=0.75, channels=(4, 4, 8, 8, 8, 8),

@@ -72,28 +72,23 @@ def test_limits_and_the_shortcut_pipeline(tmp_path, monkeypatch):
     x, y = read_cifar10_batches(root / "cifar-10-batches-py", train=True, limit=7)
     assert x.shape == (7, 3, 32, 32) and y.shape == (7,)
     monkeypatch.setenv("NHTLAB_CIFAR_ROOT", str(root))
-    data = cifar10("nowhere", download=True)  # the env var replaces root; the files exist, so nothing is fetched
-    assert "NHTLAB_CIFAR_ROOT" in data.name and len(data.y_train) == 150
-    run = nhtlab.ShortcutRun(base="cifar10", root="nowhere", width=2, pad=False, rho=0.95, channels=(4, 4, 8, 8, 8, 8),
+    with pytest.raises(DatasetUnavailableError):  # the loader reads no environment variable
+        cifar10("nowhere")
+    data = cifar10(root, download=True)  # the files exist, so nothing is fetched
+    assert data.name == "cifar10" and len(data.y_train) == 150
+    profiles = {name: dict(images=dict(base="cifar10", root="data")) for name in ("quick", "book", "full")}
+    settings = nhtlab.book.select_profile(profiles, "full").images  # the book's layer applies NHTLAB_CIFAR_ROOT
+    run = nhtlab.ShortcutRun(**settings, width=2, pad=False, rho=0.95, channels=(4, 4, 8, 8, 8, 8),
                              steps=3, eval_every=3, batch_size=8, device="cpu")
+    assert run.root == str(root)
     history = nhtlab.training.shortcut_run.run_shortcut(run, progress="none")
     assert history.status == "completed" and {"clean_acc", "cue_acc", "norm/conv1"} <= set(history.columns)
-
-
-def test_smoke_cap_limits_images_and_never_downloads(tmp_path, monkeypatch):
-    root = write_fake_cifar10(tmp_path)
-    monkeypatch.setenv("NHTLAB_SMOKE", "1")
-    monkeypatch.setenv("NHTLAB_SMOKE_IMAGES", "20")
-    data = cifar10(root, download=True)
-    assert len(data.y_train) == 20 and len(data.y_test) == 20
-    with pytest.raises(DatasetUnavailableError, match="the smoke cap never downloads"):
-        cifar10(tmp_path / "empty", download=True)
 
 
 def test_missing_data_without_download_names_the_fix(tmp_path, monkeypatch):
     monkeypatch.delenv("NHTLAB_SMOKE", raising=False)
     monkeypatch.delenv("NHTLAB_CIFAR_ROOT", raising=False)
-    with pytest.raises(DatasetUnavailableError, match=r"missing data_batch_1.*download=False.*download=True.*NHTLAB_CIFAR_ROOT"):
+    with pytest.raises(DatasetUnavailableError, match=r"missing data_batch_1.*download=False.*download=True.*extract"):
         cifar10(tmp_path, download=False)
     root = write_fake_cifar10(tmp_path / "partial")
     (root / "cifar-10-batches-py" / "test_batch").unlink()

@@ -1,4 +1,4 @@
-"""Machine-wide CPU slots (nhtlab.build.cpu_slots): limits across processes, reentrancy, release, errors."""
+"""Machine-wide CPU slots (nhtlab.plumbing.cpu_slots): limits across processes, reentrancy, release, errors."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import nhtlab
-from nhtlab.build.cpu_slots import SLOTS_VARIABLE, cpu_slot, cpu_slots
+from nhtlab.plumbing.cpu_slots import SLOTS_VARIABLE, cpu_slot, cpu_slots
 
 
 def _log(path: str, line: str) -> None:
@@ -32,7 +32,7 @@ def _take_slot(folder: str, slots: int, name: str, log: str, release) -> None:
     ``refused <name> slot-<i>``: seen on every slot while no holder has been released, it shows that this
     process waits rather than computes, without a clock.
     """
-    from nhtlab.build import cpu_slots as module
+    from nhtlab.plumbing import cpu_slots as module
 
     real, refused = module.fcntl, set()
 
@@ -184,5 +184,14 @@ def test_training_holds_a_slot_while_it_computes(monkeypatch, tmp_path):
     seen = []
     run = nhtlab.ModularRun(p=7, model="mlp", steps=20, eval_every=10, seed=0)
     nhtlab.run_modular(run, callbacks=[lambda state: seen.append(_locked(tmp_path / "slot-0.lock"))], progress="none")
+    assert seen == [False, False, False]  # the core holds no slot: the book's cache wraps it in one
+
+    class Watched(nhtlab.ModularRun):  # a run that looks at the slot while the book's cache trains it
+        def execute(self, **kwargs):
+            return nhtlab.run_modular(self, callbacks=[lambda state: seen.append(_locked(tmp_path / "slot-0.lock"))],
+                                      **kwargs)
+
+    seen.clear()
+    nhtlab.book.runs.BookCache(tmp_path / "cache").train(Watched(**run.to_dict()), progress="none")
     assert seen == [True, True, True]  # at steps 0, 10 and 20
     assert not _locked(tmp_path / "slot-0.lock")

@@ -3,7 +3,7 @@
 On a CPU-only machine the audit makes ``pick_device()`` return ``cpu:0`` and
 tags every tensor as on the chosen device or left on the host; mixing the two,
 ``.numpy()`` on a device tensor, or a model that was never moved raises
-:class:`~nhtlab.build.device_audit.DeviceMixError`. The smoke executions of the chapters
+:class:`~nhtlab.plumbing.device_audit.DeviceMixError`. The smoke executions of the chapters
 (tests/test_full_smoke.py) run under it through ``NHTLAB_DEVICE_CHECK=1``.
 """
 
@@ -19,7 +19,7 @@ import pytest
 import torch
 
 import nhtlab
-from nhtlab.build.device_audit import AUDIT_DEVICE, DeviceMixError, device_audit, device_audit_enabled
+from nhtlab.plumbing.device_audit import AUDIT_DEVICE, DeviceMixError, device_audit, device_audit_enabled
 
 ROOT = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.skipif(torch.cuda.is_available(), reason="the audit stands in for a GPU on CPU-only machines")
@@ -150,7 +150,7 @@ def test_shortcut_runs_features_dlr_and_monitor_are_device_clean():
 
 def test_the_environment_switch_audits_a_whole_process():
     code = ("import torch, nhtlab\n"
-            "from nhtlab.build.device_audit import DeviceMixError\n"
+            "from nhtlab.plumbing.device_audit import DeviceMixError\n"
             "assert nhtlab.pick_device() == torch.device('cpu', 0)\n"
             "try:\n"
             "    torch.nn.Linear(2, 2)(torch.zeros(1, 2))\n"

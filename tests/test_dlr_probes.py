@@ -9,7 +9,7 @@ import torch
 
 import nhtlab
 from nhtlab.history import History
-from nhtlab.training.cache import ResultCache
+from nhtlab.book.runs import BookCache as ResultCache  # the book's cache trains shared probes
 from nhtlab.book.dlr_probes import pair_probe, probe_key, same_run_check, tracked_run
 
 RUN = nhtlab.ModularRun(p=7, model="mlp", model_kwargs={"width": 16}, steps=30, eval_every=10, weight_decay=1.0)
@@ -81,11 +81,7 @@ def test_probe_key_changes_with_the_probe_inputs_and_rules():
 
 def share_probe_of_run(monkeypatch, spectra=True):
     """Make RUN a run with a shared probe (as the companion grid's λ = 1 runs are), in this process."""
-    import nhtlab.training.cache as cache_module
-    from nhtlab.book.dlr_probes import train_probed
-
-    assert cache_module._PROBES is not None, "importing nhtlab registers the shared probes with the cache"
-    monkeypatch.setattr(cache_module, "_PROBES", (lambda run: probe(spectra) if run == RUN else None, train_probed))
+    monkeypatch.setattr("nhtlab.book.runs.shared_probe", lambda run: probe(spectra) if run == RUN else None)
 
 
 def test_whoever_trains_a_run_with_a_shared_probe_writes_the_tracked_entry_too(cache, monkeypatch):

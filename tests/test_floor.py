@@ -1,4 +1,4 @@
-"""nhtlab.build.floor: the step's matmul FLOPs, its floor at torch.mm's rate, and a build's efficiency per run kind."""
+"""nhtlab.plumbing.floor: the step's matmul FLOPs, its floor at torch.mm's rate, and a build's efficiency per run kind."""
 
 from __future__ import annotations
 
@@ -7,9 +7,10 @@ import torch
 from torch import nn
 
 import nhtlab
-from nhtlab.build import floor
-from nhtlab.build.ledger import read_ledger
-from nhtlab.training.cache import ResultCache, cached_run
+from nhtlab.plumbing import floor
+from nhtlab.plumbing.ledger import read_ledger
+from nhtlab.book.runs import BookCache
+from nhtlab.training.cache import cached_run
 
 RUN = nhtlab.ModularRun(p=7, model="mlp", model_kwargs={"width": 16}, steps=20, eval_every=10, batch_size=32)
 
@@ -51,7 +52,7 @@ def test_runs_that_differ_in_values_only_share_one_count_kept_in_a_folder(tmp_pa
 
 
 def test_a_build_reads_each_trained_runs_floor_from_its_ledger_line(tmp_path):
-    cache = ResultCache(tmp_path / "cache")
+    cache = BookCache(tmp_path / "cache")  # the book's cache writes the ledger
     cached_run(RUN, cache, use_cache=True, progress="none")
     (line,) = read_ledger(cache.root)
     assert type(RUN)(**line["config"]) == RUN  # the ledger keeps the run's settings

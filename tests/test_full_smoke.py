@@ -1,4 +1,4 @@
-"""Every chapter's ``full`` profile executed end to end under the smoke cap (nhtlab.build.smoke).
+"""Every chapter's ``full`` profile executed end to end under the smoke cap (nhtlab.plumbing.smoke).
 
 Each chapter runs with papermill (``profile = "full"``) in a kernel that sees
 ``NHTLAB_SMOKE=1``: the same models, loaders, sweeps and layer names as the

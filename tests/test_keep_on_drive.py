@@ -69,11 +69,15 @@ def test_a_killed_sweep_resumes_from_its_checkpoint_in_the_cache(tmp_path):
 
 
 def test_checkpoints_follow_the_environment_and_the_argument(monkeypatch, tmp_path):
+    from nhtlab.book.runs import cache as book_cache
+
     monkeypatch.delenv("NHTLAB_CHECKPOINTS", raising=False)
-    assert nhtlab.training.cache.ResultCache(tmp_path).checkpoints is False
+    monkeypatch.setenv("NHTLAB_CACHE", "on")
+    monkeypatch.setenv("NHTLAB_CACHE_DIR", str(tmp_path))
+    assert book_cache().checkpoints is False and nhtlab.training.cache.ResultCache(tmp_path).checkpoints is False
     monkeypatch.setenv("NHTLAB_CHECKPOINTS", "on")
-    assert nhtlab.training.cache.ResultCache(tmp_path).checkpoints is True
-    assert nhtlab.training.cache.ResultCache(tmp_path, checkpoints=False).checkpoints is False
+    assert book_cache().checkpoints is True and nhtlab.training.cache.ResultCache(tmp_path).checkpoints is False
+    assert nhtlab.training.cache.ResultCache(tmp_path, checkpoints=True).checkpoints is True
     with pytest.raises(TypeError, match="checkpoints"):
         nhtlab.training.cache.ResultCache(tmp_path, checkpoints="yes")
     run = nhtlab.ModularRun(p=7, steps=20, eval_every=10, device="cpu")
@@ -103,10 +107,11 @@ def test_keep_on_drive_mounts_and_points_the_cache_there(monkeypatch, tmp_path):
     monkeypatch.setitem(sys.modules, "google", types.ModuleType("google"))
     monkeypatch.setitem(sys.modules, "google.colab", colab)
     monkeypatch.delenv("NHTLAB_CACHE_DIR", raising=False)
+    monkeypatch.delenv("NHTLAB_CACHE", raising=False)  # as in Colab
     monkeypatch.delenv("NHTLAB_CHECKPOINTS", raising=False)
     root = nhtlab.book.keep_on_drive(tmp_path / "MyDrive" / "nhtlab")
     assert mounted == ["/content/drive"] and root == tmp_path / "MyDrive" / "nhtlab" / "cache" and root.is_dir()
-    assert nhtlab.training.cache.ResultCache().root == root and nhtlab.training.cache.ResultCache().checkpoints is True
+    assert nhtlab.book.cache().root == root and nhtlab.book.cache().checkpoints is True
     note = nhtlab.book.colab_launch("03_delay_law")
     takes, why = nhtlab.book.colab.FULL_ON_T4["03_delay_law"]
     assert f"takes {takes} on a Colab T4 GPU ({why})" in note and "KEEP_ON_DRIVE = True" in note

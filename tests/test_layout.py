@@ -1,9 +1,9 @@
 """The package's layers: the science core imports nothing from the book's layer or the build's plumbing.
 
 Three layers (tools/package_shape.py prints them): the core (ground, data / models / measures,
-analysis, training, charts), the build's plumbing (``nhtlab.build``) and the book's layer
-(``nhtlab.book``). Imports point downwards only; the core reaches the plumbing through the hooks
-it calls (``nhtlab.hooks``), which ``import nhtlab`` fills. Function-local imports are the named few.
+analysis, training, charts), the build's plumbing (``nhtlab.plumbing``) and the book's layer
+(``nhtlab.book``). Imports point downwards only: the core never reaches the plumbing or the book,
+which wrap it from outside, and it reads no environment variable. Function-local imports are the named few.
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ import pytest
 import package_shape  # tools/ is on sys.path (tests/conftest.py)
 
 PKG = package_shape.PKG
-LAYERS = {"_version": 0, "history": 0, "validation": 0, "hooks": 0, "papers": 0,
+LAYERS = {"_version": 0, "history": 0, "validation": 0, "papers": 0,
           "data": 1, "models": 1, "measures": 1, "analysis": 2, "training": 3, "charts": 4,
-          "build": 5, "book": 6, "": 7}
+          "plumbing": 5, "book": 6, "": 7}
 # Function-local imports that stay, each for a reason (an optional or slow dependency; fcntl: POSIX only,
 # imported in a try block by the CPU slots).
 LOCAL_ALLOWED = {"tqdm.std", "tqdm.notebook", "torchvision", "torchvision.models", "sklearn.datasets", "ipywidgets",
@@ -71,9 +71,9 @@ def test_the_core_imports_nothing_from_the_book_or_the_build():
 
 def test_the_scanner_sees_an_import_of_the_book(tmp_path, monkeypatch):
     (tmp_path / "analysis").mkdir()
-    (tmp_path / "analysis" / "x.py").write_text("from ..book.closing import closing_checks\nimport nhtlab.build.smoke\n")
+    (tmp_path / "analysis" / "x.py").write_text("from ..book.closing import closing_checks\nimport nhtlab.plumbing.smoke\n")
     monkeypatch.setattr(package_shape, "PKG", tmp_path)
-    assert package_shape.core_imports_of_outer_layers() == ["analysis.x -> book.closing", "analysis.x -> build.smoke"]
+    assert package_shape.core_imports_of_outer_layers() == ["analysis.x -> book.closing", "analysis.x -> plumbing.smoke"]
 
 
 def test_the_package_meets_its_targets():
@@ -113,3 +113,22 @@ def test_no_module_is_named_like_a_standard_library_module():
 
     clashes = [str(p.relative_to(PKG)) for p in MODULES if p.stem in sys.stdlib_module_names]
     assert not clashes, f"named like a standard-library module: {clashes}"
+
+
+def test_the_core_reads_no_environment_variable():
+    """Settings reach the core as arguments; only the book's layer and the plumbing read the environment."""
+    readers = []
+    for path in MODULES:
+        if package_shape.layer_of(module_name(path)) in package_shape.OUTER:
+            continue
+        text = path.read_text()
+        readers += [f"{path.relative_to(PKG)}: {word}" for word in ("os.environ", "getenv", "environ[") if word in text]
+    assert readers == []
+
+
+def test_the_environment_scan_sees_a_reader(tmp_path, monkeypatch):
+    (tmp_path / "training").mkdir()
+    (tmp_path / "training" / "x.py").write_text("import os\nSTEPS = os.environ.get('NHTLAB_SMOKE_STEPS')\n")
+    monkeypatch.setattr(package_shape, "PKG", tmp_path)
+    path = tmp_path / "training" / "x.py"
+    assert package_shape.layer_of(package_shape.module_name(path)) == "core" and "os.environ" in path.read_text()

@@ -7,8 +7,9 @@ import json
 import pytest
 
 import nhtlab
-from nhtlab.training.cache import ResultCache, config_key
-from nhtlab.build.ledger import LEDGER_NAME, read_ledger, summarise
+from nhtlab.book.runs import BookCache as ResultCache  # the book's cache writes the ledger
+from nhtlab.training.cache import config_key
+from nhtlab.plumbing.ledger import LEDGER_NAME, read_ledger, summarise
 from nhtlab.book.dlr_probes import pair_probe, tracked_run
 
 RUN = nhtlab.ModularRun(p=7, model="mlp", model_kwargs={"width": 16}, steps=30, eval_every=10, weight_decay=1.0)
@@ -77,7 +78,7 @@ def test_a_ledger_that_cannot_be_written_warns_once_and_keeps_the_result(tmp_pat
 
 def test_shortcut_runs_that_differ_in_their_cue_or_normalisation_get_different_labels(tmp_path):
     # the book trains eight shortcut runs at λ = 0.1 and seed 0; the label must tell them apart
-    from nhtlab.build.ledger import record_training
+    from nhtlab.plumbing.ledger import record_training
 
     runs = [nhtlab.ShortcutRun(weight_decay=0.1, rho=rho, norm=norm) for rho in (0.9, 0.95) for norm in ("none", "batch")]
     for run in runs:

@@ -118,7 +118,7 @@ def test_lr_readings_follow_the_records():
 
 
 def test_ledger_cpu_seconds_reads_the_latest_training_of_each_run(tmp_path):
-    from nhtlab.build.ledger import record_training
+    from nhtlab.plumbing.ledger import record_training
     from nhtlab.training.cache import ResultCache
 
     runs = [ShortcutRun(kind="background", steps=10, seed=s) for s in (0, 1)]

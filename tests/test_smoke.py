@@ -1,12 +1,11 @@
-"""The smoke cap: select_profile, the training loops, the stamp and the cache all honour NHTLAB_SMOKE."""
+"""The smoke cap: select_profile and the stamp honour NHTLAB_SMOKE; the core (training, cache keys) never reads it."""
 
 import pytest
 
 import nhtlab
 from nhtlab.training.cache import ResultCache, config_key
 from nhtlab.book.closing import science_checks
-from nhtlab.build.smoke import cap_settings, cap_train_config, smoke_enabled
-from nhtlab.training.loop import TrainConfig
+from nhtlab.plumbing.smoke import cap_settings, smoke_enabled
 
 PROFILES = {
     "quick": dict(steps=100, seeds=[0]),
@@ -68,22 +67,13 @@ def test_profile_may_not_define_smoke():
         nhtlab.book.select_profile({k: dict(v, smoke=1) for k, v in PROFILES.items()}, "quick")
 
 
-def test_train_and_stacked_training_are_capped(smoke):
-    alone = nhtlab.run_modular(RUN, progress="none")
-    assert alone.column("step").tolist() == [0, 4, 8]
-    stacked = nhtlab.training.batched.train_batched([RUN, RUN.replace(seed=1, weight_decay=0.1)], progress="none")
-    for h in stacked:
-        assert h.column("step").tolist() == [0, 4, 8] and h.status == "completed"
-    history = nhtlab.train(nhtlab.make_model("mlp", 11, width=16), nhtlab.modular_data(11, seed=0),
-                           TrainConfig(steps=1000, eval_every=500, batch_size=512, device="cpu"))
-    assert history.config["steps"] == 8 and history.config["batch_size"] == 8 and history.config["smoke_steps"] == 8
-
-
-def test_cap_train_config_is_identity_when_off(monkeypatch):
-    monkeypatch.delenv("NHTLAB_SMOKE", raising=False)
-    config = TrainConfig(steps=1000)
-    assert cap_train_config(config) is config
+def test_the_core_trains_what_it_is_given_under_the_cap(smoke):
+    """The cap rewrites a chapter's settings (select_profile); a run handed to the core trains as written."""
     assert nhtlab.run_modular(RUN, progress="none").column("step")[-1] == 60
+    stacked = nhtlab.training.batched.train_batched([RUN, RUN.replace(seed=1)], progress="none")
+    assert [h.column("step")[-1] for h in stacked] == [60, 60]
+    capped = nhtlab.book.select_profile({name: dict(steps=60) for name in ("quick", "book", "full")}, "full")
+    assert nhtlab.run_modular(RUN.replace(steps=capped.steps), progress="none").column("step").tolist() == [0, 8]
 
 
 def test_science_checks(smoke, capsys, monkeypatch):
@@ -112,7 +102,7 @@ def test_stamp_of_a_real_run_has_no_banner(monkeypatch):
     assert "SMOKE RUN" not in facts and "SMOKE" not in facts._repr_html_()
 
 
-def test_cache_never_mixes_capped_and_real_runs(tmp_path, monkeypatch):
+def test_a_capped_run_has_its_own_key_and_real_keys_ignore_the_cap(tmp_path, monkeypatch):
     monkeypatch.delenv("NHTLAB_SMOKE", raising=False)
     config = RUN.to_dict()
     real_key = config_key(config)
@@ -120,14 +110,11 @@ def test_cache_never_mixes_capped_and_real_runs(tmp_path, monkeypatch):
     real = nhtlab.run_modular(RUN, progress="none")
     cache.put(config, real)
     monkeypatch.setenv("NHTLAB_SMOKE", "1")
-    monkeypatch.delenv("NHTLAB_SMOKE_STEPS", raising=False)
-    assert config_key(config) != real_key
-    assert cache.get(config) is None  # a capped run does not read the real entry
-    capped = nhtlab.training.cache.cached_run(RUN, cache, use_cache=True, progress="none")
+    assert config_key(config) == real_key  # nothing of the build enters a key
+    steps = nhtlab.book.select_profile({name: dict(steps=RUN.steps) for name in ("quick", "book", "full")}, "full").steps
+    capped_run = RUN.replace(steps=steps)
+    assert config_key(capped_run.to_dict()) != real_key and cache.get(capped_run.to_dict()) is None
+    capped = nhtlab.training.cache.cached_run(capped_run, cache, progress="none")
     assert capped.column("step")[-1] == 8 and capped.cached is False
-    assert nhtlab.training.cache.cached_run(RUN, cache, use_cache=True).cached is True
-    monkeypatch.setenv("NHTLAB_SMOKE_STEPS", "6")
-    assert cache.get(config) is None  # another cap, another key
-    monkeypatch.delenv("NHTLAB_SMOKE")
-    assert config_key(config) == real_key  # real keys are unchanged by the smoke machinery
+    assert nhtlab.training.cache.cached_run(capped_run, cache).cached is True
     assert cache.get(config).rows == real.rows

@@ -203,5 +203,8 @@ def test_bad_input_names_the_parameter_and_what_is_allowed(case, tmp_path, monke
 
 def test_environment_settings_are_validated_too(monkeypatch):
     monkeypatch.setenv("NHTLAB_PROGRESS", "loud")
+    profiles = {name: {} for name in ("quick", "book", "full")}
     with pytest.raises(ValueError, match=r"'NHTLAB_PROGRESS' parameter of the environment must be one of 'auto', 'text'"):
-        nhtlab.training.progress.progress_mode()
+        nhtlab.book.select_profile(profiles, "quick")
+    with pytest.raises(ValueError, match=r"'mode' parameter of set_default_progress must be one of"):
+        nhtlab.training.progress.set_default_progress("loud")

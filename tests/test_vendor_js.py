@@ -104,7 +104,7 @@ def test_vendored_scripts_draw_a_chart_and_a_formula_offline(tmp_path):
     import browser_check
     import vendor_js
 
-    from nhtlab.build.offline_charts import offline_html
+    from nhtlab.plumbing.offline_charts import offline_html
 
     if browser_check.find_chromium() is None:
         if os.environ.get("NHTLAB_REQUIRE_BROWSER") == "1":

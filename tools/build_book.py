@@ -21,7 +21,7 @@ chapter comes first, ``nhtlab.book.shared_probe``). The order is therefore chose
 Each chapter's kernel has one thread; a chapter's own sweep still starts its pool
 of workers, so the cores stay busy while the other chapter analyses, draws or
 trains in its kernel. Every training loop then holds one of the machine's CPU
-slots (``NHTLAB_CPU_SLOTS``, :mod:`nhtlab.build.cpu_slots`): never more loops
+slots (``NHTLAB_CPU_SLOTS``, :mod:`nhtlab.plumbing.cpu_slots`): never more loops
 compute than there are cores, which time-slicing would slow by ~8%.
 """
 
@@ -48,7 +48,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(ROOT / "benchmarks"))  # benchmarks/_record: the machine's name and the build's record
 BOOK = ROOT / "book"
 if TYPE_CHECKING:
-    from nhtlab.build.ledger import LedgerSummary
+    from nhtlab.plumbing.ledger import LedgerSummary
 # NHTLAB_BUILD_DIR moves the whole build (executed chapters, their run cache, the HTML) elsewhere:
 # tools/kernel_paths.py builds a second copy of the book under another kernel path that way.
 BUILD = Path(os.environ.get("NHTLAB_BUILD_DIR") or ROOT / "_build")
@@ -213,8 +213,8 @@ def run_cache() -> Path:
 
 
 def ledger_lines() -> list[dict]:
-    """The trainings this build's result cache has recorded so far (:mod:`nhtlab.build.ledger`)."""
-    from nhtlab.build.ledger import read_ledger
+    """The trainings this build's result cache has recorded so far (:mod:`nhtlab.plumbing.ledger`)."""
+    from nhtlab.plumbing.ledger import read_ledger
 
     return read_ledger(run_cache())
 
@@ -222,16 +222,16 @@ def ledger_lines() -> list[dict]:
 def ledger_summary(since: int = 0) -> "LedgerSummary":
     """What the chapters trained into this build's result cache after its first ``since`` ledger lines
     (the quick profile's test executions share the folder)."""
-    from nhtlab.build.ledger import summarise
+    from nhtlab.plumbing.ledger import summarise
 
     return summarise(ledger_lines()[since:])
 
 
 def build_efficiency(lines: list[dict]) -> dict[str, dict[str, float]]:
     """Per run kind, Σ steps × floor per step / training CPU seconds over the ledger ``lines``
-    (:func:`nhtlab.build.floor.efficiency`): the step's FLOPs counted once per shape (kept under
+    (:func:`nhtlab.plumbing.floor.efficiency`): the step's FLOPs counted once per shape (kept under
     ``<build>/step-flops/<source hash>``), the torch.mm rate timed here, once, on one thread."""
-    from nhtlab.build.floor import efficiency, floors
+    from nhtlab.plumbing.floor import efficiency, floors
 
     return efficiency(lines, floors(lines, BUILD / "step-flops" / source_hash()))
 
@@ -255,8 +255,8 @@ def execute(notebook: Path, profile: str, force: bool = False) -> tuple[Path, fl
     claims.unlink(missing_ok=True)
     # Finished runs are cached per version of nhtlab's source, so an edit never reuses stale results.
     # The chapter's closing checks write what held to its claims file (nhtlab.book.closing_checks).
-    # The chapter's name: the ledger says which chapter's process trained each run (nhtlab.build.ledger).
-    from nhtlab.build.ledger import CHAPTER_VARIABLE
+    # The chapter's name: the ledger says which chapter's process trained each run (nhtlab.plumbing.ledger).
+    from nhtlab.plumbing.ledger import CHAPTER_VARIABLE
 
     env = {**BOOK_ENV, "NHTLAB_CACHE_DIR": str(run_cache()), "NHTLAB_CLAIMS_FILE": str(claims),
            CHAPTER_VARIABLE: notebook.stem}
@@ -278,7 +278,7 @@ def _execute_one(args: tuple[str, str, bool], threads: int | None = None) -> tup
         # Parallel chapters: one BLAS/OpenMP thread per kernel, or the threads spin against each other.
         os.environ["OMP_NUM_THREADS"] = os.environ["MKL_NUM_THREADS"] = str(threads)
         # Side by side, chapters and their pools would run more training loops than there are cores;
-        # each loop holds one of the machine's slots instead (nhtlab.build.cpu_slots; ~8% faster).
+        # each loop holds one of the machine's slots instead (nhtlab.plumbing.cpu_slots; ~8% faster).
         os.environ.setdefault("NHTLAB_CPU_SLOTS", str(os.cpu_count() or 1))
     # a marker the build's progress lines read: this chapter runs now (a pool marks a queued task "running")
     marker = running_marker(Path(args[0]).stem, args[1])
@@ -569,9 +569,9 @@ def main() -> None:
         print(*cpu_lines(cpu, trained.by_chapter), sep="\n", flush=True)
     print("Closing checks (nhtlab.book.closing_checks):", *claims_summary(args.profile, args.only), sep="\n", flush=True)
     print("This build's training (the result cache's ledger):", *trained.lines(), sep="\n", flush=True)
-    from nhtlab.build.floor import efficiency_lines
+    from nhtlab.plumbing.floor import efficiency_lines
 
-    print(f"Its training against the step's floor (matmul FLOPs at torch.mm's rate, nhtlab.build.floor; "
+    print(f"Its training against the step's floor (matmul FLOPs at torch.mm's rate, nhtlab.plumbing.floor; "
           f"counted and timed in {counted:.1f} s):",
           *efficiency_lines(efficiency), sep="\n", flush=True)
     if failed:

@@ -101,7 +101,7 @@ def _section(title: str, intro: str, rows: list[dict[str, Any]]) -> list[str]:
 
 
 #: The rows of a ``build_book`` record that the efficiency table reads, per run kind ("<kind>: <suffix>"):
-#: written by ``tools/build_book.py``'s ``record_build`` from ``nhtlab.build.floor.efficiency``.
+#: written by ``tools/build_book.py``'s ``record_build`` from ``nhtlab.plumbing.floor.efficiency``.
 EFFICIENCY_ROWS = {"steps with a floor": "steps", "their training CPU": "training CPU s", "their floor": "floor s",
                    "efficiency": "efficiency (floor / CPU)"}
 
@@ -124,7 +124,7 @@ def render_efficiency(records: list[dict[str, Any]], machines: list[tuple]) -> l
     return _section("The book's training against the step's floor",
                     "Each run kind's share of the floor in a whole build: its steps times the floor of one step (the "
                     "step's matmul FLOPs at the machine's single-thread `torch.mm` rate on the same shapes, "
-                    "`nhtlab.build.floor`) over the CPU seconds its trainings took (the result cache's ledger), so "
+                    "`nhtlab.plumbing.floor`) over the CPU seconds its trainings took (the result cache's ledger), so "
                     "that evaluations, logging, set-up and process start-up show.", rows)
 
 

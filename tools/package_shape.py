@@ -3,10 +3,9 @@
     .venv/bin/python tools/package_shape.py          # the table and the targets
     .venv/bin/python tools/package_shape.py --json   # the same as JSON
 
-Layers: the science core (every module of ``nhtlab`` outside ``book/`` and ``build/``), the book's
-layer (``nhtlab/book``) and the build's plumbing (``nhtlab/build``). Lines are ``wc -l`` lines,
-docstrings included; the top-level ``__init__`` counts as core, though it alone may import the other
-two layers (it wires them in).
+Layers: the science core (every module of ``nhtlab`` outside ``book/`` and ``plumbing/``), the book's
+layer (``nhtlab/book``) and the build's plumbing (``nhtlab/plumbing``). Lines are ``wc -l`` lines,
+docstrings included; the top-level ``__init__`` counts as core.
 tests/test_layout.py holds the package to the targets below.
 """
 
@@ -24,7 +23,7 @@ PKG = ROOT / "nhtlab"
 #: Targets of issue 44.
 MAX_PUBLIC_NAMES = 50
 MAX_CORE_LINES = 10_000
-OUTER = ("book", "build")  # the layers the core may not import
+OUTER = ("book", "plumbing")  # the layers the core may not import
 
 
 def module_name(path: Path) -> str:
@@ -34,7 +33,7 @@ def module_name(path: Path) -> str:
 
 
 def layer_of(module: str) -> str:
-    """``core``, ``book``, ``build``, or ``top`` (the top-level ``__init__``)."""
+    """``core``, ``book``, ``plumbing``, or ``top`` (the top-level ``__init__``)."""
     head = module.split(".")[0]
     return "top" if module == "" else head if head in OUTER else "core"
 
@@ -73,7 +72,7 @@ def core_imports_of_outer_layers() -> list[str]:
 
 def lines_per_layer() -> dict[str, dict[str, int]]:
     """Files and lines of each layer."""
-    out = {name: {"files": 0, "lines": 0} for name in ("core", "book", "build")}
+    out = {name: {"files": 0, "lines": 0} for name in ("core", "book", "plumbing")}
     for path in sorted(PKG.rglob("*.py")):
         row = out[layer_of(module_name(path)).replace("top", "core")]
         row["files"] += 1

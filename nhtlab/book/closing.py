@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from .claims import Check, Reading, check_reading
-from ..build.smoke import SMOKE_ENV, smoke_enabled, smoke_steps
+from ..plumbing.smoke import SMOKE_ENV, smoke_enabled, smoke_steps
 from ..validation import require_type
 from .report import Markdown, evidence, table
 

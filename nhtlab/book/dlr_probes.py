@@ -13,7 +13,7 @@ compared with it, number for number (:func:`same_run_check`).
 Which chapter reaches a shared run first does not matter: a run that chapter 4 reads
 through a probe (:func:`shared_probe`: the companion grid's λ = 1 runs, with
 :func:`companion_probe`) is trained with that probe by whoever trains it
-(:meth:`ResultCache.train <nhtlab.training.cache.ResultCache.train>`, under the plain
+(:meth:`BookCache.train <nhtlab.book.runs.BookCache.train>`, under the plain
 run's claim, through :func:`train_probed`), and both entries are written; chapter 4 then reads them. Any other probe
 on a run cached before trains the run once more, the one time its own entry is missing:
 the cache holds measurements, not the models needed to compute a probe afterwards.
@@ -34,7 +34,9 @@ from ..data.modular import modular_data
 from ..history import History
 from ..measures.dlr import CANDIDATE_RULES, DEFAULT_RANK, DEFAULT_TOL
 from ..validation import require_type
-from ..training.cache import ResultCache, cache_enabled, register_probes
+from ..plumbing.flags import cache_dir, cache_enabled
+from ..plumbing.ledger import record_training
+from ..training.cache import ResultCache, config_key
 from ..training.checkpoint import checkpoint_path
 from ..training.dlr_tracker import DLRTracker
 from ..training.modular_run import ModularRun, run_modular
@@ -244,7 +246,7 @@ def tracked_run(run: ModularRun, tracker: DLRTracker, cache: ResultCache | None 
     tracker : DLRTracker
         The probe; its spectra (when ``tracker.spectra``) come back as ``history.spectra``.
     cache : ResultCache, optional
-        Defaults to ``ResultCache()``.
+        Defaults to the book's cache folder (``NHTLAB_CACHE_DIR``, :mod:`nhtlab.plumbing.flags`).
     use_cache : bool, optional
         False trains without reading or writing; defaults to the ``NHTLAB_CACHE`` setting.
     progress, desc : str, optional
@@ -271,7 +273,7 @@ def tracked_run(run: ModularRun, tracker: DLRTracker, cache: ResultCache | None 
         history.cached, history.plain, history.plain_history = False, None, None  # type: ignore[attr-defined]
         history.spectra = tracker.spectrum_records()  # type: ignore[attr-defined]
         return history
-    cache = cache if cache is not None else ResultCache()
+    cache = cache if cache is not None else ResultCache(cache_dir())
     plain_config = run.cache_config()
     hit = _read_tracked(cache, run, tracker)
     if hit is not None:
@@ -285,7 +287,8 @@ def tracked_run(run: ModularRun, tracker: DLRTracker, cache: ResultCache | None 
                 return hit
         cpu, wall = time.process_time(), time.perf_counter()
         history, columns = train_tracked(run, tracker, cache, progress=progress, desc=desc)
-        cache.record_training(run, history, time.process_time() - cpu, time.perf_counter() - wall, how="probed")
+        record_training(cache.root, config_key(run.cache_config()), run, history,
+                        cpu_seconds=time.process_time() - cpu, wall_seconds=time.perf_counter() - wall, how="probed")
         if plain_hit is None:
             plain_hit = plain_history(history, columns)
             cache.put(plain_config, plain_hit)
@@ -344,8 +347,6 @@ def same_run_check(tracked: History, plain: History | None = None) -> Check:
     return Check(name, True, f"{origin + '; ' if origin else ''}{len(plain)} evaluations, "
                              f"{len(plain.columns)} columns equal")
 
-
-register_probes(shared_probe, train_probed)  # what ResultCache.train asks (see nhtlab.training.cache)
 
 
 def seed_timings(run: Any, first: Check, seeds: Sequence[int]) -> dict[int, Check]:

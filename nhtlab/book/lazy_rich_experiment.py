@@ -40,7 +40,7 @@ from ..measures.collapse import nc1
 from ..measures.dlr import DEFAULT_RANK, _check_rank, _Prepared
 from ..validation import require_int, require_real, require_type
 from ..training.device import pick_device
-from ..hooks import training_slot
+from ..plumbing.cpu_slots import cpu_slot
 
 __all__ = ["LazyRichResult", "mlp", "flat_inputs", "lazy_rich_run"]
 
@@ -181,7 +181,7 @@ def lazy_rich_run(
         g0_train, g0_test = init(x_train), init(x_test)
         phi0 = init.features(x_train).double()
     optimizer = torch.optim.SGD(net.parameters(), lr=lr)
-    with training_slot():  # a machine-wide training slot while computing (NHTLAB_CPU_SLOTS, nhtlab.hooks)
+    with cpu_slot():  # a machine-wide training slot while computing (NHTLAB_CPU_SLOTS)
         for _ in range(steps):
             f = alpha * (net(x_train) - g0_train)
             loss = 0.5 * (f - y_onehot).pow(2).sum(1).mean() / alpha ** 2

@@ -8,18 +8,24 @@ Every chapter defines a ``PROFILES`` dict next to its papermill parameters:
 
 Measured times (the ``book`` build's, per chapter and machine) are on the book's measurements page.
 
-Under the smoke cap (``NHTLAB_SMOKE=1``, see :mod:`nhtlab.build.smoke`) the selected
+Under the smoke cap (``NHTLAB_SMOKE=1``, see :mod:`nhtlab.plumbing.smoke`) the selected
 settings are capped by name (steps, seeds, evaluation interval, batch, image
 counts) and ``cfg.smoke`` is True; otherwise ``cfg.smoke`` is False.
+Selecting a profile also applies the chapter's environment (:mod:`nhtlab.plumbing.flags`): the
+progress mode, the offline chart renderer in the book build, and ``NHTLAB_CIFAR_ROOT``.
 """
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Mapping
 from types import SimpleNamespace
 from typing import Any
 
-from ..build.smoke import cap_settings, smoke_enabled
+from ..plumbing.flags import cifar_root, in_book_build, progress_setting
+from ..plumbing.smoke import cap_settings, smoke_enabled
+from ..training.progress import set_default_progress
+from ..training.progress import PROGRESS_MODES
 from ..validation import require_choice, require_type
 
 __all__ = ["PROFILE_NAMES", "select_profile"]
@@ -43,7 +49,7 @@ def select_profile(profiles: Mapping[str, Mapping[str, Any]], profile: str, **ov
     -------
     SimpleNamespace
         The settings as attributes, plus ``profile`` and ``smoke`` (True when the
-        smoke cap of :mod:`nhtlab.build.smoke` rewrote them).
+        smoke cap of :mod:`nhtlab.plumbing.smoke` rewrote them).
     """
     require_type(profiles, "profiles", Mapping, owner="select_profile")
     require_choice(profile, "profile", PROFILE_NAMES, owner="select_profile")
@@ -62,4 +68,16 @@ def select_profile(profiles: Mapping[str, Mapping[str, Any]], profile: str, **ov
         if reserved in settings:
             raise ValueError(f"The profile {profile!r} of select_profile defines {reserved!r}, a name select_profile sets itself; rename it.")
 
+    set_default_progress(require_choice(progress_setting(), "NHTLAB_PROGRESS", PROGRESS_MODES, owner="the environment"))
+    if in_book_build():  # altair loads here, not at import: a sweep's workers import the book's layer too
+        importlib.import_module("nhtlab.plumbing.offline_charts").use_offline_renderer()
+    root = cifar_root()
+    if root is not None:
+        settings = _with_root(settings, root)
     return SimpleNamespace(profile=profile, smoke=smoke_enabled(), **cap_settings(settings))
+
+
+def _with_root(settings: Mapping[str, Any], root: str) -> dict[str, Any]:
+    """``settings`` with every ``root`` (a data folder), nested dicts included, set to ``root``."""
+    return {k: root if k == "root" else _with_root(v, root) if isinstance(v, Mapping) else v
+            for k, v in settings.items()}

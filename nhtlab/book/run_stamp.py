@@ -11,7 +11,7 @@ from typing import Any
 import torch
 
 from .._version import __version__
-from ..build.smoke import smoke_banner
+from ..plumbing.smoke import smoke_banner
 from ..training.device import pick_device
 
 __all__ = ["Stamp", "stamp", "git_commit", "cpu_model"]
@@ -47,7 +47,7 @@ class Stamp(dict):
 def stamp(profile: str, settings: Any = None, device: torch.device | str | None = None) -> Stamp:
     """Collect profile, settings, nhtlab/torch versions, git commit and device of a chapter run.
 
-    Under the smoke cap (:mod:`nhtlab.build.smoke`) the first entry is ``SMOKE RUN``
+    Under the smoke cap (:mod:`nhtlab.plumbing.smoke`) the first entry is ``SMOKE RUN``
     with the cap's settings, the text form starts with it and the HTML summary
     shows it in red, so a capped run is never mistaken for a real one.
 

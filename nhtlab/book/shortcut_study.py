@@ -27,7 +27,8 @@ from ..analysis.separation import Separation, format_score
 from ..data.images import DatasetUnavailableError, celeba
 from ..papers import NHT_PAPER
 from .report import table
-from ..build.ledger import _label, read_ledger
+from ..plumbing.flags import cache_dir
+from ..plumbing.ledger import _label, read_ledger
 from .shortcut_report import (REGIME_BUDGET, RECORD_COLUMNS, RECORD_FORMATS, border_reading,
                               check_border_escape, check_rho_trend, check_separation_defined, higher_reading,
                               reading_sentence, rho_reading, separation_records)
@@ -722,13 +723,13 @@ def ledger_cpu_seconds(runs: Sequence[TrainConfig], cache: ResultCache | None = 
     ----------
     runs : sequence of run configs
     cache : ResultCache, optional
-        Whose ledger (:mod:`nhtlab.build.ledger`) is read; defaults to ``ResultCache()``.
+        Whose ledger (:mod:`nhtlab.plumbing.ledger`) is read; defaults to the book's cache folder (``NHTLAB_CACHE_DIR``).
 
     Returns
     -------
     float
     """
-    root = (cache if cache is not None else ResultCache()).root
+    root = cache.root if cache is not None else cache_dir()
     labels = {_label(r) for r in runs}
     latest = {line["label"]: line.get("cpu_s") or 0.0 for line in read_ledger(root) if line.get("label") in labels}
     return float(sum(latest.values()))

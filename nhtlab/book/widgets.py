@@ -16,7 +16,7 @@ from .. import charts
 from .regime_report import PANEL_BUDGET_CAP, panel_budget
 from ..analysis.events import find_events
 from ..analysis.regimes import diagnose_regime
-from ..build.flags import in_book_build
+from ..plumbing.flags import in_book_build
 from ..training.modular_run import ModularRun, run_modular
 from ..validation import require_int, require_real, require_type
 

@@ -10,7 +10,6 @@ import inspect
 import sys
 from collections.abc import Iterable, Mapping
 
-from .. import hooks
 from ..analysis.events import Events
 from ..history import History
 from ..validation import require_type
@@ -50,5 +49,3 @@ def check_arguments(module_name: str) -> None:
 check_arguments(curves.__name__)  # noqa: F405
 for _name in curves.__all__:  # noqa: F405
     setattr(sys.modules[__name__], _name, getattr(curves, _name))  # noqa: F405
-
-hooks.charts_loaded()  # the book build's offline renderer (nhtlab.build.offline_charts) registers here

@@ -9,7 +9,6 @@ under a short socket timeout, and never substitute another dataset: they raise
 
 from __future__ import annotations
 
-import os
 import pickle
 import socket
 from dataclasses import dataclass, field
@@ -19,7 +18,6 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from ..hooks import smoke_images
 from ..validation import require_bool, require_int, require_real, require_type
 
 __all__ = ["ImageData", "ShortcutData", "DatasetUnavailableError", "digits", "cifar10", "read_cifar10_batches",
@@ -126,8 +124,7 @@ def digits(size: int = 16, test_fraction: float = 0.3, seed: int = 0) -> ImageDa
     Returns
     -------
     ImageData
-        Images (n, 3, size, size), ten classes. Under the smoke cap (``NHTLAB_SMOKE=1``,
-        :mod:`nhtlab.build.smoke`) each split keeps its first ``NHTLAB_SMOKE_IMAGES`` images.
+        Images (n, 3, size, size), ten classes.
 
     Examples
     --------
@@ -147,9 +144,6 @@ def digits(size: int = 16, test_fraction: float = 0.3, seed: int = 0) -> ImageDa
     x = x.clamp(0.0, 1.0).repeat(1, 3, 1, 1).contiguous()  # (n, 3, size, size)
     y = torch.tensor(bunch.target, dtype=torch.long)
     train_idx, test_idx = _split(len(y), test_fraction, seed)
-    cap = smoke_images()  # None unless the smoke cap is on
-    if cap is not None:  # a capped run exercises code paths; evaluations on all images dominated its time
-        train_idx, test_idx = train_idx[:cap], test_idx[:cap]
     return ImageData(x[train_idx], y[train_idx], x[test_idx], y[test_idx], 10, name=f"digits{size}",
                      class_names=tuple(str(k) for k in range(10)))
 
@@ -228,15 +222,13 @@ def cifar10(root: str | Path, download: bool = False, timeout: float = 20.0,
     Parameters
     ----------
     root : str or Path
-        Folder holding (or receiving) ``cifar-10-batches-py``; ``NHTLAB_CIFAR_ROOT``, when set, replaces
-        it (a local copy, or the tests' small archive), and the data's ``name`` then says so.
+        Folder holding (or receiving) ``cifar-10-batches-py``.
     download : bool
         Let torchvision fetch, check and extract the archive (about 170 MB) when files are missing.
     timeout : float > 0
         Socket timeout in seconds while downloading, so a dead network fails fast.
     train_limit, test_limit : int, optional
-        Keep only the first this many images of each split. Under the smoke cap (``NHTLAB_SMOKE=1``,
-        :mod:`nhtlab.build.smoke`) both are at most ``NHTLAB_SMOKE_IMAGES`` and nothing is downloaded.
+        Keep only the first this many images of each split.
 
     Returns
     -------
@@ -254,14 +246,6 @@ def cifar10(root: str | Path, download: bool = False, timeout: float = 20.0,
     for name, limit in (("train_limit", train_limit), ("test_limit", test_limit)):
         if limit is not None:
             require_int(limit, name, low=1, owner="cifar10")
-    name = "cifar10"
-    if os.environ.get("NHTLAB_CIFAR_ROOT"):
-        root = os.environ["NHTLAB_CIFAR_ROOT"]
-        name = f"cifar10 (NHTLAB_CIFAR_ROOT={root})"
-    cap = smoke_images()  # None unless the smoke cap is on
-    if cap is not None:
-        train_limit, test_limit = min(train_limit or cap, cap), min(test_limit or cap, cap)
-        download = False
     root = Path(root).expanduser()
     folder = root / CIFAR10_FOLDER
     if download and not all((folder / f).exists() for f in CIFAR10_FILES):
@@ -274,13 +258,13 @@ def cifar10(root: str | Path, download: bool = False, timeout: float = 20.0,
     if missing:
         raise DatasetUnavailableError(
             f"CIFAR-10 is unavailable: it was not found under {str(root)!r} (missing {', '.join(missing)} in "
-            f"{CIFAR10_FOLDER}) and download=False{' (the smoke cap never downloads)' if cap is not None else ''}. "
+            f"{CIFAR10_FOLDER}) and download=False. "
             f"Call nhtlab.data.images.cifar10({str(root)!r}, download=True) with network access (about 170 MB), or "
-            f"extract cifar-10-python.tar.gz into {str(root)!r}, or point NHTLAB_CIFAR_ROOT at a folder holding "
-            f"{CIFAR10_FOLDER}; or use the offline nhtlab.data.images.digits() instead.")
+            f"extract cifar-10-python.tar.gz into {str(root)!r}; or use the offline nhtlab.data.images.digits() "
+            f"instead.")
     x_train, y_train = read_cifar10_batches(folder, train=True, limit=train_limit)
     x_test, y_test = read_cifar10_batches(folder, train=False, limit=test_limit)
-    return ImageData(x_train, y_train, x_test, y_test, 10, name=name, class_names=CIFAR10_CLASSES)
+    return ImageData(x_train, y_train, x_test, y_test, 10, name="cifar10", class_names=CIFAR10_CLASSES)
 
 
 #: The NHT paper's CelebA task (arXiv 2603.07323): the target attribute, then the spurious one.
@@ -296,16 +280,13 @@ def celeba(root: str | Path, download: bool = False, size: int = 32, n_train: in
     (same ``rho``); ``clean``, a quarter in each (Smiling, Blond_Hair) group ``group<t><s>`` (worst group: their
     minimum); ``conflict``, its disagreeing images (``cue``: by Blond_Hair); ``shortcut``: ``clean`` by
     Blond_Hair. RGB in [0, 1], centre-cropped, resized to ``size``. torchvision checks the MD5 of the five text
-    files, not the images; ``download=True`` (1.4 GB, Google Drive) needs gdown; the smoke cap: no download,
-    ``n_train`` capped. Returns a two-class ShortcutData (``settings``: the files); raises DatasetUnavailableError.
+    files, not the images; ``download=True`` (1.4 GB, Google Drive) needs gdown. Returns a two-class ShortcutData (``settings``: the files); raises DatasetUnavailableError.
     """
     owner = "celeba"
     require_type(root, "root", (str, Path), owner=owner)
     require_bool(download, "download", owner=owner)
     for name, value, low in (("size", size, 4), ("n_train", n_train, 2), ("seed", seed, 0)):
         require_int(value, name, low=low, owner=owner)
-    cap = smoke_images()  # None unless the smoke cap is on
-    download, n_train = (download, n_train) if cap is None else (False, min(n_train, max(cap, 8)))
     n_test = require_int(max(n_train // 4, 4) if n_test is None else n_test, "n_test", low=4, owner=owner)
     require_real(rho, "rho", 0.0, 1.0, owner=owner)
     require_real(timeout, "timeout", 0.0, low_open=True, owner=owner)
@@ -316,7 +297,7 @@ def celeba(root: str | Path, download: bool = False, size: int = 32, n_train: in
            f"img_align_celeba/ and the list_*.txt and identity_CelebA.txt files under {str(root / 'celeba')!r}.")
     if not download and not (root / "celeba" / "img_align_celeba").is_dir():
         raise DatasetUnavailableError(f"CelebA is unavailable: no img_align_celeba folder in {str(root / 'celeba')!r} "
-                                      f"and download=False{' (the smoke cap never downloads)' if cap else ''}. {fix}")
+                                      f"and download=False. {fix}")
     what = f"CelebA is unavailable: torchvision could not {'download' if download else 'read'} it under {str(root)!r}"
     sets = {split: _fetch(what, lambda split=split: torchvision.datasets.CelebA(str(root), split, download=download),
                           timeout, fix) for split in ("train", "test")}

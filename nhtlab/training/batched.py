@@ -45,7 +45,6 @@ from ..history import History
 from ..measures.fourier import fourier_spectrum, token_embedding
 from ..measures.norms import layer_parameters
 from ..models import make_model
-from ..hooks import cap_train_config
 from ..validation import require_type
 from .device import pick_device, seed_everything
 from .loop import _lr_factor
@@ -59,7 +58,6 @@ from .evaluation import (
 )
 from .modular_run import ModularRun
 from .compiled import compiled_forward
-from ..hooks import training_slot
 
 __all__ = ["SHARED_FIELDS", "batch_key", "train_batched", "StackedAdamW"]
 
@@ -142,8 +140,7 @@ def train_batched(runs: Sequence[ModularRun], progress: str | None = None, desc:
     ``stop_after`` ends a run early, ``"diverged"`` when its loss or norm becomes
     non-finite. A finished run (stopped or diverged) is dropped from the stack
     at once, so it stops costing compute; the stack steps until every run has
-    finished. Under the smoke cap (:mod:`nhtlab.build.smoke`) steps, evaluation
-    interval and batch are capped as in :func:`nhtlab.training.loop.train`.
+    finished.
 
     Parameters
     ----------
@@ -179,9 +176,7 @@ def train_batched(runs: Sequence[ModularRun], progress: str | None = None, desc:
     first = runs[0]
     device = pick_device(first.device)
     R = len(runs)
-    # the smoke cap (nhtlab.build.smoke) shortens every run alike; a no-op when it is off
-    capped = cap_train_config(first.train_config())
-    steps, eval_every, batch_size = capped.steps, capped.eval_every, capped.batch_size
+    steps, eval_every, batch_size = first.steps, first.eval_every, first.batch_size
 
     models, xs_train, ys_train, xs_test, ys_test = [], [], [], [], []
     for run in runs:  # exactly as run_modular builds them: split, then seed, then init
@@ -281,38 +276,37 @@ def train_batched(runs: Sequence[ModularRun], progress: str | None = None, desc:
             if stopped_after(h, grok[r], step, runs[r].stop_after):
                 finish(k)
 
-    with training_slot():  # a machine-wide training slot while computing (NHTLAB_CPU_SLOTS, nhtlab.hooks)
-        measure(0)
+    measure(0)
+    if finished:
+        compact()
+    first_bad = torch.zeros(len(live), dtype=torch.long, device=device)  # step of each live run's first non-finite loss
+    step = 0
+    while live and step < steps:
+        if batch_size is None:
+            xb, yb = x_train, y_train
+        else:
+            idx = torch.stack([torch.randint(0, n, (batch_size,), generator=g, device=device) for g in samplers])
+            xb = torch.gather(x_train, 1, idx.unsqueeze(-1).expand(-1, -1, x_train.shape[-1]))
+            yb = torch.gather(y_train, 1, idx)
+        logits = step_forward(params, buffers, xb)  # (R_live, b, p)
+        losses = F.cross_entropy(logits.transpose(1, 2), yb, reduction="none").mean(dim=1)  # (R_live,)
+        # No host sync per step: the first non-finite loss of each run is noted on the device and read
+        # at the next evaluation (a diverged run cannot touch the others, so it may step until then).
+        first_bad = torch.where(torch.isfinite(losses) | (first_bad > 0), first_bad, torch.full_like(first_bad, step + 1))
+        optimizer.zero_grad()
+        losses.sum().backward()
+        optimizer.step(factor(step))
+        step += 1
+        bar.update(1)
+        if step % eval_every == 0 or step == steps:
+            for k, bad_step in enumerate(first_bad.tolist()):
+                if bad_step:
+                    diverged_in_training(histories[live[k]], bad_step)
+                    finish(k)
+            measure(step)
         if finished:
             compact()
-        first_bad = torch.zeros(len(live), dtype=torch.long, device=device)  # step of each live run's first non-finite loss
-        step = 0
-        while live and step < steps:
-            if batch_size is None:
-                xb, yb = x_train, y_train
-            else:
-                idx = torch.stack([torch.randint(0, n, (batch_size,), generator=g, device=device) for g in samplers])
-                xb = torch.gather(x_train, 1, idx.unsqueeze(-1).expand(-1, -1, x_train.shape[-1]))
-                yb = torch.gather(y_train, 1, idx)
-            logits = step_forward(params, buffers, xb)  # (R_live, b, p)
-            losses = F.cross_entropy(logits.transpose(1, 2), yb, reduction="none").mean(dim=1)  # (R_live,)
-            # No host sync per step: the first non-finite loss of each run is noted on the device and read
-            # at the next evaluation (a diverged run cannot touch the others, so it may step until then).
-            first_bad = torch.where(torch.isfinite(losses) | (first_bad > 0), first_bad, torch.full_like(first_bad, step + 1))
-            optimizer.zero_grad()
-            losses.sum().backward()
-            optimizer.step(factor(step))
-            step += 1
-            bar.update(1)
-            if step % eval_every == 0 or step == steps:
-                for k, bad_step in enumerate(first_bad.tolist()):
-                    if bad_step:
-                        diverged_in_training(histories[live[k]], bad_step)
-                        finish(k)
-                measure(step)
-            if finished:
-                compact()
-                first_bad = torch.zeros(len(live), dtype=torch.long, device=device)
+            first_bad = torch.zeros(len(live), dtype=torch.long, device=device)
     for k, r in enumerate(live):  # runs that went the whole way
         final[r] = {name: v[k].detach().clone() for name, v in params.items()}
     with torch.no_grad():  # hand each run its own trained model, as run_modular does

@@ -12,18 +12,12 @@ or key does not match is never used: :meth:`ResultCache.get` warns, moves it
 aside (``*.corrupt``) and reports a miss, so the run is recomputed. A cache that cannot be written
 (read-only, a file where a folder should be) costs no training: the history is returned with a warning.
 
-Where the cache lives, first match wins:
-
-1. the ``root`` argument of :class:`ResultCache`;
-2. the ``NHTLAB_CACHE_DIR`` environment variable;
-3. ``$XDG_CACHE_HOME/nhtlab``, else ``~/.cache/nhtlab``.
-
-With checkpoints on (``NHTLAB_CHECKPOINTS=on``, or ``ResultCache(checkpoints=True)``), a run that
-:func:`cached_run` or :func:`nhtlab.sweep` trains through the cache also checkpoints into it
-(``<root>/checkpoints/<key>``): a process killed mid-run resumes there on the next call, and the
-checkpoints go once the finished run is stored. In Colab, :func:`nhtlab.book.keep_on_drive` points
-the cache at Google Drive, checkpoints on, so that runs survive a runtime reset.
-Set ``NHTLAB_CACHE=off`` to make :func:`cached_run` always train (nothing is read or written).
+The cache lives at its ``root`` argument, else at ``~/.cache/nhtlab``. With checkpoints on
+(``ResultCache(checkpoints=True)``), a run that :func:`cached_run` or :func:`nhtlab.sweep` trains
+through the cache also checkpoints into it (``<root>/checkpoints/<key>``): a process killed mid-run
+resumes there on the next call, and the checkpoints go once the finished run is stored. The book's
+layer wraps this cache (:class:`nhtlab.book.runs.BookCache`: its environment settings, CPU slots,
+probes and ledger); the cache itself reads no setting from the environment.
 """
 
 from __future__ import annotations
@@ -31,9 +25,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import time
 import warnings
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -48,42 +41,16 @@ from ..history import History
 from ..validation import require_bool, require_type
 from .cache_key import canonical, config_key, key_threads, sha256  # noqa: F401  (key_threads: read from here)
 from .checkpoint import atomic_write_bytes
-from .. import hooks
 from .modular_run import ModularRun, run_modular
 
-__all__ = ["ResultCache", "default_cache_dir", "config_key", "cached_run", "cache_enabled", "checkpoints_enabled"]
+__all__ = ["ResultCache", "default_cache_dir", "config_key", "cached_run"]
 
 _FINISHED = ("completed", "stopped", "diverged")
 
 
-# Which probe a run carries and how it trains with it: nhtlab.book.dlr_probes registers its
-# shared_probe and train_probed here when it is imported (nhtlab's __init__ always imports it).
-# A registration, not an import: tracked builds on this module, so this module cannot import it.
-_PROBES: tuple[Callable[[Any], Any], Callable[..., History]] | None = None
-
-
-def register_probes(shared_probe: Callable[[Any], Any], train_probed: Callable[..., History]) -> None:
-    """Make :meth:`ResultCache.train` train a run with ``shared_probe(run)`` (when not None) via ``train_probed``."""
-    global _PROBES
-    _PROBES = (shared_probe, train_probed)
-
-
 def default_cache_dir() -> Path:
-    """``$NHTLAB_CACHE_DIR``, else ``$XDG_CACHE_HOME/nhtlab``, else ``~/.cache/nhtlab``."""
-    if os.environ.get("NHTLAB_CACHE_DIR"):
-        return Path(os.environ["NHTLAB_CACHE_DIR"]).expanduser()
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "nhtlab"
-
-
-def checkpoints_enabled() -> bool:
-    """True when the environment variable ``NHTLAB_CHECKPOINTS`` is ``on``, ``1``, ``yes`` or ``true``."""
-    return os.environ.get("NHTLAB_CHECKPOINTS", "off").strip().lower() in ("on", "1", "yes", "true")
-
-
-def cache_enabled() -> bool:
-    """False when the environment variable ``NHTLAB_CACHE`` is ``off``, ``0``, ``no`` or ``false``."""
-    return os.environ.get("NHTLAB_CACHE", "on").strip().lower() not in ("off", "0", "no", "false")
+    """``~/.cache/nhtlab``: where a cache given no ``root`` lives."""
+    return Path.home() / ".cache" / "nhtlab"
 
 
 class ResultCache:
@@ -91,7 +58,7 @@ class ResultCache:
 
     ``root`` is the cache's directory (created when first written; default :func:`default_cache_dir`);
     ``checkpoints`` whether runs trained through the cache checkpoint into it (:meth:`run_dir`) and resume
-    from there (default :func:`checkpoints_enabled`).
+    from there.
 
     Examples
     --------
@@ -101,12 +68,11 @@ class ResultCache:
     True
     """
 
-    def __init__(self, root: str | os.PathLike | None = None, checkpoints: bool | None = None):
+    def __init__(self, root: str | os.PathLike | None = None, checkpoints: bool = False):
         if root is not None:
             require_type(root, "root", (str, os.PathLike), owner="ResultCache")
         self.root = Path(root).expanduser() if root is not None else default_cache_dir()
-        self.checkpoints = (checkpoints_enabled() if checkpoints is None
-                            else require_bool(checkpoints, "checkpoints", owner="ResultCache"))
+        self.checkpoints = require_bool(checkpoints, "checkpoints", owner="ResultCache")
 
     def run_dir(self, config: Mapping[str, Any]) -> Path:
         """Where an unfinished run of ``config`` keeps its checkpoints (``<root>/checkpoints/<key>``)."""
@@ -116,33 +82,14 @@ class ResultCache:
         """``run.execute(**kwargs)``, checkpointing into :meth:`run_dir` when checkpoints are on.
 
         A run killed mid-way resumes from its last checkpoint on the next call; :meth:`put`
-        removes the checkpoints once the finished run is stored. A run that a chapter reads
-        through a probe (:func:`~nhtlab.book.dlr_probes.shared_probe`) is trained with it, and
-        the probed entry is put here too (:func:`~nhtlab.book.dlr_probes.train_probed`); the
-        history returned is the plain run's either way. The training is added to the cache's
-        ledger (:meth:`record_training`).
+        removes the checkpoints once the finished run is stored.
         """
         if self.checkpoints and kwargs.get("run_dir") is None:
             kwargs["run_dir"] = self.run_dir(run.cache_config())
-        probe = None if kwargs.get("callbacks") or _PROBES is None else _PROBES[0](run)
-        cpu, wall = time.process_time(), time.perf_counter()
-        history = run.execute(**kwargs) if probe is None else _PROBES[1](run, probe, self, **kwargs)
-        self.record_training(run, history, time.process_time() - cpu, time.perf_counter() - wall,
-                             how="alone" if probe is None else "probed")
-        return history
-
-    def record_training(self, run: Any, history: History, cpu_seconds: float | None, wall_seconds: float,
-                        how: str = "alone") -> None:
-        """Add a training of ``run`` to this cache's ledger (:mod:`nhtlab.build.ledger`), keyed by the plain run.
-
-        The ledger (``<root>/trained.jsonl``) is how a build tells what it trained, at what CPU cost,
-        and whether any run was trained twice; :func:`nhtlab.build.ledger.summarise` reads it.
-        """
-        hooks.record_training(self.root, config_key(run.cache_config()), run, history, cpu_seconds=cpu_seconds,
-                              wall_seconds=wall_seconds, how=how)
+        return run.execute(**kwargs)
 
     def __repr__(self) -> str:
-        return f"ResultCache({str(self.root)!r})"
+        return f"{type(self).__name__}({str(self.root)!r})"
 
     def path(self, config: Mapping[str, Any]) -> Path:
         """File of the entry for ``config`` (which may not exist)."""
@@ -192,9 +139,6 @@ class ResultCache:
                 # the canonical JSON sorts a row's keys; this list keeps their order, which is the model's layer
                 # order in norm/<layer> (analysis reads the first layer off it)
                 "columns": history.columns}
-        smoke = hooks.smoke_signature()
-        if smoke is not None:
-            body["smoke"] = smoke
         body = json.loads(canonical(body))  # the stored form: what get() will checksum
         entry = {"checksum": sha256(canonical(body)), "body": body}
         atomic_write_bytes(path, canonical(entry).encode("utf-8"))
@@ -268,23 +212,23 @@ def _in_order(rows: list[dict[str, Any]], columns: list[str]) -> list[dict[str, 
     return [dict(sorted(row.items(), key=lambda item: rank.get(item[0], len(rank)))) for row in rows]
 
 
-def default_cache() -> ResultCache | None:
-    """The cache chapters and sweeps use, as ``sweep(..., cache=nhtlab.default_cache())``: a reader who
-    re-runs a chapter (or a Colab session that reconnects) reuses every finished run.
+def default_cache() -> ResultCache:
+    """The cache at :func:`default_cache_dir`, as ``sweep(..., cache=nhtlab.default_cache())``: a reader who
+    re-runs a run reuses every finished one.
 
     Returns
     -------
-    ResultCache or None
-        At ``NHTLAB_CACHE_DIR`` (default ``~/.cache/nhtlab``); None when ``NHTLAB_CACHE`` is off.
+    ResultCache
+        At ``~/.cache/nhtlab``, checkpoints off (the book's chapters use :func:`nhtlab.book.cache`, which
+        the environment sets).
     """
-    return ResultCache() if cache_enabled() else None
+    return ResultCache()
 
 
-def cached_run(run: Any, cache: ResultCache | None = None, *, use_cache: bool | None = None, **kwargs: Any) -> History:
+def cached_run(run: Any, cache: ResultCache | None = None, *, use_cache: bool = True, **kwargs: Any) -> History:
     """:func:`nhtlab.run_modular` on ``run`` (``kwargs`` passed on) through ``cache`` (default ``ResultCache()``).
 
-    ``use_cache=False`` always trains and neither reads nor writes (default :func:`cache_enabled`, the
-    ``NHTLAB_CACHE`` environment variable). A cache that cannot be written warns and the finished history is
+    ``use_cache=False`` always trains and neither reads nor writes. A cache that cannot be written warns and the finished history is
     returned. A cached history has no ``model`` attribute (only the measurements are stored); a freshly
     trained one has it. ``history.cached`` tells which.
     """
@@ -292,7 +236,7 @@ def cached_run(run: Any, cache: ResultCache | None = None, *, use_cache: bool | 
     require_type(run, "run", ModularRun, owner="cached_run")
     if cache is not None:
         require_type(cache, "cache", ResultCache, owner="cached_run")
-    use_cache = cache_enabled() if use_cache is None else require_bool(use_cache, "use_cache", owner="cached_run")
+    require_bool(use_cache, "use_cache", owner="cached_run")
     if kwargs.get("callbacks"):
         raise ValueError("The 'callbacks' parameter of cached_run is not supported: a cached run would skip them. "
                          "Call run_modular directly.")

@@ -9,8 +9,9 @@
 * :func:`numerics_hash`: the source of the code that computes a run's numbers (the
   subpackages :data:`NUMERICS`) with docstrings and comments stripped, so that an edit of
   that code misses the cache and an edit of its documentation still hits;
-* the torch thread count of a CPU run trained on more than one thread (:func:`key_threads`),
-  and the smoke cap's settings under the cap (:mod:`nhtlab.build.smoke`).
+* the torch thread count of a CPU run trained on more than one thread (:func:`key_threads`).
+
+Nothing of the build enters it: a capped run (the book's smoke cap) has a capped config, hence its own key.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from typing import Any
 
 import torch
 
-from .. import _version, hooks
+from .. import _version
 from ..validation import require_type
 
 __all__ = ["NUMERICS", "canonical", "sha256", "numerics_hash", "key_threads", "config_key"]
@@ -114,9 +115,6 @@ def config_key(config: Mapping[str, Any]) -> str:
     keyed: dict[str, Any] = {"config": _one_spelling(config), "nhtlab": _version.__version__,  # read at call time
                              "torch": torch.__version__, "device": "cuda" if _on_cuda(config) else "cpu",
                              "dtype": str(torch.get_default_dtype()), "source": numerics_hash()}
-    smoke = hooks.smoke_signature()
-    if smoke is not None:  # a capped run never shares an entry with a real one
-        keyed["smoke"] = smoke
     threads = key_threads(config)
     if threads is not None:
         keyed["threads"] = threads

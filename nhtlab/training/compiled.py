@@ -29,7 +29,6 @@ while inductor's cache still spares it the C++ compilation.
 from __future__ import annotations
 
 import importlib.util
-import os
 import shutil
 import warnings
 from collections.abc import Callable
@@ -52,12 +51,9 @@ def compiler_missing(device: torch.device | str) -> str | None:
         return "the device audit (NHTLAB_DEVICE_CHECK) is on, and torch.compile cannot trace through it"
     if torch.device(device).type == "cuda":
         return None if importlib.util.find_spec("triton") else "no Triton for CUDA"
-    cxx = os.environ.get("CXX")
-    if cxx and shutil.which(cxx):
-        return None
     if any(shutil.which(name) for name in _CXX):
         return None
-    return "no C/C++ compiler found (set CXX, or install g++)"
+    return "no C/C++ compiler found (install g++)"
 
 
 def compiled_forward(model: nn.Module | Callable, device: torch.device | str) -> tuple[Callable, str]:

@@ -1,13 +1,13 @@
 """Device choice, seeding, and memory estimates for an evaluation batch.
 
-While the build's device audit (:mod:`nhtlab.build.device_audit`) is on, :func:`pick_device`
+While the build's device audit (:mod:`nhtlab.plumbing.device_audit`) is on, :func:`pick_device`
 returns ``cpu:0``, the CPU standing in for a GPU.
 """
 
 from __future__ import annotations
 
-import os
 import random
+import sys
 
 import numpy as np
 import torch
@@ -33,7 +33,7 @@ def pick_device(preference: str = "auto") -> torch.device:
     torch.device
 
     While the device audit is on (``NHTLAB_DEVICE_CHECK=1`` or
-    :func:`~nhtlab.build.device_audit.device_audit`, CPU-only machines) ``"auto"`` and ``"cpu"`` return
+    :func:`~nhtlab.plumbing.device_audit.device_audit`, CPU-only machines) ``"auto"`` and ``"cpu"`` return
     :data:`AUDIT_DEVICE` (``cpu:0``), the CPU tagged as the chosen device.
     """
     require_choice(preference, "preference", ("auto", "cpu", "cuda"), owner="pick_device")
@@ -65,20 +65,20 @@ def seed_everything(seed: int) -> None:
 
 def in_colab() -> bool:
     """True when running inside Google Colab."""
-    return "COLAB_RELEASE_TAG" in os.environ or "google.colab" in __import__("sys").modules
+    return "google.colab" in sys.modules  # a Colab kernel imports it at start
 
 
-# The device audit (:mod:`nhtlab.build.device_audit`, build plumbing) registers each audit it starts here,
+# The device audit (:mod:`nhtlab.plumbing.device_audit`, build plumbing) registers each audit it starts here,
 # so that :func:`pick_device` answers the audit's device while one is on.
 
 #: What :func:`pick_device` returns while the audit is on: the CPU, tagged as "the chosen device".
 AUDIT_DEVICE = torch.device("cpu", 0)
-#: The device audits in force (appended and removed by :mod:`nhtlab.build.device_audit`).
+#: The device audits in force (appended and removed by :mod:`nhtlab.plumbing.device_audit`).
 AUDITS: list = []
 
 
 def device_audit_enabled() -> bool:
-    """True while a device audit is active (see :func:`nhtlab.build.device_audit.device_audit`)."""
+    """True while a device audit is active (see :func:`nhtlab.plumbing.device_audit.device_audit`)."""
     return bool(AUDITS)
 
 

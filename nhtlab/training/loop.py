@@ -35,14 +35,12 @@ from ..history import History
 from ..measures.fourier import fourier_spectrum, token_embedding
 from ..measures.norms import layer_norms
 from ..models import require_fits
-from ..hooks import cap_train_config, smoke_steps
 from ..validation import require_bool, require_callable, require_model, require_choice, require_int, require_real, require_type
 from .cache_key import config_key
 from .checkpoint import capture_rng_state, checkpoint_path, load_checkpoint, restore_rng_state, save_checkpoint, set_aside
 from .device import pick_device
 from .progress import Progress
 from .compiled import compiled_forward
-from ..hooks import training_slot
 from .evaluation import (
     diverged_at_evaluation,
     diverged_in_training,
@@ -344,15 +342,9 @@ def train(
         or ``"diverged"`` when the loss or a parameter became NaN/inf; the rows
         measured until then are kept.
 
-    Notes
-    -----
-    Under the smoke cap (``NHTLAB_SMOKE=1``, :mod:`nhtlab.build.smoke`) ``steps``,
-    ``eval_every`` and ``batch_size`` are capped before anything else and the
-    history's ``config`` records ``smoke_steps``.
     """
     require_model(model, owner="train")
     require_type(config, "config", TrainConfig, owner="train")
-    config = cap_train_config(config)  # the smoke cap (nhtlab.build.smoke); the same config when it is off
     for attr in ("x_train", "y_train"):
         if not hasattr(data, attr):
             raise TypeError(f"The 'data' parameter of train must have 'x_train' and 'y_train' tensors. {type(data).__name__} lacks {attr!r}.")
@@ -401,8 +393,6 @@ def train(
     forward = model
     if config.compile:  # the step's forward (and backward) fused by inductor; evaluations stay eager
         forward, history.config["compiled"] = compiled_forward(model, device)
-    if smoke_steps() is not None:
-        history.config["smoke_steps"] = smoke_steps()
     bar = Progress(config.steps, desc, mode=progress)
     grok: int | None = None  # first step at 99% test accuracy (rules.grok_step)
     n = len(y_train)
@@ -446,49 +436,48 @@ def train(
                 f"goes on and the history is returned, but this run cannot be resumed from there.",
                 RuntimeWarning, stacklevel=3)
 
-    with training_slot():  # a machine-wide training slot while computing (NHTLAB_CPU_SLOTS, nhtlab.hooks)
-        model.train()
-        saved = None if checkpoint_dir is None else load_checkpoint(checkpoint_dir)
-        if saved is not None:
-            _check_same_run(saved, config, device, checkpoint_dir)
-            if saved.get("key") != run_key:  # same settings, another run (its data, model, code or threads)
-                set_aside(checkpoint_path(checkpoint_dir), "belongs to another run (its key differs)")
-                saved = None
-        if saved is None:
-            step = 0
-            keep_going = measure(0)
-        else:  # resume: put back every piece of state the loop carries
-            model.load_state_dict(saved["model"])
-            optimizer.load_state_dict(saved["optimizer"])
-            scheduler.load_state_dict(saved["scheduler"])
-            sampler.set_state(saved["sampler"])
-            restore_rng_state(saved["rng"])
-            history = History.from_dict(saved["history"])
-            step = saved["step"]
-            grok = grok_step(history.rows)
-            keep_going = history.status == "running"
-            bar.update(step)
-        finished_before = saved is not None and not keep_going
-        while keep_going and step < config.steps:
-            if config.batch_size is None:
-                xb, yb = x_train, y_train
-            else:
-                idx = torch.randint(0, n, (config.batch_size,), generator=sampler, device=device)
-                xb, yb = x_train[idx], y_train[idx]
-            loss = F.cross_entropy(forward(xb), yb)
-            if not torch.isfinite(loss):
-                diverged_in_training(history, step + 1)
-                break
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            optimizer.step()
-            scheduler.step()
-            step += 1
-            bar.update(1)
-            if step % config.eval_every == 0 or step == config.steps:
-                keep_going = measure(step)
-            if checkpoint_dir is not None and keep_going and step % checkpoint_every == 0 and step < config.steps:
-                save(step)
+    model.train()
+    saved = None if checkpoint_dir is None else load_checkpoint(checkpoint_dir)
+    if saved is not None:
+        _check_same_run(saved, config, device, checkpoint_dir)
+        if saved.get("key") != run_key:  # same settings, another run (its data, model, code or threads)
+            set_aside(checkpoint_path(checkpoint_dir), "belongs to another run (its key differs)")
+            saved = None
+    if saved is None:
+        step = 0
+        keep_going = measure(0)
+    else:  # resume: put back every piece of state the loop carries
+        model.load_state_dict(saved["model"])
+        optimizer.load_state_dict(saved["optimizer"])
+        scheduler.load_state_dict(saved["scheduler"])
+        sampler.set_state(saved["sampler"])
+        restore_rng_state(saved["rng"])
+        history = History.from_dict(saved["history"])
+        step = saved["step"]
+        grok = grok_step(history.rows)
+        keep_going = history.status == "running"
+        bar.update(step)
+    finished_before = saved is not None and not keep_going
+    while keep_going and step < config.steps:
+        if config.batch_size is None:
+            xb, yb = x_train, y_train
+        else:
+            idx = torch.randint(0, n, (config.batch_size,), generator=sampler, device=device)
+            xb, yb = x_train[idx], y_train[idx]
+        loss = F.cross_entropy(forward(xb), yb)
+        if not torch.isfinite(loss):
+            diverged_in_training(history, step + 1)
+            break
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+        scheduler.step()
+        step += 1
+        bar.update(1)
+        if step % config.eval_every == 0 or step == config.steps:
+            keep_going = measure(step)
+        if checkpoint_dir is not None and keep_going and step % checkpoint_every == 0 and step < config.steps:
+            save(step)
     if history.status == "running":
         history.status = "completed"
     if history.status == "diverged":

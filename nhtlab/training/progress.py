@@ -1,38 +1,38 @@
 """Progress reporting that reads well live *and* in the rendered book.
 
-Modes, chosen by the ``NHTLAB_PROGRESS`` environment variable or per call:
+Modes, chosen per call or for the process by :func:`set_default_progress`:
 
 * ``"auto"`` (default): a tqdm widget inside a Jupyter/Colab kernel that has a
   front end, a text bar in a terminal;
-* ``"text"``: no live updates, one summary line when the loop ends. The book
-  build and the tests use it, so the HTML shows one line instead of an empty
-  widget box or dozens of partial bars;
+* ``"text"``: no live updates, one summary line when the loop ends;
 * ``"bar"``: tqdm's text bar; ``"widget"``: tqdm's notebook widget;
-* ``"none"``: silent.
+* ``"none"``: silent (the book build sets it: a bar is build log, not lesson).
 """
 
 from __future__ import annotations
 
-import os
 import sys
 import time
 from typing import Any
 
 from ..validation import require_choice
 
-__all__ = ["PROGRESS_MODES", "progress_mode", "Progress"]
+__all__ = ["PROGRESS_MODES", "progress_mode", "set_default_progress", "Progress"]
 
 PROGRESS_MODES = ("auto", "text", "bar", "widget", "none")
 
+_default = "auto"
+
+
+def set_default_progress(mode: str) -> None:
+    """Make ``mode`` the progress mode of every call that names none, in this process."""
+    global _default
+    _default = require_choice(mode, "mode", PROGRESS_MODES, owner="set_default_progress")
+
 
 def progress_mode(mode: str | None = None) -> str:
-    """Resolve a progress mode: explicit argument, else ``NHTLAB_PROGRESS``, else ``"auto"``."""
-    if mode is None:
-        # The book build (NHTLAB_BOOK=1) wants one summary line, never a widget box.
-        mode = os.environ.get("NHTLAB_PROGRESS", "text" if os.environ.get("NHTLAB_BOOK") == "1" else "auto")
-        require_choice(mode, "NHTLAB_PROGRESS", PROGRESS_MODES, owner="the environment")
-    else:
-        require_choice(mode, "progress", PROGRESS_MODES)
+    """Resolve a progress mode: explicit argument, else the process's default (``"auto"`` unless set)."""
+    mode = _default if mode is None else require_choice(mode, "progress", PROGRESS_MODES)
     if mode == "auto":
         return "widget" if _in_kernel() else "bar"
     return mode

@@ -63,7 +63,7 @@ from .batched import batch_key, train_batched
 from .cache import ResultCache, put_or_note, unwritable
 from .device import pick_device
 from .loop import TrainConfig
-from .progress import Progress
+from .progress import Progress, set_default_progress
 from .modular_run import ModularRun
 
 __all__ = ["STRATEGIES", "grid", "sweep", "resolve_strategy", "SweepResult", "SweepRow", "default_executor"]
@@ -264,7 +264,7 @@ def _watch_parent(parent: int, every: float = 0.5) -> None:
 
 def _init_worker(threads: int, parent: int | None = None) -> None:
     torch.set_num_threads(threads)
-    os.environ["NHTLAB_PROGRESS"] = "none"
+    set_default_progress("none")  # a worker's bar would interleave with the sweep's own
     if parent is not None:
         threading.Thread(target=_watch_parent, args=(parent,), daemon=True, name="nhtlab-parent-watch").start()
 
@@ -501,8 +501,6 @@ def _sweep(runs: Sequence[TrainConfig], strategy: str, executor: Executor | None
         if cache is not None and claiming is None:
             with _at_threads(int(history.config.get("threads", threads))):
                 note = put_or_note(cache, configs[i], history)
-            if isinstance(cache, ResultCache) and source == "computed":  # trained in a stack or a user's pool
-                cache.record_training(runs[i], history, None, secs, how="stacked" if strategy == "batched" else "alone")
         if note is not None and not notes:
             notes.append(note)
             warnings.warn(note, RuntimeWarning, stacklevel=4)

@@ -41,20 +41,13 @@ What is capped, and where:
 
   Every other setting (λ grids, widths, model names, image size, p…) is
   untouched: the sweep has the real shape, each run is just short.
-* :func:`nhtlab.training.loop.train` and :func:`nhtlab.training.batched.train_batched` cap
-  ``steps`` and ``eval_every`` themselves (:func:`cap_train_config`), so runs
-  built outside ``select_profile`` (presets, a chapter's own configs) are
-  capped too, and the history's ``config`` records ``smoke_steps``.
-* :func:`nhtlab.data.images.cifar10` keeps the first ``NHTLAB_SMOKE_IMAGES``
-  images of each split and never downloads (``download=True`` is ignored under
-  the cap; ``NHTLAB_CIFAR_ROOT`` points it at a local archive).
-  :func:`nhtlab.data.images.digits` keeps the first ``NHTLAB_SMOKE_IMAGES`` of
-  each of its seeded splits too: evaluating a 32-pixel CNN on all 1,797 digits
-  at every capped evaluation was most of a smoke run's time.
 * :func:`nhtlab.book.stamp` puts ``SMOKE RUN`` first in the stamp, in its summary
   line and in red.
-* :mod:`nhtlab.training.cache`: the cap is part of every key, so a capped run never
-  reads or writes a real run's entry (and real keys are unchanged).
+
+The core never reads the cap: ``train`` and the data loaders take what they are given, and a
+capped run, having a capped config, has its own result-cache key. A chapter builds every run from
+its selected settings, so nothing escapes the cap; ``NHTLAB_CIFAR_ROOT`` points CIFAR-10 at a
+local archive (:mod:`nhtlab.plumbing.flags`).
 
 In a chapter, guard the closing scientific checks (and only them)::
 
@@ -72,12 +65,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import replace
 from typing import Any
 
 __all__ = [
     "SMOKE_ENV", "smoke_enabled", "smoke_steps", "smoke_seeds", "smoke_images", "smoke_batch",
-    "smoke_signature", "cap_settings", "cap_train_config", "smoke_banner",
+    "cap_settings", "smoke_banner",
 ]
 
 SMOKE_ENV = "NHTLAB_SMOKE"
@@ -138,13 +130,6 @@ def smoke_eval_every() -> int:
     return max(1, smoke_steps() // 2)
 
 
-def smoke_signature() -> dict[str, int] | None:
-    """The cap's settings as a dict (part of result-cache keys), or None when the cap is off."""
-    if not smoke_enabled():
-        return None
-    return {"steps": smoke_steps(), "seeds": smoke_seeds(), "images": smoke_images(), "batch": smoke_batch()}
-
-
 def smoke_banner() -> str:
     """One line saying that this is a capped run (empty when the cap is off)."""
     if not smoke_enabled():
@@ -195,23 +180,3 @@ def cap_settings(settings: Mapping[str, Any]) -> dict[str, Any]:
     if not smoke_enabled():
         return dict(settings)
     return {k: _cap_value(k, v) for k, v in settings.items()}
-
-
-def cap_train_config(config: Any) -> Any:
-    """A :class:`~nhtlab.training.loop.TrainConfig` (or any dataclass with ``steps``/``eval_every``) under the cap.
-
-    Returns ``config`` itself when the cap is off or changes nothing.
-    """
-    if not smoke_enabled():
-        return config
-    steps = min(config.steps, smoke_steps())
-    eval_every = min(config.eval_every, smoke_eval_every())
-    changes: dict[str, Any] = {}
-    if steps != config.steps:
-        changes["steps"] = steps
-    if eval_every != config.eval_every:
-        changes["eval_every"] = eval_every
-    batch = getattr(config, "batch_size", None)
-    if batch is not None and batch > smoke_batch():
-        changes["batch_size"] = smoke_batch()
-    return replace(config, **changes) if changes else config

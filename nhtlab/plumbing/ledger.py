@@ -80,7 +80,7 @@ def record_training(root: str | os.PathLike, run_key: str, run: Any, history: An
             "steps": int(rows[-1].get("step", 0)) if rows else 0, "status": getattr(history, "status", None),
             "cpu_s": None if cpu_seconds is None else round(float(cpu_seconds), 3),
             "wall_s": round(float(wall_seconds), 3), "how": how, "pid": os.getpid()}
-    if hasattr(run, "to_dict"):  # the run's settings: what the step's floor is counted from (nhtlab.build.floor)
+    if hasattr(run, "to_dict"):  # the run's settings: what the step's floor is counted from (nhtlab.plumbing.floor)
         line["config"] = run.to_dict()
     if os.environ.get(CHAPTER_VARIABLE):
         line["chapter"] = os.environ[CHAPTER_VARIABLE]

@@ -5,7 +5,7 @@ The floor of a step is its matmul FLOPs (forward and backward, counted by
 machine's single-thread ``torch.mm`` rate on the same shapes: the time the step would take if
 everything but its matrix products were free. ``benchmarks/bench_grok.py`` divides its measured
 step by it; a build divides ``Σ steps × floor per step`` by the training CPU seconds its ledger
-recorded (:mod:`nhtlab.build.ledger`), per run kind (:func:`efficiency`), so that evaluations,
+recorded (:mod:`nhtlab.plumbing.ledger`), per run kind (:func:`efficiency`), so that evaluations,
 logging, data and model set-up and process start-up show as the share of the CPU that is not
 the floor.
 

@@ -1,0 +1,60 @@
+"""How the book trains its runs: the core's result cache, wrapped from outside by the build's plumbing.
+
+The core's :class:`~nhtlab.training.cache.ResultCache` stores and serves finished runs and knows
+nothing of the book. :class:`BookCache` is that cache with what the book's build adds around each
+``run.execute()``: a machine-wide CPU slot (:mod:`nhtlab.plumbing.cpu_slots`, so chapters executed
+side by side never run more trainings than there are cores), chapter 04's shared DLR probe on the
+runs it reads (:func:`~nhtlab.book.dlr_probes.shared_probe`: whoever trains such a run trains it
+once, with the probe), and a line in the ledger of trainings (:mod:`nhtlab.plumbing.ledger`).
+:func:`cache` is the cache the chapters pass to :func:`nhtlab.sweep`, set by the environment
+(:mod:`nhtlab.plumbing.flags`).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from ..history import History
+from ..plumbing.cpu_slots import cpu_slot
+from ..plumbing.flags import cache_dir, cache_enabled, checkpoints_enabled
+from ..plumbing.ledger import record_training
+from ..training.cache import ResultCache, config_key
+from .dlr_probes import shared_probe, train_probed
+
+__all__ = ["BookCache", "cache"]
+
+
+class BookCache(ResultCache):
+    """A :class:`~nhtlab.training.cache.ResultCache` whose trainings hold a CPU slot, carry the shared probe
+    and are written to the ledger; reading and storing are the core cache's.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> BookCache(tempfile.mkdtemp()).get({"lr": 1e-3}) is None
+    True
+    """
+
+    def train(self, run: Any, **kwargs: Any) -> History:
+        """Train ``run`` as :meth:`ResultCache.train` does, inside a CPU slot, with its shared probe when it
+        has one (both entries are put here), and add the training to the ledger."""
+        probe = None if kwargs.get("callbacks") else shared_probe(run)
+        cpu, wall = time.process_time(), time.perf_counter()
+        with cpu_slot():
+            if probe is None:
+                history = super().train(run, **kwargs)
+            else:
+                if self.checkpoints and kwargs.get("run_dir") is None:
+                    kwargs["run_dir"] = self.run_dir(run.cache_config())
+                history = train_probed(run, probe, self, **kwargs)
+        record_training(self.root, config_key(run.cache_config()), run, history,
+                        cpu_seconds=time.process_time() - cpu, wall_seconds=time.perf_counter() - wall,
+                        how="alone" if probe is None else "probed")
+        return history
+
+
+def cache() -> BookCache | None:
+    """The chapters' cache: a :class:`BookCache` at ``NHTLAB_CACHE_DIR`` (default ``~/.cache/nhtlab``), with
+    checkpoints when ``NHTLAB_CHECKPOINTS`` is on; None when ``NHTLAB_CACHE`` is off (every run trains)."""
+    return BookCache(cache_dir(), checkpoints_enabled()) if cache_enabled() else None

@@ -1,0 +1,60 @@
+"""The environment variables the book's layer reads (the core reads none): the build's flag and the cache's
+settings.
+
+``NHTLAB_BOOK=1``
+    Set by ``tools/build_book.py`` while it executes the chapters.
+``NHTLAB_CACHE_DIR``
+    Where the book's result cache lives; else ``$XDG_CACHE_HOME/nhtlab``, else ``~/.cache/nhtlab``.
+``NHTLAB_CACHE``
+    ``off`` (or ``0``, ``no``, ``false``): the chapters train every run, reading and writing nothing.
+``NHTLAB_CHECKPOINTS``
+    ``on`` (or ``1``, ``yes``, ``true``): runs trained through the book's cache checkpoint into it and resume.
+``NHTLAB_PROGRESS``
+    The progress mode of a chapter's trainings (:mod:`nhtlab.training.progress`); ``none`` in the book build.
+``NHTLAB_CIFAR_ROOT``
+    A folder holding ``cifar-10-batches-py`` that replaces every ``root`` setting of a chapter's profile.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+__all__ = ["in_book_build", "BOOK_ENV", "cache_dir", "cache_enabled", "checkpoints_enabled", "progress_setting",
+           "cifar_root"]
+
+#: Set to "1" by ``tools/build_book.py`` while it executes the chapters.
+BOOK_ENV = "NHTLAB_BOOK"
+
+
+def in_book_build() -> bool:
+    """True while the book build executes chapters (``NHTLAB_BOOK=1``)."""
+    return os.environ.get(BOOK_ENV) == "1"
+
+
+def cache_dir() -> Path:
+    """``$NHTLAB_CACHE_DIR``, else ``$XDG_CACHE_HOME/nhtlab``, else ``~/.cache/nhtlab``."""
+    if os.environ.get("NHTLAB_CACHE_DIR"):
+        return Path(os.environ["NHTLAB_CACHE_DIR"]).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "nhtlab"
+
+
+def checkpoints_enabled() -> bool:
+    """True when ``NHTLAB_CHECKPOINTS`` is ``on``, ``1``, ``yes`` or ``true``."""
+    return os.environ.get("NHTLAB_CHECKPOINTS", "off").strip().lower() in ("on", "1", "yes", "true")
+
+
+def cache_enabled() -> bool:
+    """False when ``NHTLAB_CACHE`` is ``off``, ``0``, ``no`` or ``false``."""
+    return os.environ.get("NHTLAB_CACHE", "on").strip().lower() not in ("off", "0", "no", "false")
+
+
+def progress_setting() -> str:
+    """``$NHTLAB_PROGRESS``, else ``none`` in the book build and ``auto`` elsewhere."""
+    return os.environ.get("NHTLAB_PROGRESS") or ("none" if in_book_build() else "auto")
+
+
+def cifar_root() -> str | None:
+    """``$NHTLAB_CIFAR_ROOT`` (a local CIFAR-10, or the tests' small archive), or None when unset."""
+    return os.environ.get("NHTLAB_CIFAR_ROOT") or None
