@@ -163,7 +163,8 @@ def run_modular(
     model = make_model(run.model, run.p, **run.model_kwargs)
     label = desc or f"{run.model} p={run.p} λ={run.weight_decay:g}"
     history = train(model, data, run.train_config(), callbacks=callbacks, progress=progress, desc=label,
-                    checkpoint_dir=run_dir, checkpoint_every=checkpoint_every, run_key=config_key(run.cache_config()))
+                    checkpoint_dir=run_dir, checkpoint_every=checkpoint_every,
+                    run_key=None if run_dir is None else config_key(run.cache_config()))  # keys a checkpoint
     history.config = {**run.to_dict(), **trained_with(history)}  # the CPU threads, the compiled path
     history.model = model  # type: ignore[attr-defined]  # kept for analysis in notebooks; not serialised
     return history
