@@ -438,7 +438,7 @@ nb.check_function(
 
 # %%
 your_answer = None
-nb.eta_exercise(your_answer, points["grok"], cfg.lr, 2e-3, seed)
+nb.lr_scaling_exercise(your_answer, points["grok"], cfg.lr, 2e-3, seed)
 
 # %% [markdown]
 # ## Checks

@@ -94,19 +94,19 @@ def _point(lr, measured, lam=1.0, seed=0, init_scale=1.0):
     return dict(weight_decay=lam, lr=lr, seed=seed, init_scale=init_scale, measured=measured)
 
 
-def test_eta_exercise_expects_the_base_delay_scaled_by_one_over_eta():
+def test_lr_scaling_exercise_expects_the_base_delay_scaled_by_one_over_eta():
     points = [_point(3e-3, 900), _point(2e-3, 1700), _point(3e-3, 5000, init_scale=1.5), _point(3e-3, 700, seed=1)]
-    assert eta_check(None, points).status == "unanswered"
-    right = eta_check(1350, points)  # 900 · 3e-3 / 2e-3
+    assert lr_check(None, points).status == "unanswered"
+    right = lr_check(1350, points)  # 900 · 3e-3 / 2e-3
     assert right.status == "correct" and "1,350" in right.reveal and "measured 1,700" in right.reveal
-    assert eta_check(1700, points).status == "wrong"  # the measured delay is not the law's answer here
-    assert eta_check(1350, [_point(2e-3, 1700)]).status == "unanswered"  # no base run: nothing to scale
-    with pytest.raises(ValueError, match="eta"):
-        delay_law_report.eta_exercise(None, points, 3e-3, 0.0, 0)
+    assert lr_check(1700, points).status == "wrong"  # the measured delay is not the law's answer here
+    assert lr_check(1350, [_point(2e-3, 1700)]).status == "unanswered"  # no base run: nothing to scale
+    with pytest.raises(ValueError, match="'new_lr'"):
+        delay_law_report.lr_scaling_exercise(None, points, 3e-3, 0.0, 0)
 
 
-def eta_check(answer, points):
-    return delay_law_report.eta_exercise(answer, points, lr=3e-3, eta=2e-3, seed=0)
+def lr_check(answer, points):
+    return delay_law_report.lr_scaling_exercise(answer, points, lr=3e-3, new_lr=2e-3, seed=0)
 
 
 def test_reading_answer_follows_the_readings_rule():

@@ -44,7 +44,7 @@ from .report import Markdown, evidence, table, what_we_found
 
 __all__ = ["FIT_LAMBDA_RANGE", "MIN_FIT_LAMBDAS", "COMPANION_LR", "PaperComparison", "paper_comparison",
            "delay_records", "run_records", "eta_comparison", "law_fits", "fit_records", "contraction_records",
-           "ratio_records", "delay_readings", "check_lambdas_grok", "check_norm_halves", "eta_exercise", "law_line",
+           "ratio_records", "delay_readings", "check_lambdas_grok", "check_norm_halves", "lr_scaling_exercise", "law_line",
            "escape_ratios", "forecast_report", "runs_summary", "size_summary", "contraction_summary", "delay_found",
            "fit_table"]
 
@@ -540,13 +540,13 @@ def check_norm_halves(points: Sequence[Mapping[str, Any]], init_scale: float = 1
     return Check(f"‖θ‖² at T_grok ≤ {factor:g} · V_mem", bool(ratio <= factor and math.isfinite(ratio)), detail)
 
 
-def eta_exercise(answer: float | None, points: Sequence[Mapping[str, Any]], lr: float, eta: float, seed: int,
-                 rel_tol: float = 0.1) -> Any:
-    """Check a reader's answer to "predict the delay at η = ``eta`` from the λ = 1 run at η = ``lr``".
+def lr_scaling_exercise(answer: float | None, points: Sequence[Mapping[str, Any]], lr: float, new_lr: float,
+                        seed: int, rel_tol: float = 0.1) -> Any:
+    """Check a reader's answer to "predict the delay at η = ``new_lr`` from the λ = 1 run at η = ``lr``".
 
     The law's delay goes as 1/η at fixed λ and norm gap, so its answer is the measured delay of
-    the base run (λ = 1, default init, η = ``lr``, ``seed``) scaled by ``lr / eta``; the run at
-    ``eta`` is named beside it in the explanation.
+    the base run (λ = 1, default init, η = ``lr``, ``seed``) scaled by ``lr / new_lr``; the run at
+    ``new_lr`` is named beside it in the explanation.
 
     Parameters
     ----------
@@ -556,8 +556,8 @@ def eta_exercise(answer: float | None, points: Sequence[Mapping[str, Any]], lr: 
         :func:`delay_records` points of the ``grok`` definition.
     lr : float
         The base run's η.
-    eta : float
-        The η to predict.
+    new_lr : float
+        The η to predict at (not an ETA: :mod:`nhtlab.analysis.eta` forecasts, this is a learning rate).
     seed : int
         The seed of both runs.
     rel_tol : float
@@ -566,18 +566,18 @@ def eta_exercise(answer: float | None, points: Sequence[Mapping[str, Any]], lr: 
     Returns
     -------
     Feedback
-        :func:`~nhtlab.book.check_answer` against ``base · lr / eta``, its explanation built from
+        :func:`~nhtlab.book.check_answer` against ``base · lr / new_lr``, its explanation built from
         the runs; an ``unanswered`` note when the base run did not grok (nothing to scale).
 
     Examples
     --------
     >>> pts = [dict(weight_decay=1.0, lr=lr, seed=0, init_scale=1.0, measured=m) for lr, m in ((1e-3, 3000), (2e-3, 1400))]
-    >>> print(eta_exercise(1500, pts, lr=1e-3, eta=2e-3, seed=0))
+    >>> print(lr_scaling_exercise(1500, pts, lr=1e-3, new_lr=2e-3, seed=0))
     Correct: 1500 is within 10% of the expected value.
     The expected answer: 1,500. The λ = 1 run at η = 0.001 waited 3,000 steps, and 3,000 · 0.001 / 0.002 = 1,500; the run at η = 0.002 measured 1,400.
     """
-    require_real(lr, "lr", 0.0, low_open=True, owner="eta_exercise")
-    require_real(eta, "eta", 0.0, low_open=True, owner="eta_exercise")
+    require_real(lr, "lr", 0.0, low_open=True, owner="lr_scaling_exercise")
+    require_real(new_lr, "new_lr", 0.0, low_open=True, owner="lr_scaling_exercise")
 
     def delay(at: float) -> Any:
         found = [p["measured"] for p in points if p["weight_decay"] == 1.0 and p["init_scale"] == 1.0
@@ -587,9 +587,9 @@ def eta_exercise(answer: float | None, points: Sequence[Mapping[str, Any]], lr: 
     base = delay(lr)
     if base is None:
         return Feedback("unanswered", f"Seed {seed}'s λ = 1 run at η = {lr:g} did not grok: no delay to scale.")
-    expected, measured = base * lr / eta, delay(eta)
-    why = (f"the λ = 1 run at η = {lr:g} waited {base:,} steps, and {base:,} · {lr:g} / {eta:g} = {expected:,.0f}; the run at "
-           f"η = {eta:g} " + (f"measured {measured:,}" if measured is not None else "did not grok"))
+    expected, measured = base * lr / new_lr, delay(new_lr)
+    why = (f"the λ = 1 run at η = {lr:g} waited {base:,} steps, and {base:,} · {lr:g} / {new_lr:g} = {expected:,.0f}; the run at "
+           f"η = {new_lr:g} " + (f"measured {measured:,}" if measured is not None else "did not grok"))
     return check_answer(answer, expected, rel_tol=rel_tol, why=why)
 
 
