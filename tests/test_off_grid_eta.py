@@ -63,6 +63,20 @@ def test_wilson_interval_brackets_the_rate_and_widens_with_fewer_runs():
     assert og.wilson_interval(0, 0) == (0.0, 1.0)
 
 
+def test_wilson_interval_is_the_score_formula_on_a_grid():
+    # scipy computes it now; the closed form (Wilson 1927) is what nhtlab computed before, and must agree
+    def score_interval(k, n, z):
+        p = k / n
+        centre, half = p + z * z / (2 * n), z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+        return (centre - half) / (1 + z * z / n), (centre + half) / (1 + z * z / n)
+
+    for z in (1.0, 1.96, 2.58):
+        for n in (1, 2, 3, 5, 10, 20, 37, 100):
+            for k in range(n + 1):
+                got, want = og.wilson_interval(k, n, z), score_interval(k, n, z)
+                assert got == pytest.approx(want, abs=1e-12), (k, n, z)
+
+
 def test_leave_one_out_never_calibrates_on_the_setting_it_forecasts(monkeypatch):
     seen = []
     real = og.fit_eta_method

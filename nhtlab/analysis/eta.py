@@ -37,6 +37,7 @@ import numpy as np
 
 from ..history import History
 from ..validation import require_real, require_type
+from .delay import linear_fit
 from .events import find_events
 
 __all__ = ["EtaCalibration", "GrokEstimate", "calibrate_eta", "predict_grok", "cut_history", "synthetic_contraction",
@@ -131,8 +132,7 @@ def _rate_and_contraction(history: History, t_mem: int) -> tuple[float, float, f
     v_mem, v_now, now = float(v[0]), float(v[-1]), int(t[-1])
     if len(t) < 2:
         return 0.0, 0.0, v_mem, now
-    slope = -float(np.polyfit(t - t[0], np.log(v), 1)[0])
-    return slope, math.log(v_mem / v_now), v_mem, now
+    return -linear_fit(t, np.log(v)).slope, math.log(v_mem / v_now), v_mem, now
 
 
 def _point(history: History, log_contraction: float) -> tuple[float | None, int, int | None, str]:

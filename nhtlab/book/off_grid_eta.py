@@ -167,18 +167,23 @@ def _cuts(h: History, e: Any, fractions: Sequence[float]) -> list[tuple[float, i
 
 
 def wilson_interval(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
-    """Wilson score interval (95% by default) of a proportion ``k`` of ``n``; ``(0, 1)`` when ``n = 0``.
+    """Wilson score interval (95% by default: ``z`` standard errors) of a proportion ``k`` of ``n``; ``(0, 1)`` when ``n = 0``.
+
+    :func:`scipy.stats.binomtest`'s ``proportion_ci(method="wilson")`` at the confidence level whose normal
+    quantile is ``z``.
 
     >>> [round(x, 3) for x in wilson_interval(8, 10)]
     [0.49, 0.943]
     """
+    # local: scipy.stats is slow to import
+    from scipy import stats
+
     if not (0 <= k <= n):
         raise ValueError(f"The 'k' parameter of wilson_interval must lie in [0, n = {n}]. Got {k}.")
     if n == 0:
         return 0.0, 1.0
-    p = k / n
-    centre, half = p + z * z / (2 * n), z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
-    return max(0.0, (centre - half) / (1 + z * z / n)), min(1.0, (centre + half) / (1 + z * z / n))
+    ci = stats.binomtest(k, n).proportion_ci(confidence_level=1.0 - 2.0 * stats.norm.sf(z), method="wilson")
+    return float(ci.low), float(ci.high)
 
 
 def leave_one_out_splits(grid: Sequence[Setting], off_grid: Sequence[Setting] = ()) -> list[dict[str, Any]]:

@@ -240,7 +240,7 @@ class DelayExponent:
 
 
 def fit_delay_exponent(delays: Sequence[tuple[float, float]], confidence: float = 0.95) -> DelayExponent:
-    """Fit T ∝ λ^(−α) to (λ, T) pairs (several seeds per λ allowed).
+    """Fit T ∝ λ^(−α) to (λ, T) pairs (several seeds per λ allowed): :func:`scipy.stats.linregress` on the logs.
 
     Parameters
     ----------
@@ -253,7 +253,7 @@ def fit_delay_exponent(delays: Sequence[tuple[float, float]], confidence: float 
         With exactly 2 points' worth of freedom gone, n = 3 leaves one degree of
         freedom: the interval is then wide, as it should be.
     """
-    # local: scipy (via scikit-learn) is slow to import; only this test uses it
+    # local: scipy.stats is slow to import; only this rule and the fits use it
     from scipy import stats
 
     owner = "fit_delay_exponent"
@@ -266,13 +266,9 @@ def fit_delay_exponent(delays: Sequence[tuple[float, float]], confidence: float 
     n_lams = len(np.unique(pairs[:, 0]))
     if n_lams < 2:
         raise ValueError(f"The 'delays' parameter of {owner} must hold at least 2 distinct λ values. Got {n_lams}.")
-    slope, intercept = np.polyfit(x, y, 1)
-    residual = y - (slope * x + intercept)
-    dof = len(x) - 2
-    se = math.sqrt(float(residual @ residual) / dof / float(((x - x.mean()) ** 2).sum()))
-    half = float(stats.t.ppf(0.5 + confidence / 2, dof)) * se
-    return DelayExponent(alpha=float(-slope), low=float(-slope - half), high=float(-slope + half), n=len(x),
-                         n_lams=n_lams, confidence=confidence)
+    line = stats.linregress(x, y)
+    alpha, half = -float(line.slope), float(stats.t.ppf(0.5 + confidence / 2, len(x) - 2)) * float(line.stderr)
+    return DelayExponent(alpha=alpha, low=alpha - half, high=alpha + half, n=len(x), n_lams=n_lams, confidence=confidence)
 
 
 def delay_scaling(delays: Mapping[float, Sequence[int | None]], min_lams: int = 3) -> Check:
