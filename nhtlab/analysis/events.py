@@ -7,11 +7,13 @@ evaluated step with train accuracy ≥ 99%, T_grok the first with test accuracy
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
 import numpy as np
 
 from ..history import History
+from ..thresholds import BORDER_DROPPED, BORDER_FITTED, FITTED_ACCURACY
 from ..validation import require_fractions, require_increasing, require_real, require_type
 
 __all__ = ["Events", "find_events", "first_step_at_least", "norm_at"]
@@ -63,8 +65,16 @@ class Events:
                 "test_before_train": self.test_before_train}
 
 
-def first_step_at_least(steps: np.ndarray, values: np.ndarray, threshold: float) -> int | None:
-    """First step whose value is ≥ threshold, or None."""
+def first_step_at_least(steps: Sequence[float] | np.ndarray, values: Sequence[float] | np.ndarray,
+                        threshold: float) -> int | None:
+    """First step whose value is ≥ threshold (NaN: not known, never), or None: nhtlab's one event finder.
+
+    T_mem and T_grok of :func:`find_events`, :func:`nhtlab.analysis.regimes.diagnose_regime`'s T_grok and
+    the trainer's :func:`nhtlab.training.evaluation.grok_step` all read a first crossing through it.
+
+    >>> first_step_at_least([0, 50, 75], [0.1, float("nan"), 0.995], 0.99)
+    75
+    """
     hits = np.flatnonzero(np.asarray(values) >= threshold)
     return int(steps[hits[0]]) if hits.size else None
 
@@ -92,7 +102,7 @@ def norm_at(history: History, step: int) -> float:
     return float(history.column("norm")[k])
 
 
-def find_events(history: History, threshold: float = 0.99) -> Events:
+def find_events(history: History, threshold: float = FITTED_ACCURACY) -> Events:
     """Locate T_mem, T_grok and the peak of ‖θ‖² in ``history``.
 
     Parameters
@@ -100,7 +110,7 @@ def find_events(history: History, threshold: float = 0.99) -> Events:
     history : History
         Columns ``step`` (increasing), ``train_acc``, ``test_acc`` (in [0, 1]; NaN: not known) and ``norm``.
     threshold : float in (0, 1]
-        Accuracy that counts as "fitted" (0.99 in the papers).
+        Accuracy that counts as "fitted" (:data:`nhtlab.thresholds.FITTED_ACCURACY`, the papers' 0.99).
 
     Returns
     -------
@@ -126,7 +136,7 @@ def find_events(history: History, threshold: float = 0.99) -> Events:
                   norm_at_grok=None if t_grok is None else norm_at(history, t_grok))
 
 
-def border_times(history, fit_level: float = 0.3, drop_level: float = 0.5) -> tuple[int | None, int | None]:
+def border_times(history, fit_level: float = BORDER_FITTED, drop_level: float = BORDER_DROPPED) -> tuple[int | None, int | None]:
     """When the border was fitted and when it was dropped, read off a history.
 
     Both are read on the ``conflict`` test images (a wrong class's border on

@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from ..history import History
+from ..thresholds import BORDER_DROPPED, BORDER_FITTED
 from ..validation import require_int, require_real, require_type
 from ..analysis.events import border_times, norm_at
 from .claims import Check, Reading, over_seeds
@@ -296,7 +297,7 @@ def delay_scaling(delays: Mapping[float, Sequence[int | None]], min_lams: int = 
     return Check("delay scaling", bool(ok), f"α = {fit.alpha:.2f} [{fit.low:.2f}, {fit.high:.2f}] ({fit.n} runs, {n_lams} λ)", fit.alpha)
 
 
-def cue_escape_step(history: History, fit_level: float = 0.3, drop_level: float = 0.5) -> int | None:
+def cue_escape_step(history: History, fit_level: float = BORDER_FITTED, drop_level: float = BORDER_DROPPED) -> int | None:
     """The step at which the border is dropped (:func:`nhtlab.analysis.events.border_times`), or None.
 
     Parameters
