@@ -108,5 +108,5 @@ def stopped_after(history: History, grok: int | None, step: int, stop_after: int
     """
     if stop_after is None or grok is None or step < grok + stop_after:
         return False
-    history.status, history.message = "stopped", f"stopped {stop_after} steps after test accuracy reached 99%"
+    history.status, history.message = "stopped", f"stopped {stop_after} steps after test accuracy reached {FITTED_ACCURACY:.0%}"
     return True
