@@ -8,7 +8,7 @@ memorisation and the regime rules cannot drift apart. A rule's own parameter sti
 from __future__ import annotations
 
 __all__ = ["FITTED_ACCURACY", "SHORTCUT_FITTED_ACCURACY", "CONTRACTION_DROP", "ONLINE_MIN_POINTS", "BORDER_FITTED",
-           "BORDER_DROPPED", "ETA_COVERAGE"]
+           "BORDER_DROPPED", "ETA_COVERAGE", "ETA_SHIP_CUT", "ETA_COVERAGE_TOLERANCE"]
 
 #: Accuracy at which a set counts as fitted (the companion's 99%, arXiv 2603.13331): the first evaluated step
 #: with train accuracy at least this is T_mem (memorised), with test accuracy at least this T_grok (grokked).
@@ -25,3 +25,7 @@ BORDER_FITTED = 0.3
 BORDER_DROPPED = 0.5
 #: Stated coverage of a forecast interval of T_grok (the ETA, its baselines and their evaluation).
 ETA_COVERAGE = 0.8
+#: The ETA's ship rule (issue 46) compares its error with the baselines' at this fraction of the plateau,
+ETA_SHIP_CUT = 0.5
+#: and needs its interval's measured coverage within this of :data:`ETA_COVERAGE` at every cut.
+ETA_COVERAGE_TOLERANCE = 0.10

@@ -23,7 +23,7 @@ from ..analysis.early_warnings import evaluate_warnings
 from ..analysis.eta import FRACTIONS, _cuts, _plateaus, _setting, calibrate_eta, cut_history, predict_grok
 from ..history import History
 from ..papers import COMPANION_GROK_FIT
-from ..thresholds import ETA_COVERAGE
+from ..thresholds import ETA_COVERAGE, ETA_COVERAGE_TOLERANCE, ETA_SHIP_CUT
 from ..validation import require_choice
 
 __all__ = ["evaluate_eta", "eta_verdict", "eta_evaluation", "saved_evaluation"]
@@ -78,7 +78,8 @@ def evaluate_eta(fit: Sequence[History], test: Sequence[History], coverage: floa
     return records
 
 
-def eta_verdict(records: Sequence[Mapping[str, Any]], fraction: float = 0.5, tolerance: float = 0.10) -> Check:
+def eta_verdict(records: Sequence[Mapping[str, Any]], fraction: float = ETA_SHIP_CUT,
+                tolerance: float = ETA_COVERAGE_TOLERANCE) -> Check:
     """Whether the ETA may ship: it beats the same-λ baseline at ``fraction`` of the plateau, with coverage
     within ``tolerance`` of its stated level.
 

@@ -43,7 +43,7 @@ from ..analysis.events import find_events
 from ..analysis.regimes import diagnose_regime
 from ..history import History
 from ..papers import COMPANION_GROK_FIT
-from ..thresholds import ETA_COVERAGE
+from ..thresholds import ETA_COVERAGE, ETA_COVERAGE_TOLERANCE, ETA_SHIP_CUT
 from ..training.monitor import online_regime
 from ..validation import require_real, require_type
 from .claims import Check
@@ -358,17 +358,8 @@ def coverage_table(rows: Sequence[Mapping[str, Any]], method: str = "eta", cover
 
 @dataclass(frozen=True)
 class OffGridVerdict(Check):
-    """A :class:`~nhtlab.book.claims.Check` of the off-grid ship rule, with what the Monitor should offer.
-
-    Attributes
-    ----------
-    winner : str or None
-        The method of least median absolute error over all runs, among those that forecast every run.
-    best_baseline : str or None
-        The same among the baselines.
-    offer : str or None
-        The checked method if it passed, else ``best_baseline``.
-    """
+    """A :class:`~nhtlab.book.claims.Check` of the off-grid ship rule, with ``winner``, ``best_baseline`` and
+    ``offer`` (:func:`off_grid_verdict` says what each is)."""
 
     winner: str | None = None
     best_baseline: str | None = None
@@ -381,7 +372,7 @@ class OffGridVerdict(Check):
                 "best_baseline": self.best_baseline, "offer": self.offer}
 
 
-def off_grid_verdict(rows: Sequence[Mapping[str, Any]], fraction: float = 0.5, tolerance: float = 0.10,
+def off_grid_verdict(rows: Sequence[Mapping[str, Any]], fraction: float = ETA_SHIP_CUT, tolerance: float = ETA_COVERAGE_TOLERANCE,
                      coverage: float = ETA_COVERAGE, method: str = "eta") -> OffGridVerdict:
     """Issue 46's ship rule on the off-grid forecasts: ``method`` ships if, at ``fraction`` of the plateau,
     its median absolute error is below every baseline's on the runs both forecast, and its interval's
@@ -403,7 +394,7 @@ def off_grid_verdict(rows: Sequence[Mapping[str, Any]], fraction: float = 0.5, t
     Returns
     -------
     OffGridVerdict
-        The check (``passed``, ``name``, ``detail``), ``winner`` (the method of least median absolute error at
+        The check (``name``, ``passed``, ``detail``), ``winner`` (the method of least median absolute error at
         ``fraction`` over all runs, among those that forecast every run; a baseline on a tie), ``best_baseline`` (the same among
         the baselines), ``offer`` (what the Monitor should offer: ``method`` if it passed, else the best baseline).
     """
