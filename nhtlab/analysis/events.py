@@ -7,12 +7,11 @@ evaluated step with train accuracy ≥ 99%, T_grok the first with test accuracy
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from ..history import History
+from ..history import History, first_step_at_least
 from ..thresholds import BORDER_DROPPED, BORDER_FITTED, FITTED_ACCURACY
 from ..validation import require_fractions, require_increasing, require_real, require_type
 
@@ -63,20 +62,6 @@ class Events:
     def to_dict(self) -> dict:
         return {**asdict(self), "delay": self.delay, "contraction": self.contraction,
                 "test_before_train": self.test_before_train}
-
-
-def first_step_at_least(steps: Sequence[float] | np.ndarray, values: Sequence[float] | np.ndarray,
-                        threshold: float) -> int | None:
-    """First step whose value is ≥ threshold (NaN: not known, never), or None: nhtlab's one event finder.
-
-    T_mem and T_grok of :func:`find_events`, :func:`nhtlab.analysis.regimes.diagnose_regime`'s T_grok and
-    the trainer's :func:`nhtlab.training.evaluation.grok_step` all read a first crossing through it.
-
-    >>> first_step_at_least([0, 50, 75], [0.1, float("nan"), 0.995], 0.99)
-    75
-    """
-    hits = np.flatnonzero(np.asarray(values) >= threshold)
-    return int(steps[hits[0]]) if hits.size else None
 
 
 def norm_at(history: History, step: int) -> float:

@@ -30,8 +30,7 @@ from collections.abc import Mapping, Sequence
 
 import torch
 
-from ..analysis.events import first_step_at_least
-from ..history import History
+from ..history import History, first_step_at_least
 from ..measures.fourier import fourier_columns
 from ..thresholds import FITTED_ACCURACY
 
