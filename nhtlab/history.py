@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["History"]
+__all__ = ["History", "first_step_at_least"]
 
 
 @dataclass
@@ -78,3 +78,18 @@ class History:
     def from_dict(cls, d: Mapping[str, Any]) -> "History":
         return cls(rows=list(d["rows"]), status=d["status"], message=d["message"], config=dict(d["config"]))
 
+
+def first_step_at_least(steps: Sequence[float] | np.ndarray, values: Sequence[float] | np.ndarray,
+                        threshold: float) -> int | None:
+    """First step whose value is ≥ threshold (NaN: not known, never), or None: nhtlab's one event finder.
+
+    T_mem and T_grok of :func:`~nhtlab.analysis.events.find_events`, the T_grok of
+    :func:`~nhtlab.analysis.regimes.diagnose_regime` and the trainer's early stop
+    (:func:`~nhtlab.training.evaluation.grok_step`) all read a first crossing through it. It lives
+    beside the record it reads, in the source the result cache's key hashes.
+
+    >>> first_step_at_least([0, 50, 75], [0.1, float("nan"), 0.995], 0.99)
+    75
+    """
+    hits = np.flatnonzero(np.asarray(values) >= threshold)
+    return int(steps[hits[0]]) if hits.size else None

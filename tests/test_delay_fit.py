@@ -34,6 +34,11 @@ def test_linear_fit_closed_form_and_r2():
     assert fit.slope == pytest.approx(3) and fit.intercept == pytest.approx(-2) and fit.r2 == pytest.approx(1) and fit.n == 10
     y = 3 * x + np.array([1, -1] * 5)
     assert linear_fit(x, y).r2 == pytest.approx(1 - 10 / ((y - y.mean()) ** 2).sum(), rel=1e-2)
+    noisy = y + np.random.default_rng(0).normal(size=10)  # R² is 1 − SS_res/SS_tot of the least-squares line
+    slope, intercept = np.polyfit(x, noisy, 1)
+    residual = noisy - (slope * x + intercept)
+    assert linear_fit(x, noisy).r2 == pytest.approx(1 - (residual @ residual) / ((noisy - noisy.mean()) ** 2).sum(), abs=1e-12)
+    assert math.isnan(linear_fit(x, np.full(10, 4.0)).r2)  # a constant y: nothing to explain, no R²
     with pytest.raises(ValueError, match="at least 2 points"):
         linear_fit([1.0], [2.0])
     with pytest.raises(ValueError, match="two distinct values"):

@@ -2,6 +2,7 @@
 
 import math
 
+import numpy as np
 import pytest
 import torch
 import torch.nn as nn
@@ -10,8 +11,9 @@ from torch.func import stack_module_state
 from nhtlab.history import History
 from nhtlab.measures.norms import layer_names, layer_norms, layer_parameters
 from nhtlab.models import EmbeddingMLP
+from nhtlab.analysis.events import find_events
+from nhtlab.thresholds import FITTED_ACCURACY
 from nhtlab.training.evaluation import (
-    STOP_ACCURACY,
     diverged_at_evaluation,
     diverged_in_training,
     grok_step,
@@ -48,11 +50,29 @@ def test_divergence_in_training_names_the_step():
     assert (h.status, h.message) == ("diverged", "non-finite training loss at step 11")
 
 
+def test_the_trainers_grok_step_is_find_events_t_grok():
+    # one event finder: the early stop's T_grok and the analysis's T_grok agree on the same rows, NaN (no
+    # test accuracy known) and accuracies just below, at and above the threshold included
+    rng = np.random.default_rng(0)
+    levels = np.array([0.0, 0.5, np.nextafter(FITTED_ACCURACY, 0.0), FITTED_ACCURACY, 0.995, 1.0, math.nan])
+    found = []
+    for _ in range(300):
+        n = int(rng.integers(1, 12))
+        steps = np.cumsum(rng.integers(1, 100, size=n)) - 1
+        rows = [{"step": int(s), "train_acc": float(rng.choice(levels)), "test_acc": float(a), "norm": 1.0}
+                for s, a in zip(steps, rng.choice(levels, size=n, p=[0.3, 0.2, 0.1, 0.05, 0.05, 0.05, 0.25]))]
+        t_grok = find_events(History(rows)).t_grok
+        assert grok_step(rows) == t_grok, rows
+        found.append(t_grok)
+    assert any(t is None for t in found) and any(t is not None and t > 0 for t in found)  # both cases were met
+
+
 def test_early_stop_closed_form():
-    rows = [{"step": s, "test_acc": a} for s, a in [(0, 0.1), (25, 0.98), (50, STOP_ACCURACY), (75, 0.5), (100, 1.0)]]
+    rows = [{"step": s, "test_acc": a} for s, a in [(0, 0.1), (25, 0.98), (50, FITTED_ACCURACY), (75, 0.5), (100, 1.0)]]
     assert grok_step(rows) == 50  # the first crossing counts, even if the accuracy falls back
     assert grok_step([{"step": 0, "train_acc": 1.0}]) is None  # no test set: never
     assert not reached_stop_accuracy({"test_acc": 0.9899}) and reached_stop_accuracy({"test_acc": 0.99})
+    assert reached_stop_accuracy({"test_acc": FITTED_ACCURACY}) and not reached_stop_accuracy({"test_acc": math.nan})
     # stop at the first evaluation with step ≥ grok + stop_after
     for grok, step, stop_after, expected in [(50, 50, 0, True), (50, 75, 50, False), (50, 100, 50, True),
                                              (50, 125, 50, True), (None, 1000, 0, False), (50, 10**6, None, False)]:

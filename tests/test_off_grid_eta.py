@@ -63,6 +63,20 @@ def test_wilson_interval_brackets_the_rate_and_widens_with_fewer_runs():
     assert og.wilson_interval(0, 0) == (0.0, 1.0)
 
 
+def test_wilson_interval_is_the_score_formula_on_a_grid():
+    # scipy computes it now; the closed form (Wilson 1927) is what nhtlab computed before, and must agree
+    def score_interval(k, n, z):
+        p = k / n
+        centre, half = p + z * z / (2 * n), z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+        return (centre - half) / (1 + z * z / n), (centre + half) / (1 + z * z / n)
+
+    for z in (1.0, 1.96, 2.58):
+        for n in (1, 2, 3, 5, 10, 20, 37, 100):
+            for k in range(n + 1):
+                got, want = og.wilson_interval(k, n, z), score_interval(k, n, z)
+                assert got == pytest.approx(want, abs=1e-12), (k, n, z)
+
+
 def test_leave_one_out_never_calibrates_on_the_setting_it_forecasts(monkeypatch):
     seen = []
     real = og.fit_eta_method
@@ -116,13 +130,17 @@ def test_off_grid_verdict_reads_every_baseline_and_the_coverage_at_every_cut():
         if r["method"] == "eta" and r["fraction"] == 0.5:
             r["covered"] = r["seed"] < 8
     v = off_grid_verdict(rows)
-    assert v["passed"] and v["winner"] == "eta" and v["best_baseline"] == "law_scaled" and v["offer"] == "eta"
+    assert isinstance(v, nhtlab.book.Check) and v and v.name.startswith("the ETA beats every baseline")  # the verdict type
+    assert v.passed and v.winner == "eta" and v.best_baseline == "law_scaled" and v.offer == "eta"
     for r in rows:  # coverage off by more than 10 points at one cut: no ship, the best baseline is offered
         if r["method"] == "eta" and r["fraction"] == 0.25:
             r["covered"] = r["seed"] < 5
     v = off_grid_verdict(rows)
-    assert not v["passed"] and v["offer"] == "law_scaled" and "50% (5 of 10) at 25%" in v["detail"]
-    assert not off_grid_verdict([])["passed"]
+    assert not v and v.offer == "law_scaled" and "50% (5 of 10) at 25%" in v.detail
+    assert v.record() == {"passed": False, "name": v.name, "detail": v.detail, "winner": "eta",
+                          "best_baseline": "law_scaled", "offer": "law_scaled"}
+    empty = off_grid_verdict([])
+    assert not empty and empty.offer is None and empty.detail == "not enough forecast runs to evaluate"
 
 
 def test_the_record_renders_with_its_tables_and_verdict():
@@ -131,7 +149,7 @@ def test_the_record_renders_with_its_tables_and_verdict():
     text = nhtlab.book.eta_report(saved)
     assert "Off-grid evaluation (quick profile" in text and "(b) law-scaled" in text and "95% Wilson" in text
     assert ("**Ships**" in text) == saved["verdict"]["passed"] and "CPU 12 s on a CPU" in text
-    assert saved["verdict"] == off_grid_verdict(saved["rows"])
+    assert saved["verdict"] == off_grid_verdict(saved["rows"]).record()
 
 
 def test_saved_off_grid_record_is_rendered_or_named_missing():
@@ -139,7 +157,7 @@ def test_saved_off_grid_record_is_rendered_or_named_missing():
     if saved is None:
         assert "scripts/evaluate_eta.py --profile book" in nhtlab.book.eta_report("book", off_grid=True)
     else:
-        assert saved["design"] == "off-grid" and saved["verdict"] == off_grid_verdict(saved["rows"])
+        assert saved["design"] == "off-grid" and saved["verdict"] == off_grid_verdict(saved["rows"]).record()
         assert {c["fraction"] for c in saved["coverage"]} == {0.25, 0.5, 0.75}
 
 
@@ -194,7 +212,7 @@ def test_the_monitor_docstring_says_what_the_saved_second_model_records_hold():
         assert warning["fired"].startswith("0 of ") and warning["late"] == 0
         rows = {r["diagnosed"]: r for r in saved["regimes"]}
         assert all(v.startswith("0 of ") for k, v in rows["undetermined"].items() if k.startswith("at "))
-        assert saved["verdict"] == off_grid_verdict(saved["rows"])
+        assert saved["verdict"] == off_grid_verdict(saved["rows"]).record()
 
 
 def _with_loss_rise(h, t_rise):
@@ -261,5 +279,5 @@ def test_the_forecast_basis_says_what_the_saved_records_hold():
         saved = nhtlab.book.saved_evaluation(profile, off_grid=True)
         assert saved is not None and not saved["verdict"]["passed"]  # "The ETA … did not ship"
         assert saved["verdict"]["best_baseline"] == baseline and not saved["verdict_loss_rise"]["passed"]
-        assert saved["verdict_loss_rise"] == off_grid_verdict(saved["rows"], method="loss_rise")
+        assert saved["verdict_loss_rise"] == off_grid_verdict(saved["rows"], method="loss_rise").record()
     assert "did not ship" in DELAY_LAW_BASIS and "with minibatches the unscaled delay (a)" in DELAY_LAW_BASIS

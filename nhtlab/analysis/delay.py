@@ -240,7 +240,7 @@ class LinearFit:
 
 
 def linear_fit(x: Sequence[float], y: Sequence[float]) -> LinearFit:
-    """Fit ``y ≈ slope · x + intercept`` by least squares.
+    """Fit ``y ≈ slope · x + intercept`` by least squares (:func:`scipy.stats.linregress`).
 
     Parameters
     ----------
@@ -249,7 +249,8 @@ def linear_fit(x: Sequence[float], y: Sequence[float]) -> LinearFit:
     Returns
     -------
     LinearFit
-        ``slope``, ``intercept`` and ``r2`` (1 − residual / total sum of squares).
+        ``slope``, ``intercept`` and ``r2`` (the squared correlation, which for this fit is 1 − residual /
+        total sum of squares; NaN when ``y`` is constant).
 
     Examples
     --------
@@ -266,11 +267,11 @@ def linear_fit(x: Sequence[float], y: Sequence[float]) -> LinearFit:
         raise ValueError("The 'x' and 'y' parameters of linear_fit must be finite (no NaN or inf).")
     if np.ptp(xa) == 0:
         raise ValueError("The 'x' parameter of linear_fit must hold at least two distinct values.")
-    slope, intercept = np.polyfit(xa, ya, 1)
-    residual = ya - (slope * xa + intercept)
-    ss_tot = float(((ya - ya.mean()) ** 2).sum())
-    r2 = 1.0 - float((residual ** 2).sum()) / ss_tot if ss_tot > 0 else float("nan")
-    return LinearFit(float(slope), float(intercept), r2, len(xa))
+    # local: scipy.stats is slow to import
+    from scipy import stats
+
+    line = stats.linregress(xa, ya)  # rvalue is NaN when y is constant: no R² then
+    return LinearFit(float(line.slope), float(line.intercept), float(line.rvalue) ** 2, len(xa))
 
 
 #: What :func:`delay_fits` regresses the measured delay on.

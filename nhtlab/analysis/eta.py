@@ -36,7 +36,9 @@ from typing import Any
 import numpy as np
 
 from ..history import History
+from ..thresholds import ETA_COVERAGE, FITTED_ACCURACY
 from ..validation import require_real, require_type
+from .delay import linear_fit
 from .events import find_events
 
 __all__ = ["EtaCalibration", "GrokEstimate", "calibrate_eta", "predict_grok", "cut_history", "synthetic_contraction",
@@ -131,8 +133,7 @@ def _rate_and_contraction(history: History, t_mem: int) -> tuple[float, float, f
     v_mem, v_now, now = float(v[0]), float(v[-1]), int(t[-1])
     if len(t) < 2:
         return 0.0, 0.0, v_mem, now
-    slope = -float(np.polyfit(t - t[0], np.log(v), 1)[0])
-    return slope, math.log(v_mem / v_now), v_mem, now
+    return -linear_fit(t, np.log(v)).slope, math.log(v_mem / v_now), v_mem, now
 
 
 def _point(history: History, log_contraction: float) -> tuple[float | None, int, int | None, str]:
@@ -200,7 +201,7 @@ def _cuts(events: Any, history: History, fractions: Sequence[float]) -> list[tup
     return cuts
 
 
-def calibrate_eta(histories: Sequence[History], coverage: float = 0.8,
+def calibrate_eta(histories: Sequence[History], coverage: float = ETA_COVERAGE,
                   fractions: Sequence[float] = FRACTIONS) -> EtaCalibration:
     """Fit the predictor's constants on runs that memorised and grokked.
 
@@ -269,7 +270,7 @@ def conformal_quantile(scores: Sequence[float], coverage: float) -> float:
 
 
 def delay_law_forecast(calibration: Mapping[tuple[float, float], Sequence[History]], lr: float, weight_decay: float,
-                       t_mem: int, now: int, coverage: float = 0.8) -> GrokEstimate:
+                       t_mem: int, now: int, coverage: float = ETA_COVERAGE) -> GrokEstimate:
     """T_grok by the delay law's baseline (b) (:data:`DELAY_LAW_BASIS`), the best tested answer, with its interval.
 
     The interval is ``T_mem + d̂·exp(±q)``, ``q`` the split-conformal quantile of ``|log(d/d̂)|`` over the
@@ -318,7 +319,7 @@ def delay_law_forecast(calibration: Mapping[tuple[float, float], Sequence[Histor
     delays = {tuple(map(float, k)): [e.delay for _, e in _plateaus(v)] for k, v in calibration.items()}
     mean = {k: float(np.mean(v)) for k, v in delays.items() if v}
     if not mean:
-        why = "no calibration run memorised and grokked (train and test accuracy ≥ 0.99): no delay to scale"
+        why = f"no calibration run memorised and grokked (train and test accuracy ≥ {FITTED_ACCURACY}): no delay to scale"
         return GrokEstimate(now, None, None, None, why, DELAY_LAW_BASIS)
     q = conformal_quantile([abs(math.log(d / law_scaled_delay(k, {o: m for o, m in mean.items() if o != k})))
                             for k, ds in delays.items() for d in ds if len(mean) > 1], coverage)

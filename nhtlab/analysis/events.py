@@ -11,7 +11,8 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from ..history import History
+from ..history import History, first_step_at_least
+from ..thresholds import BORDER_DROPPED, BORDER_FITTED, FITTED_ACCURACY
 from ..validation import require_fractions, require_increasing, require_real, require_type
 
 __all__ = ["Events", "find_events", "first_step_at_least", "norm_at"]
@@ -63,12 +64,6 @@ class Events:
                 "test_before_train": self.test_before_train}
 
 
-def first_step_at_least(steps: np.ndarray, values: np.ndarray, threshold: float) -> int | None:
-    """First step whose value is ≥ threshold, or None."""
-    hits = np.flatnonzero(np.asarray(values) >= threshold)
-    return int(steps[hits[0]]) if hits.size else None
-
-
 def norm_at(history: History, step: int) -> float:
     """‖θ‖² at the first evaluated step at or after ``step``: how nhtlab reads V_sc and V_st.
 
@@ -92,7 +87,7 @@ def norm_at(history: History, step: int) -> float:
     return float(history.column("norm")[k])
 
 
-def find_events(history: History, threshold: float = 0.99) -> Events:
+def find_events(history: History, threshold: float = FITTED_ACCURACY) -> Events:
     """Locate T_mem, T_grok and the peak of ‖θ‖² in ``history``.
 
     Parameters
@@ -100,7 +95,7 @@ def find_events(history: History, threshold: float = 0.99) -> Events:
     history : History
         Columns ``step`` (increasing), ``train_acc``, ``test_acc`` (in [0, 1]; NaN: not known) and ``norm``.
     threshold : float in (0, 1]
-        Accuracy that counts as "fitted" (0.99 in the papers).
+        Accuracy that counts as "fitted" (:data:`nhtlab.thresholds.FITTED_ACCURACY`, the papers' 0.99).
 
     Returns
     -------
@@ -126,7 +121,7 @@ def find_events(history: History, threshold: float = 0.99) -> Events:
                   norm_at_grok=None if t_grok is None else norm_at(history, t_grok))
 
 
-def border_times(history, fit_level: float = 0.3, drop_level: float = 0.5) -> tuple[int | None, int | None]:
+def border_times(history, fit_level: float = BORDER_FITTED, drop_level: float = BORDER_DROPPED) -> tuple[int | None, int | None]:
     """When the border was fitted and when it was dropped, read off a history.
 
     Both are read on the ``conflict`` test images (a wrong class's border on

@@ -48,8 +48,9 @@ from typing import Any
 import numpy as np
 
 from ..history import History
+from ..thresholds import FITTED_ACCURACY
 from ..validation import require_int, require_real, require_type
-from .events import Events, find_events
+from .events import Events, find_events, first_step_at_least
 
 __all__ = ["REGIMES", "UNDETERMINED", "TOO_EARLY", "DIVERGED", "NOT_DECIDED", "UNJUDGED", "is_diverged", "Regime",
            "diagnose_regime", "regime_order_ok", "regime_table", "within_budget", "budget_regime"]
@@ -143,8 +144,8 @@ class Regime:
 
 def diagnose_regime(
     history: History,
-    fit_threshold: float = 0.99,
-    generalise_threshold: float = 0.99,
+    fit_threshold: float = FITTED_ACCURACY,
+    generalise_threshold: float = FITTED_ACCURACY,
     min_contraction: float = 0.2,
     min_delay: int = 200,
 ) -> Regime:
@@ -154,9 +155,9 @@ def diagnose_regime(
     ----------
     history : History
         Needs ``step``, ``train_acc``, ``test_acc`` and ``norm`` columns.
-    fit_threshold : float in (0, 1], default 0.99
+    fit_threshold : float in (0, 1], default :data:`~nhtlab.thresholds.FITTED_ACCURACY`
         Train accuracy that counts as memorised (the companion's T_mem threshold).
-    generalise_threshold : float in (0, 1], default 0.99
+    generalise_threshold : float in (0, 1], default :data:`~nhtlab.thresholds.FITTED_ACCURACY`
         Test accuracy that counts as generalised (the companion's T_grok threshold).
     min_contraction : float in [0, 1), default 0.2
         Least fall of ‖θ‖² below its value at T_mem that counts as "contracted".
@@ -180,7 +181,7 @@ def diagnose_regime(
     events = find_events(history, threshold=fit_threshold)
     steps, norm = history.column("step"), history.column("norm")
     train_acc, test_acc = history.column("train_acc"), history.column("test_acc")
-    t_grok = next((int(s) for s, a in zip(steps, test_acc) if a >= generalise_threshold), None)
+    t_grok = first_step_at_least(steps, test_acc, generalise_threshold)
     generalised = t_grok is not None
     broken = is_diverged(history)
     if broken is not None:

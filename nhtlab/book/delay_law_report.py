@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from ..history import History
+from ..thresholds import ETA_SHIP_CUT
 from ..papers import (COMPANION_CONTRACTION, COMPANION_THEORY_RATIO, COMPANION_ETA_SWEEP, COMPANION_GROK_COUNTS, COMPANION_GROK_FIT,
                       COMPANION_LAMBDA_SWEEP, paper_cell)
 from ..validation import require_choice, require_int, require_real, require_type
@@ -653,7 +654,7 @@ def _plateau_lambdas(histories: Sequence[History]) -> list[float]:
 
 
 def forecast_report(histories: Sequence[History], test_seeds: Sequence[int], profile: str,
-                    fraction: float = 0.5) -> tuple[Markdown, Markdown]:
+                    fraction: float = ETA_SHIP_CUT) -> tuple[Markdown, Markdown]:
     """The forecast of T_grok evaluated on a chapter's λ sweep, the seeds ``test_seeds`` held out.
 
     :func:`~nhtlab.book.held_out_eta.eta_evaluation` on the runs, rendered for a lesson page: one

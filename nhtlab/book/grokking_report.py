@@ -36,6 +36,7 @@ from ..analysis.layers import layer_label
 from ..history import History
 from .. import papers
 from ..papers import paper_cell
+from ..thresholds import FITTED_ACCURACY
 from ..validation import require_int, require_real, require_type
 from .claims import Check, Reading, over_seeds
 from .report import Markdown, evidence, table
@@ -73,9 +74,9 @@ def check_grokking(history: History, min_delay: int) -> Check:
     ev = find_events(history)
     name = "memorises, then generalises later"
     if ev.t_mem is None:
-        return Check(name, False, f"train accuracy never reached 99% (best {np.nanmax(history.column('train_acc')):.1%})")
+        return Check(name, False, f"train accuracy never reached {FITTED_ACCURACY:.0%} (best {np.nanmax(history.column('train_acc')):.1%})")
     if ev.t_grok is None:
-        return Check(name, False, f"T_mem = {ev.t_mem:,}; test accuracy never reached 99% "
+        return Check(name, False, f"T_mem = {ev.t_mem:,}; test accuracy never reached {FITTED_ACCURACY:.0%} "
                                   f"(best {np.nanmax(history.column('test_acc')):.1%})")
     return Check(name, ev.delay >= min_delay,
                  f"T_mem = {ev.t_mem:,}, T_grok = {ev.t_grok:,}: delay {ev.delay:,} (at least {min_delay:,})")
@@ -276,7 +277,7 @@ def generalise_answer(histories: Mapping[int, History]) -> tuple[str, tuple[str,
     ends = sorted({int(h.column("step")[-1]) for h in histories.values()})
     best = max(max(h.column("test_acc")) for h in histories.values())
     answer = "yes" if 2 * sum(grokked) > len(grokked) else "no"
-    return answer, ("yes", "no"), (f"test accuracy reached 99% in {sum(grokked)} of {len(grokked)} runs within their budgets "
+    return answer, ("yes", "no"), (f"test accuracy reached {FITTED_ACCURACY:.0%} in {sum(grokked)} of {len(grokked)} runs within their budgets "
                     f"({' / '.join(f'{e:,}' for e in ends)} steps); the best it reached was {best:.2f}")
 
 
@@ -331,7 +332,7 @@ def delay_window_table(histories: Mapping[int, History]) -> Markdown:
                           "v_grok": "‖θ‖² at T_grok", "fall": "fall"})
 
 
-def train_acc_reading(histories: Mapping[int, History], level: float = 0.99) -> Reading:
+def train_acc_reading(histories: Mapping[int, History], level: float = FITTED_ACCURACY) -> Reading:
     """Whether training accuracy stays at ``level`` or above from T_mem to T_grok, over seeds.
 
     Each seed reads ``"stays ≥ 99%"``, ``"dips below 99%"`` (its lowest value in :func:`delay_window`) or
@@ -453,8 +454,8 @@ def delay_window_report(histories: Mapping[int, History]) -> Markdown:
     lows = "; ".join(f"{w['lowest train acc']:.2f} (seed {s}, step {w['at step']:,})" for s, w in windows.items())
     text = (f"From T_mem to T_grok, ‖θ‖² falls by at least a third in {contraction.k} of {contraction.n} seeds "
             f"({falls}). Training accuracy {train_acc.expected} over that whole window in {train_acc.k} of "
-            f"{train_acc.n} seeds; the lowest training accuracy inside the window: {lows}. Test accuracy climbs to 99% "
-            "while the norm falls.")
+            f"{train_acc.n} seeds; the lowest training accuracy inside the window: {lows}. Test accuracy climbs to "
+            f"{FITTED_ACCURACY:.0%} while the norm falls.")
     return Markdown(text + "\n\n" + evidence(
         "every seed between T_mem and T_grok", delay_window_table(histories),
         "The window holds every evaluation from T_mem to T_grok, both included; the fall is "

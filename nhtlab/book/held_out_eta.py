@@ -23,12 +23,13 @@ from ..analysis.early_warnings import evaluate_warnings
 from ..analysis.eta import FRACTIONS, _cuts, _plateaus, _setting, calibrate_eta, cut_history, predict_grok
 from ..history import History
 from ..papers import COMPANION_GROK_FIT
+from ..thresholds import ETA_COVERAGE, ETA_COVERAGE_TOLERANCE, ETA_SHIP_CUT
 from ..validation import require_choice
 
 __all__ = ["evaluate_eta", "eta_verdict", "eta_evaluation", "saved_evaluation"]
 
 
-def evaluate_eta(fit: Sequence[History], test: Sequence[History], coverage: float = 0.8,
+def evaluate_eta(fit: Sequence[History], test: Sequence[History], coverage: float = ETA_COVERAGE,
                  fractions: Sequence[float] = FRACTIONS) -> list[dict[str, Any]]:
     """Calibrate on ``fit``, then predict each ``test`` run at fractions of its plateau; one record per fraction.
 
@@ -77,7 +78,8 @@ def evaluate_eta(fit: Sequence[History], test: Sequence[History], coverage: floa
     return records
 
 
-def eta_verdict(records: Sequence[Mapping[str, Any]], fraction: float = 0.5, tolerance: float = 0.10) -> Check:
+def eta_verdict(records: Sequence[Mapping[str, Any]], fraction: float = ETA_SHIP_CUT,
+                tolerance: float = ETA_COVERAGE_TOLERANCE) -> Check:
     """Whether the ETA may ship: it beats the same-λ baseline at ``fraction`` of the plateau, with coverage
     within ``tolerance`` of its stated level.
 
@@ -107,7 +109,7 @@ def eta_verdict(records: Sequence[Mapping[str, Any]], fraction: float = 0.5, tol
 
 
 def eta_evaluation(histories: Sequence[History], test_seeds: Sequence[int], no_grok: Sequence[History] = (),
-                   profile: str = "book", coverage: float = 0.8) -> dict[str, Any]:
+                   profile: str = "book", coverage: float = ETA_COVERAGE) -> dict[str, Any]:
     """The ETA and early-warning evaluation of a set of runs split by seed, as ``scripts/evaluate_eta.py`` saves it.
 
     Runs whose seed is in ``test_seeds`` are held out: the constants come from the others only

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -42,12 +43,14 @@ from ..analysis.events import find_events
 from ..analysis.regimes import diagnose_regime
 from ..history import History
 from ..papers import COMPANION_GROK_FIT
+from ..thresholds import ETA_COVERAGE, ETA_COVERAGE_TOLERANCE, ETA_SHIP_CUT
 from ..training.monitor import online_regime
 from ..validation import require_real, require_type
+from .claims import Check
 
 __all__ = ["ETA_METHODS", "ETA_BASELINES", "setting_of", "nearest_setting", "fit_eta_method", "conformal_quantile",
            "wilson_interval", "leave_one_out_splits", "forecast_rows", "error_table", "coverage_table",
-           "off_grid_verdict", "off_grid_evaluation", "monitor_readings"]
+           "OffGridVerdict", "off_grid_verdict", "off_grid_evaluation", "monitor_readings"]
 
 FRACTIONS = (0.25, 0.5, 0.75)
 #: The methods in the order the tables show them; the first is the ETA the ship rule reads.
@@ -90,7 +93,7 @@ def _grokked(histories: Sequence[History]) -> list[tuple[History, Any]]:
     return out
 
 
-def fit_eta_method(method: str, calibration: Sequence[History], coverage: float = 0.8) -> Predictor:
+def fit_eta_method(method: str, calibration: Sequence[History], coverage: float = ETA_COVERAGE) -> Predictor:
     """Fit ``method`` on calibration runs; returns ``predict(history, events, step) → T̂_grok or None`` (unfloored).
 
     Parameters
@@ -167,18 +170,23 @@ def _cuts(h: History, e: Any, fractions: Sequence[float]) -> list[tuple[float, i
 
 
 def wilson_interval(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
-    """Wilson score interval (95% by default) of a proportion ``k`` of ``n``; ``(0, 1)`` when ``n = 0``.
+    """Wilson score interval (95% by default: ``z`` standard errors) of a proportion ``k`` of ``n``; ``(0, 1)`` when ``n = 0``.
+
+    :func:`scipy.stats.binomtest`'s ``proportion_ci(method="wilson")`` at the confidence level whose normal
+    quantile is ``z``.
 
     >>> [round(x, 3) for x in wilson_interval(8, 10)]
     [0.49, 0.943]
     """
+    # local: scipy.stats is slow to import
+    from scipy import stats
+
     if not (0 <= k <= n):
         raise ValueError(f"The 'k' parameter of wilson_interval must lie in [0, n = {n}]. Got {k}.")
     if n == 0:
         return 0.0, 1.0
-    p = k / n
-    centre, half = p + z * z / (2 * n), z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
-    return max(0.0, (centre - half) / (1 + z * z / n)), min(1.0, (centre + half) / (1 + z * z / n))
+    ci = stats.binomtest(k, n).proportion_ci(confidence_level=1.0 - 2.0 * stats.norm.sf(z), method="wilson")
+    return float(ci.low), float(ci.high)
 
 
 def leave_one_out_splits(grid: Sequence[Setting], off_grid: Sequence[Setting] = ()) -> list[dict[str, Any]]:
@@ -233,7 +241,7 @@ def _scores(method: str, calibration: Sequence[History], fractions: Sequence[flo
 
 
 def forecast_rows(histories: Sequence[History], grid: Sequence[Setting], off_grid: Sequence[Setting] = (),
-                  coverage: float = 0.8, fractions: Sequence[float] = FRACTIONS,
+                  coverage: float = ETA_COVERAGE, fractions: Sequence[float] = FRACTIONS,
                   methods: Sequence[str] = ETA_METHODS) -> list[dict[str, Any]]:
     """Every forecast of the design: one row per split, forecast run, cut and method.
 
@@ -324,7 +332,7 @@ def error_table(rows: Sequence[Mapping[str, Any]], split: str | None = None) -> 
     return out
 
 
-def coverage_table(rows: Sequence[Mapping[str, Any]], method: str = "eta", coverage: float = 0.8,
+def coverage_table(rows: Sequence[Mapping[str, Any]], method: str = "eta", coverage: float = ETA_COVERAGE,
                    split: str | None = None) -> list[dict[str, Any]]:
     """Measured coverage per cut of ``method``'s conformal interval: ``k of n``, the rate, its Wilson 95% interval.
 
@@ -348,8 +356,24 @@ def coverage_table(rows: Sequence[Mapping[str, Any]], method: str = "eta", cover
     return out
 
 
-def off_grid_verdict(rows: Sequence[Mapping[str, Any]], fraction: float = 0.5, tolerance: float = 0.10,
-                     coverage: float = 0.8, method: str = "eta") -> dict[str, Any]:
+@dataclass(frozen=True)
+class OffGridVerdict(Check):
+    """A :class:`~nhtlab.book.claims.Check` of the off-grid ship rule, with ``winner``, ``best_baseline`` and
+    ``offer`` (:func:`off_grid_verdict` says what each is)."""
+
+    winner: str | None = None
+    best_baseline: str | None = None
+    offer: str | None = None
+
+    def record(self) -> dict[str, Any]:
+        """The verdict as a saved evaluation holds it: ``passed``, ``name``, ``detail``, ``winner``,
+        ``best_baseline``, ``offer``."""
+        return {"passed": self.passed, "name": self.name, "detail": self.detail, "winner": self.winner,
+                "best_baseline": self.best_baseline, "offer": self.offer}
+
+
+def off_grid_verdict(rows: Sequence[Mapping[str, Any]], fraction: float = ETA_SHIP_CUT, tolerance: float = ETA_COVERAGE_TOLERANCE,
+                     coverage: float = ETA_COVERAGE, method: str = "eta") -> OffGridVerdict:
     """Issue 46's ship rule on the off-grid forecasts: ``method`` ships if, at ``fraction`` of the plateau,
     its median absolute error is below every baseline's on the runs both forecast, and its interval's
     measured coverage is within ``tolerance`` of ``coverage`` at every cut.
@@ -369,8 +393,8 @@ def off_grid_verdict(rows: Sequence[Mapping[str, Any]], fraction: float = 0.5, t
 
     Returns
     -------
-    dict
-        ``passed``, ``name``, ``detail``, ``winner`` (the method of least median absolute error at
+    OffGridVerdict
+        The check (``name``, ``passed``, ``detail``), ``winner`` (the method of least median absolute error at
         ``fraction`` over all runs, among those that forecast every run; a baseline on a tie), ``best_baseline`` (the same among
         the baselines), ``offer`` (what the Monitor should offer: ``method`` if it passed, else the best baseline).
     """
@@ -381,8 +405,7 @@ def off_grid_verdict(rows: Sequence[Mapping[str, Any]], fraction: float = 0.5, t
     by = {m: {(r["eta"], r["lam"], r["seed"], r["split"]): abs(r["error"]) for r in at if r["method"] == m}
           for m in ETA_METHODS}
     if not by.get(method) or not any(by.get(b) for b in ETA_BASELINES):
-        return {"passed": False, "name": name, "detail": "not enough forecast runs to evaluate", "winner": None,
-                "best_baseline": None, "offer": None}
+        return OffGridVerdict(name, False, "not enough forecast runs to evaluate")
     paired, beats = [], True
     for b in ETA_BASELINES:
         shared = sorted(set(by[method]) & set(by.get(b, {})))
@@ -401,12 +424,12 @@ def off_grid_verdict(rows: Sequence[Mapping[str, Any]], fraction: float = 0.5, t
     passed = beats and calibrated
     detail = (f"at {fraction:.0%}: " + "; ".join(paired) + "; coverage "
               + ", ".join(f"{c['coverage']:.0%} ({c['covered']}) at {c['fraction']:.0%}" for c in cov))
-    return {"passed": bool(passed), "name": name, "detail": detail, "winner": winner, "best_baseline": best,
-            "offer": method if passed else best}
+    return OffGridVerdict(name, bool(passed), detail, winner=winner, best_baseline=best,
+                          offer=method if passed else best)
 
 
 def off_grid_evaluation(histories: Sequence[History], grid: Sequence[Setting], off_grid: Sequence[Setting] = (),
-                        profile: str = "book", coverage: float = 0.8,
+                        profile: str = "book", coverage: float = ETA_COVERAGE,
                         no_grok: Sequence[History] = ()) -> dict[str, Any]:
     """The off-grid evaluation as ``scripts/evaluate_eta.py`` saves it and :func:`nhtlab.book.eta_report` renders it.
 
@@ -429,7 +452,8 @@ def off_grid_evaluation(histories: Sequence[History], grid: Sequence[Setting], o
         ``design`` ("off-grid"), ``profile``, ``nhtlab``, ``grid``, ``off_grid``, ``runs`` (per setting:
         trained, grokked), ``errors`` (:func:`error_table`, all forecasts), ``errors_by_split``,
         ``coverage`` (:func:`coverage_table` of the ETA), ``coverage_baseline`` (of ``law_scaled``),
-        ``verdict`` (:func:`off_grid_verdict`), ``coverage_loss_rise`` and ``verdict_loss_rise`` (the same for
+        ``verdict`` (:meth:`OffGridVerdict.record` of :func:`off_grid_verdict`), ``coverage_loss_rise`` and
+        ``verdict_loss_rise`` (the same for
         ``loss_rise``), ``warnings`` and ``regimes``
         (:func:`monitor_readings` on the design's runs and ``no_grok``) and ``rows`` (every forecast).
     """
@@ -446,8 +470,8 @@ def off_grid_evaluation(histories: Sequence[History], grid: Sequence[Setting], o
         "errors_by_split": {s: error_table(rows, s) for s in ("leave-one-out", "off-grid")},
         "coverage": coverage_table(rows, "eta", coverage), "coverage_baseline": coverage_table(rows, "law_scaled",
                                                                                               coverage),
-        "verdict": verdict, "coverage_loss_rise": coverage_table(rows, "loss_rise", coverage),
-        "verdict_loss_rise": off_grid_verdict(rows, coverage=coverage, method="loss_rise"),
+        "verdict": verdict.record(), "coverage_loss_rise": coverage_table(rows, "loss_rise", coverage),
+        "verdict_loss_rise": off_grid_verdict(rows, coverage=coverage, method="loss_rise").record(),
         **monitor_readings([h for hs in groups.values() for h in hs], no_grok),
         "rows": rows,
     }

@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from ..history import History
+from ..thresholds import BORDER_DROPPED, BORDER_FITTED
 from ..validation import require_int, require_real, require_type
 from ..analysis.events import border_times, norm_at
 from .claims import Check, Reading, over_seeds
@@ -240,7 +241,7 @@ class DelayExponent:
 
 
 def fit_delay_exponent(delays: Sequence[tuple[float, float]], confidence: float = 0.95) -> DelayExponent:
-    """Fit T ∝ λ^(−α) to (λ, T) pairs (several seeds per λ allowed).
+    """Fit T ∝ λ^(−α) to (λ, T) pairs (several seeds per λ allowed): :func:`scipy.stats.linregress` on the logs.
 
     Parameters
     ----------
@@ -253,7 +254,7 @@ def fit_delay_exponent(delays: Sequence[tuple[float, float]], confidence: float 
         With exactly 2 points' worth of freedom gone, n = 3 leaves one degree of
         freedom: the interval is then wide, as it should be.
     """
-    # local: scipy (via scikit-learn) is slow to import; only this test uses it
+    # local: scipy.stats is slow to import; only this rule and the fits use it
     from scipy import stats
 
     owner = "fit_delay_exponent"
@@ -266,13 +267,9 @@ def fit_delay_exponent(delays: Sequence[tuple[float, float]], confidence: float 
     n_lams = len(np.unique(pairs[:, 0]))
     if n_lams < 2:
         raise ValueError(f"The 'delays' parameter of {owner} must hold at least 2 distinct λ values. Got {n_lams}.")
-    slope, intercept = np.polyfit(x, y, 1)
-    residual = y - (slope * x + intercept)
-    dof = len(x) - 2
-    se = math.sqrt(float(residual @ residual) / dof / float(((x - x.mean()) ** 2).sum()))
-    half = float(stats.t.ppf(0.5 + confidence / 2, dof)) * se
-    return DelayExponent(alpha=float(-slope), low=float(-slope - half), high=float(-slope + half), n=len(x),
-                         n_lams=n_lams, confidence=confidence)
+    line = stats.linregress(x, y)
+    alpha, half = -float(line.slope), float(stats.t.ppf(0.5 + confidence / 2, len(x) - 2)) * float(line.stderr)
+    return DelayExponent(alpha=alpha, low=alpha - half, high=alpha + half, n=len(x), n_lams=n_lams, confidence=confidence)
 
 
 def delay_scaling(delays: Mapping[float, Sequence[int | None]], min_lams: int = 3) -> Check:
@@ -300,7 +297,7 @@ def delay_scaling(delays: Mapping[float, Sequence[int | None]], min_lams: int = 
     return Check("delay scaling", bool(ok), f"α = {fit.alpha:.2f} [{fit.low:.2f}, {fit.high:.2f}] ({fit.n} runs, {n_lams} λ)", fit.alpha)
 
 
-def cue_escape_step(history: History, fit_level: float = 0.3, drop_level: float = 0.5) -> int | None:
+def cue_escape_step(history: History, fit_level: float = BORDER_FITTED, drop_level: float = BORDER_DROPPED) -> int | None:
     """The step at which the border is dropped (:func:`nhtlab.analysis.events.border_times`), or None.
 
     Parameters

@@ -31,6 +31,7 @@ from .scorecard import score_predictions
 from ..analysis.separation import Separation, separation_from_history
 from .shortcut_report import border_record, norm_record
 from ..history import History
+from ..thresholds import CONTRACTION_DROP, SHORTCUT_FITTED_ACCURACY
 from ..validation import require_real, require_type
 from ..training.shortcut_run import ShortcutRun
 from ..training.loop import TrainConfig
@@ -143,8 +144,8 @@ class BorderDomain(Domain):
         Relative contraction of ‖θ‖² below its peak that counts as intermediate.
     """
 
-    fit: float = 0.97
-    drop: float = 0.05
+    fit: float = SHORTCUT_FITTED_ACCURACY
+    drop: float = CONTRACTION_DROP
 
     def times(self, history: History) -> tuple[int | None, int | None]:
         return border_times(history)
@@ -156,7 +157,7 @@ class BorderDomain(Domain):
         return separation_from_history(history, self.num_classes)
 
 
-def domain_of(run: TrainConfig, fit: float = 0.97) -> Domain:
+def domain_of(run: TrainConfig, fit: float = SHORTCUT_FITTED_ACCURACY) -> Domain:
     """The :class:`Domain` of a run kind: how its shortcut's events, regime and separation are read.
 
     Parameters
@@ -189,7 +190,7 @@ def _history_of(histories: Mapping[TrainConfig, History], run: TrainConfig, owne
 
 
 def score_runs(runs: Mapping[float, Sequence[TrainConfig]], histories: Mapping[TrainConfig, History],
-               main: TrainConfig, fit: float = 0.97) -> dict[str, Check]:
+               main: TrainConfig, fit: float = SHORTCUT_FITTED_ACCURACY) -> dict[str, Check]:
     """The six predictions of :func:`nhtlab.book.scorecard.score_predictions` for a λ sweep of one run kind.
 
     The regimes (P2) are read on the runs of ``main``'s seed, one per λ; the delays (P6) on every
@@ -230,7 +231,7 @@ def score_runs(runs: Mapping[float, Sequence[TrainConfig]], histories: Mapping[T
 
 
 def sweep_records(runs: Mapping[Any, TrainConfig], histories: Mapping[TrainConfig, History], key: str = "λ",
-                  fit: float = 0.97, **constants: Any) -> list[dict[str, Any]]:
+                  fit: float = SHORTCUT_FITTED_ACCURACY, **constants: Any) -> list[dict[str, Any]]:
     """One table record per run of a shortcut-image sweep: the swept value, its regime, events and accuracies.
 
     Parameters

@@ -37,6 +37,7 @@ from .scorecard import three_regimes
 from ..analysis.regimes import REGIMES, UNDETERMINED, budget_regime
 from ..analysis.events import border_times
 from ..history import History
+from ..thresholds import SHORTCUT_FITTED_ACCURACY
 from ..validation import require_type
 from .scorecard_runs import domain_of, score_runs, sweep_records
 from ..training.cache import ResultCache
@@ -110,7 +111,7 @@ class ShortcutStudy:
     tint_lams: tuple[float, ...] = ()
     background_lams: tuple[float, ...] = ()
     background_strength: float = 1.0
-    fit: float = 0.97
+    fit: float = SHORTCUT_FITTED_ACCURACY
     modular: dict[str, Any] = field(default_factory=dict)
     modular_main: float = 1.0
     celeba: dict[str, Any] = field(default_factory=dict)

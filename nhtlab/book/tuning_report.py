@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 
 from ..analysis.regimes import TOO_EARLY, budget_regime
+from ..analysis.events import first_step_at_least
 from ..validation import require_real, require_type
 from .claims import Check, Reading, over_seeds
 from ..measures.norms import layer_names
@@ -232,7 +233,7 @@ def lambda_grid_records(monitors: Mapping[tuple[int, float], Any], fit: float, l
     for (seed, lam), monitor in sorted(monitors.items()):
         summary, rows = monitor.summary(fit=fit), monitor.rows
         budget = int(steps if steps is not None else rows[-1]["step"])
-        fitted = next((r["step"] for r in rows if r.get("train_acc", math.nan) >= fit), None)
+        fitted = first_step_at_least([r["step"] for r in rows], [r.get("train_acc", math.nan) for r in rows], fit)
         after = [] if fitted is None else [r for r in rows if r["step"] >= fitted]
         at = [r["step"] for r in after]
         records.append({
@@ -723,8 +724,8 @@ def eta_record_checks(models: Sequence[str]) -> list[Check]:
             if key not in saved:
                 continue
             again = off_grid_verdict(saved["rows"], coverage=saved["stated_coverage"], method=method)
-            same &= all(again[k] == saved[key][k] for k in ("passed", "detail", "offer"))
-            parts.append(f"{method}: {'ships' if again['passed'] else 'does not ship'}, offer {again['offer']}")
+            same &= all(again.record()[k] == saved[key][k] for k in ("passed", "detail", "offer"))
+            parts.append(f"{method}: {'ships' if again.passed else 'does not ship'}, offer {again.offer}")
         checks.append(Check(name, same, "recomputed: " + "; ".join(parts)))
         shipped.append((model, saved["verdict"]["passed"]))
     checks.append(Check("no evaluation shipped the ETA", not any(p for _, p in shipped),

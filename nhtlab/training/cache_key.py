@@ -34,7 +34,7 @@ from ..validation import require_type
 __all__ = ["NUMERICS", "canonical", "sha256", "numerics_hash", "key_threads", "config_key"]
 
 #: The parts of nhtlab whose code decides a run's numbers (not its docs, charts, analysis or book).
-NUMERICS = ("data", "models", "measures", "training", "history.py")
+NUMERICS = ("data", "models", "measures", "training", "history.py", "thresholds.py")
 #: Where :func:`numerics_hash` reads them: the imported package.
 NUMERICS_ROOT = Path(__file__).resolve().parents[1]
 

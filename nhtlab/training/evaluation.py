@@ -10,7 +10,8 @@ cannot drift apart:
 * :func:`diverged_at_evaluation` and :func:`diverged_in_training`: a run whose loss or parameters became
   non-finite ends with ``status = "diverged"`` and keeps the rows measured until then;
 * :func:`grok_step` and :func:`stopped_after`: ``stop_after`` ends a run that many steps after its *test*
-  accuracy first reached :data:`STOP_ACCURACY`.
+  accuracy first reached :data:`~nhtlab.thresholds.FITTED_ACCURACY` (T_grok, found as
+  :func:`~nhtlab.analysis.events.find_events` finds it).
 
 Where the two trainers differ, on purpose:
 
@@ -29,14 +30,12 @@ from collections.abc import Mapping, Sequence
 
 import torch
 
-from ..history import History
+from ..history import History, first_step_at_least
 from ..measures.fourier import fourier_columns
+from ..thresholds import FITTED_ACCURACY
 
-__all__ = ["STOP_ACCURACY", "history_row", "diverged_at_evaluation", "diverged_in_training", "reached_stop_accuracy",
+__all__ = ["history_row", "diverged_at_evaluation", "diverged_in_training", "reached_stop_accuracy",
            "grok_step", "stopped_after"]
-
-#: Test accuracy whose first crossing starts the ``stop_after`` count (the papers' T_grok threshold).
-STOP_ACCURACY = 0.99
 
 
 def history_row(step: int, lr: float, scores: Mapping[str, tuple[float, float]],
@@ -77,12 +76,14 @@ def diverged_in_training(history: History, step: int) -> None:
 
 
 def reached_stop_accuracy(row: Mapping[str, float]) -> bool:
-    """True when the row's test accuracy is at least :data:`STOP_ACCURACY` (False without a test set)."""
-    return row.get("test_acc", 0.0) >= STOP_ACCURACY
+    """True when the row's test accuracy is at least :data:`~nhtlab.thresholds.FITTED_ACCURACY` (False without a test set)."""
+    return row.get("test_acc", 0.0) >= FITTED_ACCURACY
 
 
 def grok_step(rows: Sequence[Mapping[str, float]]) -> int | None:
-    """The first recorded step (of history ``rows``, in step order) whose test accuracy reached :data:`STOP_ACCURACY`, or None.
+    """The first recorded step (of history ``rows``, in step order) whose test accuracy reached
+    :data:`~nhtlab.thresholds.FITTED_ACCURACY`, or None: T_grok, by the one finder that
+    :func:`~nhtlab.analysis.events.find_events` uses too.
 
     Examples
     --------
@@ -91,7 +92,7 @@ def grok_step(rows: Sequence[Mapping[str, float]]) -> int | None:
     >>> grok_step([{"step": 0, "test_acc": 0.1}]) is None
     True
     """
-    return next((int(r["step"]) for r in rows if reached_stop_accuracy(r)), None)
+    return first_step_at_least([r["step"] for r in rows], [r.get("test_acc", math.nan) for r in rows], FITTED_ACCURACY)
 
 
 def stopped_after(history: History, grok: int | None, step: int, stop_after: int | None) -> bool:
@@ -106,5 +107,5 @@ def stopped_after(history: History, grok: int | None, step: int, stop_after: int
     """
     if stop_after is None or grok is None or step < grok + stop_after:
         return False
-    history.status, history.message = "stopped", f"stopped {stop_after} steps after test accuracy reached 99%"
+    history.status, history.message = "stopped", f"stopped {stop_after} steps after test accuracy reached {FITTED_ACCURACY:.0%}"
     return True

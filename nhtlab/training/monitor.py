@@ -19,7 +19,7 @@ early warning, once, by the rule the book's pre-registered evaluation supports
 (:func:`nhtlab.analysis.early_warnings.evaluate_warnings`, run by ``scripts/evaluate_eta_seeds.py``, the
 rule chosen by :func:`nhtlab.analysis.early_warnings.supported_signal`): **the training loss at least
 twice its minimum since memorisation**, memorisation being the first record whose ``train_acc``
-scalar is at least 0.99 (:attr:`Monitor.grok_warning_step`). Pass both ``train_acc=`` and
+scalar is at least :data:`~nhtlab.thresholds.FITTED_ACCURACY` (:attr:`Monitor.grok_warning_step`). Pass both ``train_acc=`` and
 ``train_loss=``, the loss on the whole training set (as nhtlab's trainer records it at each
 evaluation), not a minibatch loss, whose noise alone can double it.
 
@@ -76,13 +76,12 @@ from ..measures.dlr import dlr as default_dlr
 from ..measures.norms import layer_names, layer_norms
 from ..measures.predictions import evaluating
 from ..models import require_fits
+from ..thresholds import CONTRACTION_DROP, ETA_COVERAGE, FITTED_ACCURACY, ONLINE_MIN_POINTS
 from ..validation import (require_callable, require_fractions, require_numbers, require_int, require_model, require_real, require_tensor,
                           require_type)
 
 __all__ = ["Monitor", "module_head_and_first", "online_regime"]
 
-#: Train accuracy at which the Monitor takes the run as memorised (as :func:`nhtlab.find_events` does).
-MEMORISED = 0.99
 #: The signal the evaluation supports (``supported_signal`` of ``nhtlab/results/eta_full.json``) and its
 #: rule: the train loss at least this many times its minimum since memorisation (``train_loss`` in
 #: :data:`nhtlab.analysis.early_warnings.SIGNALS`).
@@ -130,9 +129,9 @@ def module_head_and_first(model: nn.Module, probe: torch.Tensor | None = None) -
 def online_regime(
     norm: Sequence[float],
     train_acc: Sequence[float] | None = None,
-    drop: float = 0.05,
-    fit: float = 0.99,
-    min_points: int = 5,
+    drop: float = CONTRACTION_DROP,
+    fit: float = FITTED_ACCURACY,
+    min_points: int = ONLINE_MIN_POINTS,
 ) -> str:
     """The NHT regime read from a norm curve seen so far.
 
@@ -253,7 +252,8 @@ class Monitor:
         First recorded step after memorisation whose ``train_loss`` scalar was at least
         :data:`GROK_WARNING_LOSS_RATIO` times its minimum since memorisation.
     memorised_step : int or None
-        First recorded step whose ``train_acc`` scalar was at least :data:`MEMORISED`.
+        First recorded step whose ``train_acc`` scalar was at least :data:`~nhtlab.thresholds.FITTED_ACCURACY`
+        (as :func:`nhtlab.find_events` takes T_mem).
     """
 
     def __init__(
@@ -404,7 +404,7 @@ class Monitor:
 
     def _check_loss(self, step: int, row: dict[str, float]) -> None:
         if self.memorised_step is None:
-            if not row.get("train_acc", math.nan) >= MEMORISED:  # NaN (not known) never memorises
+            if not row.get("train_acc", math.nan) >= FITTED_ACCURACY:  # NaN (not known) never memorises
                 return
             self.memorised_step = step
         loss = row.get("train_loss")
@@ -473,11 +473,12 @@ class Monitor:
         """One recorded column as a float array."""
         return self.history.column(name)
 
-    def regime(self, drop: float = 0.05, fit: float = 0.99, acc_key: str = "train_acc") -> str:
+    def regime(self, drop: float = CONTRACTION_DROP, fit: float = FITTED_ACCURACY, acc_key: str = "train_acc") -> str:
         """The regime so far (:func:`online_regime`), using ``acc_key`` if it was recorded; O(1) a call.
 
         The norm rule can call "weak" a run that has already generalised (a model whose norm has not
-        contracted by ``drop`` when it groks): when ``test_acc`` was recorded and reached :data:`MEMORISED`,
+        contracted by ``drop`` when it groks): when ``test_acc`` was recorded and reached
+        :data:`~nhtlab.thresholds.FITTED_ACCURACY`,
         the answer is never "weak" but ``"undetermined"`` (the rule cannot tell; :meth:`diagnose` reads the
         whole run).
         """
@@ -486,7 +487,7 @@ class Monitor:
         require_type(acc_key, "acc_key", str, owner="Monitor.regime")
         if self._broken:  # as is_diverged, hence diagnose() (a NaN loss too)
             return DIVERGED
-        if len(self.rows) < 5:  # online_regime's min_points
+        if len(self.rows) < ONLINE_MIN_POINTS:  # as online_regime
             return TOO_EARLY
         recorded = acc_key in self._seen
         best = self._best.get(acc_key)
@@ -497,14 +498,14 @@ class Monitor:
             return UNDETERMINED
         contracted = self._norm_peak > 0 and self.rows[-1]["norm"] <= (1.0 - drop) * self._norm_peak
         if not contracted:
-            generalised = self._best["test_acc"] >= MEMORISED  # False while NaN
+            generalised = self._best["test_acc"] >= FITTED_ACCURACY  # False while NaN
             return UNDETERMINED if generalised else "weak"
         if recorded and not best >= fit:
             return "strong"
         return "intermediate"
 
     def forecast(self, calibration: Mapping[tuple[float, float], Sequence[History]], lr: float, weight_decay: float,
-                 coverage: float = 0.8) -> GrokEstimate:
+                 coverage: float = ETA_COVERAGE) -> GrokEstimate:
         """When will this run grok? The best tested answer, the delay law's baseline: not the ETA, which did not ship.
 
         Named ``forecast``, not ``eta``: ``eta()`` is kept for an ETA that passes the book's off-grid evaluation
@@ -512,7 +513,8 @@ class Monitor:
         result's ``basis`` says what it rests on and where it was tested (:func:`~nhtlab.analysis.eta.delay_law_forecast`,
         whose interval is the widest of the evaluation's cuts). ``calibration`` maps ``(lr, weight_decay)`` to
         your finished runs of the same model (``History``; a monitor's, with ``train_acc`` and ``test_acc``);
-        ``lr`` and ``weight_decay`` are this run's. Before ``train_acc`` reaches :data:`MEMORISED`, or once
+        ``lr`` and ``weight_decay`` are this run's. Before ``train_acc`` reaches
+        :data:`~nhtlab.thresholds.FITTED_ACCURACY`, or once
         the run diverged, or with no calibration run that grokked, there is no estimate and ``reason`` says why.
         """
         now = int(self.rows[-1]["step"])
@@ -521,7 +523,7 @@ class Monitor:
         if self.memorised_step is None:
             best = max((r["train_acc"] for r in self.rows if math.isfinite(r.get("train_acc", math.nan))), default=None)
             why = "the run has not memorised yet" + ("" if best is None else f": best training accuracy {best:.3f}, "
-                                                                             f"below {MEMORISED}")
+                                                                             f"below {FITTED_ACCURACY}")
             return GrokEstimate(now, None, None, None, why, DELAY_LAW_BASIS)
         return delay_law_forecast(calibration, lr, weight_decay, self.memorised_step, now, coverage)
 
@@ -539,7 +541,7 @@ class Monitor:
             raise ValueError(f"Monitor.diagnose needs {missing} recorded: pass them to monitor(step, train_acc=..., test_acc=...).")
         return diagnose_regime(self.history, **thresholds)
 
-    def summary(self, drop: float = 0.05, fit: float = 0.99, acc_key: str = "train_acc") -> dict[str, Any]:
+    def summary(self, drop: float = CONTRACTION_DROP, fit: float = FITTED_ACCURACY, acc_key: str = "train_acc") -> dict[str, Any]:
         """Headline readings: regime (as :meth:`regime`), norm peak, contraction, head warning, last ratio, DLR."""
         norm = np.array([r["norm"] for r in self.rows])
         peak = int(np.argmax(norm))
