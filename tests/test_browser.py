@@ -103,6 +103,28 @@ def test_the_check_sees_what_a_reader_would_see(tmp_path):
     assert reports["fine"].tables == 1 and not browser_check.problems(reports["fine"]), reports["fine"]
 
 
+def test_console_errors_and_exceptions_are_reported_on_their_page(tmp_path):
+    """A ``console.error``, an uncaught exception thrown after the page loaded and a file that fails
+    to load are each reported on the page that made them, and not on the page opened after it."""
+    import browser_check
+
+    require_chromium()
+    (tmp_path / "html").mkdir()
+    (tmp_path / "html" / "a_broken.html").write_text("""<html><body><article><img src="missing.png">
+<script>console.error("boom", 3); setTimeout(() => { throw new Error("late"); }, 10);</script>
+</article></body></html>""")
+    (tmp_path / "html" / "b_fine.html").write_text("<html><body><article><p>fine</p></article></body></html>")
+    reports = {Path(r.page).stem: r for r in browser_check.check_book(tmp_path / "html", settle=0.2)}
+    errors = reports["a_broken"].errors
+    # each kind at least once: Chromium may log the failed file a second time, at a moment of its own
+    assert {e.split(":")[0] for e in errors} == {"console.error", "exception", "log"}, errors
+    assert "console.error: boom 3" in errors and any("late" in e for e in errors), errors
+    assert any("missing.png" in e for e in errors if e.startswith("log")), errors
+    assert [p for p in browser_check.problems(reports["a_broken"]) if p.startswith("console: ")] == [
+        f"console: {e}" for e in errors]
+    assert reports["b_fine"].errors == [], reports["b_fine"].errors
+
+
 def test_a_lesson_page_is_held_to_its_budget(tmp_path):
     """On a chapter's page: more than six tables in view, a long or too-wide visible table, log text
     and a missing "What we found" box are each reported; the same content with the evidence closed

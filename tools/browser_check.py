@@ -7,9 +7,8 @@ notebook download link, typeset formulas (MathJax), Markdown that reached the
 page as text (a pipe-table row, ``**``, ``$…$``), tables without a data row,
 code blocks wider than their column (they scroll sideways) and a full-page
 screenshot. ``make book`` runs it after rendering (:func:`problems` fails the
-build) and keeps the screenshots under ``_build/screenshots/``. Talks to Chromium over the DevTools protocol with tornado's
-websocket client (already installed with Jupyter), so no browser driver is
-needed.
+build) and keeps the screenshots under ``_build/screenshots/``. Playwright drives the system's
+Chromium (``executable_path``): no browser is downloaded, and ``playwright install`` is never run.
 
     python tools/browser_check.py _build/html --screenshots _build/screenshots
 """
@@ -17,29 +16,21 @@ needed.
 from __future__ import annotations
 
 import argparse
-import base64
 import json
 import re
 import shutil
-import subprocess
-import tempfile
-import time
-import urllib.request
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from tornado.ioloop import IOLoop
-from tornado.websocket import websocket_connect
+from playwright.sync_api import ConsoleMessage, Error, Page, sync_playwright
 
-CHROMIUM_FLAGS = [
-    "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
-    "--disable-extensions", "--hide-scrollbars", "--window-size=1280,900",
-    # No name resolves: a page that tries to reach any host fails loudly.
-    "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",
-]
+WINDOW = {"width": 1280, "height": 900}  # CSS px, at one device pixel each
+# Beside Playwright's own (headless, no sandbox, first run, background networking, component
+# updates, sync and extensions off, scrollbars hidden): no name resolves, so a page that tries to
+# reach any host fails loudly.
+CHROMIUM_FLAGS = ["--disable-gpu", "--disable-quic", "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1"]
 
-PROBE = """(() => {
+PROBE = """() => {
   const charts = Array.from(document.querySelectorAll('.nhtlab-chart'));
   const drawn = charts.filter(c => c.querySelector('svg.marks [class^="mark-"], svg.marks .mark-line, canvas.marks, svg.marks path'));
   const controls = document.querySelectorAll('.vega-bindings input, .vega-bindings select').length;
@@ -106,13 +97,13 @@ PROBE = """(() => {
                      .filter(x => x);
   const found = document.querySelectorAll('.nhtlab-found').length;
   const widgets = document.querySelectorAll('.jupyter-widgets, [data-mime-type="application/vnd.jupyter.widget-view+json"], script[type="application/vnd.jupyter.widget-view+json"]').length;
-  return JSON.stringify({charts: charts.length, drawn: drawn.length, controls: controls, colab: colab, widgets: widgets,
-                         downloads: downloads, math: math, formulas: formulas, overflow: overflow,
-                         raw_markdown: rawMarkdown, tables: tables.length, visible_tables: visibleTables,
-                         log_text: logText, found: found, height: Math.round(document.documentElement.scrollHeight),
-                         empty_tables: emptyTables.concat(Array(noRows).fill('*(no rows)*')),
-                         title: document.title});
-})()"""
+  return {charts: charts.length, drawn: drawn.length, controls: controls, colab: colab, widgets: widgets,
+          downloads: downloads, math: math, formulas: formulas, overflow: overflow,
+          raw_markdown: rawMarkdown, tables: tables.length, visible_tables: visibleTables,
+          log_text: logText, found: found, height: Math.round(document.documentElement.scrollHeight),
+          empty_tables: emptyTables.concat(Array(noRows).fill('*(no rows)*')),
+          title: document.title};
+}"""
 
 
 @dataclass
@@ -147,135 +138,43 @@ def find_chromium() -> str | None:
     return None
 
 
-class DevTools:
-    """A minimal Chrome DevTools Protocol session on one page target."""
-
-    def __init__(self, chromium: str):
-        self.profile = tempfile.mkdtemp(prefix="nhtlab-chromium-")
-        self.proc = subprocess.Popen(
-            [chromium, *CHROMIUM_FLAGS, f"--user-data-dir={self.profile}", "--remote-debugging-port=0", "about:blank"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-        )
-        deadline = time.time() + 60
-        self.browser_ws = None
-        while time.time() < deadline:
-            line = self.proc.stderr.readline()
-            match = re.search(r"DevTools listening on (ws://\S+)", line)
-            if match:
-                self.browser_ws = match.group(1)
-                break
-            if not line and self.proc.poll() is not None:
-                break
-        if self.browser_ws is None:
-            self.close()
-            raise RuntimeError("Chromium did not start its DevTools endpoint within 60 s")
-        port = re.search(r":(\d+)/", self.browser_ws).group(1)
-        targets = json.loads(urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list", timeout=10).read())
-        self.page_ws = next(t["webSocketDebuggerUrl"] for t in targets if t["type"] == "page")
-        self.conn = None
-        self.next_id = 0
-        self.events: list[dict] = []
-
-    async def connect(self) -> None:
-        self.conn = await websocket_connect(self.page_ws, max_message_size=256 * 1024 * 1024)
-
-    async def call(self, method: str, **params) -> dict:
-        self.next_id += 1
-        my_id = self.next_id
-        await self.conn.write_message(json.dumps({"id": my_id, "method": method, "params": params}))
-        while True:
-            message = json.loads(await self.conn.read_message())
-            if message.get("id") == my_id:
-                if "error" in message:
-                    raise RuntimeError(f"{method}: {message['error']}")
-                return message.get("result", {})
-            self.events.append(message)
-
-    async def pump(self, seconds: float) -> None:
-        """Collect events for a while."""
-        import asyncio
-
-        end = time.time() + seconds
-        while time.time() < end:
-            try:
-                message = await asyncio.wait_for(self.conn.read_message(), timeout=max(0.05, end - time.time()))
-            except asyncio.TimeoutError:
-                break
-            if message is None:
-                break
-            self.events.append(json.loads(message))
-
-    def close(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
-        shutil.rmtree(self.profile, ignore_errors=True)
+def _error(message: ConsoleMessage) -> str | None:
+    """A console message as a page error: ``console.error`` and ``console.assert`` calls, and the
+    browser's own error log (a resource that failed to load), which Playwright hands over as a
+    console message without arguments."""
+    if message.type not in ("error", "assert"):
+        return None
+    if message.args:
+        return "console.error: " + message.text[:300]
+    return f"log: {message.text[:200]} {message.location.get('url', '')}"
 
 
-def _errors(events: list[dict]) -> list[str]:
-    out = []
-    for e in events:
-        method, params = e.get("method"), e.get("params", {})
-        if method == "Runtime.exceptionThrown":
-            details = params.get("exceptionDetails", {})
-            out.append("exception: " + details.get("exception", {}).get("description", details.get("text", "?"))[:300])
-        elif method == "Runtime.consoleAPICalled" and params.get("type") in ("error", "assert"):
-            out.append("console.error: " + " ".join(str(a.get("value", a.get("description", ""))) for a in params.get("args", []))[:300])
-        elif method == "Log.entryAdded" and params.get("entry", {}).get("level") == "error":
-            entry = params["entry"]
-            out.append(f"log: {entry.get('text', '')[:200]} {entry.get('url', '')}")
-    return out
-
-
-async def _check_pages(tools: DevTools, pages: list[Path], shots: Path | None, settle: float) -> list[PageReport]:
-    await tools.connect()
-    for method in ("Page.enable", "Runtime.enable", "Log.enable", "Network.enable"):
-        await tools.call(method)
-    await tools.call("Network.emulateNetworkConditions", offline=True, latency=0, downloadThroughput=-1, uploadThroughput=-1)
-    reports = []
-    for page in pages:
-        tools.events.clear()
-        await tools.call("Page.navigate", url=page.resolve().as_uri())
-        await tools.pump(settle)
-        # a busy machine loads a long page slowly: probe only once it has loaded (a blank page would pass
-        # for one without charts, or fail the probe), waiting as long as it takes up to a minute
-        for _ in range(240):
-            state = await tools.call("Runtime.evaluate", expression="document.readyState + ' ' + !!document.body",
-                                     returnByValue=True)
-            if state.get("result", {}).get("value") == "complete true":
-                break
-            await tools.pump(0.25)
-        report = PageReport(page=str(page))
-        # Charts draw and MathJax typesets asynchronously: poll until every chart has marks and
-        # every formula is typeset (or time runs out).
-        for _ in range(120):  # up to 30 s on a busy machine
-            result = await tools.call("Runtime.evaluate", expression=PROBE, returnByValue=True)
-            if "exceptionDetails" in result:
-                raise RuntimeError(f"the page probe failed on {page}: {result['exceptionDetails']}")
-            probe = json.loads(result["result"]["value"])
-            if probe["drawn"] >= probe["charts"] and probe["formulas"] >= probe["math"]:
-                break
-            await tools.pump(0.25)
-        report.title, report.charts, report.drawn = probe["title"], probe["charts"], probe["drawn"]
-        report.controls, report.colab, report.widgets = probe["controls"], probe["colab"], probe["widgets"]
-        report.downloads, report.math, report.formulas = probe["downloads"], probe["math"], probe["formulas"]
-        report.overflow = probe["overflow"]
-        report.raw_markdown, report.tables, report.empty_tables = probe["raw_markdown"], probe["tables"], probe["empty_tables"]
-        report.visible_tables, report.log_text = probe["visible_tables"], probe["log_text"]
-        report.found, report.height = probe["found"], probe["height"]
-        report.errors = _errors(tools.events)
-        if shots is not None:
-            metrics = await tools.call("Page.getLayoutMetrics")
-            height = int(min(metrics["cssContentSize"]["height"], 16000))
-            await tools.call("Emulation.setDeviceMetricsOverride", width=1280, height=height, deviceScaleFactor=1, mobile=False)
-            shot = await tools.call("Page.captureScreenshot", format="png")
-            await tools.call("Emulation.clearDeviceMetricsOverride")
-            out = shots / (page.stem + ".png")
-            out.write_bytes(base64.b64decode(shot["data"]))
-            report.screenshot = str(out)
-        reports.append(report)
-    tools.conn.close()
-    return reports
+def _check(page: Page, html: Path, errors: list[str], shots: Path | None, settle: float) -> PageReport:
+    """Open ``html`` in ``page`` and probe it; ``errors`` is where the page's listeners put what it logs."""
+    page.goto(html.resolve().as_uri(), wait_until="commit")
+    errors.clear()  # what the page before logged as it was left (a failed image again) is not this page's
+    page.wait_for_timeout(settle * 1000)
+    # a busy machine loads a long page slowly: probe only once it has loaded (a blank page would pass
+    # for one without charts, or fail the probe), waiting as long as it takes up to a minute
+    page.wait_for_function("document.readyState == 'complete' && !!document.body", timeout=60_000)
+    # Charts draw and MathJax typesets asynchronously: poll until every chart has marks and
+    # every formula is typeset (or time runs out).
+    for _ in range(120):  # up to 30 s on a busy machine
+        try:
+            probe = page.evaluate(PROBE)
+        except Error as e:
+            raise RuntimeError(f"the page probe failed on {html}: {e}") from e
+        if probe["drawn"] >= probe["charts"] and probe["formulas"] >= probe["math"]:
+            break
+        page.wait_for_timeout(250)
+    report = PageReport(page=str(html), errors=list(errors), **probe)
+    if shots is not None:
+        # a window as tall as the page (at most 16,000 px), so that its sticky sidebars run along it
+        page.set_viewport_size({"width": 1280, "height": min(page.evaluate("document.documentElement.scrollHeight"), 16000)})
+        report.screenshot = str(shots / (html.stem + ".png"))
+        page.screenshot(path=report.screenshot)
+        page.set_viewport_size(WINDOW)
+    return report
 
 
 def check_book(html_dir: Path, screenshots: Path | None = None, settle: float = 1.5) -> list[PageReport]:
@@ -287,11 +186,12 @@ def check_book(html_dir: Path, screenshots: Path | None = None, settle: float = 
                    and "_static" not in p.parts and "_sources" not in p.parts)
     if screenshots is not None:
         screenshots.mkdir(parents=True, exist_ok=True)
-    tools = DevTools(chromium)
-    try:
-        return IOLoop.current().run_sync(lambda: _check_pages(tools, pages, screenshots, settle), timeout=600)
-    finally:
-        tools.close()
+    with sync_playwright() as playwright, playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_FLAGS) as browser:
+        page = browser.new_page(viewport=WINDOW, device_scale_factor=1, offline=True)
+        errors: list[str] = []
+        page.on("pageerror", lambda e: errors.append("exception: " + (e.stack or e.message)[:300]))
+        page.on("console", lambda m: errors.extend(filter(None, [_error(m)])))
+        return [_check(page, html, errors, screenshots, settle) for html in pages]
 
 
 #: A lesson page's budget: tables a reader sees without opening a block, and rows in each.
