@@ -72,14 +72,14 @@ def test_harness_runs_a_notebook_under_the_cap(tmp_path, cifar_root):
         nbformat.v4.new_code_cell('profile = "book"', metadata={"tags": ["parameters"]}),
         nbformat.v4.new_code_cell(
             "import os, nhtlab\n"
-            "PROFILES = {'quick': dict(steps=10), 'book': dict(steps=10),\n"
-            "            'full': dict(steps=50_000, seeds=[0, 1, 2], eval_every=500)}\n"
+            "PROFILES = {'quick': dict(steps=10, root='data', n_train=10), 'book': dict(steps=10, root='data', n_train=10),\n"
+            "            'full': dict(steps=50_000, seeds=[0, 1, 2], eval_every=500, root='data', n_train=50_000)}\n"
             "cfg = nhtlab.book.select_profile(PROFILES, profile)\n"
             "nhtlab.book.stamp(profile, cfg)"),
         nbformat.v4.new_code_cell(
             "run = nhtlab.companion(1.0, seed=cfg.seeds[0], steps=cfg.steps, eval_every=cfg.eval_every, device='cpu')\n"
-            "history = nhtlab.training.cache.cached_run(run)\n"
-            "data = nhtlab.cifar10('data', download=True)\n"
+            "history = nhtlab.training.cache.cached_run(run, nhtlab.book.cache())\n"
+            "data = nhtlab.cifar10(cfg.root, download=True, train_limit=cfg.n_train)\n"
             "print('steps', [int(s) for s in history.column('step')], 'seeds', cfg.seeds, 'cached', history.cached,\n"
             "      'cifar', len(data.y_train))"),
         nbformat.v4.new_code_cell("if nhtlab.book.science_checks(cfg):\n    assert False, 'a capped run must skip this'"),
@@ -97,12 +97,30 @@ def test_harness_runs_a_notebook_under_the_cap(tmp_path, cifar_root):
     print(f"tiny notebook under the cap: {seconds:.1f} s")
 
 
+def _execute_one(notebook: Path, out: Path, env: dict[str, str]) -> float:
+    return execute_smoke(notebook, out, env)
+
+
+@pytest.fixture(scope="module")
+def smoke_outputs(tmp_path_factory, cifar_root) -> dict[str, tuple[Path, float]]:
+    """Every chapter's ``full`` profile under the cap, two kernels at a time (each runs on one thread)."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    folder = tmp_path_factory.mktemp("smoke")
+    env = smoke_env(cifar_root)
+    jobs = int(os.environ.get("NHTLAB_TEST_JOBS", "2"))
+    with ProcessPoolExecutor(max(1, jobs)) as pool:
+        futures = {nb.stem: (folder / nb.name, pool.submit(_execute_one, nb, folder / nb.name, env)) for nb in CHAPTERS}
+        # a chapter that fails is reported by its own test, not by all of them
+        return {stem: (out, future.exception() or future.result()) for stem, (out, future) in futures.items()}
+
+
 @pytest.mark.parametrize("notebook", CHAPTERS, ids=lambda p: p.stem)
-def test_full_profile_runs_under_the_smoke_cap(notebook, tmp_path, cifar_root):
-    out = tmp_path / notebook.name
-    seconds = execute_smoke(notebook, out, smoke_env(cifar_root))
+def test_full_profile_runs_under_the_smoke_cap(notebook, smoke_outputs):
+    out, seconds = smoke_outputs[notebook.stem]
+    if isinstance(seconds, BaseException):
+        raise seconds
     print(f"{notebook.stem}: full profile under the smoke cap in {seconds:.1f} s")
     text = outputs_text(out)
     assert "SMOKE RUN" in text, "the stamp must show that the run is capped"
     assert "scientific checks of this chapter are skipped" in text, "the closing checks must go through nhtlab.book.science_checks(cfg)"
-
