@@ -100,7 +100,7 @@ your_prediction = (
 )
 
 # %% tags=["hide-input"]
-# The digit-border setting chapter 06 chooses from its probe grid: a
+# The digit-border setting chapter 06 chooses from its pilot grid: a
 # bright one-pixel border on 10×10 digits, its class's colour on ρ = 0.95
 # of the training images and a wrong class's colour on the rest, a
 # constant learning rate. Every profile: the experiment's embeddings
@@ -264,7 +264,7 @@ nb.embedding_scale_report(modular, small, small_read)
 # A layer order only means something in a run where there is a shortcut
 # to leave. Here the shortcut is a border: handwritten digits whose
 # border names the class on 95% of the training images and a **wrong**
-# class on the other 5% (the design chapter 06 chooses from a probe
+# class on the other 5% (the design chapter 06 chooses from a pilot
 # grid). Reading the border then fits at most 95% of the training set;
 # fitting the rest means memorising the exceptions or reading the digit.
 # The border counts as **{term}`fitted`** from the first step at which the

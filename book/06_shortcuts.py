@@ -158,17 +158,17 @@ nb.stamp(profile, cfg)
 # learning rate is constant, so the decay ηλ still acts when an escape
 # could happen (a cosine schedule drives ηλ to zero at the end).
 #
-# A probe grid chose the design. For each setting, one seed of 3,000
+# A pilot grid chose the design. For each setting, one seed of 3,000
 # steps, it reads when the border is **fitted** (the network follows it
 # on ≥ 30% of the `conflict` images, and more often than the digit) and
 # **dropped** (it reads the digit on ≥ 50% of them). The chosen design
-# (bright border, ρ = 0.95, λ = 0.1) comes from those rows; a probe is
+# (bright border, ρ = 0.95, λ = 0.1) comes from those rows; a pilot is
 # one seed, so the chapter re-reads the escape over seeds.
 
 # %% tags=["remove-input"]
 nb.evidence(
-    "the probe grid that chose the design",
-    nb.probe_summary(*nb.read_probe()),
+    "the pilot grid that chose the design",
+    nb.pilot_summary(*nb.read_pilot()),
 )
 
 # %% [markdown]
@@ -192,9 +192,7 @@ your_escape, your_rho, your_batchnorm = None, None, None  # "yes"/"no"
 # %%
 study = nb.ShortcutStudy.from_profile(cfg, seed=seed)
 runs = study.runs()
-result = nhtlab.sweep(
-    runs, workers=cfg.workers, cache=nb.cache()
-)
+result = nhtlab.sweep(runs, workers=cfg.workers, cache=nb.cache())
 trained = dict(zip(runs, result.histories))
 nb.check_prediction(your_escape, *study.escape_answer(trained))
 

@@ -18,8 +18,8 @@ import measurements_page  # tools/ is on sys.path (conftest.py)
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-# probe_shortcuts.py is an exploration script (one table row per run), not a timed comparison.
-BENCHMARKS = sorted(p for p in (ROOT / "benchmarks").glob("*.py") if p.name != "probe_shortcuts.py")
+# pilot_shortcuts.py is an exploration script (one table row per run), not a timed comparison.
+BENCHMARKS = sorted(p for p in (ROOT / "benchmarks").glob("*.py") if p.name != "pilot_shortcuts.py")
 RATIO = re.compile(r"^ratio [^\n]+: \d+\.\d+$", re.M)
 
 

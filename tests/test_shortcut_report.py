@@ -9,11 +9,11 @@ import pytest
 from nhtlab.book.claims import over_seeds
 from nhtlab.analysis.separation import clean_norm_separation
 from nhtlab.book.claims import check_reading, reading_answer, reading_rows
-from nhtlab.book.shortcut_report import (PROBE_COLUMNS, border_reading, border_record, check_border_escape,
+from nhtlab.book.shortcut_report import (PILOT_COLUMNS, border_reading, border_record, check_border_escape,
                                              check_rho_trend, check_separation_defined, final_accuracy_records,
-                                             higher_reading, norm_record, probe_row, read_probe,
+                                             higher_reading, norm_record, pilot_row, read_pilot,
                                              reading_sentence, rho_drop, rho_reading,
-                                             separation_records, write_probe)
+                                             separation_records, write_pilot)
 from nhtlab.history import History
 
 STEPS = np.arange(0, 1001, 100)
@@ -121,25 +121,25 @@ def test_final_accuracy_records_are_long_form():
     assert len(recs) == 4 and recs[0] == {"rho": 0.9, "series": "conflict", "value": pytest.approx(0.72)}
 
 
-def test_probe_rows_round_trip_through_the_file(tmp_path):
-    row = probe_row(ESCAPE, dict(otherwise="other", task="1,258 images", contrast=1.0, rho=0.95, lam=0.1, seed=0))
-    assert list(row) == list(PROBE_COLUMNS) and (row["fitted"], row["dropped"]) == (100, 600)
+def test_pilot_rows_round_trip_through_the_file(tmp_path):
+    row = pilot_row(ESCAPE, dict(otherwise="other", task="1,258 images", contrast=1.0, rho=0.95, lam=0.1, seed=0))
+    assert list(row) == list(PILOT_COLUMNS) and (row["fitted"], row["dropped"]) == (100, 600)
     about = {"machine": "test", "nhtlab": "0", "command": "pytest"}
-    path = write_probe(tmp_path / "probe.json", [row], about)
-    assert read_probe(path) == (about, [row])
+    path = write_pilot(tmp_path / "pilot.json", [row], about)
+    assert read_pilot(path) == (about, [row])
     with pytest.raises(ValueError, match="must say"):
-        write_probe(tmp_path / "x.json", [row], {"machine": "test"})
+        write_pilot(tmp_path / "x.json", [row], {"machine": "test"})
     (tmp_path / "bad.json").write_text(json.dumps({"rows": []}))
-    with pytest.raises(ValueError, match="not a probe-grid file"):
-        read_probe(tmp_path / "bad.json")
+    with pytest.raises(ValueError, match="not a pilot-grid file"):
+        read_pilot(tmp_path / "bad.json")
 
 
-def test_the_books_probe_file_reads():
+def test_the_books_pilot_file_reads():
     from pathlib import Path
 
-    about, rows = read_probe()
+    about, rows = read_pilot()
     assert {"machine", "nhtlab", "command"} <= set(about) and len(rows) == 16
-    assert all(set(r) == set(PROBE_COLUMNS) for r in rows)
+    assert all(set(r) == set(PILOT_COLUMNS) for r in rows)
 
 
 def test_reading_answer_is_yes_only_when_the_rule_holds():

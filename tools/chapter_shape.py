@@ -35,7 +35,7 @@ import jupytext
 ROOT = Path(__file__).resolve().parent.parent
 CHAPTERS = sorted((ROOT / "book").glob("[0-9][0-9]_*.py"))
 SETTING_SOURCES = ["nhtlab/training/presets.py", "nhtlab/training/modular_run.py", "nhtlab/training/shortcut_run.py",
-                   "nhtlab/analysis/events.py", "nhtlab/analysis/delay.py"]
+                   "nhtlab/analysis/events.py", "nhtlab/analysis/delay.py", "nhtlab/thresholds.py"]
 
 #: Targets of the issue on chapters that are narrative and calls.
 MAX_CODE_LINES = 180

@@ -27,7 +27,7 @@ from .._version import __version__
 from .held_out_eta import eta_evaluation, saved_evaluation
 from ..validation import require_type
 
-__all__ = ["Markdown", "md", "table", "cell", "evidence", "what_we_found", "eta_report", "held_out_eta_report", "probe_summary"]
+__all__ = ["Markdown", "md", "table", "cell", "evidence", "what_we_found", "eta_report", "held_out_eta_report", "pilot_summary"]
 
 
 def require_rows(rows: Sequence[Mapping[str, Any]], name: str, owner: str) -> list[Mapping[str, Any]]:
@@ -355,8 +355,8 @@ def held_out_eta_report(histories: Sequence[Any], test_seeds: Sequence[int], pro
     return eta_report(eta_evaluation(histories, test_seeds, profile=profile))
 
 
-def probe_summary(about: Mapping[str, Any], rows: Sequence[Mapping[str, Any]]) -> Markdown:
-    """Chapter 06's probe grid (:func:`~nhtlab.book.shortcut_report.read_probe`): a sentence naming the
+def pilot_summary(about: Mapping[str, Any], rows: Sequence[Mapping[str, Any]]) -> Markdown:
+    """Chapter 06's pilot grid (:func:`~nhtlab.book.shortcut_report.read_pilot`): a sentence naming the
     settings whose border was fitted and then dropped, and the table (without ``otherwise`` and ``seed``).
 
     Parameters
@@ -364,7 +364,7 @@ def probe_summary(about: Mapping[str, Any], rows: Sequence[Mapping[str, Any]]) -
     about : mapping
         Where the rows come from (``machine``, ``nhtlab``, ``note``).
     rows : sequence of dict
-        The probe's rows.
+        The pilot grid's rows.
 
     Returns
     -------
@@ -373,7 +373,7 @@ def probe_summary(about: Mapping[str, Any], rows: Sequence[Mapping[str, Any]]) -
     escaped = [r for r in rows if r["dropped"] is not None]
     listed = "; ".join(f"{r['task']}, contrast {r['contrast']:g}, ρ = {r['rho']:g}, λ = {r['lam']:g}: fitted at "
                        f"{r['fitted']:,}, dropped at {r['dropped']:,}" for r in escaped)
-    head = (f"Probe grid, {about['machine']}, nhtlab {about['nhtlab']} ({about.get('note', '')}): {len(escaped)} of "
+    head = (f"Pilot grid, {about['machine']}, nhtlab {about['nhtlab']} ({about.get('note', '')}): {len(escaped)} of "
             f"{len(rows)} settings fitted the border and then dropped it ({listed}).\n\n")
     return Markdown(head + table(rows, columns=[c for c in rows[0] if c not in ("otherwise", "seed")],
                                  headers={"rho": "ρ", "lam": "λ"}))

@@ -7,9 +7,9 @@ border dropped or kept, a ρ trend, one normalisation above another) only over
 seeds (:func:`nhtlab.book.claims.over_seeds`), and asserts them through
 checks that return :class:`~nhtlab.book.claims.Check` verdicts
 (:func:`check_border_escape`, :func:`check_rho_trend`,
-:func:`check_separation_defined`). The probe grid that chose the border design
-is kept as a small JSON file in the same row format (:func:`probe_row`,
-:func:`write_probe`, :func:`read_probe`).
+:func:`check_separation_defined`). The pilot grid that chose the border design
+is kept as a small JSON file in the same row format (:func:`pilot_row`,
+:func:`write_pilot`, :func:`read_pilot`).
 
 >>> rows = [dict(step=s, cue_acc=c, conflict_acc=d, norm=n) for s, c, d, n in
 ...         [(0, 0.1, 0.1, 5.0), (100, 0.6, 0.2, 8.0), (200, 0.3, 0.4, 7.0), (300, 0.1, 0.7, 6.0)]]
@@ -37,8 +37,8 @@ from ..analysis.separation import Separation, format_score
 __all__ = ["ACCURACIES", "RECORD_COLUMNS", "RECORD_FORMATS", "SET_LABELS", "BORDER_READINGS", "border_record", "norm_record", "border_reading", "higher_reading",
            "rho_drop", "rho_reading", "final_accuracy_records", "separation_records",
            "reading_sentence",
-           "check_border_escape", "check_rho_trend", "check_separation_defined", "probe_row", "write_probe",
-           "read_probe", "PROBE_COLUMNS", "REGIME_BUDGET"]
+           "check_border_escape", "check_rho_trend", "check_separation_defined", "pilot_row", "write_pilot",
+           "read_pilot", "PILOT_COLUMNS", "REGIME_BUDGET"]
 
 #: The test sets whose final accuracy a record reports (``<name>_acc`` columns of a shortcut run).
 ACCURACIES = ("train", "clean", "conflict", "shortcut")
@@ -341,13 +341,13 @@ def check_separation_defined(by_seed: Mapping[int, Separation], rule: str = "maj
     return Check(reading.name, reading.holds, f"{reading.text()}; scores {scores}")
 
 
-#: The columns of a probe-grid row (:func:`probe_row`), in order.
-PROBE_COLUMNS = ("otherwise", "task", "contrast", "rho", "lam", "seed", "fitted", "dropped", "conflict min",
+#: The columns of a pilot-grid row (:func:`pilot_row`), in order.
+PILOT_COLUMNS = ("otherwise", "task", "contrast", "rho", "lam", "seed", "fitted", "dropped", "conflict min",
                  "conflict end", "clean end", "train end", "norm peak", "norm end")
 
 
-def probe_row(history: History, setting: Mapping[str, Any]) -> dict[str, Any]:
-    """One probe-grid run as a row of :data:`PROBE_COLUMNS`: its setting, the border's events, final values.
+def pilot_row(history: History, setting: Mapping[str, Any]) -> dict[str, Any]:
+    """One pilot-grid run as a row of :data:`PILOT_COLUMNS`: its setting, the border's events, final values.
 
     Parameters
     ----------
@@ -362,9 +362,9 @@ def probe_row(history: History, setting: Mapping[str, Any]) -> dict[str, Any]:
         The setting, ``fitted`` and ``dropped`` (None when never), ``conflict min`` and the end values,
         ``norm peak`` and ``norm end`` (‖θ‖²), each rounded to two decimals (norms to integers).
     """
-    require_type(setting, "setting", Mapping, owner="probe_row")
+    require_type(setting, "setting", Mapping, owner="pilot_row")
     record, norms = border_record(history), norm_record(history)
-    row = {**{k: setting.get(k) for k in PROBE_COLUMNS[:6]}, "fitted": record["fitted at"],
+    row = {**{k: setting.get(k) for k in PILOT_COLUMNS[:6]}, "fitted": record["fitted at"],
            "dropped": record["dropped at"], "conflict min": round(record["conflict min"], 2),
            "conflict end": round(record["conflict"], 2), "clean end": round(record["clean"], 2),
            "train end": round(record["train"], 2), "norm peak": round(norms["norm peak"]),
@@ -372,15 +372,15 @@ def probe_row(history: History, setting: Mapping[str, Any]) -> dict[str, Any]:
     return row
 
 
-def write_probe(path: str | os.PathLike, rows: Sequence[Mapping[str, Any]], about: Mapping[str, Any]) -> Path:
-    """Write probe-grid rows and what produced them to a JSON file (the format :func:`read_probe` reads).
+def write_pilot(path: str | os.PathLike, rows: Sequence[Mapping[str, Any]], about: Mapping[str, Any]) -> Path:
+    """Write pilot-grid rows and what produced them to a JSON file (the format :func:`read_pilot` reads).
 
     Parameters
     ----------
     path : path-like
         The JSON file.
     rows : sequence of mappings
-        Rows of :data:`PROBE_COLUMNS` (a missing column is written as null).
+        Rows of :data:`PILOT_COLUMNS` (a missing column is written as null).
     about : mapping
         Where the rows come from: at least ``machine``, ``nhtlab`` (the version) and ``command``.
 
@@ -389,35 +389,35 @@ def write_probe(path: str | os.PathLike, rows: Sequence[Mapping[str, Any]], abou
     Path
         The file written.
     """
-    require_type(about, "about", Mapping, owner="write_probe")
+    require_type(about, "about", Mapping, owner="write_pilot")
     missing = [k for k in ("machine", "nhtlab", "command") if k not in about]
     if missing:
-        raise ValueError(f"The 'about' parameter of write_probe must say {missing}. Got keys {list(about)}.")
+        raise ValueError(f"The 'about' parameter of write_pilot must say {missing}. Got keys {list(about)}.")
     path = Path(path)
-    data = {"about": dict(about), "columns": list(PROBE_COLUMNS),
-            "rows": [{c: row.get(c) for c in PROBE_COLUMNS} for row in rows]}
+    data = {"about": dict(about), "columns": list(PILOT_COLUMNS),
+            "rows": [{c: row.get(c) for c in PILOT_COLUMNS} for row in rows]}
     path.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     return path
 
 
-def read_probe(path: str | os.PathLike | None = None) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """Read a probe-grid file written by :func:`write_probe`.
+def read_pilot(path: str | os.PathLike | None = None) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """Read a pilot-grid file written by :func:`write_pilot`.
 
     Parameters
     ----------
     path : path-like, optional
-        By default the probe grid saved with nhtlab (``nhtlab/results/probe_shortcuts.json``,
+        By default the pilot grid saved with nhtlab (``nhtlab/results/pilot_shortcuts.json``,
         package data, so a chapter opened in Colab reads it too).
 
     Returns
     -------
     (about, rows) : tuple of dict and list of dict
-        Where the rows come from, and the rows (keys :data:`PROBE_COLUMNS`).
+        Where the rows come from, and the rows (keys :data:`PILOT_COLUMNS`).
     """
     if path is None:
-        path = resources.files("nhtlab") / "results" / "probe_shortcuts.json"
+        path = resources.files("nhtlab") / "results" / "pilot_shortcuts.json"
     data = json.loads(Path(os.fspath(path)).read_text(encoding="utf-8"))
-    if set(data) != {"about", "columns", "rows"} or data["columns"] != list(PROBE_COLUMNS):
-        raise ValueError(f"{os.fspath(path)} is not a probe-grid file: it needs 'about', 'columns' (equal to "
-                         f"{list(PROBE_COLUMNS)}) and 'rows'.")
+    if set(data) != {"about", "columns", "rows"} or data["columns"] != list(PILOT_COLUMNS):
+        raise ValueError(f"{os.fspath(path)} is not a pilot-grid file: it needs 'about', 'columns' (equal to "
+                         f"{list(PILOT_COLUMNS)}) and 'rows'.")
     return data["about"], data["rows"]

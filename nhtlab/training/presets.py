@@ -137,7 +137,7 @@ def companion_grid_run(grid: Mapping[str, Any], lam: float, seed: int, **changes
     return companion(float(lam), seed=seed, **{**settings, **changes})
 
 
-#: The border shortcut chapter 06 chooses from its probe grid, and chapter 05 reads
+#: The border shortcut chapter 06 chooses from its pilot grid, and chapter 05 reads
 #: layer by layer (:class:`~nhtlab.training.shortcut_run.ShortcutRun` fields): a bright
 #: one-pixel border on 10×10 digits, its class's colour on ρ = 0.95 of the training
 #: images and a wrong class's colour on the rest, SimpleCNN, AdamW 3·10⁻³ at a

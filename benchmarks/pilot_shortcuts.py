@@ -1,22 +1,22 @@
-"""Probe grid for chapter 06's border design: in which settings is the border fitted first and dropped later?
+"""Pilot grid for chapter 06's border design: in which settings is the border fitted first and dropped later?
 
 One process, one torch thread; prints one table row per run as it finishes (stop it any time) and,
 with ``--out``, writes the rows in the JSON format chapter 06 renders
-(:func:`nhtlab.book.shortcut_report.write_probe`; ``nhtlab/results/probe_shortcuts.json``). Every run is a
+(:func:`nhtlab.book.shortcut_report.write_pilot`; ``nhtlab/results/pilot_shortcuts.json``). Every run is a
 :class:`nhtlab.ShortcutRun` on the offline digits (10 × 10 + a 1-pixel border, the 19k-parameter
 SimpleCNN, AdamW lr 3e-3, batch 64, **constant** learning rate) that differs from ``BASE`` only in
 the grid's axes.
 
-Columns (:func:`nhtlab.book.shortcut_report.probe_row`): ``fitted`` and ``dropped`` are
+Columns (:func:`nhtlab.book.shortcut_report.pilot_row`): ``fitted`` and ``dropped`` are
 :func:`nhtlab.analysis.events.border_times` (the border followed on ≥ 30% of the conflict images and
 more often than the digit; then the digit read on ≥ 50% of them); ``conflict min`` is the
 worst-group accuracy's minimum; the rest are final values.
 
-Usage (``nhtlab/results/probe_shortcuts.json`` holds the first command's grid, 16 runs, about 25 s of
+Usage (``nhtlab/results/pilot_shortcuts.json`` holds the first command's grid, 16 runs, about 25 s of
 CPU each)::
 
-    PYTHONPATH=. python benchmarks/probe_shortcuts.py --harder all n400 --out nhtlab/results/probe_shortcuts.json
-    PYTHONPATH=. python benchmarks/probe_shortcuts.py --otherwise none --seeds 0 1 --steps 3000
+    PYTHONPATH=. python benchmarks/pilot_shortcuts.py --harder all n400 --out nhtlab/results/pilot_shortcuts.json
+    PYTHONPATH=. python benchmarks/pilot_shortcuts.py --otherwise none --seeds 0 1 --steps 3000
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ import time
 import torch
 
 import nhtlab
-from nhtlab.book.shortcut_report import PROBE_COLUMNS, probe_row, write_probe
+from nhtlab.book.shortcut_report import PILOT_COLUMNS, pilot_row, write_pilot
 from nhtlab.training.shortcut_run import ShortcutRun, run_shortcut
 
 BASE = dict(base="digits", size=10, width=1, pad=True, clean="mean", channels=(8, 8, 16, 16, 32, 32),
@@ -57,7 +57,7 @@ def main() -> None:
     parser.add_argument("--out", help="write the rows to this JSON file (the format chapter 06 renders)")
     args = parser.parse_args()
     torch.set_num_threads(1)
-    header = list(PROBE_COLUMNS) + ["cpu s"]
+    header = list(PILOT_COLUMNS) + ["cpu s"]
     print("| " + " | ".join(header) + " |\n|" + "---|" * len(header), flush=True)
     rows = []
     for otherwise, harder, contrast, rho, lam, seed in itertools.product(args.otherwise, args.harder, args.contrast,
@@ -66,7 +66,7 @@ def main() -> None:
                           weight_decay=lam, seed=seed, steps=args.steps)
         t = time.process_time()
         h = run_shortcut(run, progress="none")
-        r = probe_row(h, dict(otherwise=otherwise, task=task(run), contrast=contrast, rho=rho, lam=lam, seed=seed))
+        r = pilot_row(h, dict(otherwise=otherwise, task=task(run), contrast=contrast, rho=rho, lam=lam, seed=seed))
         r["cpu s"] = round(time.process_time() - t)
         rows.append(r)
         print("| " + " | ".join("—" if r[k] is None else str(r[k]) for k in header) + " |", flush=True)
@@ -74,7 +74,7 @@ def main() -> None:
         about = {"machine": f"{platform.machine()} {platform.processor() or platform.platform()}, "
                             f"torch {torch.__version__}",
                  "nhtlab": nhtlab.__version__, "command": "python " + " ".join(sys.argv)}
-        print("wrote", write_probe(args.out, rows, about))
+        print("wrote", write_pilot(args.out, rows, about))
 
 
 if __name__ == "__main__":
