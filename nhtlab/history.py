@@ -38,6 +38,17 @@ class History:
     message: str = ""
     config: dict[str, Any] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        # Checked here, where a History is built, so that no analysis meets a row that is not a dict.
+        if not isinstance(self.rows, list) or not all(isinstance(row, dict) for row in self.rows):
+            raise TypeError(f"The 'rows' parameter of History must be a list of dicts (one per evaluation). "
+                            f"Got {type(self.rows).__name__} {self.rows!r:.80} instead.")
+        for name in ("status", "message"):
+            if not isinstance(getattr(self, name), str):
+                raise TypeError(f"The {name!r} parameter of History must be a str. Got {getattr(self, name)!r} instead.")
+        if not isinstance(self.config, dict):
+            raise TypeError(f"The 'config' parameter of History must be a dict. Got {self.config!r:.80} instead.")
+
     def __len__(self) -> int:
         return len(self.rows)
 

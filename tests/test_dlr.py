@@ -249,7 +249,7 @@ def test_capture_matches_model_features_in_any_batch_size_and_restores_mode():
 
 def test_hooks_are_removed_even_when_the_forward_pass_fails():
     net = nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(5, 2))  # wrong shape: the last layer raises
-    with pytest.raises(RuntimeError):
+    with pytest.raises(ValueError, match="'x' parameter of capture cannot be read by the 'model' parameter"):
         capture(net, torch.randn(6, 3), layer="1")
     assert all(len(m._forward_hooks) == 0 for m in net.modules())
     with pytest.raises(ValueError, match="'layer' parameter of hooked must name a submodule"):

@@ -29,7 +29,7 @@ def test_loss_and_accuracy_closed_form_and_the_monitors_warning_reads_it():
     loss, acc = nhtlab.loss_and_accuracy(model, x, y)
     by_hand = -sum(torch.log_softmax(x[i], 0)[y[i]].item() for i in range(3)) / 3
     assert loss == pytest.approx(by_hand, rel=1e-6) and acc == nhtlab.accuracy(model, x, y) == pytest.approx(2 / 3)
-    with pytest.raises(ValueError, match="loss_and_accuracy needs as many labels"):
+    with pytest.raises(ValueError, match="'x' and 'y' parameters of loss_and_accuracy must hold as many labels"):
         nhtlab.loss_and_accuracy(model, x, y[:1])
     # the Monitor warns when the whole-set train loss doubles after memorisation
     net = small_model()

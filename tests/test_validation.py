@@ -65,7 +65,7 @@ CASES = [
     ("nhtlab.models", "EmbeddingMLP", lambda f: f(7, embed_std=0.0), ValueError, "embed_std", "> 0.0"),
     ("nhtlab.models", "Transformer", lambda f: f(7, d_model=30, n_heads=4), ValueError, "d_model", "divisible by n_heads"),
     ("nhtlab.models", "make_model", lambda f: f("rnn", 7), ValueError, "name", "'mlp', 'transformer'"),
-    ("nhtlab.models.cnn", "SimpleCNN", lambda f: f(num_classes=1), ValueError, "num_classes", ">= 2"),
+    ("nhtlab.models.cnn", "SimpleCNN", lambda f: f(num_classes=1), ValueError, "num_classes", "[2, 16384]"),
     ("nhtlab.models.cnn", "SimpleCNN", lambda f: f(norm="magic"), ValueError, "norm", "one of"),
     ("nhtlab.models.cnn", "SimpleCNN", lambda f: f(channels=(8, 8)), ValueError, "channels", "6 ints"),
     # training
@@ -113,7 +113,7 @@ CASES = [
     ("nhtlab.book.profiles", "select_profile", lambda f: f([("quick", {})], "quick"), TypeError, "profiles", "Mapping"),
     ("nhtlab.training.progress", "Progress", lambda f: f(10, "x", mode="loud"), ValueError, "progress", "'auto', 'text', 'bar'"),
     ("nhtlab.training.device", "pick_device", lambda f: f("tpu"), ValueError, "preference", "'auto', 'cpu', 'cuda'"),
-    ("nhtlab.training.device", "seed_everything", lambda f: f(-3), ValueError, "seed", ">= 0"),
+    ("nhtlab.training.device", "seed_everything", lambda f: f(-3), ValueError, "seed", "in the range [0, "),
     ("nhtlab.measures.norms", "layer_norms", lambda f: f("model"), TypeError, "model", "Module"),
     # checkpoints and cache
     ("nhtlab.training.checkpoint", "save_checkpoint", lambda f: f("/tmp", ["not", "a", "dict"]), TypeError, "payload", "dict"),

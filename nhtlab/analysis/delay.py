@@ -43,7 +43,14 @@ from typing import Any
 import numpy as np
 
 from ..history import History
-from ..validation import require_bool, require_choice, require_int, require_rates, require_real, require_type
+from ..validation import (
+    require_bool,
+    require_choice,
+    require_history,
+    require_int,
+    require_rates,
+    require_real,
+)
 from .events import find_events
 
 __all__ = ["DEFINITIONS", "ESCAPE_FACTOR", "predicted_delay", "delay_point", "delay_summary", "mean_std", "LinearFit",
@@ -129,7 +136,7 @@ def delay_point(history: History, definition: str = "companion", escape_factor: 
         (log(V_mem/V_final)/(2ηλ)). None when the run never memorised or never
         generalised, or λ = 0.
     """
-    require_type(history, "history", History, owner="delay_point")
+    require_history(history, "delay_point", norms=["norm"], fractions=("train_acc", "test_acc"))
     require_choice(definition, "definition", DEFINITIONS, owner="delay_point")
     require_real(escape_factor, "escape_factor", 1.0, low_open=True, owner="delay_point")
     events = find_events(history)
@@ -138,6 +145,9 @@ def delay_point(history: History, definition: str = "companion", escape_factor: 
         return None
     steps, norm = history.column("step"), history.column("norm")
     v_mem, v_grok, v_final = float(events.norm_at_mem), float(events.norm_at_grok), float(norm[-1])
+    if not all(map(math.isfinite, (v_mem, v_grok, v_final))):
+        raise ValueError(f"The 'history' parameter of delay_point has no finite norm at T_mem, T_grok or its last step "
+                         f"(V_mem={v_mem}, V_grok={v_grok}, V_final={v_final}): the delay law has no gap to read.")
     escaped = np.flatnonzero((steps >= events.t_mem) & (norm <= escape_factor * v_final))
     t_escape = int(steps[escaped[0]]) if escaped.size else None
     escape_theory = predicted_delay(v_mem, v_final, lr, wd, rate_factor=2.0)
@@ -172,7 +182,7 @@ def delay_summary(history: History) -> dict[str, Any]:
     history : History
         A run with ``step``, ``train_acc``, ``test_acc``, ``norm`` and a config holding ``lr`` and ``weight_decay``.
     """
-    require_type(history, "history", History, owner="delay_summary")
+    require_history(history, "delay_summary", norms=["norm"], fractions=("train_acc", "test_acc"))
     out: dict[str, Any] = {}
     for name in DEFINITIONS:
         p = delay_point(history, name)
@@ -417,7 +427,7 @@ def contraction_fit(history: History, stop: str = "end", min_points: int = 5) ->
     ContractionFit or None
         None when the run never memorised or the window is too short.
     """
-    require_type(history, "history", History, owner="contraction_fit")
+    require_history(history, "contraction_fit", norms=["norm"], fractions=("train_acc", "test_acc"))
     require_choice(stop, "stop", ("end", "grok"), owner="contraction_fit")
     require_int(min_points, "min_points", low=3, owner="contraction_fit")
     events = find_events(history)

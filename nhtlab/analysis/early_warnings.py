@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from ..history import History
-from ..validation import require_choice, require_rates, require_type
+from ..validation import require_choice, require_history, require_rates
 from .events import find_events
 from .layers import head_and_first
 
@@ -119,7 +119,7 @@ def warning_step(history: History, signal: str) -> int | None:
     -------
     int or None
     """
-    require_type(history, "history", History, owner="warning_step")
+    require_history(history, "warning_step", norms=["norm"], fractions=("train_acc", "test_acc"))
     require_choice(signal, "signal", SIGNALS, owner="warning_step")
     t_mem = find_events(history).t_mem
     if t_mem is None or history.diverged:

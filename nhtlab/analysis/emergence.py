@@ -23,7 +23,7 @@ import numpy as np
 
 from ..history import History
 from ..models import MODELS, model_defaults
-from ..validation import require_int, require_type
+from ..validation import require_history, require_int, require_type
 from .delay import delay_point
 from .events import find_events
 
@@ -72,7 +72,7 @@ def run_row(history: History, key: str = "d_model", default_size: Any = None) ->
         ``size, seed, T_mem, T_grok, delay, steps, V_sc, V_st, ratio, log_gap,
         predicted, eta_lambda`` (gap and prediction None without a transition).
     """
-    require_type(history, "history", History, owner="run_row")
+    require_history(history, "run_row", norms=["norm"], fractions=("train_acc", "test_acc"))
     events = find_events(history)
     point = delay_point(history, definition="grok")
     lr, wd = history.config["lr"], history.config["weight_decay"]

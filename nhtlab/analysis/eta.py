@@ -37,7 +37,7 @@ import numpy as np
 
 from ..history import History
 from ..thresholds import ETA_COVERAGE, FITTED_ACCURACY
-from ..validation import require_real, require_type
+from ..validation import require_history, require_real, require_type
 from .delay import linear_fit
 from .events import find_events
 
@@ -165,7 +165,7 @@ def predict_grok(history: History, calibration: EtaCalibration) -> GrokEstimate:
     GrokEstimate
         The point and interval, or no estimate with the reason (not memorised, diverged, not contracting).
     """
-    require_type(history, "history", History, owner="predict_grok")
+    require_history(history, "predict_grok", norms=["norm"], fractions=("train_acc", "test_acc"))
     require_type(calibration, "calibration", EtaCalibration, owner="predict_grok")
     point, now, t_mem, reason = _point(history, calibration.log_contraction)
     if point is None:

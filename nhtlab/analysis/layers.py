@@ -22,7 +22,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from ..history import History
-from ..validation import require_choice, require_increasing, require_real, require_type
+from ..validation import require_choice, require_history, require_real, require_type
 from .events import find_events
 
 __all__ = ["layer_label", "LayerTransition", "layer_transitions", "peak_order", "normalised_layer_norms", "head_to_first_ratio",
@@ -101,12 +101,18 @@ def _check_history(history: History, owner: str) -> None:
     if len(history) == 0 or not history.layers:
         raise ValueError(f"The 'history' parameter of {owner} must have evaluated rows with norm/<layer> columns. "
                          f"Got {len(history)} rows and layers {history.layers}.")
-    require_increasing(history.column("step"), "history", owner=owner)  # unsorted or repeated steps: no order to read
-    for layer in history.layers:
-        norms = history.column(f"norm/{layer}")
-        if (norms[np.isfinite(norms)] < 0).any():
-            raise ValueError(f"The 'history' parameter of {owner} must hold squared norms ≥ 0; its column "
-                             f"'norm/{layer}' has {float(np.nanmin(norms)):g}.")
+    # unsorted or repeated steps leave no order to read; a NaN norm (a diverged run) no peak or contraction
+    require_history(history, owner, norms=["norm"], layers=True, finite=True)
+
+
+def _head_and_first(history: History, head: Any, first: Any, owner: str) -> tuple[str, str]:
+    """The layers compared: ``head`` and ``first`` when given (each a layer of the history), else the defaults."""
+    for name, layer in (("head", head), ("first", first)):
+        if layer is not None:
+            require_type(layer, name, str, owner=owner)
+            require_choice(layer, name, history.layers, owner=owner)
+    d_head, d_first = default_head_and_first(history)
+    return (d_head if head is None else head), (d_first if first is None else first)
 
 
 def _select(history: History, layers: Sequence[str] | None, owner: str) -> list[str]:
@@ -412,10 +418,7 @@ def early_warning(history: History, head: str | None = None, first: str | None =
         The layers compared; by default :func:`default_head_and_first` (the read-out and the first weight layer).
     """
     _check_history(history, "early_warning")
-    d_head, d_first = default_head_and_first(history)
-    head, first = head or d_head, first or d_first
-    for name, layer in (("head", head), ("first", first)):
-        require_choice(layer, name, history.layers, owner="early_warning")
+    head, first = _head_and_first(history, head, first, "early_warning")
     signals = head_to_first_ratio(history, head, first)
     steps = signals["step"].astype(int)
     ratio_peak = int(steps[int(np.nanargmax(signals["head_over_first"]))])
@@ -585,14 +588,16 @@ def contraction_order(history: History, window: tuple[int | None, int | None] | 
     """
     _check_history(history, "contraction_order")
     require_real(share, "share", 0.0, 1.0, low_open=True, high_open=True, owner="contraction_order")
-    d_head, d_first = default_head_and_first(history)
-    head, first = head or d_head, first or d_first
+    head, first = _head_and_first(history, head, first, "contraction_order")
     names = [n for n in history.layers if not _is_norm_layer(n)] or list(history.layers)
     names = list(dict.fromkeys(_select(history, [*names, head, first], "contraction_order")))
     if window is None:
         ev = find_events(history)
         window = (ev.t_mem, ev.t_grok)
     require_type(window, "window", (tuple, list), owner="contraction_order")
+    if len(window) != 2 or not all(t is None or (isinstance(t, (int, np.integer)) and not isinstance(t, bool)) for t in window):
+        raise ValueError(f"The 'window' parameter of contraction_order must be (t_mem, t_grok), two steps (int or None). "
+                         f"Got {window!r} instead.")
     steps = history.column("step").astype(int)
     t_mem, t_grok = window
     if t_mem is None:

@@ -49,7 +49,7 @@ import numpy as np
 
 from ..history import History
 from ..thresholds import FITTED_ACCURACY
-from ..validation import require_int, require_real, require_type
+from ..validation import require_history, require_int, require_real, require_type
 from .events import Events, find_events, first_step_at_least
 
 __all__ = ["REGIMES", "UNDETERMINED", "TOO_EARLY", "DIVERGED", "NOT_DECIDED", "UNJUDGED", "is_diverged", "Regime",
@@ -171,7 +171,7 @@ def diagnose_regime(
     -------
     Regime
     """
-    require_type(history, "history", History, owner="diagnose_regime")
+    require_history(history, "diagnose_regime", norms=["norm"], fractions=("train_acc", "test_acc"))
     require_real(fit_threshold, "fit_threshold", 0.0, 1.0, low_open=True, owner="diagnose_regime")
     require_real(generalise_threshold, "generalise_threshold", 0.0, 1.0, low_open=True, owner="diagnose_regime")
     require_real(min_contraction, "min_contraction", 0.0, 1.0, high_open=True, owner="diagnose_regime")

@@ -49,7 +49,12 @@ from typing import Any
 import numpy as np
 
 from ..history import History
-from ..validation import require_increasing, require_int, require_type
+from ..validation import (
+    require_history,
+    require_increasing,
+    require_int,
+    require_numbers,
+)
 from .events import border_times, find_events
 
 __all__ = ["Separation", "clean_norm_separation", "separation_from_history", "spearman",
@@ -181,7 +186,7 @@ def clean_norm_separation(steps: np.ndarray, norm: np.ndarray, phi: np.ndarray, 
         ``score`` is NaN (never 0) whenever it is undefined.
     """
     owner = "clean_norm_separation"
-    steps, norm, phi = (np.asarray(a, dtype=float) for a in (steps, norm, phi))
+    steps, norm, phi = (require_numbers(a, name, owner=owner) for a, name in ((steps, "steps"), (norm, "norm"), (phi, "phi")))
     if not (steps.shape == norm.shape == phi.shape) or steps.ndim != 1 or len(steps) == 0:
         raise ValueError(f"The 'steps', 'norm' and 'phi' parameters of {owner} must be 1-d arrays of one length. "
                          f"Got shapes {steps.shape}, {norm.shape}, {phi.shape}.")
@@ -240,7 +245,7 @@ def separation_from_history(history: History, num_classes: int, kind: str = "sho
     Separation
         The score with its window, fitted rates and whether it is defined.
     """
-    require_type(history, "history", History, owner="separation_from_history")
+    require_history(history, "separation_from_history", norms=["norm"], fractions=["cue_acc", "test_acc"])
     if kind not in ("shortcut", "generalisation"):
         raise ValueError(f"The 'kind' parameter of separation_from_history must be one of 'shortcut', "
                          f"'generalisation'. Got {kind!r} instead.")

@@ -48,6 +48,7 @@ import torch
 
 from ..validation import require_bool, require_choice, require_int, require_real, require_type
 from .images import ImageData, ShortcutData
+from .modular import require_seed
 
 __all__ = ["CLASS_COLOURS", "OTHERWISE", "CLEAN", "REGIONS", "ShortcutData", "border_shortcut", "tint_shortcut", "paint_border", "draw_cue_classes", "harder"]
 
@@ -130,7 +131,7 @@ def _cue_rgb(cue: torch.Tensor, colours: torch.Tensor) -> torch.Tensor:
 def _check_common(base, rho, seed, owner):
     require_type(base, "base", ImageData, owner=owner)
     require_real(rho, "rho", 0.0, 1.0, owner=owner)
-    require_int(seed, "seed", low=0, owner=owner)
+    require_seed(seed, owner)
     if base.x_train.ndim != 4 or base.x_train.shape[1] != 3:
         raise ValueError(f"The 'base' parameter of {owner} must hold RGB images (n, 3, H, W). "
                          f"Got x_train of shape {tuple(base.x_train.shape)} instead.")

@@ -15,6 +15,7 @@ from __future__ import annotations
 import torch
 
 from ..validation import require_int, require_real, require_type
+from .modular import require_seed
 
 __all__ = ["noisy_labels"]
 
@@ -50,7 +51,7 @@ def noisy_labels(y: torch.Tensor, fraction: float, classes: int, seed: int = 0) 
     require_type(y, "y", torch.Tensor, owner=owner)
     require_real(fraction, "fraction", 0.0, 1.0, owner=owner)
     require_int(classes, "classes", low=2, owner=owner)
-    require_int(seed, "seed", owner=owner)
+    require_seed(seed, owner)
     if y.ndim != 1 or y.dtype.is_floating_point or y.dtype.is_complex or y.dtype == torch.bool or y.is_meta:
         raise ValueError(f"The 'y' parameter of noisy_labels must be a 1-d integer tensor with values. Got {y.dtype} "
                          f"of shape {tuple(y.shape)}{' on the meta device' if y.is_meta else ''}.")

@@ -19,14 +19,20 @@ Which layer counts as "the features" is a modelling decision that changes DLR
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 
 import torch
 import torch.nn as nn
 
-from ..validation import require_choice, require_int, require_type
+from ..validation import (
+    require_choice,
+    require_int,
+    require_model,
+    require_tensor,
+    require_type,
+)
 
 __all__ = ["Captured", "capture", "hooked"]
 
@@ -107,13 +113,24 @@ def hooked(model: nn.Module, layer: str, which: str = "output") -> Iterator[list
         handle.remove()
 
 
-def _batches(x: torch.Tensor | Iterable, batch_size: int) -> Iterator[torch.Tensor]:
+def _batches(x: torch.Tensor | Iterable, batch_size: int, dtypes: set[torch.dtype]) -> Iterator[torch.Tensor]:
+    """The input batches of ``x``, each checked to be a tensor the model can read (named errors for ``x``)."""
     if isinstance(x, torch.Tensor):
-        for start in range(0, x.shape[0], batch_size):
-            yield x[start:start + batch_size]
-        return
-    for batch in x:  # a DataLoader or any iterable of tensors / (inputs, targets, …) tuples
-        yield batch[0] if isinstance(batch, (tuple, list)) else batch
+        batches: Iterable = (x[start:start + batch_size] for start in range(0, x.shape[0], batch_size))
+    elif isinstance(x, (str, bytes, Mapping)) or not isinstance(x, Iterable):
+        raise TypeError(f"The 'x' parameter of capture must be a tensor or an iterable of batches. "
+                        f"Got {type(x).__name__} instead.")
+    else:  # a DataLoader or any iterable of tensors / (inputs, targets, …) tuples
+        batches = (batch[0] if isinstance(batch, (tuple, list)) and batch else batch for batch in x)
+    for batch in batches:
+        require_tensor(batch, "x", owner="capture")
+        if batch.dim() == 0:
+            raise ValueError("The 'x' parameter of capture must hold samples along its first dim. Got a scalar.")
+        if batch.is_floating_point() and dtypes and batch.dtype not in dtypes:
+            raise ValueError(f"The 'x' parameter of capture must have the dtype of the 'model' parameter, "
+                         f"{' or '.join(map(str, dtypes))}; "
+                             f"cast it with .to(dtype). Got {batch.dtype} instead.")
+        yield batch
 
 
 @torch.no_grad()
@@ -155,40 +172,53 @@ def capture(
     The model's train/eval mode is restored afterwards, even on error.
     """
     owner = "capture"
-    require_type(model, "model", nn.Module, owner=owner)
+    require_model(model, "model", owner=owner)
     require_int(batch_size, "batch_size", low=1, owner=owner)
+    require_type(device, "device", (str, torch.device, type(None)), owner=owner)
+    if layer is not None:
+        require_type(layer, "layer", str, owner=owner)
     require_choice(which, "which", _WHICH, owner=owner)
     if layer is None and not (callable(getattr(model, "features", None)) and isinstance(getattr(model, "readout", None), nn.Module)):
         raise TypeError(
-            f"The 'model' parameter of {owner} must have features() and a readout module when layer=None; "
+            f"The 'model' parameter of {owner} must have features() and a readout module when the 'layer' parameter is "
+            f"None; "
             f"{type(model).__name__} has not. Pass layer='<submodule name>' to record a layer through a hook."
         )
     if device is None:
         first = next(model.parameters(), None)
         device = first.device if first is not None else torch.device("cpu")
-    device = torch.device(device)
+    try:
+        device = torch.device(device)
+    except RuntimeError as error:
+        raise ValueError(f"The 'device' parameter of {owner} must name a device ('cpu', 'cuda', 'cuda:0', …). "
+                         f"Got {device!r} ({error}).") from None
+    dtypes = {p.dtype for p in model.parameters() if p.is_floating_point()}
     was_training = model.training
     model.eval()
     feats: list[torch.Tensor] = []
     outs: list[torch.Tensor] = []
     try:
         if layer is None:
-            for xb in _batches(x, batch_size):
+            for xb in _batches(x, batch_size, dtypes):
                 h = model.features(xb.to(device))
                 feats.append(h.reshape(h.shape[0], -1))
                 outs.append(model.readout(h))
             name = "features()"
         else:
             with hooked(model, layer, which) as seen:
-                for xb in _batches(x, batch_size):
+                for xb in _batches(x, batch_size, dtypes):
                     seen.clear()
                     out = model(xb.to(device))
                     if not seen:
-                        raise RuntimeError(f"Layer {layer!r} was not called during the forward pass of {type(model).__name__}.")
+                        raise ValueError(f"The 'layer' parameter of {owner}: layer {layer!r} was not called during the "
+                                         f"forward pass of {type(model).__name__}.")
                     h = seen[-1]
                     feats.append(h.reshape(h.shape[0], -1))
                     outs.append(out[0] if isinstance(out, (tuple, list)) else out)
             name = f"{layer}:{which}"
+    except (RuntimeError, IndexError) as error:  # a shape or dtype the model's layers cannot take
+        raise ValueError(f"The 'x' parameter of {owner} cannot be read by the 'model' parameter: the model raised "
+                         f"{type(error).__name__}: {str(error).splitlines()[0]}") from error
     finally:
         model.train(was_training)
     if not feats:

@@ -21,10 +21,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..validation import require_type
+from ..validation import require_model, require_tensor, require_type
 from .dlr import dlr
 
-__all__ = ["evaluating", "accuracy", "loss_and_accuracy", "readout_dlr"]
+__all__ = ["evaluating", "forward", "accuracy", "loss_and_accuracy", "readout_dlr"]
 
 
 @contextmanager
@@ -53,19 +53,41 @@ def evaluating(model: nn.Module) -> Iterator[nn.Module]:
             module.training = mode
 
 
+def forward(model: nn.Module, x: torch.Tensor, owner: str) -> torch.Tensor:
+    """``model(x)`` in eval mode, after checking that the model can read ``x``: a real tensor with data, at least
+    one input, floating inputs in the model's own dtype. A shape the model cannot take is a ValueError naming
+    ``x``, not an error from inside torch."""
+    require_model(model, "model", owner=owner)
+    require_tensor(x, "x", owner=owner)
+    if x.dim() == 0 or len(x) == 0:
+        raise ValueError(f"The 'x' parameter of {owner} must hold at least one input along its first dim. "
+                         f"Got shape {tuple(x.shape)} instead.")
+    dtypes = {p.dtype for p in model.parameters() if p.is_floating_point()}
+    if x.is_floating_point() and dtypes and x.dtype not in dtypes:
+        raise ValueError(f"The 'x' parameter of {owner} must have the dtype of the 'model' parameter, "
+                         f"{' or '.join(map(str, dtypes))}; "
+                         f"cast it with .to(dtype). Got {x.dtype} instead.")
+    try:
+        with evaluating(model):
+            return model(x)
+    except (RuntimeError, IndexError) as error:  # a shape or dtype the model's layers cannot take
+        raise ValueError(f"The 'x' parameter of {owner} cannot be read by the 'model' parameter: the model raised "
+                         f"{type(error).__name__}: {str(error).splitlines()[0]} (x: {x.dtype}, shape {tuple(x.shape)}).") from error
+
+
 def _scores_and_labels(model: nn.Module, x: torch.Tensor, y: torch.Tensor, owner: str) -> torch.Tensor:
     """``model(x)`` in eval mode, after checking that ``y`` holds one integer label per input, each a class
     of the scores; every error names the argument and what is allowed."""
     require_type(model, "model", nn.Module, owner=owner)
     require_type(x, "x", torch.Tensor, owner=owner)
     require_type(y, "y", torch.Tensor, owner=owner)
-    if y.dim() != 1 or y.dtype == torch.bool or y.is_floating_point() or y.is_complex():
+    if y.dim() != 1 or y.dtype == torch.bool or y.is_floating_point() or y.is_complex() or y.is_meta:
         raise ValueError(f"The 'y' parameter of {owner} must be a 1-D tensor of integer class labels. "
                          f"Got {y.dtype} of shape {tuple(y.shape)} instead.")
-    if len(x) != len(y) or len(y) == 0:
-        raise ValueError(f"{owner} needs as many labels as inputs, at least one. Got {len(x)} inputs and {len(y)} labels.")
-    with evaluating(model):
-        scores = model(x)
+    if x.dim() == 0 or len(x) != len(y) or len(y) == 0:
+        raise ValueError(f"The 'x' and 'y' parameters of {owner} must hold as many labels as inputs, at least one. "
+                         f"Got {len(x) if x.dim() else 'a scalar of'} inputs and {len(y)} labels.")
+    scores = forward(model, x, owner)
     if scores.dim() != 2 or scores.shape[0] != len(y):
         raise ValueError(f"The 'model' parameter of {owner} must return one row of class scores per input, shape "
                          f"({len(y)}, classes). Got shape {tuple(scores.shape)} instead.")
@@ -151,10 +173,22 @@ def readout_dlr(model: nn.Sequential, x: torch.Tensor) -> float:
         :func:`nhtlab.measures.dlr.dlr` of the flattened features and the read-out's outputs,
         both moved to the CPU.
     """
-    require_type(model, "model", nn.Sequential, owner="readout_dlr")
+    owner = "readout_dlr"
+    require_type(model, "model", nn.Sequential, owner=owner)
     if len(model) < 2:
-        raise ValueError(f"readout_dlr needs a read-out after at least one module. Got a Sequential of {len(model)}.")
+        raise ValueError(f"The 'model' parameter of readout_dlr needs a read-out after at least one module. "
+                         f"Got a Sequential of {len(model)}.")
+    require_tensor(x, "x", owner=owner)
+    if x.dim() == 0 or len(x) < 2:
+        raise ValueError(f"The 'x' parameter of readout_dlr must hold at least 2 inputs (DLR compares samples). "
+                         f"Got shape {tuple(x.shape)} instead.")
     with evaluating(model):  # Dropout off, BatchNorm's running statistics read, not updated
-        features = model[:-1](x).flatten(1)
-        outputs = model[-1](features)
-    return dlr(features.cpu(), outputs.cpu())
+        features = forward(model[:-1], x, owner).flatten(1)
+        outputs = forward(model[-1:], features, owner)
+    if not (bool(torch.isfinite(features).all()) and bool(torch.isfinite(outputs).all())):
+        raise ValueError("The 'model' parameter of readout_dlr gives NaN or inf features or outputs on the 'x' "
+                         "parameter (NaN weights or inputs, or a diverged model): DLR is undefined.")
+    try:
+        return dlr(features.cpu(), outputs.cpu())
+    except ValueError as error:  # features or outputs constant across the inputs: say which arguments gave them
+        raise ValueError(f"The 'model' parameter of readout_dlr has no DLR on the 'x' parameter: {error}") from None

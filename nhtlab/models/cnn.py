@@ -78,14 +78,14 @@ class SimpleCNN(nn.Module):
                  channels: Sequence[int] = (32, 32, 64, 64, 128, 128), in_channels: int = 3):
         super().__init__()
         owner = "SimpleCNN"
-        require_int(num_classes, "num_classes", low=2, owner=owner)
+        require_int(num_classes, "num_classes", low=2, high=MAX_WIDTH, owner=owner)
         require_choice(norm, "norm", NORMS, owner=owner)
         require_type(channels, "channels", (tuple, list), owner=owner)
         if len(channels) != 6:
             raise ValueError(f"The 'channels' parameter of SimpleCNN must hold 6 ints (one per conv layer). Got {channels!r} instead.")
         for c in channels:
             require_int(c, "channels", low=1, high=MAX_WIDTH, owner=owner)
-        require_int(in_channels, "in_channels", low=1, owner=owner)
+        require_int(in_channels, "in_channels", low=1, high=MAX_WIDTH, owner=owner)
         self.norm = norm
         self.num_classes = num_classes
         previous = in_channels
@@ -131,7 +131,7 @@ class ResNet18(nn.Module):
         # local: torchvision is the optional 'vision' extra
         from torchvision.models import resnet18
 
-        require_int(num_classes, "num_classes", low=2, owner="ResNet18")
+        require_int(num_classes, "num_classes", low=2, high=MAX_WIDTH, owner="ResNet18")
         require_choice(norm, "norm", NORMS, owner="ResNet18")
         self.norm = norm
         self.num_classes = num_classes

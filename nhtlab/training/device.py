@@ -12,6 +12,7 @@ import sys
 import numpy as np
 import torch
 
+from ..data.modular import require_seed
 from ..validation import require_choice, require_int
 
 __all__ = ["pick_device", "seed_everything", "in_colab", "device_audit_enabled", "AUDIT_DEVICE", "AUDITS",
@@ -57,7 +58,7 @@ def seed_everything(seed: int) -> None:
     -------
     None
     """
-    seed = require_int(seed, "seed", low=0, owner="seed_everything")
+    seed = require_seed(seed, "seed_everything")
     random.seed(seed)
     np.random.seed(seed % 2**32)
     torch.manual_seed(seed)

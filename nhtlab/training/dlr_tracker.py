@@ -15,7 +15,7 @@ from ..measures.dlr import DEFAULT_RANK, _check_rank, _Prepared
 from ..measures.features import capture
 from ..measures.norms import total_norm
 from ..measures.spectra import Spectrum, feature_spectrum
-from ..validation import require_type
+from ..validation import require_tensor, require_type
 
 __all__ = ["DLRTracker"]
 
@@ -63,8 +63,19 @@ class DLRTracker:
     spectra_list: list = field(default_factory=list, repr=False)
 
     def __post_init__(self) -> None:
-        require_type(self.x, "x", torch.Tensor, owner="DLRTracker")
-        require_type(self.prefix, "prefix", str, owner="DLRTracker")
+        owner = "DLRTracker"
+        require_tensor(self.x, "x", owner=owner)
+        if self.x.dim() == 0 or len(self.x) < 2 or (self.x.is_floating_point() and not bool(torch.isfinite(self.x).all())):
+            raise ValueError(f"The 'x' parameter of {owner} must hold at least 2 finite probe inputs (DLR compares "
+                             f"samples). Got shape {tuple(self.x.shape)}"
+                             f"{', with NaN or inf' if self.x.dim() and self.x.is_floating_point() else ''}.")
+        if self.labels is not None:
+            require_tensor(self.labels, "labels", owner=owner)
+            if (self.labels.dim() != 1 or self.labels.is_floating_point() or self.labels.dtype == torch.bool
+                    or len(self.labels) != len(self.x)):
+                raise ValueError(f"The 'labels' parameter of {owner} must be a 1-d integer tensor with one label per "
+                                 f"input of 'x' ({len(self.x)}). Got {self.labels.dtype} of shape {tuple(self.labels.shape)}.")
+        require_type(self.prefix, "prefix", str, owner=owner)
         _check_rank(self.rank, self.tol, "DLRTracker")
         for name, (rank, tol) in (self.compare or {}).items():
             _check_rank(rank, tol, "DLRTracker")
@@ -72,7 +83,10 @@ class DLRTracker:
     def measure(self, model: nn.Module) -> tuple[dict[str, float], Spectrum | None]:
         """The row entries for ``model`` now, and its spectrum if ``spectra`` (usable outside training)."""
         cap = capture(model, self.x, layer=self.layer, which=self.which)
-        prepared = _Prepared(cap.features, cap.outputs, "DLRTracker")  # one SVD and one kernel norm for all rules
+        try:
+            prepared = _Prepared(cap.features, cap.outputs, "DLRTracker")  # one SVD and one kernel norm for all rules
+        except ValueError as error:  # features constant across the probe, or not finite: name the probe and the model
+            raise ValueError(f"The 'x' parameter of DLRTracker (the probe) gives the model no DLR: {error}") from None
         terms = prepared.terms(*_check_rank(self.rank, self.tol, "DLRTracker"))
         row = {"dlr": terms.dlr, "dlr_f_in": terms.f_in, "dlr_pr": terms.participation_ratio,
                "dlr_balance": (terms.participation_ratio / terms.rank) ** 0.5,

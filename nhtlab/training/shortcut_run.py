@@ -19,7 +19,7 @@ from ..history import History
 from .cache_key import config_key
 from .checkpoint import claim_run_dir
 from ..models.cnn import ResNet18, SimpleCNN
-from ..validation import require_choice, require_int, require_real, require_type
+from ..validation import MAX_WIDTH, require_choice, require_int, require_real, require_type
 from .device import pick_device, seed_everything, suggest_eval_batch_size
 from .loop import TrainConfig, train, trained_with
 
@@ -124,6 +124,10 @@ class ShortcutRun(TrainConfig):
         if self.train_size is not None:
             require_int(self.train_size, "train_size", low=10, owner=owner)
         require_real(self.noise, "noise", 0.0, owner=owner)
+        require_int(self.size, "size", low=1, high=MAX_WIDTH, owner=owner)  # the base's own range is checked when it loads
+        require_int(self.width, "width", low=1, high=MAX_WIDTH, owner=owner)
+        require_real(self.contrast, "contrast", 0.0, 1.0, low_open=True, owner=owner)  # as border_shortcut and tint_shortcut
+        require_real(self.strength, "strength", 0.0, 1.0, low_open=True, owner=owner)
         with torch.device("meta"):  # the model's settings checked where they are passed, at no memory
             SimpleCNN(10, norm=self.norm, channels=self.channels) if self.model == "simple" else ResNet18(10, norm=self.norm)
         if self.stop_after is not None:
