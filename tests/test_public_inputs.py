@@ -211,7 +211,7 @@ class Entry:
     reference: Callable[[Mapping[str, Any]], Any] | None = None  # the numpy answer for the arguments given
     tol: float = 1e-6  # relative, for the reference and for a replacement holding the baseline's numbers
     check: Callable[[Mapping[str, Any], Any], bool] | None = None  # any further property of the answer
-    examples: int = 60
+    examples: int = 150
     skip: str = ""
 
 
@@ -229,7 +229,7 @@ ENTRIES: dict[str, Entry] = {
     "History": Entry(History, dict(rows=HISTORY.rows, status="completed", message="", config=CONFIG), History),
     "modular_data": Entry(nhtlab.modular_data, dict(p=7, operation="+", train_fraction=0.5, seed=0),
                           check=modular_reference),
-    "digits": Entry(nhtlab.digits, dict(size=8, test_fraction=0.3, seed=0), ImageData, examples=30),
+    "digits": Entry(nhtlab.digits, dict(size=8, test_fraction=0.3, seed=0), ImageData, examples=60),
     "cifar10": Entry(nhtlab.cifar10, {}, skip="needs the CIFAR-10 archive on disk; tests/test_bad_inputs.py feeds it crafted "
                                               "batch files"),
     "border_shortcut": Entry(nhtlab.border_shortcut, dict(base=IMAGES, rho=0.95, width=1, otherwise="other", clean="mean",
@@ -253,20 +253,20 @@ ENTRIES: dict[str, Entry] = {
                                            schedule="constant", seed=0, device="cpu", stop_after=None, eval_batch_size=64),
                          TrainConfig),
     "train": Entry(nhtlab.train, dict(model=Fresh(mlp), data=DATA, config=TrainConfig(steps=2, eval_every=1, device="cpu"),
-                                      progress="none", desc="train"), History, examples=30),
+                                      progress="none", desc="train"), History, examples=60),
     "Monitor": Entry(_monitor, dict(model=Fresh(classifier), probe=XF, every=1, head=None, first=None, dlr=None, warn_drop=0.02),
                      list),
     "DLRTracker": Entry(_tracker, dict(x=XF, labels=LABELS, rank="energy", tol=None, layer="0", which="output", top=8, prefix=""), dict),
-    "pick_device": Entry(nhtlab.pick_device, dict(preference="cpu"), torch.device, examples=20),
-    "seed_everything": Entry(nhtlab.seed_everything, dict(seed=0), examples=20),
+    "pick_device": Entry(nhtlab.pick_device, dict(preference="cpu"), torch.device, examples=60),
+    "seed_everything": Entry(nhtlab.seed_everything, dict(seed=0), examples=60),
     "ModularRun": Entry(ModularRun, dict(p=7, steps=4, eval_every=2, device="cpu", operation="+", train_fraction=0.5,
                                          model="mlp", model_kwargs=dict(width=8)), ModularRun),
-    "run_modular": Entry(nhtlab.run_modular, dict(run=RUN, progress="none", desc="run"), History, examples=20),
+    "run_modular": Entry(nhtlab.run_modular, dict(run=RUN, progress="none", desc="run"), History, examples=60),
     "ShortcutRun": Entry(ShortcutRun, dict(steps=4, base="digits", size=8, noise=0.0, rho=0.95, width=1, contrast=1.0,
                                            strength=0.3, channels=(4, 4, 4, 4, 4, 4)), ShortcutRun),
     "companion": Entry(nhtlab.companion, dict(weight_decay=1.0, seed=0), ModularRun),
     "companion_sweep": Entry(nhtlab.companion_sweep, dict(profile="book", lams=[1.0, 2.0]), dict),
-    "sweep": Entry(nhtlab.sweep, dict(runs=[RUN], strategy="sequential", cache=None, progress="none"), examples=20),
+    "sweep": Entry(nhtlab.sweep, dict(runs=[RUN], strategy="sequential", cache=None, progress="none"), examples=60),
     "default_cache": Entry(nhtlab.default_cache, {}, skip="takes no argument: there is none to replace"),
     "find_events": Entry(nhtlab.find_events, dict(history=HISTORY, threshold=0.99),
                          check=lambda kw, e: (e.t_mem, e.t_grok) == events_reference(kw) and (e.delay is None or e.delay >= 0)),
@@ -277,7 +277,7 @@ ENTRIES: dict[str, Entry] = {
     "predict_grok": Entry(nhtlab.predict_grok, dict(history=PARTIAL, calibration=CALIBRATION)),
     "diagnose_regime": Entry(nhtlab.diagnose_regime, dict(history=HISTORY, fit_threshold=0.99, generalise_threshold=0.99,
                                                           min_contraction=0.2, min_delay=200)),
-    "regime_table": Entry(nhtlab.regime_table, dict(result=Fresh(sweep_result)), list, examples=30),
+    "regime_table": Entry(nhtlab.regime_table, dict(result=Fresh(sweep_result)), list, examples=60),
     "contraction_order": Entry(nhtlab.contraction_order, dict(history=HISTORY, window=None, share=0.1, head=None, first=None)),
     "early_warning": Entry(nhtlab.early_warning, dict(history=HISTORY, head=None, first=None), dict),
     "clean_norm_separation": Entry(nhtlab.clean_norm_separation,
