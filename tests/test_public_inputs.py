@@ -347,6 +347,8 @@ def history_variants(h: History) -> list[Hostile]:
             out.append((f"{label} {column}", changed, False))
     steps = [dict(r, step=float(r["step"]) + 0.5) for r in rows]
     out += [("fractional steps", steps, False), ("negative steps", [dict(r, step=r["step"] - 10_000) for r in rows], False)]
+    if {"train_acc", "test_acc"} <= set(rows[0]):  # events in the wrong order: the test set fitted before the training set
+        out.append(("test before train", [dict(r, train_acc=r["test_acc"], test_acc=r["train_acc"]) for r in rows], False))
     made = []
     for label, new_rows, same in out:
         kwargs = dict(status=h.status, config=dict(h.config)) if label != "rows only" else {}

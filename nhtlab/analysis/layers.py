@@ -593,6 +593,10 @@ def contraction_order(history: History, window: tuple[int | None, int | None] | 
     names = list(dict.fromkeys(_select(history, [*names, head, first], "contraction_order")))
     if window is None:
         ev = find_events(history)
+        if ev.test_before_train:  # an impossible order, reported as such rather than as an empty window
+            raise ValueError(f"The 'history' parameter of contraction_order reaches its test accuracy threshold (step "
+                             f"{ev.t_grok}) before its train accuracy (step {ev.t_mem}): there is no window "
+                             f"[T_mem, T_grok] to read. Pass window=(t_mem, t_grok) to choose one.")
         window = (ev.t_mem, ev.t_grok)
     require_type(window, "window", (tuple, list), owner="contraction_order")
     if len(window) != 2 or not all(t is None or (isinstance(t, (int, np.integer)) and not isinstance(t, bool)) for t in window):
