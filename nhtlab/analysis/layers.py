@@ -389,9 +389,7 @@ def head_to_first_ratio(history: History, head: str | None = None, first: str | 
         ‖θ_L‖²/‖θ_L(0)‖² (``inf`` where the denominator is 0).
     """
     _check_history(history, "head_to_first_ratio")
-    d_head, d_first = default_head_and_first(history)
-    head, first = head or d_head, first or d_first
-    _select(history, [head, first], "head_to_first_ratio")
+    head, first = _head_and_first(history, head, first, "head_to_first_ratio")
     h, f = history.column(f"norm/{head}"), history.column(f"norm/{first}")
     head_over_first, head_over_init = head_signals(h, f, h[0])
     return {"step": history.column("step"), "head_over_first": head_over_first, "head_over_init": head_over_init}
