@@ -6,13 +6,15 @@ importing the training loop that writes it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-__all__ = ["History", "first_step_at_least"]
+from .validation import require_fractions, require_increasing, require_numbers, require_type
+
+__all__ = ["History", "first_step_at_least", "require_history"]
 
 
 @dataclass
@@ -104,3 +106,47 @@ def first_step_at_least(steps: Sequence[float] | np.ndarray, values: Sequence[fl
     """
     hits = np.flatnonzero(np.asarray(values) >= threshold)
     return int(steps[hits[0]]) if hits.size else None
+
+
+def require_history(history: Any, owner: str, norms: Iterable[str] = (), fractions: Iterable[str] = (),
+                    finite: bool = False, layers: bool = False) -> History:
+    """Raise unless ``history`` is a :class:`~nhtlab.history.History` an analysis can read: the one check of a
+    history where it enters the analysis (every message names ``'history'`` and ``owner``).
+
+    * evaluated rows whose ``step`` increase strictly, in whole numbers;
+    * the ``norms`` columns (and every ``norm/<layer>`` column when ``layers``) hold squared norms ≥ 0, and
+      nothing but finite ones when ``finite`` (a NaN norm marks a diverged run, which some readings report);
+    * the ``fractions`` columns hold accuracies in [0, 1], not percentages (NaN: not measured).
+
+    A column the history lacks is not checked here: reading it raises History's own KeyError naming it.
+
+    Examples
+    --------
+    >>> h = History(rows=[{"step": 0, "norm": 1.0, "train_acc": 0.5}, {"step": 10, "norm": 2.0, "train_acc": 99.0}])
+    >>> require_history(h, "f", norms=["norm"], fractions=["train_acc"])
+    Traceback (most recent call last):
+    ...
+    ValueError: The 'history' parameter of f must hold fractions in [0, 1] (accuracies, not percentages). Got 99.0 instead.
+    """
+    require_type(history, "history", History, owner)
+    if len(history) == 0:
+        raise ValueError(f"The 'history' parameter of {owner} is empty: it has no evaluated step.")
+    steps = require_increasing(history.column("step"), "history", owner)
+    if not (np.isfinite(steps).all() and (steps == np.round(steps)).all()):
+        raise ValueError(f"The 'history' parameter of {owner} must have whole-number steps. "
+                         f"Got {steps[~(np.isfinite(steps) & (steps == np.round(steps)))][0]!r}.")
+    columns = history.columns
+    norms = [*norms, *([f"norm/{layer}" for layer in history.layers] if layers else [])]
+    for column in dict.fromkeys(c for c in norms if c in columns):
+        values = require_numbers(history.column(column), "history", owner)
+        bad = ~np.isfinite(values) if finite else np.isinf(values)
+        if bad.any():
+            raise ValueError(f"The 'history' parameter of {owner} must hold finite squared norms; its column "
+                             f"{column!r} has {values[bad][0]!r} at step {steps[bad][0]:g}.")
+        if (values[~np.isnan(values)] < 0).any():
+            raise ValueError(f"The 'history' parameter of {owner} must hold squared norms ≥ 0; its column "
+                             f"{column!r} has {float(np.nanmin(values)):g}.")
+    for column in fractions:
+        if column in columns:
+            require_fractions(history.column(column), "history", owner)
+    return history

@@ -20,11 +20,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from .history import History
-
 __all__ = ["require_choice", "require_int", "require_real", "require_rates", "require_bool", "require_type", "require_callable",
-           "require_tensor", "require_model", "require_fractions", "require_increasing", "require_history", "require_size",
-           "require_numbers", "MAX_WIDTH",
+           "require_tensor", "require_model", "require_fractions", "require_increasing", "require_size",
+           "require_numbers", "require_seed", "MAX_WIDTH", "MAX_SEED",
            "MAX_PARAMETERS"]
 
 #: The largest width (hidden units, channels, image side) a model or dataset is built with: beyond it
@@ -32,6 +30,8 @@ __all__ = ["require_choice", "require_int", "require_real", "require_rates", "re
 MAX_WIDTH = 2**14
 #: The most parameters a model is built with (1 GiB in float32).
 MAX_PARAMETERS = 2**28
+#: The largest seed: torch's generators take an unsigned 64-bit seed; 2⁶³ − 1 also fits a signed one.
+MAX_SEED = 2**63 - 1
 
 
 def _where(owner: str | None) -> str:
@@ -130,6 +130,11 @@ def require_real(
     return value
 
 
+def require_seed(seed: Any, owner: str) -> int:
+    """``seed`` as an int in [0, :data:`MAX_SEED`], else an error naming ``owner``."""
+    return require_int(seed, "seed", low=0, high=MAX_SEED, owner=owner, why="torch's generators take 64-bit seeds")
+
+
 def require_callable(value: Any, name: str, owner: str | None = None) -> Any:
     """Raise TypeError unless ``value`` is callable."""
     if not callable(value):
@@ -206,46 +211,3 @@ def require_size(count: int, names: str, owner: str | None = None) -> None:
         raise ValueError(f"The {names} parameters{_where(owner)} give {count:,} parameters, more than "
                          f"{MAX_PARAMETERS:,} (1 GiB in float32): refused before allocating.")
 
-
-def require_history(history: Any, owner: str, norms: Iterable[str] = (), fractions: Iterable[str] = (),
-                    finite: bool = False, layers: bool = False) -> History:
-    """Raise unless ``history`` is a :class:`~nhtlab.history.History` an analysis can read: the one check of a
-    history where it enters the analysis (every message names ``'history'`` and ``owner``).
-
-    * evaluated rows whose ``step`` increase strictly, in whole numbers;
-    * the ``norms`` columns (and every ``norm/<layer>`` column when ``layers``) hold squared norms ≥ 0, and
-      nothing but finite ones when ``finite`` (a NaN norm marks a diverged run, which some readings report);
-    * the ``fractions`` columns hold accuracies in [0, 1], not percentages (NaN: not measured).
-
-    A column the history lacks is not checked here: reading it raises History's own KeyError naming it.
-
-    Examples
-    --------
-    >>> h = History(rows=[{"step": 0, "norm": 1.0, "train_acc": 0.5}, {"step": 10, "norm": 2.0, "train_acc": 99.0}])
-    >>> require_history(h, "f", norms=["norm"], fractions=["train_acc"])
-    Traceback (most recent call last):
-    ...
-    ValueError: The 'history' parameter of f must hold fractions in [0, 1] (accuracies, not percentages). Got 99.0 instead.
-    """
-    require_type(history, "history", History, owner)
-    if len(history) == 0:
-        raise ValueError(f"The 'history' parameter{_where(owner)} is empty: it has no evaluated step.")
-    steps = require_increasing(history.column("step"), "history", owner)
-    if not (np.isfinite(steps).all() and (steps == np.round(steps)).all()):
-        raise ValueError(f"The 'history' parameter{_where(owner)} must have whole-number steps. "
-                         f"Got {steps[~(np.isfinite(steps) & (steps == np.round(steps)))][0]!r}.")
-    columns = history.columns
-    norms = [*norms, *([f"norm/{layer}" for layer in history.layers] if layers else [])]
-    for column in dict.fromkeys(c for c in norms if c in columns):
-        values = require_numbers(history.column(column), "history", owner)
-        bad = ~np.isfinite(values) if finite else np.isinf(values)
-        if bad.any():
-            raise ValueError(f"The 'history' parameter{_where(owner)} must hold finite squared norms; its column "
-                             f"{column!r} has {values[bad][0]!r} at step {steps[bad][0]:g}.")
-        if (values[~np.isnan(values)] < 0).any():
-            raise ValueError(f"The 'history' parameter{_where(owner)} must hold squared norms ≥ 0; its column "
-                             f"{column!r} has {float(np.nanmin(values)):g}.")
-    for column in fractions:
-        if column in columns:
-            require_fractions(history.column(column), "history", owner)
-    return history

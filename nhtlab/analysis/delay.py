@@ -42,15 +42,8 @@ from typing import Any
 
 import numpy as np
 
-from ..history import History
-from ..validation import (
-    require_bool,
-    require_choice,
-    require_history,
-    require_int,
-    require_rates,
-    require_real,
-)
+from ..history import History, require_history
+from ..validation import require_bool, require_choice, require_int, require_rates, require_real
 from .events import find_events
 
 __all__ = ["DEFINITIONS", "ESCAPE_FACTOR", "predicted_delay", "delay_point", "delay_summary", "mean_std", "LinearFit",

@@ -33,8 +33,8 @@ from typing import Any
 
 import numpy as np
 
-from ..history import History
-from ..validation import require_choice, require_history, require_rates
+from ..history import History, require_history
+from ..validation import require_choice, require_rates
 from .events import find_events
 from .layers import head_and_first
 

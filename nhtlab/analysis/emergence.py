@@ -21,9 +21,9 @@ from typing import Any
 
 import numpy as np
 
-from ..history import History
+from ..history import History, require_history
 from ..models import MODELS, model_defaults
-from ..validation import require_history, require_int, require_type
+from ..validation import require_int, require_type
 from .delay import delay_point
 from .events import find_events
 

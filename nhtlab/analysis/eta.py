@@ -35,9 +35,9 @@ from typing import Any
 
 import numpy as np
 
-from ..history import History
+from ..history import History, require_history
 from ..thresholds import ETA_COVERAGE, FITTED_ACCURACY
-from ..validation import require_history, require_real, require_type
+from ..validation import require_real, require_type
 from .delay import linear_fit
 from .events import find_events
 

@@ -21,8 +21,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ..history import History
-from ..validation import require_choice, require_history, require_real, require_type
+from ..history import History, require_history
+from ..validation import require_choice, require_real, require_type
 from .events import find_events
 
 __all__ = ["layer_label", "LayerTransition", "layer_transitions", "peak_order", "normalised_layer_norms", "head_to_first_ratio",

@@ -47,9 +47,9 @@ from typing import Any
 
 import numpy as np
 
-from ..history import History
+from ..history import History, require_history
 from ..thresholds import FITTED_ACCURACY
-from ..validation import require_history, require_int, require_real, require_type
+from ..validation import require_int, require_real, require_type
 from .events import Events, find_events, first_step_at_least
 
 __all__ = ["REGIMES", "UNDETERMINED", "TOO_EARLY", "DIVERGED", "NOT_DECIDED", "UNJUDGED", "is_diverged", "Regime",

@@ -48,13 +48,8 @@ from typing import Any
 
 import numpy as np
 
-from ..history import History
-from ..validation import (
-    require_history,
-    require_increasing,
-    require_int,
-    require_numbers,
-)
+from ..history import History, require_history
+from ..validation import require_increasing, require_int, require_numbers
 from .events import border_times, find_events
 
 __all__ = ["Separation", "clean_norm_separation", "separation_from_history", "spearman",

@@ -46,9 +46,8 @@ from __future__ import annotations
 
 import torch
 
-from ..validation import require_bool, require_choice, require_int, require_real, require_type
+from ..validation import require_bool, require_choice, require_int, require_real, require_seed, require_type
 from .images import ImageData, ShortcutData
-from .modular import require_seed
 
 __all__ = ["CLASS_COLOURS", "OTHERWISE", "CLEAN", "REGIONS", "ShortcutData", "border_shortcut", "tint_shortcut", "paint_border", "draw_cue_classes", "harder"]
 

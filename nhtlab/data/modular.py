@@ -13,25 +13,18 @@ from typing import Any
 
 import torch
 
-from ..validation import require_choice, require_int, require_real
+from ..validation import MAX_SEED, require_choice, require_int, require_real, require_seed  # noqa: F401 (MAX_SEED, require_seed: importable here too)
 
 __all__ = ["OPERATIONS", "ModularData", "modular_data", "is_prime"]
 
 OPERATIONS = ("+", "-", "*", "/")
 #: The largest modulus: the p² pairs are built in memory (4096² ≈ 16.8 M pairs, ~270 MB as int64).
 MAX_P = 4096
-#: The largest seed: torch's generators take an unsigned 64-bit seed; 2⁶³ − 1 also fits a signed one.
-MAX_SEED = 2**63 - 1
 
 
 def require_p(p: Any, owner: str) -> int:
     """``p`` as an int in [2, :data:`MAX_P`], else an error naming ``owner`` (the p² pairs are built in memory)."""
     return require_int(p, "p", low=2, high=MAX_P, owner=owner, why="the p² pairs are built in memory")
-
-
-def require_seed(seed: Any, owner: str) -> int:
-    """``seed`` as an int in [0, :data:`MAX_SEED`], else an error naming ``owner``."""
-    return require_int(seed, "seed", low=0, high=MAX_SEED, owner=owner, why="torch's generators take 64-bit seeds")
 
 
 def is_prime(n: int) -> bool:

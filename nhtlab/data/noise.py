@@ -14,8 +14,7 @@ from __future__ import annotations
 
 import torch
 
-from ..validation import require_int, require_real, require_type
-from .modular import require_seed
+from ..validation import require_int, require_real, require_seed, require_type
 
 __all__ = ["noisy_labels"]
 

@@ -12,8 +12,7 @@ import sys
 import numpy as np
 import torch
 
-from ..data.modular import require_seed
-from ..validation import require_choice, require_int
+from ..validation import require_choice, require_int, require_seed
 
 __all__ = ["pick_device", "seed_everything", "in_colab", "device_audit_enabled", "AUDIT_DEVICE", "AUDITS",
            "activation_bytes", "estimate_eval_bytes",
