@@ -17,7 +17,7 @@ TINY = dict(size=8, n_train=100, n_test=50, steps=20, eval_every=10, device="cpu
     ({"n_train": 1000, "n_test": 4001}, ValueError, r"'n_test' parameter of ImageGrokRun"),
     ({"init_scale": 0.0}, ValueError, r"'init_scale' parameter of ImageGrokRun must be a finite float > 0"),
     ({"init_scale": "8"}, TypeError, r"'init_scale' parameter of ImageGrokRun"),
-    ({"loss": "l1"}, ValueError, r"'loss' parameter of ImageGrokRun must be one of 'mse', 'cross_entropy'"),
+    ({"loss": "l1"}, ValueError, r"'loss' parameter of ImageGrokRun must be one of 'cross_entropy', 'mse'"),
     ({"width": 0}, ValueError, r"'width' parameter of ImageMLP"),
     ({"depth": 1}, ValueError, r"'depth' parameter of ImageMLP"),
     ({"lr": 0.0}, ValueError, r"'lr' parameter of ImageGrokRun"),  # a training field, checked by TrainConfig
@@ -32,6 +32,7 @@ def test_config_round_trips_and_keys_apart_from_other_kinds():
     assert ImageGrokRun(**run.to_dict()) == run and hash(ImageGrokRun(**run.to_dict())) == hash(run)
     assert run.cache_config()["runner"] == "run_image_grok"
     assert run.replace(init_scale=1.0).cache_config() != run.cache_config()
+    assert run.to_dict()["loss"] == "mse"  # in the key at its default: the loop's own default is cross-entropy
     # Omnigrok's setting by default: full batch, PyTorch's betas, α = 8, MSE, 784-200-200-10
     default = ImageGrokRun()
     assert (default.batch_size, default.betas, default.init_scale, default.loss) == (None, (0.9, 0.999), 8.0, "mse")

@@ -35,7 +35,7 @@ from ..validation import require_choice, require_int, require_real, require_size
 
 __all__ = ["ImageGrokRun", "ImageMLP", "run_image_grok", "LOSSES", "OMNIGROK_INIT_SCALE"]
 
-LOSSES = ("mse", "cross_entropy")
+LOSSES = ("cross_entropy", "mse")  # the order the training loop's option will take
 OMNIGROK_INIT_SCALE = 8.0  #: Omnigrok's α for MNIST, its large initialisation
 
 
@@ -86,7 +86,7 @@ class ImageGrokRun(TrainConfig):
         The MLP's hidden width and number of linear layers (Omnigrok: 200 and 3).
     init_scale : float > 0
         α, multiplying every parameter at initialisation (Omnigrok: 8; 1 is PyTorch's default init).
-    loss : {"mse", "cross_entropy"}
+    loss : {"cross_entropy", "mse"}
         Mean squared error on one-hot targets (Omnigrok's) or cross-entropy.
     **training fields
         ``seed`` seeds the split, the init and the sampler; full batch (``batch_size=None``) by default.
@@ -109,6 +109,7 @@ class ImageGrokRun(TrainConfig):
     betas: tuple[float, float] = (0.9, 0.999)  # PyTorch's, Omnigrok's (TrainConfig: 0.98)
     eval_every: int = 100  # TrainConfig: 25; one evaluation scores up to 4,000 test images
 
+    _key_omits_at_default = ("fused", "compile")  # 'loss' always in the key, before and after the loop takes it
     __hash__ = TrainConfig.__hash__  # the one hash of every run kind
     label_fields = ("size", "init_scale", "loss")  # the ledger's label, besides λ, lr, seed and steps
 
