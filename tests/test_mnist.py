@@ -73,16 +73,6 @@ def test_resize_averages_blocks_when_halving():
     assert big.x_train.shape == (10, 3, 32, 32) and 0.0 <= float(big.x_train.min()) <= float(big.x_train.max()) <= 1.0
 
 
-def test_smoke_cap_keeps_the_first_images_of_each_split(monkeypatch):
-    monkeypatch.delenv("NHTLAB_SMOKE", raising=False)
-    full = mnist(size=14, n_train=200, n_test=100, seed=5)
-    monkeypatch.setenv("NHTLAB_SMOKE", "1")
-    monkeypatch.setenv("NHTLAB_SMOKE_IMAGES", "20")
-    capped = mnist(size=14, n_train=200, n_test=100, seed=5)
-    assert len(capped.y_train) == 20 and len(capped.y_test) == 20
-    assert torch.equal(capped.x_train, full.x_train[:20]) and torch.equal(capped.y_test, full.y_test[:20])
-
-
 @pytest.mark.parametrize("kwargs, error, match", [
     ({"size": 3}, ValueError, r"'size' parameter of mnist must be an int in the range \[4, 256\]. Got 3"),
     ({"size": 14.0}, TypeError, r"'size' parameter of mnist must be an int"),

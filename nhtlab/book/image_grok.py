@@ -10,7 +10,8 @@ premise holds by construction. ``size=14`` (a 196-200-200-10 MLP) keeps the CPU 
 
 MSE needs the training loop's ``loss`` option (``TrainConfig.loss``, ``"mse"``: ``F.mse_loss`` of the logits
 and the one-hot targets); until the loop has it, a run with ``loss="mse"`` raises NotImplementedError and
-``loss="cross_entropy"`` trains. This module lives in the book's layer because the core is at its line target.
+``loss="cross_entropy"`` trains. This module lives in the book's layer: the core has no room for it under
+its 10,000-line target.
 """
 
 from __future__ import annotations

