@@ -1,11 +1,12 @@
-"""Omnigrok's MNIST grokking as a run kind (nhtlab.book.image_grok): its config, its model, its runs."""
+"""Omnigrok's MNIST grokking as a run kind (nhtlab.training.image_grok_run): its config, its model, its runs."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 
-from nhtlab.book.image_grok import ImageGrokRun, ImageMLP, _loop_losses, run_image_grok
+from nhtlab.models.mlp import ImageMLP
+from nhtlab.training.image_grok_run import ImageGrokRun, run_image_grok
 from nhtlab.measures.norms import layer_norms, total_norm
 
 TINY = dict(size=8, n_train=100, n_test=50, steps=20, eval_every=10, device="cpu")
@@ -68,14 +69,30 @@ def test_a_seeded_run_is_reproducible_bit_for_bit():
     assert other.rows[0]["norm"] != a.rows[0]["norm"]
 
 
-def test_mse_needs_the_loops_loss_option():
-    run = ImageGrokRun(**TINY, loss="mse")
-    if not _loop_losses():  # the loop trains on cross-entropy only: refused, never silently swapped
-        with pytest.raises(NotImplementedError, match=r"loop's 'loss' option"):
-            run.execute()
-    else:  # once the loop takes a loss, MSE trains and differs from cross-entropy
-        mse, ce = run.execute(), run.replace(loss="cross_entropy").execute()
-        assert mse.status == "completed" and mse.rows[-1]["norm"] != ce.rows[-1]["norm"]
+def test_the_mse_loss_is_the_mean_squared_error_on_one_hot_targets():
+    """One full-batch step of train(loss="mse") equals AdamW stepped by hand on F.mse_loss(logits, one-hot)."""
+    import copy
+
+    import torch.nn.functional as F
+
+    import nhtlab
+
+    run = ImageGrokRun(**TINY, loss="mse", weight_decay=0.1, lr=1e-2)
+    data, model = run.data(), run.build_model()
+    reference = copy.deepcopy(model)
+    config = run.train_config().replace(steps=1, eval_every=1)
+    nhtlab.train(model, data, config, progress="none")
+    optimizer = torch.optim.AdamW(reference.parameters(), lr=run.lr, betas=run.betas, weight_decay=run.weight_decay,
+                                  foreach=True)
+    logits = reference(data.x_train)
+    F.mse_loss(logits, F.one_hot(data.y_train, 10).to(logits.dtype)).backward()
+    optimizer.step()
+    for (name, mine), theirs in zip(model.named_parameters(), reference.parameters()):
+        assert torch.allclose(mine, theirs, rtol=0, atol=1e-6), name
+    ce = run.replace(loss="cross_entropy").execute(progress="none")
+    assert ce.rows[-1]["norm"] != run.execute(progress="none").rows[-1]["norm"]
+    with pytest.raises(ValueError, match="'loss' parameter of ImageGrokRun must be one of"):
+        run.replace(loss="hinge")
 
 
 def test_a_sweep_trains_the_kind():

@@ -105,7 +105,7 @@ class ShortcutRun(TrainConfig):
     schedule: str = "cosine"  # TrainConfig: constant
 
     # stop_after and eval_batch_size came with the TrainConfig base, fused in 0.2.2: in the dict only when set
-    _key_omits_at_default = ("stop_after", "eval_batch_size", "fused", "compile")
+    _key_omits_at_default = ("stop_after", "eval_batch_size", "fused", "compile", "loss")
     __hash__ = TrainConfig.__hash__  # the one hash of every run kind (@dataclass would write a field hash)
 
     # Settings the ledger's short label names besides λ, lr, seed and steps: the book's shortcut runs

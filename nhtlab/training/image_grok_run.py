@@ -1,75 +1,36 @@
 """Omnigrok's MNIST grokking (Liu, Michaud & Tegmark, ICLR 2023) as a run kind: real images, memorised, then
 generalised while weight decay contracts a large initialisation.
 
-The setting: an MLP ``size²``-200-200-10 (ReLU) whose every parameter is multiplied by an init scale α
-(Omnigrok: 8) after PyTorch's default initialisation, 1,000 MNIST training images (MNIST-5k,
-:func:`nhtlab.data.mnist.mnist`), mean squared error on one-hot targets, full batch, AdamW with
+The setting: an MLP ``size²``-200-200-10 (ReLU, :class:`~nhtlab.models.mlp.ImageMLP`) whose every parameter is
+multiplied by an init scale α (Omnigrok: 8), 1,000 MNIST training images (MNIST-5k,
+:func:`nhtlab.data.mnist.mnist`), mean squared error on one-hot targets (``loss="mse"``), full batch, AdamW with
 PyTorch's betas at lr 1e-3 and weight decay λ. A large α starts ‖θ‖² far above the norm of a generalising
 solution, so the run memorises at a high norm and generalises only as ηλ brings the norm down: the delay law's
 premise holds by construction. ``size=14`` (a 196-200-200-10 MLP) keeps the CPU cost down.
-
-MSE needs the training loop's ``loss`` option (``TrainConfig.loss``, ``"mse"``: ``F.mse_loss`` of the logits
-and the one-hot targets); until the loop has it, a run with ``loss="mse"`` raises NotImplementedError and
-``loss="cross_entropy"`` trains. This module lives in the book's layer: the core has no room for it under
-its 10,000-line target.
 """
 
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
-from dataclasses import dataclass, fields
 from typing import Any
 
 import torch
-import torch.nn as nn
-import torch.nn.functional as F
 
 from ..data.images import ImageData
 from ..data.mnist import MNIST5K_IMAGES, mnist
 from ..history import History
-from ..training.cache_key import config_key
-from ..training.checkpoint import claim_run_dir
-from ..training.device import seed_everything
-from ..training.loop import TrainConfig, train, trained_with
-from ..validation import require_choice, require_int, require_real, require_size, require_type
+from ..models.mlp import ImageMLP
+from ..validation import require_int, require_real, require_type
+from .cache_key import config_key
+from .checkpoint import claim_run_dir
+from .device import seed_everything
+from .loop import TrainConfig, train, trained_with
 
-__all__ = ["ImageGrokRun", "ImageMLP", "run_image_grok", "LOSSES", "OMNIGROK_INIT_SCALE"]
+__all__ = ["ImageGrokRun", "run_image_grok", "OMNIGROK_INIT_SCALE"]
 
-LOSSES = ("cross_entropy", "mse")  # the order the training loop's option will take
 OMNIGROK_INIT_SCALE = 8.0  #: Omnigrok's α for MNIST, its large initialisation
-
-
-class ImageMLP(nn.Module):
-    """A ReLU MLP on flattened images: ``depth - 1`` hidden layers ``layers.<i>`` of ``width``, then ``readout``.
-
-    Every parameter (weights and biases) is PyTorch's default draw times ``init_scale``, as Omnigrok scales
-    them, so ‖θ‖² at initialisation is ``init_scale²`` times the default one.
-    """
-
-    def __init__(self, inputs: int, classes: int = 10, width: int = 200, depth: int = 3, init_scale: float = 1.0):
-        super().__init__()
-        for name, value in (("inputs", inputs), ("classes", classes), ("width", width), ("depth", depth)):
-            require_int(value, name, low=2 if name in ("classes", "depth") else 1, owner="ImageMLP")
-        require_real(init_scale, "init_scale", 0.0, low_open=True, owner="ImageMLP")
-        require_size((inputs + 1) * width + (depth - 2) * (width + 1) * width + (width + 1) * classes,
-                     "'inputs', 'width' and 'depth'", "ImageMLP")
-        self.layers = nn.ModuleList(nn.Linear(inputs if i == 0 else width, width) for i in range(depth - 1))
-        self.readout = nn.Linear(width, classes)
-        with torch.no_grad():
-            for p in self.parameters():
-                p.mul_(init_scale)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        h = x.flatten(1)
-        for layer in self.layers:
-            h = F.relu(layer(h))
-        return self.readout(h)
-
-
-def _loop_losses() -> bool:
-    """Whether the training loop takes a ``loss`` (the field :class:`ImageGrokRun` needs for MSE)."""
-    return "loss" in {f.name for f in fields(TrainConfig)}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -87,8 +48,8 @@ class ImageGrokRun(TrainConfig):
         The MLP's hidden width and number of linear layers (Omnigrok: 200 and 3).
     init_scale : float > 0
         α, multiplying every parameter at initialisation (Omnigrok: 8; 1 is PyTorch's default init).
-    loss : {"cross_entropy", "mse"}
-        Mean squared error on one-hot targets (Omnigrok's) or cross-entropy.
+    loss : {"mse", "cross_entropy"}
+        Mean squared error on one-hot targets (Omnigrok's, the default here) or cross-entropy.
     **training fields
         ``seed`` seeds the split, the init and the sampler; full batch (``batch_size=None``) by default.
 
@@ -110,7 +71,7 @@ class ImageGrokRun(TrainConfig):
     betas: tuple[float, float] = (0.9, 0.999)  # PyTorch's, Omnigrok's (TrainConfig: 0.98)
     eval_every: int = 100  # TrainConfig: 25; one evaluation scores up to 4,000 test images
 
-    _key_omits_at_default = ("fused", "compile")  # 'loss' always in the key, before and after the loop takes it
+    _key_omits_at_default = ("fused", "compile")  # 'loss' stays in the key: its default here is not the loop's
     __hash__ = TrainConfig.__hash__  # the one hash of every run kind
     label_fields = ("size", "init_scale", "loss")  # the ledger's label, besides λ, lr, seed and steps
 
@@ -122,7 +83,6 @@ class ImageGrokRun(TrainConfig):
         if self.n_test is not None:
             require_int(self.n_test, "n_test", low=10, high=MNIST5K_IMAGES - self.n_train, owner=owner)
         require_real(self.init_scale, "init_scale", 0.0, low_open=True, owner=owner)
-        require_choice(self.loss, "loss", LOSSES, owner=owner)
         with torch.device("meta"):  # width and depth checked where they are passed, at no memory
             ImageMLP(self.size ** 2, 10, self.width, self.depth, self.init_scale)
 
@@ -149,21 +109,16 @@ def run_image_grok(run: ImageGrokRun, callbacks=(), progress: str | None = None,
     """Train ``run`` (:func:`~nhtlab.training.loop.train`; arguments as in :func:`nhtlab.run_modular`) and return
     its History: ``train_acc``, ``test_acc``, their cross-entropy ``*_loss``, ``norm`` and ``norm/<layer>``
     (``layers.0``, ``layers.1``, ``readout``); ``history.model`` is the trained MLP (not serialised).
-
-    Raises NotImplementedError for ``loss="mse"`` while the training loop has no ``loss`` option.
     """
     require_type(run, "run", ImageGrokRun, owner="run_image_grok")
-    if run.loss != "cross_entropy" and not _loop_losses():
-        raise NotImplementedError(
-            f"ImageGrokRun(loss={run.loss!r}) needs the training loop's 'loss' option (TrainConfig.loss, "
-            f"F.mse_loss on one-hot targets), which this nhtlab lacks; use loss='cross_entropy' meanwhile.")
     if run_dir is not None:
         require_type(run_dir, "run_dir", (str, os.PathLike), owner="run_image_grok")
         claim_run_dir(Path(run_dir), run, owner="run_image_grok")
     data, model = run.data(), run.build_model()
     label = desc or f"MNIST{run.size} α={run.init_scale:g} λ={run.weight_decay:g}"
     history = train(model, data, run.train_config(), callbacks=callbacks, progress=progress, desc=label,
-                    checkpoint_dir=run_dir, checkpoint_every=checkpoint_every, run_key=config_key(run.cache_config()))
+                    checkpoint_dir=run_dir, checkpoint_every=checkpoint_every,
+                    run_key=None if run_dir is None else config_key(run.cache_config()))
     history.config = {**run.to_dict(), **trained_with(history)}
     history.model = model  # type: ignore[attr-defined]
     return history
