@@ -122,3 +122,15 @@ def test_any_valid_split_is_balanced_disjoint_and_in_range(size, n_train, n_test
     # together the two sets hold no class more often than the file's 500
     both = torch.cat([data.y_train, data.y_test]).bincount(minlength=10)
     assert int(both.max()) <= MNIST5K_IMAGES // 10
+
+
+def test_a_border_shortcut_run_on_mnist():
+    """MNIST-5k as a ShortcutRun's base: 4,000 training and 1,000 test images, the border painted around them."""
+    import nhtlab
+
+    run = nhtlab.ShortcutRun(base="mnist", size=14, train_size=200, rho=1.0, contrast=0.2, steps=4, eval_every=2,
+                             batch_size=16, channels=(4, 4, 8, 8, 8, 8), device="cpu")
+    data = run.data()
+    assert data.x_train.shape == (200, 3, 16, 16) and len(data.test_sets["clean"][1]) == 1000
+    history = run.execute(progress="none")
+    assert history.status == "completed" and {"conflict_acc", "norm/conv1"} <= set(history.columns)
