@@ -20,9 +20,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 PKG = ROOT / "nhtlab"
 
-#: Targets of issue 44.
-MAX_PUBLIC_NAMES = 50
-MAX_CORE_LINES = 10_000
+MAX_PUBLIC_NAMES = 50  #: issue 44's target
+#: The whole package may not grow past this, wherever its code sits: a cap on one layer pushed science out of
+#: the core (issue 56), so the bound is on the total. Issue 56's targets, not met yet, are printed beside it.
+MAX_PACKAGE_LINES = 22_000
+TARGETS = {"package": 13_000, "core": 8_000, "tools, scripts, benchmarks": 3_000}
+OUTSIDE = ("tools", "scripts", "benchmarks")
 OUTER = ("book", "plumbing")  # the layers the core may not import
 
 
@@ -80,6 +83,11 @@ def lines_per_layer() -> dict[str, dict[str, int]]:
     return out
 
 
+def outside_lines() -> int:
+    """Lines of ``tools/``, ``scripts/`` and ``benchmarks/`` (their Python files)."""
+    return sum(len(p.read_text().splitlines()) for d in OUTSIDE for p in sorted((ROOT / d).glob("*.py")))
+
+
 def public_names() -> list[str]:
     sys.path.insert(0, str(ROOT))
     import nhtlab
@@ -91,9 +99,10 @@ def report() -> dict:
     layers = lines_per_layer()
     names = public_names()
     imports = core_imports_of_outer_layers()
-    return {"layers": layers, "public_names": len(names), "core_imports_of_outer_layers": imports,
-            "targets_met": {"public_names": len(names) <= MAX_PUBLIC_NAMES,
-                            "core_lines": layers["core"]["lines"] <= MAX_CORE_LINES,
+    total = sum(row["lines"] for row in layers.values())
+    return {"layers": layers, "package_lines": total, "outside_lines": outside_lines(), "public_names": len(names),
+            "core_imports_of_outer_layers": imports,
+            "targets_met": {"public_names": len(names) <= MAX_PUBLIC_NAMES, "package_lines": total <= MAX_PACKAGE_LINES,
                             "core_imports": not imports}}
 
 
@@ -108,9 +117,12 @@ def main() -> int:
     print(f"{'layer':<8}{'files':>7}{'lines':>8}")
     for name, row in result["layers"].items():
         print(f"{name:<8}{row['files']:>7}{row['lines']:>8}")
-    print(f"nhtlab.__all__: {result['public_names']} names (target ≤ {MAX_PUBLIC_NAMES}); core lines: "
-          f"{result['layers']['core']['lines']:,} (target ≤ {MAX_CORE_LINES:,}); imports from the core into the "
+    print(f"nhtlab.__all__: {result['public_names']} names (target ≤ {MAX_PUBLIC_NAMES}); package lines: "
+          f"{result['package_lines']:,} (bound ≤ {MAX_PACKAGE_LINES:,}); imports from the core into the "
           f"book's layer or the build's plumbing: {len(result['core_imports_of_outer_layers'])} (target 0)")
+    now = {"package": result["package_lines"], "core": result["layers"]["core"]["lines"],
+           "tools, scripts, benchmarks": result["outside_lines"]}
+    print("issue 56's targets: " + "; ".join(f"{k} {now[k]:,} (target ≤ {v:,})" for k, v in TARGETS.items()))
     for line in result["core_imports_of_outer_layers"]:
         print(f"core import: {line}")
     return 0

@@ -1,1 +1,1 @@
-"""Datasets: modular arithmetic, images (digits offline, CIFAR-10 opt-in) and the shortcut cues painted on them."""
+"""Datasets: modular arithmetic, images (digits offline, MNIST-5k offline with the ``mnist`` extra, CIFAR-10 opt-in) and the shortcut cues painted on them."""

@@ -22,10 +22,10 @@ import torch.nn as nn
 
 from ..validation import require_choice
 from .cnn import ResNet18, SimpleCNN
-from .mlp import EmbeddingMLP
+from .mlp import EmbeddingMLP, ImageMLP
 from .transformer import Transformer
 
-__all__ = ["EmbeddingMLP", "Transformer", "SimpleCNN", "ResNet18", "make_model", "model_defaults", "MODELS",
+__all__ = ["EmbeddingMLP", "ImageMLP", "Transformer", "SimpleCNN", "ResNet18", "make_model", "model_defaults", "MODELS",
            "require_fits"]
 
 #: Modular-arithmetic models by name.

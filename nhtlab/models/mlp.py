@@ -1,4 +1,5 @@
-"""The embedding MLP for modular arithmetic: the fast CPU grokker.
+"""MLPs: the embedding MLP for modular arithmetic (the fast CPU grokker), and an MLP on images (Omnigrok's
+MNIST grokker).
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ import torch.nn.functional as F
 
 from ..validation import require_int, require_real, require_size
 
-__all__ = ["EmbeddingMLP"]
+__all__ = ["EmbeddingMLP", "ImageMLP"]
 
 
 class EmbeddingMLP(nn.Module):
@@ -61,3 +62,29 @@ class EmbeddingMLP(nn.Module):
         logits = self.readout(h)  # (n, p)
         return (logits, h) if return_features else logits
 
+
+class ImageMLP(nn.Module):
+    """A ReLU MLP on flattened images: ``depth - 1`` hidden layers ``layers.<i>`` of ``width``, then ``readout``.
+
+    Every parameter (weights and biases) is PyTorch's default draw times ``init_scale``, as Omnigrok scales
+    them, so ‖θ‖² at initialisation is ``init_scale²`` times the default one.
+    """
+
+    def __init__(self, inputs: int, classes: int = 10, width: int = 200, depth: int = 3, init_scale: float = 1.0):
+        super().__init__()
+        for name, value in (("inputs", inputs), ("classes", classes), ("width", width), ("depth", depth)):
+            require_int(value, name, low=2 if name in ("classes", "depth") else 1, owner="ImageMLP")
+        require_real(init_scale, "init_scale", 0.0, low_open=True, owner="ImageMLP")
+        require_size((inputs + 1) * width + (depth - 2) * (width + 1) * width + (width + 1) * classes,
+                     "'inputs', 'width' and 'depth'", "ImageMLP")
+        self.layers = nn.ModuleList(nn.Linear(inputs if i == 0 else width, width) for i in range(depth - 1))
+        self.readout = nn.Linear(width, classes)
+        with torch.no_grad():
+            for p in self.parameters():
+                p.mul_(init_scale)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = x.flatten(1)
+        for layer in self.layers:
+            h = F.relu(layer(h))
+        return self.readout(h)

@@ -57,6 +57,7 @@ __all__ = ["TrainConfig", "TrainState", "train", "evaluate", "SCHEDULES", "MAX_L
 MAX_LR = 1e30
 
 SCHEDULES = ("constant", "cosine")
+LOSSES = ("cross_entropy", "mse")  # mse: mean squared error of the logits and one-hot targets (Omnigrok)
 MAX_BATCH = 2**24  # the largest minibatch a config takes (its indices alone are 128 MiB), refused before allocating
 
 
@@ -122,12 +123,13 @@ class TrainConfig:
     eval_batch_size: int = 8192
     fused: bool = False
     compile: bool = False
+    loss: str = "cross_entropy"
 
     # Fields a run kind gained after nhtlab 0.2.0 first keyed its runs: to_dict() leaves them out while they
     # hold their default, so a run's dict (its run.json, the config in its cache key) reads as it did in 0.2.0.
     # (The cache also keys on nhtlab's version: results of another version are never reused.)
     # A plain class attribute (no annotation), not a field.
-    _key_omits_at_default = ("fused", "compile")
+    _key_omits_at_default = ("fused", "compile", "loss")
 
     def __post_init__(self) -> None:
         owner = type(self).__name__  # errors name the class the user called: TrainConfig, ModularRun, ...
@@ -158,6 +160,7 @@ class TrainConfig:
         require_int(self.eval_batch_size, "eval_batch_size", low=1, owner=owner)
         require_bool(self.fused, "fused", owner=owner)
         require_bool(self.compile, "compile", owner=owner)
+        require_choice(self.loss, "loss", LOSSES, owner=owner)
 
     def train_config(self) -> TrainConfig:
         """The training fields alone, as a plain :class:`TrainConfig` (what :func:`train` records and checkpoints)."""
@@ -464,7 +467,9 @@ def train(
         else:
             idx = torch.randint(0, n, (config.batch_size,), generator=sampler, device=device)
             xb, yb = x_train[idx], y_train[idx]
-        loss = F.cross_entropy(forward(xb), yb)
+        logits = forward(xb)
+        loss = (F.cross_entropy(logits, yb) if config.loss == "cross_entropy"
+                else F.mse_loss(logits, F.one_hot(yb, logits.shape[-1]).to(logits.dtype)))
         if not torch.isfinite(loss):
             diverged_in_training(history, step + 1)
             break

@@ -72,7 +72,7 @@ class ModularRun(TrainConfig):
     lr: float = 3e-3  # not TrainConfig's 1e-3: ModularRun's own default before it had a base, kept so default runs (and keys) stay
 
     # eval_batch_size came with the TrainConfig base, fused in 0.2.2: in the dict only when set (see TrainConfig)
-    _key_omits_at_default = ("eval_batch_size", "fused", "compile")
+    _key_omits_at_default = ("eval_batch_size", "fused", "compile", "loss")
     __hash__ = TrainConfig.__hash__  # @dataclass would write a field hash, which fails on the model_kwargs dict
 
     def __post_init__(self) -> None:

@@ -15,6 +15,7 @@ import torch
 
 from ..data.cues import ShortcutData, border_shortcut, harder, tint_shortcut
 from ..data.images import celeba, cifar10, digits
+from ..data.mnist import MNIST5K_IMAGES, mnist
 from ..history import History
 from .cache_key import config_key
 from .checkpoint import claim_run_dir
@@ -26,7 +27,7 @@ from .loop import TrainConfig, train, trained_with
 __all__ = ["ShortcutRun", "run_shortcut"]
 
 
-BASES, KINDS, MODELS = ("digits", "cifar10"), ("border", "tint", "background", "celeba"), ("simple", "resnet18")
+BASES, KINDS, MODELS = ("digits", "cifar10", "mnist"), ("border", "tint", "background", "celeba"), ("simple", "resnet18")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -41,8 +42,9 @@ class ShortcutRun(TrainConfig):
 
     Parameters
     ----------
-    base : {"digits", "cifar10"}
-        The images: scikit-learn's digits (offline), or CIFAR-10 (opt-in through ``root`` and ``download``).
+    base : {"digits", "cifar10", "mnist"}
+        The images: scikit-learn's digits (offline), CIFAR-10 (opt-in through ``root`` and ``download``), or
+        MNIST-5k (offline with the ``mnist`` extra; 4,000 training and 1,000 test images, resized to ``size``).
     size, train_size : int, int >= 10 or None
         Side of the digit or CelebA images in pixels; the first this many training images only (harder
         digits), or CelebA's sample size (8,000 when None).
@@ -105,7 +107,7 @@ class ShortcutRun(TrainConfig):
     schedule: str = "cosine"  # TrainConfig: constant
 
     # stop_after and eval_batch_size came with the TrainConfig base, fused in 0.2.2: in the dict only when set
-    _key_omits_at_default = ("stop_after", "eval_batch_size", "fused", "compile")
+    _key_omits_at_default = ("stop_after", "eval_batch_size", "fused", "compile", "loss")
     __hash__ = TrainConfig.__hash__  # the one hash of every run kind (@dataclass would write a field hash)
 
     # Settings the ledger's short label names besides λ, lr, seed and steps: the book's shortcut runs
@@ -148,6 +150,8 @@ class ShortcutRun(TrainConfig):
             return celeba(self.root, self.download, self.size, self.train_size or 8000, rho=self.rho, seed=self.seed)
         if self.base == "digits":
             base = digits(self.size, seed=self.seed)
+        elif self.base == "mnist":
+            base = mnist(self.size, MNIST5K_IMAGES - 1000, 1000, seed=self.seed)
         else:
             base = cifar10(self.root, download=self.download)
         base = harder(base, self.train_size, self.noise, self.seed)

@@ -72,7 +72,8 @@ STRATEGIES = ("auto", "sequential", "parallel", "batched")
 
 
 def _stacks_on_gpu(run: TrainConfig) -> bool:
-    return isinstance(run, ModularRun) and pick_device(run.device).type == "cuda"
+    # the stacked step computes cross-entropy only
+    return isinstance(run, ModularRun) and run.loss == "cross_entropy" and pick_device(run.device).type == "cuda"
 
 
 def resolve_strategy(runs: Sequence[TrainConfig], strategy: str = "auto", workers: int | None = None) -> str:

@@ -1,0 +1,124 @@
+"""Omnigrok's MNIST grokking (Liu, Michaud & Tegmark, ICLR 2023) as a run kind: real images, memorised, then
+generalised while weight decay contracts a large initialisation.
+
+The setting: an MLP ``size²``-200-200-10 (ReLU, :class:`~nhtlab.models.mlp.ImageMLP`) whose every parameter is
+multiplied by an init scale α (Omnigrok: 8), 1,000 MNIST training images (MNIST-5k,
+:func:`nhtlab.data.mnist.mnist`), mean squared error on one-hot targets (``loss="mse"``), full batch, AdamW with
+PyTorch's betas at lr 1e-3 and weight decay λ. A large α starts ‖θ‖² far above the norm of a generalising
+solution, so the run memorises at a high norm and generalises only as ηλ brings the norm down: the delay law's
+premise holds by construction. ``size=14`` (a 196-200-200-10 MLP) keeps the CPU cost down.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from ..data.images import ImageData
+from ..data.mnist import MNIST5K_IMAGES, mnist
+from ..history import History
+from ..models.mlp import ImageMLP
+from ..validation import require_int, require_real, require_type
+from .cache_key import config_key
+from .checkpoint import claim_run_dir
+from .device import seed_everything
+from .loop import TrainConfig, train, trained_with
+
+__all__ = ["ImageGrokRun", "run_image_grok", "OMNIGROK_INIT_SCALE"]
+
+OMNIGROK_INIT_SCALE = 8.0  #: Omnigrok's α for MNIST, its large initialisation
+
+
+@dataclass(frozen=True, kw_only=True)
+class ImageGrokRun(TrainConfig):
+    """One Omnigrok MNIST run: the data, the MLP, its init scale and the loss; the training fields are
+    :class:`~nhtlab.training.loop.TrainConfig`'s (validated there), with Omnigrok's defaults where it differs.
+
+    Parameters
+    ----------
+    size : int in [4, 56]
+        Image side in pixels (28: Omnigrok's 784 inputs; 14: 196, four times cheaper).
+    n_train, n_test : int, int or None
+        Training images (Omnigrok: 1,000) and test images (None: the other MNIST-5k images).
+    width, depth : int, int
+        The MLP's hidden width and number of linear layers (Omnigrok: 200 and 3).
+    init_scale : float > 0
+        α, multiplying every parameter at initialisation (Omnigrok: 8; 1 is PyTorch's default init).
+    loss : {"mse", "cross_entropy"}
+        Mean squared error on one-hot targets (Omnigrok's, the default here) or cross-entropy.
+    **training fields
+        ``seed`` seeds the split, the init and the sampler; full batch (``batch_size=None``) by default.
+
+    Examples
+    --------
+    >>> run = ImageGrokRun(size=14, weight_decay=0.1, steps=100)
+    >>> run.cache_config()["runner"], run.init_scale, ImageGrokRun(**run.to_dict()) == run
+    ('run_image_grok', 8.0, True)
+    """
+
+    size: int = 28
+    n_train: int = 1000
+    n_test: int | None = None
+    width: int = 200
+    depth: int = 3
+    init_scale: float = OMNIGROK_INIT_SCALE
+    loss: str = "mse"
+    weight_decay: float = 0.1  # TrainConfig: 1.0
+    betas: tuple[float, float] = (0.9, 0.999)  # PyTorch's, Omnigrok's (TrainConfig: 0.98)
+    eval_every: int = 100  # TrainConfig: 25; one evaluation scores up to 4,000 test images
+
+    _key_omits_at_default = ("fused", "compile")  # 'loss' stays in the key: its default here is not the loop's
+    __hash__ = TrainConfig.__hash__  # the one hash of every run kind
+    label_fields = ("size", "init_scale", "loss")  # the ledger's label, besides λ, lr, seed and steps
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        owner = "ImageGrokRun"
+        require_int(self.size, "size", low=4, high=56, owner=owner)
+        require_int(self.n_train, "n_train", low=10, high=MNIST5K_IMAGES - 10, owner=owner)
+        if self.n_test is not None:
+            require_int(self.n_test, "n_test", low=10, high=MNIST5K_IMAGES - self.n_train, owner=owner)
+        require_real(self.init_scale, "init_scale", 0.0, low_open=True, owner=owner)
+        with torch.device("meta"):  # width and depth checked where they are passed, at no memory
+            ImageMLP(self.size ** 2, 10, self.width, self.depth, self.init_scale)
+
+    def cache_config(self) -> dict[str, Any]:
+        """The result-cache key: ``{"runner": "run_image_grok", **self.to_dict()}``."""
+        return {"runner": "run_image_grok", **self.to_dict()}
+
+    def execute(self, **kwargs: Any) -> History:
+        """:func:`run_image_grok` on this run (``kwargs`` passed on); what :func:`nhtlab.sweep` calls."""
+        return run_image_grok(self, **kwargs)
+
+    def data(self) -> ImageData:
+        """MNIST-5k at ``size``, one channel, split by ``seed``."""
+        return mnist(self.size, self.n_train, self.n_test, seed=self.seed, channels=1)
+
+    def build_model(self) -> ImageMLP:
+        """The MLP, initialised from ``seed`` and scaled by ``init_scale``."""
+        seed_everything(self.seed)
+        return ImageMLP(self.size ** 2, 10, self.width, self.depth, self.init_scale)
+
+
+def run_image_grok(run: ImageGrokRun, callbacks=(), progress: str | None = None, desc: str | None = None,
+                   run_dir: str | os.PathLike | None = None, checkpoint_every: int | None = None) -> History:
+    """Train ``run`` (:func:`~nhtlab.training.loop.train`; arguments as in :func:`nhtlab.run_modular`) and return
+    its History: ``train_acc``, ``test_acc``, their cross-entropy ``*_loss``, ``norm`` and ``norm/<layer>``
+    (``layers.0``, ``layers.1``, ``readout``); ``history.model`` is the trained MLP (not serialised).
+    """
+    require_type(run, "run", ImageGrokRun, owner="run_image_grok")
+    if run_dir is not None:
+        require_type(run_dir, "run_dir", (str, os.PathLike), owner="run_image_grok")
+        claim_run_dir(Path(run_dir), run, owner="run_image_grok")
+    data, model = run.data(), run.build_model()
+    label = desc or f"MNIST{run.size} α={run.init_scale:g} λ={run.weight_decay:g}"
+    history = train(model, data, run.train_config(), callbacks=callbacks, progress=progress, desc=label,
+                    checkpoint_dir=run_dir, checkpoint_every=checkpoint_every,
+                    run_key=None if run_dir is None else config_key(run.cache_config()))
+    history.config = {**run.to_dict(), **trained_with(history)}
+    history.model = model  # type: ignore[attr-defined]
+    return history
