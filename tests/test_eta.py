@@ -160,9 +160,3 @@ def test_eta_evaluation_holds_out_the_test_seeds_and_is_what_the_script_saves():
         nhtlab.book.eta_evaluation(runs, test_seeds=[0, 1, 2])
 
 
-def test_held_out_eta_report_evaluates_a_chapter_sweep_or_says_one_seed_holds_nothing_out():
-    runs = _seeded_runs()
-    text = nhtlab.book.held_out_eta_report(runs, test_seeds=[2], profile="book")
-    assert text == nhtlab.book.eta_report(nhtlab.book.eta_evaluation(runs, test_seeds=[2], profile="book"))
-    one = nhtlab.book.held_out_eta_report(runs[:1], test_seeds=[0], profile="quick")
-    assert "nothing to hold out" in one and "`quick` profile runs 1 seed" in one

@@ -35,7 +35,7 @@ from ..training.loop import TrainConfig, train
 from ..validation import require_real, require_type
 
 __all__ = ["cnn_runs", "USED_SHARE", "features_used", "lr_run", "lr_sweep", "lr_readings", "lr_checks", "lr_table",
-           "lr_chart_records", "lr_paper_rows", "lr_cost", "lr_report", "lr_section"]
+           "lr_paper_rows", "lr_cost", "lr_section"]
 
 #: Share of the learned outputs' energy that the features "used" must express (Π̂(k) ≥ this), fixed before the runs.
 USED_SHARE = 0.95
@@ -203,12 +203,6 @@ def lr_table(records: Sequence[Mapping[str, Any]]) -> Markdown:
                           "pr": "PR", "train_acc": "train acc", "test_acc": "test acc"})
 
 
-def lr_chart_records(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """DLR and test accuracy of every run as ``{lr, series, value}`` rows, for :func:`nhtlab.book.sweep_lines`."""
-    return [{"lr": r["lr"], "series": f"{name}, seed {r['seed']}", "value": r[key]}
-            for key, name in (("dlr", "DLR"), ("test_acc", "test acc")) for r in records]
-
-
 def lr_paper_rows(paper: Mapping[float, tuple[float, float]]) -> Markdown:
     """The paper's ResNet18 / CIFAR-100 rates (``DLR_PAPER["learning_rate"]``: rate → (DLR, test accuracy))."""
     rows = [{"lr": lr, "dlr": d, "test_acc": a} for lr, (d, a) in paper.items()]
@@ -219,29 +213,6 @@ def lr_paper_rows(paper: Mapping[float, tuple[float, float]]) -> Markdown:
 def lr_cost(records: Sequence[Mapping[str, Any]]) -> str:
     """'n runs, s CPU s on <CPU model>' of :func:`lr_sweep`'s records (this process's CPU time, all its threads)."""
     return f"{len(records)} runs, {sum(r['cpu_s'] for r in records):.0f} CPU s on {cpu_model()}"
-
-
-def lr_report(records: Sequence[Mapping[str, Any]], readings: Sequence[Reading],
-              paper: Mapping[float, tuple[float, float]]) -> Markdown:
-    """The learning-rate section's text: our table, the paper's rates, the readings k of n, the runs' cost.
-
-    Parameters
-    ----------
-    records : sequence of dict
-        :func:`lr_sweep`'s records.
-    readings : sequence of Reading
-        :func:`lr_readings`.
-    paper : mapping
-        ``DLR_PAPER["learning_rate"]``.
-
-    Returns
-    -------
-    Markdown
-    """
-    said = "; ".join(f"{r.name.split(': ', 1)[-1]}: {r.k} of {r.n} seeds "
-                     f"({'holds' if r.holds else 'FAILS here'})" for r in readings)
-    return Markdown(f"{lr_table(records)}\n\n{lr_paper_rows(paper)}\n\n{table(reading_rows(readings))}\n\n"
-                    f"The paper's claims on our runs: {said}. The runs: {lr_cost(records)}.")
 
 
 def lr_section(records: Sequence[Mapping[str, Any]], readings: Sequence[Reading],

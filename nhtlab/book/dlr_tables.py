@@ -13,8 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from .claims import Check, Reading, reading_rows
-from .dlr_report import (CNN_NAMES, RULE_THRESHOLDS, TABLES, dlr_fourier_text, knee_text, lr_lesson,
-                         rule_records, spectra_marks)
+from .dlr_report import (CNN_NAMES, RULE_THRESHOLDS, TABLES, dlr_fourier_text, knee_text, rule_records, spectra_marks)
 from .report import Markdown, evidence, md, table
 
 __all__ = ["dlr_table", "toy_text", "rule_evidence", "timing_text", "spectra_text", "mlp_text", "cnn_text"]

@@ -24,10 +24,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from .._version import __version__
-from .held_out_eta import eta_evaluation, saved_evaluation
+from .held_out_eta import saved_evaluation
 from ..validation import require_type
 
-__all__ = ["Markdown", "md", "table", "cell", "evidence", "what_we_found", "eta_report", "held_out_eta_report", "pilot_summary"]
+__all__ = ["Markdown", "md", "table", "cell", "evidence", "what_we_found", "eta_report", "pilot_summary"]
 
 
 def require_rows(rows: Sequence[Mapping[str, Any]], name: str, owner: str) -> list[Mapping[str, Any]]:
@@ -328,31 +328,6 @@ def eta_report(saved: Mapping[str, Any] | str, off_grid: bool = False) -> Markdo
         f"errors of T_grok in steps.\n\n{forecast}\n\n"
         f"**{shipped}.** The rule: {verdict['name']}. Measured: {verdict['detail']}.{negative}\n\n"
         f"Early warnings on the same held-out runs:\n\n{warnings}")
-
-
-def held_out_eta_report(histories: Sequence[Any], test_seeds: Sequence[int], profile: str) -> Markdown:
-    """The ETA evaluation repeated on a chapter's own runs (:func:`nhtlab.book.held_out_eta.eta_evaluation`),
-    the seeds ``test_seeds`` held out, rendered by :func:`eta_report`.
-
-    Parameters
-    ----------
-    histories : sequence of History
-        The chapter's companion runs (a λ sweep over seeds).
-    test_seeds : sequence of int
-        The seeds forecast; the others fit the constants.
-    profile : str
-        The chapter's profile, named in the rendering.
-
-    Returns
-    -------
-    Markdown
-        The evaluation, or, when the runs have a single seed (nothing to hold out), a line that says so.
-    """
-    seeds = {int(h.config["seed"]) for h in histories}
-    if len(seeds) < 2:
-        return Markdown(f"*The `{profile}` profile runs {len(seeds)} seed: nothing to hold out, so the forecast "
-                        "is not evaluated on this chapter's runs.*")
-    return eta_report(eta_evaluation(histories, test_seeds, profile=profile))
 
 
 def pilot_summary(about: Mapping[str, Any], rows: Sequence[Mapping[str, Any]]) -> Markdown:

@@ -32,9 +32,8 @@ from typing import Any
 import numpy as np
 
 from ..history import History
-from ..thresholds import BORDER_DROPPED, BORDER_FITTED
 from ..validation import require_int, require_real, require_type
-from ..analysis.events import border_times, norm_at
+from ..analysis.events import norm_at
 from .claims import Check, Reading, over_seeds
 from ..analysis.layers import ContractionOrder, LayerTransition, layer_order
 from ..analysis.regimes import REGIMES, UNJUDGED, regime_order_ok
@@ -42,7 +41,7 @@ from ..analysis.separation import Separation, format_score
 
 __all__ = ["PREDICTIONS", "norm_ordering", "contraction_rule", "three_regimes", "regimes_in_order", "worst_group_rise",
            "backward_order", "separation_rule", "delay_scaling", "DelayExponent", "fit_delay_exponent",
-           "cue_escape_step", "score_predictions", "scorecard_text", "scorecard_rows",
+           "score_predictions", "scorecard_rows",
            "prediction_readings", "SWEEP_PREDICTIONS", "sweep_checks"]
 
 PREDICTIONS = ("P1 norm ordering", "P2 three regimes", "P3 clean/worst-group", "P4 layer hierarchy",
@@ -297,24 +296,6 @@ def delay_scaling(delays: Mapping[float, Sequence[int | None]], min_lams: int = 
     return Check("delay scaling", bool(ok), f"α = {fit.alpha:.2f} [{fit.low:.2f}, {fit.high:.2f}] ({fit.n} runs, {n_lams} λ)", fit.alpha)
 
 
-def cue_escape_step(history: History, fit_level: float = BORDER_FITTED, drop_level: float = BORDER_DROPPED) -> int | None:
-    """The step at which the border is dropped (:func:`nhtlab.analysis.events.border_times`), or None.
-
-    Parameters
-    ----------
-    history : History
-        Rows with ``step``, ``cue_acc`` and ``conflict_acc``.
-    fit_level, drop_level : float in (0, 1)
-        As in :func:`~nhtlab.analysis.events.border_times`.
-
-    Returns
-    -------
-    int or None
-    """
-
-    return border_times(history, fit_level, drop_level)[1]
-
-
 def score_predictions(*, main: History, regimes: Mapping[float, str], shortcut_step: int | None,
                       structured_step: int | None, worst_column: str, order: ContractionOrder,
                       separation: Separation, delays: Mapping[float, Sequence[int | None]],
@@ -382,19 +363,6 @@ def scorecard_rows(scorecard: Mapping[str, Mapping[str, Check]]) -> list[dict[st
     rows.append({"prediction": "passed", **{domain: f"{sum(v.passed for v in row.values())}/{len(row)}"
                                             for domain, row in scorecard.items()}})
     return rows
-
-
-def scorecard_text(scorecard: Mapping[str, Mapping[str, Check]]) -> str:
-    """The scorecard as text: per domain, each prediction's ✓/✗ with its measured number, and the total.
-
-    Takes ``scorecard`` (mapping of domain to (mapping of prediction to Check)): :func:`score_predictions` per
-    domain. Returns str.
-    """
-    lines = []
-    for domain, row in scorecard.items():
-        lines.append(f"{domain} ({sum(v.passed for v in row.values())}/{len(row)}):")
-        lines += [f"    {name:<22} {_cell(verdict)}" for name, verdict in row.items()]
-    return "\n".join(lines)
 
 
 def prediction_readings(cards: Mapping[int, Mapping[str, Check]],

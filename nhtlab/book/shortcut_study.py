@@ -31,7 +31,7 @@ from ..plumbing.flags import cache_dir
 from ..plumbing.ledger import _label, read_ledger
 from .shortcut_report import (REGIME_BUDGET, RECORD_COLUMNS, RECORD_FORMATS, border_reading,
                               check_border_escape, check_rho_trend, check_separation_defined, higher_reading,
-                              reading_sentence, rho_reading, separation_records)
+                              rho_reading, separation_records)
 from .report import Markdown, evidence
 from .scorecard import three_regimes
 from ..analysis.regimes import REGIMES, UNDETERMINED, budget_regime

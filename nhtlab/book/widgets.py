@@ -18,7 +18,7 @@ from ..analysis.events import find_events
 from ..analysis.regimes import diagnose_regime
 from ..plumbing.flags import in_book_build
 from ..training.modular_run import ModularRun, run_modular
-from ..validation import require_int, require_real, require_type
+from ..validation import require_real, require_type
 
 __all__ = ["train_panel", "StaticNote"]
 

@@ -6,48 +6,18 @@ in seconds on a CPU, so that a reader who opens a chapter in Colab with
 ``profile = "full"`` meets no crash after an hour. Its numbers mean nothing:
 it is marked wherever it could be mistaken for a real run.
 
-Switch it on with environment variables (read at call time, so a notebook
-kernel, a process-pool worker and the test process all agree):
+Environment variables, read at call time (a kernel, a pool worker and the test process agree):
+``NHTLAB_SMOKE`` (``1``/``on``/``true``/``yes``: on), ``NHTLAB_SMOKE_STEPS`` (8: steps per run; evaluations every
+``max(1, steps // 2)``, so three rows), ``NHTLAB_SMOKE_SEEDS`` (1: seeds per sweep point),
+``NHTLAB_SMOKE_IMAGES`` (16: images per split) and ``NHTLAB_SMOKE_BATCH`` (8: largest minibatch).
 
-``NHTLAB_SMOKE``
-    ``1``/``on``/``true``/``yes`` turns the cap on. Anything else (or unset):
-    off, and nothing below has any effect.
-``NHTLAB_SMOKE_STEPS`` (default 8)
-    Training steps per run. ``eval_every`` is capped at ``max(1, steps // 2)``
-    so a capped run still records three evaluation rows (0, 4, 8). At paper
-    scale a smoke run's time goes mostly into evaluations (a transformer on all
-    9,409 pairs of p = 97, a CNN on five test sets), hence so few.
-``NHTLAB_SMOKE_SEEDS`` (default 1)
-    Seeds per sweep point.
-``NHTLAB_SMOKE_IMAGES`` (default 16)
-    Images per split of an image dataset (CIFAR-10 and the offline digits).
-``NHTLAB_SMOKE_BATCH`` (default 8)
-    Largest training minibatch.
-
-What is capped, and where:
-
-* :func:`nhtlab.book.select_profile` returns ``cfg.smoke = True`` (and
-  ``cfg.smoke = False`` when off) and rewrites the profile's settings by name,
-  recursively through nested dicts (see :func:`cap_settings`):
-
-  - ``steps``, ``*_steps``, ``budget``, ``budgets``: at most ``NHTLAB_SMOKE_STEPS`` (a dict
-    keyed by values, such as ``budgets={0.1: 2000}``, has each of its values capped);
-  - ``stop_after``: at most ``NHTLAB_SMOKE_STEPS`` (None stays None);
-  - ``eval_every``, ``every``: at most ``max(1, NHTLAB_SMOKE_STEPS // 2)``;
-  - ``seeds`` and ``*_seeds``: a list keeps its first ``NHTLAB_SMOKE_SEEDS`` entries, an int
-    becomes ``min(seeds, NHTLAB_SMOKE_SEEDS)``;
-  - ``batch_size``, ``batch``: at most ``NHTLAB_SMOKE_BATCH`` (None = full batch stays);
-  - ``train_limit``, ``test_limit``, ``n_train``, ``n_test``: at most ``NHTLAB_SMOKE_IMAGES``.
-
-  Every other setting (λ grids, widths, model names, image size, p…) is
-  untouched: the sweep has the real shape, each run is just short.
-* :func:`nhtlab.book.stamp` puts ``SMOKE RUN`` first in the stamp, in its summary
-  line and in red.
-
-The core never reads the cap: ``train`` and the data loaders take what they are given, and a
-capped run, having a capped config, has its own result-cache key. A chapter builds every run from
-its selected settings, so nothing escapes the cap; ``NHTLAB_CIFAR_ROOT`` points CIFAR-10 at a
-local archive (:mod:`nhtlab.plumbing.flags`).
+:func:`nhtlab.book.select_profile` applies the cap to a chapter's settings by name, recursively through
+nested dicts (:func:`cap_settings`; a dict keyed by values, ``budgets={0.1: 2000}``, has each value capped):
+steps (``steps``, ``*_steps``, ``budget(s)``, ``stop_after``), evaluation intervals (``eval_every``,
+``every``), seeds (``seeds``, ``*_seeds``: the first ones), batches (``batch_size``, ``batch``) and image
+counts (``train_limit``, ``test_limit``, ``n_train``, ``n_test``). Every other setting is untouched: the sweep
+has its real shape, each run is short. :func:`nhtlab.book.stamp` shows ``SMOKE RUN`` first, in red. The
+core never reads the cap: a capped run has a capped config, hence its own result-cache key.
 
 In a chapter, guard the closing scientific checks (and only them)::
 

@@ -7,14 +7,13 @@ returns ``cpu:0``, the CPU standing in for a GPU.
 from __future__ import annotations
 
 import random
-import sys
 
 import numpy as np
 import torch
 
 from ..validation import require_choice, require_int, require_seed
 
-__all__ = ["pick_device", "seed_everything", "in_colab", "device_audit_enabled", "AUDIT_DEVICE", "AUDITS",
+__all__ = ["pick_device", "seed_everything", "device_audit_enabled", "AUDIT_DEVICE", "AUDITS",
            "activation_bytes", "estimate_eval_bytes",
            "estimate_train_bytes", "suggest_eval_batch_size", "EVAL_BUDGET_BYTES"]
 
@@ -61,11 +60,6 @@ def seed_everything(seed: int) -> None:
     random.seed(seed)
     np.random.seed(seed % 2**32)
     torch.manual_seed(seed)
-
-
-def in_colab() -> bool:
-    """True when running inside Google Colab."""
-    return "google.colab" in sys.modules  # a Colab kernel imports it at start
 
 
 # The device audit (:mod:`nhtlab.plumbing.device_audit`, build plumbing) registers each audit it starts here,
