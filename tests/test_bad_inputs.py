@@ -150,7 +150,7 @@ for field, values in {"p": [None, 1, 0, -7, 1.5, "7", 10**6, True], "operation":
               ("width" if field == "model_kwargs" and "width" in v else "depth" if field == "model_kwargs" else field))
 error("ModularRun(operation='/', p=8) (not prime)", lambda: ModularRun(p=8, operation="/"), "p")
 for field, values in {"rho": [None, -0.1, 1.5, "x"], "noise": [-1, "x"], "train_size": [0, 5, "10"], "channels": [None, 5, [0]],
-                      "base": ["mnist", None], "kind": ["bogus"], "model": ["mlp"], "norm": ["weird"]}.items():
+                      "base": ["svhn", None], "kind": ["bogus"], "model": ["mlp"], "norm": ["weird"]}.items():
     for v in values:
         error(f"ShortcutRun({field}={v!r})", lambda field=field, v=v: ShortcutRun(**{field: v}), field)
 error("ShortcutRun(stop_after=10)", lambda: ShortcutRun(stop_after=10), "stop_after")
