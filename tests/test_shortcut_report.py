@@ -170,3 +170,33 @@ def test_budget_regime_calls_weak_or_strong_only_after_the_budget():
     assert budget_regime("weak", 3000, 0.0, REGIME_BUDGET) == "not decided within 3,000 steps"  # no decay: never decided
     with pytest.raises(ValueError, match="factor"):
         budget_regime("weak", 3000, 1e-3, factor=0.0)
+
+
+def _mnist_pilot(dropped_mid):
+    from nhtlab.book.shortcut_report import MNIST_CRITERIA
+
+    verdicts = [{"design": d, "rho": 1.0, "contrast": c, "train_size": 500,
+                 **dict(zip(MNIST_CRITERIA, (dropped_mid and d == 1, d == 1, dropped_mid and d == 1, True)))}
+                for d, c in enumerate((0.2, 1.0))]
+    run = {"fitted": 200, "dropped": 900 if dropped_mid else None, "norm_fitted": 120, "norm_end": 80,
+           "conflict_end": 0.7, "order": {"verdict": "backward"}}
+    seeds = [{"seed": s, "0.3": run, **dict(zip(MNIST_CRITERIA, (dropped_mid, True, dropped_mid, s == 0)))}
+             for s in (0, 1, 2)]
+    return {"about": {}, "designs": [], "rows": [], "verdicts": verdicts, "chosen": 1, "seeds": seeds}
+
+
+def test_the_mnist_pilot_says_whether_any_design_meets_the_premise(tmp_path):
+    import json
+
+    from nhtlab.book.shortcut_report import mnist_pilot_summary, read_mnist_pilot
+
+    none = str(mnist_pilot_summary(_mnist_pilot(False)))
+    assert "(i) P1 in 0 of 2" in none and "(ii) control keeps it in 1 of 2" in none and "No design met (i)–(iii)" in none
+    assert "(iv) strong does not fit 1 of 3" in none and "backward order) in 3 of 3" in none
+    assert "contrast 1, 500 training images" in none and none.count("|") > 20
+    some = str(mnist_pilot_summary(_mnist_pilot(True)))
+    assert "1 design(s) met (i)–(iii)" in some and "| 900 |" in some
+    path = tmp_path / "pilot.json"
+    path.write_text(json.dumps({"about": {}, "rows": []}))
+    with pytest.raises(ValueError, match=r"lacks \['chosen', 'designs', 'seeds', 'verdicts'\]"):
+        read_mnist_pilot(path)

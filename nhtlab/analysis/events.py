@@ -106,7 +106,11 @@ def find_events(history: History, threshold: float = FITTED_ACCURACY) -> Events:
     require_real(threshold, "threshold", 0.0, 1.0, low_open=True, owner="find_events")
     if len(history) == 0:
         raise ValueError("The 'history' parameter of find_events is empty: it has no evaluated step.")
-    steps = require_increasing(history.column("step"), "history", owner="find_events").astype(int)
+    steps = require_increasing(history.column("step"), "history", owner="find_events")
+    if not (steps == np.round(steps)).all():  # a step is a count of updates: 200.5 is a mistake, not 200
+        raise ValueError(f"The 'history' parameter of find_events must have whole-number steps. "
+                         f"Got {steps[steps != np.round(steps)][0]!r}.")
+    steps = steps.astype(int)
     norm = history.column("norm")
     if (norm[np.isfinite(norm)] < 0).any():
         raise ValueError("The 'history' parameter of find_events must hold squared norms ≥ 0 in its 'norm' column. "

@@ -53,26 +53,26 @@ def evaluating(model: nn.Module) -> Iterator[nn.Module]:
             module.training = mode
 
 
-def forward(model: nn.Module, x: torch.Tensor, owner: str) -> torch.Tensor:
+def forward(model: nn.Module, x: torch.Tensor, owner: str, name: str = "x") -> torch.Tensor:
     """``model(x)`` in eval mode, after checking that the model can read ``x``: a real tensor with data, at least
     one input, floating inputs in the model's own dtype. A shape the model cannot take is a ValueError naming
-    ``x``, not an error from inside torch."""
+    ``x`` (or ``name``), not an error from inside torch."""
     require_model(model, "model", owner=owner)
-    require_tensor(x, "x", owner=owner)
+    require_tensor(x, name, owner=owner)
     if x.dim() == 0 or len(x) == 0:
-        raise ValueError(f"The 'x' parameter of {owner} must hold at least one input along its first dim. "
+        raise ValueError(f"The '{name}' parameter of {owner} must hold at least one input along its first dim. "
                          f"Got shape {tuple(x.shape)} instead.")
     dtypes = {p.dtype for p in model.parameters() if p.is_floating_point()}
     if x.is_floating_point() and dtypes and x.dtype not in dtypes:
-        raise ValueError(f"The 'x' parameter of {owner} must have the dtype of the 'model' parameter, "
+        raise ValueError(f"The '{name}' parameter of {owner} must have the dtype of the 'model' parameter, "
                          f"{' or '.join(map(str, dtypes))}; "
                          f"cast it with .to(dtype). Got {x.dtype} instead.")
     try:
         with evaluating(model):
             return model(x)
     except (RuntimeError, IndexError) as error:  # a shape or dtype the model's layers cannot take
-        raise ValueError(f"The 'x' parameter of {owner} cannot be read by the 'model' parameter: the model raised "
-                         f"{type(error).__name__}: {str(error).splitlines()[0]} (x: {x.dtype}, shape {tuple(x.shape)}).") from error
+        raise ValueError(f"The '{name}' parameter of {owner} cannot be read by the 'model' parameter: the model raised "
+                         f"{type(error).__name__}: {str(error).splitlines()[0]} ({name}: {x.dtype}, shape {tuple(x.shape)}).") from error
 
 
 def _scores_and_labels(model: nn.Module, x: torch.Tensor, y: torch.Tensor, owner: str) -> torch.Tensor:

@@ -74,7 +74,7 @@ from ..analysis.eta import DELAY_LAW_BASIS, GrokEstimate, delay_law_forecast
 from ..history import History
 from ..measures.dlr import dlr as default_dlr
 from ..measures.norms import layer_names, layer_norms
-from ..measures.predictions import evaluating
+from ..measures.predictions import evaluating, forward
 from ..models import require_fits
 from ..thresholds import CONTRACTION_DROP, ETA_COVERAGE, FITTED_ACCURACY, ONLINE_MIN_POINTS
 from ..validation import (require_callable, require_fractions, require_numbers, require_int, require_model, require_real, require_tensor,
@@ -285,6 +285,10 @@ class Monitor:
                 raise ValueError(f"The 'probe' parameter of Monitor must hold at least 2 samples (DLR compares them). "
                                  f"Got shape {tuple(probe[0].shape)} instead.")
             require_fits(model, probe[0], None, "probe", owner)
+            if probe[0].is_floating_point() and not torch.isfinite(probe[0]).all():
+                raise ValueError(f"The 'probe' parameter of Monitor must hold finite inputs; it holds NaN or inf.")
+            device = next(model.parameters()).device
+            forward(model, probe[0].to(device), owner, name="probe")  # a probe the model cannot read fails here
         default_head, default_first = module_head_and_first(model, None if probe is None else probe[0])
         self.head = default_head if head is None else head
         self.first = default_first if first is None else first
@@ -449,6 +453,8 @@ class Monitor:
             value = self._dlr(features, logits)
             if isinstance(value, (str, bytes, bool)) or not isinstance(value, (float, int, np.number, torch.Tensor)):
                 raise TypeError(f"dlr returned {value!r} of type {type(value).__name__}, not a number")
+            if not math.isfinite(float(value)):  # said like any other failure, never recorded silently
+                raise ValueError(f"dlr returned {float(value)} (the probe's features or outputs are not finite)")
             return float(value)
         except Exception as error:  # noqa: BLE001 — e.g. constant features of dead ReLUs: no DLR at this step
             if self.dlr_failure is None:  # said once: the reason, and that DLR is NaN where it fails
