@@ -18,8 +18,8 @@ import measurements_page  # tools/ is on sys.path (conftest.py)
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-# pilot_shortcuts.py is an exploration script (one table row per run), not a timed comparison.
-BENCHMARKS = sorted(p for p in (ROOT / "benchmarks").glob("*.py") if p.name != "pilot_shortcuts.py")
+# The pilot_*.py scripts are design pilots (one row per run, a JSON of the grid), not timed comparisons.
+BENCHMARKS = sorted(p for p in (ROOT / "benchmarks").glob("*.py") if not p.name.startswith("pilot_"))
 RATIO = re.compile(r"^ratio [^\n]+: \d+\.\d+$", re.M)
 
 
