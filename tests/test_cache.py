@@ -311,7 +311,7 @@ def test_an_edit_of_the_training_code_misses_and_an_edit_of_its_docstring_hits(t
     loop.write_text(source.replace('"""The training loop:', '"""Edited docs. The training loop:', 1)
                     .replace("    def measure(step: int) -> bool:", "    # an edited comment\n    def measure(step: int) -> bool:", 1))
     assert _copy_run(package, tmp_path / "c") == (True, loss), "a docstring or comment edit must still hit"
-    edited = source.replace("loss = F.cross_entropy(forward(xb), yb)", "loss = 1.5 * F.cross_entropy(forward(xb), yb)")
+    edited = source.replace("F.cross_entropy(logits, yb) if", "1.5 * F.cross_entropy(logits, yb) if")
     assert edited != source
     loop.write_text(edited)
     cached, changed = _copy_run(package, tmp_path / "c")
