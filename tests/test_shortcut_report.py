@@ -191,8 +191,8 @@ def test_the_mnist_pilot_says_whether_any_design_meets_the_premise(tmp_path):
     from nhtlab.book.shortcut_report import mnist_pilot_summary, read_mnist_pilot
 
     none = str(mnist_pilot_summary(_mnist_pilot(False)))
-    assert "(i) P1 in 0 of 2" in none and "(ii) control keeps it in 1 of 2" in none and "No design met (i)–(iii)" in none
-    assert "(iv) strong does not fit 1 of 3" in none and "backward order) in 3 of 3" in none
+    assert "(i) P1 in 0 of 2" in none and "(ii) control keeps it in 1 of 2" in none and "No design in the grid met (i)–(iii)" in none
+    assert "(iv) strong does not fit 1 of 3" in none and "backward in 3 of 3" in none
     assert "contrast 1, 500 training images" in none and none.count("|") > 20
     some = str(mnist_pilot_summary(_mnist_pilot(True)))
     assert "1 design(s) met (i)–(iii)" in some and "| 900 |" in some
