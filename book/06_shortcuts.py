@@ -172,20 +172,6 @@ nb.evidence(
 )
 
 # %% [markdown]
-# **The same question on real digits.** Memorising a few exceptions
-# among small 8 × 8 digits costs almost no norm, so these digits may be
-# too easy a test of the premise. A second pilot asks it of MNIST-5k,
-# real handwritten digits read offline. Its grid, its four criteria and
-# the rule that picks a design were written down before any run:
-# (i) P1, the norm when the border is fitted exceeds the norm after it
-# is dropped; (ii) at the control λ the border is kept to the end;
-# (iii) at the middle λ it is fitted, then dropped; (iv) the strongest
-# λ does not fit the training set. Its result, saved with nhtlab:
-
-# %% tags=["remove-input"]
-nb.mnist_pilot_summary(nb.read_mnist_pilot())
-
-# %% [markdown]
 # ```{admonition} Predict before the runs
 # Answer `"yes"` or `"no"` in the cell below; each answer is checked
 # after its result, over the profile's seeds. (1) At λ = 0.1, with a
@@ -215,6 +201,20 @@ nb.check_prediction(your_escape, *study.escape_answer(trained))
 
 # %% tags=["remove-input"]
 study.design_report(trained)
+
+# %% [markdown]
+# **The same question on real digits.** Memorising a few exceptions
+# among small 8 × 8 digits costs almost no norm, so these digits may be
+# too easy a test of the premise. A second pilot asks it of MNIST-5k,
+# real handwritten digits read offline. Its grid, its four criteria and
+# the rule that picks a design were written down before any run:
+# (i) P1, the norm when the border is fitted exceeds the norm after it
+# is dropped; (ii) at the control λ the border is kept to the end;
+# (iii) at the middle λ it is fitted, then dropped; (iv) the strongest
+# λ does not fit the training set. Its result, saved with nhtlab:
+
+# %% tags=["remove-input"]
+nb.mnist_pilot_summary(nb.read_mnist_pilot())
 
 # %% [markdown]
 # ## The test sets
