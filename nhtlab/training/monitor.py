@@ -459,7 +459,7 @@ class Monitor:
         except Exception as error:  # noqa: BLE001 — e.g. constant features of dead ReLUs: no DLR at this step
             if self.dlr_failure is None:  # said once: the reason, and that DLR is NaN where it fails
                 self.dlr_failure = f"{type(error).__name__}: {error}"
-                warnings.warn(f"Monitor: DLR could not be measured on the probe ({self.dlr_failure}); it is NaN at "
+                warnings.warn(f"nhtlab.Monitor: DLR could not be measured on the probe ({self.dlr_failure}); it is NaN at "
                               f"the records where this happens.", RuntimeWarning, stacklevel=5)
             return math.nan
 
