@@ -41,7 +41,6 @@ from .measures.norms import layer_norms, total_norm
 from .measures.predictions import accuracy, loss_and_accuracy, readout_dlr
 from .models import ResNet18, SimpleCNN, make_model
 from .training import presets
-from .training.cache import default_cache
 from .training.device import pick_device, seed_everything
 from .training.dlr_tracker import DLRTracker
 from .training.loop import TrainConfig, train
@@ -75,7 +74,7 @@ __all__ = [
     # training
     "TrainConfig", "train", "Monitor", "DLRTracker", "pick_device", "seed_everything",
     # runs, sweeps and the result cache
-    "ModularRun", "run_modular", "ShortcutRun", "companion", "companion_sweep", "sweep", "default_cache",
+    "ModularRun", "run_modular", "ShortcutRun", "companion", "companion_sweep", "sweep",
     # analysis
     "find_events", "border_times", "delay_summary", "predicted_delay", "predict_grok", "diagnose_regime",
     "regime_table", "contraction_order", "early_warning", "clean_norm_separation",

@@ -267,7 +267,6 @@ ENTRIES: dict[str, Entry] = {
     "companion": Entry(nhtlab.companion, dict(weight_decay=1.0, seed=0), ModularRun),
     "companion_sweep": Entry(nhtlab.companion_sweep, dict(profile="book", lams=[1.0, 2.0]), dict),
     "sweep": Entry(nhtlab.sweep, dict(runs=[RUN], strategy="sequential", cache=None, progress="none"), examples=60),
-    "default_cache": Entry(nhtlab.default_cache, {}, skip="takes no argument: there is none to replace"),
     "find_events": Entry(nhtlab.find_events, dict(history=HISTORY, threshold=0.99),
                          check=lambda kw, e: (e.t_mem, e.t_grok) == events_reference(kw) and (e.delay is None or e.delay >= 0)),
     "border_times": Entry(nhtlab.border_times, dict(history=BORDER, fit_level=0.3, drop_level=0.5), tuple),

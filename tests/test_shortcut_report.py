@@ -173,7 +173,7 @@ def test_budget_regime_calls_weak_or_strong_only_after_the_budget():
 
 
 def _mnist_pilot(dropped_mid):
-    from nhtlab.book.shortcut_report import MNIST_CRITERIA
+    from nhtlab.book.report import MNIST_CRITERIA
 
     verdicts = [{"design": d, "rho": 1.0, "contrast": c, "train_size": 500,
                  **dict(zip(MNIST_CRITERIA, (dropped_mid and d == 1, d == 1, dropped_mid and d == 1, True)))}
@@ -188,7 +188,7 @@ def _mnist_pilot(dropped_mid):
 def test_the_mnist_pilot_says_whether_any_design_meets_the_premise(tmp_path):
     import json
 
-    from nhtlab.book.shortcut_report import mnist_pilot_summary, read_mnist_pilot
+    from nhtlab.book.report import mnist_pilot_summary, read_mnist_pilot
 
     none = str(mnist_pilot_summary(_mnist_pilot(False)))
     assert "(i) P1 in 0 of 2" in none and "(ii) control keeps it in 1 of 2" in none and "No design in the grid met (i)–(iii)" in none

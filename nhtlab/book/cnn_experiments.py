@@ -26,7 +26,6 @@ import torch
 from .claims import Check, Reading, over_seeds, reading_rows
 from .dlr_report import cnn_settings, lr_lesson
 from .report import Markdown, evidence, md, table
-from .run_stamp import cpu_model
 from ..data.images import ImageData
 from ..history import History
 from ..models.cnn import SimpleCNN
@@ -35,7 +34,7 @@ from ..training.loop import TrainConfig, train
 from ..validation import require_real, require_type
 
 __all__ = ["cnn_runs", "USED_SHARE", "features_used", "lr_run", "lr_sweep", "lr_readings", "lr_checks", "lr_table",
-           "lr_paper_rows", "lr_cost", "lr_section"]
+           "lr_paper_rows", "lr_section"]
 
 #: Share of the learned outputs' energy that the features "used" must express (Π̂(k) ≥ this), fixed before the runs.
 USED_SHARE = 0.95
@@ -208,11 +207,6 @@ def lr_paper_rows(paper: Mapping[float, tuple[float, float]]) -> Markdown:
     rows = [{"lr": lr, "dlr": d, "test_acc": a} for lr, (d, a) in paper.items()]
     return table(rows, columns=["lr", "dlr", "test_acc"], formats={"lr": "{:g}", "dlr": "{:.3f}", "test_acc": "{:.1%}"},
                  headers={"lr": "the paper's rate (ResNet18, CIFAR-100)", "dlr": "DLR", "test_acc": "test acc"})
-
-
-def lr_cost(records: Sequence[Mapping[str, Any]]) -> str:
-    """'n runs, s CPU s on <CPU model>' of :func:`lr_sweep`'s records (this process's CPU time, all its threads)."""
-    return f"{len(records)} runs, {sum(r['cpu_s'] for r in records):.0f} CPU s on {cpu_model()}"
 
 
 def lr_section(records: Sequence[Mapping[str, Any]], readings: Sequence[Reading],

@@ -71,8 +71,7 @@ def select_profile(profiles: Mapping[str, Mapping[str, Any]], profile: str, **ov
     set_default_progress(require_choice(progress_setting(), "NHTLAB_PROGRESS", PROGRESS_MODES, owner="the environment"))
     if in_book_build():  # altair loads here, not at import: a sweep's workers import the book's layer too
         importlib.import_module("nhtlab.plumbing.offline_charts").use_offline_renderer()
-    root = cifar_root()
-    if root is not None:
+    if (root := cifar_root()) is not None:
         settings = _with_root(settings, root)
     return SimpleNamespace(profile=profile, smoke=smoke_enabled(), **cap_settings(settings))
 

@@ -1,14 +1,9 @@
 """How the book trains its runs: the core's result cache, wrapped from outside by the build's plumbing.
 
-The core's :class:`~nhtlab.training.cache.ResultCache` stores and serves finished runs and knows
-nothing of the book. :class:`BookCache` is that cache with what the book's build adds around each
-``run.execute()``: a machine-wide CPU slot (:mod:`nhtlab.plumbing.cpu_slots`, so chapters executed
-side by side never run more trainings than there are cores), chapter 04's shared DLR probe on the
-runs it reads (:func:`~nhtlab.book.dlr_probes.shared_probe`: whoever trains such a run trains it
-once, with the probe), and a line in the ledger of trainings (:mod:`nhtlab.plumbing.ledger`).
-:func:`cache` is the cache the chapters pass to :func:`nhtlab.sweep`, set by the environment
-(:mod:`nhtlab.plumbing.flags`).
-"""
+:class:`BookCache` is the core's :class:`~nhtlab.training.cache.ResultCache` with what the build adds around
+each ``run.execute()``: a machine-wide CPU slot (chapters side by side never run more trainings than there are
+cores), chapter 04's shared DLR probe (:func:`~nhtlab.book.dlr_probes.shared_probe`: such a run is trained
+once, with its probe) and a line in the ledger of trainings. :func:`cache` is the one the chapters use."""
 
 from __future__ import annotations
 

@@ -31,7 +31,6 @@ import numpy as np
 from ..history import History
 from ..validation import require_real, require_type
 from .claims import Check, Reading, check_reading, over_seeds
-from .report import Markdown, evidence, table
 from ..analysis.events import border_times
 from ..analysis.separation import Separation, format_score
 
@@ -39,7 +38,7 @@ __all__ = ["ACCURACIES", "RECORD_COLUMNS", "RECORD_FORMATS", "SET_LABELS", "BORD
            "rho_drop", "rho_reading", "final_accuracy_records", "separation_records",
            "reading_sentence",
            "check_border_escape", "check_rho_trend", "check_separation_defined", "pilot_row", "write_pilot",
-           "read_pilot", "PILOT_COLUMNS", "REGIME_BUDGET", "MNIST_CRITERIA", "read_mnist_pilot", "mnist_pilot_summary"]
+           "read_pilot", "PILOT_COLUMNS", "REGIME_BUDGET"]
 
 #: The test sets whose final accuracy a record reports (``<name>_acc`` columns of a shortcut run).
 ACCURACIES = ("train", "clean", "conflict", "shortcut")
@@ -422,72 +421,3 @@ def read_pilot(path: str | os.PathLike | None = None) -> tuple[dict[str, Any], l
         raise ValueError(f"{os.fspath(path)} is not a pilot-grid file: it needs 'about', 'columns' (equal to "
                          f"{list(PILOT_COLUMNS)}) and 'rows'.")
     return data["about"], data["rows"]
-
-
-#: The criteria of the MNIST border pilot (``benchmarks/pilot_mnist_border.py``), in its order.
-MNIST_CRITERIA = ("(i) P1", "(ii) control keeps it", "(iii) fitted, then dropped", "(iv) strong does not fit")
-
-
-def read_mnist_pilot(path: str | os.PathLike | None = None) -> dict[str, Any]:
-    """The MNIST border pilot written by ``benchmarks/pilot_mnist_border.py`` (by default the one saved with
-    nhtlab, ``nhtlab/results/pilot_mnist_border.json``): its grid's rows, each design's verdicts, the design the
-    stated rule chose, and that design over three seeds."""
-    if path is None:
-        path = resources.files("nhtlab") / "results" / "pilot_mnist_border.json"
-    data = json.loads(Path(os.fspath(path)).read_text(encoding="utf-8"))
-    missing = {"about", "designs", "rows", "verdicts", "chosen", "seeds"} - set(data)
-    if missing:
-        raise ValueError(f"{os.fspath(path)} is not an MNIST pilot file: it lacks {sorted(missing)}.")
-    return data
-
-
-def mnist_pilot_summary(pilot: Mapping[str, Any]) -> Markdown:
-    """The MNIST border pilot in words (how many designs met each criterion, which was chosen and what its
-    seeds read), its verdict table and its chosen design's seeds at the intermediate λ.
-
-    Parameters
-    ----------
-    pilot : mapping
-        :func:`read_mnist_pilot`'s result.
-
-    Returns
-    -------
-    Markdown
-    """
-    require_type(pilot, "pilot", Mapping, owner="mnist_pilot_summary")
-    verdicts, designs = pilot["verdicts"], len(pilot["verdicts"])
-    counts = "; ".join(f"{name} in {sum(v[name] for v in verdicts)} of {designs}" for name in MNIST_CRITERIA)
-    three = [v for v in verdicts if all(v[name] for name in MNIST_CRITERIA[:3])]
-    chosen = verdicts[pilot["chosen"]]
-    seeds = pilot["seeds"]
-    held = {name: sum(s[name] for s in seeds) for name in MNIST_CRITERIA}
-    verdicts_of = [s["0.3"].get("order", {}).get("verdict") or "undetermined" for s in seeds]
-    orders = ", ".join(f"{v} in {verdicts_of.count(v)}" for v in dict.fromkeys(verdicts_of))
-    base, grid_of = pilot.get("base", {}), lambda key: sorted({d[key] for d in pilot["designs"]}, reverse=True)
-    setup = (f"The grid: ρ ∈ {{{', '.join(f'{v:g}' for v in grid_of('rho'))}}} × border contrast ∈ "
-             f"{{{', '.join(f'{v:g}' for v in grid_of('contrast'))}}} × training images ∈ "
-             f"{{{', '.join(f'{v:,}' for v in grid_of('train_size'))}}}, on {base.get('size', '?')} × "
-             f"{base.get('size', '?')} MNIST-5k, {base.get('steps', 0):,} steps at λ = "
-             f"{', '.join(f'{v:g}' for v in sorted({r['lam'] for r in pilot['rows']}))} (the first the control). "
-             if pilot.get("designs") else "")
-    text = (setup + f"Over the {designs} designs (one seed each), the criteria held: {counts}. "
-            + (f"{len(three)} design(s) met (i)–(iii), the premise the law needs. " if three else
-               "No design in the grid met (i)–(iii) together: within it, weight decay did not remove the border "
-               "from these digits. That is the border's result, read with a grid and criteria fixed before the runs. ")
-            + f"The stated rule chose ρ = {chosen['rho']:g}, contrast {chosen['contrast']:g}, "
-            f"{chosen['train_size']:,} training images; over {len(seeds)} seeds its criteria held "
-            + ", ".join(f"{name} {held[name]} of {len(seeds)}" for name in MNIST_CRITERIA)
-            + f". Read as the paper reads conv1 against the read-out at λ = 0.3 (backward: the read-out contracts "
-            f"first): {orders} of {len(seeds)}.")
-    mark = {True: "✓", False: "✗"}
-    grid = [{"ρ": v["rho"], "contrast": v["contrast"], "images": v["train_size"],
-             **{name.split(" ")[0]: mark[bool(v[name])] for name in MNIST_CRITERIA}} for v in verdicts]
-    runs = [{"seed": s["seed"], "fitted": s["0.3"]["fitted"], "dropped": s["0.3"]["dropped"],
-             "‖θ‖² at fitted": s["0.3"]["norm_fitted"], "‖θ‖² at end": s["0.3"]["norm_end"],
-             "conflict at end": s["0.3"]["conflict_end"], "order": s["0.3"].get("order", {}).get("verdict")}
-            for s in seeds]
-    about = pilot.get("about", {})
-    source = (f"Written by `{about['command']}` (nhtlab {about.get('nhtlab', '?')}, {about.get('machine', '?')})."
-              if "command" in about else "")
-    return Markdown(text + "\n\n" + evidence("the MNIST pilot's designs, and its chosen design by seed", table(grid),
-                                             "The chosen design at λ = 0.3, by seed:", table(runs), source))

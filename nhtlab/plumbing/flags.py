@@ -1,19 +1,6 @@
-"""The environment variables the book's layer reads (the core reads none): the build's flag and the cache's
-settings.
-
-``NHTLAB_BOOK=1``
-    Set by ``tools/build_book.py`` while it executes the chapters.
-``NHTLAB_CACHE_DIR``
-    Where the book's result cache lives; else ``$XDG_CACHE_HOME/nhtlab``, else ``~/.cache/nhtlab``.
-``NHTLAB_CACHE``
-    ``off`` (or ``0``, ``no``, ``false``): the chapters train every run, reading and writing nothing.
-``NHTLAB_CHECKPOINTS``
-    ``on`` (or ``1``, ``yes``, ``true``): runs trained through the book's cache checkpoint into it and resume.
-``NHTLAB_PROGRESS``
-    The progress mode of a chapter's trainings (:mod:`nhtlab.training.progress`); ``none`` in the book build.
-``NHTLAB_CIFAR_ROOT``
-    A folder holding ``cifar-10-batches-py`` that replaces every ``root`` setting of a chapter's profile.
-"""
+"""The environment variables the book's layer reads (the core reads none), one function each: the build's flag
+``NHTLAB_BOOK``, the cache's ``NHTLAB_CACHE``, ``_CACHE_DIR`` and ``_CHECKPOINTS``, ``NHTLAB_PROGRESS`` and
+``NHTLAB_CIFAR_ROOT`` (a folder holding ``cifar-10-batches-py`` that replaces a profile's every ``root``)."""
 
 from __future__ import annotations
 

@@ -19,16 +19,8 @@ counts (``train_limit``, ``test_limit``, ``n_train``, ``n_test``). Every other s
 has its real shape, each run is short. :func:`nhtlab.book.stamp` shows ``SMOKE RUN`` first, in red. The
 core never reads the cap: a capped run has a capped config, hence its own result-cache key.
 
-In a chapter, guard the closing scientific checks (and only them)::
-
-    if nhtlab.book.science_checks(cfg):
-        assert events.t_grok is not None, "..."
-        ...
-
-:func:`nhtlab.book.closing.science_checks` returns True on a real run, and on a smoke run prints
-``smoke run (NHTLAB_SMOKE=1, capped at 8 steps): the scientific checks of
-this chapter are skipped`` and returns False. Structural checks (shapes,
-names, table sizes) belong outside the ``if``, so a smoke run still runs them.
+In a chapter, only the closing scientific checks go under ``if nhtlab.book.science_checks(cfg):``, which is
+False on a smoke run (and says so); structural checks (shapes, names, table sizes) stay outside it.
 """
 
 from __future__ import annotations

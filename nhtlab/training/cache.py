@@ -2,12 +2,10 @@
 
 An entry is keyed by :func:`~nhtlab.training.cache_key.config_key`: the run's full configuration
 together with what computes its numbers (nhtlab's version, the numerics source with docstrings
-stripped, the torch version, the device kind and dtype, the thread count, the smoke cap; see
-:mod:`nhtlab.training.cache_key`). Changing any setting, or any code that computes a run, misses
-the cache and trains again; editing only a docstring or a comment does not.
-Each entry is one JSON file holding the key, the configuration, the history
-(with its column order, which the sorted JSON would lose) and a SHA-256 checksum of its content, written
-atomically (temporary file + :func:`os.replace`). An entry that is unreadable, truncated, or whose checksum
+stripped, the torch version, the device kind and dtype, the thread count; :mod:`nhtlab.training.cache_key`):
+any change of setting or of the code that computes a run misses; a docstring or comment edit does not. An
+entry is one JSON file (the key, the configuration, the history with its column order, a SHA-256 checksum),
+written atomically (temporary file + :func:`os.replace`). An entry that is unreadable, truncated, or whose checksum
 or key does not match is never used: :meth:`ResultCache.get` warns, moves it
 aside (``*.corrupt``) and reports a miss, so the run is recomputed. A cache that cannot be written
 (read-only, a file where a folder should be) costs no training: the history is returned with a warning.
@@ -15,9 +13,8 @@ aside (``*.corrupt``) and reports a miss, so the run is recomputed. A cache that
 The cache lives at its ``root`` argument, else at ``~/.cache/nhtlab``. With checkpoints on
 (``ResultCache(checkpoints=True)``), a run that :func:`cached_run` or :func:`nhtlab.sweep` trains
 through the cache also checkpoints into it (``<root>/checkpoints/<key>``): a process killed mid-run
-resumes there on the next call, and the checkpoints go once the finished run is stored. The book's
-layer wraps this cache (:class:`nhtlab.book.runs.BookCache`: its environment settings, CPU slots,
-probes and ledger); the cache itself reads no setting from the environment.
+resumes there on the next call, and the checkpoints go once the finished run is stored. It reads no
+environment variable: the book wraps it (:class:`nhtlab.book.runs.BookCache`).
 """
 
 from __future__ import annotations
@@ -210,19 +207,6 @@ def _in_order(rows: list[dict[str, Any]], columns: list[str]) -> list[dict[str, 
     """Each row with its keys in the order of ``columns`` (keys not listed go last, as they are)."""
     rank = {name: i for i, name in enumerate(columns)}
     return [dict(sorted(row.items(), key=lambda item: rank.get(item[0], len(rank)))) for row in rows]
-
-
-def default_cache() -> ResultCache:
-    """The cache at :func:`default_cache_dir`, as ``sweep(..., cache=nhtlab.default_cache())``: a reader who
-    re-runs a run reuses every finished one.
-
-    Returns
-    -------
-    ResultCache
-        At ``~/.cache/nhtlab``, checkpoints off (the book's chapters use :func:`nhtlab.book.cache`, which
-        the environment sets).
-    """
-    return ResultCache()
 
 
 def cached_run(run: Any, cache: ResultCache | None = None, *, use_cache: bool = True, **kwargs: Any) -> History:

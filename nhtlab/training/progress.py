@@ -1,12 +1,8 @@
 """Progress reporting that reads well live *and* in the rendered book.
 
-Modes, chosen per call or for the process by :func:`set_default_progress`:
-
-* ``"auto"`` (default): a tqdm widget inside a Jupyter/Colab kernel that has a
-  front end, a text bar in a terminal;
-* ``"text"``: no live updates, one summary line when the loop ends;
-* ``"bar"``: tqdm's text bar; ``"widget"``: tqdm's notebook widget;
-* ``"none"``: silent (the book build sets it: a bar is build log, not lesson).
+Modes, chosen per call or for the process by :func:`set_default_progress`: ``"auto"`` (default: a tqdm
+widget in a Jupyter/Colab kernel with a front end, a text bar in a terminal), ``"text"`` (one summary line when
+the loop ends), ``"bar"``, ``"widget"``, or ``"none"`` (silent; the book build's: a bar is build log).
 """
 
 from __future__ import annotations

@@ -386,7 +386,7 @@ def sweep(
         this process); with k > 1 each group is split into k stacks trained in
         k processes, so a batched sweep also uses every core.
     cache : object, optional
-        A :class:`~nhtlab.training.cache.ResultCache` (``nhtlab.default_cache()``) or any
+        A :class:`~nhtlab.training.cache.ResultCache` (``nhtlab.book.cache()`` in a chapter) or any
         object with ``get(config_dict) -> History | None``, asked first for every run
         with ``run.cache_config()``, and ``put(config_dict, history)``, which receives
         every newly trained history. A run the cache holds is not trained again.
