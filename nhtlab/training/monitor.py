@@ -74,7 +74,7 @@ from ..analysis.eta import DELAY_LAW_BASIS, GrokEstimate, delay_law_forecast
 from ..history import History
 from ..measures.dlr import dlr as default_dlr
 from ..measures.norms import layer_names, layer_norms
-from ..measures.predictions import evaluating, forward
+from ..measures.predictions import forward
 from ..models import require_fits
 from ..thresholds import CONTRACTION_DROP, ETA_COVERAGE, FITTED_ACCURACY, ONLINE_MIN_POINTS
 from ..validation import (require_callable, require_fractions, require_numbers, require_int, require_model, require_real, require_tensor,
@@ -93,12 +93,14 @@ GROK_WARNING_LOSS_RATIO = TRAIN_LOSS_RATIO
 _NORM_LAYERS = (nn.modules.batchnorm._NormBase, nn.LayerNorm, nn.GroupNorm, nn.LocalResponseNorm)
 
 
-def module_head_and_first(model: nn.Module, probe: torch.Tensor | None = None) -> tuple[str, str]:
+def module_head_and_first(model: nn.Module, probe: torch.Tensor | None = None,
+                          owner: str = "module_head_and_first") -> tuple[str, str]:
     """The read-out and the first layer of ``model``, from its modules rather than their names.
 
     The layers are the modules that own parameters (:func:`nhtlab.measures.norms.layer_names`), in the order
-    one forward pass on ``probe`` calls them (in eval mode, without gradients; definition order without a
-    probe, or for a layer the pass never calls). Normalisation layers are skipped by their type, so a leading
+    one forward pass on ``probe`` calls them (in eval mode, without gradients, on the model's device; definition
+    order without a probe, or for a layer the pass never calls). A probe the model cannot read is a ValueError
+    naming ``probe`` and ``owner``. Normalisation layers are skipped by their type, so a leading
     ``BatchNorm1d`` is not "the first layer", and the read-out is the last weight layer whatever its name (a
     hidden layer called ``fc`` beside a read-out called ``out`` is not the head).
 
@@ -116,8 +118,8 @@ def module_head_and_first(model: nn.Module, probe: torch.Tensor | None = None) -
         hooks = [modules[name].register_forward_pre_hook(
             lambda module, args, name=name: None if name in called else called.append(name)) for name in names]
         try:
-            with torch.no_grad(), evaluating(model):
-                model(probe)
+            with torch.no_grad():
+                forward(model, probe.to(next(model.parameters()).device), owner, name="probe")
         finally:
             for hook in hooks:
                 hook.remove()
@@ -286,10 +288,9 @@ class Monitor:
                                  f"Got shape {tuple(probe[0].shape)} instead.")
             require_fits(model, probe[0], None, "probe", owner)
             if probe[0].is_floating_point() and not torch.isfinite(probe[0]).all():
-                raise ValueError(f"The 'probe' parameter of Monitor must hold finite inputs; it holds NaN or inf.")
-            device = next(model.parameters()).device
-            forward(model, probe[0].to(device), owner, name="probe")  # a probe the model cannot read fails here
-        default_head, default_first = module_head_and_first(model, None if probe is None else probe[0])
+                raise ValueError("The 'probe' parameter of Monitor must hold finite inputs; it holds NaN or inf.")
+        # one forward pass on the probe orders the layers and refuses a probe the model cannot read
+        default_head, default_first = module_head_and_first(model, None if probe is None else probe[0], owner)
         self.head = default_head if head is None else head
         self.first = default_first if first is None else first
         for name, value in (("head", self.head), ("first", self.first)):
