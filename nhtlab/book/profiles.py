@@ -24,8 +24,7 @@ from typing import Any
 
 from ..plumbing.flags import cifar_root, in_book_build, progress_setting
 from ..plumbing.smoke import cap_settings, smoke_enabled
-from ..training.progress import set_default_progress
-from ..training.progress import PROGRESS_MODES
+from ..training.progress import PROGRESS_MODES, set_default_progress
 from ..validation import require_choice, require_type
 
 __all__ = ["PROFILE_NAMES", "select_profile"]

@@ -37,12 +37,8 @@ class BookCache(ResultCache):
         probe = None if kwargs.get("callbacks") else shared_probe(run)
         cpu, wall = time.process_time(), time.perf_counter()
         with cpu_slot():
-            if probe is None:
-                history = super().train(run, **kwargs)
-            else:
-                if self.checkpoints and kwargs.get("run_dir") is None:
-                    kwargs["run_dir"] = self.run_dir(run.cache_config())
-                history = train_probed(run, probe, self, **kwargs)
+            history = super().train(run, **kwargs) if probe is None else train_probed(
+                run, probe, self, **self.checkpointing(run, kwargs))
         record_training(self.root, config_key(run.cache_config()), run, history,
                         cpu_seconds=time.process_time() - cpu, wall_seconds=time.perf_counter() - wall,
                         how="alone" if probe is None else "probed")

@@ -81,9 +81,13 @@ class ResultCache:
         A run killed mid-way resumes from its last checkpoint on the next call; :meth:`put`
         removes the checkpoints once the finished run is stored.
         """
+        return run.execute(**self.checkpointing(run, kwargs))
+
+    def checkpointing(self, run: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
+        """``kwargs`` with ``run_dir`` set to :meth:`run_dir` when checkpoints are on and none is given."""
         if self.checkpoints and kwargs.get("run_dir") is None:
-            kwargs["run_dir"] = self.run_dir(run.cache_config())
-        return run.execute(**kwargs)
+            return {**kwargs, "run_dir": self.run_dir(run.cache_config())}
+        return kwargs
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({str(self.root)!r})"
