@@ -97,10 +97,6 @@ def test_harness_runs_a_notebook_under_the_cap(tmp_path, cifar_root):
     print(f"tiny notebook under the cap: {seconds:.1f} s")
 
 
-def _execute_one(notebook: Path, out: Path, env: dict[str, str]) -> float:
-    return execute_smoke(notebook, out, env)
-
-
 @pytest.fixture(scope="module")
 def smoke_outputs(tmp_path_factory, cifar_root) -> dict[str, tuple[Path, float]]:
     """Every chapter's ``full`` profile under the cap, two kernels at a time (each runs on one thread)."""
@@ -110,7 +106,7 @@ def smoke_outputs(tmp_path_factory, cifar_root) -> dict[str, tuple[Path, float]]
     env = smoke_env(cifar_root)
     jobs = int(os.environ.get("NHTLAB_TEST_JOBS", "2"))
     with ProcessPoolExecutor(max(1, jobs)) as pool:
-        futures = {nb.stem: (folder / nb.name, pool.submit(_execute_one, nb, folder / nb.name, env)) for nb in CHAPTERS}
+        futures = {nb.stem: (folder / nb.name, pool.submit(execute_smoke, nb, folder / nb.name, env)) for nb in CHAPTERS}
         # a chapter that fails is reported by its own test, not by all of them
         return {stem: (out, future.exception() or future.result()) for stem, (out, future) in futures.items()}
 
