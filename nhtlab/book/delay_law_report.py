@@ -1,24 +1,9 @@
 """The delay law on our runs, beside the companion paper's: records a chapter or a script renders, and the checks.
 
-One place computes the paper-vs-ours comparison (the companion's Table 3 and its
-T_grok-against-1/λ fit), so that chapter 3 and ``scripts/reproduce_table3.py``
-cannot drift apart: :func:`paper_comparison` takes the λ sweep's histories and
-returns display rows (cells ``"ours (companion)"``), the numbers behind them and
-the fit. The other functions turn a set of runs (labelled by the family that
-varied them: λ, η or the initial scale) into records for tables and charts
-(:func:`delay_records`, :func:`run_records`, :func:`fit_records`,
-:func:`contraction_records`, :func:`ratio_records`, :func:`eta_comparison`),
-and into the readings the chapter states, one per seed (:func:`delay_readings`).
-
-Checks (each returns a :class:`~nhtlab.book.claims.Check`):
-:func:`check_lambdas_grok` (every λ ≤ 1 groks in every seed),
-:func:`check_norm_halves` (‖θ‖² at T_grok is at most half of V_mem) and
-:func:`~nhtlab.book.claims.check_reading` (a reading over seeds whose rule holds).
-
-Nothing here imports the training or notebook layers: records are plain dicts,
-and the caller renders them with ``nhtlab.book.table`` / ``nhtlab.book.md``; only
-:func:`forecast_report` returns Markdown (a sentence and the tables behind it).
-The reference of the chapter's code exercise is :func:`law_line`.
+One place computes the paper-vs-ours comparison (the companion's Table 3 and its T_grok-against-1/λ
+fit), so that chapter 3 and ``scripts/reproduce_table3.py`` cannot drift apart. Records are plain
+dicts that the caller renders with ``nhtlab.book.table`` / ``nhtlab.book.md``; the checks return a
+:class:`~nhtlab.book.claims.Check`. The reference of the chapter's code exercise is :func:`law_line`.
 """
 
 from __future__ import annotations
@@ -80,26 +65,9 @@ def _labels(histories: Sequence[History], labels: Sequence[str] | None, owner: s
 class PaperComparison:
     """The λ sweep beside the companion's Table 3 (:func:`paper_comparison`).
 
-    Attributes
-    ----------
-    rows : list of dict
-        One display record per λ, for ``nhtlab.book.table(rows)``: ``λ``, ``grokked``, ``T_mem``,
-        ``T_grok``, ``T_escape``, ``theory`` and ``(1 − r)/(ηλ)``, each cell ``"ours (companion)"``
-        (means ± standard deviations over seeds; ``—`` where the paper has no value).
-    stats : dict
-        λ → our numbers: ``runs``, ``grokked``, ``t_mem``, ``t_grok``, ``t_escape``,
-        ``escape_theory`` ((mean, std) or None), ``contraction`` (mean (1 − r)/(ηλ) or None) and
-        ``t_grok_within`` (our mean T_grok inside the companion's mean ± std; None without both).
-    fit : dict or None
-        T_grok (seed means) against 1/λ on :data:`FIT_LAMBDA_RANGE`: ``slope``, ``intercept``,
-        ``r2``, ``n``, ``lambdas`` and ``slope_within_ci`` (inside the companion's 95% interval);
-        None with fewer than ``min_fit_lambdas`` grokked λ values.
-    fit_lambdas : list of float
-        The λ values in range with at least one grokked run.
-    min_fit_lambdas : int
-        The fewest λ values the fit needs.
-    lr : float
-        η of the runs (the companion's is :data:`COMPANION_LR`).
+    ``rows`` are display cells ``"ours (companion)"`` (mean ± std over seeds, ``—`` where the paper has
+    none); ``fit`` is T_grok (seed means) against 1/λ on :data:`FIT_LAMBDA_RANGE`, None with fewer than
+    ``min_fit_lambdas`` grokked λ values.
     """
 
     rows: list[dict[str, Any]]
@@ -110,13 +78,7 @@ class PaperComparison:
     lr: float = COMPANION_LR
 
     def fit_text(self) -> str:
-        """The fit as a sentence, beside the companion's, or why there is none.
-
-        Returns
-        -------
-        str
-            Markdown, built from the runs (for ``nhtlab.book.md``).
-        """
+        """The fit as a sentence, beside the companion's, or why there is none."""
         paper = COMPANION_GROK_FIT
         lo, hi = FIT_LAMBDA_RANGE
         theirs = (f"companion: slope {paper['slope']:,} (95% CI {paper['slope_ci'][0]:,}–{paper['slope_ci'][1]:,}), "
@@ -140,30 +102,11 @@ def _pair(ours: str, theirs: str) -> str:
 def paper_comparison(histories: Sequence[History], min_fit_lambdas: int = MIN_FIT_LAMBDAS) -> PaperComparison:
     """Our λ sweep beside the companion's Table 3, and the fit of T_grok against 1/λ.
 
-    The one implementation behind chapter 3's table and ``scripts/reproduce_table3.py``.
-    λ and seed are read from each history's config; T_mem and T_grok are averaged over the
-    runs that grokked, T_escape over those whose ‖θ‖² came within 1.5·V_final (the companion's
-    definition, :func:`~nhtlab.analysis.delay.delay_point`), and the contraction ratio
-    (1 − r)/(ηλ) over the grokked runs (:func:`~nhtlab.analysis.delay.contraction_fit`).
-
-    Parameters
-    ----------
-    histories : sequence of History
-        The λ sweep: one η and one initialisation (``model_kwargs``), any λ values and seeds.
-    min_fit_lambdas : int ≥ 2, default :data:`MIN_FIT_LAMBDAS` (3)
-        Fewest λ values in :data:`FIT_LAMBDA_RANGE` that grokked for the fit to be made. Three
-        by default: through two points a line fits exactly, so its R² would be 1 whatever the
-        data.
-
-    Returns
-    -------
-    PaperComparison
-        ``rows`` (display records), ``stats`` (our numbers per λ), ``fit`` and ``fit_text()``.
-
-    Raises
-    ------
-    ValueError
-        When the histories mix learning rates or initialisations (not one λ sweep), or none is given.
+    T_mem and T_grok are averaged over the runs that grokked, T_escape over those whose ‖θ‖² came
+    within 1.5·V_final (the companion's definition, :func:`~nhtlab.analysis.delay.delay_point`), and
+    (1 − r)/(ηλ) over the grokked runs. ``min_fit_lambdas`` is three by default: through two points a
+    line fits exactly, so its R² would be 1 whatever the data. Raises ValueError when the histories mix
+    learning rates or initialisations (not one λ sweep), or none is given.
     """
     require_type(histories, "histories", Sequence, owner="paper_comparison")
     for i, h in enumerate(histories):
@@ -221,17 +164,7 @@ def paper_comparison(histories: Sequence[History], min_fit_lambdas: int = MIN_FI
 def delay_records(histories: Sequence[History], labels: Sequence[str] | None = None) -> dict[str, list[dict[str, Any]]]:
     """Every grokked run's :func:`~nhtlab.analysis.delay.delay_point`, under each definition.
 
-    Parameters
-    ----------
-    histories : sequence of History
-    labels : sequence of str, optional
-        One per history: the family the run belongs to (``"λ sweep"``, …), stored as ``family``.
-
-    Returns
-    -------
-    dict
-        definition (``"companion"``, ``"grok"``) → list of point records, each with ``family`` and
-        ``init_scale`` added; runs without a point under a definition are left out of it.
+    Runs without a point under a definition are left out of it.
     """
     names = _labels(histories, labels, "delay_records")
     out: dict[str, list[dict[str, Any]]] = {name: [] for name in DEFINITIONS}
@@ -244,22 +177,7 @@ def delay_records(histories: Sequence[History], labels: Sequence[str] | None = N
 
 
 def run_records(histories: Sequence[History], labels: Sequence[str] | None = None) -> list[dict[str, Any]]:
-    """One display record per run: its events, norms and both definitions' measured and predicted times.
-
-    Parameters
-    ----------
-    histories : sequence of History
-    labels : sequence of str, optional
-        The family of each run.
-
-    Returns
-    -------
-    list of dict
-        ``family``, ``λ``, ``η``, ``init``, ``seed``, ``T_mem``, ``T_grok``, ``V_mem``, ``V_grok``,
-        ``V_final``, ``T_escape``, ``theory`` (companion), ``delay`` and ``law`` (grok definition),
-        rounded to whole steps and norms, and ``note``: the regime diagnosis of a run that did not
-        grok (None where it did).
-    """
+    """One display record per run: its events, norms and both definitions' measured and predicted times."""
     names = _labels(histories, labels, "run_records")
     rows = []
     for h, label in zip(histories, names):
@@ -278,22 +196,7 @@ def run_records(histories: Sequence[History], labels: Sequence[str] | None = Non
 
 
 def eta_comparison(points: Sequence[Mapping[str, Any]], weight_decay: float = 1.0) -> list[dict[str, Any]]:
-    """T_grok and the delay at one λ (default init) for each η, beside the companion's η sweep.
-
-    Parameters
-    ----------
-    points : sequence of dict
-        :func:`delay_records` points (``grok`` definition).
-    weight_decay : float
-        The λ of the η sweep (the companion's: 1).
-
-    Returns
-    -------
-    list of dict
-        One per η, in increasing order: ``η``, ``runs``, ``T_grok``, ``T_grok (companion)`` and
-        ``delay`` (cells ``"mean ± std"``, ``—`` where the companion has no value) and ``mean delay``
-        (a float).
-    """
+    """T_grok and the delay at one λ (default init) for each η, beside the companion's η sweep."""
     require_real(weight_decay, "weight_decay", 0.0, low_open=True, owner="eta_comparison")
     at = [p for p in points if p["weight_decay"] == weight_decay and p.get("init_scale", 1.0) == 1.0]
     rows = []
@@ -307,31 +210,13 @@ def eta_comparison(points: Sequence[Mapping[str, Any]], weight_decay: float = 1.
 
 
 def law_fits(points: Mapping[str, Sequence[Mapping[str, Any]]], average_seeds: bool = True) -> dict[str, dict[str, LinearFit]]:
-    """:func:`~nhtlab.analysis.delay.delay_fits` per definition, for the definitions with two settings or more.
-
-    Parameters
-    ----------
-    points : mapping
-        definition → point records (:func:`delay_records`).
-    average_seeds : bool
-        Fit seed means per setting (the companion's choice).
-
-    Returns
-    -------
-    dict
-        definition → {axis: LinearFit}; a definition with fewer than two grokked settings is left out.
-    """
+    """:func:`~nhtlab.analysis.delay.delay_fits` per definition, for the definitions with two settings or more."""
     return {name: delay_fits(pts, average_seeds=average_seeds) for name, pts in points.items()
             if len({p["setting"] for p in pts}) >= 2}
 
 
 def fit_records(fits: Mapping[str, Mapping[str, LinearFit]]) -> list[dict[str, Any]]:
-    """The fits of :func:`law_fits` as table records, the best R² of each definition marked.
-
-    Takes ``fits`` (mapping): definition → {axis: LinearFit}. Returns list of dict: ``definition``, ``x``
-    (``law``, ``1/λ``, ``1/(ηλ)``), ``slope``, ``intercept``, ``R²``, ``n`` and ``best`` (``"✓"`` on the
-    highest R² of the definition).
-    """
+    """The fits of :func:`law_fits` as table records, ``best`` (``"✓"``) on each definition's highest R²."""
     rows = []
     for name, fitset in fits.items():
         best = max(fitset, key=lambda k: fitset[k].r2) if fitset else None
@@ -354,17 +239,6 @@ def _significant(value: float, digits: int = 3) -> str:
 def fit_table(fits: Mapping[str, Mapping[str, LinearFit]]) -> Markdown:
     """:func:`fit_records` as a Markdown table, slopes to three significant figures in plain notation.
 
-    Parameters
-    ----------
-    fits : mapping
-        :func:`law_fits`.
-
-    Returns
-    -------
-    Markdown
-        Columns ``definition``, ``x``, ``slope``, ``intercept`` (whole steps), ``R²``, ``n`` (settings: seed
-        means) and ``best``.
-
     Examples
     --------
     >>> _significant(1083.7), _significant(1.0349), _significant(0.6912)
@@ -378,10 +252,7 @@ def fit_table(fits: Mapping[str, Mapping[str, LinearFit]]) -> Markdown:
 def contraction_records(histories: Sequence[History], labels: Sequence[str] | None = None) -> list[dict[str, Any]]:
     """The companion's contraction fit on every grokked run with weight decay, beside its ratio.
 
-    Takes ``histories`` (sequence of History); ``labels`` (sequence of str, optional): The family of each run.
-    Returns list of dict: :meth:`~nhtlab.analysis.delay.ContractionFit.to_dict` plus ``eta_lambda``,
-    ``weight_decay``, ``lr``, ``seed``, ``family`` and ``companion`` (its (1 − r)/(ηλ) at this λ, when η is
-    the companion's; else None).
+    ``companion`` is the companion's (1 − r)/(ηλ) at this λ when η is the companion's, else None.
     """
     names = _labels(histories, labels, "contraction_records")
     out = []
@@ -397,19 +268,7 @@ def contraction_records(histories: Sequence[History], labels: Sequence[str] | No
 
 
 def ratio_records(points: Mapping[str, Sequence[Mapping[str, Any]]]) -> list[dict[str, Any]]:
-    """Predicted over measured, per definition: median and range over the runs.
-
-    Parameters
-    ----------
-    points : mapping
-        definition → point records (:func:`delay_records`).
-
-    Returns
-    -------
-    list of dict
-        ``definition``, ``median``, ``min``, ``max``, ``runs``, ``measured`` and ``predicted`` (the
-        definition in words); a definition without a measured delay is left out.
-    """
+    """Predicted over measured, per definition: median and range over the runs."""
     rows = []
     for name, pts in points.items():
         ratios = [p["predicted"] / p["measured"] for p in pts if p["measured"]]
@@ -443,22 +302,6 @@ def delay_readings(points: Sequence[Mapping[str, Any]], lr: float, max_lambda: f
     * ``"law vs 1/λ"``, ``"law vs 1/(ηλ)"``: the law's line has the higher R² over that seed's runs.
 
     A seed with too few runs for a reading reads None (counted among ``n``, never as expected).
-
-    Parameters
-    ----------
-    points : sequence of dict
-        :func:`delay_records` points of the ``grok`` definition, with ``family`` and ``init_scale``.
-    lr : float
-        The base η (that of the λ sweep and the init-scale family).
-    max_lambda : float
-        Largest λ of the λ-sweep reading.
-    rule : {"majority", "all"}
-        The rule, fixed before the run, that makes each reading a claim.
-
-    Returns
-    -------
-    dict of Reading
-        Keyed as above.
     """
     require_real(lr, "lr", 0.0, low_open=True, owner="delay_readings")
     require_choice(rule, "rule", ("majority", "all"), owner="delay_readings")
@@ -488,20 +331,7 @@ def delay_readings(points: Sequence[Mapping[str, Any]], lr: float, max_lambda: f
 
 
 def check_lambdas_grok(histories: Sequence[History], max_lambda: float = 1.0) -> Check:
-    """Every λ ≤ ``max_lambda`` of a sweep groks in every seed.
-
-    Parameters
-    ----------
-    histories : sequence of History
-        The λ sweep.
-    max_lambda : float
-        Largest λ checked (larger ones are regime edges).
-
-    Returns
-    -------
-    Check
-        Fails when a λ in range has a run that did not memorise and generalise, or when no λ is in range.
-    """
+    """Every λ ≤ ``max_lambda`` of a sweep groks in every seed (fails too when no λ is in range)."""
     require_real(max_lambda, "max_lambda", 0.0, low_open=True, owner="check_lambdas_grok")
     counts: dict[float, list[bool]] = {}
     for h in histories:
@@ -516,19 +346,7 @@ def check_lambdas_grok(histories: Sequence[History], max_lambda: float = 1.0) ->
 def check_norm_halves(points: Sequence[Mapping[str, Any]], init_scale: float = 1.0, factor: float = 0.5) -> Check:
     """In every grokked run from ``init_scale``, ‖θ‖² at T_grok is at most ``factor`` · V_mem.
 
-    Parameters
-    ----------
-    points : sequence of dict
-        :func:`delay_records` points (either definition).
-    init_scale : float
-        Only runs from this initial scale are checked (the init-scale family is built to move the gap).
-    factor : float in (0, 1)
-        Largest V_grok / V_mem that passes (one half: the contraction the law rests on).
-
-    Returns
-    -------
-    Check
-        Fails on a run whose norm contracted less, or when no run is checked.
+    One half: the contraction the law rests on. Fails too when no run is checked.
     """
     require_real(factor, "factor", 0.0, 1.0, low_open=True, high_open=True, owner="check_norm_halves")
     mine = [p for p in points if p.get("init_scale", 1.0) == init_scale]
@@ -545,30 +363,8 @@ def lr_scaling_exercise(answer: float | None, points: Sequence[Mapping[str, Any]
                         seed: int, rel_tol: float = 0.1) -> Any:
     """Check a reader's answer to "predict the delay at η = ``new_lr`` from the λ = 1 run at η = ``lr``".
 
-    The law's delay goes as 1/η at fixed λ and norm gap, so its answer is the measured delay of
-    the base run (λ = 1, default init, η = ``lr``, ``seed``) scaled by ``lr / new_lr``; the run at
-    ``new_lr`` is named beside it in the explanation.
-
-    Parameters
-    ----------
-    answer : float or None
-        The reader's number; None until they answer.
-    points : sequence of dict
-        :func:`delay_records` points of the ``grok`` definition.
-    lr : float
-        The base run's η.
-    new_lr : float
-        The η to predict at (not an ETA: :mod:`nhtlab.analysis.eta` forecasts, this is a learning rate).
-    seed : int
-        The seed of both runs.
-    rel_tol : float
-        The relative tolerance of :func:`~nhtlab.book.check_answer`.
-
-    Returns
-    -------
-    Feedback
-        :func:`~nhtlab.book.check_answer` against ``base · lr / new_lr``, its explanation built from
-        the runs; an ``unanswered`` note when the base run did not grok (nothing to scale).
+    The law's delay goes as 1/η at fixed λ and norm gap, so its answer is the base run's measured
+    delay scaled by ``lr / new_lr``; ``unanswered`` when the base run did not grok.
 
     Examples
     --------
@@ -600,17 +396,6 @@ def law_line(points: Sequence[Mapping[str, Any]]) -> tuple[float, float]:
     The reference of chapter 3's code exercise: the reader fits T_grok − T_mem against
     log(V_mem/V_grok)/(ηλ) with numpy and compares.
 
-    Parameters
-    ----------
-    points : sequence of dict
-        :func:`delay_records` points of the ``grok`` definition (``measured`` = T_grok − T_mem,
-        ``predicted`` = log(V_mem/V_grok)/(ηλ)), at least two with distinct predictions.
-
-    Returns
-    -------
-    (slope, intercept) : tuple of float
-        Least squares (:func:`~nhtlab.analysis.delay.linear_fit`), every run its own point.
-
     Examples
     --------
     >>> [round(v, 6) for v in law_line([{"measured": 1100, "predicted": 1000}, {"measured": 2100, "predicted": 2000}])]
@@ -621,20 +406,7 @@ def law_line(points: Sequence[Mapping[str, Any]]) -> tuple[float, float]:
 
 
 def escape_ratios(comparison: PaperComparison) -> list[dict[str, Any]]:
-    """Theory over T_escape (the companion's definition) per λ, ours beside the companion's.
-
-    Parameters
-    ----------
-    comparison : PaperComparison
-        From :func:`paper_comparison`.
-
-    Returns
-    -------
-    list of dict
-        One per λ at which both we and the companion have T_escape and its theory: ``λ``, ``ours``
-        (our seed-mean theory / seed-mean T_escape), ``companion`` (the same from its Table 3) and
-        ``higher`` (ours > the companion's).
-    """
+    """Theory over T_escape (the companion's definition) per λ, ours beside the companion's."""
     require_type(comparison, "comparison", PaperComparison, owner="escape_ratios")
     rows = []
     for lam, ours in sorted(comparison.stats.items()):
@@ -657,27 +429,9 @@ def forecast_report(histories: Sequence[History], test_seeds: Sequence[int], pro
                     fraction: float = ETA_SHIP_CUT) -> tuple[Markdown, Markdown]:
     """The forecast of T_grok evaluated on a chapter's λ sweep, the seeds ``test_seeds`` held out.
 
-    :func:`~nhtlab.book.held_out_eta.eta_evaluation` on the runs, rendered for a lesson page: one
-    sentence (the error at ``fraction`` of the plateau against the naive same-λ forecast, and whether
-    the book's rule lets the forecast ship), and the tables behind it. The sentence names the λ values
-    the constants were fitted on: those of the fitting runs that memorised and grokked, not every λ
-    trained. A warning signal that no held-out run recorded reads "not measured", not "fired 0 of n".
-
-    Parameters
-    ----------
-    histories : sequence of History
-        The λ sweep (one η), over several seeds.
-    test_seeds : sequence of int
-        The seeds forecast; the others fit the constants.
-    profile : str
-        The chapter's profile, named in the tables.
-    fraction : float
-        The cut the sentence reads (the rule's: half of the plateau).
-
-    Returns
-    -------
-    (sentence, tables) : tuple of Markdown
-        With a single seed (nothing to hold out), a sentence that says so and empty tables.
+    The sentence names the λ values the constants were fitted on (the fitting runs that memorised and
+    grokked, not every λ trained); a warning signal that no held-out run recorded reads "not measured",
+    not "fired 0 of n". With a single seed, a sentence that says so and empty tables.
     """
     require_type(histories, "histories", Sequence, owner="forecast_report")
     seeds = sorted({int(h.config["seed"]) for h in histories})
@@ -748,28 +502,7 @@ def _runs(n: int) -> str:
 
 def runs_summary(histories: Sequence[History], labels: Sequence[str], points: Mapping[str, Sequence[Mapping[str, Any]]],
                  readings: Mapping[str, Reading], fourier: str = "") -> list[Markdown]:
-    """What the runs show about the law's three directions, and the table of every run behind it (closed).
-
-    Parameters
-    ----------
-    histories : sequence of History
-        Every run of the chapter.
-    labels : sequence of str
-        The family of each run (``"λ sweep"``, ``"η sweep"``, ``"init scale"``).
-    points : mapping
-        :func:`delay_records` of the runs.
-    readings : mapping
-        :func:`delay_readings` of the ``grok`` points.
-
-    Returns
-    -------
-    list of Markdown
-        The sentence (mean delay per λ of the λ sweep, the η and init readings, k of n seeds), then
-        :func:`~nhtlab.book.report.evidence` holding :func:`run_records` as a table and the Fourier line
-        ``fourier``, when given.
-    fourier : str
-        The λ sweep's Fourier line (:func:`~nhtlab.book.grokking_report.fourier_at_grok`), shown with the runs.
-    """
+    """What the runs show about the law's three directions, and the table of every run behind it (closed)."""
 
     by_lam: dict[float, list[int]] = {}
     for p in points.get("grok", []):
@@ -796,19 +529,6 @@ def size_summary(points: Mapping[str, Sequence[Mapping[str, Any]]], comparison: 
 
     The sentence compares our theory / T_escape with the companion's per λ (:func:`escape_ratios`) and
     says which way it goes, k of n λ values; it names how long after T_grok our λ-sweep runs end.
-
-    Parameters
-    ----------
-    points : mapping
-        :func:`delay_records` of the chapter's runs.
-    comparison : PaperComparison
-        :func:`paper_comparison` of the λ sweep.
-
-    Returns
-    -------
-    list of Markdown
-        The table of :func:`ratio_records`, the sentence, and the evidence (Table 3 beside ours, the
-        T_grok-against-1/λ fit, :func:`eta_comparison`).
     """
 
     ratios = table(ratio_records(points), columns=["definition", "median", "min", "max", "runs"],
@@ -840,18 +560,7 @@ def size_summary(points: Mapping[str, Sequence[Mapping[str, Any]]], comparison: 
 
 
 def contraction_summary(records: Sequence[Mapping[str, Any]]) -> list[Markdown]:
-    """The fitted contraction rate of the λ sweep beside the companion's and pure decay's, and every fit (closed).
-
-    Parameters
-    ----------
-    records : sequence of dict
-        :func:`contraction_records`.
-
-    Returns
-    -------
-    list of Markdown
-        The sentence ((1 − r)/(ηλ) on the λ sweep, k of n runs below pure decay's 2), then the evidence.
-    """
+    """The fitted contraction rate of the λ sweep beside the companion's and pure decay's, and every fit (closed)."""
 
     ours = [c["ratio"] for c in records if c["family"] == "λ sweep"]
     paper = list(COMPANION_CONTRACTION.values())
@@ -867,23 +576,7 @@ def contraction_summary(records: Sequence[Mapping[str, Any]]) -> list[Markdown]:
 
 def delay_found(readings: Mapping[str, Reading], points: Mapping[str, Sequence[Mapping[str, Any]]],
                 contraction: Sequence[Mapping[str, Any]]) -> Markdown:
-    """The chapter's "What we found" box, each sentence read from the runs (k of n seeds, ranges).
-
-    Parameters
-    ----------
-    readings : mapping
-        :func:`delay_readings`.
-    points : mapping
-        :func:`delay_records`.
-    contraction : sequence of dict
-        :func:`contraction_records`.
-
-    Returns
-    -------
-    Markdown
-        :func:`~nhtlab.book.report.what_we_found` with four sentences: the directions, the size under
-        both definitions, the fit against the rivals, the contraction rate.
-    """
+    """The chapter's "What we found" box, each sentence read from the runs (k of n seeds, ranges)."""
 
     rows = {r["definition"]: r for r in ratio_records(points)}
     sizes = {name: f"{_range([r['min'], r['max']])} over {_runs(r['runs'])}" for name, r in rows.items()}

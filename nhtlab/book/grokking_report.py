@@ -1,27 +1,11 @@
 """One grokking run reported: its events and delay law beside the paper's, and the checks a chapter asserts.
 
-The first chapter trains the companion paper's transformer at λ = 1 (and without weight
-decay) and states three claims about it. Each is a function here that returns a
-:class:`~nhtlab.book.claims.Check` on one history, so that the chapter asserts
-``assert check, check.detail`` and a unit test can name a history that fails it:
-
-* :func:`check_grokking`: the network memorises, then generalises at least
-  ``min_delay`` steps later;
-* :func:`check_contraction`: between T_mem and T_grok ‖θ‖² falls by at least a fraction;
-* :func:`check_weak`: without weight decay the network memorises and stays weak;
-* :func:`check_norm_largest_at_init`: ‖θ‖² is largest at step 0 (the embeddings' unit
-  variance holds most of it), so a norm "peak" says nothing in this network.
-
-:func:`checks_over_seeds` turns the same check on several seeds into a
-:class:`~nhtlab.book.claims.Reading` ("holds in k of n seeds"), and the record
-builders (:func:`events_vs_paper`, :func:`delay_law_records`) give the rows that
-:func:`nhtlab.book.table` renders.
-
-What the network learned, read off the token embedding's Fourier columns that every run on Z_p records
-(:mod:`nhtlab.measures.fourier`): :func:`fourier_timing` places the rise of the top-K Fourier share against
-T_mem and T_grok, :func:`fourier_readings` counts that placement over seeds, :func:`check_fourier_rises` is
-the science check, and :func:`fourier_spectrum_records` gives the rows that
-:mod:`nhtlab.book.fourier_charts` draws.
+Chapter 01 trains the companion paper's transformer at λ = 1 (and without weight decay) and states
+its claims as functions that return a :class:`~nhtlab.book.claims.Check` on one history, so that the
+chapter asserts ``assert check, check.detail`` and a unit test can name a history that fails it.
+:func:`check_norm_largest_at_init` is there because the embeddings' unit variance holds most of
+‖θ‖² at step 0, so a norm "peak" says nothing in this network. What the network learned is read off
+the token embedding's Fourier columns that every run on Z_p records (:mod:`nhtlab.measures.fourier`).
 """
 
 from __future__ import annotations
@@ -56,19 +40,7 @@ HOLDS, FAILS = "holds", "fails"
 
 
 def check_grokking(history: History, min_delay: int) -> Check:
-    """The network memorises (train accuracy ≥ 99%), then generalises (test ≥ 99%) ``min_delay`` steps later or more.
-
-    Parameters
-    ----------
-    history : History
-        A run with ``step``, ``train_acc``, ``test_acc`` and ``norm``.
-    min_delay : int
-        Least T_grok − T_mem, in steps (a run that learns both at once fails).
-
-    Returns
-    -------
-    Check
-    """
+    """Memorises (train accuracy ≥ 99%), then generalises (test ≥ 99%) ``min_delay`` steps later or more."""
     require_type(history, "history", History, owner="check_grokking")
     require_int(min_delay, "min_delay", low=0, owner="check_grokking")
     ev = find_events(history)
@@ -85,18 +57,7 @@ def check_grokking(history: History, min_delay: int) -> Check:
 def check_contraction(history: History, at_least: float = 1 / 3) -> Check:
     """Between T_mem and T_grok, ‖θ‖² falls by at least ``at_least`` of its value at T_mem.
 
-    Parameters
-    ----------
-    history : History
-        A run with ``step``, ``train_acc``, ``test_acc`` and ``norm``.
-    at_least : float in [0, 1)
-        Least fall, as a fraction of V_mem = ‖θ‖²(T_mem).
-
-    Returns
-    -------
-    Check
-        Fails for a run that never memorised or never generalised, and for one whose norm
-        fell only before memorising.
+    Fails for a run that never memorised or generalised, and for one whose norm fell only before memorising.
     """
     require_type(history, "history", History, owner="check_contraction")
     require_real(at_least, "at_least", 0.0, 1.0, high_open=True, owner="check_contraction")
@@ -112,15 +73,7 @@ def check_contraction(history: History, at_least: float = 1 / 3) -> Check:
 def check_weak(history: History) -> Check:
     """The network memorises and :func:`~nhtlab.analysis.regimes.diagnose_regime` calls it weak.
 
-    Parameters
-    ----------
-    history : History
-        A run with ``step``, ``train_acc``, ``test_acc`` and ``norm`` (the chapter's run without decay).
-
-    Returns
-    -------
-    Check
-        Fails for a run that never memorises, and for one that generalises or whose norm contracts.
+    Fails for a run that never memorises, and for one that generalises or whose norm contracts.
     """
     require_type(history, "history", History, owner="check_weak")
     regime = diagnose_regime(history)
@@ -129,18 +82,7 @@ def check_weak(history: History) -> Check:
 
 
 def check_norm_largest_at_init(history: History) -> Check:
-    """‖θ‖² is largest at the first evaluation (step 0) of the run.
-
-    Parameters
-    ----------
-    history : History
-        A run with ``step`` and ``norm``.
-
-    Returns
-    -------
-    Check
-        Fails for a run whose norm rises above its initial value at any later evaluation.
-    """
+    """‖θ‖² is largest at the first evaluation (step 0): no later evaluation rises above it."""
     require_type(history, "history", History, owner="check_norm_largest_at_init")
     norm = history.column("norm")
     peak = int(np.nanargmax(norm))
@@ -152,20 +94,6 @@ def check_norm_largest_at_init(history: History) -> Check:
 
 def checks_over_seeds(name: str, checks: Mapping[int, Check], rule: str = "majority") -> Reading:
     """One check on several seeds as a reading: ``"holds in k of n seeds (seed 0: holds, …)"``.
-
-    Parameters
-    ----------
-    name : str
-        What was checked.
-    checks : mapping
-        seed → that seed's :class:`~nhtlab.book.claims.Check`.
-    rule : {"majority", "all"}
-        What makes it a claim, fixed before the run.
-
-    Returns
-    -------
-    Reading
-        Expected reading ``"holds"``; each seed reads ``"holds"`` or ``"fails"``.
 
     Examples
     --------
@@ -182,19 +110,6 @@ def checks_over_seeds(name: str, checks: Mapping[int, Check], rule: str = "major
 def events_vs_paper(events: Mapping[int, Events], paper: Mapping[str, tuple[float, float] | None]
                     ) -> list[dict[str, Any]]:
     """T_mem and T_grok of each seed's run beside the paper's mean ± std.
-
-    Parameters
-    ----------
-    events : mapping
-        seed → :func:`~nhtlab.analysis.events.find_events` of that seed's run.
-    paper : mapping
-        ``{"t_mem": (mean, std) or None, "t_grok": (mean, std) or None}``.
-
-    Returns
-    -------
-    list of dict
-        One row per event: ``quantity``, then ``seed <s>`` per seed (None when not
-        reached), then ``paper`` (a cell text, ``—`` when the paper has no value).
 
     Examples
     --------
@@ -213,19 +128,7 @@ def events_vs_paper(events: Mapping[int, Events], paper: Mapping[str, tuple[floa
 def delay_law_records(summary: Mapping[str, Any], paper: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The delay law's two definitions on one run beside the paper's values, as table rows.
 
-    Parameters
-    ----------
-    summary : mapping
-        :func:`nhtlab.analysis.delay.delay_summary` of the run (its definitions None without a transition).
-    paper : mapping
-        The paper's row of the λ (``COMPANION_LAMBDA_SWEEP[λ]``): ``t_mem``, ``t_grok``, ``t_escape``,
-        ``escape_theory`` as (mean, std).
-
-    Returns
-    -------
-    list of dict
-        ``definition, measured, predicted, predicted/measured, paper``; empty when the run
-        did not memorise and generalise.
+    Empty when the run did not memorise and generalise.
     """
     require_type(summary, "summary", Mapping, owner="delay_law_records")
     require_type(paper, "paper", Mapping, owner="delay_law_records")
@@ -247,22 +150,8 @@ def delay_law_records(summary: Mapping[str, Any], paper: Mapping[str, Any]) -> l
 def generalise_answer(histories: Mapping[int, History]) -> tuple[str, tuple[str, str], str]:
     """The answer the runs give to "will this network generalise within its budget?".
 
-    Parameters
-    ----------
-    histories : mapping
-        seed → History of the runs asked about (chapter 01: the runs without weight decay).
-
-    Returns
-    -------
-    (answer, choices, why) : tuple
-        ``"yes"`` when more than half of the runs reach T_grok (test accuracy ≥ 99%) within their
-        budget, else ``"no"``; ``("yes", "no")``; and the count, the budgets and the best test
-        accuracy reached.
-
-    Raises
-    ------
-    ValueError
-        Naming ``histories`` when it is empty.
+    ``"yes"`` when more than half of the runs reach test accuracy ≥ 99% within their budget. Raises
+    ValueError naming ``histories`` when it is empty.
 
     Examples
     --------
@@ -284,19 +173,8 @@ def generalise_answer(histories: Mapping[int, History]) -> tuple[str, tuple[str,
 def delay_window(history: History) -> dict[str, Any] | None:
     """What a run does between T_mem and T_grok: the fall of ‖θ‖² and the lowest training accuracy.
 
-    The window is the evaluations at steps T_mem ≤ step ≤ T_grok, both ends included (for a run that
-    generalised before it memorised, T_grok ≤ step ≤ T_mem).
-
-    Parameters
-    ----------
-    history : History
-        A run with ``step``, ``train_acc``, ``test_acc`` and ``norm``.
-
-    Returns
-    -------
-    dict or None
-        ``t_mem, t_grok, v_mem, v_grok, fall`` (1 − V_grok/V_mem), ``lowest train acc`` in the window and
-        ``at step`` (its first step); None when the run did not memorise and generalise.
+    The window is T_mem ≤ step ≤ T_grok, both ends included (T_grok ≤ step ≤ T_mem for a run that
+    generalised first); None when the run did not memorise and generalise.
 
     Examples
     --------
@@ -356,19 +234,9 @@ def train_acc_reading(histories: Mapping[int, History], level: float = FITTED_AC
 
 
 def layer_falls(history: History) -> list[dict[str, Any]]:
-    """Each layer's ‖θ_ℓ‖² at initialisation, T_mem and T_grok, and its fall from T_mem to T_grok, as table rows.
+    """Each layer's ‖θ_ℓ‖² at init, T_mem and T_grok, and its fall from T_mem to T_grok, as table rows.
 
-    Parameters
-    ----------
-    history : History
-        A run with ``norm/<layer>`` columns (every nhtlab run records them).
-
-    Returns
-    -------
-    list of dict
-        ``layer`` (in words, :func:`nhtlab.charts.layer_label`), ``init``, ``T_mem``, ``T_grok`` and ``fall``
-        (1 − ‖θ_ℓ‖²(T_grok)/‖θ_ℓ‖²(T_mem)), sorted by ``fall``, largest first; empty when the run did not
-        memorise and generalise.
+    Sorted by fall, largest first; empty when the run did not memorise and generalise.
     """
 
     require_type(history, "history", History, owner="layer_falls")
@@ -536,24 +404,8 @@ def fourier_timing(history: History) -> dict[str, Any]:
     at initialisation and s_end at the run's last evaluation (a rule fixed before the runs). ``when`` is
     one of :data:`STRUCTURE_TIMES`: halfway at or before T_mem, in the open interval (T_mem, T_grok), at
     T_grok itself (the same evaluation as test accuracy), after T_grok; ``"no rise"`` when s_end ≤ s₀;
-    ``"no transition"`` when the run did not memorise and generalise.
-
-    Parameters
-    ----------
-    history : History
-        A run on Z_p, with its ``fourier`` column.
-
-    Returns
-    -------
-    dict
-        ``t_mem, t_half, t_grok``, ``share <moment>`` for init, T_mem, T_grok and end (None where not
-        reached), ``contracted`` (the share of the T_mem → T_grok fall of ‖θ‖² done by ``t_half``), ``key``
-        (the K strongest frequencies at the end) and ``when``.
-
-    Raises
-    ------
-    ValueError
-        Naming ``history`` when it has no ``fourier`` column.
+    ``"no transition"`` when the run did not memorise and generalise. Raises ValueError naming
+    ``history`` when it has no ``fourier`` column.
     """
     share = _fourier(history, "fourier_timing")
     ev, steps, norm = find_events(history), history.column("step"), history.column("norm")
@@ -594,18 +446,7 @@ def fourier_table(timings: Mapping[int, Mapping[str, Any]]) -> Markdown:
 
 
 def fourier_readings(timings: Mapping[int, Mapping[str, Any]]) -> Reading:
-    """Where the Fourier share is halfway risen, over seeds, against the stated reading (between T_mem and T_grok).
-
-    Parameters
-    ----------
-    timings : mapping
-        seed → :func:`fourier_timing` of that seed's run.
-
-    Returns
-    -------
-    Reading
-        Expected ``"between T_mem and T_grok"``, a strict majority of the seeds deciding.
-    """
+    """Where the Fourier share is halfway risen, over seeds; a strict majority decides."""
     require_type(timings, "timings", Mapping, owner="fourier_readings")
     return over_seeds("the embedding's Fourier structure is halfway formed",
                       {s: t["when"] for s, t in timings.items()}, expected=STRUCTURE_TIMES[1])

@@ -1,15 +1,8 @@
 """Shortcut-image runs as records: the border's events, final accuracies, readings over seeds and checks.
 
-A chapter on shortcut images reports, for each run, when the border was
-fitted and dropped (:func:`nhtlab.analysis.events.border_times`) and where the
-accuracies ended (:func:`border_record`); it states qualitative readings (the
-border dropped or kept, a ρ trend, one normalisation above another) only over
-seeds (:func:`nhtlab.book.claims.over_seeds`), and asserts them through
-checks that return :class:`~nhtlab.book.claims.Check` verdicts
-(:func:`check_border_escape`, :func:`check_rho_trend`,
-:func:`check_separation_defined`). The pilot grid that chose the border design
-is kept as a small JSON file in the same row format (:func:`pilot_row`,
-:func:`write_pilot`, :func:`read_pilot`).
+Qualitative readings (the border dropped or kept, a ρ trend, one normalisation above another) are
+stated only over seeds (:func:`nhtlab.book.claims.over_seeds`). The pilot grid that chose the border
+design is kept as a small JSON file in the same row format (:func:`pilot_row`).
 
 >>> rows = [dict(step=s, cue_acc=c, conflict_acc=d, norm=n) for s, c, d, n in
 ...         [(0, 0.1, 0.1, 5.0), (100, 0.6, 0.2, 8.0), (200, 0.3, 0.4, 7.0), (300, 0.1, 0.7, 6.0)]]
@@ -68,20 +61,7 @@ def _history(history: Any, owner: str) -> History:
 
 
 def border_record(history: History) -> dict[str, Any]:
-    """One shortcut run as a table record: the border's events and the final accuracies.
-
-    Parameters
-    ----------
-    history : History
-        Rows with ``step``, ``cue_acc``, ``conflict_acc`` and the ``<set>_acc`` of :data:`ACCURACIES`.
-
-    Returns
-    -------
-    dict
-        ``fitted at`` and ``dropped at`` (:func:`~nhtlab.analysis.events.border_times`; None when the
-        event never happened), ``conflict min`` (the worst group's lowest accuracy) and the last
-        evaluated accuracy of each set in :data:`ACCURACIES` (keys ``train``, ``clean``, …).
-    """
+    """One shortcut run as a table record: the border's events and the final accuracies."""
     history = _history(history, "border_record")
     fitted, dropped = border_times(history)
     last = history.rows[-1]
@@ -92,17 +72,6 @@ def border_record(history: History) -> dict[str, Any]:
 
 def norm_record(history: History) -> dict[str, Any]:
     """Where ‖θ‖² peaked and how far it contracted by the end of the run.
-
-    Parameters
-    ----------
-    history : History
-        Rows with ``step`` and ``norm``.
-
-    Returns
-    -------
-    dict
-        ``norm peak step``, ``norm peak``, ``norm end`` and ``contraction`` (1 − end/peak, 0 when
-        the norm ended at its peak).
 
     Examples
     --------
@@ -120,16 +89,7 @@ def norm_record(history: History) -> dict[str, Any]:
 def border_reading(history: History) -> str:
     """Whether the run fitted the border and then dropped it: one of :data:`BORDER_READINGS`.
 
-    Parameters
-    ----------
-    history : History
-        Rows with ``step``, ``cue_acc`` and ``conflict_acc``.
-
-    Returns
-    -------
-    str
-        ``"dropped"`` (fitted, then the digit read on half the conflict images), ``"kept"`` (fitted,
-        never dropped) or ``"never fitted"``.
+    ``"dropped"``: fitted, then the digit read on half the conflict images.
     """
     fitted, dropped = border_times(_history(history, "border_reading"))
     if fitted is None:
@@ -138,20 +98,7 @@ def border_reading(history: History) -> str:
 
 
 def higher_reading(histories: Mapping[str, History], column: str) -> str:
-    """Which of two runs ends higher on ``column``: ``"<name> higher"``, or ``"tie"``.
-
-    Parameters
-    ----------
-    histories : mapping name → History, exactly two
-        The runs compared (e.g. ``{"batch": h1, "none": h2}``).
-    column : str
-        The column whose last evaluated value is compared (``"clean_acc"``).
-
-    Returns
-    -------
-    str
-        ``"batch higher"``, ``"none higher"`` or ``"tie"``.
-    """
+    """Which of two runs ends higher on ``column``: ``"<name> higher"``, or ``"tie"``."""
     require_type(histories, "histories", Mapping, owner="higher_reading")
     if len(histories) != 2:
         raise ValueError(f"The 'histories' parameter of higher_reading must hold exactly two runs. "
@@ -163,60 +110,19 @@ def higher_reading(histories: Mapping[str, History], column: str) -> str:
 
 
 def rho_drop(low: History, high: History, column: str = "conflict_acc") -> float:
-    """How far the final ``column`` accuracy falls from the run at the lowest ρ to the run at the highest.
-
-    Parameters
-    ----------
-    low, high : History
-        The runs at the smallest and the largest ρ.
-    column : str
-        The accuracy read (the worst group, ``conflict_acc``, by default).
-
-    Returns
-    -------
-    float
-        low's last value minus high's (positive when reliance on the border grows with ρ).
-    """
+    """How far the final ``column`` accuracy falls from the lowest-ρ run to the highest (positive: more reliance)."""
     return float(_history(low, "rho_drop").column(column)[-1] - _history(high, "rho_drop").column(column)[-1])
 
 
 def rho_reading(low: History, high: History, margin: float = 0.2) -> str:
-    """``"falls"`` when the worst-group accuracy falls by more than ``margin`` from low to high ρ.
-
-    Parameters
-    ----------
-    low, high : History
-        The runs at the smallest and the largest ρ.
-    margin : float in (0, 1)
-        The fall the reading asks for (fixed before the run).
-
-    Returns
-    -------
-    str
-        ``"falls"`` or ``"does not fall"``.
-    """
+    """``"falls"`` when the worst-group accuracy falls by more than ``margin`` from low to high ρ."""
     require_real(margin, "margin", 0.0, 1.0, low_open=True, high_open=True, owner="rho_reading")
     return "falls" if rho_drop(low, high) > margin else "does not fall"
 
 
 def final_accuracy_records(histories: Mapping[float, History], labels: Mapping[str, str],
                            x: str = "rho") -> list[dict[str, Any]]:
-    """Long-form records of final accuracies against a swept value, for a line chart.
-
-    Parameters
-    ----------
-    histories : mapping value → History
-        One run per swept value (ρ, λ, …).
-    labels : mapping column → series label
-        The accuracy columns drawn and their legend labels.
-    x : str
-        The key of the swept value in each record.
-
-    Returns
-    -------
-    list of dict
-        One ``{x: value, "series": label, "value": final accuracy}`` per run and column.
-    """
+    """Long-form records of final accuracies against a swept value, for a line chart."""
     require_type(labels, "labels", Mapping, owner="final_accuracy_records")
     return [{x: value, "series": label, "value": float(_history(h, "final_accuracy_records").rows[-1][col])}
             for value, h in histories.items() for col, label in labels.items()]
@@ -225,15 +131,7 @@ def final_accuracy_records(histories: Mapping[float, History], labels: Mapping[s
 def separation_records(separations: Mapping[str, Separation]) -> list[dict[str, Any]]:
     """Separation scores per domain as records, for a table and for :func:`nhtlab.book.score_bars`.
 
-    Parameters
-    ----------
-    separations : mapping domain → Separation
-
-    Returns
-    -------
-    list of dict
-        ``{"domain": …, **separation.to_dict(), "score text": …}``; the score text reads
-        "undefined" for a NaN score (:func:`~nhtlab.analysis.separation.format_score`).
+    The score text reads "undefined" for a NaN score.
     """
     require_type(separations, "separations", Mapping, owner="separation_records")
     out = []
@@ -245,16 +143,6 @@ def separation_records(separations: Mapping[str, Separation]) -> list[dict[str, 
 
 def reading_sentence(reading: Reading) -> str:
     """A reading over seeds in words, saying whether its rule holds and whether the seeds disagree.
-
-    Parameters
-    ----------
-    reading : Reading
-
-    Returns
-    -------
-    str
-        "<name>: <expected> in k of n seeds (…): the reading holds (rule majority)", with "does not
-        hold" when the rule fails and "; it flips between seeds" when the seeds disagree.
 
     Examples
     --------
@@ -271,17 +159,7 @@ def reading_sentence(reading: Reading) -> str:
 def check_border_escape(by_seed: Mapping[int, History], rule: str = "majority") -> Check:
     """The border is fitted and later dropped (:func:`border_reading` is ``"dropped"``) over seeds.
 
-    Parameters
-    ----------
-    by_seed : mapping seed → History
-        The same run at each seed.
-    rule : {"majority", "all"}
-        How many seeds must read ``"dropped"``.
-
-    Returns
-    -------
-    Check
-        Fails when the border is kept or never fitted in too many seeds (or no seed was run).
+    Fails too when no seed was run.
     """
     require_type(by_seed, "by_seed", Mapping, owner="check_border_escape")
     reading = over_seeds("the border is fitted, then dropped",
@@ -291,21 +169,7 @@ def check_border_escape(by_seed: Mapping[int, History], rule: str = "majority") 
 
 def check_rho_trend(low: Mapping[int, History], high: Mapping[int, History], margin: float = 0.2,
                     rule: str = "majority") -> Check:
-    """The worst-group accuracy at the end falls by more than ``margin`` from the lowest ρ to the highest.
-
-    Parameters
-    ----------
-    low, high : mapping seed → History
-        The runs at the smallest and the largest ρ, seed by seed (the same seeds).
-    margin : float in (0, 1)
-        The fall each seed must show.
-    rule : {"majority", "all"}
-
-    Returns
-    -------
-    Check
-        ``detail`` gives each seed's reading and fall; fails when too few seeds fall by ``margin``.
-    """
+    """The worst-group accuracy at the end falls by more than ``margin`` from the lowest ρ to the highest."""
     require_type(low, "low", Mapping, owner="check_rho_trend")
     require_type(high, "high", Mapping, owner="check_rho_trend")
     if set(low) != set(high):
@@ -319,18 +183,7 @@ def check_rho_trend(low: Mapping[int, History], high: Mapping[int, History], mar
 
 
 def check_separation_defined(by_seed: Mapping[int, Separation], rule: str = "majority") -> Check:
-    """The separation score is defined (the shortcut was fitted and the window moved) over seeds.
-
-    Parameters
-    ----------
-    by_seed : mapping seed → Separation
-    rule : {"majority", "all"}
-
-    Returns
-    -------
-    Check
-        Fails when the score is undefined (NaN) in too many seeds.
-    """
+    """The separation score is defined (the shortcut was fitted and the window moved) over seeds."""
     require_type(by_seed, "by_seed", Mapping, owner="check_separation_defined")
     for s, sep in by_seed.items():
         require_type(sep, f"by_seed[{s!r}]", Separation, owner="check_separation_defined")
@@ -347,21 +200,7 @@ PILOT_COLUMNS = ("otherwise", "task", "contrast", "rho", "lam", "seed", "fitted"
 
 
 def pilot_row(history: History, setting: Mapping[str, Any]) -> dict[str, Any]:
-    """One pilot-grid run as a row of :data:`PILOT_COLUMNS`: its setting, the border's events, final values.
-
-    Parameters
-    ----------
-    history : History
-        The run.
-    setting : mapping
-        ``otherwise``, ``task``, ``contrast``, ``rho``, ``lam`` and ``seed`` of the run.
-
-    Returns
-    -------
-    dict
-        The setting, ``fitted`` and ``dropped`` (None when never), ``conflict min`` and the end values,
-        ``norm peak`` and ``norm end`` (‖θ‖²), each rounded to two decimals (norms to integers).
-    """
+    """One pilot-grid run as a row of :data:`PILOT_COLUMNS`: its setting, the border's events, final values."""
     require_type(setting, "setting", Mapping, owner="pilot_row")
     record, norms = border_record(history), norm_record(history)
     row = {**{k: setting.get(k) for k in PILOT_COLUMNS[:6]}, "fitted": record["fitted at"],
@@ -373,22 +212,7 @@ def pilot_row(history: History, setting: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def write_pilot(path: str | os.PathLike, rows: Sequence[Mapping[str, Any]], about: Mapping[str, Any]) -> Path:
-    """Write pilot-grid rows and what produced them to a JSON file (the format :func:`read_pilot` reads).
-
-    Parameters
-    ----------
-    path : path-like
-        The JSON file.
-    rows : sequence of mappings
-        Rows of :data:`PILOT_COLUMNS` (a missing column is written as null).
-    about : mapping
-        Where the rows come from: at least ``machine``, ``nhtlab`` (the version) and ``command``.
-
-    Returns
-    -------
-    Path
-        The file written.
-    """
+    """Write pilot-grid rows and what produced them to a JSON file (the format :func:`read_pilot` reads)."""
     require_type(about, "about", Mapping, owner="write_pilot")
     missing = [k for k in ("machine", "nhtlab", "command") if k not in about]
     if missing:
@@ -401,18 +225,9 @@ def write_pilot(path: str | os.PathLike, rows: Sequence[Mapping[str, Any]], abou
 
 
 def read_pilot(path: str | os.PathLike | None = None) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """Read a pilot-grid file written by :func:`write_pilot`.
+    """Read a pilot-grid file written by :func:`write_pilot`, by default the one saved with nhtlab.
 
-    Parameters
-    ----------
-    path : path-like, optional
-        By default the pilot grid saved with nhtlab (``nhtlab/results/pilot_shortcuts.json``,
-        package data, so a chapter opened in Colab reads it too).
-
-    Returns
-    -------
-    (about, rows) : tuple of dict and list of dict
-        Where the rows come from, and the rows (keys :data:`PILOT_COLUMNS`).
+    Package data (``nhtlab/results/pilot_shortcuts.json``), so that a chapter opened in Colab reads it too.
     """
     if path is None:
         path = resources.files("nhtlab") / "results" / "pilot_shortcuts.json"
