@@ -43,18 +43,9 @@ def _warns(history: History, dropped: int | None) -> str:
 def image_run_rows(runs: Mapping[tuple[str, int], History]) -> list[dict[str, Any]]:
     """One record per digit-border run: the border's steps and fate, the layer order, the warning.
 
-    Parameters
-    ----------
-    runs : mapping (setting, seed) → History
-        The chapter's digit-border runs.
-
-    Returns
-    -------
-    list of dict
-        ``{run, seed, fitted, dropped, border, order, verdict, warning, final conflict_acc}``: ``verdict``
-        from :func:`nhtlab.analysis.layers.contraction_order` over [border fitted, border dropped] (the
-        run's end when it was not dropped); ``warning`` whether ‖θ_L‖²/‖θ_L(0)‖² turned down before the
-        drop (``"warns"``, ``"does not warn"``, ``"no drop"``).
+    ``verdict`` is :func:`~nhtlab.analysis.layers.contraction_order` over [border fitted, border dropped]
+    (the run's end when it was not dropped); ``warning`` says whether ‖θ_L‖²/‖θ_L(0)‖² turned down
+    before the drop.
     """
     require_type(runs, "runs", Mapping, owner="image_run_rows")
     rows = []
@@ -69,23 +60,7 @@ def image_run_rows(runs: Mapping[tuple[str, int], History]) -> list[dict[str, An
 
 def image_readings(rows: list[dict[str, Any]], expected: Mapping[tuple[str, str], str],
                    rule: str = "majority") -> dict[tuple[str, str], Reading]:
-    """Count readings of :func:`image_run_rows` over seeds, one per (setting, field) the text states.
-
-    Parameters
-    ----------
-    rows : list of dict
-        From :func:`image_run_rows`.
-    expected : mapping (setting, field) → str
-        The reading the text states for that setting and field (``("main", "border"): "dropped"``), fixed
-        before the run.
-    rule : {"majority", "all"}
-        What makes a reading a claim over seeds.
-
-    Returns
-    -------
-    dict of (setting, field) → Reading
-        In the order of ``expected``.
-    """
+    """Count readings of :func:`image_run_rows` over seeds, one per (setting, field) the text states."""
     require_type(expected, "expected", Mapping, owner="image_readings")
     out = {}
     for (label, field), want in expected.items():
@@ -95,35 +70,13 @@ def image_readings(rows: list[dict[str, Any]], expected: Mapping[tuple[str, str]
 
 
 def modular_order_rows(orders: Mapping[tuple[float, int], ContractionOrder]) -> list[dict[str, Any]]:
-    """One record per companion run: λ, seed and :meth:`ContractionOrder.to_dict`.
-
-    Parameters
-    ----------
-    orders : mapping (λ, seed) → ContractionOrder
-
-    Returns
-    -------
-    list of dict
-        ``{λ, seed, t_mem, t_end, head_step, first_step, head_lost, first_lost, order, verdict}``.
-    """
+    """One record per companion run: λ, seed and :meth:`ContractionOrder.to_dict`."""
     require_type(orders, "orders", Mapping, owner="modular_order_rows")
     return [{"λ": lam, "seed": seed, **o.to_dict()} for (lam, seed), o in orders.items()]
 
 
 def signal_records(runs: Mapping[str, History]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """The paper's two early-warning signals and the total norm of every run, with the border's events.
-
-    Parameters
-    ----------
-    runs : mapping label → History
-        Digit-border runs.
-
-    Returns
-    -------
-    (records, events) : tuple of lists of dict
-        ``{step, run, signal, value}`` for :func:`nhtlab.book.warning_signals` (‖θ_L‖²/‖θ_L(0)‖²,
-        ‖θ_L‖²/‖θ_1‖², ‖θ‖²/‖θ(0)‖²), and ``{run, event, step}`` for the border fitted and dropped.
-    """
+    """The paper's two early-warning signals and the total norm of every run, with the border's events."""
     require_type(runs, "runs", Mapping, owner="signal_records")
     records, events = [], []
     for label, h in runs.items():
@@ -140,22 +93,7 @@ def signal_records(runs: Mapping[str, History]) -> tuple[list[dict[str, Any]], l
 
 def order_readings(orders: Mapping[tuple[Any, int], ContractionOrder], expected: str = "backward",
                    rule: str = "majority") -> dict[Any, Reading]:
-    """The layer order of every setting counted over its seeds (:func:`nhtlab.book.over_seeds`).
-
-    Parameters
-    ----------
-    orders : mapping (setting, seed) → ContractionOrder
-        One reading per run, e.g. keyed by (λ, seed).
-    expected : str
-        The verdict the text states, fixed before the run (the paper's ``"backward"``).
-    rule : {"majority", "all"}
-        What makes the reading a claim over seeds.
-
-    Returns
-    -------
-    dict of setting → Reading
-        In the order the settings first appear; each ``text()`` reads "backward in k of n seeds (…)".
-    """
+    """The layer order of every setting counted over its seeds (:func:`nhtlab.book.over_seeds`)."""
     require_type(orders, "orders", Mapping, owner="order_readings")
     groups: dict[Any, dict[int, str]] = {}
     for (group, seed), order in orders.items():
@@ -170,15 +108,6 @@ def order_determined(orders: Mapping[Any, ContractionOrder]) -> Check:
     Fails when any reading is ``"undetermined"`` (no shortcut fitted, or neither
     the read-out nor the first layer lost the set share of its T_mem value) or
     when there is no reading at all.
-
-    Parameters
-    ----------
-    orders : mapping of any key → ContractionOrder
-
-    Returns
-    -------
-    Check
-        Passed when no reading is undetermined; the detail counts them.
     """
     require_type(orders, "orders", Mapping, owner="order_determined")
     open_ = [key for key, o in orders.items() if o.verdict == "undetermined"]
@@ -190,21 +119,8 @@ def order_determined(orders: Mapping[Any, ContractionOrder]) -> Check:
 def layer_window_records(history: History, order: ContractionOrder, **constants: Any) -> list[dict[str, Any]]:
     """Tidy rows of each weight layer's norm in the window [T_mem, T_end], for the paper's view.
 
-    Parameters
-    ----------
-    history : History
-        The run ``order`` was read on.
-    order : ContractionOrder
-        From :func:`contraction_order` on ``history``.
-    **constants
-        Added to every row (the run's label…).
-
-    Returns
-    -------
-    list of dict
-        ``{step, layer, normalised, at_mem, contracted, …constants}``: ‖θ_ℓ‖² over its own peak over
-        the run (the paper's view), over its value at T_mem, and whether the layer has contracted by that
-        step. Empty when there is no window.
+    ``normalised`` is ‖θ_ℓ‖² over its own peak over the run (the paper's view), ``at_mem`` over its value
+    at T_mem; empty when there is no window.
     """
     require_type(order, "order", ContractionOrder, owner="layer_window_records")
     if order.t_mem is None:
@@ -225,17 +141,7 @@ def layer_window_records(history: History, order: ContractionOrder, **constants:
 def order_answer(orders: Mapping[Any, ContractionOrder]) -> tuple[str, tuple[str, ...], str]:
     """The answer the runs give to "which layer contracts first?", for :func:`check_prediction`.
 
-    Parameters
-    ----------
-    orders : mapping run → ContractionOrder
-        Every run's reading (e.g. keyed by (λ, seed)).
-
-    Returns
-    -------
-    (answer, choices, why) : tuple
-        The verdict most runs share (one of ``CONTRACTION_VERDICTS``; a tie reads ``"undetermined"``),
-        ``CONTRACTION_VERDICTS``, and a sentence with its count and the median steps after the window opens at which the
-        read-out and the first layer lost their share.
+    The verdict most runs share; a tie reads ``"undetermined"``.
 
     Examples
     --------
@@ -277,20 +183,9 @@ def embedding_scale_readings(default: Mapping[tuple[float, int], History], small
     """Chapter 05's experiment over seeds, per λ: the layer order with embeddings initialised ``scale`` × the default,
     and the delay against the same seed's default run.
 
-    Parameters
-    ----------
-    default, small : mapping (λ, seed) → History
-        The companion runs at the default initialisation and with the token and position embeddings scaled,
-        with the same keys.
-    scale : float
-        The embeddings' scale, for the readings' names.
-
-    Returns
-    -------
-    dict
-        ``("order", λ)`` → the order with small embeddings (stated: ``"backward"``, the hypothesis that
-        large embeddings make the order forward), and ``("delay", λ)`` → the delay against the default run
-        (stated: ``"shorter"``, Omnigrok's prediction that a smaller initial norm shortens it).
+    Stated before the runs: ``("order", λ)`` reads ``"backward"`` (the hypothesis that large embeddings
+    make the order forward), ``("delay", λ)`` reads ``"shorter"`` (Omnigrok: a smaller initial norm
+    shortens it).
     """
     require_type(default, "default", Mapping, owner="embedding_scale_readings")
     require_type(small, "small", Mapping, owner="embedding_scale_readings")
@@ -313,14 +208,6 @@ def embedding_scale_report(default: Mapping[tuple[float, int], History], small: 
                            readings: Mapping[tuple[str, float], Reading]) -> Markdown:
     """The experiment as Markdown: each run's T_mem, T_grok and order at both scales, the readings over seeds, and
     the sentence the chapter's explanation rests on, decided by the runs.
-
-    Parameters
-    ----------
-    default, small : mapping (λ, seed) → History
-        As for :func:`embedding_scale_readings`.
-    readings : mapping
-        :func:`embedding_scale_readings`. The hypothesis holds where the order with small embeddings is
-        backward in a strict majority of seeds: at every λ, at some, or at none (it failed).
     """
     require_type(readings, "readings", Mapping, owner="embedding_scale_report")
     rows = []
@@ -348,24 +235,7 @@ def embedding_scale_report(default: Mapping[tuple[float, int], History], small: 
 
 
 def window_records(runs: Mapping[str, History], border: bool = False) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """What :func:`nhtlab.book.contraction_curves` draws: every run's layers in its window, and its events.
-
-    Parameters
-    ----------
-    runs : mapping label → History
-        Companion runs (the window is [T_mem, T_grok] of :func:`~nhtlab.analysis.events.find_events`) or,
-        with ``border``, digit-border runs (the window is [border fitted, border dropped] of
-        :func:`~nhtlab.analysis.events.border_times`).
-    border : bool
-        Read the window off the border instead of the accuracies.
-
-    Returns
-    -------
-    (records, events) : tuple of lists of dict
-        :func:`layer_window_records` of every run (``run`` = its label), and ``{run, event, step}`` for the
-        window's two ends that happened (``T_mem``/``T_grok`` or ``border fitted``/``border dropped``; the
-        end's name is drawn left of its rule, ``align`` ``"right"``).
-    """
+    """What :func:`nhtlab.book.contraction_curves` draws: every run's layers in its window, and its events."""
     require_type(runs, "runs", Mapping, owner="window_records")
     records, events = [], []
     for label, h in runs.items():
@@ -462,20 +332,7 @@ def order_summary(readings: Mapping[Any, Reading]) -> Markdown:
 
 def layer_findings(modular: Mapping[Any, Reading], small: Mapping[tuple[str, float], Reading],
                    images: Mapping[tuple[str, str], Reading], scale: float) -> Markdown:
-    """Chapter 05's "What we found" box, every sentence counted from the runs' readings.
-
-    Parameters
-    ----------
-    modular : mapping setting → Reading
-        :func:`order_readings` of the companion runs.
-    small : mapping
-        :func:`embedding_scale_readings`.
-    images : mapping (setting, field) → Reading
-        :func:`image_readings` with ``("main", "border")``, ``("control", "border")``, ``("main", "verdict")``
-        and ``("main", "warning")``.
-    scale : float
-        The embeddings' scale of the experiment.
-    """
+    """Chapter 05's "What we found" box, every sentence counted from the runs' readings."""
     held = [key for key, r in modular.items() if r.holds]
     orders = [r for (what, _), r in small.items() if what == "order"]
     delays = [r for (what, _), r in small.items() if what == "delay"]

@@ -96,19 +96,7 @@ def _grokked(histories: Sequence[History]) -> list[tuple[History, Any]]:
 def fit_eta_method(method: str, calibration: Sequence[History], coverage: float = ETA_COVERAGE) -> Predictor:
     """Fit ``method`` on calibration runs; returns ``predict(history, events, step) → T̂_grok or None`` (unfloored).
 
-    Parameters
-    ----------
-    method : one of :data:`ETA_METHODS`
-    calibration : sequence of History
-        Runs of other settings than those it will forecast (at least one that grokked).
-    coverage : float
-        Passed to :func:`calibrate_eta` (the rate ETA's own interval is not used here).
-
-    Returns
-    -------
-    callable
-        Only the history up to ``step`` is read by the ETAs and ``loss_rise``; the baselines read ``T_mem`` and
-        the setting.
+    The ETAs and ``loss_rise`` read the history up to ``step`` only; the baselines read ``T_mem`` and the setting.
     """
     if method not in ETA_METHODS:
         raise ValueError(f"The 'method' parameter of fit_eta_method must be one of {ETA_METHODS}. Got {method!r} instead.")
@@ -192,11 +180,6 @@ def wilson_interval(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
 def leave_one_out_splits(grid: Sequence[Setting], off_grid: Sequence[Setting] = ()) -> list[dict[str, Any]]:
     """The design's splits: each grid setting forecast from the others, each off-grid one from the whole grid.
 
-    Returns
-    -------
-    list of dict
-        ``split`` ("leave-one-out" or "off-grid"), ``forecast`` (a setting), ``calibrate`` (settings).
-
     Raises
     ------
     ValueError
@@ -245,25 +228,8 @@ def forecast_rows(histories: Sequence[History], grid: Sequence[Setting], off_gri
                   methods: Sequence[str] = ETA_METHODS) -> list[dict[str, Any]]:
     """Every forecast of the design: one row per split, forecast run, cut and method.
 
-    Parameters
-    ----------
-    histories : sequence of History
-        Runs of the grid and off-grid settings (``lr``, ``weight_decay``, ``seed`` in their configs).
-    grid, off_grid : sequence of (η, λ)
-        See :func:`leave_one_out_splits`. A run of another setting is never used.
-    coverage : float
-        The intervals' stated coverage.
-    fractions : sequence of float
-        The cuts, as fractions of each forecast run's plateau.
-    methods : sequence of str
-        From :data:`ETA_METHODS`.
-
-    Returns
-    -------
-    list of dict
-        ``split``, ``eta``, ``lam``, ``seed``, ``method``, ``fraction``, ``step`` (the cut), ``t_mem``,
-        ``t_grok`` (true), ``forecast`` (floored at ``step``; None: no forecast), ``error`` (forecast − truth),
-        ``low``, ``high``, ``covered``; calibrated only on the split's ``calibrate`` settings.
+    Each split calibrates only on its ``calibrate`` settings; a run of another setting is never used.
+    ``forecast`` is floored at the cut's step (None: no forecast).
     """
     require_real(coverage, "coverage", low=0.0, high=1.0, low_open=True, high_open=True, owner="forecast_rows")
     groups = _by_setting(histories)
@@ -301,21 +267,7 @@ def _median_abs(rows: Sequence[Mapping[str, Any]]) -> float | None:
 
 
 def error_table(rows: Sequence[Mapping[str, Any]], split: str | None = None) -> list[dict[str, Any]]:
-    """Median absolute error (steps) per cut and method, with the runs each rests on.
-
-    Parameters
-    ----------
-    rows : sequence of dict
-        From :func:`forecast_rows`.
-    split : str, optional
-        Only that split's rows ("leave-one-out", "off-grid"); all by default.
-
-    Returns
-    -------
-    list of dict
-        Per fraction: ``fraction``, ``n`` (forecast runs), then per method its median absolute error and,
-        for a method forecasting fewer runs (``companion_fit``: η = 10⁻³ only), ``n_<method>``.
-    """
+    """Median absolute error (steps) per cut and method, with the runs each rests on."""
     rows = [r for r in rows if split is None or r["split"] == split]
     methods = [m for m in ETA_METHODS if any(r["method"] == m for r in rows)]
     out = []
@@ -336,11 +288,7 @@ def coverage_table(rows: Sequence[Mapping[str, Any]], method: str = "eta", cover
                    split: str | None = None) -> list[dict[str, Any]]:
     """Measured coverage per cut of ``method``'s conformal interval: ``k of n``, the rate, its Wilson 95% interval.
 
-    Returns
-    -------
-    list of dict
-        ``fraction``, ``stated``, ``covered`` ("k of n"), ``coverage``, ``wilson_low``, ``wilson_high``,
-        ``median_width`` (steps; an infinite half-width, too few calibration scores, counts as infinite).
+    An infinite half-width (too few calibration scores) counts as infinite in ``median_width``.
     """
     out = []
     picked = [r for r in rows if r["method"] == method and r["covered"] is not None
@@ -378,25 +326,8 @@ def off_grid_verdict(rows: Sequence[Mapping[str, Any]], fraction: float = ETA_SH
     its median absolute error is below every baseline's on the runs both forecast, and its interval's
     measured coverage is within ``tolerance`` of ``coverage`` at every cut.
 
-    Parameters
-    ----------
-    rows : sequence of dict
-        From :func:`nhtlab.book.off_grid_eta.forecast_rows`.
-    fraction : float
-        The cut the error comparison reads.
-    tolerance : float
-        Allowed gap between measured and stated coverage, at every cut.
-    coverage : float
-        The stated coverage.
-    method : str
-        The candidate (the design's ETA by default).
-
-    Returns
-    -------
-    OffGridVerdict
-        The check (``name``, ``passed``, ``detail``), ``winner`` (the method of least median absolute error at
-        ``fraction`` over all runs, among those that forecast every run; a baseline on a tie), ``best_baseline`` (the same among
-        the baselines), ``offer`` (what the Monitor should offer: ``method`` if it passed, else the best baseline).
+    ``winner`` is the method of least median absolute error at ``fraction`` among those that forecast
+    every run (a baseline on a tie); ``offer`` is ``method`` if it passed, else the best baseline.
     """
     name = (f"{'the ETA' if method == 'eta' else method} beats every baseline at {fraction:.0%} of the plateau off "
             f"the grid, coverage within "
@@ -431,32 +362,7 @@ def off_grid_verdict(rows: Sequence[Mapping[str, Any]], fraction: float = ETA_SH
 def off_grid_evaluation(histories: Sequence[History], grid: Sequence[Setting], off_grid: Sequence[Setting] = (),
                         profile: str = "book", coverage: float = ETA_COVERAGE,
                         no_grok: Sequence[History] = ()) -> dict[str, Any]:
-    """The off-grid evaluation as ``scripts/evaluate_eta.py`` saves it and :func:`nhtlab.book.eta_report` renders it.
-
-    Parameters
-    ----------
-    histories : sequence of History
-        The design's runs.
-    grid, off_grid : sequence of (η, λ)
-        See :func:`leave_one_out_splits`.
-    profile : str
-        The label the record carries.
-    coverage : float
-        The intervals' stated coverage.
-    no_grok : sequence of History, optional
-        Runs that should never warn (:func:`monitor_readings`).
-
-    Returns
-    -------
-    dict
-        ``design`` ("off-grid"), ``profile``, ``nhtlab``, ``grid``, ``off_grid``, ``runs`` (per setting:
-        trained, grokked), ``errors`` (:func:`error_table`, all forecasts), ``errors_by_split``,
-        ``coverage`` (:func:`coverage_table` of the ETA), ``coverage_baseline`` (of ``law_scaled``),
-        ``verdict`` (:meth:`OffGridVerdict.record` of :func:`off_grid_verdict`), ``coverage_loss_rise`` and
-        ``verdict_loss_rise`` (the same for
-        ``loss_rise``), ``warnings`` and ``regimes``
-        (:func:`monitor_readings` on the design's runs and ``no_grok``) and ``rows`` (every forecast).
-    """
+    """The off-grid evaluation as ``scripts/evaluate_eta.py`` saves it and :func:`nhtlab.book.eta_report` renders it."""
     rows = forecast_rows(histories, grid, off_grid, coverage)
     groups = _by_setting(histories)
     runs = [{"eta": s[0], "lam": s[1], "split": "off-grid" if s in {_key(o) for o in off_grid} else "grid",
@@ -486,23 +392,7 @@ def monitor_readings(histories: Sequence[History], no_grok: Sequence[History] = 
     :func:`nhtlab.analysis.early_warnings.evaluate_warnings`'s ``train_loss`` signal (the Monitor's
     ``GROK_WARNING_SIGNAL``), the online regime is :func:`nhtlab.training.monitor.online_regime`, read at
     each cut of the plateau and at the end, against :func:`nhtlab.analysis.regimes.diagnose_regime` on
-    the finished run.
-
-    Parameters
-    ----------
-    histories : sequence of History
-        Runs expected to grok (a run that does not counts as missing for the warning).
-    no_grok : sequence of History
-        Runs that should never warn; a run among them that groks within its budget is moved to ``histories``.
-    fractions : sequence of float
-        Cuts of the plateau at which the online regime is read.
-
-    Returns
-    -------
-    dict
-        ``warnings`` (every signal's record; ``train_loss`` is the Monitor's), ``regimes`` (one row per
-        finished verdict: ``diagnosed``, ``runs``, and the online regime at each cut and at the end as
-        ``"k of n"`` agreeing with the diagnosis, with the calls made), ``moved`` (no-grok runs that grokked).
+    the finished run. A ``no_grok`` run that groks within its budget is moved to ``histories`` (``moved``).
     """
     grokked_weak = [h for h in no_grok if find_events(h).grokked]
     never = [h for h in no_grok if not find_events(h).grokked]
