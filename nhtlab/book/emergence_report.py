@@ -1,15 +1,9 @@
 """The emergence chapter's two links reported: the checks it asserts and the readings it shows over seeds.
 
-:mod:`nhtlab.analysis.emergence` turns runs over model sizes into rows
-(:func:`~nhtlab.analysis.emergence.scale_table`) and per-size medians
-(:func:`~nhtlab.analysis.emergence.size_summary`). The chapter tests two links:
-
-* the law's link, asserted: across sizes the delay follows the norm gap, run by run
-  (:func:`check_law_link`), on enough sizes that generalised (:func:`check_sizes_generalise`);
-* the hypothesis's link, shown and never asserted: does the norm gap shrink as the model
-  grows? :func:`trend_records` gives, per quantity, the difference between the largest and
-  the smallest size against the seed spread, and the direction read on each seed
-  (:func:`direction_by_seed`, counted with :func:`~nhtlab.book.claims.over_seeds`).
+The law's link is asserted: across sizes the delay follows the norm gap, run by run
+(:func:`check_law_link`), on enough sizes that generalised. The hypothesis's link (does the norm gap
+shrink as the model grows?) is shown and never asserted: :func:`trend_records` sets the difference
+between the largest and the smallest size against the seed spread, and reads the direction per seed.
 """
 
 from __future__ import annotations
@@ -37,15 +31,7 @@ TREND_CHOICES = ("grows", "shrinks", "no clear change")
 def law_link(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """Spearman's rank correlation of each run's log(V_mem/V_grok) and its delay, over the runs that generalised.
 
-    Parameters
-    ----------
-    rows : sequence of dict
-        :func:`~nhtlab.analysis.emergence.scale_table` rows (``log_gap``, ``delay``).
-
-    Returns
-    -------
-    dict
-        ``runs`` (that generalised with a gap) and ``correlation`` (NaN with fewer than 3 runs).
+    The correlation is NaN with fewer than 3 runs.
 
     Examples
     --------
@@ -61,18 +47,7 @@ def law_link(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
 def check_law_link(rows: Sequence[Mapping[str, Any]], at_least: float = 0.5) -> Check:
     """The delay follows the norm gap: rank correlation of log gap and delay ≥ ``at_least``.
 
-    Parameters
-    ----------
-    rows : sequence of dict
-        :func:`~nhtlab.analysis.emergence.scale_table` rows.
-    at_least : float in [-1, 1]
-        Least rank correlation, fixed before the runs.
-
-    Returns
-    -------
-    Check
-        Fails for a sweep in which the delay does not rise with the gap, and with fewer than 3 runs
-        that generalised (the correlation is then NaN).
+    Fails too with fewer than 3 runs that generalised (the correlation is then NaN).
     """
     require_real(at_least, "at_least", -1.0, 1.0, owner="check_law_link")
     link = law_link(rows)
@@ -82,19 +57,7 @@ def check_law_link(rows: Sequence[Mapping[str, Any]], at_least: float = 0.5) -> 
 
 
 def check_sizes_generalise(summary: Sequence[Mapping[str, Any]], at_least: int = 3) -> Check:
-    """At least ``at_least`` sizes have a run that generalised within the step limit.
-
-    Parameters
-    ----------
-    summary : sequence of dict
-        :func:`~nhtlab.analysis.emergence.size_summary` rows (``size``, ``grokked``).
-    at_least : int
-        Least number of sizes.
-
-    Returns
-    -------
-    Check
-    """
+    """At least ``at_least`` sizes have a run that generalised within the step limit."""
     require_int(at_least, "at_least", low=1, owner="check_sizes_generalise")
     rows = require_rows(summary, "summary", "check_sizes_generalise")
     sizes = [r["size"] for r in rows if r["grokked"]]
@@ -106,21 +69,8 @@ def direction_by_seed(rows: Sequence[Mapping[str, Any]], key: str,
                       sizes: tuple[Any, Any] | None = None) -> dict[int, str | None]:
     """Seed → whether ``key`` is larger at the largest size than at the smallest (both with a value).
 
-    Parameters
-    ----------
-    rows : sequence of dict
-        :func:`~nhtlab.analysis.emergence.scale_table` rows (``size``, ``seed``, ``key``).
-    key : str
-        The quantity, e.g. ``"log_gap"``, ``"delay"``, ``"T_mem"``.
-    sizes : (smallest, largest), optional
-        The two sizes every seed is compared at (:func:`trend_records` passes the two its difference reads, so
-        the seeds and the difference read the same data); by default each seed's own smallest and largest
-        size with a value.
-
-    Returns
-    -------
-    dict
-        ``"grows"``, ``"shrinks"`` or ``"flat"`` per seed; None for a seed without a value at both sizes.
+    ``sizes`` fixes the two sizes (:func:`trend_records` passes the two its difference reads, so that the
+    seeds and the difference read the same data); by default each seed's own smallest and largest.
 
     Examples
     --------
@@ -154,22 +104,7 @@ def trend_records(rows: Sequence[Mapping[str, Any]], keys: Mapping[str, str],
                   expected: str = "shrinks") -> list[dict[str, Any]]:
     """Per quantity, its change from the smallest to the largest size against the seed spread, and over seeds.
 
-    Parameters
-    ----------
-    rows : sequence of dict
-        :func:`~nhtlab.analysis.emergence.scale_table` rows.
-    keys : mapping
-        Quantity label → row key, e.g. ``{"log gap": "log_gap", "delay": "delay"}``.
-    expected : str
-        The direction the hypothesis predicts, counted over seeds.
-
-    Returns
-    -------
-    list of dict
-        ``quantity``, ``widths`` (``"32 → 128"``: the smallest and the largest size with a value, which both
-        the difference and the seeds read), ``difference, seed spread, verdict`` (``"within seed noise"``,
-        ``"shrinks"`` or ``"grows"`` with size; None below two sizes with a value) and ``seeds``, the
-        direction of each seed with a value at both of those sizes, counted against ``expected``.
+    ``verdict`` is ``"within seed noise"``, ``"shrinks"`` or ``"grows"`` (None below two sizes with a value).
     """
     require_type(keys, "keys", Mapping, owner="trend_records")
     rows = require_rows(rows, "rows", "trend_records")
@@ -195,25 +130,8 @@ def trend_answer(trends: Sequence[Mapping[str, Any]], quantity: str) -> tuple[st
 
     Read from :func:`trend_records`: ``"grows"`` or ``"shrinks"`` when the difference between the
     medians at the largest and the smallest size exceeds the seed spread, else ``"no clear change"``
-    (also when fewer than two sizes have a value, which the explanation says).
-
-    Parameters
-    ----------
-    trends : sequence of dict
-        Rows of :func:`trend_records`.
-    quantity : str
-        The row's ``quantity`` label, e.g. ``"log gap"``.
-
-    Returns
-    -------
-    (answer, choices, why) : tuple
-        One of :data:`TREND_CHOICES`, :data:`TREND_CHOICES`, and the difference against the
-        seed spread with the direction on each seed, for :func:`nhtlab.book.check_prediction`.
-
-    Raises
-    ------
-    ValueError
-        Naming ``quantity`` when no row has it.
+    (also when fewer than two sizes have a value, which the explanation says). Raises ValueError naming
+    ``quantity`` when no row has it.
 
     Examples
     --------
@@ -263,18 +181,6 @@ def _median(values: list[float]) -> float | None:
 def width_rows(rows: Sequence[Mapping[str, Any]], budget: int) -> list[dict[str, Any]]:
     """Per width: how many seeds generalised, the medians of the norm gap log(V_mem/V_grok), the delay and the
     law's delay over those that did, and the share that generalised within ``budget``.
-
-    Parameters
-    ----------
-    rows : sequence of dict
-        :func:`~nhtlab.analysis.emergence.scale_table` rows.
-    budget : int
-        The training budget the share is read at.
-
-    Returns
-    -------
-    list of dict
-        ``size, generalised ("k of n"), gap, delay, law, T_mem, V_mem, V_grok, within``.
 
     Examples
     --------
@@ -335,15 +241,6 @@ def trend_reading(rows: Sequence[Mapping[str, Any]], key: str = "log_gap", name:
 def emergence_findings(rows: Sequence[Mapping[str, Any]], trends: Sequence[Mapping[str, Any]], budget: int) -> Markdown:
     """Chapter 07's "What we found" box: the law's link, the gap's and the delay's direction with width, and what
     the budget shows, each from the run.
-
-    Parameters
-    ----------
-    rows : sequence of dict
-        :func:`~nhtlab.analysis.emergence.scale_table` rows.
-    trends : sequence of dict
-        :func:`trend_records` with ``"norm gap"`` and ``"delay"`` quantities.
-    budget : int
-        The budget the apparent threshold is read at.
     """
     rows = require_rows(rows, "rows", "emergence_findings")
     link = law_link(rows)

@@ -1,12 +1,8 @@
 """Text built from the run: Markdown that a chapter displays instead of typing a number into its prose.
 
-A chapter's Markdown cells state what the checks assert and never quote a measured
-number. Sentences and tables that report a run are built in a code cell from the run's
-own records and displayed with :func:`md` or :func:`table`. The output is a
-``text/markdown`` display, which Jupyter, Colab and the built HTML book all render
-(myst-nb renders it as Markdown; Colab shows ``{glue:text}`` roles raw, which is why
-the book does not use glue). Tag such a cell ``remove-input`` so the HTML shows the
-sentence, not the code that wrote it.
+The output is a ``text/markdown`` display, which Jupyter, Colab and the built HTML book all render
+(Colab shows ``{glue:text}`` roles raw, which is why the book does not use glue). Tag such a cell
+``remove-input`` so the HTML shows the sentence, not the code that wrote it.
 
 >>> md("T_grok = **{:,}**".format(2100))
 T_grok = **2,100**
@@ -44,13 +40,7 @@ def require_rows(rows: Sequence[Mapping[str, Any]], name: str, owner: str) -> li
 
 
 class Markdown(str):
-    """A string that notebooks display as rendered Markdown (``text/markdown``), and prints as itself.
-
-    Parameters
-    ----------
-    object : str
-        The Markdown text (``Markdown(text)``, as ``str(text)``).
-    """
+    """A string that notebooks display as rendered Markdown (``text/markdown``), and prints as itself."""
 
     def _repr_markdown_(self) -> str:
         return str(self)
@@ -60,18 +50,7 @@ class Markdown(str):
 
 
 def md(text: str) -> Markdown:
-    """Markdown built from the run, dedented, for display in a chapter.
-
-    Parameters
-    ----------
-    text : str
-        Markdown, usually an f-string over the run's records.
-
-    Returns
-    -------
-    Markdown
-        Displayed as rendered Markdown by Jupyter, Colab and the HTML book.
-    """
+    """Markdown built from the run, dedented, for display in a chapter."""
     require_type(text, "text", str, owner="md")
     return Markdown(textwrap.dedent(text).strip("\n"))
 
@@ -79,21 +58,8 @@ def md(text: str) -> Markdown:
 def evidence(title: str, *parts: str) -> Markdown:
     """Evidence behind a lesson's statement, in a block the reader opens with one click.
 
-    A lesson page shows the question, the figures and what the runs show; the per-run tables,
-    closing checks and audits that make it true are still computed and asserted from the same
-    run, but sit closed under "How we know: ``title``" (an HTML ``<details>`` block, which
-    Jupyter, Colab and the built book all render, with the Markdown ``parts`` inside).
-
-    Parameters
-    ----------
-    title : str
-        What the block holds, in a few words ("every seed's events").
-    *parts : str
-        Markdown (sentences, :func:`table` outputs), shown one after another when opened.
-
-    Returns
-    -------
-    Markdown
+    The per-run tables, closing checks and audits sit closed under "How we know: ``title``" (an HTML
+    ``<details>`` block, which Jupyter, Colab and the built book all render).
 
     Examples
     --------
@@ -116,23 +82,7 @@ def evidence(title: str, *parts: str) -> Markdown:
 
 
 def what_we_found(*points: str) -> Markdown:
-    """A chapter's takeaway: a short "What we found" box of sentences built from its runs (k of n).
-
-    Parameters
-    ----------
-    *points : str
-        One sentence each (Markdown), written from the run's own readings; at least one.
-
-    Returns
-    -------
-    Markdown
-        A tip-styled box (an HTML ``div`` with the theme's admonition classes) holding the points as a list.
-
-    Raises
-    ------
-    ValueError
-        With no point, or an empty one.
-    """
+    """A chapter's takeaway: a "What we found" box of sentences built from its runs (ValueError on none or an empty one)."""
     if not points:
         raise ValueError("what_we_found: give at least one point (a sentence built from the run)")
     for i, point in enumerate(points):
@@ -146,18 +96,6 @@ def what_we_found(*points: str) -> Markdown:
 
 def cell(value: Any, fmt: str | None = None) -> str:
     """One table cell: ``fmt.format(value)``, ``—`` for None, and ``|`` escaped.
-
-    Parameters
-    ----------
-    value : any
-        The value; None (no value) renders as an em dash.
-    fmt : str, optional
-        A format string such as ``"{:,}"`` or ``"{:.2f}"``; ``str(value)`` without it.
-
-    Returns
-    -------
-    str
-        The cell's text.
 
     Examples
     --------
@@ -174,21 +112,8 @@ def table(records: Iterable[Mapping[str, Any]], columns: Sequence[str] | None = 
           formats: Mapping[str, str] | None = None, headers: Mapping[str, str] | None = None) -> Markdown:
     """A Markdown table of records (one row per record), for results a reader reads.
 
-    Parameters
-    ----------
-    records : iterable of mappings
-        One mapping per row; a missing key renders as ``—``.
-    columns : sequence of str, optional
-        Keys to show, in order; by default every key of any record, in first-seen order.
-    formats : mapping, optional
-        Column → format string (``"{:,}"``, ``"{:.3f}"``); with explicit ``columns``, each must be shown.
-    headers : mapping, optional
-        Column → header text, when the header differs from the key.
-
-    Returns
-    -------
-    Markdown
-        The table; an empty record list gives ``*(no rows)*``.
+    Columns default to every key in first-seen order; a missing key renders as ``—`` and no records as
+    ``*(no rows)*``. With explicit ``columns``, every key of ``formats`` must be shown.
     """
     rows = list(records)
     for i, row in enumerate(rows):
@@ -288,22 +213,8 @@ def _monitor_tables(saved: Mapping[str, Any]) -> str:
 def eta_report(saved: Mapping[str, Any] | str, off_grid: bool = False) -> Markdown:
     """The saved ETA and early-warning evaluation (:func:`nhtlab.book.held_out_eta.saved_evaluation`) as Markdown.
 
-    Parameters
-    ----------
-    saved : mapping or {"quick", "book", "full"}
-        The JSON ``scripts/evaluate_eta_seeds.py`` wrote (split, ``eta`` records, ``verdict``, ``warnings``)
-        or ``scripts/evaluate_eta.py``'s off-grid record (``design`` "off-grid": error table per cut of the ETA
-        and the three baselines, coverage per cut with ``n``, the verdict), or the profile whose evaluation
-        saved with nhtlab to render.
-    off_grid : bool
-        With a profile: render its off-grid record rather than the held-out-seed one.
-
-    Returns
-    -------
-    Markdown
-        The split and versions, the forecast table, the shipping verdict (and, when it fails, that no ETA is
-        offered), and the warnings table; for a profile whose evaluation is not saved, a line that says so
-        and names the command that makes it.
+    ``saved`` is a saved record or a profile name; for a profile whose evaluation is not saved, a line
+    that says so and names the command that makes it.
     """
     if isinstance(saved, str):
         profile, saved = saved, saved_evaluation(saved, off_grid)
@@ -338,17 +249,6 @@ def eta_report(saved: Mapping[str, Any] | str, off_grid: bool = False) -> Markdo
 def pilot_summary(about: Mapping[str, Any], rows: Sequence[Mapping[str, Any]]) -> Markdown:
     """Chapter 06's pilot grid (:func:`~nhtlab.book.shortcut_report.read_pilot`): a sentence naming the
     settings whose border was fitted and then dropped, and the table (without ``otherwise`` and ``seed``).
-
-    Parameters
-    ----------
-    about : mapping
-        Where the rows come from (``machine``, ``nhtlab``, ``note``).
-    rows : sequence of dict
-        The pilot grid's rows.
-
-    Returns
-    -------
-    Markdown
     """
     escaped = [r for r in rows if r["dropped"] is not None]
     listed = "; ".join(f"{r['task']}, contrast {r['contrast']:g}, ρ = {r['rho']:g}, λ = {r['lam']:g}: fitted at "
