@@ -43,19 +43,6 @@ USED_SHARE = 0.95
 def cnn_runs(images: ImageData, config: TrainConfig, channels: Sequence[int]) -> dict[str, History]:
     """The chapter's three CNN settings (:func:`~nhtlab.book.dlr_report.cnn_settings`), each trained with a
     :class:`~nhtlab.training.dlr_tracker.DLRTracker` on its own training images and labels.
-
-    Parameters
-    ----------
-    images : ImageData
-    config : TrainConfig
-        The training; its ``seed`` seeds each model's initialisation and the label shuffle.
-    channels : sequence of int
-        SimpleCNN's six channel counts.
-
-    Returns
-    -------
-    dict
-        Setting name → History (DLR, its terms and NC1 at every evaluation).
     """
     require_type(config, "config", TrainConfig, owner="cnn_runs")
     runs = {}
@@ -70,16 +57,7 @@ def cnn_runs(images: ImageData, config: TrainConfig, channels: Sequence[int]) ->
 def features_used(utilisation: Sequence[float], share: float = USED_SHARE) -> int | None:
     """The smallest k whose top-k eigenfunctions express ``share`` of the outputs' energy (Π̂(k) ≥ share).
 
-    Parameters
-    ----------
-    utilisation : sequence of float
-        The cumulative utilisation Π̂(1), Π̂(2), … (:class:`nhtlab.measures.spectra.Spectrum`).
-    share : float in (0, 1]
-
-    Returns
-    -------
-    int or None
-        None when the kept eigenpairs never reach ``share``.
+    None when the kept eigenpairs never reach ``share``.
     """
     share = require_real(share, "share", 0.0, 1.0, low_open=True, owner="features_used")
     return next((k + 1 for k, u in enumerate(utilisation) if u >= share), None)
@@ -89,29 +67,7 @@ def lr_run(images: ImageData, lr: float, seed: int, *, channels: Sequence[int], 
            **training: Any) -> dict[str, Any]:
     """Train the chapter's CNN at one learning rate and read DLR, the features used and accuracy at the end.
 
-    Parameters
-    ----------
-    images : ImageData
-        The digits as RGB images (:func:`nhtlab.digits`).
-    lr : float > 0
-        AdamW's learning rate (constant).
-    seed : int
-        Seeds the initialisation and the minibatches.
-    channels : sequence of int
-        SimpleCNN's six channel counts.
-    steps : int
-        Training steps; one evaluation, at the end.
-    norm : str
-        SimpleCNN's normalisation.
-    **training
-        Further :class:`~nhtlab.training.loop.TrainConfig` fields (``weight_decay``, ``batch_size``, …);
-        an ``eval_every`` among them is replaced.
-
-    Returns
-    -------
-    dict
-        ``lr``, ``seed``, ``dlr``, ``used`` (:func:`features_used`), ``pr``, ``train_acc``, ``test_acc``,
-        ``cpu_s`` (CPU seconds of training and measuring).
+    An ``eval_every`` among ``training`` is replaced: one evaluation, at the end.
     """
     require_type(images, "images", ImageData, owner="lr_run")
     lr = require_real(lr, "lr", 0.0, None, low_open=True, owner="lr_run")
@@ -147,15 +103,6 @@ def lr_readings(records: Sequence[Mapping[str, Any]]) -> list[Reading]:
     (a) the best-accuracy rate has the lowest DLR; (b) the smallest rate has a higher DLR than the
     best-accuracy rate (lazier); (c) the smallest rate uses more features than the best-accuracy rate.
     Where the smallest rate is the best one, (b) and (c) read ``"best is smallest"``.
-
-    Parameters
-    ----------
-    records : sequence of dict
-        :func:`lr_sweep`'s records.
-
-    Returns
-    -------
-    list of Reading
     """
     a, b, c = {}, {}, {}
     for seed, by_lr in _by_seed(records).items():
@@ -176,8 +123,6 @@ def lr_checks(records: Sequence[Mapping[str, Any]]) -> list[Check]:
 
     The best rate is the one of the highest mean test accuracy over the seeds; it brackets when it is
     neither the smallest nor the largest rate of the grid (so "too small" and "too large" are both in it).
-
-    Takes ``records`` (sequence of dict): :func:`lr_sweep`'s records. Returns list of Check.
     """
     finite = all(math.isfinite(r["dlr"]) and math.isfinite(r["test_acc"]) for r in records)
     mean = {lr: sum(r["test_acc"] for r in records if r["lr"] == lr) / sum(r["lr"] == lr for r in records)

@@ -84,27 +84,8 @@ def check_answer(answer: float | None, expected: float, rel_tol: float = 0.05, w
 def check_prediction(guess: str | None, answer: str, choices: tuple[str, ...] | list[str], why: str) -> Feedback:
     """Compare a reader's prediction with what the run found, and say why the run came out so.
 
-    Parameters
-    ----------
-    guess : str or None
-        The reader's prediction, one of ``choices``; None until they make one (the rendered book's
-        case: the answer is then hidden until clicked).
-    answer : str
-        What the run found, one of ``choices``; read from the run, never typed.
-    choices : sequence of str
-        The possible answers, as the question offers them.
-    why : str
-        The explanation, built from the run's own numbers.
-
-    Returns
-    -------
-    Feedback
-        ``unanswered``, ``correct`` or ``wrong``, with the run's answer and ``why``.
-
-    Raises
-    ------
-    ValueError
-        Naming ``guess`` or ``answer`` when it is not one of ``choices``.
+    ``guess`` None (the rendered book's case) hides the answer until clicked. Raises ValueError naming
+    ``guess`` or ``answer`` when it is not one of ``choices``.
 
     Examples
     --------
@@ -164,26 +145,8 @@ def check_function(fn: Callable[..., Any] | None, reference: Callable[..., Any],
     """Run a reader's function beside nhtlab's on the chapter's own inputs, and say what differs.
 
     A code exercise gives the reader a stub that raises ``NotImplementedError``; the chapter still
-    executes ("not written yet"), and the solution sits in a closed block of the page.
-
-    Parameters
-    ----------
-    fn : callable or None
-        The reader's function; None, or one that raises NotImplementedError, is "not written yet".
-    reference : callable
-        nhtlab's function that ``fn`` should agree with.
-    cases : sequence of tuple
-        Positional arguments, one tuple per call, taken from the chapter's own run; at least one.
-    name : str
-        What the exercise calls the function, for the message.
-    rtol, atol : float
-        Tolerances for numbers and arrays (:func:`numpy.allclose`).
-
-    Returns
-    -------
-    Feedback
-        ``unanswered``, ``correct`` (agrees on every case) or ``wrong`` (the first case that differs,
-        and how, or the error the function raised).
+    executes ("not written yet", as for ``fn`` None), and the solution sits in a closed block of the page.
+    Numbers and arrays compare with :func:`numpy.allclose`'s tolerances.
 
     Examples
     --------

@@ -33,22 +33,9 @@ def evaluate_eta(fit: Sequence[History], test: Sequence[History], coverage: floa
                  fractions: Sequence[float] = FRACTIONS) -> list[dict[str, Any]]:
     """Calibrate on ``fit``, then predict each ``test`` run at fractions of its plateau; one record per fraction.
 
-    Parameters
-    ----------
-    fit, test : sequence of History
-        Disjoint sets of runs: constants come from ``fit`` only.
-    coverage : float
-        The interval's stated coverage.
-    fractions : sequence of float
-        Where each test run is cut: ``T_mem + f·(T_grok − T_mem)``.
-
-    Returns
-    -------
-    list of dict
-        Per fraction: ``fraction``, ``n`` (predictions made), ``no_estimate``, ``mae`` (predictor),
-        ``mae_baseline`` (T_mem + the fitting runs' mean delay at the same η and λ; None when no fitting run
-        shares it), ``mae_companion_fit`` (the companion's 1/λ fit, η = 10⁻³ runs only), ``coverage``
-        (measured), ``stated_coverage``, ``median_width``.
+    ``fit`` and ``test`` are disjoint: the constants come from ``fit`` only. ``mae_baseline`` is T_mem +
+    the fitting runs' mean delay at the same η and λ (None when no fitting run shares it);
+    ``mae_companion_fit`` the companion's 1/λ fit (η = 10⁻³ runs only).
     """
     calibration = calibrate_eta(fit, coverage, fractions)
     runs = _plateaus(test)
@@ -82,20 +69,6 @@ def eta_verdict(records: Sequence[Mapping[str, Any]], fraction: float = ETA_SHIP
                 tolerance: float = ETA_COVERAGE_TOLERANCE) -> Check:
     """Whether the ETA may ship: it beats the same-λ baseline at ``fraction`` of the plateau, with coverage
     within ``tolerance`` of its stated level.
-
-    Parameters
-    ----------
-    records : sequence of dict
-        From :func:`evaluate_eta`.
-    fraction : float
-        The cut point the rule reads.
-    tolerance : float
-        Allowed gap between measured and stated coverage.
-
-    Returns
-    -------
-    Check
-        Passed only when every part of the rule holds.
     """
     row = next((r for r in records if math.isclose(r["fraction"], fraction)), None)
     name = f"the ETA beats the baseline at {fraction:.0%} of the plateau, coverage within {tolerance * 100:.0f} points of its stated level"
@@ -114,31 +87,8 @@ def eta_evaluation(histories: Sequence[History], test_seeds: Sequence[int], no_g
 
     Runs whose seed is in ``test_seeds`` are held out: the constants come from the others only
     (:func:`evaluate_eta`), the shipping rule is :func:`eta_verdict`, and the warnings are scored on the
-    held-out runs against ``no_grok`` (:func:`nhtlab.analysis.early_warnings.evaluate_warnings`).
-
-    Parameters
-    ----------
-    histories : sequence of History
-        Companion-style runs with ``seed``, ``lr`` and ``weight_decay`` in their config.
-    test_seeds : sequence of int
-        The held-out seeds; at least one run must be held out and one kept for fitting.
-    no_grok : sequence of History, optional
-        Runs after which no grokking follows within their horizon (false alarms); none by default.
-    profile : str
-        The label the payload carries (``"book"``, ``"full"``, or a chapter's profile).
-    coverage : float
-        The interval's stated coverage.
-
-    Returns
-    -------
-    dict
-        ``profile``, ``nhtlab``, ``fit`` / ``test`` / ``no_grok`` (the split in words), ``eta`` (the records),
-        ``verdict`` (``passed``, ``detail``, ``name``) and ``warnings``: what :func:`nhtlab.book.eta_report` renders.
-
-    Raises
-    ------
-    ValueError
-        When the split leaves no fitting or no held-out run.
+    held-out runs against ``no_grok`` (:func:`nhtlab.analysis.early_warnings.evaluate_warnings`). Raises
+    ValueError when the split leaves no fitting or no held-out run.
     """
     def seeds(hs: Sequence[History]) -> list[int]:
         return sorted({int(h.config["seed"]) for h in hs})
@@ -167,20 +117,8 @@ def eta_evaluation(histories: Sequence[History], test_seeds: Sequence[int], no_g
 def saved_evaluation(profile: str = "book", off_grid: bool = False) -> dict[str, Any] | None:
     """The evaluation ``scripts/evaluate_eta.py --profile PROFILE`` saved with the package, or None.
 
-    Parameters
-    ----------
-    profile : {"quick", "book", "full", "mlp_full_batch", "mlp_minibatch"}
-        Which evaluation: the book's held-out runs, or the companion's Table 3 runs (``full``); the
-        ``mlp_*`` profiles are off-grid only (the second model).
-    off_grid : bool
-        The off-grid evaluation of ``scripts/evaluate_eta.py`` (``eta_offgrid_<profile>.json``, issue 46)
-        instead of the held-out-seed one of ``scripts/evaluate_eta_seeds.py`` (``eta_<profile>.json``).
-
-    Returns
-    -------
-    dict or None
-        The script's JSON (``eta`` records, ``verdict``, ``warnings``, the split and the versions);
-        None when that evaluation has not been run and saved.
+    ``off_grid`` reads ``eta_offgrid_<profile>.json`` (issue 46) instead of the held-out-seed
+    ``eta_<profile>.json``; the ``mlp_*`` profiles are off-grid only (the second model).
     """
     require_choice(profile, "profile", ("quick", "book", "full", "mlp_full_batch", "mlp_minibatch"),
                    owner="saved_evaluation")

@@ -1,13 +1,9 @@
 """What a run kind's shortcut is and how its events are read, so a scorecard needs no domain names.
 
-The NHT paper scores the same six predictions on domains whose shortcuts differ:
-on modular arithmetic the shortcut is the memorised table (fitted at T_mem,
-dropped at T_grok, read by :func:`nhtlab.analysis.events.find_events`); on
-shortcut images it is the border (fitted and dropped as
-:func:`nhtlab.analysis.events.border_times` reads them). :func:`domain_of` maps a
-run to the :class:`Domain` that knows these facts for its kind (the number of
-classes, the worst group's column, how reliance and the regime are read), and
-:func:`score_runs` scores a λ sweep of any kind through it.
+The NHT paper scores the same six predictions on domains whose shortcuts differ: on modular
+arithmetic the shortcut is the memorised table (fitted at T_mem, dropped at T_grok); on shortcut
+images it is the border (fitted and dropped as :func:`nhtlab.analysis.events.border_times` reads
+them). :func:`domain_of` maps a run to the :class:`Domain` that knows these facts for its kind.
 
 >>> from nhtlab.training.shortcut_run import ShortcutRun
 >>> from nhtlab.training.modular_run import ModularRun
@@ -47,72 +43,26 @@ IMAGE_CLASSES = {"digits": 10, "cifar10": 10, "celeba": 2}
 
 @dataclass(frozen=True)
 class Domain:
-    """The facts a scorecard reads off one run kind (subclasses define how its events are found).
-
-    Attributes
-    ----------
-    shortcut : str
-        The shortcut in words ("the memorised table", "the border").
-    num_classes : int
-        Classes of the task (chance level of the separation's reliance).
-    worst_column : str
-        The worst group's accuracy column (P3).
-    """
+    """The facts a scorecard reads off one run kind (subclasses define how its events are found)."""
 
     shortcut: str
     num_classes: int
     worst_column: str
 
     def times(self, history: History) -> tuple[int | None, int | None]:
-        """(step the shortcut is fitted, step it is dropped), None where it never happened.
-
-        Parameters
-        ----------
-        history : History
-
-        Returns
-        -------
-        (fitted, dropped) : tuple of int or None
-        """
+        """(step the shortcut is fitted, step it is dropped), None where it never happened."""
         raise NotImplementedError
 
     def regime(self, history: History) -> str:
-        """The run's regime (weak, intermediate, strong, or an unjudged label).
-
-        Parameters
-        ----------
-        history : History
-
-        Returns
-        -------
-        str
-        """
+        """The run's regime (weak, intermediate, strong, or an unjudged label)."""
         raise NotImplementedError
 
     def separation(self, history: History) -> Separation:
-        """The clean-norm-separation score of the run, from the step the shortcut is fitted.
-
-        Parameters
-        ----------
-        history : History
-
-        Returns
-        -------
-        Separation
-        """
+        """The clean-norm-separation score of the run, from the step the shortcut is fitted."""
         raise NotImplementedError
 
     def delay(self, history: History) -> int | None:
-        """Steps from fitting the shortcut to dropping it (T_grok − T_mem), None when either is missing.
-
-        Parameters
-        ----------
-        history : History
-
-        Returns
-        -------
-        int or None
-        """
+        """Steps from fitting the shortcut to dropping it (T_grok − T_mem), None when either is missing."""
         fitted, dropped = self.times(history)
         return None if fitted is None or dropped is None else dropped - fitted
 
@@ -134,15 +84,7 @@ class MemorisationDomain(Domain):
 
 @dataclass(frozen=True)
 class BorderDomain(Domain):
-    """A shortcut-image run: the cue is fitted and dropped as border_times reads it; regimes by online_regime.
-
-    Attributes
-    ----------
-    fit : float
-        Training accuracy that counts as fitted for the regime (above the cue's ceiling ρ).
-    drop : float
-        Relative contraction of ‖θ‖² below its peak that counts as intermediate.
-    """
+    """A shortcut-image run: the cue is fitted and dropped as border_times reads it; regimes by online_regime."""
 
     fit: float = SHORTCUT_FITTED_ACCURACY
     drop: float = CONTRACTION_DROP
@@ -160,17 +102,7 @@ class BorderDomain(Domain):
 def domain_of(run: TrainConfig, fit: float = SHORTCUT_FITTED_ACCURACY) -> Domain:
     """The :class:`Domain` of a run kind: how its shortcut's events, regime and separation are read.
 
-    Parameters
-    ----------
-    run : ModularRun or ShortcutRun
-    fit : float in (0, 1]
-        Training accuracy that counts as fitted in an image run's regime (the modular rule has its own).
-
-    Returns
-    -------
-    Domain
-        :class:`MemorisationDomain` (classes ``run.p``, worst group ``test_acc``) for a ModularRun,
-        :class:`BorderDomain` (10 classes, CelebA's 2; worst group ``conflict_acc``) for a ShortcutRun.
+    ``fit`` is the training accuracy that counts as fitted in an image run's regime (the modular rule has its own).
     """
     require_real(fit, "fit", 0.0, 1.0, low_open=True, owner="domain_of")
     if isinstance(run, ModularRun):
@@ -197,22 +129,6 @@ def score_runs(runs: Mapping[float, Sequence[TrainConfig]], histories: Mapping[T
     run; P1, P3, P4 and P5 on ``main``, whose shortcut counts as fitted and left as its
     :class:`Domain` reads it (P1 compares ‖θ‖² when it is fitted with ‖θ‖² at the end of the
     run, when it was dropped).
-
-    Parameters
-    ----------
-    runs : mapping λ → sequence of runs
-        The sweep, one run per seed at each λ.
-    histories : mapping run → History
-        Every run's history.
-    main : ModularRun or ShortcutRun
-        The run at the main λ.
-    fit : float
-        Passed to :func:`domain_of`.
-
-    Returns
-    -------
-    dict of str to Check
-        ``"P1 norm ordering"`` … ``"P6 delay scaling"``.
     """
     owner = "score_runs"
     require_type(runs, "runs", Mapping, owner=owner)
@@ -232,26 +148,7 @@ def score_runs(runs: Mapping[float, Sequence[TrainConfig]], histories: Mapping[T
 
 def sweep_records(runs: Mapping[Any, TrainConfig], histories: Mapping[TrainConfig, History], key: str = "λ",
                   fit: float = SHORTCUT_FITTED_ACCURACY, **constants: Any) -> list[dict[str, Any]]:
-    """One table record per run of a shortcut-image sweep: the swept value, its regime, events and accuracies.
-
-    Parameters
-    ----------
-    runs : mapping value → ShortcutRun
-        One run per swept value (λ, ρ, normalisation…).
-    histories : mapping run → History
-    key : str
-        The record key of the swept value.
-    fit : float
-        Passed to :func:`domain_of` for the regime.
-    **constants
-        Put in every record first (e.g. ``domain="border"``).
-
-    Returns
-    -------
-    list of dict
-        ``{**constants, key: value, "regime": …}`` with :func:`~nhtlab.book.shortcut_report.border_record`
-        and :func:`~nhtlab.book.shortcut_report.norm_record` of the run.
-    """
+    """One table record per run of a shortcut-image sweep: the swept value, its regime, events and accuracies."""
     require_type(runs, "runs", Mapping, owner="sweep_records")
     out = []
     for value, run in runs.items():
