@@ -23,14 +23,8 @@ __all__ = ["gap_and_delay", "fraction_threshold", "monitor_chart", "lambda_grid"
 def gap_and_delay(rows: Sequence[dict[str, Any]], law: Sequence[dict[str, Any]], size_title: str = "width") -> alt.VConcatChart:
     """Top: each run's norm gap log(V_mem/V_grok) against size. Bottom: measured delay and the law's curves.
 
-    The two panels share the size axis; the bottom one's legend names the law's curves beside it.
-
-    Parameters
-    ----------
-    rows : records with ``size``, ``seed``, ``log_gap``, ``delay``, ``V_sc`` (V_mem) and ``V_st`` (V_grok)
-        (:func:`nhtlab.analysis.emergence.scale_table`; runs without a gap are left out).
-    law : records with ``size``, ``series`` (e.g. "measured (median)", "law, γ = ηλ"),
-        ``delay``: the curves to draw at the bottom.
+    ``rows`` are :func:`nhtlab.analysis.emergence.scale_table` rows (runs without a gap left out);
+    ``law`` rows ``{size, series, delay}``. The two panels share the size axis.
     """
     runs = [r for r in rows if r.get("log_gap") is not None]
     x = alt.X("size:Q", title=size_title, scale=alt.Scale(type="log", base=2))

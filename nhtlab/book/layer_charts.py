@@ -39,13 +39,8 @@ def warning_signals(records: Sequence[dict[str, Any]], events: Sequence[dict[str
                     accuracy: Sequence[dict[str, Any]] = ()) -> alt.Chart:
     """Early-warning signals against step for one run at a time (dropdown), with event rules.
 
-    Parameters
-    ----------
-    records : rows ``{step, run, signal, value}``; ``value`` is shown on a log axis.
-    events : rows ``{run, event, step}`` drawn as vertical rules (e.g. border fitted, dropped), named.
-    accuracy : rows ``{step, run, value}``, optional: an accuracy in [0, 1] drawn in its own panel above
-        the signals (e.g. the share of conflict images on which the network reads the digit), on the same
-        step axis and for the same run.
+    ``records`` are ``{step, run, signal, value}`` (value on a log axis), ``events`` ``{run, event, step}``;
+    ``accuracy`` rows ``{step, run, value}`` draw an accuracy in [0, 1] in its own panel above.
     """
     run = _lam_param([r["run"] for r in records], name="run", label="run ")
     pick = alt.selection_point(fields=["signal"], bind="legend")
@@ -73,13 +68,7 @@ def warning_signals(records: Sequence[dict[str, Any]], events: Sequence[dict[str
 
 def sweep_lines(records: Sequence[dict[str, Any]], x: str, x_title: str, log_x: bool = False,
                 y_title: str = "final accuracy", title: str = "") -> alt.Chart:
-    """Final values of several test sets against a swept setting (λ, ρ, …).
-
-    Parameters
-    ----------
-    records : rows ``{<x>: value, series: name, value: y}``
-    x : the swept field's name.
-    """
+    """Final values of several test sets against a swept setting (λ, ρ, …): rows ``{<x>: value, series, value}``."""
     pick = alt.selection_point(fields=["series"], bind="legend")
     scale = alt.Scale(type="log") if log_x else alt.Scale(zero=False)
     return alt.Chart(alt.Data(values=list(records))).mark_line(point=True).encode(
@@ -94,10 +83,7 @@ def sweep_lines(records: Sequence[dict[str, Any]], x: str, x_title: str, log_x: 
 def score_bars(records: Sequence[dict[str, Any]], title: str = "clean norm separation (nhtlab's estimator)") -> alt.Chart:
     """Separation scores per domain: bars in [−1, 1], tooltips with φ's drop and the norm's contraction.
 
-    Parameters
-    ----------
-    records : rows ``{domain, score, phi_drop, norm_contraction, defined}``; an undefined score
-        (``score`` None or NaN) draws no bar and reads "undefined" in the label.
+    An undefined score (``defined`` false) draws no bar and reads "undefined" in the label.
     """
     records = [{**r, "score": r["score"] if r.get("defined") else None,
                 "domain": r["domain"] if r.get("defined") else f"{r['domain']} (undefined)"} for r in records]
@@ -115,28 +101,10 @@ def contraction_curves(records: Sequence[dict[str, Any]], share: float,
                        events: Sequence[dict[str, Any]] = ()) -> alt.Chart:
     """Each layer's ‖θ_ℓ‖² in the window [T_mem, T_grok], one run at a time (dropdown).
 
-    A switch shows the norm over the layer's own peak over the run (the NHT paper's
-    view) or over its value at T_mem, where a dashed line marks 1 − ``share``: a
-    layer has contracted where its curve crosses it (filled points). Layers are named
-    in words (:func:`nhtlab.charts.layer_label`), in one legend.
-
-    Parameters
-    ----------
-    records : sequence of dict
-        Rows ``{step, layer, normalised, at_mem, contracted, run}``
-        (:func:`nhtlab.book.layer_report.layer_window_records` concatenated over runs).
-    share : float
-        The share a layer must lose to count as contracted.
-    title : str
-        The chart's title.
-    events : sequence of dict, optional
-        Rows ``{run, event, step}`` (T_mem and T_grok, or the border fitted and dropped), drawn as named
-        dashed rules for the picked run.
-
-    Returns
-    -------
-    alt.Chart
-        A layered Vega-Lite chart with a run dropdown, a view switch and layer selection in the legend.
+    A switch shows the norm over the layer's own peak over the run (the NHT paper's view) or over its
+    value at T_mem, where a dashed line marks 1 − ``share``: a layer has contracted where its curve
+    crosses it (filled points). ``records`` are
+    :func:`~nhtlab.book.layer_report.layer_window_records` rows, ``events`` ``{run, event, step}``.
     """
     if not records:  # no run memorised and grokked (a capped smoke run): say so instead of an empty chart
         note = [{"text": "no run has a window from T_mem to T_grok to show"}]

@@ -35,20 +35,8 @@ PROFILE_NAMES = ("quick", "book", "full")
 def select_profile(profiles: Mapping[str, Mapping[str, Any]], profile: str, **overrides: Any) -> SimpleNamespace:
     """Return the settings of ``profile`` as attributes, with ``overrides`` applied.
 
-    Parameters
-    ----------
-    profiles : mapping
-        ``{"quick": {...}, "book": {...}, "full": {...}}``.
-    profile : {"quick", "book", "full"}
-    **overrides
-        Settings that replace the profile's (each must already exist in it, so a
-        typo fails loudly rather than being ignored).
-
-    Returns
-    -------
-    SimpleNamespace
-        The settings as attributes, plus ``profile`` and ``smoke`` (True when the
-        smoke cap of :mod:`nhtlab.plumbing.smoke` rewrote them).
+    Each override must already exist in the profile, so that a typo fails loudly rather than being
+    ignored; ``smoke`` is True when the smoke cap of :mod:`nhtlab.plumbing.smoke` rewrote them.
     """
     require_type(profiles, "profiles", Mapping, owner="select_profile")
     require_choice(profile, "profile", PROFILE_NAMES, owner="select_profile")

@@ -50,20 +50,6 @@ def stamp(profile: str, settings: Any = None, device: torch.device | str | None 
     Under the smoke cap (:mod:`nhtlab.plumbing.smoke`) the first entry is ``SMOKE RUN``
     with the cap's settings, the text form starts with it and the HTML summary
     shows it in red, so a capped run is never mistaken for a real one.
-
-    Parameters
-    ----------
-    profile : str
-        The chapter's profile (``"quick"``, ``"book"``, ``"full"``).
-    settings : any, optional
-        The profile's settings, recorded as given.
-    device : torch.device or str, optional
-        The device the chapter trains on; :func:`~nhtlab.training.device.pick_device` by default.
-
-    Returns
-    -------
-    Stamp
-        A dict of facts that renders as a collapsed table in HTML.
     """
 
     if device is None:
@@ -88,12 +74,9 @@ def stamp(profile: str, settings: Any = None, device: torch.device | str | None 
 
 
 def cpu_model() -> str:
-    """The CPU's model name as ``lscpu`` shows it (read from ``/proc/cpuinfo``), else :func:`platform.processor`.
+    """The CPU's model name as ``lscpu`` shows it (from ``/proc/cpuinfo``), else :func:`platform.processor`.
 
-    Returns
-    -------
-    str
-        ``"unknown CPU"`` where neither names it.
+    ``"unknown CPU"`` where neither names it.
     """
     try:
         for line in Path("/proc/cpuinfo").read_text(encoding="utf-8").splitlines():

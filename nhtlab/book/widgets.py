@@ -46,19 +46,8 @@ def train_panel(base: ModularRun, weight_decays: tuple[float, ...] = (0.0, 0.1, 
 
     The budget scales with 1/(ηλ) from ``base``'s (:func:`panel_budget`, at most
     :data:`PANEL_BUDGET_CAP` times it), so that a smaller λ gets the time its delay needs; the
-    regime is :func:`~nhtlab.analysis.regimes.diagnose_regime`'s, the rule chapter 02 states.
-
-    Parameters
-    ----------
-    base : ModularRun
-        The chapter's run (its λ > 0 and steps set the budget rule).
-    weight_decays : tuple of float
-        The λ the slider offers.
-
-    Returns
-    -------
-    ipywidgets.VBox or StaticNote
-        The panel in a live kernel, a note in the book build.
+    regime is :func:`~nhtlab.analysis.regimes.diagnose_regime`'s, the rule chapter 02 states. In the
+    book build, a :class:`StaticNote` instead.
     """
     require_type(base, "base", ModularRun, owner="train_panel")
     require_real(base.weight_decay, "base.weight_decay", 0.0, low_open=True, owner="train_panel")
