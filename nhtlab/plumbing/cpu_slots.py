@@ -1,18 +1,13 @@
 """Machine-wide CPU slots: at most N training loops compute at once, across processes.
 
-The book build runs two chapters side by side, and each chapter may start a
-pool of one worker per core; without a limit, three or four training loops
-share two cores. Time-slicing compute-bound loops costs throughput
-(``benchmarks/bench_slots.py`` measures how much on a given machine; its records
-go to the book's measurements page), so the build sets
-``NHTLAB_CPU_SLOTS`` to the number of cores and every training loop holds a
-slot while it runs: a loop that finds none free waits, asleep, for one.
+The book build runs two chapters side by side, each with a pool of one worker per core; without a
+limit, three or four training loops share two cores, and time-slicing compute-bound loops costs
+throughput (``benchmarks/bench_slots.py`` measures how much). So the build sets ``NHTLAB_CPU_SLOTS``
+to the number of cores and every training loop holds a slot while it runs.
 
-Slots are POSIX file locks (``slot-<i>.lock`` in ``NHTLAB_CPU_SLOT_DIR``, by
-default a folder in the temporary directory): the kernel frees a slot when its
-process exits, however it exits. Unset, or where there is no ``fcntl``
-(Windows), :func:`cpu_slot` does nothing. Holding is reentrant per thread, so a
-loop that trains another model inside a slot does not wait on itself.
+Slots are POSIX file locks, so the kernel frees a slot when its process exits, however it exits.
+Unset, or without ``fcntl`` (Windows), :func:`cpu_slot` does nothing. Holding is reentrant per
+thread, so a loop that trains another model inside a slot does not wait on itself.
 """
 
 from __future__ import annotations
@@ -68,20 +63,9 @@ def slot_dir() -> Path:
 def cpu_slot(slots: int | None = None, directory: str | os.PathLike | None = None) -> Iterator[int | None]:
     """Hold one of ``slots`` machine-wide CPU slots while the block runs.
 
-    Parameters
-    ----------
-    slots : int >= 1, optional
-        How many blocks may hold a slot at once, over every process that uses
-        the same ``directory``. Default: ``NHTLAB_CPU_SLOTS``; when that is
-        unset too, nothing is limited.
-    directory : str or path, optional
-        Folder of the slot files; default :func:`slot_dir`.
-
-    Yields
-    ------
-    int or None
-        The slot held (0 … slots − 1), or None when nothing is limited or this
-        thread already holds a slot.
+    ``slots`` defaults to ``NHTLAB_CPU_SLOTS`` (unset: nothing is limited) and counts over every process
+    that uses the same ``directory``. Yields the slot held, or None when nothing is limited or this
+    thread already holds one.
 
     Examples
     --------

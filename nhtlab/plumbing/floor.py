@@ -168,11 +168,6 @@ def efficiency(lines: Iterable[Mapping[str, Any]], floor_s: Mapping[str, float])
     """Per run kind: ``Σ steps × floor per step / Σ training CPU seconds``, over the ledger ``lines`` whose
     run has a floor (``floor_s``: run key → seconds per step) and whose CPU seconds are known.
 
-    Returns
-    -------
-    dict
-        Kind → ``{"trainings", "steps", "cpu_s", "floor_s", "share"}``; ``share`` is the efficiency.
-
     Examples
     --------
     >>> efficiency([{"run": "a", "kind": "ModularRun", "steps": 1000, "cpu_s": 8.0}], {"a": 0.004})["ModularRun"]

@@ -1,16 +1,11 @@
 """The ledger of trainings: which runs a result cache trained, what each cost, and whether any twice.
 
-Every run trained for a :class:`~nhtlab.training.cache.ResultCache` (through
-:meth:`ResultCache.train <nhtlab.training.cache.ResultCache.train>`, a sweep, or
-:func:`~nhtlab.book.dlr_probes.tracked_run`) adds one JSON line to ``<cache root>/trained.jsonl``:
-the plain run's cache key, its kind, a short label and its settings, the steps it reached, its status, and the
-CPU and wall seconds its training took in the process that trained it. Reading the ledger back
-answers what a build cost and where (:func:`summarise`), and whether the chapters, which share runs
-through the cache, trained any run twice: two lines with the same ``run`` key. A probed or stacked
-training of a run counts as a training of that run, since it repeats the same steps.
-
-Lines are appended with one ``write`` each (``O_APPEND``), so processes sharing a cache (the book's
-lanes and their pools) add to the same ledger without a lock.
+Every run trained for a :class:`~nhtlab.training.cache.ResultCache` adds one JSON line to
+``<cache root>/trained.jsonl``. Reading it back answers what a build cost and where
+(:func:`summarise`), and whether the chapters, which share runs through the cache, trained any run
+twice: two lines with the same ``run`` key. A probed or stacked training of a run counts as a
+training of that run, since it repeats the same steps. Lines are appended with one ``write`` each
+(``O_APPEND``), so processes sharing a cache add to the same ledger without a lock.
 """
 
 from __future__ import annotations
@@ -55,25 +50,9 @@ def record_training(root: str | os.PathLike, run_key: str, run: Any, history: An
                     cpu_seconds: float | None, wall_seconds: float, how: str = "alone") -> None:
     """Append one training of ``run`` to the ledger in ``root``.
 
-    Parameters
-    ----------
-    root : path
-        The cache's root folder (created if missing).
-    run_key : str
-        The plain run's cache key (:func:`~nhtlab.training.cache.config_key` of ``run.cache_config()``).
-    run : run config
-        What was trained (a :class:`~nhtlab.training.loop.TrainConfig` subclass).
-    history : History
-        Its history; the last row's ``step`` is recorded as the steps reached.
-    cpu_seconds : float or None
-        CPU seconds of the training in the process that trained it (all its threads); None where
-        they are not known (a stack trained elsewhere).
-    wall_seconds : float
-    how : str
-        ``"alone"``, ``"probed"`` (with a DLR probe) or ``"stacked"``.
-
-    A ledger that cannot be written (a read-only cache) is skipped with one warning per folder and
-    process: the run's result is unaffected, but the ledger then undercounts.
+    ``how`` is ``"alone"``, ``"probed"`` (with a DLR probe) or ``"stacked"``; ``cpu_seconds`` None where
+    not known (a stack trained elsewhere). A ledger that cannot be written (a read-only cache) is skipped
+    with one warning per folder and process: the run's result is unaffected, but the ledger undercounts.
     """
     rows = getattr(history, "rows", None) or []
     line = {"run": run_key, "kind": type(run).__name__, "label": _label(run),
@@ -117,17 +96,8 @@ def read_ledger(root: str | os.PathLike) -> list[dict[str, Any]]:
 class LedgerSummary:
     """What a ledger says: trainings, their cost by kind, and the runs trained more than once.
 
-    Attributes
-    ----------
-    trainings : int
-        Lines in the ledger.
-    by_kind : dict
-        Run kind → ``{"trainings", "steps", "cpu_s"}`` (CPU seconds summed over the lines that know them).
-    twice : list of dict
-        One ``{"run", "label", "times"}`` per run key trained more than once.
-    by_chapter : dict
-        Chapter → CPU seconds of the trainings its process made (lines that name a chapter,
-        :data:`CHAPTER_VARIABLE`); which chapter trains a run that several share is whichever reached it first.
+    ``by_chapter`` is the CPU seconds of each chapter's process (lines that name a chapter,
+    :data:`CHAPTER_VARIABLE`); a run that several share counts for whichever reached it first.
     """
 
     trainings: int

@@ -1,26 +1,17 @@
 """Smoke runs: a chapter's ``full`` profile executed end to end with the work capped.
 
-A smoke run exercises the *code paths* of a paper-scale profile (the same
-models, dataset loaders, sweeps, layer names, charts, tables, cache and resume)
-in seconds on a CPU, so that a reader who opens a chapter in Colab with
-``profile = "full"`` meets no crash after an hour. Its numbers mean nothing:
-it is marked wherever it could be mistaken for a real run.
+A smoke run exercises the *code paths* of a paper-scale profile (the same models, loaders, sweeps,
+layer names, charts, tables, cache and resume) in seconds on a CPU, so that a reader who opens a
+chapter in Colab with ``profile = "full"`` meets no crash after an hour. Its numbers mean nothing: it
+is marked wherever it could be mistaken for a real run (:func:`nhtlab.book.stamp` shows ``SMOKE RUN``
+first, in red). The environment variables are read at call time, so that a kernel, a pool worker and
+the test process agree.
 
-Environment variables, read at call time (a kernel, a pool worker and the test process agree):
-``NHTLAB_SMOKE`` (``1``/``on``/``true``/``yes``: on), ``NHTLAB_SMOKE_STEPS`` (8: steps per run; evaluations every
-``max(1, steps // 2)``, so three rows), ``NHTLAB_SMOKE_SEEDS`` (1: seeds per sweep point),
-``NHTLAB_SMOKE_IMAGES`` (16: images per split) and ``NHTLAB_SMOKE_BATCH`` (8: largest minibatch).
-
-:func:`nhtlab.book.select_profile` applies the cap to a chapter's settings by name, recursively through
-nested dicts (:func:`cap_settings`; a dict keyed by values, ``budgets={0.1: 2000}``, has each value capped):
-steps (``steps``, ``*_steps``, ``budget(s)``, ``stop_after``), evaluation intervals (``eval_every``,
-``every``), seeds (``seeds``, ``*_seeds``: the first ones), batches (``batch_size``, ``batch``) and image
-counts (``train_limit``, ``test_limit``, ``n_train``, ``n_test``). Every other setting is untouched: the sweep
-has its real shape, each run is short. :func:`nhtlab.book.stamp` shows ``SMOKE RUN`` first, in red. The
-core never reads the cap: a capped run has a capped config, hence its own result-cache key.
-
-In a chapter, only the closing scientific checks go under ``if nhtlab.book.science_checks(cfg):``, which is
-False on a smoke run (and says so); structural checks (shapes, names, table sizes) stay outside it.
+:func:`nhtlab.book.select_profile` applies the cap by setting name (:func:`cap_settings`): steps,
+evaluation intervals, seeds (the first ones), batches and image counts; every other setting is
+untouched, so the sweep has its real shape and each run is short. The core never reads the cap: a
+capped run has a capped config, hence its own result-cache key. Only a chapter's closing scientific
+checks go under ``if nhtlab.book.science_checks(cfg):``, which is False on a smoke run.
 """
 
 from __future__ import annotations
@@ -45,12 +36,7 @@ IMAGE_KEYS = ("train_limit", "test_limit", "n_train", "n_test")
 
 
 def smoke_enabled() -> bool:
-    """True when ``NHTLAB_SMOKE`` is ``1``, ``on``, ``true`` or ``yes`` (case-insensitive).
-
-    Returns
-    -------
-    bool
-    """
+    """True when ``NHTLAB_SMOKE`` is ``1``, ``on``, ``true`` or ``yes`` (case-insensitive)."""
     return os.environ.get(SMOKE_ENV, "").strip().lower() in _ON
 
 
@@ -129,7 +115,8 @@ def _cap_value(key: str, value: Any) -> Any:
 def cap_settings(settings: Mapping[str, Any]) -> dict[str, Any]:
     """``settings`` with the smoke cap applied by key name (a no-op when the cap is off).
 
-    Nested dicts are capped by the same rules (a chapter's ``run=dict(steps=...)``).
+    Nested dicts are capped by the same rules (a chapter's ``run=dict(steps=...)``); a dict keyed by
+    values (``budgets={0.1: 2000}``) has each value capped.
 
     Examples
     --------
