@@ -9,10 +9,8 @@ Every chapter imports it one way, beside the core's top-level names::
     history = nhtlab.run_modular(nhtlab.companion(weight_decay=1.0))  # the science: nhtlab.X
     nb.closing_checks([nb.check_grokking(history)], cfg)             # the chapter's report: nb.X
 
-The names below are flat (``nb.rule_records``, not ``nb.dlr_report.rule_records``); each module
-holds one chapter's reports (``grokking_report`` for chapter 01, …). Nothing in the core
-(``nhtlab.data``, ``models``, ``measures``, ``training``, ``analysis``, ``charts``) imports this
-package.
+The names are flat (``nb.rule_records``, not ``nb.dlr_report.rule_records``). Nothing in the core
+imports this package.
 """
 
 import importlib

@@ -2,11 +2,9 @@
 
 The DLR paper (Nam et al., ICLR 2026) reads DLR as a guide to hyperparameters: on ResNet18 / CIFAR-100
 the best learning rate gives the lowest DLR and the best accuracy, and a rate too small leaves training
-lazier, with more features used. Here the chapter's BatchNorm ``SimpleCNN`` on the digits trains at each
-learning rate of a grid fixed before the runs, at several seeds; at the end of training DLR, the number of
-features used (the spectrum's utilisation, :func:`features_used`) and the test accuracy are read on the
-training images. :func:`lr_readings` states the paper's three readings seed by seed (shown, never asserted);
-:func:`lr_checks` holds what the chapter asserts: every run finite, and the grid brackets the best rate.
+lazier, with more features used. Here the chapter's BatchNorm ``SimpleCNN`` on the digits trains at
+each rate of a grid fixed before the runs, at several seeds; the paper's readings are shown seed by
+seed, never asserted (:func:`lr_readings`), and :func:`lr_checks` holds what the chapter asserts.
 
 >>> features_used([0.5, 0.8, 0.96, 0.99], share=0.95)
 3

@@ -17,13 +17,12 @@ gives for free. For a held-out setting ``(η, λ)`` and calibration runs from ot
   ``t_rise + c_rise/(ηλ)``, ``c_rise`` the calibration runs' median ``(T_grok − t_rise)·ηλ`` over those
   where it fired by ``T_grok``; before it fires, baseline (b).
 
-Baselines (a) and (b) are the core's :func:`nhtlab.analysis.eta.law_scaled_delay`, the formula the
-Monitor's :meth:`~nhtlab.training.monitor.Monitor.forecast` uses. Every forecast is made at a cut ``T_mem + f·(T_grok − T_mem)`` (25%, 50%, 75%) and floored at the
-cut's step. Intervals are **split-conformal per cut** on the calibration runs only: the scores are
-``|log(d/d̂)|`` of forecasts made, within the calibration settings, leaving each one out in turn
-(so they measure off-setting error, as the forecast will make), and the interval is
-``T_mem + d̂·exp(±q)`` with ``q`` the ``⌈(n+1)·coverage⌉``-th smallest of the ``n`` scores.
-Measured coverage on the forecast runs is reported per cut with its Wilson interval and ``n``.
+Baselines (a) and (b) are the core's :func:`nhtlab.analysis.eta.law_scaled_delay`, the Monitor's
+formula. Every forecast is made at a cut ``T_mem + f·(T_grok − T_mem)`` (25%, 50%, 75%) and floored
+at the cut's step. Intervals are **split-conformal per cut** on the calibration runs only: the
+scores are ``|log(d/d̂)|`` of forecasts made within the calibration settings, each left out in turn
+(so they measure off-setting error), and the interval is ``T_mem + d̂·exp(±q)``, ``q`` the
+``⌈(n+1)·coverage⌉``-th smallest of the ``n`` scores.
 """
 
 from __future__ import annotations
@@ -63,10 +62,7 @@ Predictor = Callable[[History, Any, int], "float | None"]
 def setting_of(history: History) -> Setting:
     """``(η, λ)`` of a run, from its config's ``lr`` and ``weight_decay``.
 
-    Raises
-    ------
-    ValueError
-        When the config lacks either, or either is not positive.
+    Raises ValueError when either is missing or not positive.
     """
     require_type(history, "history", History, owner="setting_of")
     try:
@@ -180,10 +176,7 @@ def wilson_interval(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
 def leave_one_out_splits(grid: Sequence[Setting], off_grid: Sequence[Setting] = ()) -> list[dict[str, Any]]:
     """The design's splits: each grid setting forecast from the others, each off-grid one from the whole grid.
 
-    Raises
-    ------
-    ValueError
-        With fewer than two grid settings, or an off-grid setting that is also on the grid.
+    Raises ValueError with fewer than two grid settings, or an off-grid setting that is also on the grid.
     """
     grid, off_grid = [_key(s) for s in grid], [_key(s) for s in off_grid]
     if len(set(grid)) < 2:

@@ -1,17 +1,9 @@
 """Chapter profiles: one name picks a consistent set of settings.
 
-Every chapter defines a ``PROFILES`` dict next to its papermill parameters:
-
-* ``quick``: for the tests, the smallest settings that still show the effect;
-* ``book``: for the rendered book, sized for a CPU;
-* ``full``: paper scale, for a GPU (Colab).
-
-Measured times (the ``book`` build's, per chapter and machine) are on the book's measurements page.
-
-Under the smoke cap (``NHTLAB_SMOKE=1``, see :mod:`nhtlab.plumbing.smoke`) the selected
-settings are capped by name (steps, seeds, evaluation interval, batch, image
-counts) and ``cfg.smoke`` is True; otherwise ``cfg.smoke`` is False.
-Selecting a profile also applies the chapter's environment (:mod:`nhtlab.plumbing.flags`): the
+``quick`` is for the tests (the smallest settings that still show the effect), ``book`` for the
+rendered book (sized for a CPU), ``full`` paper scale, for a GPU (Colab); measured times are on the
+book's measurements page. Selecting a profile applies the smoke cap when it is on
+(:mod:`nhtlab.plumbing.smoke`) and the chapter's environment (:mod:`nhtlab.plumbing.flags`): the
 progress mode, the offline chart renderer in the book build, and ``NHTLAB_CIFAR_ROOT``.
 """
 

@@ -1,12 +1,9 @@
 """The device audit for CPU-only machines (build plumbing).
 
-The audit (:class:`DeviceAudit`; ``NHTLAB_DEVICE_CHECK=1`` turns it on for a
-whole process at import, :func:`device_audit` for a block) makes the CPU stand
-in for a GPU: :func:`~nhtlab.training.device.pick_device` returns ``cpu:0``, every tensor is tagged
-*device* or *host* by how it was made, and code that would fail on CUDA
-(mixing a device tensor with a host one, ``.numpy()`` on a device tensor) or
-silently stay on the host (a model never moved) raises :class:`DeviceMixError`.
-Each audit it starts is registered in :data:`nhtlab.training.device.AUDITS`.
+The audit makes the CPU stand in for a GPU, so that code that would fail on CUDA, or silently stay on
+the host, fails here too (:class:`DeviceAudit`). ``NHTLAB_DEVICE_CHECK=1`` turns it on for a whole
+process at import, :func:`device_audit` for a block; each audit it starts is registered in
+:data:`nhtlab.training.device.AUDITS`.
 """
 
 from __future__ import annotations
@@ -103,26 +100,23 @@ def _from_numpy_host(array: Any) -> torch.Tensor:
 class DeviceAudit(TorchFunctionMode):
     """A torch-function mode that fails where code would break or stay on the host on a GPU.
 
-    While it is active, :func:`pick_device` returns :data:`AUDIT_DEVICE`
-    (``cpu:0``, "the chosen device") and every tensor is tagged by where it
-    would live on a GPU machine: *device* (created with ``device=<chosen>``,
-    moved there with ``.to(<chosen>)``/``.cuda()``, or computed from such a
-    tensor), *host* (made by a factory without ``device=``, ``torch.from_numpy``,
-    ``.cpu()`` or ``.to("cpu")``) or unknown (``device=x.device`` and
-    ``.to(x.device)`` carry no verdict, since on the CPU ``x.device`` prints ``cpu``).
-    It raises :class:`DeviceMixError` when
+    While it is active, :func:`pick_device` returns :data:`AUDIT_DEVICE` (``cpu:0``, "the chosen device")
+    and every tensor is tagged by where it would live on a GPU machine: *device* (created with
+    ``device=<chosen>``, moved there with ``.to(<chosen>)``/``.cuda()``, or computed from such a tensor),
+    *host* (made by a factory without ``device=``, ``torch.from_numpy``, ``.cpu()`` or ``.to("cpu")``) or
+    unknown (``device=x.device`` and ``.to(x.device)`` carry no verdict, since on the CPU ``x.device``
+    prints ``cpu``). It raises :class:`DeviceMixError` when
 
-    * an operation mixes a *device* tensor with a *host* tensor that has at
-      least one dimension (CUDA refuses that; 0-d host scalars are allowed);
+    * an operation mixes a *device* tensor with a *host* tensor that has at least one dimension (CUDA
+      refuses that; 0-d host scalars are allowed);
     * ``.numpy()`` (or ``numpy.asarray``) is called on a *device* tensor;
-    * a model's ``nn.Parameter`` that was never moved to the chosen device
-      enters a layer (linear, convolution, embedding, normalisation, matmul): on
-      a GPU that model would train on the host, or fail against moved data.
+    * a model's ``nn.Parameter`` that was never moved to the chosen device enters a layer (linear,
+      convolution, embedding, normalisation, matmul): on a GPU that model would train on the host, or
+      fail against moved data.
 
-    Indexing a device tensor with host indices and copies between the two
-    (``.to``, ``copy_``) are allowed, as on CUDA. ``torch.from_numpy`` bypasses
-    torch-function modes, so the audit wraps it (while active) to tag its
-    result *host*.
+    Indexing a device tensor with host indices and copies between the two (``.to``, ``copy_``) are
+    allowed, as on CUDA. ``torch.from_numpy`` bypasses torch-function modes, so the audit wraps it
+    (while active) to tag its result *host*.
     """
 
     def __enter__(self):

@@ -1,16 +1,12 @@
 """The floor of a training step, and how close a build's trainings come to it.
 
-The floor of a step is its matmul FLOPs (forward and backward, counted by
-``torch.utils.flop_counter``; a convolution counts as the matrix product it lowers to) at the
-machine's single-thread ``torch.mm`` rate on the same shapes: the time the step would take if
-everything but its matrix products were free. ``benchmarks/bench_grok.py`` divides its measured
-step by it; a build divides ``Σ steps × floor per step`` by the training CPU seconds its ledger
-recorded (:mod:`nhtlab.plumbing.ledger`), per run kind (:func:`efficiency`), so that evaluations,
-logging, data and model set-up and process start-up show as the share of the CPU that is not
-the floor.
-
-A run's FLOPs depend on its shapes only (model, widths, data, batch), not on λ, lr or the seed:
-:func:`step_counts` counts one step once per :func:`shape_key` and keeps the count in a folder.
+The floor of a step is its matmul FLOPs (forward and backward, counted by ``torch.utils.flop_counter``)
+at the machine's single-thread ``torch.mm`` rate on the same shapes: the time the step would take if
+everything but its matrix products were free. A build divides ``Σ steps × floor per step`` by the
+training CPU seconds its ledger recorded, per run kind (:func:`efficiency`), so that evaluations,
+logging, data and model set-up and process start-up show as the share of the CPU that is not the
+floor. A run's FLOPs depend on its shapes only (not on λ, lr or the seed), so :func:`step_counts`
+counts one step once per :func:`shape_key`.
 """
 
 from __future__ import annotations

@@ -1,14 +1,10 @@
 """An altair renderer for the static book: charts drawn by locally served vega-embed.
 
-Altair's default HTML output loads Vega from a CDN, so an offline page shows
-"Error loading script" where the chart should be. In the book, every page loads
-``vega``, ``vega-lite`` and ``vega-embed`` from its own ``_static`` folder (see
-``_config.yml``), and this renderer emits a placeholder ``<div>`` plus a call to
-``vegaEmbed`` with the spec inlined. Several charts per page work because nothing
-is redefined: each output only calls the one global ``vegaEmbed``.
-
-The book build enables it by setting ``NHTLAB_BOOK=1``; in Jupyter and Colab the
-usual altair renderer is kept.
+Altair's default HTML output loads Vega from a CDN, so an offline page shows "Error loading script"
+where the chart should be. In the book every page loads vega, vega-lite and vega-embed from its own
+``_static`` folder (``_config.yml``), and this renderer emits a ``<div>`` and a ``vegaEmbed`` call
+with the spec inlined; nothing is redefined, so several charts per page work. The book build
+(``NHTLAB_BOOK=1``) enables it; Jupyter and Colab keep altair's own.
 """
 
 from __future__ import annotations
