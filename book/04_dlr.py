@@ -168,7 +168,7 @@ nb.toy_text(toy)
 # features (lazy); for small α they move far (rich). The network: a
 # three-hidden-layer ReLU MLP on scikit-learn's digits (8 × 8 pixels),
 # squared loss to one-hot targets, full-batch gradient descent
-# ({func}`nhtlab.book.lazy_rich_experiment.lazy_rich_run`). Two signals
+# ({func}`nhtlab.training.lazy_rich_run.lazy_rich_run`). Two signals
 # on the training images decide lazy or rich, and neither is DLR: the
 # linear CKA between the final and the initial features (≈ 1: the kernel
 # did not move) and {term}`NC1` (≪ 1: neural collapse).

@@ -29,7 +29,6 @@ from .grokking_report import *  # noqa: F401,F403
 from .held_out_eta import *  # noqa: F401,F403
 from .layer_report import *  # noqa: F401,F403
 from .off_grid_eta import *  # noqa: F401,F403
-from .lazy_rich_experiment import *  # noqa: F401,F403
 from .profiles import *  # noqa: F401,F403
 from .regime_report import *  # noqa: F401,F403
 from .report import *  # noqa: F401,F403
@@ -42,8 +41,8 @@ from .shortcut_study import *  # noqa: F401,F403
 from .tuning_report import *  # noqa: F401,F403
 
 _MODULES = ["claims", "cnn_experiments", "closing", "colab", "delay_law_report", "dlr_probes", "dlr_report", "dlr_tables",
-            "emergence_report", "grokking_report", "held_out_eta", "layer_report", "lazy_rich_experiment",
-            "off_grid_eta", "profiles", "regime_report", "report", "run_stamp", "runs", "scorecard", "scorecard_runs", "shortcut_report",
+            "emergence_report", "grokking_report", "held_out_eta", "layer_report", "off_grid_eta",
+            "profiles", "regime_report", "report", "run_stamp", "runs", "scorecard", "scorecard_runs", "shortcut_report",
             "shortcut_study", "tuning_report"]
 
 # The widgets and the Fourier charts draw charts (altair, slow to import): loaded on first use.

@@ -15,9 +15,11 @@ from ..plumbing.cpu_slots import cpu_slot
 from ..plumbing.flags import cache_dir, cache_enabled, checkpoints_enabled
 from ..plumbing.ledger import record_training
 from ..training.cache import ResultCache, config_key
+from ..training.lazy_rich_run import LazyRichResult
+from ..training.lazy_rich_run import lazy_rich_run as _lazy_rich_run
 from .dlr_probes import shared_probe, train_probed
 
-__all__ = ["BookCache", "cache"]
+__all__ = ["BookCache", "cache", "lazy_rich_run"]
 
 
 class BookCache(ResultCache):
@@ -49,3 +51,9 @@ def cache() -> BookCache | None:
     """The chapters' cache: a :class:`BookCache` at ``NHTLAB_CACHE_DIR`` (default ``~/.cache/nhtlab``), with
     checkpoints when ``NHTLAB_CHECKPOINTS`` is on; None when ``NHTLAB_CACHE`` is off (every run trains)."""
     return BookCache(cache_dir(), checkpoints_enabled()) if cache_enabled() else None
+
+
+def lazy_rich_run(*args: Any, **kwargs: Any) -> LazyRichResult:
+    """:func:`nhtlab.training.lazy_rich_run.lazy_rich_run` inside a CPU slot, as the book's other trainings."""
+    with cpu_slot():
+        return _lazy_rich_run(*args, **kwargs)

@@ -83,8 +83,11 @@ class ImageMLP(nn.Module):
             for p in self.parameters():
                 p.mul_(init_scale)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def features(self, x: torch.Tensor) -> torch.Tensor:
         h = x.flatten(1)
         for layer in self.layers:
             h = F.relu(layer(h))
-        return self.readout(h)
+        return h
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.readout(self.features(x))

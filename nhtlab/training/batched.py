@@ -64,7 +64,7 @@ __all__ = ["SHARED_FIELDS", "batch_key", "train_batched", "StackedAdamW"]
 # Fields that every run of one stack must share (η, λ and seed may differ).
 SHARED_FIELDS = (
     "p", "operation", "train_fraction", "model", "model_kwargs", "steps", "betas",
-    "batch_size", "eval_every", "schedule", "device", "compile", "loss",
+    "batch_size", "eval_every", "schedule", "device", "compile", "loss", "optimizer",
 )
 
 _EPS = 1e-8  # torch.optim.AdamW's default eps
@@ -174,8 +174,9 @@ def train_batched(runs: Sequence[ModularRun], progress: str | None = None, desc:
             f"got {len(keys)} different combinations. Group them with nhtlab.training.batched.batch_key first."
         )
     first = runs[0]
-    if first.loss != "cross_entropy":  # the stacked step below computes cross-entropy only
-        raise ValueError(f"The 'runs' parameter of train_batched must hold cross-entropy runs; got loss={first.loss!r}. "
+    if (first.loss, first.optimizer) != ("cross_entropy", "adamw"):  # the stacked step is AdamW on cross-entropy
+        raise ValueError(f"The 'runs' parameter of train_batched must hold AdamW runs on cross-entropy; got "
+                         f"loss={first.loss!r}, optimizer={first.optimizer!r}. "
                          "Train them alone (nhtlab.sweep with strategy='sequential' or 'parallel').")
     device = pick_device(first.device)
     R = len(runs)

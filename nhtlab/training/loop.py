@@ -58,6 +58,7 @@ MAX_LR = 1e30
 
 SCHEDULES = ("constant", "cosine")
 LOSSES = ("cross_entropy", "mse")  # mse: mean squared error of the logits and one-hot targets (Omnigrok)
+OPTIMIZERS = ("adamw", "sgd")  # sgd: plain gradient steps, the lazy/rich ground truth's (Chizat et al.)
 MAX_BATCH = 2**24  # the largest minibatch a config takes (its indices alone are 128 MiB), refused before allocating
 
 
@@ -76,11 +77,11 @@ class TrainConfig:
     steps : int
         Number of optimiser steps.
     lr : float
-        AdamW learning rate η.
+        Learning rate η.
     weight_decay : float
-        Decoupled weight decay λ (PyTorch's AdamW convention).
+        Weight decay λ: θ ← θ − ηλθ each step (PyTorch's AdamW convention; SGD's coupled decay is the same step).
     betas : tuple of float
-        AdamW betas.
+        AdamW betas (unused by SGD).
     batch_size : int or None
         None trains full batch; an int samples that many training examples
         *with replacement* at each step (the NHT companion paper's protocol).
@@ -108,6 +109,10 @@ class TrainConfig:
         of the cache key. Where inductor cannot build (no C/C++ compiler on a CPU, no Triton on a
         GPU) the run trains eagerly with a warning; ``history.config["compiled"]`` records which
         path ran (:mod:`nhtlab.training.compiled`). Evaluations stay eager. Off by default.
+    loss : {"cross_entropy", "mse"}
+        Cross-entropy of the logits, or their mean squared error to one-hot targets.
+    optimizer : {"adamw", "sgd"}
+        AdamW, or plain gradient descent (no momentum).
     """
 
     steps: int = 3000
@@ -124,12 +129,13 @@ class TrainConfig:
     fused: bool = False
     compile: bool = False
     loss: str = "cross_entropy"
+    optimizer: str = "adamw"
 
     # Fields a run kind gained after nhtlab 0.2.0 first keyed its runs: to_dict() leaves them out while they
     # hold their default, so a run's dict (its run.json, the config in its cache key) reads as it did in 0.2.0.
     # (The cache also keys on nhtlab's version: results of another version are never reused.)
     # A plain class attribute (no annotation), not a field.
-    _key_omits_at_default = ("fused", "compile", "loss")
+    _key_omits_at_default = ("fused", "compile", "loss", "optimizer")
 
     def __post_init__(self) -> None:
         owner = type(self).__name__  # errors name the class the user called: TrainConfig, ModularRun, ...
@@ -161,6 +167,7 @@ class TrainConfig:
         require_bool(self.fused, "fused", owner=owner)
         require_bool(self.compile, "compile", owner=owner)
         require_choice(self.loss, "loss", LOSSES, owner=owner)
+        require_choice(self.optimizer, "optimizer", OPTIMIZERS, owner=owner)
 
     def train_config(self) -> TrainConfig:
         """The training fields alone, as a plain :class:`TrainConfig` (what :func:`train` records and checkpoints)."""
@@ -305,7 +312,7 @@ def train(
     checkpoint_every: int | None = None,
     run_key: str | None = None,
 ) -> History:
-    """Train ``model`` on ``data`` with AdamW and return its :class:`History`.
+    """Train ``model`` on ``data`` with AdamW (or SGD, ``config.optimizer``) and return its :class:`History`.
 
     Parameters
     ----------
@@ -388,8 +395,12 @@ def train(
 
     # Unfused, the multi-tensor (foreach) AdamW: on a CPU torch's default is the single-tensor loop,
     # which computes the same update op for op, bit for bit (tests/test_train.py), with more dispatch.
-    optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, betas=config.betas, weight_decay=config.weight_decay,
-                                  fused=config.fused, foreach=None if config.fused else True)
+    if config.optimizer == "sgd":
+        optimizer = torch.optim.SGD(model.parameters(), lr=config.lr, weight_decay=config.weight_decay, fused=config.fused)
+    else:
+        optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, betas=config.betas,
+                                      weight_decay=config.weight_decay, fused=config.fused,
+                                      foreach=None if config.fused else True)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, _lr_factor(config.schedule, config.steps))
     sampler = torch.Generator(device=device).manual_seed(config.seed)
     history = History(config={**asdict(config), "threads": torch.get_num_threads()})  # what the CPU kernels split over

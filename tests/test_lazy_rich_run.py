@@ -4,7 +4,9 @@ import pytest
 import torch
 
 from nhtlab.data.images import digits
-from nhtlab.book.lazy_rich_experiment import flat_inputs, lazy_rich_run, mlp
+from nhtlab.training.lazy_rich_run import LazyScaled, flat_inputs, lazy_rich_run
+from nhtlab.models import ImageMLP
+from nhtlab.training.loop import TrainConfig
 
 
 @pytest.fixture(scope="module")
@@ -52,5 +54,20 @@ def test_errors_name_the_parameter(data):
         lazy_rich_run(data, 1.0, steps=0)
     with pytest.raises(ValueError, match="'rank' parameter of lazy_rich_run"):
         lazy_rich_run(data, 1.0, steps=1, rank="median")
-    with pytest.raises(ValueError, match="depth"):
-        mlp(4, 8, 0, 2)
+    with pytest.raises(ValueError, match="'depth' parameter of lazy_rich_run"):
+        lazy_rich_run(data, 1.0, depth=0)
+    with pytest.raises(ValueError, match="'optimizer' parameter of TrainConfig"):
+        TrainConfig(optimizer="adam")
+
+
+def test_the_scaled_model_starts_at_zero_and_moves_alpha_times_the_network():
+    torch.manual_seed(0)
+    net = ImageMLP(6, 3, width=5, depth=2)
+    model = LazyScaled(net, 4.0)
+    x = torch.randn(7, 6)
+    assert torch.equal(model(x), torch.zeros(7, 3))  # f_α = α (g − g₀) is 0 at initialisation
+    before = net(x).detach()
+    with torch.no_grad():
+        net.readout.bias.add_(1.0)  # the frozen copy does not follow the network
+    assert torch.allclose(model(x), 4.0 * (net(x) - before))
+    assert [name for name, _ in model.named_parameters()] == [f"net.{n}" for n, _ in net.named_parameters()]
