@@ -26,24 +26,9 @@ __all__ = ["nc1"]
 
 
 def nc1(features: torch.Tensor, labels: torch.Tensor) -> float:
-    """NC1 = tr(Σ_W Σ_B⁺) / C over the classes present in ``labels``.
+    """NC1 = tr(Σ_W Σ_B⁺) / C over the classes present in ``labels`` (any integers): ≥ 0, 0 when collapsed.
 
-    Parameters
-    ----------
-    features : Tensor, shape (n, p)
-    labels : LongTensor, shape (n,)
-        Class of each sample (any integers; C is the number of distinct values).
-
-    Returns
-    -------
-    float ≥ 0
-        0 exactly when every sample equals its class mean.
-
-    Raises
-    ------
-    ValueError
-        If fewer than two classes are present, or all class means coincide
-        (Σ_B = 0: between-class spread is nil and NC1 is undefined).
+    Fewer than two classes, or class means that all coincide (Σ_B = 0), raise ValueError.
 
     Examples
     --------
