@@ -1,24 +1,11 @@
 """Early warnings of grokking, evaluated: how far ahead of T_grok each signal fires, and how often it fires
 when no grokking follows.
 
-Each candidate signal has one rule, fixed before any evaluation, read only after ``T_mem``
-(before memorisation nothing is a warning of grokking):
-
-=====================  =============================================================
-signal                 fires at the first evaluation after T_mem where …
-=====================  =============================================================
-``readout_peak``       the read-out's ‖θ_L‖² is 5% below its maximum since T_mem
-``readout_vs_init``    ‖θ_L‖²/‖θ_L(0)‖² is below 1 (the paper's first ratio)
-``readout_vs_first``   ‖θ_L‖²/‖θ_1‖² is 5% below its maximum since T_mem (the paper's second)
-``total_norm``         ‖θ‖² is 10% below its value at T_mem
-``embedding_norm``     the first layer's ‖θ_1‖² is 10% below its value at T_mem
-``train_loss``         the training loss is twice its minimum since T_mem
-``dlr``                DLR on the probe (a ``dlr`` column) is below 0.5 (richer than halfway)
-=====================  =============================================================
-
-The lead is ``T_grok − t_fire`` in steps and in units of ``1/(ηλ)`` (the delay law's time
-scale). A warning that fires after ``T_grok`` is late (negative lead). On runs where no grokking
-follows within their horizon, any firing is a false alarm.
+Each candidate signal has one rule (:data:`SIGNALS`, in words), fixed before any
+evaluation and read only after ``T_mem``: before memorisation nothing is a warning of
+grokking. The lead is ``T_grok − t_fire`` in steps and in units of ``1/(ηλ)`` (the delay
+law's time scale); a warning after ``T_grok`` is late. On runs where no grokking follows
+within their horizon, any firing is a false alarm.
 
 >>> from nhtlab.analysis.eta import synthetic_contraction
 >>> h = synthetic_contraction(t_mem=500, t_grok=2500, rate=1e-3)
