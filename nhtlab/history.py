@@ -117,8 +117,6 @@ def require_history(history: Any, owner: str, norms: Iterable[str] = (), fractio
     accuracies in [0, 1], not percentages (NaN: not measured). A missing column is left to
     History's own KeyError.
 
-    Examples
-    --------
     >>> h = History(rows=[{"step": 0, "norm": 1.0, "train_acc": 0.5}, {"step": 10, "norm": 2.0, "train_acc": 99.0}])
     >>> require_history(h, "f", norms=["norm"], fractions=["train_acc"])
     Traceback (most recent call last):

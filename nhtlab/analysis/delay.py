@@ -159,8 +159,6 @@ def delay_summary(history: History) -> dict[str, Any]:
 def mean_std(points: Sequence[Mapping[str, Any]], key: str, **where: Any) -> tuple[float, float] | None:
     """Mean and population standard deviation of ``key`` over the points whose fields equal ``where``; None if none do.
 
-    Examples
-    --------
     >>> pts = [{"lam": 1.0, "t": 10}, {"lam": 1.0, "t": 30}, {"lam": 0.5, "t": 99}]
     >>> mean_std(pts, "t", lam=1.0), mean_std(pts, "t", lam=2.0)
     ((20.0, 10.0), None)
@@ -190,8 +188,6 @@ class LinearFit:
 def linear_fit(x: Sequence[float], y: Sequence[float]) -> LinearFit:
     """Fit ``y ≈ slope · x + intercept`` by least squares (:func:`scipy.stats.linregress`).
 
-    Examples
-    --------
     >>> fit = linear_fit([1, 2, 3], [3, 5, 7])
     >>> round(fit.slope, 6), round(fit.intercept, 6), round(fit.r2, 6)
     (2.0, 1.0, 1.0)
@@ -223,8 +219,6 @@ def delay_fits(points: Sequence[Mapping[str, Any] | None], average_seeds: bool =
     across the points has no fit and is left out. ``average_seeds`` fits the per-setting
     means, as the companion does.
 
-    Examples
-    --------
     >>> pts = [{"measured": 2 * d, "predicted": d, "inv_lambda": 1.0, "inv_eta_lambda": 1e3, "setting": str(d),
     ...         "definition": "grok"} for d in (100.0, 200.0, 300.0)]
     >>> fits = delay_fits(pts)

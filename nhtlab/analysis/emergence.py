@@ -86,8 +86,6 @@ def fraction_generalised(rows: Sequence[dict[str, Any]], budget: int) -> list[di
     A run that stopped before ``budget`` without generalising counts as a failure, so only
     use budgets the runs reached.
 
-    Examples
-    --------
     >>> rows = [{"size": 8, "T_grok": None}, {"size": 8, "T_grok": 90}, {"size": 16, "T_grok": 50}]
     >>> fraction_generalised(rows, budget=100)
     [{'size': 8, 'budget': 100, 'runs': 2, 'generalised': 1, 'fraction': 0.5}, {'size': 16, 'budget': 100, 'runs': 1, 'generalised': 1, 'fraction': 1.0}]
@@ -176,8 +174,6 @@ def between_and_within(rows: Sequence[dict[str, Any]], key: str) -> dict[str, fl
     ``difference``: median at the largest size minus at the smallest; ``seed_spread``: the
     largest range over seeds within any size. A difference below the spread is seed noise.
 
-    Examples
-    --------
     >>> rows = [{"size": 1, "g": 1.0}, {"size": 1, "g": 1.2}, {"size": 2, "g": 2.0}, {"size": 2, "g": 2.1}]
     >>> {k: round(v, 3) for k, v in between_and_within(rows, "g").items()}
     {'difference': 0.95, 'seed_spread': 0.2}

@@ -56,8 +56,6 @@ _BLOCK_WORDS = {"attn.qkv": "attention (q, k, v)", "attn.proj": "attention outpu
 def layer_label(name: str) -> str:
     """A layer's name in words, for a legend; a name it does not know is returned as it is.
 
-    Examples
-    --------
     >>> [layer_label(n) for n in ("tok", "blocks.0.fc_out", "conv3", "readout", "mystery")]
     ['token embedding', 'block 1: feed-forward out', 'conv 3', 'read-out', 'mystery']
     """
@@ -116,8 +114,6 @@ def head_and_first(names: Sequence[str]) -> tuple[str, str]:
     the last layer). Normalisation layers (last part containing ``norm`` or ``bn``, or
     starting with ``ln``) are skipped: the paper compares weight layers.
 
-    Examples
-    --------
     >>> head_and_first(["tok", "pos", "blocks.0.ln1", "blocks.0.attn.qkv", "ln_f", "readout"])
     ('readout', 'tok')
     >>> head_and_first(["0", "3", "7", "9"])
@@ -141,8 +137,6 @@ def head_signals(head: ArrayLike, first: ArrayLike, head_init: ArrayLike) -> tup
     ``inf`` (also 0/0: a reference layer without weight cannot bound the head); NaN gives NaN.
     Python numbers in give floats out (the Monitor's per-record path, free of NumPy overhead).
 
-    Examples
-    --------
     >>> ratio, rel = head_signals(18.0, 14.0, 72.0)
     >>> float(ratio) == 18 / 14, float(rel)
     (True, 0.25)

@@ -66,8 +66,6 @@ class Separation:
 def format_score(separation: "Separation | float", digits: int = 2) -> str:
     """The score as text: the number, or "undefined (reason)" for NaN — never 0.
 
-    Examples
-    --------
     >>> format_score(float("nan"))
     'undefined'
     >>> format_score(0.8712)
@@ -87,8 +85,6 @@ def spearman(x: np.ndarray, y: np.ndarray) -> float:
 
     Undefined: either input constant or shorter than two.
 
-    Examples
-    --------
     >>> spearman(np.array([1.0, 2.0, 3.0]), np.array([10.0, 20.0, 25.0]))
     1.0
     >>> round(spearman(np.array([1, 2, 3, 4]), np.array([10, 20, 15, 40])), 6)

@@ -47,8 +47,6 @@ def rescaled(x: torch.Tensor) -> torch.Tensor:
     Every later rounding is the same as on ``x``, whether it is 1e-200 or 1e200. A measure
     invariant to the inputs' scale (CKA, DLR, the participation ratio, NC1) calls it first.
 
-    Examples
-    --------
     >>> rescaled(torch.tensor([3.0, -0.5], dtype=torch.float64)).tolist()
     [0.75, -0.125]
     """

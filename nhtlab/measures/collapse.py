@@ -30,8 +30,6 @@ def nc1(features: torch.Tensor, labels: torch.Tensor) -> float:
 
     Fewer than two classes, or class means that all coincide (Σ_B = 0), raise ValueError.
 
-    Examples
-    --------
     >>> means = torch.eye(3)
     >>> labels = torch.tensor([0, 1, 2, 0, 1, 2])
     >>> nc1(means[labels], labels)

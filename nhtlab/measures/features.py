@@ -52,8 +52,6 @@ def hooked(model: nn.Module, layer: str, which: str = "output") -> Iterator[list
     Yields a list that receives one detached tensor per forward call; the hook is removed
     when the ``with`` block ends, whatever happens inside it.
 
-    Examples
-    --------
     >>> net = nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 2))
     >>> with hooked(net, "1") as seen:
     ...     _ = net(torch.zeros(5, 3))

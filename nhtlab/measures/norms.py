@@ -24,8 +24,6 @@ def layer_parameters(model: nn.Module) -> dict[str, list[str]]:
     :func:`layer_norms` and the stacked trainer (whose parameters are a ``{qualified name:
     (R, ...)}`` dict) use; layers in ``model.named_modules()`` order.
 
-    Examples
-    --------
     >>> layer_parameters(nn.Sequential(nn.Linear(2, 2), nn.ReLU(), nn.Linear(2, 1)))
     {'0': ['0.weight', '0.bias'], '2': ['2.weight', '2.bias']}
     """

@@ -35,8 +35,6 @@ def evaluating(model: nn.Module) -> Iterator[nn.Module]:
     BatchNorm's running statistics used (not updated), so the same call gives the same
     number twice and leaves the model as it found it.
 
-    Examples
-    --------
     >>> model = nn.Sequential(nn.Dropout(0.5), nn.Linear(2, 2)).train()
     >>> with evaluating(model):
     ...     print(model.training, model[0].training)
