@@ -3,15 +3,12 @@
 Khanh & Hoa (arXiv 2603.07323) bound the escape from a shortcut of squared norm V_sc to
 a structure of squared norm V_st by Θ(log(V_sc/V_st)/γ_eff), γ_eff = ηλ for gradient
 descent and ≥ ηλ for AdamW. The companion paper on grokking (arXiv 2603.13331, code
-ClevixLab/grokking-norm-separation) turns that into numbers with definitions reproduced
-here, so that a chapter's "law" means exactly what the paper's does (``definition=``):
-
-* ``"companion"`` (the paper's code): T_escape, the first step ≥ T_mem with
-  ‖θ‖² ≤ 1.5·V_final (V_final at the run's end; the companion trains 2,000 steps past
-  T_grok), against log(V_mem/V_final)/(2ηλ). In the companion's data the theory is
-  0.34–0.85 of T_escape.
-* ``"grok"``: T_grok − T_mem against log(V_mem/V_grok)/(ηλ), the abstract's form, which
-  needs no window after T_grok.
+ClevixLab/grokking-norm-separation) turns that into numbers; its definitions are
+reproduced so that a chapter's "law" means what the paper's does (``definition=``):
+``"companion"`` (its code): T_escape, the first step ≥ T_mem with ‖θ‖² ≤ 1.5·V_final
+(V_final at the run's end; it trains 2,000 steps past T_grok), against
+log(V_mem/V_final)/(2ηλ), which is 0.34–0.85 of T_escape in its data; ``"grok"``:
+T_grok − T_mem against log(V_mem/V_grok)/(ηλ), the abstract's form, with no window after T_grok.
 
 :func:`delay_fits` also fits the two simpler laws every prediction contains (1/λ and
 1/(ηλ)): a λ-only sweep cannot tell the law from 1/λ; varying η and the norm gap can.

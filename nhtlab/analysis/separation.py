@@ -6,19 +6,17 @@ monotonically related to ‖θ‖² and dropping sharply as the network escapes.
 scores (≈ 1 on modular arithmetic, 0.5–0.7 on coloured-border CIFAR-10, ≈ 0 on
 Waterbirds, −0.11 on CelebA) but gives **no formula**. nhtlab's own operationalisation:
 
-1. **Shortcut reliance φ**, from accuracies rescaled so chance is 0 and perfect 1: with a
-   spurious cue, accuracy on the ``cue`` test set (:mod:`nhtlab.data.cues`; the
-   ``shortcut`` set is an alternative column, off-distribution and noisier); on modular
-   arithmetic the memorised table *is* the shortcut, so φ = 1 − rescaled test accuracy.
-2. **The score** is Spearman's rank correlation of ‖θ‖² and φ (it asks only for a
-   monotone relation, as the definition does) from the moment the shortcut is *fitted*
-   (T_mem, or the first step the border is followed,
-   :func:`nhtlab.analysis.events.border_times`) to the end. It starts there, not at the
-   norm's peak: on images the norm can peak after the cue is dropped (or never), and a
-   window from the peak would see nothing to separate. No fitted shortcut, a constant φ
-   or ‖θ‖², or fewer than ``min_points`` checkpoints leave it **undefined**: NaN, never 0
-   (which would read as "measured, no separation"), with a ``reason``. The drop's
-   sharpness is reported beside it (``phi_drop``), not folded in.
+1. **Shortcut reliance φ**, accuracy rescaled so chance is 0 and perfect 1: on the
+   ``cue`` test set of :mod:`nhtlab.data.cues` (the ``shortcut`` set is off-distribution
+   and noisier); on modular arithmetic, where the memorised table *is* the shortcut,
+   1 − rescaled test accuracy.
+2. **The score**, Spearman's rank correlation of ‖θ‖² and φ (a monotone relation, as the
+   definition asks) from the step the shortcut is *fitted* (T_mem, or
+   :func:`~nhtlab.analysis.events.border_times`) to the end, not from the norm's peak: on
+   images the norm can peak after the cue is dropped (or never). No fitted shortcut, a
+   constant φ or ‖θ‖², or fewer than ``min_points`` checkpoints leave it **undefined**:
+   NaN, never 0 (which would read as "measured, no separation"), with a ``reason``. The
+   drop's sharpness is reported beside it (``phi_drop``), not folded in.
 """
 
 from __future__ import annotations

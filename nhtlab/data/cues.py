@@ -4,13 +4,10 @@ The NHT paper's vision experiment (arXiv 2603.07323) gives every CIFAR-10 class 
 border colour, correct with probability ρ in training, so a network can fit most of the
 training set by reading the border (the *shortcut*) or by learning the objects (the
 *structure*). The paper leaves the details open; nhtlab's choices, all parameters:
-
-* **colours**: Tableau-10 (``CLASS_COLOURS``): none is black or white, the digits' own colours;
-* **border**: the outer ``width`` pixels are painted over, or (``pad=True``) the image is
-  first padded so no content is lost;
-* **otherwise** (probability 1 − ρ): ``"other"`` (default) paints a random *other* class's
-  colour, so the shortcut alone caps training accuracy at ρ; ``"none"`` no border;
-  ``"random"`` any class's colour.
+colours from Tableau-10 (none is black or white, the digits' own colours); the outer
+``width`` pixels painted over, or the image padded first; with probability 1 − ρ another
+class's colour (``"other"``, so the shortcut alone caps training accuracy at ρ), none, or
+any class's.
 
 Test sets, from the base test images: ``coloured`` (the training distribution);
 ``clean``, no class information in the border: ``clean="none"`` (the paper's definition)
@@ -21,9 +18,9 @@ border alone); ``conflict``, another class's border, labelled by the image (the 
 group); ``cue``, the same images labelled by their border: the share of images on which
 the network follows the border against the image, nhtlab's shortcut reliance φ.
 
-The *entangled* variants (:func:`tint_shortcut`) blend the class colour, x ← (1 − α) x + α c,
-into every pixel (no crop, filter or pooling level sees the image without the cue) or
-into the pixels behind the digit (Waterbirds-like). There the delay law is expected to fail.
+The *entangled* variants (:func:`tint_shortcut`) blend the class colour into every pixel
+(no crop, filter or pooling level sees the image without it) or into the pixels behind
+the digit (Waterbirds-like). There the delay law is expected to fail.
 """
 
 from __future__ import annotations
@@ -126,7 +123,6 @@ def border_shortcut(base: ImageData, rho: float = 0.95, width: int = 2, otherwis
     rho : float in [0, 1]
         Probability that a training (and ``coloured`` test) image carries its own class's colour.
     width : int >= 1
-        Border width in pixels.
     otherwise : {"other", "none", "random"}
         What a training image carries with probability 1 − ρ (module docstring).
     clean : {"mean", "none"}
@@ -136,8 +132,7 @@ def border_shortcut(base: ImageData, rho: float = 0.95, width: int = 2, otherwis
     colours : array (num_classes, 3), optional
         RGB in [0, 1]; default ``CLASS_COLOURS``.
     contrast : float in (0, 1]
-        c ← ḡ + contrast·(c − ḡ), towards the palette's mean grey: a faint cue takes *large
-        weights* to read, the knob that sets the norm cost of the shortcut.
+        c ← ḡ + contrast·(c − ḡ): a faint cue takes *large weights* to read (the shortcut's norm cost).
     seed : int
 
     Returns

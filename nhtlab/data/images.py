@@ -213,12 +213,8 @@ def cifar10(root: str | Path, download: bool = False, timeout: float = 20.0,
     Returns
     -------
     ImageData
-        50,000 training and 10,000 test images (3, 32, 32).
-
-    Raises
-    ------
-    DatasetUnavailableError
-        Files missing with ``download`` False, a failed download or a damaged batch; the message names the fix.
+        50,000 training and 10,000 test images (3, 32, 32). Missing files (with ``download``
+        False), a failed download or a damaged batch raise DatasetUnavailableError naming the fix.
     """
     require_type(root, "root", (str, Path), owner="cifar10")
     require_bool(download, "download", owner="cifar10")

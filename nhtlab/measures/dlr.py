@@ -40,16 +40,13 @@ collapsed network whose read-out gives a class direction < 1% of the output vari
 gets DLR slightly above 0 (C = 10, one dropped: 1 − √(8/9) ≈ 0.06). Report the rule
 with every DLR value.
 
-Invariances: scaling or rotating the features, an output bias, scaling or rotating the
-outputs (every rule); a general invertible map of the outputs under ``"full"``, and
-under the others when it keeps the same directions above the threshold.
-
-Degenerate inputs never give NaN: constant features or outputs, or no columns, raise a
-ValueError naming the argument (CKA would be 0/0). A :class:`RuntimeWarning` marks two
-cases whose number says little: n ≤ p (the centred features span at most n − 1
-directions, so DLR describes the sample) and outputs whose rank is within float
-rounding. Inputs are rescaled by a power of two first, so a global scale does not
-change the value (float64 at 1e±80, float32 at 1e±30).
+DLR is invariant to scaling or rotating the features or the outputs and to an output
+bias; to any invertible map of the outputs under ``"full"`` (under the other rules when
+it keeps the same directions above the threshold). It is never NaN: constant features
+or outputs, or no columns, raise a ValueError naming the argument (CKA would be 0/0); a
+:class:`RuntimeWarning` marks n ≤ p (DLR then describes the sample: the centred features
+span at most n − 1 directions) and outputs whose rank is within float rounding. Inputs
+are rescaled by a power of two first (float64 at 1e±80, float32 at 1e±30 give the value at 1).
 """
 
 from __future__ import annotations

@@ -119,8 +119,7 @@ def capture(
     model : nn.Module
         With ``layer=None`` it needs ``features(x)`` and a ``readout`` module (nhtlab's models).
     x : Tensor of shape (n, …) or iterable of batches
-        Batches may be tuples whose first item is the input (a ``DataLoader`` over ``(x, y)``
-        works; its labels are ignored).
+        Batches may be tuples whose first item is the input (a ``DataLoader``'s labels are ignored).
     layer : str, optional
         Qualified name of the submodule to record (``model.named_modules()``); None uses ``model.features``.
     which : {"output", "input"}
