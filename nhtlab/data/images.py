@@ -151,7 +151,7 @@ def _fetch(what: str, fetch, timeout: float, fix: str):
 
 
 class _ArraysOnly(pickle.Unpickler):
-    """An unpickler that builds only dicts, lists, strings and NumPy arrays: a crafted batch file would otherwise run code."""
+    """An unpickler that builds only dicts, lists, strings and NumPy arrays: a crafted batch cannot run code."""
 
     ALLOWED = {("numpy.core.multiarray", "_reconstruct"), ("numpy._core.multiarray", "_reconstruct"),
                ("numpy", "ndarray"), ("numpy", "dtype"), ("_codecs", "encode")}

@@ -77,7 +77,7 @@ def forward(model: nn.Module, x: torch.Tensor, owner: str, name: str = "x") -> t
 
 
 def _scores_and_labels(model: nn.Module, x: torch.Tensor, y: torch.Tensor, owner: str) -> torch.Tensor:
-    """``model(x)`` in eval mode, after checking that ``y`` holds one integer label per input, each a class of the scores."""
+    """``model(x)`` in eval mode, after checking that ``y`` holds one integer label per input, each a scored class."""
     require_type(model, "model", nn.Module, owner=owner)
     require_type(x, "x", torch.Tensor, owner=owner)
     require_type(y, "y", torch.Tensor, owner=owner)
