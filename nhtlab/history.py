@@ -21,9 +21,8 @@ __all__ = ["History", "first_step_at_least", "require_history"]
 class History:
     """What a run measured: one row per evaluation.
 
-    Each row holds ``step``, ``lr``, ``<set>_loss`` and ``<set>_acc`` for every
-    evaluation set (``train``, ``test``, …), ``norm`` (‖θ‖²) and ``norm/<layer>``
-    (‖θ_ℓ‖²) for every layer, plus whatever callbacks added.
+    Each row holds ``step``, ``lr``, ``<set>_loss`` and ``<set>_acc`` for every evaluation
+    set, ``norm`` (‖θ‖²) and ``norm/<layer>`` (‖θ_ℓ‖²), plus whatever callbacks added.
 
     Attributes
     ----------
@@ -96,10 +95,10 @@ def first_step_at_least(steps: Sequence[float] | np.ndarray, values: Sequence[fl
                         threshold: float) -> int | None:
     """First step whose value is ≥ threshold (NaN: not known, never), or None: nhtlab's one event finder.
 
-    T_mem and T_grok of :func:`~nhtlab.analysis.events.find_events`, the T_grok of
-    :func:`~nhtlab.analysis.regimes.diagnose_regime` and the trainer's early stop
-    (:func:`~nhtlab.training.evaluation.grok_step`) all read a first crossing through it. It lives
-    beside the record it reads, in the source the result cache's key hashes.
+    T_mem and T_grok of :func:`~nhtlab.analysis.events.find_events`, of
+    :func:`~nhtlab.analysis.regimes.diagnose_regime` and the trainer's early stop all read a
+    first crossing through it. It lives beside the record it reads, in the source the result
+    cache's key hashes.
 
     >>> first_step_at_least([0, 50, 75], [0.1, float("nan"), 0.995], 0.99)
     75
@@ -110,18 +109,14 @@ def first_step_at_least(steps: Sequence[float] | np.ndarray, values: Sequence[fl
 
 def require_history(history: Any, owner: str, norms: Iterable[str] = (), fractions: Iterable[str] = (),
                     finite: bool = False, layers: bool = False) -> History:
-    """Raise unless ``history`` is a :class:`~nhtlab.history.History` an analysis can read: the one check of a
-    history where it enters the analysis (every message names ``'history'`` and ``owner``).
+    """Raise unless ``history`` is a History an analysis can read: the one check where it enters the analysis.
 
-    * evaluated rows whose ``step`` increase strictly, in whole numbers;
-    * the ``norms`` columns (and every ``norm/<layer>`` column when ``layers``) hold squared norms ≥ 0, and
-      nothing but finite ones when ``finite`` (a NaN norm marks a diverged run, which some readings report);
-    * the ``fractions`` columns hold accuracies in [0, 1], not percentages (NaN: not measured).
+    Steps increase strictly, in whole numbers; the ``norms`` columns (and every
+    ``norm/<layer>`` when ``layers``) hold squared norms ≥ 0, finite when ``finite`` (a NaN
+    norm marks a diverged run, which some readings report); the ``fractions`` columns hold
+    accuracies in [0, 1], not percentages (NaN: not measured). A missing column is left to
+    History's own KeyError.
 
-    A column the history lacks is not checked here: reading it raises History's own KeyError naming it.
-
-    Examples
-    --------
     >>> h = History(rows=[{"step": 0, "norm": 1.0, "train_acc": 0.5}, {"step": 10, "norm": 2.0, "train_acc": 99.0}])
     >>> require_history(h, "f", norms=["norm"], fractions=["train_acc"])
     Traceback (most recent call last):

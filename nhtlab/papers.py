@@ -81,8 +81,6 @@ NHT_LAYER_ORDER: dict[str, object] = {
 def paper_cell(value: tuple[float, float] | None) -> str:
     """'mean ± std' as a table cell, '—' when the paper has no value.
 
-    Examples
-    --------
     >>> paper_cell(COMPANION_LAMBDA_SWEEP[1.0]["t_grok"])
     '2,100 ± 374'
     >>> paper_cell(None)

@@ -1,13 +1,10 @@
 """Requirements on user-supplied parameters, with one error template.
 
-The ``require_*`` functions validate an argument and raise; the ``check_*`` names of the book's layer
-return a claim's verdict (:class:`~nhtlab.book.claims.Check`) and never raise on a failed claim.
-
-Every public entry point of nhtlab validates its arguments here so that a wrong
-value fails early with a message that names the parameter, the allowed values
-and what was given (the scikit-learn convention), instead of an obscure shape
-error deep inside PyTorch. ``assert`` is never used for user input: it vanishes
-under ``python -O``.
+Every public entry point validates its arguments here, so that a wrong value fails early
+with a message naming the parameter, the allowed values and what was given (the
+scikit-learn convention), not a shape error deep inside PyTorch. ``assert`` is never used
+for user input: it vanishes under ``python -O``. The ``require_*`` functions raise; the
+book layer's ``check_*`` return a claim's verdict (:class:`~nhtlab.book.claims.Check`).
 """
 
 from __future__ import annotations

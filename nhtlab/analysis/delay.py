@@ -1,35 +1,19 @@
 """The NHT delay law, computed the way the companion paper computes it.
 
-Khanh & Hoa (arXiv 2603.07323) bound the escape from a shortcut of squared norm
-V_sc to a structure of squared norm V_st by Θ(log(V_sc/V_st)/γ_eff), with
-γ_eff = ηλ for gradient descent and γ_eff ≥ ηλ for AdamW. The companion paper
-on grokking (arXiv 2603.13331, code ClevixLab/grokking-norm-separation) turns
-that into numbers with definitions this module reproduces, so that a chapter's
-"law" means exactly what the paper's does.
+Khanh & Hoa (arXiv 2603.07323) bound the escape from a shortcut of squared norm V_sc to
+a structure of squared norm V_st by Θ(log(V_sc/V_st)/γ_eff), γ_eff = ηλ for gradient
+descent and ≥ ηλ for AdamW. The companion paper on grokking (arXiv 2603.13331, code
+ClevixLab/grokking-norm-separation) turns that into numbers; its definitions are
+reproduced so that a chapter's "law" means what the paper's does (``definition=``):
+``"companion"`` (its code): T_escape, the first step ≥ T_mem with ‖θ‖² ≤ 1.5·V_final
+(V_final at the run's end; it trains 2,000 steps past T_grok), against
+log(V_mem/V_final)/(2ηλ), which is 0.34–0.85 of T_escape in its data; ``"grok"``:
+T_grok − T_mem against log(V_mem/V_grok)/(ηλ), the abstract's form, with no window after T_grok.
 
-Definitions (``definition=`` in :func:`delay_point`)
-----------------------------------------------------
-``"companion"`` (the default; the paper's code):
-    V_mem = ‖θ‖² at T_mem; V_final = ‖θ‖² at the end of the run (the companion
-    trains 2,000 steps past T_grok; the run's own window is reported as
-    ``final_window``); T_escape = the first evaluated step ≥ T_mem with
-    ‖θ‖² ≤ 1.5·V_final (an absolute step, as in the paper);
-    T_escape_theory = log(V_mem/V_final) / (2ηλ). In the companion's own data
-    the theory is 0.34–0.85 of T_escape.
-``"grok"``:
-    measured delay T_grok − T_mem against log(V_mem/V_grok)/(ηλ), with V_grok =
-    ‖θ‖² at T_grok: the form the paper's abstract states
-    (T_grok − T_mem = Θ(log(‖θ_mem‖²/‖θ_post‖²)/(ηλ))), and one that needs no
-    window after T_grok.
-
-Both compare a measured time with a predicted one; :func:`delay_fits` fits one
-against the other over many runs, next to the two simpler laws that every
-prediction contains (delay ∝ 1/λ and delay ∝ 1/(ηλ)): a λ-only sweep cannot tell
-the law from 1/λ; varying η and the norm gap can.
-
-Contraction (:func:`contraction_fit`): the companion fits V_t = A·r^t + C on the
-evaluations from T_mem to the end of the run and compares r with
-r_theory = 1 − 2ηλ; its "≈ 1.41 ηλ" is (1 − r_fit)/(ηλ) (1.30–1.69 over its λ sweep).
+:func:`delay_fits` also fits the two simpler laws every prediction contains (1/λ and
+1/(ηλ)): a λ-only sweep cannot tell the law from 1/λ; varying η and the norm gap can.
+:func:`contraction_fit` fits V_t = A·r^t + C from T_mem on and compares r with
+1 − 2ηλ; the companion's "≈ 1.41 ηλ" is (1 − r)/(ηλ) (1.30–1.69 over its λ sweep).
 """
 
 from __future__ import annotations
@@ -60,11 +44,10 @@ ESCAPE_FACTOR = 1.5
 
 
 def predicted_delay(v_sc: float, v_st: float, lr: float, weight_decay: float, rate_factor: float = 1.0) -> float:
-    """log(V_sc / V_st) / (rate_factor · η λ), in steps.
+    """log(V_sc / V_st) / (rate_factor · η λ), in steps: 0 when V_sc ≤ V_st, ``inf`` when λ = 0.
 
-    ``rate_factor`` is 1 for the abstract's form and 2 for the companion's
-    T_escape_theory (‖θ‖² shrinks by (1 − ηλ)² ≈ 1 − 2ηλ per step under pure
-    decay). Returns 0 when V_sc ≤ V_st (no gap to close) and ``inf`` when λ = 0.
+    ``rate_factor`` is 1 for the abstract's form and 2 for the companion's T_escape_theory
+    (‖θ‖² shrinks by (1 − ηλ)² ≈ 1 − 2ηλ per step under pure decay).
 
     Parameters
     ----------
@@ -78,7 +61,6 @@ def predicted_delay(v_sc: float, v_st: float, lr: float, weight_decay: float, ra
     Returns
     -------
     float
-        The predicted delay in steps (0 without a gap, ``inf`` without decay).
 
     Examples
     --------
@@ -106,28 +88,11 @@ def _setting(config: Mapping[str, Any]) -> str:
 
 
 def delay_point(history: History, definition: str = "companion", escape_factor: float = ESCAPE_FACTOR) -> dict[str, Any] | None:
-    """One run's measured and predicted delay under ``definition``, or None if it did not grok.
+    """One run's measured and predicted delay under ``definition``, or None if it did not grok (or λ = 0).
 
-    Parameters
-    ----------
-    history : History
-        Needs ``step``, ``train_acc``, ``test_acc``, ``norm`` and ``lr``,
-        ``weight_decay`` in its config.
-    definition : {"companion", "grok"}
-        See the module docstring and :data:`DEFINITIONS`.
-    escape_factor : float > 1
-        T_escape threshold: ‖θ‖² ≤ escape_factor · V_final.
-
-    Returns
-    -------
-    dict or None
-        ``definition``, ``measured``, ``predicted``, ``weight_decay``, ``lr``,
-        ``seed``, ``setting`` (the config without its seed), ``inv_lambda``,
-        ``inv_eta_lambda``, ``t_mem``, ``t_grok``, ``t_end``, ``final_window``
-        (t_end − T_grok), ``v_mem``, ``v_grok``, ``v_final``, ``t_escape`` (None
-        when ‖θ‖² never came within the factor) and ``escape_theory``
-        (log(V_mem/V_final)/(2ηλ)). None when the run never memorised or never
-        generalised, or λ = 0.
+    The record also holds the run's events, norms, ``setting`` (the config without its seed),
+    ``final_window`` (t_end − T_grok), ``t_escape`` (None when ‖θ‖² never came within
+    ``escape_factor``·V_final) and ``escape_theory``.
     """
     require_history(history, "delay_point", norms=["norm"], fractions=("train_acc", "test_acc"))
     require_choice(definition, "definition", DEFINITIONS, owner="delay_point")
@@ -164,16 +129,16 @@ def delay_point(history: History, definition: str = "companion", escape_factor: 
 def delay_summary(history: History) -> dict[str, Any]:
     """Both definitions for one run, as a small table a chapter can print.
 
-    Returns
-    -------
-    dict
-        T_mem, T_grok, the norms and, per definition, measured vs predicted and
-        their ratio. Values are None where the run never grokked.
-
     Parameters
     ----------
     history : History
-        A run with ``step``, ``train_acc``, ``test_acc``, ``norm`` and a config holding ``lr`` and ``weight_decay``.
+        With ``lr`` and ``weight_decay`` in its config.
+
+    Returns
+    -------
+    dict
+        T_mem, T_grok, the norms and, per definition, measured vs predicted and their ratio
+        (None where the run never grokked).
     """
     require_history(history, "delay_summary", norms=["norm"], fractions=("train_acc", "test_acc"))
     out: dict[str, Any] = {}
@@ -189,24 +154,8 @@ def delay_summary(history: History) -> dict[str, Any]:
 
 
 def mean_std(points: Sequence[Mapping[str, Any]], key: str, **where: Any) -> tuple[float, float] | None:
-    """Mean and standard deviation of ``key`` over the points whose fields equal ``where``.
+    """Mean and population standard deviation of ``key`` over the points whose fields equal ``where``; None if none do.
 
-    Parameters
-    ----------
-    points : sequence of dict
-        :func:`delay_point` records (or any dicts).
-    key : str
-        The field to summarise, e.g. ``"t_grok"`` or ``"measured"``.
-    **where
-        Field values a point must have, e.g. ``weight_decay=0.5``.
-
-    Returns
-    -------
-    (mean, std) or None
-        None when no point matches (the population standard deviation, as numpy's default).
-
-    Examples
-    --------
     >>> pts = [{"lam": 1.0, "t": 10}, {"lam": 1.0, "t": 30}, {"lam": 0.5, "t": 99}]
     >>> mean_std(pts, "t", lam=1.0), mean_std(pts, "t", lam=2.0)
     ((20.0, 10.0), None)
@@ -219,16 +168,7 @@ def mean_std(points: Sequence[Mapping[str, Any]], key: str, **where: Any) -> tup
 
 @dataclass
 class LinearFit:
-    """Least-squares line ``y ≈ slope · x + intercept`` and its coefficient of determination.
-
-    Attributes
-    ----------
-    slope, intercept : float
-    r2 : float
-        1 − SS_res/SS_tot (NaN when y is constant).
-    n : int
-        Number of points.
-    """
+    """Least-squares line ``y ≈ slope · x + intercept``; ``r2`` is NaN when y is constant."""
 
     slope: float
     intercept: float
@@ -245,18 +185,6 @@ class LinearFit:
 def linear_fit(x: Sequence[float], y: Sequence[float]) -> LinearFit:
     """Fit ``y ≈ slope · x + intercept`` by least squares (:func:`scipy.stats.linregress`).
 
-    Parameters
-    ----------
-    x, y : sequences of float, shape (n,), n ≥ 2, finite
-
-    Returns
-    -------
-    LinearFit
-        ``slope``, ``intercept`` and ``r2`` (the squared correlation, which for this fit is 1 − residual /
-        total sum of squares; NaN when ``y`` is constant).
-
-    Examples
-    --------
     >>> fit = linear_fit([1, 2, 3], [3, 5, 7])
     >>> round(fit.slope, 6), round(fit.intercept, 6), round(fit.r2, 6)
     (2.0, 1.0, 1.0)
@@ -284,22 +212,10 @@ FIT_AXES = {"vs_predicted": "predicted", "vs_inverse_lambda": "inv_lambda", "vs_
 def delay_fits(points: Sequence[Mapping[str, Any] | None], average_seeds: bool = False) -> dict[str, LinearFit]:
     """Measured delay against the law's prediction, against 1/λ and against 1/(ηλ).
 
-    Parameters
-    ----------
-    points : sequence of dict
-        :func:`delay_point` records of one definition (None entries are skipped).
-    average_seeds : bool
-        Fit the per-setting means over seeds (the companion fits seed means).
+    The law's slope is free (AdamW's γ_eff/(ηλ) is unknown); an axis that does not vary
+    across the points has no fit and is left out. ``average_seeds`` fits the per-setting
+    means, as the companion does.
 
-    Returns
-    -------
-    dict of LinearFit
-        ``"vs_predicted"`` (the law, slope free: AdamW's γ_eff/(ηλ) is unknown),
-        ``"vs_inverse_lambda"`` and ``"vs_inverse_eta_lambda"``. An axis that does
-        not vary across the points (1/λ at fixed λ) has no fit and is left out.
-
-    Examples
-    --------
     >>> pts = [{"measured": 2 * d, "predicted": d, "inv_lambda": 1.0, "inv_eta_lambda": 1e3, "setting": str(d),
     ...         "definition": "grok"} for d in (100.0, 200.0, 300.0)]
     >>> fits = delay_fits(pts)
@@ -334,20 +250,8 @@ def delay_fits(points: Sequence[Mapping[str, Any] | None], average_seeds: bool =
 class ContractionFit:
     """The companion's fit ‖θ_t‖² ≈ A·r^(t − start) + C over the evaluations from T_mem on.
 
-    Attributes
-    ----------
-    r : float
-        Fitted contraction factor per step.
-    r_theory : float
-        1 − 2ηλ, pure decay of ‖θ‖².
-    ratio : float
-        (1 − r)/(ηλ): the companion reports 1.30–1.69 (≈ 1.41) for its transformer.
-    amplitude, offset : float
-        A and C.
-    r2 : float
-        R² of the fit on ‖θ‖² itself.
-    start, stop : int
-        First and last fitted steps.
+    ``r_theory`` = 1 − 2ηλ (pure decay); ``ratio`` = (1 − r)/(ηλ), which the companion
+    reports as 1.30–1.69 (≈ 1.41) for its transformer; ``r2`` is on ‖θ‖² itself.
     """
 
     r: float
@@ -405,20 +309,9 @@ def _fit_offset_exponential(t: np.ndarray, v: np.ndarray, max_offset: float) -> 
 
 
 def contraction_fit(history: History, stop: str = "end", min_points: int = 5) -> ContractionFit | None:
-    """Fit ‖θ_t‖² ≈ A·r^t + C from T_mem to ``stop``, as the companion does.
+    """Fit ‖θ_t‖² ≈ A·r^t + C from T_mem to the run's end (the companion's choice) or T_grok.
 
-    Parameters
-    ----------
-    history : History
-    stop : {"end", "grok"}
-        Last fitted step: the end of the run (the companion's choice) or T_grok.
-    min_points : int
-        Fewest evaluations in the window for a fit (the companion needs 5).
-
-    Returns
-    -------
-    ContractionFit or None
-        None when the run never memorised or the window is too short.
+    None when the run never memorised or the window has fewer than ``min_points`` (the companion needs 5).
     """
     require_history(history, "contraction_fit", norms=["norm"], fractions=("train_acc", "test_acc"))
     require_choice(stop, "stop", ("end", "grok"), owner="contraction_fit")

@@ -1,24 +1,11 @@
 """Early warnings of grokking, evaluated: how far ahead of T_grok each signal fires, and how often it fires
 when no grokking follows.
 
-Each candidate signal has one rule, fixed before any evaluation, read only after ``T_mem``
-(before memorisation nothing is a warning of grokking):
-
-=====================  =============================================================
-signal                 fires at the first evaluation after T_mem where …
-=====================  =============================================================
-``readout_peak``       the read-out's ‖θ_L‖² is 5% below its maximum since T_mem
-``readout_vs_init``    ‖θ_L‖²/‖θ_L(0)‖² is below 1 (the paper's first ratio)
-``readout_vs_first``   ‖θ_L‖²/‖θ_1‖² is 5% below its maximum since T_mem (the paper's second)
-``total_norm``         ‖θ‖² is 10% below its value at T_mem
-``embedding_norm``     the first layer's ‖θ_1‖² is 10% below its value at T_mem
-``train_loss``         the training loss is twice its minimum since T_mem
-``dlr``                DLR on the probe (a ``dlr`` column) is below 0.5 (richer than halfway)
-=====================  =============================================================
-
-The lead is ``T_grok − t_fire`` in steps and in units of ``1/(ηλ)`` (the delay law's time
-scale). A warning that fires after ``T_grok`` is late (negative lead). On runs where no grokking
-follows within their horizon, any firing is a false alarm.
+Each candidate signal has one rule (:data:`SIGNALS`, in words), fixed before any
+evaluation and read only after ``T_mem``: before memorisation nothing is a warning of
+grokking. The lead is ``T_grok − t_fire`` in steps and in units of ``1/(ηλ)`` (the delay
+law's time scale); a warning after ``T_grok`` is late. On runs where no grokking follows
+within their horizon, any firing is a false alarm.
 
 >>> from nhtlab.analysis.eta import synthetic_contraction
 >>> h = synthetic_contraction(t_mem=500, t_grok=2500, rate=1e-3)
@@ -107,18 +94,7 @@ SIGNALS: dict[str, tuple[str, Callable[[History, slice], np.ndarray | None]]] = 
 
 
 def warning_step(history: History, signal: str) -> int | None:
-    """The first evaluated step after T_mem at which ``signal``'s rule fires (None: never, or not recorded).
-
-    Parameters
-    ----------
-    history : History
-    signal : str
-        One of :data:`SIGNALS`.
-
-    Returns
-    -------
-    int or None
-    """
+    """The first evaluated step after T_mem at which ``signal``'s rule fires (None: never, or not recorded)."""
     require_history(history, "warning_step", norms=["norm"], fractions=("train_acc", "test_acc"))
     require_choice(signal, "signal", SIGNALS, owner="warning_step")
     t_mem = find_events(history).t_mem
@@ -136,19 +112,10 @@ def warning_step(history: History, signal: str) -> int | None:
 def evaluate_warnings(grokking: Sequence[History], no_grokking: Sequence[History]) -> list[dict[str, Any]]:
     """Lead times before T_grok and false alarms of every signal, one record per signal.
 
-    Parameters
-    ----------
-    grokking : sequence of History
-        Runs evaluated for lead time (those that never grok count as missing).
-    no_grokking : sequence of History
-        Runs in which no grokking follows within their horizon (for instance λ = 0.01); a firing is a false alarm.
-
-    Returns
-    -------
-    list of dict
-        ``signal``, ``rule``, ``fired`` ("k of n" grokking runs where it fired before T_grok), ``late``
-        (fired only after T_grok), ``median_lead`` (steps), ``median_lead_eta_lambda`` (lead·ηλ),
-        ``false_alarms`` ("k of n"), ``recorded`` (runs that recorded the signal).
+    ``grokking`` runs are evaluated for lead time (those that never grok count as missing);
+    on ``no_grokking`` runs (no grokking within their horizon, e.g. λ = 0.01) a firing is a
+    false alarm. ``fired`` and ``false_alarms`` read "k of n"; ``late`` counts firings after
+    T_grok; ``median_lead_eta_lambda`` is lead·ηλ.
     """
     grokked = [(h, find_events(h)) for h in grokking]
     grokked = [(h, e) for h, e in grokked if e.t_grok is not None and e.t_mem is not None]
@@ -179,25 +146,10 @@ def evaluate_warnings(grokking: Sequence[History], no_grokking: Sequence[History
 def supported_signal(records: Sequence[dict[str, Any]]) -> str:
     """The signal an online monitor should warn by, from :func:`evaluate_warnings` records.
 
-    The order: a signal that warned before T_grok in at least one run before one that never did
-    (no warning is no signal); then fewest false alarms (a warning that fires on runs that never
-    grok misleads more than a late one); then most runs warned before T_grok; then fewest late
-    warnings; then the longest median lead.
-
-    Parameters
-    ----------
-    records : sequence of dict
-        As :func:`evaluate_warnings` returns them (``fired`` and ``false_alarms`` as "k of n").
-
-    Returns
-    -------
-    str
-        The ``signal`` of the best record.
-
-    Raises
-    ------
-    ValueError
-        When ``records`` is empty.
+    The order: a signal that warned before T_grok in some run before one that never did (no
+    warning is no signal); then fewest false alarms (a warning on runs that never grok
+    misleads more than a late one); then most runs warned; then fewest late; then the
+    longest median lead.
     """
     if not records:
         raise ValueError("The 'records' parameter of supported_signal must hold at least one evaluated signal. "

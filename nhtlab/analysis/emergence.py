@@ -1,15 +1,11 @@
 """Emergence with scale: norm gap, delay and the fraction of runs that generalise, against model size.
 
-The NHT paper (arXiv 2603.07323) ends with a hypothesis: if the norm gap
-V_sc / V_st between the shortcut and the structured solution shrinks as a model
-grows, the delay log(V_sc/V_st)/γ_eff shrinks with it, and under a fixed
-training budget a capability appears abruptly once the model is large enough —
-an *apparent* threshold, although nothing discontinuous happens inside.
-
-These functions turn a set of runs (histories of :func:`nhtlab.run_modular`
-over sizes and seeds) into that picture: one row per run, then per size the
-median norm gap, delay and law's prediction, and the fraction of runs that
-generalised within a budget.
+The NHT paper (arXiv 2603.07323) ends with a hypothesis: if the norm gap V_sc / V_st
+shrinks as a model grows, so does the delay log(V_sc/V_st)/γ_eff, and under a fixed
+budget a capability appears abruptly once the model is large enough — an *apparent*
+threshold, although nothing discontinuous happens inside. These functions turn runs over
+sizes and seeds into that picture: one row per run, then per-size medians and the
+fraction of runs that generalised within a budget.
 """
 
 from __future__ import annotations
@@ -47,30 +43,14 @@ def _size(history: History, key: str, default: Any = None) -> Any:
 
 
 def run_row(history: History, key: str = "d_model", default_size: Any = None) -> dict[str, Any]:
-    """One run as a flat record: size, seed, events, norm gap and the law's delay.
+    """One run as a flat record: size, seed, events, norm gap and the law's delay (None without a transition).
 
-    The norms and the prediction are :func:`nhtlab.analysis.delay.delay_point`'s ``"grok"``
-    definition: V_sc = ‖θ‖² at T_mem, V_st = ‖θ‖² at T_grok, predicted delay
-    log(V_sc/V_st)/(ηλ), measured delay T_grok − T_mem. Both norms come from
-    :func:`nhtlab.analysis.events.find_events` (read by
-    :func:`~nhtlab.analysis.events.norm_at`), the one V_sc/V_st reader; V_sc is
-    reported even for a run that never generalised, where ``delay_point`` is None.
-
-    Parameters
-    ----------
-    history : History
-        A run of :func:`nhtlab.run_modular` (its config names η, λ and the size).
-    key : str
-        The size setting, looked up in ``config["model_kwargs"]``, then ``config``,
-        then the default of the config's model (a run's ``model_kwargs`` omits defaults).
-    default_size : optional
-        The size of a run whose config does not name ``key``, before the model's default.
-
-    Returns
-    -------
-    dict
-        ``size, seed, T_mem, T_grok, delay, steps, V_sc, V_st, ratio, log_gap,
-        predicted, eta_lambda`` (gap and prediction None without a transition).
+    The norms and prediction are :func:`~nhtlab.analysis.delay.delay_point`'s ``"grok"``
+    definition (V_sc at T_mem, V_st at T_grok, log(V_sc/V_st)/(ηλ)), read through
+    :func:`~nhtlab.analysis.events.find_events`, the one V_sc/V_st reader; V_sc is reported
+    even for a run that never generalised. The size ``key`` is looked up in
+    ``config["model_kwargs"]``, then ``config``, then ``default_size``, then the model's
+    default (a run's ``model_kwargs`` omits defaults).
     """
     require_history(history, "run_row", norms=["norm"], fractions=("train_acc", "test_acc"))
     events = find_events(history)
@@ -103,11 +83,9 @@ def scale_table(histories: Sequence[History], key: str = "d_model", default_size
 def fraction_generalised(rows: Sequence[dict[str, Any]], budget: int) -> list[dict[str, Any]]:
     """Per size, the fraction of runs with T_grok ≤ ``budget``.
 
-    A run that stopped before ``budget`` without generalising counts as a
-    failure, so only use budgets the runs actually reached.
+    A run that stopped before ``budget`` without generalising counts as a failure, so only
+    use budgets the runs reached.
 
-    Examples
-    --------
     >>> rows = [{"size": 8, "T_grok": None}, {"size": 8, "T_grok": 90}, {"size": 16, "T_grok": 50}]
     >>> fraction_generalised(rows, budget=100)
     [{'size': 8, 'budget': 100, 'runs': 2, 'generalised': 1, 'fraction': 0.5}, {'size': 16, 'budget': 100, 'runs': 1, 'generalised': 1, 'fraction': 1.0}]
@@ -193,16 +171,9 @@ def law_records(summary: Sequence[dict[str, Any]], fit: dict[str, float] | None 
 def between_and_within(rows: Sequence[dict[str, Any]], key: str) -> dict[str, float]:
     """How much ``key`` differs between the smallest and largest size, against its seed spread.
 
-    Returns
-    -------
-    dict
-        ``difference``: median at the largest size minus median at the smallest
-        (sizes with at least one value); ``seed_spread``: the largest range
-        (max − min over seeds) within any size. A difference smaller than the
-        seed spread is within seed noise.
+    ``difference``: median at the largest size minus at the smallest; ``seed_spread``: the
+    largest range over seeds within any size. A difference below the spread is seed noise.
 
-    Examples
-    --------
     >>> rows = [{"size": 1, "g": 1.0}, {"size": 1, "g": 1.2}, {"size": 2, "g": 2.0}, {"size": 2, "g": 2.1}]
     >>> {k: round(v, 3) for k, v in between_and_within(rows, "g").items()}
     {'difference': 0.95, 'seed_spread': 0.2}

@@ -1,21 +1,16 @@
 """A grokking ETA: when will a run that has memorised generalise? Built on the delay law, tested on held-out runs.
 
-The delay law says the wait after memorisation is set by how far the norm must contract,
-at a rate proportional to ηλ: ``T_grok − T_mem ≈ log(V_mem/V_grok)/γ_eff``. A live run knows
-``V_mem`` and how fast its ‖θ‖² has contracted since ``T_mem``; it does not know ``V_grok``.
-The predictor, fixed before any evaluation, is:
+The delay law says ``T_grok − T_mem ≈ log(V_mem/V_grok)/γ_eff``, γ_eff ∝ ηλ. A live run
+knows ``V_mem`` and how fast ‖θ‖² has contracted since ``T_mem``, not ``V_grok``. The
+predictor, fixed before any evaluation: **calibration** (fitting runs only) takes
+``L* = log(V_mem/V_grok)`` and the spread of its own multiplicative errors; **prediction**
+at ``now ≥ T_mem`` takes the rate ``k``, the least-squares slope of ``−log ‖θ‖²`` over
+``[T_mem, now]``, and gives ``T̂ = now + max(L* − log(V_mem/V_now), 0) / k`` (none until
+‖θ‖² has fallen by about 1%); the interval scales ``T̂ − T_mem`` by the errors' quantiles
+(80% by default) and never starts before ``now``.
 
-1. **calibration** (on fitting runs only): ``L* = log(V_mem/V_grok)``, the log-contraction a
-   run needed to grok, and the spread of the predictor's own multiplicative errors;
-2. **prediction** at step ``now ≥ T_mem``: the contraction rate ``k`` is the least-squares
-   slope of ``−log ‖θ‖²`` over ``[T_mem, now]``; the remaining contraction
-   ``max(L* − log(V_mem/V_now), 0)`` at that rate gives the point (no estimate until ‖θ‖² has
-   fallen by about 1% since ``T_mem``)
-   ``T̂ = now + remaining / k``; the interval scales ``T̂ − T_mem`` by the calibration
-   errors' quantiles (80% by default) and never starts before ``now``.
-
-Evaluated on held-out seeds (:func:`nhtlab.book.held_out_eta.evaluate_eta`) and off the grid it was
-calibrated on (:mod:`nhtlab.book.off_grid_eta`), it did not ship: the delay law's baseline (b),
+Evaluated on held-out seeds (:func:`nhtlab.book.held_out_eta.evaluate_eta`) and off its
+grid (:mod:`nhtlab.book.off_grid_eta`), it did not ship: the delay law's baseline (b),
 :func:`delay_law_forecast`, had less error, and is what :meth:`nhtlab.Monitor.forecast` offers.
 
 >>> h = synthetic_contraction(t_mem=500, t_grok=2500, rate=1e-3)
@@ -59,19 +54,10 @@ DELAY_LAW_BASIS = ("the delay law's baseline (b), not the ETA: T_mem + the mean 
 class EtaCalibration:
     """What the fitting runs taught the predictor.
 
-    Attributes
-    ----------
-    log_contraction : float
-        Median over fitting runs of ``L* = log(V_mem/V_grok)``.
-    error_low, error_high : float
-        Quantiles of ``log((T_grok − T_mem)/(T̂ − T_mem))`` over fitting runs and cut points,
-        at ``(1 − coverage)/2`` and ``(1 + coverage)/2``.
-    coverage : float
-        The interval's stated coverage.
-    mean_delay : dict
-        ``(lr, weight_decay)`` → mean ``T_grok − T_mem`` of the fitting runs (the baseline).
-    n_runs : int
-        Fitting runs that memorised and grokked.
+    ``log_contraction``: median L* over fitting runs; ``error_low``/``error_high``: quantiles
+    of ``log((T_grok − T_mem)/(T̂ − T_mem))`` over runs and cuts at ``(1 ∓ coverage)/2``;
+    ``mean_delay``: ``(lr, weight_decay)`` → mean T_grok − T_mem (the baseline); ``n_runs``:
+    runs that memorised and grokked.
     """
 
     log_contraction: float
@@ -84,21 +70,7 @@ class EtaCalibration:
 
 @dataclass(frozen=True)
 class GrokEstimate:
-    """A predicted T_grok, or why there is none.
-
-    Attributes
-    ----------
-    step : int
-        The last step the prediction saw.
-    t_grok : float or None
-        Point prediction.
-    low, high : float or None
-        The interval at the calibration's coverage.
-    reason : str
-        Empty when there is a prediction; otherwise why not (not memorised, diverged, not contracting).
-    basis : str
-        What the forecast rests on, when it is not the ETA (:data:`DELAY_LAW_BASIS`).
-    """
+    """A predicted T_grok and interval, or the ``reason`` there is none; ``basis`` when it is not the ETA."""
 
     step: int
     t_grok: float | None
@@ -156,14 +128,14 @@ def predict_grok(history: History, calibration: EtaCalibration) -> GrokEstimate:
     Parameters
     ----------
     history : History
-        The run so far (``step``, ``norm``, ``train_acc``, ``test_acc``), past T_mem.
+        The run so far, past T_mem.
     calibration : EtaCalibration
         From :func:`calibrate_eta` on other runs.
 
     Returns
     -------
     GrokEstimate
-        The point and interval, or no estimate with the reason (not memorised, diverged, not contracting).
+        The point and interval, or no estimate and why (not memorised, diverged, not contracting).
     """
     require_history(history, "predict_grok", norms=["norm"], fractions=("train_acc", "test_acc"))
     require_type(calibration, "calibration", EtaCalibration, owner="predict_grok")
@@ -203,20 +175,9 @@ def _cuts(events: Any, history: History, fractions: Sequence[float]) -> list[tup
 
 def calibrate_eta(histories: Sequence[History], coverage: float = ETA_COVERAGE,
                   fractions: Sequence[float] = FRACTIONS) -> EtaCalibration:
-    """Fit the predictor's constants on runs that memorised and grokked.
+    """Fit the predictor's constants on runs that memorised and grokked (never the runs it is evaluated on).
 
-    Parameters
-    ----------
-    histories : sequence of History
-        The fitting runs (never the runs it is evaluated on).
-    coverage : float in (0, 1)
-        The interval's stated coverage.
-    fractions : sequence of float
-        Cut points, as fractions of each run's plateau, at which the errors are measured.
-
-    Returns
-    -------
-    EtaCalibration
+    ``fractions`` are the cut points, as fractions of each run's plateau, where the errors are measured.
     """
     require_real(coverage, "coverage", low=0.0, high=1.0, low_open=True, high_open=True, owner="calibrate_eta")
     runs = _plateaus(histories)
@@ -273,32 +234,13 @@ def delay_law_forecast(calibration: Mapping[tuple[float, float], Sequence[Histor
                        t_mem: int, now: int, coverage: float = ETA_COVERAGE) -> GrokEstimate:
     """T_grok by the delay law's baseline (b) (:data:`DELAY_LAW_BASIS`), the best tested answer, with its interval.
 
-    The interval is ``T_mem + d̂·exp(±q)``, ``q`` the split-conformal quantile of ``|log(d/d̂)|`` over the
-    calibration runs, each setting forecast from the others (``∞`` with one setting). The evaluation's
-    ``q`` is per cut of the plateau, whose fraction a live run cannot know; this is its ``q`` for a cut at
-    ``T_mem`` (no floor), at least as wide as every cut's: the conservative choice. Like the evaluation's,
-    the point is floored at ``now`` and the interval scales the floored delay.
-
-    Parameters
-    ----------
-    calibration : mapping
-        ``(η, λ)`` → finished runs of the same model (``train_acc``, ``test_acc``); those that grokked count.
-    lr, weight_decay : float
-        The live run's η and λ.
-    t_mem, now : int
-        Its T_mem and its last recorded step (the forecast and the interval's low end are floored there).
-    coverage : float
-        The interval's stated coverage.
-
-    Returns
-    -------
-    GrokEstimate
-        With ``basis``; no estimate, and the ``reason``, when no calibration run memorised and grokked.
-
-    Raises
-    ------
-    ValueError
-        When ``calibration`` is empty or η or λ is not positive.
+    ``calibration`` maps ``(η, λ)`` to finished runs of the same model (those that grokked
+    count). The interval is ``T_mem + d̂·exp(±q)``, ``q`` the split-conformal quantile of
+    ``|log(d/d̂)|`` over the calibration runs, each setting forecast from the others (``∞``
+    with one setting). The evaluation's ``q`` is per cut of the plateau, which a live run
+    cannot know; this is its ``q`` for a cut at ``T_mem``, at least as wide as every cut's: the
+    conservative choice. As in the evaluation, the point is floored at ``now`` and the
+    interval scales the floored delay. No estimate when no calibration run grokked.
     """
     owner = "delay_law_forecast"
     shape = "a dict {(lr, weight_decay): [History, …]} of your finished runs by setting"
@@ -333,10 +275,9 @@ def synthetic_contraction(t_mem: int, t_grok: int | None, rate: float, v_mem: fl
                           weight_decay: float = 1.0) -> History:
     """A history with a known answer: ‖θ‖² = v_mem·exp(−rate·(t − t_mem)) after T_mem, grokking at ``t_grok``.
 
-    Train accuracy reaches 1 at ``t_mem``, test accuracy at ``t_grok`` (None: never); ``rate`` is the
-    contraction per step after T_mem (0: a plateau that never contracts), ``v_mem`` ‖θ‖² up to T_mem;
-    rows every ``every`` steps up to ``end`` (``t_grok + 500``, or ``4·t_mem``); ``lr`` and ``weight_decay``
-    go to the config (the baselines group runs by them).
+    Train accuracy reaches 1 at ``t_mem``, test accuracy at ``t_grok`` (None: never); rows
+    every ``every`` steps up to ``end`` (``t_grok + 500``, or ``4·t_mem``); ``lr`` and
+    ``weight_decay`` go to the config (the baselines group runs by them).
     """
     require_real(rate, "rate", low=0.0, owner="synthetic_contraction")
     end = end if end is not None else (t_grok + 500 if t_grok is not None else 4 * t_mem)

@@ -1,14 +1,9 @@
 """Layerwise norm transitions: which layer's ‖θ_ℓ‖² peaks and contracts first.
 
-The NHT paper (arXiv 2603.07323) follows each layer's squared norm ‖θ_ℓ‖²
-normalised to that layer's own peak. On coloured-border CIFAR-10 the read-out
-(``fc``) peaks first and contracts most, the first convolution later and less:
-a *backward* transition, from the head towards the input. It suggests two
-early-warning signals: the head's norm relative to its start, ‖θ_L‖²/‖θ_L(0)‖²,
-and the head-to-first-layer ratio ‖θ_L‖²/‖θ_1‖².
-
-Everything here reads a :class:`~nhtlab.history.History`, whose ``norm/<layer>``
-columns the training loop records at every evaluation.
+The NHT paper (arXiv 2603.07323) normalises each layer's ‖θ_ℓ‖² to its own peak. On
+coloured-border CIFAR-10 the read-out peaks first and contracts most, the first
+convolution later and less: a *backward* transition. Its two early-warning signals are
+‖θ_L‖²/‖θ_L(0)‖² and ‖θ_L‖²/‖θ_1‖². Everything here reads a History's ``norm/<layer>`` columns.
 """
 
 from __future__ import annotations
@@ -35,17 +30,8 @@ __all__ = ["layer_label", "LayerTransition", "layer_transitions", "peak_order", 
 class LayerTransition:
     """How one layer's ‖θ_ℓ‖² moved during a run.
 
-    Attributes
-    ----------
-    layer : str
-    initial_norm, peak_norm, final_norm : float
-    peak_step : int
-        Evaluated step at which ‖θ_ℓ‖² was largest.
-    contraction : float
-        1 − final/peak, the share of the peak lost by the end (0 if none).
-    peaked : bool
-        True when the layer contracted by at least ``min_contraction`` after its
-        peak; a layer still at (or near) its maximum at the end has not peaked.
+    ``contraction`` is 1 − final/peak (0 if none); ``peaked`` is True when the layer lost at
+    least ``min_contraction`` of its peak by the end.
     """
 
     layer: str
@@ -68,12 +54,8 @@ _BLOCK_WORDS = {"attn.qkv": "attention (q, k, v)", "attn.proj": "attention outpu
 
 
 def layer_label(name: str) -> str:
-    """A layer's name in words, for a legend: ``tok`` → "token embedding", ``blocks.0.attn.qkv`` →
-    "block 1: attention (q, k, v)", ``conv1`` → "conv 1", ``hidden.0`` → "hidden layer 1"; a name it does
-    not know is returned as it is.
+    """A layer's name in words, for a legend; a name it does not know is returned as it is.
 
-    Examples
-    --------
     >>> [layer_label(n) for n in ("tok", "blocks.0.fc_out", "conv3", "readout", "mystery")]
     ['token embedding', 'block 1: feed-forward out', 'conv 3', 'read-out', 'mystery']
     """
@@ -106,7 +88,7 @@ def _check_history(history: History, owner: str) -> None:
 
 
 def _head_and_first(history: History, head: Any, first: Any, owner: str) -> tuple[str, str]:
-    """The layers compared: ``head`` and ``first`` when given (each a layer of the history), else the defaults."""
+    """``head`` and ``first`` when given (each a layer of the history), else the defaults."""
     for name, layer in (("head", head), ("first", first)):
         if layer is not None:
             require_type(layer, name, str, owner=owner)
@@ -126,25 +108,12 @@ def _select(history: History, layers: Sequence[str] | None, owner: str) -> list[
 
 
 def head_and_first(names: Sequence[str]) -> tuple[str, str]:
-    """The read-out and the first layer among layer names: the one rule the analysis and the Monitor use.
+    """The read-out and the first layer among names in model order: the one rule the analysis and the Monitor use.
 
-    The read-out is the last layer named ``readout`` or ending in ``fc`` or
-    ``readout`` (else the last layer); the first layer is the first one.
-    Normalisation layers (last name part containing ``norm`` or ``bn``, or
+    The read-out is the last layer named ``readout`` or ending in ``fc`` or ``readout`` (else
+    the last layer). Normalisation layers (last part containing ``norm`` or ``bn``, or
     starting with ``ln``) are skipped: the paper compares weight layers.
 
-    Parameters
-    ----------
-    names : sequence of str, length n_layers ≥ 1
-        Layer names in model order (:func:`nhtlab.measures.norms.layer_names`,
-        or a history's ``layers``).
-
-    Returns
-    -------
-    (head, first) : tuple of str
-
-    Examples
-    --------
     >>> head_and_first(["tok", "pos", "blocks.0.ln1", "blocks.0.attn.qkv", "ln_f", "readout"])
     ('readout', 'tok')
     >>> head_and_first(["0", "3", "7", "9"])
@@ -156,47 +125,18 @@ def head_and_first(names: Sequence[str]) -> tuple[str, str]:
 
 
 def default_head_and_first(history: History) -> tuple[str, str]:
-    """The read-out and the first layer of a history's ``norm/<layer>`` columns (:func:`head_and_first`).
-
-    The names this gives for nhtlab's models: SimpleCNN ``readout``/``conv1``,
-    ResNet18 ``net.fc``/``net.conv1``, the transformer ``readout``/``tok``, the
-    embedding MLP ``readout``/``embed_a``.
-
-    Parameters
-    ----------
-    history : History
-        With evaluated rows and ``norm/<layer>`` columns.
-
-    Returns
-    -------
-    (head, first) : tuple of str
-    """
+    """The read-out and the first layer of a history's ``norm/<layer>`` columns (:func:`head_and_first`)."""
     _check_history(history, "default_head_and_first")
     return head_and_first(history.layers)
 
 
 def head_signals(head: ArrayLike, first: ArrayLike, head_init: ArrayLike) -> tuple[np.ndarray | float, np.ndarray | float]:
-    """The paper's two early-warning signals from squared norms: ‖θ_L‖²/‖θ_1‖² and ‖θ_L‖²/‖θ_L(0)‖².
+    """The paper's two early-warning signals from squared norms: (‖θ_L‖²/‖θ_1‖², ‖θ_L‖²/‖θ_L(0)‖²).
 
-    One definition for the offline curves (:func:`head_to_first_ratio`) and the
-    online :class:`nhtlab.training.monitor.Monitor`. A zero denominator gives
-    ``inf`` (also for 0/0: a reference layer without weight cannot bound the
-    head); NaN norms give NaN.
+    One definition for the offline curves and the online Monitor. A zero denominator gives
+    ``inf`` (also 0/0: a reference layer without weight cannot bound the head); NaN gives NaN.
+    Python numbers in give floats out (the Monitor's per-record path, free of NumPy overhead).
 
-    Parameters
-    ----------
-    head, first : float or array, shape (n,)
-        ‖θ_L‖² of the read-out and ‖θ_1‖² of the first layer at the same steps.
-    head_init : float or array broadcastable to ``head``
-        ‖θ_L(0)‖², the read-out's squared norm at the start.
-
-    Returns
-    -------
-    (head_over_first, head_over_init) : tuple of ndarray, shape of ``head``; floats when all three inputs are
-        Python numbers (the Monitor's per-record path, kept free of NumPy's per-call overhead).
-
-    Examples
-    --------
     >>> ratio, rel = head_signals(18.0, 14.0, 72.0)
     >>> float(ratio) == 18 / 14, float(rel)
     (True, 0.25)
@@ -231,21 +171,7 @@ def normalised_layer_norms(history: History, layers: Sequence[str] | None = None
 
 def layer_transitions(history: History, layers: Sequence[str] | None = None,
                       min_contraction: float = 0.02) -> list[LayerTransition]:
-    """Peak step, peak and final norm, and contraction of every layer.
-
-    Parameters
-    ----------
-    history : History
-    layers : sequence of str, optional
-        Layers to analyse (default: all, in model order).
-    min_contraction : float in [0, 1)
-        A layer counts as having peaked only if it lost at least this share of
-        its peak by the end.
-
-    Returns
-    -------
-    list of LayerTransition, in the order of ``layers``.
-    """
+    """Peak step, peak and final norm, and contraction of every layer (default: all, in model order)."""
     _check_history(history, "layer_transitions")
     require_real(min_contraction, "min_contraction", 0.0, 1.0, high_open=True, owner="layer_transitions")
     steps = history.column("step").astype(int)
@@ -261,39 +187,14 @@ def layer_transitions(history: History, layers: Sequence[str] | None = None,
 
 
 def peak_order(transitions: Sequence[LayerTransition]) -> list[str]:
-    """Layer names in the order in which they peaked.
-
-    Layers that peaked come first, by peak step (ties keep model order); layers
-    that never contracted follow, in model order.
-
-    Parameters
-    ----------
-    transitions : sequence of LayerTransition
-        From :func:`layer_transitions`.
-
-    Returns
-    -------
-    list of str
-    """
+    """Layer names in the order they peaked (ties in model order), then those that never contracted."""
     require_type(transitions, "transitions", (list, tuple), owner="peak_order")
     peaked = sorted((t for t in transitions if t.peaked), key=lambda t: t.peak_step)
     return [t.layer for t in peaked] + [t.layer for t in transitions if not t.peaked]
 
 
 def is_backward(transitions: Sequence[LayerTransition], head: str, first: str) -> bool:
-    """True when ``head`` peaked (and contracted) strictly before ``first`` peaked, or ``first`` never peaked.
-
-    Parameters
-    ----------
-    transitions : sequence of LayerTransition
-        From :func:`layer_transitions`.
-    head, first : str
-        The read-out layer and the first layer.
-
-    Returns
-    -------
-    bool
-    """
+    """True when ``head`` peaked (and contracted) strictly before ``first`` peaked, or ``first`` never peaked."""
     by_name = {t.layer: t for t in transitions}
     for name in (head, first):
         if name not in by_name:
@@ -308,20 +209,11 @@ ORDERS = ("backward", "forward", "simultaneous", "head only", "first only", "nei
 
 
 def layer_order(transitions: Sequence[LayerTransition], head: str, first: str) -> str:
-    """Which of two layers peaked *and contracted* first.
+    """Which of two layers peaked *and contracted* first, one of ``ORDERS``.
 
-    Returns
-    -------
-    str, one of ``ORDERS``
-        ``"backward"``: both contracted and the head peaked strictly first (the
-        paper's order); ``"forward"``: both contracted and the first layer peaked
-        strictly first; ``"simultaneous"``: same peak step; ``"head only"`` /
-        ``"first only"``: only that one contracted (the other never did, so no
-        order between them was observed); ``"neither"``.
-
-    Unlike :func:`is_backward`, a first layer that never contracted does not
-    make the order backward: "conv1 never contracted" is not "the read-out
-    contracted first".
+    ``"head only"`` / ``"first only"``: only that one contracted, so no order was observed.
+    Unlike :func:`is_backward`, a first layer that never contracted does not make the order
+    backward: "conv1 never contracted" is not "the read-out contracted first".
     """
     by_name = {t.layer: t for t in transitions}
     for name in (head, first):
@@ -340,25 +232,9 @@ def layer_order(transitions: Sequence[LayerTransition], head: str, first: str) -
 
 def warning_times(history: History, drop_step: int | None, head: str | None = None,
                   first: str | None = None) -> dict[str, Any]:
-    """When the two early-warning signals turn down, against the step the shortcut is dropped.
+    """When the two early-warning signals turn down (peak), against the step the shortcut is dropped.
 
-    The signals are ‖θ_L‖²/‖θ_L(0)‖² and ‖θ_L‖²/‖θ_1‖² (:func:`head_to_first_ratio`);
-    each "turns down" at its maximum over the run. A signal warns when it turns
-    down before ``drop_step``.
-
-    Parameters
-    ----------
-    history : History
-    drop_step : int or None
-        When the shortcut was dropped (e.g. :func:`nhtlab.analysis.events.border_times`'s second value).
-
-    Returns
-    -------
-    dict
-        ``head_over_init_peak``, ``head_over_first_peak``, ``total_peak`` (steps),
-        ``drop_step``, and ``head_over_init_lead``, ``head_over_first_lead``,
-        ``total_lead`` = drop_step − peak step (> 0: the signal turned down
-        first; None when ``drop_step`` is None).
+    Leads are drop_step − peak step (> 0: the signal turned down first; None without ``drop_step``).
     """
     _check_history(history, "warning_times")
     signals = head_to_first_ratio(history, head, first)
@@ -373,21 +249,7 @@ def warning_times(history: History, drop_step: int | None, head: str | None = No
 
 
 def head_to_first_ratio(history: History, head: str | None = None, first: str | None = None) -> dict[str, np.ndarray]:
-    """The paper's two early-warning signals along the run (:func:`head_signals` on the history's columns).
-
-    Parameters
-    ----------
-    history : History
-        With ``norm/<layer>`` columns.
-    head, first : str, optional
-        Layer names; default :func:`default_head_and_first`.
-
-    Returns
-    -------
-    dict with arrays (n_evals,)
-        ``step``; ``head_over_first`` = ‖θ_L‖²/‖θ_1‖²; ``head_over_init`` =
-        ‖θ_L‖²/‖θ_L(0)‖² (``inf`` where the denominator is 0).
-    """
+    """The paper's two early-warning signals along the run (:func:`head_signals` on the history's columns)."""
     _check_history(history, "head_to_first_ratio")
     head, first = _head_and_first(history, head, first, "head_to_first_ratio")
     h, f = history.column(f"norm/{head}"), history.column(f"norm/{first}")
@@ -398,22 +260,21 @@ def head_to_first_ratio(history: History, head: str | None = None, first: str | 
 def early_warning(history: History, head: str | None = None, first: str | None = None) -> dict[str, Any]:
     """When the head-to-first-layer ratio peaks, next to when the total norm and each layer peak.
 
-    A ratio that turns down before the total norm does is an early warning: the
-    head has started to contract while the network as a whole still grows.
-
-    Returns
-    -------
-    dict
-        ``ratio_peak_step``, ``total_peak_step``, ``head_peak_step``,
-        ``first_peak_step``, ``lead`` (total_peak_step − ratio_peak_step; > 0
-        means the ratio warned first), ``head`` and ``first`` names.
+    A ratio that turns down before the total norm is an early warning: the head has started
+    to contract while the network as a whole still grows.
 
     Parameters
     ----------
     history : History
         Needs ``step``, ``norm`` and ``norm/<layer>`` columns.
     head, first : str, optional
-        The layers compared; by default :func:`default_head_and_first` (the read-out and the first weight layer).
+        The layers compared; by default :func:`default_head_and_first`.
+
+    Returns
+    -------
+    dict
+        The step of each peak, ``lead`` = total − ratio peak step (> 0: the ratio warned first),
+        and the ``head`` and ``first`` names.
     """
     _check_history(history, "early_warning")
     head, first = _head_and_first(history, head, first, "early_warning")
@@ -428,22 +289,7 @@ def early_warning(history: History, head: str | None = None, first: str | None =
 
 
 def layer_records(history: History, layers: Sequence[str] | None = None, **constants: Any) -> list[dict[str, Any]]:
-    """Tidy rows {step, layer, norm, normalised, …constants} for charts.
-
-    Parameters
-    ----------
-    history : History
-        Needs ``step`` and ``norm/<layer>`` columns.
-    layers : sequence of str, optional
-        The layers to keep; all by default.
-    **constants
-        Added to every record (a run's label, its λ…).
-
-    Returns
-    -------
-    list of dict
-        One record per evaluation and layer; ``normalised`` is ‖θ_ℓ‖² over its own maximum in the run.
-    """
+    """Tidy rows {step, layer, norm, normalised, …constants} for charts, one per evaluation and layer."""
     _check_history(history, "layer_records")
     names = _select(history, layers, "layer_records")
     normalised = normalised_layer_norms(history, names)
@@ -467,17 +313,10 @@ CONTRACTION_VERDICTS = ("backward", "forward", "simultaneous", "undetermined")
 
 @dataclass
 class LayerContraction:
-    """How one layer's ‖θ_ℓ‖² moved between the fitted shortcut (T_mem) and the structure (T_grok).
+    """How one layer's ‖θ_ℓ‖² moved between T_mem and the window's end.
 
-    Attributes
-    ----------
-    layer : str
-    at_mem, at_end : float
-        ‖θ_ℓ‖² at T_mem and at the window's end (T_grok, or the run's last step).
-    share_lost : float
-        1 − at_end/at_mem (negative when the layer grew).
-    step : int or None
-        The first evaluated step in the window at which ‖θ_ℓ‖² ≤ (1 − share)·at_mem; None if it never did.
+    ``share_lost`` is 1 − at_end/at_mem (negative when the layer grew); ``step`` is the first
+    step at which ‖θ_ℓ‖² ≤ (1 − share)·at_mem, None if it never was.
     """
 
     layer: str
@@ -491,19 +330,7 @@ class LayerContraction:
 class ContractionOrder:
     """The order in which the layers contract after the shortcut is fitted, and its verdict.
 
-    Attributes
-    ----------
-    t_mem, t_end : int or None
-        The window: the step the shortcut is fitted and the step the structure is reached
-        (the run's last step when it never was); None when the shortcut was never fitted.
-    share : float
-        The share of its T_mem value a layer must lose to count as contracted.
-    head, first : str
-        The read-out and the first weight layer.
-    layers : list of LayerContraction
-        Every weight layer (normalisation layers skipped), in model order.
-    verdict : str
-        One of ``CONTRACTION_VERDICTS`` (see :func:`contraction_order`).
+    ``t_mem`` is None when the shortcut was never fitted; ``layers`` holds every weight layer in model order.
     """
 
     t_mem: int | None
@@ -537,44 +364,26 @@ def contraction_order(history: History, window: tuple[int | None, int | None] | 
                       first: str | None = None) -> ContractionOrder:
     """Which layer contracts first once the shortcut is fitted: the NHT paper's P4, as a reading that can fail.
 
-    Each layer's peak step cannot order layers that fall from their initialisation
-    (the transformer's embeddings peak at step 0), so the reading starts where the
-    shortcut is fitted. Each weight layer's ‖θ_ℓ‖² at T_mem is its reference; the
-    layer *contracts* at the first evaluated step of the window [T_mem, T_end] at
-    which it has lost ``share`` of that value. T_end is T_grok (the structure is
-    reached), or the run's last step when it never was.
-
-    The rule, fixed before any run was read (``share`` = 0.1):
-
-    * ``"backward"`` (the paper's P4 holds in this run): the read-out contracts at
-      an earlier step than the first layer, or it contracts and the first layer
-      does not within the window;
-    * ``"forward"`` (P4 fails in this run): the first layer contracts earlier, or
-      it contracts and the read-out does not;
-    * ``"simultaneous"``: both at the same evaluated step;
-    * ``"undetermined"``: neither contracts within the window, or there is no
-      window (the shortcut was never fitted).
-
-    Over seeds, P4 holds at a setting when the reading is ``"backward"`` in a
-    strict majority of its seeds, and fails otherwise.
+    Peak steps cannot order layers that fall from their initialisation (the transformer's
+    embeddings peak at step 0), so each weight layer's ‖θ_ℓ‖² at T_mem is its reference; it
+    *contracts* at the first step of [T_mem, T_end] at which it has lost ``share`` of it.
+    T_end is T_grok, or the run's last step. The rule, fixed before any run was read:
+    ``"backward"`` (P4 holds): the read-out contracts first, or only it contracts;
+    ``"forward"``: the reverse; ``"simultaneous"``: the same step; ``"undetermined"``:
+    neither contracts, or there is no window. Over seeds, P4 holds when a strict majority is backward.
 
     Parameters
     ----------
     history : History
-        Evaluated rows with ``step`` and ``norm/<layer>`` columns.
     window : (t_mem, t_grok), optional
-        The steps the shortcut is fitted and dropped (images:
-        :func:`nhtlab.analysis.events.border_times`); by default T_mem and T_grok of
-        :func:`nhtlab.analysis.events.find_events`. ``t_grok`` None: the run's end.
+        Default: T_mem and T_grok of :func:`~nhtlab.analysis.events.find_events`; ``t_grok`` None: the run's end.
     share : float in (0, 1)
-        The share of its T_mem value a layer must lose to count as contracted.
     head, first : str, optional
-        The two layers compared; by default :func:`default_head_and_first`.
+        Default: :func:`default_head_and_first`.
 
     Returns
     -------
     ContractionOrder
-        Per layer the step and the share lost, the order, and the verdict.
 
     Examples
     --------

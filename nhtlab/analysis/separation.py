@@ -1,44 +1,22 @@
 """Clean norm separation: does shortcut reliance fall with ‖θ‖²?
 
-The NHT paper (arXiv 2603.07323) says the delay law applies when there is
-*clean norm separation*: a scalar φ(θ), 1 on the shortcut solutions and 0 on the
-structured ones, monotonically related to ‖θ‖² near the solution sets and
-dropping sharply as the network escapes. It reports scores (≈ 1 on modular
-arithmetic, 0.5–0.7 on coloured-border CIFAR-10, ≈ 0 on Waterbirds, −0.11 on
-CelebA) but gives **no formula**. What follows is nhtlab's own
-operationalisation, not the paper's:
+The NHT paper (arXiv 2603.07323) says the delay law applies under *clean norm
+separation*: a scalar φ(θ), 1 on the shortcut solutions and 0 on the structured ones,
+monotonically related to ‖θ‖² and dropping sharply as the network escapes. It reports
+scores (≈ 1 on modular arithmetic, 0.5–0.7 on coloured-border CIFAR-10, ≈ 0 on
+Waterbirds, −0.11 on CelebA) but gives **no formula**. nhtlab's own operationalisation:
 
-1. **Shortcut reliance φ** is measured at each evaluated step from accuracies,
-   rescaled so that chance is 0 and perfect is 1:
-
-   * images with a spurious cue: φ = accuracy on the ``cue`` test set of
-     :mod:`nhtlab.data.cues` (natural images whose cue names a *wrong* class,
-     labelled by the cue), rescaled — 1 when the network follows the cue against
-     the image every time, 0 when it never does more than chance
-     (:func:`reliance_from_shortcut`). The ``shortcut`` set (the cue on a grey
-     image) is an alternative column; it is off-distribution and noisier;
-   * modular arithmetic: the memorised table *is* the shortcut, so φ = 1 −
-     rescaled test accuracy — 1 while the network only memorises, 0 once it
-     computes the rule (:func:`reliance_from_generalisation`).
-
-2. **The score** is Spearman's rank correlation between ‖θ‖² and φ over the
-   checkpoints from the moment the shortcut is *fitted* to the end
-   (:func:`clean_norm_separation`): T_mem for a memorisation shortcut (training
-   accuracy ≥ 99%), the first step at which the network follows the border for
-   a border shortcut (:func:`nhtlab.analysis.events.border_times`). +1 when every
-   contraction of the norm comes with less reliance (clean separation), ≈ 0
-   when reliance does not follow the norm, negative when reliance *grows* while
-   the norm shrinks. Rank correlation asks only for a monotone relation, as the
-   definition does. The window starts at the fitted shortcut, not at the norm's
-   peak: on images the norm can peak after the cue is already dropped (or
-   never), and a window from the peak would then see nothing to separate.
-   When the shortcut was never fitted, or φ or ‖θ‖² does not vary in the
-   window, or it holds fewer than ``min_points`` checkpoints, the correlation is
-   **undefined**: the score is NaN (never 0, which would read as "measured, no
-   separation"), ``defined`` is False and ``reason`` says why;
-   :func:`format_score` shows it as "undefined". The sharpness of the drop is
-   reported next to the score (``phi_drop``, the fall of φ from the start of
-   the window to the end), not folded into it.
+1. **Shortcut reliance φ**, accuracy rescaled so chance is 0 and perfect 1: on the
+   ``cue`` test set of :mod:`nhtlab.data.cues` (the ``shortcut`` set is off-distribution
+   and noisier); on modular arithmetic, where the memorised table *is* the shortcut,
+   1 − rescaled test accuracy.
+2. **The score**, Spearman's rank correlation of ‖θ‖² and φ (a monotone relation, as the
+   definition asks) from the step the shortcut is *fitted* (T_mem, or
+   :func:`~nhtlab.analysis.events.border_times`) to the end, not from the norm's peak: on
+   images the norm can peak after the cue is dropped (or never). No fitted shortcut, a
+   constant φ or ‖θ‖², or fewer than ``min_points`` checkpoints leave it **undefined**:
+   NaN, never 0 (which would read as "measured, no separation"), with a ``reason``. The
+   drop's sharpness is reported beside it (``phi_drop``), not folded in.
 """
 
 from __future__ import annotations
@@ -60,27 +38,9 @@ __all__ = ["Separation", "clean_norm_separation", "separation_from_history", "sp
 class Separation:
     """A clean-norm-separation score and what it was computed from.
 
-    Attributes
-    ----------
-    score : float in [-1, 1], or NaN
-        Spearman correlation of ‖θ‖² and φ from ``start_step`` to the end; NaN when undefined.
-    defined : bool
-        False when the score is NaN (``reason`` says why).
-    reason : str
-        Empty when defined; else "shortcut never fitted", "fewer than N checkpoints"
-        or "φ or ‖θ‖² constant in the window".
-    n_points : int
-        Checkpoints in the window.
-    start_step : int or None
-        First step of the window (the shortcut fitted); None when it never was.
-    peak_step : int or None
-        Step at which ‖θ‖² was largest within the window.
-    phi_at_start, phi_final : float
-        φ at the window's first and last checkpoint (NaN without a window).
-    phi_drop : float
-        phi_at_start − phi_final (> 0: reliance fell).
-    norm_contraction : float
-        1 − final / (largest norm in the window); NaN without a window.
+    ``score`` is NaN when undefined (``defined`` False, ``reason`` why); ``phi_drop`` is
+    φ's fall over the window (> 0: reliance fell); ``norm_contraction`` is 1 − final /
+    (largest norm in the window).
     """
 
     score: float
@@ -104,8 +64,6 @@ class Separation:
 def format_score(separation: "Separation | float", digits: int = 2) -> str:
     """The score as text: the number, or "undefined (reason)" for NaN — never 0.
 
-    Examples
-    --------
     >>> format_score(float("nan"))
     'undefined'
     >>> format_score(0.8712)
@@ -121,11 +79,10 @@ def format_score(separation: "Separation | float", digits: int = 2) -> str:
 
 
 def spearman(x: np.ndarray, y: np.ndarray) -> float:
-    """Spearman's rank correlation (``scipy.stats.spearmanr``: average ranks for ties); NaN when either
-    input is constant or has fewer than two values, where it is undefined.
+    """Spearman's rank correlation (``scipy.stats.spearmanr``: average ranks for ties); NaN where undefined.
 
-    Examples
-    --------
+    Undefined: either input constant or shorter than two.
+
     >>> spearman(np.array([1.0, 2.0, 3.0]), np.array([10.0, 20.0, 25.0]))
     1.0
     >>> round(spearman(np.array([1, 2, 3, 4]), np.array([10, 20, 15, 40])), 6)
@@ -168,12 +125,10 @@ def clean_norm_separation(steps: np.ndarray, norm: np.ndarray, phi: np.ndarray, 
     steps, norm, phi : arrays (n,)
         Evaluated steps, ‖θ‖² and shortcut reliance φ at those steps.
     start_step : int or None
-        The step at which the shortcut was fitted (T_mem, or the first step at
-        which the border is followed); the window runs from the first checkpoint
-        at or after it to the end. None means the shortcut was never fitted:
-        the score is undefined (NaN).
+        The step the shortcut was fitted (the window runs from the first checkpoint at or
+        after it); None: never fitted, so the score is undefined.
     min_points : int >= 3
-        Fewer checkpoints in the window leave the score undefined (NaN).
+        Fewer checkpoints in the window leave the score undefined.
 
     Returns
     -------
@@ -217,28 +172,9 @@ def clean_norm_separation(steps: np.ndarray, norm: np.ndarray, phi: np.ndarray, 
 def separation_from_history(history: History, num_classes: int, kind: str = "shortcut",
                             column: str | None = None, start_step: int | None | str = "auto",
                             min_points: int = 4) -> Separation:
-    """The score for a training history.
+    """The score for a training history: φ from ``cue_acc`` (``"shortcut"``) or ``test_acc`` (``"generalisation"``).
 
-    Parameters
-    ----------
-    history : History
-    num_classes : int
-    kind : {"shortcut", "generalisation"}
-        ``"shortcut"`` reads φ from a cue-following accuracy column (default
-        ``cue_acc``); ``"generalisation"`` from a test accuracy column
-        (default ``test_acc``), for memorisation shortcuts such as modular arithmetic.
-    column : str, optional
-        The accuracy column to read.
-    start_step : int, None or "auto"
-        Where the window starts. ``"auto"``: the first step the border is fitted
-        (:func:`nhtlab.analysis.events.border_times`) for ``"shortcut"``, T_mem
-        (:func:`nhtlab.analysis.events.find_events`) for ``"generalisation"``.
-    min_points : int >= 3
-
-    Returns
-    -------
-    Separation
-        The score with its window, fitted rates and whether it is defined.
+    ``start_step="auto"``: the first step the border is fitted for a shortcut, T_mem for generalisation.
     """
     require_history(history, "separation_from_history", norms=["norm"], fractions=["cue_acc", "test_acc"])
     if kind not in ("shortcut", "generalisation"):
@@ -252,10 +188,8 @@ def separation_from_history(history: History, num_classes: int, kind: str = "sho
             raise ValueError(f"The 'start_step' parameter of separation_from_history must be an int, None or 'auto'. "
                              f"Got {start_step!r} instead.")
         if kind == "shortcut":
-
             start_step = border_times(history)[0]
         else:
-
             start_step = find_events(history).t_mem
     return clean_norm_separation(history.column("step"), history.column("norm"), phi, start_step=start_step,
                                  min_points=min_points)

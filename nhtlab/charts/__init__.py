@@ -1,8 +1,7 @@
 """Altair charts for the book, one module per topic. Charts draw precomputed records only.
 
-Chart modules never train or measure: computation lives in the other nhtlab
-modules. Charts use Vega-Lite params (zoom, hover, sliders, dropdowns) over
-inline data so they stay interactive in the static HTML book.
+Computation lives in the other nhtlab modules. Vega-Lite params (zoom, hover, sliders,
+dropdowns) over inline data keep the charts interactive in the static HTML book.
 """
 
 import functools

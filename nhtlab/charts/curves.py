@@ -1,8 +1,4 @@
-"""Altair charts for the book. No computation happens here: charts draw tidy records.
-
-Charts carry their data inline and use Vega-Lite params (zoom, hover, sliders)
-so they stay interactive in the static HTML book with no kernel behind them.
-"""
+"""The training-curve charts: accuracy, ‖θ‖², per-layer norms and events, drawn from History records."""
 
 from __future__ import annotations
 
@@ -34,8 +30,8 @@ def long_records(history: History, columns: Mapping[str, str], **constants: Any)
 def event_rules(events: Events, legend: bool = True) -> alt.Chart:
     """Vertical rules at T_mem, T_grok and the norm peak, labelled.
 
-    A peak at step 0 (the initialisation, as in the companion's transformer) is no event and is not drawn.
-    ``legend=False`` leaves the legend to another panel that shows the same rules.
+    A peak at step 0 (the initialisation, as in the companion's transformer) is no event and
+    is not drawn. ``legend=False`` leaves the legend to another panel with the same rules.
     """
     marks = [("T_mem (memorised)", events.t_mem, "#e45756"), ("T_grok (generalised)", events.t_grok, "#54a24b"),
              ("norm peak", events.peak_step or None, "#b279a2")]

@@ -1,45 +1,26 @@
 """Spurious cues added to any image dataset: class-coloured borders and tints.
 
-The NHT paper's vision experiment (arXiv 2603.07323) gives every CIFAR-10 class
-its own border colour; in training the correct colour appears with probability
-ρ. A network can then fit most of the training set by reading the border (the
-*shortcut*) or by learning the objects (the *structure*). The paper leaves the
-details open; nhtlab's choices, all parameters, are:
+The NHT paper's vision experiment (arXiv 2603.07323) gives every CIFAR-10 class its own
+border colour, correct with probability ρ in training, so a network can fit most of the
+training set by reading the border (the *shortcut*) or by learning the objects (the
+*structure*). The paper leaves the details open; nhtlab's choices, all parameters:
+colours from Tableau-10 (none is black or white, the digits' own colours); the outer
+``width`` pixels painted over, or the image padded first; with probability 1 − ρ another
+class's colour (``"other"``, so the shortcut alone caps training accuracy at ρ), none, or
+any class's.
 
-* **colours**: one distinct, saturated RGB colour per class (``CLASS_COLOURS``,
-  the Tableau-10 palette: none is black or white, the digits' own colours);
-* **border**: the outer ``width`` pixels of the image are painted over
-  (``pad=False``), or the image is first padded by ``width`` pixels so no
-  content is lost (``pad=True``);
-* **otherwise** (probability 1 − ρ in training): ``"other"`` (default) paints
-  the colour of a uniformly random *other* class, so the border is a misleading
-  cue on those images and the shortcut alone caps training accuracy at ρ;
-  ``"none"`` leaves those images without a border; ``"random"`` draws any
-  class's colour uniformly.
+Test sets, from the base test images: ``coloured`` (the training distribution);
+``clean``, no class information in the border: ``clean="none"`` (the paper's definition)
+removes it, but a network that never saw a border-less image then meets an unseen border
+colour (black for the digits), so nhtlab's default ``"mean"`` paints the mean class colour
+instead; ``shortcut``, class y's border on a constant grey image, labelled y (reading the
+border alone); ``conflict``, another class's border, labelled by the image (the worst
+group); ``cue``, the same images labelled by their border: the share of images on which
+the network follows the border against the image, nhtlab's shortcut reliance φ.
 
-Test sets, all built from the base test images:
-
-* ``coloured``: the training distribution (same ρ rule, its own random draw);
-* ``clean``: no class information in the border. ``clean="none"`` (the paper's
-  definition) removes the border. A network that never saw a border-less image
-  meets an unseen border colour there (black for the digits), so it is
-  off-distribution; ``clean="mean"`` (nhtlab's default) paints the border in
-  the mean of the class colours instead — the border is present, as in
-  training, but says nothing about the class;
-* ``shortcut``: the border of class y on an uninformative image (a constant
-  grey at the base data's mean intensity), labelled y: accuracy here measures
-  how far the network reads the border alone;
-* ``conflict``: the border of a random *other* class on every image, labelled by
-  the image: the worst group, where following the border is always wrong;
-* ``cue``: the same conflicting images labelled by their *border's* class:
-  accuracy here is the share of natural images on which the network follows the
-  border against the image — nhtlab's measure of shortcut reliance φ.
-
-The *entangled* variants (:func:`tint_shortcut`) blend the class colour,
-``x ← (1 − α) x + α c``, into every pixel (``region="all"``: no crop, filter or
-pooling level sees the image without the cue) or into the pixels behind the
-digit (``region="background"``, Waterbirds-like: the cue fills the object's
-bounding area, unlike a border). These are where the NHT delay law is expected to fail.
+The *entangled* variants (:func:`tint_shortcut`) blend the class colour into every pixel
+(no crop, filter or pooling level sees the image without it) or into the pixels behind
+the digit (Waterbirds-like). There the delay law is expected to fail.
 """
 
 from __future__ import annotations
@@ -82,15 +63,7 @@ def _colours(num_classes: int, colours, contrast: float = 1.0) -> torch.Tensor:
 
 def draw_cue_classes(y: torch.Tensor, rho: float, num_classes: int, otherwise: str,
                      generator: torch.Generator) -> torch.Tensor:
-    """The class whose colour each image carries: its own with probability ρ.
-
-    Otherwise ``"other"`` picks a uniformly random different class, ``"random"``
-    any class, ``"none"`` returns −1 (no cue).
-
-    Returns
-    -------
-    LongTensor, shape (n,)
-    """
+    """The class whose colour each image carries: its own with probability ρ, else per ``otherwise`` (−1: none)."""
     n = len(y)
     own = torch.rand(n, generator=generator) < rho
     if otherwise == "other":
@@ -104,10 +77,7 @@ def draw_cue_classes(y: torch.Tensor, rho: float, num_classes: int, otherwise: s
 
 
 def paint_border(x: torch.Tensor, rgb: torch.Tensor, width: int) -> torch.Tensor:
-    """Copy of ``x`` (n, 3, H, W) with its outer ``width`` pixels set to ``rgb`` (n, 3).
-
-    Rows of ``rgb`` that are NaN leave that image's border untouched.
-    """
+    """Copy of ``x`` (n, 3, H, W) with its outer ``width`` pixels set to ``rgb`` (n, 3); NaN rows leave the border."""
     out = x.clone()
     mask = torch.zeros(x.shape[-2:], dtype=torch.bool)
     mask[:width, :] = mask[-width:, :] = True
@@ -149,28 +119,21 @@ def border_shortcut(base: ImageData, rho: float = 0.95, width: int = 2, otherwis
     Parameters
     ----------
     base : ImageData
-        Any RGB image dataset (e.g. :func:`nhtlab.data.images.digits`, :func:`nhtlab.data.images.cifar10`).
+        Any RGB image dataset in [0, 1].
     rho : float in [0, 1]
-        Probability that a training (and ``coloured`` test) image carries its own
-        class's colour.
+        Probability that a training (and ``coloured`` test) image carries its own class's colour.
     width : int >= 1
-        Border width in pixels.
     otherwise : {"other", "none", "random"}
-        What a training image carries with probability 1 − ρ (see the module doc).
+        What a training image carries with probability 1 − ρ (module docstring).
     clean : {"mean", "none"}
-        How the ``clean`` test set is built: a border in the mean class colour
-        (default), or no border at all (the paper's wording).
+        The ``clean`` test set's border: the mean class colour, or none (the paper's wording).
     pad : bool
-        Pad images by ``width`` pixels before painting (keeps all content; the
-        images grow to H + 2·width), instead of painting over the edge.
+        Pad images by ``width`` (they grow to H + 2·width) instead of painting over the edge.
     colours : array (num_classes, 3), optional
-        RGB colours in [0, 1]; defaults to ``CLASS_COLOURS``.
+        RGB in [0, 1]; default ``CLASS_COLOURS``.
     contrast : float in (0, 1]
-        Pulls every colour towards the palette's mean grey: c ← ḡ + contrast·(c − ḡ).
-        Low contrast makes the cue faint, so reading it takes *large weights*:
-        the knob that sets the norm cost of the shortcut.
+        c ← ḡ + contrast·(c − ḡ): a faint cue takes *large weights* to read (the shortcut's norm cost).
     seed : int
-        Seed of every random draw (which images keep their colour, the other colours).
 
     Returns
     -------
@@ -204,30 +167,11 @@ def border_shortcut(base: ImageData, rho: float = 0.95, width: int = 2, otherwis
 def tint_shortcut(base: ImageData, rho: float = 0.95, strength: float = 0.3, otherwise: str = "other",
                   clean: str = "mean", colours=None, contrast: float = 1.0, seed: int = 0,
                   region: str = "all", dark: float = 0.5) -> ShortcutData:
-    """The entangled variants: blend pixels with the cue colour, ``x ← (1 − α) x + α c``.
+    """The entangled variants: blend pixels with the cue colour, ``x ← (1 − α) x + α c`` (α = ``strength``).
 
-    Parameters and test sets are as in :func:`border_shortcut` (``rho``, ``otherwise``, ``clean``,
-    ``colours``, ``contrast``, ``seed``), with ``strength`` α in (0, 1] instead of a border width;
-    ``clean="mean"`` tints with the mean class colour.
-
-    Parameters
-    ----------
-    base : ImageData
-        Images of shape (n, 3, H, W) in [0, 1] and their labels.
-    strength : float in (0, 1]
-        α, the blend towards the cue colour (1: the region is filled with it).
-    region : {"all", "background"}
-        ``"all"``: every pixel, at every position and scale. ``"background"``: only the pixels
-        behind the object, those whose mean over the channels is below ``dark`` (the digits are
-        bright on black), so the cue fills the object's bounding area (Waterbirds-like).
-    dark : float in (0, 1]
-        The background's threshold (``region="background"``).
-
-    Returns
-    -------
-    ShortcutData
-        The tinted training set and the ``coloured``, ``clean``, ``shortcut``,
-        ``conflict`` and ``cue`` test sets, each of shape (n_test, 3, H, W).
+    Otherwise as :func:`border_shortcut`. ``region="background"`` tints only pixels whose
+    channel mean is below ``dark`` (the digits are bright on black), so the cue fills the
+    object's bounding area.
     """
     owner = "tint_shortcut"
     _check_common(base, rho, seed, owner)
@@ -276,29 +220,11 @@ def _assemble(base, rho, otherwise, clean, palette, gen, paint, prepare, kind, s
                         {**settings, "base": base.name})
 
 
-# --------------------------------------------------------------------------------------------
-# One run on shortcut images, described by a flat config, and a small process pool for sweeps.
-
-
 def harder(base: ImageData, train_size: int | None = None, noise: float = 0.0, seed: int = 0) -> ImageData:
-    """A harder version of ``base``: fewer training images and/or Gaussian pixel noise.
+    """A harder ``base``: the first ``train_size`` training images and/or N(0, noise²) pixel noise, clipped to [0, 1].
 
-    Parameters
-    ----------
-    base : ImageData
-    train_size : int, optional
-        Keep only the first ``train_size`` training images (the split is already
-        random); None keeps them all. Test sets are never shrunk.
-    noise : float >= 0
-        Standard deviation of the N(0, noise²) noise added to every pixel of every
-        training and test image (one seeded draw), then clipped to [0, 1].
-    seed : int
-        Seed of the noise.
-
-    Returns
-    -------
-    ImageData
-        ``base`` itself when nothing changes.
+    Test sets are never shrunk; the noise (one seeded draw) goes on train and test images.
+    Returns ``base`` itself when nothing changes.
     """
     owner = "harder"
     require_type(base, "base", ImageData, owner=owner)

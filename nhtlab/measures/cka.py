@@ -1,20 +1,15 @@
 """Centred linear CKA (Kornblith et al. 2019), computed in feature space.
 
-For column-centred X (n, p) and Y (n, q) the linear centred kernel alignment of
-the two Gram matrices K = XXᵀ and L = YYᵀ is
+For column-centred X (n, p), Y (n, q) with Gram matrices K = XXᵀ, L = YYᵀ:
 
     CKA(X, Y) = ⟨K, L⟩_F / (‖K‖_F ‖L‖_F) = ‖YᵀX‖_F² / (‖XᵀX‖_F ‖YᵀY‖_F).
 
-The right-hand side never forms an n × n matrix: it costs O(n·(p² + pq + q²))
-time and O(p² + q²) extra memory, so it runs on tens of thousands of samples
-where the Gram form (kept here as :func:`linear_cka_gram`, the reference for
-tests and benchmarks) needs n² memory. Sums are accumulated in float64.
-
-CKA is invariant to isotropic scaling and orthogonal transforms of either
-argument, lies in [0, 1] and equals 1 when X = Y. It is *not* 0 for independent
-random features at finite n: for X (n, p) and Y (n, q) with i.i.d. Gaussian
-entries, E‖YᵀX‖_F² ≈ n p q and ‖XᵀX‖_F ≈ √(n p (n + p)), so the value is about
-√(p q / ((n + p)(n + q))), i.e. ≈ √(pq)/n when p, q ≪ n.
+The right-hand side never forms an n × n matrix (O(n·(p² + pq + q²)) time, O(p² + q²)
+memory), so it runs on tens of thousands of samples where the Gram form
+(:func:`linear_cka_gram`, the reference for tests) needs n². Sums are in float64.
+CKA is invariant to isotropic scaling and orthogonal transforms, lies in [0, 1] and is 1
+when X = Y. It is *not* 0 for independent random features at finite n: for i.i.d.
+Gaussian X, Y it is about √(p q / ((n + p)(n + q))), ≈ √(pq)/n when p, q ≪ n.
 """
 
 from __future__ import annotations
@@ -32,11 +27,7 @@ _ZERO_TOL = 1e-12
 
 
 def as_float64_matrix(x: torch.Tensor, name: str, owner: str) -> torch.Tensor:
-    """``x`` as a float64 (n, d) matrix (trailing dims flattened), on its own device.
-
-    Raises TypeError for non-tensors, complex or meta tensors, and ValueError for fewer than 2 rows or
-    non-finite entries, naming ``name`` and ``owner``.
-    """
+    """``x`` as a float64 (n, d) matrix (trailing dims flattened), on its own device: ≥ 2 rows, finite."""
     require_tensor(x, name, owner=owner)  # complex or meta: the cast below would drop the imaginary part, or fail
     if x.dim() == 1:
         x = x[:, None]
@@ -51,12 +42,11 @@ def as_float64_matrix(x: torch.Tensor, name: str, owner: str) -> torch.Tensor:
 
 
 def rescaled(x: torch.Tensor) -> torch.Tensor:
-    """``x`` divided by the power of two nearest its largest entry: exact (every later rounding is the same as on
-    ``x``), and no sum of products taken afterwards overflows or underflows, whether ``x`` is 1e-200 or 1e200.
-    A measure that is invariant to the inputs' scale (CKA, DLR, the participation ratio, NC1) calls it first.
+    """``x`` divided by the power of two nearest its largest entry: exact, and no later sum of products overflows.
 
-    Examples
-    --------
+    Every later rounding is the same as on ``x``, whether it is 1e-200 or 1e200. A measure
+    invariant to the inputs' scale (CKA, DLR, the participation ratio, NC1) calls it first.
+
     >>> rescaled(torch.tensor([3.0, -0.5], dtype=torch.float64)).tolist()
     [0.75, -0.125]
     """
@@ -67,19 +57,7 @@ def rescaled(x: torch.Tensor) -> torch.Tensor:
 
 
 def _paired_matrices(x: torch.Tensor, y: torch.Tensor, owner: str) -> tuple[torch.Tensor, torch.Tensor]:
-    """``x`` and ``y`` as float64 matrices with the same number of rows (samples), as both CKA forms need them.
-
-    Parameters
-    ----------
-    x : Tensor, shape (n, ...)
-    y : Tensor, shape (n, ...)
-    owner : str
-        The public function named in error messages.
-
-    Returns
-    -------
-    (x64, y64) : tuple of Tensor, shapes (n, p) and (n, q)
-    """
+    """``x`` and ``y`` as float64 matrices with the same number of rows (samples), as both CKA forms need them."""
     # CKA is scale-free: only the scale changes, and ‖YᵀX‖² neither overflows nor underflows
     x64, y64 = rescaled(as_float64_matrix(x, "x", owner)), rescaled(as_float64_matrix(y, "y", owner))
     if x64.shape[0] != y64.shape[0]:
@@ -110,19 +88,14 @@ def linear_cka(x: torch.Tensor, y: torch.Tensor) -> float:
     Parameters
     ----------
     x : Tensor, shape (n, p)
-        First representation (trailing dimensions are flattened).
+        Trailing dimensions are flattened.
     y : Tensor, shape (n, q)
-        Second representation, same n and same device.
+        Same n and same device.
 
     Returns
     -------
     float in [0, 1]
-
-    Raises
-    ------
-    ValueError
-        If the row counts differ, or either input is constant across samples
-        (its centred kernel is zero, so CKA would be 0/0).
+        A constant input (centred kernel zero, CKA 0/0) raises ValueError.
 
     Examples
     --------
@@ -153,10 +126,8 @@ def _double_centre(k: torch.Tensor) -> torch.Tensor:
 def linear_cka_gram(x: torch.Tensor, y: torch.Tensor) -> float:
     """Reference CKA through the n × n Gram matrices: ⟨HKH, HLH⟩ / (‖HKH‖ ‖HLH‖).
 
-    K = XXᵀ and L = YYᵀ are formed on the raw inputs and double-centred
-    (row and column means removed), so this path shares no algebra with
-    :func:`linear_cka`. O(n²) memory and O(n² (p + q)) time: use it for tests
-    and benchmarks only.
+    K and L are formed on the raw inputs and double-centred, so this path shares no algebra
+    with :func:`linear_cka`. O(n²) memory: for tests and benchmarks only.
     """
     owner = "linear_cka_gram"
     x64, y64 = _paired_matrices(x, y, owner)

@@ -1,18 +1,15 @@
 """Neural collapse NC1: within-class variability relative to between-class spread.
 
-Papyan, Han & Donoho (2020) define, for features h_i with labels y_i among C classes,
+Papyan, Han & Donoho (2020): for features h_i with labels y_i among C classes, class
+means μ_c, global mean μ_G and ⁺ the Moore–Penrose inverse,
 
     Σ_W = (1/n) Σ_i (h_i − μ_{y_i})(h_i − μ_{y_i})ᵀ,   Σ_B = (1/C) Σ_c (μ_c − μ_G)(μ_c − μ_G)ᵀ,
-    NC1 = tr(Σ_W Σ_B⁺) / C,
+    NC1 = tr(Σ_W Σ_B⁺) / C.
 
-with μ_c the class means, μ_G the global mean and ⁺ the Moore–Penrose inverse.
-NC1 → 0 as every sample collapses onto its class mean. Unlike DLR it needs labels,
-it is unbounded above, and scaling features does not change it but any
-within-class noise in a direction where class means barely differ blows it up.
-
-Computed without forming p × p matrices: with M = [μ_c − μ_G] = U S Vᵀ (thin SVD),
-Σ_B⁺ = C · U S⁻² Uᵀ on the non-zero singular values, so
-NC1 = Σ_j (u_jᵀ Σ_W u_j) / s_j². Cost O(n p C), float64.
+NC1 → 0 as every sample collapses onto its class mean. Unlike DLR it needs labels and is
+unbounded above: scale-free, but within-class noise where class means barely differ
+blows it up. No p × p matrix is formed: with [μ_c − μ_G] = U S Vᵀ (thin SVD),
+NC1 = Σ_j (u_jᵀ Σ_W u_j) / s_j² over the non-zero s_j. Cost O(n p C), float64.
 """
 
 from __future__ import annotations
@@ -26,27 +23,10 @@ __all__ = ["nc1"]
 
 
 def nc1(features: torch.Tensor, labels: torch.Tensor) -> float:
-    """NC1 = tr(Σ_W Σ_B⁺) / C over the classes present in ``labels``.
+    """NC1 = tr(Σ_W Σ_B⁺) / C over the classes present in ``labels`` (any integers): ≥ 0, 0 when collapsed.
 
-    Parameters
-    ----------
-    features : Tensor, shape (n, p)
-    labels : LongTensor, shape (n,)
-        Class of each sample (any integers; C is the number of distinct values).
+    Fewer than two classes, or class means that all coincide (Σ_B = 0), raise ValueError.
 
-    Returns
-    -------
-    float ≥ 0
-        0 exactly when every sample equals its class mean.
-
-    Raises
-    ------
-    ValueError
-        If fewer than two classes are present, or all class means coincide
-        (Σ_B = 0: between-class spread is nil and NC1 is undefined).
-
-    Examples
-    --------
     >>> means = torch.eye(3)
     >>> labels = torch.tensor([0, 1, 2, 0, 1, 2])
     >>> nc1(means[labels], labels)

@@ -1,79 +1,52 @@
 """DLR, a label-free measure of dynamical richness, and the spectra behind it.
 
-Nam et al. (ICLR 2026, arXiv 2410.04264) compare two kernels on the data:
-
-* T = Σ_k Φ_k Φ_kᵀ (the sum of outer products), the kernel of the p penultimate features Φ;
-* T_MP[u] = a₁⟨1|u⟩1 + a₂ P_Ĥ(u), the *minimum projection* onto Ĥ, the span of
-  the learned output functions f̂_1 … f̂_C (plus constants),
-
-and define DLR = 1 − CKA(T, T_MP). DLR ≈ 0 means the features are exactly what
-the outputs need and nothing else ("rich"; neural collapse is the special case);
-DLR ≈ 1 means the features carry much that the outputs do not use ("lazy").
+Nam et al. (ICLR 2026, arXiv 2410.04264) compare the kernel T = Σ_k Φ_k Φ_kᵀ of the p
+penultimate features Φ with the *minimum projection* T_MP[u] = a₁⟨1|u⟩1 + a₂ P_Ĥ(u) onto
+Ĥ, the span of the learned outputs f̂_1 … f̂_C (plus constants): DLR = 1 − CKA(T, T_MP).
+DLR ≈ 0: the features are what the outputs need and nothing else ("rich"; neural
+collapse is the special case); DLR ≈ 1: they carry much the outputs do not use ("lazy").
 No labels and no accuracy enter.
 
-Estimator (the paper's appendix estimator is not reproduced here; this one is
-documented in full). On n samples let Φ_c (n, p) be the centred features, F_c
-(n, C) the centred outputs and Q (n, r) an orthonormal basis of the span of
-F_c's top r left singular vectors. Centring removes the a₁ term, and an output
-bias drops out. With K = Φ_cΦ_cᵀ and L = QQᵀ (a projection),
+Estimator (not the paper's appendix one). With Φ_c (n, p) and F_c (n, C) centred (which
+removes a₁ and any output bias) and Q (n, r) an orthonormal basis of F_c's top r left
+singular vectors:
 
     DLR = 1 − ‖QᵀΦ_c‖_F² / (‖Φ_cᵀΦ_c‖_F · √r) = 1 − f_in · √(PR / r),
 
-where f_in = ‖QᵀΦ_c‖²/‖Φ_c‖² is the share of feature energy inside the output
-span and PR = ‖Φ_c‖_F⁴ / ‖Φ_cᵀΦ_c‖_F² the participation ratio (effective rank)
-of the features. Nothing n × n is formed: cost O(n p (p + r) + n C²).
+f_in the share of feature energy inside the output span, PR = ‖Φ_c‖_F⁴ / ‖Φ_cᵀΦ_c‖_F²
+the features' participation ratio. Nothing n × n is formed: O(n p (p + r) + n C²).
 
-**The rank r decides the value.** A C-class output matrix is numerically full
-rank even when the learned function lives in a few directions, so taking r = C
-counts noise directions as "learned functions" and multiplies 1 − DLR by about
-√(r_true / C).
-``rank`` makes the choice explicit:
+**The rank r decides the value.** C-class outputs are numerically full rank even when
+the learned function lives in a few directions, so r = C counts noise as "learned
+functions" and multiplies 1 − DLR by about √(r_true / C). ``rank`` chooses:
+``"energy"`` (default, ``tol = 0.99``): the fewest directions holding ``tol`` of Σ s_i²;
+``"relative"`` (``tol = 1e-2``): s_i > tol · s_max; ``"full"``: the numerical rank
+(s_i > s_max · max(n, C) · ε of the outputs' dtype); an int: exactly that many.
 
-* ``"energy"`` (default, ``tol = 0.99``): the fewest directions holding a
-  fraction ``tol`` of the centred outputs' energy Σ s_i²;
-* ``"relative"`` (``tol = 1e-2``): directions with s_i > tol · s_max;
-* ``"full"``: the numerical rank (s_i > s_max · max(n, C) · ε of the outputs' dtype);
-* an int: exactly that many directions.
+Why ``"energy", 0.99``: the rule decides the story (with ``"full"`` DLR rises through
+grokking, with thresholds it falls), so it is fixed by four properties that say nothing
+about grokking, with pass thresholds (:data:`RULE_THRESHOLDS`) set before any rule was
+scored, each pinned by a test (``tests/test_dlr_rank.py``,
+``tests/test_lazy_rich_experiment.py``): (1) directions carrying 10⁻³ of the outputs'
+energy change DLR by ≤ 0.01; (2) on outputs of known rank DLR equals its value at the
+true r; (3) logits and class-centred log-probabilities agree; (4) on runs CKA-to-init
+and NC1 call lazy or rich, lazy DLR exceeds rich by ≥ 0.2.
+:func:`nhtlab.book.dlr_report.rule_properties` scores every rule; where several pass the
+incumbent stays, the others give a band (:func:`nhtlab.book.dlr_report.rule_band`).
+Caveats: the incumbent was first picked on MLP grokking runs (the properties could have
+overturned it and did not), and (3) was restated with class-centred log-probabilities
+after raw ones, which carry the log-sum-exp direction, failed every rule. Cost: a
+collapsed network whose read-out gives a class direction < 1% of the output variance
+gets DLR slightly above 0 (C = 10, one dropped: 1 − √(8/9) ≈ 0.06). Report the rule
+with every DLR value.
 
-Why ``"energy", 0.99`` is the default: a principle stated in advance. The rule
-decides the story (with ``"full"`` DLR rises through grokking, with energy or
-relative thresholds it falls), so it is fixed by four properties that say nothing
-about grokking, with pass thresholds (:data:`RULE_THRESHOLDS`) set before any rule
-was scored, each pinned by a unit test (``tests/test_dlr_rank.py``,
-``tests/test_lazy_rich_experiment.py``): (1) output directions carrying 10⁻³ of the outputs'
-energy change DLR by ≤ 0.01; (2) on outputs of known rank DLR equals its value at
-the true r; (3) logits and class-centred log-probabilities agree (feed DLR logits);
-(4) on runs that CKA-to-init and NC1 call lazy or rich
-(:mod:`nhtlab.book.lazy_rich_experiment`), lazy DLR exceeds rich DLR by ≥ 0.2.
-:func:`nhtlab.book.dlr_report.rule_properties` scores every rule on them (the DLR
-chapter shows the table); where several rules pass, the incumbent default stays,
-and the others give a sensitivity band (:func:`nhtlab.book.dlr_report.rule_band`).
-Caveats: the incumbent was first picked on MLP grokking runs (these properties could
-have overturned it and did not), and (3) was restated with class-centred
-log-probabilities after raw ones, which carry the log-sum-exp direction, failed every rule.
-Cost of the energy rule: a neurally collapsed network whose read-out gives some
-class direction less than 1% of the output variance gets a DLR slightly above 0
-(C = 10, one direction dropped: 1 − √(8/9) ≈ 0.06). Report the rule with every
-DLR value.
-
-Invariances: DLR is unchanged by scaling or orthogonally rotating the features,
-by an output bias, and by scaling or rotating the outputs, under every rule.
-Under a general invertible linear map of the outputs it is unchanged with
-``rank="full"``, and with the other rules whenever the map keeps the same
-directions above the threshold (e.g. outputs of exact rank r).
-
-Degenerate inputs never give NaN: constant features or constant outputs raise a
-ValueError naming the argument (their centred kernel is zero and CKA is 0/0), and
-so do features or outputs with no columns; rank-deficient features are fine (PR
-counts only their non-zero directions). Two cases give a number that says little,
-with a :class:`RuntimeWarning` naming the reason: n ≤ p (no more samples than
-features: the centred features span at most n − 1 directions, so PR and the kernel
-are those of the sample, not of the features), and outputs whose rank cannot be
-resolved (every centred singular value within the outputs' float rounding of the
-largest, as for outputs that are one direction plus rounding noise: the span is
-rounding). The inputs are rescaled by a power of two before anything is summed,
-so a global scale of the features or of the outputs does not change the value
-(float64 inputs at 1e±80, float32 at 1e±30, give the value at scale 1).
+DLR is invariant to scaling or rotating the features or the outputs and to an output
+bias; to any invertible map of the outputs under ``"full"`` (under the other rules when
+it keeps the same directions above the threshold). It is never NaN: constant features
+or outputs, or no columns, raise a ValueError naming the argument (CKA would be 0/0); a
+:class:`RuntimeWarning` marks n ≤ p (DLR then describes the sample: the centred features
+span at most n − 1 directions) and outputs whose rank is within float rounding. Inputs
+are rescaled by a power of two first (float64 at 1e±80, float32 at 1e±30 give the value at 1).
 """
 
 from __future__ import annotations
@@ -157,21 +130,7 @@ def output_singular_values(outputs: torch.Tensor) -> torch.Tensor:
 
 
 def output_rank(outputs: torch.Tensor, rank: str | int = DEFAULT_RANK, tol: float | None = None) -> int:
-    """The r that ``rank``/``tol`` pick for these outputs (see the module docstring).
-
-    Parameters
-    ----------
-    outputs : torch.Tensor, shape (n, C)
-    rank : {"energy", "relative", "full"} or int
-        The rule, or r itself.
-    tol : float, optional
-        The rule's threshold (:data:`DEFAULT_TOL` by default).
-
-    Returns
-    -------
-    int
-        r, between 1 and the numerical rank of the centred outputs.
-    """
+    """The r that ``rank``/``tol`` pick for these (n, C) outputs: 1 to their centred numerical rank."""
     owner = "output_rank"
     rank, tol = _check_rank(rank, tol, owner)
     require_tensor(outputs, "outputs", owner, half=False)
@@ -185,21 +144,11 @@ def output_rank(outputs: torch.Tensor, rank: str | int = DEFAULT_RANK, tol: floa
 
 @dataclass
 class DLRTerms:
-    """DLR and the three numbers it is made of: DLR = 1 − f_in · √(PR / r).
+    """DLR and the numbers it is made of: DLR = 1 − f_in · √(PR / r).
 
-    Attributes
-    ----------
-    dlr : float in [0, 1]
-    f_in : float in [0, 1]
-        Share of the centred feature energy inside the r-dimensional output span.
-    participation_ratio : float ≥ 1
-        (Σρ)²/Σρ² of the feature covariance eigenvalues: the effective number of features.
-    rank : int
-        r, the dimension of the output span used.
-    full_rank : int
-        Numerical rank of the centred outputs (what ``rank="full"`` would use).
-    rule : str
-        The rank rule, e.g. ``"energy 0.99"``.
+    ``f_in``: share of the centred feature energy inside the r-dimensional output span;
+    ``participation_ratio``: (Σρ)²/Σρ² of the feature covariance eigenvalues; ``full_rank``:
+    what ``rank="full"`` would use; ``rule`` e.g. ``"energy 0.99"``.
     """
 
     dlr: float
@@ -287,54 +236,31 @@ class _Prepared:
 def dlr_terms(
     features: torch.Tensor, outputs: torch.Tensor, rank: str | int = DEFAULT_RANK, tol: float | None = None
 ) -> DLRTerms:
-    """DLR = 1 − CKA(T, T_MP) with its decomposition; see :func:`dlr`.
-
-    Parameters
-    ----------
-    features : torch.Tensor, shape (n, p)
-        Penultimate features of n samples.
-    outputs : torch.Tensor, shape (n, C)
-        The network's outputs on the same samples (logits or their log-probabilities).
-    rank, tol
-        The rank rule for the output span (see :func:`dlr`).
-
-    Returns
-    -------
-    DLRTerms
-        ``dlr`` with ``f_in``, ``participation_ratio``, ``rank``, ``full_rank`` and ``rule``.
-    """
+    """DLR = 1 − CKA(T, T_MP) with its decomposition; see :func:`dlr`."""
     rank, tol = _check_rank(rank, tol, "dlr")
     return _Prepared(features, outputs, "dlr").terms(rank, tol)
 
 
 def dlr(features: torch.Tensor, outputs: torch.Tensor, rank: str | int = DEFAULT_RANK, tol: float | None = None) -> float:
-    """Dynamical low-rank measure DLR = 1 − CKA(T, T_MP), from features and outputs only.
+    """Dynamical low-rank measure DLR = 1 − CKA(T, T_MP), from features and outputs only (no labels).
 
     Parameters
     ----------
     features : Tensor, shape (n, p)
-        Penultimate features Φ(x) on n samples (see :func:`nhtlab.measures.features.capture`).
+        Penultimate features Φ(x) (see :func:`nhtlab.measures.features.capture`).
     outputs : Tensor, shape (n, C)
-        The learned functions f̂(x) on the same samples (logits). No labels.
+        The learned functions f̂(x) on the same samples (logits).
     rank : {"energy", "relative", "full"} or int
         How the dimension r of the output span is chosen (module docstring).
     tol : float, optional
-        The rule's threshold: energy fraction for ``"energy"`` (default 0.99),
-        relative singular-value cut for ``"relative"`` (default 1e-2); must be
-        None for ``"full"`` and int ranks.
+        The rule's threshold (0.99 energy, 1e-2 relative); None for ``"full"`` and int ranks.
 
     Returns
     -------
     float in [0, 1]
-        0 when the feature kernel is a multiple of the projection onto the
-        output span (rich; neural collapse), near 1 when the features spread
-        their energy over many directions the outputs ignore (lazy). For random
+        0 when the feature kernel is a multiple of the projection onto the output span (rich),
+        near 1 when the features spread over directions the outputs ignore (lazy). For random
         Gaussian features unrelated to the outputs, 1 − DLR ≈ √(r p / (n (n + p))).
-
-    Raises
-    ------
-    ValueError
-        Constant features or outputs, mismatched rows, a bad rule or threshold.
 
     Examples
     --------
@@ -348,14 +274,6 @@ def dlr(features: torch.Tensor, outputs: torch.Tensor, rank: str | int = DEFAULT
     True
     """
     return dlr_terms(features, outputs, rank, tol).dlr
-
-
-# ---------------------------------------------------------------------------
-# Spectra: eigenpairs of the feature covariance, Nyström eigenfunctions, Π*, Π̂.
-
-
-# ---------------------------------------------------------------------------
-# A training callback.
 
 
 # ---------------------------------------------------------------------------

@@ -1,20 +1,11 @@
 """Capture a model's penultimate features and its outputs over a dataset, in batches.
 
-DLR, its spectra and NC1 all start from two matrices over the same n samples:
-the features Φ (n, p) and the outputs f̂ (n, C). :func:`capture` builds them
-batch by batch, so memory grows as n·(p + C), never n².
-
-Which layer counts as "the features" is a modelling decision that changes DLR
-(see the DLR chapter). Two ways to choose it:
-
-* nhtlab's models expose ``features(x)`` and a ``readout`` layer: with
-  ``layer=None`` the features are ``model.features(x)`` and the outputs
-  ``model.readout(features)``;
-* any ``nn.Module``: ``layer="name"`` records the output (or, with
-  ``which="input"``, the input) of the submodule of that qualified name through
-  a forward hook, and the outputs are ``model(x)``. The hook lives inside
-  :func:`hooked`, a context manager that removes it in ``finally`` even when the
-  forward pass raises.
+DLR, its spectra and NC1 start from the features Φ (n, p) and the outputs f̂ (n, C) over
+the same samples; :func:`capture` builds them batch by batch (memory n·(p + C), never n²).
+Which layer counts as "the features" is a modelling decision that changes DLR (see the
+DLR chapter): nhtlab's models expose ``features(x)`` and a ``readout`` (``layer=None``);
+for any ``nn.Module``, ``layer="name"`` records that submodule's output (or input) through
+a forward hook that :func:`hooked` removes in ``finally``, even when the forward pass raises.
 """
 
 from __future__ import annotations
@@ -41,17 +32,9 @@ _WHICH = ("output", "input")
 
 @dataclass
 class Captured:
-    """Features and outputs of a model over the same samples.
+    """Features (n, p), flattened per sample, and outputs (n, C) of a model over the same samples.
 
-    Attributes
-    ----------
-    features : Tensor, shape (n, p)
-        The chosen layer's activations, flattened per sample.
-    outputs : Tensor, shape (n, C)
-        The model's outputs (logits).
-    layer : str
-        ``"features()"`` for a built-in model's own features, else the hooked
-        layer's name and side (``"name:output"``).
+    ``layer`` is ``"features()"`` for a built-in model's own features, else ``"name:output"``/``"name:input"``.
     """
 
     features: torch.Tensor
@@ -64,26 +47,11 @@ class Captured:
 
 @contextmanager
 def hooked(model: nn.Module, layer: str, which: str = "output") -> Iterator[list[torch.Tensor]]:
-    """Record what a named submodule sees (``which="input"``) or returns (``"output"``).
+    """Record what a named submodule sees (``which="input"``: its first input) or returns (``"output"``).
 
-    Yields a list that receives one detached tensor per forward call; the hook
-    is removed when the ``with`` block ends, whatever happens inside it.
+    Yields a list that receives one detached tensor per forward call; the hook is removed
+    when the ``with`` block ends, whatever happens inside it.
 
-    Parameters
-    ----------
-    model : torch.nn.Module
-    layer : str
-        The submodule's name, as in ``model.named_modules()`` (``""`` is the model itself).
-    which : {"output", "input"}
-        Record the submodule's output, or its first positional input.
-
-    Yields
-    ------
-    list of torch.Tensor
-        One detached tensor per forward call, shape (batch, …) as the layer sees it.
-
-    Examples
-    --------
     >>> net = nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 2))
     >>> with hooked(net, "1") as seen:
     ...     _ = net(torch.zeros(5, 3))
@@ -144,32 +112,26 @@ def capture(
 ) -> Captured:
     """Features and outputs of ``model`` on the inputs ``x``, computed in batches, in eval mode.
 
+    The model's train/eval mode is restored afterwards, even on error.
+
     Parameters
     ----------
     model : nn.Module
-        With ``layer=None`` it must have ``features(x)`` and a ``readout``
-        module (nhtlab's models do); otherwise any module returning a tensor.
+        With ``layer=None`` it needs ``features(x)`` and a ``readout`` module (nhtlab's models).
     x : Tensor of shape (n, …) or iterable of batches
-        Inputs; an iterable may yield tensors or tuples whose first item is the
-        input batch (a ``DataLoader`` over ``(x, y)`` works, and its labels are
-        ignored: nothing here needs labels).
+        Batches may be tuples whose first item is the input (a ``DataLoader``'s labels are ignored).
     layer : str, optional
-        Qualified name of the submodule to record (``dict(model.named_modules())``
-        keys). None uses ``model.features``.
+        Qualified name of the submodule to record (``model.named_modules()``); None uses ``model.features``.
     which : {"output", "input"}
-        Record that submodule's output or its (first) input.
     batch_size : int
         Rows per forward pass when ``x`` is a tensor.
     device : device, optional
-        Where to run the model; defaults to the device of its first parameter.
-        The results stay on that device.
+        Where to run the model (default: its first parameter's); the results stay there.
 
     Returns
     -------
     Captured
         ``features`` (n, p) and ``outputs`` (n, C), in the model's dtype.
-
-    The model's train/eval mode is restored afterwards, even on error.
     """
     owner = "capture"
     require_model(model, "model", owner=owner)

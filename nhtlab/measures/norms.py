@@ -18,27 +18,12 @@ __all__ = ["layer_parameters", "layer_names", "layer_norms", "total_norm"]
 
 
 def layer_parameters(model: nn.Module) -> dict[str, list[str]]:
-    """The parameters of each layer, by qualified name: what every per-layer measure in nhtlab groups by.
+    """The parameters of each layer, ``{layer: [qualified parameter names]}``: what every per-layer measure groups by.
 
     The single definition of a *layer* (module docstring) that :func:`layer_names`,
-    :func:`layer_norms` and the stacked trainer
-    (:func:`nhtlab.training.batched.train_batched`, whose parameters are a
-    ``{qualified name: (R, ...)}`` dictionary) all use.
+    :func:`layer_norms` and the stacked trainer (whose parameters are a ``{qualified name:
+    (R, ...)}`` dict) use; layers in ``model.named_modules()`` order.
 
-    Parameters
-    ----------
-    model : nn.Module
-        Any module.
-
-    Returns
-    -------
-    dict of str → list of str
-        ``{layer name: [qualified parameter names]}``, layers in definition
-        order (``model.named_modules()``), each layer's parameters in their own
-        order; the names are keys of ``dict(model.named_parameters())``.
-
-    Examples
-    --------
     >>> layer_parameters(nn.Sequential(nn.Linear(2, 2), nn.ReLU(), nn.Linear(2, 1)))
     {'0': ['0.weight', '0.bias'], '2': ['2.weight', '2.bias']}
     """
@@ -47,9 +32,9 @@ def layer_parameters(model: nn.Module) -> dict[str, list[str]]:
 
 
 def _layers(model: nn.Module) -> Iterator[tuple[str, list[tuple[str, nn.Parameter]]]]:
-    """Yield ``(layer name, [(qualified parameter name, parameter), ...])`` for each module owning parameters,
-    in ``model.named_modules()`` order, a module's own parameters (``recurse=False``) in their order.
-    A parameter shared by several modules (tied weights) belongs to the first that owns it: counted once.
+    """Yield ``(layer, [(qualified name, parameter), ...])`` for each module owning parameters (``recurse=False``).
+
+    A parameter shared by several modules (tied weights) belongs to the first: counted once.
     """
     seen: set[int] = set()
     for layer, module in model.named_modules():
@@ -67,20 +52,19 @@ def layer_names(model: nn.Module) -> list[str]:
 
 @torch.no_grad()
 def layer_norms(model: nn.Module) -> dict[str, float]:
-    """Squared L2 norm of each layer's own parameters, ``{layer name: ‖θ_ℓ‖²}``.
+    """Squared L2 norm of each layer's own parameters (:func:`layer_parameters`), ``{layer name: ‖θ_ℓ‖²}``.
 
-    Accumulated in float64 so that sums over large models stay exact enough to
-    compare across steps. The values add up to :func:`total_norm` (a tied parameter counts once).
+    Accumulated in float64 so that sums over large models compare across steps; the values
+    add up to :func:`total_norm` (a tied parameter counts once).
 
     Parameters
     ----------
     model : nn.Module
-        Any module; its layers are those of :func:`layer_parameters`.
 
     Returns
     -------
     dict of str → float
-        ``{layer name: ‖θ_ℓ‖²}``, n_layers entries in definition order.
+        In definition order.
 
     Examples
     --------
@@ -95,7 +79,7 @@ def layer_norms(model: nn.Module) -> dict[str, float]:
 
 @torch.no_grad()
 def total_norm(model: nn.Module) -> float:
-    """Squared L2 norm of all parameters, ‖θ‖² = Σ_ℓ ‖θ_ℓ‖².
+    """Squared L2 norm of all parameters, ‖θ‖² = Σ_ℓ ‖θ_ℓ‖², accumulated in float64 (a tied one counts once).
 
     Parameters
     ----------
@@ -104,7 +88,6 @@ def total_norm(model: nn.Module) -> float:
     Returns
     -------
     float
-        Σ over every parameter tensor of its squared entries, accumulated in float64 (a tied one counts once).
     """
     require_model(model, owner="total_norm")
     return float(sum(p.detach().double().pow(2).sum() for p in model.parameters()))

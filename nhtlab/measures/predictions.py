@@ -31,12 +31,10 @@ __all__ = ["evaluating", "forward", "accuracy", "loss_and_accuracy", "readout_dl
 def evaluating(model: nn.Module) -> Iterator[nn.Module]:
     """``model`` in eval mode inside the block, every submodule's own mode restored after it.
 
-    A measure of a model reads what the model computes, not one random draw of it: Dropout is off and
-    BatchNorm uses (and does not update) its running statistics, so the same call gives the same number
-    twice and leaves the model as it found it.
+    A measure reads what the model computes, not one random draw of it: Dropout off,
+    BatchNorm's running statistics used (not updated), so the same call gives the same
+    number twice and leaves the model as it found it.
 
-    Examples
-    --------
     >>> model = nn.Sequential(nn.Dropout(0.5), nn.Linear(2, 2)).train()
     >>> with evaluating(model):
     ...     print(model.training, model[0].training)
@@ -54,9 +52,12 @@ def evaluating(model: nn.Module) -> Iterator[nn.Module]:
 
 
 def forward(model: nn.Module, x: torch.Tensor, owner: str, name: str = "x") -> torch.Tensor:
-    """``model(x)`` in eval mode, after checking that the model can read ``x``: a real tensor with data, at least
-    one input, floating inputs in the model's own dtype. A shape the model cannot take is a ValueError naming
-    ``x`` (or ``name``), not an error from inside torch."""
+    """``model(x)`` in eval mode, after checking that the model can read ``x``.
+
+    ``x`` must be a real tensor with at least one input, floating inputs in the model's own
+    dtype; a shape the model cannot take is a ValueError naming ``x`` (or ``name``), not an
+    error from inside torch.
+    """
     require_model(model, "model", owner=owner)
     require_tensor(x, name, owner=owner)
     if x.dim() == 0 or len(x) == 0:
@@ -76,8 +77,7 @@ def forward(model: nn.Module, x: torch.Tensor, owner: str, name: str = "x") -> t
 
 
 def _scores_and_labels(model: nn.Module, x: torch.Tensor, y: torch.Tensor, owner: str) -> torch.Tensor:
-    """``model(x)`` in eval mode, after checking that ``y`` holds one integer label per input, each a class
-    of the scores; every error names the argument and what is allowed."""
+    """``model(x)`` in eval mode, after checking that ``y`` holds one integer label per input, each a scored class."""
     require_type(model, "model", nn.Module, owner=owner)
     require_type(x, "x", torch.Tensor, owner=owner)
     require_type(y, "y", torch.Tensor, owner=owner)
@@ -100,27 +100,19 @@ def _scores_and_labels(model: nn.Module, x: torch.Tensor, y: torch.Tensor, owner
 
 @torch.no_grad()
 def accuracy(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> float:
-    """Fraction of the examples whose arg-max output is the label.
+    """Fraction of the examples whose arg-max output is the label, in eval mode (:func:`evaluating`).
 
     Parameters
     ----------
     model : nn.Module
         A classifier returning one score per class, shape (n, C).
     x : torch.Tensor, shape (n, ...)
-        Inputs, on the model's device.
     y : torch.Tensor, shape (n,)
-        Integer labels in [0, C), on the same device.
+        Integer labels in [0, C), on the model's device (as ``x``).
 
     Returns
     -------
     float
-        Accuracy in [0, 1], computed in eval mode (:func:`evaluating`): the same on every call, and the
-        model's mode and BatchNorm statistics are left as they were.
-
-    Raises
-    ------
-    ValueError
-        Naming ``y`` when it is not one integer label per input, each a class the model scores.
     """
     scores = _scores_and_labels(model, x, y, "accuracy")
     return (scores.argmax(1) == y.to(scores.device)).double().mean().item()
@@ -128,7 +120,7 @@ def accuracy(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> float:
 
 @torch.no_grad()
 def loss_and_accuracy(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> tuple[float, float]:
-    """The mean cross-entropy and the accuracy of ``model`` on ``(x, y)``, from one forward pass.
+    """The mean cross-entropy (nats) and the accuracy of ``model`` on ``(x, y)``, from one forward pass.
 
     What :class:`nhtlab.Monitor`'s early warning reads as ``train_loss=`` (the whole training
     set's loss, not a minibatch's) and ``train_acc=``.
@@ -141,7 +133,6 @@ def loss_and_accuracy(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> tup
     Returns
     -------
     (float, float)
-        The loss (nats) and the accuracy in [0, 1].
 
     Examples
     --------
@@ -163,15 +154,13 @@ def readout_dlr(model: nn.Sequential, x: torch.Tensor) -> float:
     Parameters
     ----------
     model : nn.Sequential
-        The classifier; its last module is the read-out.
     x : torch.Tensor, shape (n, ...)
         The probe inputs (no labels), on the model's device.
 
     Returns
     -------
     float
-        :func:`nhtlab.measures.dlr.dlr` of the flattened features and the read-out's outputs,
-        both moved to the CPU.
+        :func:`nhtlab.measures.dlr.dlr` of the flattened features and the outputs, on the CPU.
     """
     owner = "readout_dlr"
     require_type(model, "model", nn.Sequential, owner=owner)

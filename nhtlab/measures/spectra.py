@@ -38,28 +38,12 @@ def _eigen(phi_c: torch.Tensor, top: int | None, rel_tol: float) -> tuple[torch.
 
 
 def eigenfunctions(features: torch.Tensor, top: int | None = None, at: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
-    """Eigenvalues ρ_k of the feature covariance and Nyström eigenfunctions e_k.
+    """Eigenvalues ρ_k (descending, float64) of the feature covariance and Nyström eigenfunctions e_k.
 
-    With Σ = Φ_cᵀΦ_c / n = Σ_k ρ_k v_k v_kᵀ, the eigenfunctions of the (centred)
-    feature kernel are e_k(x) = (Φ(x) − μ)ᵀ v_k / √ρ_k, orthonormal in the
-    sample mean: (1/n) Σ_i e_j(x_i) e_k(x_i) = δ_jk. Directions with
-    ρ_k ≤ 1e-12 ρ_1 (rank-deficient features) are dropped: they have no
-    eigenfunction.
-
-    Parameters
-    ----------
-    features : Tensor, shape (n, p)
-    top : int, optional
-        Keep the ``top`` largest eigenpairs.
-    at : Tensor, shape (m, p), optional
-        Features of other inputs at which to evaluate e_k (the Nyström
-        extension); defaults to the n samples themselves.
-
-    Returns
-    -------
-    rho : Tensor, shape (k,)
-        Descending eigenvalues, float64.
-    e : Tensor, shape (n or m, k)
+    With Σ = Φ_cᵀΦ_c / n = Σ_k ρ_k v_k v_kᵀ, e_k(x) = (Φ(x) − μ)ᵀ v_k / √ρ_k, orthonormal in
+    the sample mean. Directions with ρ_k ≤ 1e-12 ρ_1 (rank-deficient features) have no
+    eigenfunction and are dropped. ``at`` (m, p): features of other inputs to evaluate e_k
+    at (the Nyström extension); default the n samples.
     """
     owner = "eigenfunctions"
     phi = as_float64_matrix(features, "features", owner)
@@ -92,11 +76,9 @@ def _as_target(target: torch.Tensor, n: int, device: torch.device, owner: str) -
 def cumulative_share(e: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
     """Π(k): share of the centred target's energy expressed by the first k eigenfunctions.
 
-    With e (n, k) orthonormal in the sample mean and Y_c the centred target
-    (n, q), Π(k) = Σ_{j ≤ k} ‖(1/n) e_jᵀ Y_c‖² / ((1/n) ‖Y_c‖_F²). It rises to
-    the share of the target inside the feature span (1 when the target is a
-    linear function of the features, as the learned outputs are).
-    An integer label vector (n,) is one-hot encoded. A constant target raises.
+    Π(k) = Σ_{j ≤ k} ‖(1/n) e_jᵀ Y_c‖² / ((1/n) ‖Y_c‖_F²) rises to the share of the target
+    inside the feature span (1 for a linear function of the features, as the learned
+    outputs are). Integer labels (n,) are one-hot encoded; a constant target raises.
     """
     owner = "cumulative_share"
     e = as_float64_matrix(e, "e", owner)
@@ -113,16 +95,8 @@ def cumulative_share(e: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
 class Spectrum:
     """The spectral picture of one set of features (Nam et al., section on visualisation).
 
-    Attributes
-    ----------
-    eigenvalues : ndarray, shape (k,)
-        ρ_k of the centred feature covariance, descending.
-    relative : ndarray, shape (k,)
-        ρ_k / ρ_1.
-    quality : ndarray or None, shape (k,)
-        Cumulative quality Π*(k) of the target (None when no target was given).
-    utilisation : ndarray or None, shape (k,)
-        Cumulative utilisation Π̂(k) of the learned outputs (None without outputs).
+    ``relative`` is ρ_k / ρ_1; ``quality`` the cumulative Π*(k) of the target and
+    ``utilisation`` Π̂(k) of the learned outputs (None when not given).
     """
 
     eigenvalues: np.ndarray
@@ -149,22 +123,7 @@ def feature_spectrum(
     target: torch.Tensor | None = None,
     top: int | None = None,
 ) -> Spectrum:
-    """Eigenvalues of the feature covariance with cumulative quality and utilisation.
-
-    Parameters
-    ----------
-    features : Tensor, shape (n, p)
-    outputs : Tensor, shape (n, C), optional
-        Learned outputs: gives the utilisation Π̂(k).
-    target : Tensor, shape (n, q) or integer labels (n,), optional
-        Any target function (labels are one-hot encoded): gives the quality Π*(k).
-    top : int, optional
-        Keep the first ``top`` eigenpairs.
-
-    Returns
-    -------
-    Spectrum
-    """
+    """Eigenvalues of the feature covariance with cumulative quality (``target``) and utilisation (``outputs``)."""
     rho, e = eigenfunctions(features, top=top)
     quality = None if target is None else cumulative_share(e, target).cpu().numpy()
     utilisation = None if outputs is None else cumulative_share(e, outputs).cpu().numpy()
