@@ -41,10 +41,8 @@ class ModularRun(TrainConfig):
         The operation learnt, modulo ``p`` (``"/"`` needs a prime ``p``).
     train_fraction : float in (0, 1)
         Share of the p² pairs used for training; the rest is the test set.
-    model : {"mlp", "transformer"}
-    model_kwargs : dict
-        The model's constructor settings, e.g. ``{"width": 256}``. One equal to the default is dropped: one
-        run has one config, one cache key.
+    model, model_kwargs : {"mlp", "transformer"}, dict
+        The model and its settings; one equal to the default is dropped: one run, one config, one cache key.
     lr : float > 0
         AdamW learning rate (its own default, see the field's comment).
     **training fields
@@ -126,15 +124,13 @@ def run_modular(
     run : ModularRun
     callbacks : iterable of callables, optional
         Each is called with a :class:`~nhtlab.training.loop.TrainState` after every evaluation.
-    progress : str, optional
-        Progress mode (see :mod:`nhtlab.training.progress`).
-    desc : str, optional
-        Label of the progress bar; defaults to the model, ``p`` and λ.
+    progress, desc : str, optional
+        Progress mode (:mod:`nhtlab.training.progress`) and the bar's label.
     run_dir : str or path, optional
         For ``run.json`` and checkpoints: the same ``run`` again resumes from the last checkpoint (a finished
         run returns at once); a directory that holds a different run is refused.
     checkpoint_every : int, optional
-        Steps between checkpoints; defaults to ``10 * run.eval_every``.
+        Default ``10 * run.eval_every``.
 
     Returns
     -------

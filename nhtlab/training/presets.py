@@ -1,22 +1,12 @@
 """Named run settings shared by the chapters, so that no chapter pastes another's config.
 
-:func:`companion` is the NHT companion paper's own setting (arXiv 2603.13331,
-code ClevixLab/grokking-norm-separation): a 1-layer transformer (d_model 128,
-4 heads, FFN 512) on (a + b) mod 97 with 50% of the pairs for training,
-AdamW with lr 1e-3 and PyTorch's default betas (0.9, 0.999), and minibatches
-of 512 drawn *with replacement* at every step.
-
-Three choices are ours and are recorded in every run's config:
-
-* ``fused=True``: PyTorch's fused AdamW, the same update in one kernel per
-  step, for more steps per CPU second on this model (``benchmarks/bench_grok.py``;
-  the book's measurements page) in another float rounding than the default
-  multi-tensor AdamW, so other runs keep that;
-* ``eval_every=100`` (the companion evaluates every 200 steps; finer steps
-  time T_mem and T_grok twice as precisely for twice the evaluations);
-* ``stop_after``: the companion stops 2,000 steps after T_grok and takes
-  V_final there. The ``book`` profile stops 500 steps after T_grok to fit a
-  CPU build; chapters say which window a number uses (see :mod:`nhtlab.analysis.delay`).
+:func:`companion` is the NHT companion paper's setting (arXiv 2603.13331, code
+ClevixLab/grokking-norm-separation): a 1-layer transformer on (a + b) mod 97 with half the pairs for
+training, AdamW at lr 1e-3 with PyTorch's betas, minibatches of 512 drawn *with replacement*. Three choices
+are ours, recorded in every run's config: ``fused=True`` (one kernel per step, faster on a CPU:
+``benchmarks/bench_grok.py``; other runs keep the default AdamW's rounding); ``eval_every=100`` (the companion's
+200 times T_mem and T_grok half as precisely); and the ``book`` profile's ``stop_after`` of 500 steps after
+T_grok, not the companion's 2,000, to fit a CPU build (see :mod:`nhtlab.analysis.delay`).
 """
 
 from __future__ import annotations
@@ -145,7 +135,7 @@ def companion(weight_decay: float = 1.0, seed: int = 0, **changes: Any) -> Modul
     Returns
     -------
     ModularRun
-        The setting of the module docstring, at most 50,000 steps, with ``changes`` applied.
+        The module's setting, at most 50,000 steps, with ``changes`` applied.
 
     Examples
     --------

@@ -37,27 +37,16 @@ class ShortcutRun(TrainConfig):
     Parameters
     ----------
     base : {"digits", "cifar10", "mnist"}
-        scikit-learn's digits, CIFAR-10 (through ``root`` and ``download``) or MNIST-5k (the ``mnist`` extra).
-    size, train_size : int, int >= 10 or None
-        Image side in pixels; the first this many training images only, or CelebA's sample size (8,000 if None).
-    noise : float >= 0
-        Standard deviation of Gaussian pixel noise added before the cue is painted.
-    root, download : str, bool
-        CIFAR-10's or CelebA's directory, and whether it may be downloaded.
+        scikit-learn's digits, CIFAR-10 (from ``root``, ``download``) or MNIST-5k (the ``mnist`` extra).
     kind : {"border", "tint", "background", "celeba"}
         The cue (:mod:`nhtlab.data.cues`); ``"celeba"`` is Blond_Hair as the cue of Smiling (``base`` unused).
-    rho : float in [0, 1]
-        Share of training images whose cue names their class.
-    width, pad : int, bool
-        Border width in pixels; pad the image to paint the border around it, or paint over its edge.
-    otherwise, clean : str
-        The cue of the other 1 − ρ images and of the ``clean`` test images.
-    contrast, strength : float
-        Brightness of the cue colours; strength of the tint.
-    model, norm : {"simple", "resnet18"}, str
-        The CNN and its normalisation layers.
-    channels : tuple of int
-        SimpleCNN's six channels.
+    size, train_size, noise : int, int >= 10 or None, float >= 0
+        Image side; the first this many training images (CelebA's sample: 8,000 if None); pixel noise's std.
+    rho, width, pad, otherwise, clean, contrast, strength
+        The cue, as :func:`~nhtlab.data.cues.border_shortcut` and :func:`~nhtlab.data.cues.tint_shortcut` take it.
+    model, norm, channels : {"simple", "resnet18"}, str, tuple of int
+        The CNN, its normalisation layers and SimpleCNN's six channels.
+    root, download : str, bool
     stop_after : None
         Must stay None: shortcut runs have no ``test`` set whose accuracy could stop them.
     **training fields

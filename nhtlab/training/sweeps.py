@@ -320,20 +320,17 @@ def sweep(
     runs : list or tuple of runs
         Any :class:`~nhtlab.training.loop.TrainConfig` subclass that defines ``execute`` (see :func:`grid`).
     strategy : {"auto", "sequential", "parallel", "batched"}
-        How to train the runs the cache does not hold (:func:`resolve_strategy`); ``"batched"`` stacks
-        modular runs only.
+        See :func:`resolve_strategy`; ``"batched"`` stacks modular runs only.
     executor : concurrent.futures.Executor, optional
-        Takes single runs or whole stacks; it must pickle a run and import nhtlab. None: a local process pool.
+        Takes single runs or whole stacks (it must pickle a run); None: a local process pool.
     workers : int >= 1, optional
-        Size of the default pool: CPU count for ``"parallel"``; 1 for ``"batched"``, where k > 1 splits each
-        group into k stacks trained in k processes.
+        The default pool's size: CPU count, or 1 for ``"batched"``, where k > 1 trains k stacks in k processes.
     cache : object, optional
         A :class:`~nhtlab.training.cache.ResultCache` or any object with ``get(config_dict) -> History | None``
         and ``put(config_dict, history)``; a run it holds is not trained again.
     progress : str, optional
-        Progress mode for the sweep as a whole (one update per finished run).
     max_stack : int >= 1, optional
-        For ``"batched"``: at most this many runs per stacked model.
+        At most this many runs per stacked model.
 
     Notes
     -----
