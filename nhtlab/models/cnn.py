@@ -56,7 +56,6 @@ class SimpleCNN(nn.Module):
     num_classes : int
     norm : {"none", "batch", "group"}
     channels : sequence of 6 ints
-        Output channels of conv1 … conv6.
     in_channels : int
     """
 

@@ -131,9 +131,9 @@ class ResultCache:
     def claim(self, config: Mapping[str, Any]) -> Iterator[History | None]:
         """Hold the right to train ``config``'s run, so that processes sharing the cache train it once.
 
-        Waits while another process holds the claim, then yields the cached history or None: the caller
-        trains the run and puts it *before leaving the block*. The claim is a file lock beside the entry,
-        released also on an error or when the process dies. Without POSIX file locks (Windows) nothing waits.
+        Waits while another process holds the claim (a file lock, released on an error or death too), then
+        yields the cached history or None: the caller trains and puts it *before leaving the block*.
+        Without POSIX file locks (Windows) nothing waits.
 
         Examples
         --------

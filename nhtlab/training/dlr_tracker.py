@@ -32,12 +32,10 @@ class DLRTracker:
         Inputs on which features are measured (e.g. the whole p × p table).
     labels : Tensor, optional
         Only for NC1 and the quality Π*; DLR itself never uses them.
-    rank, tol
-        Main rank rule (see :func:`dlr`).
-    compare : mapping name → (rank, tol), optional
-        Further rank rules to record side by side.
+    rank, tol, compare
+        The main rank rule (see :func:`dlr`) and further ones (name → (rank, tol)) recorded beside it.
     layer, which
-        Layer to read features from (see :func:`nhtlab.measures.features.capture`).
+        Where features are read (:func:`nhtlab.measures.features.capture`).
     spectra, top : bool, int
         Keep the top ``top`` eigenpairs at each evaluation in :attr:`spectra_list`, as ``(step, Spectrum)``.
     prefix : str

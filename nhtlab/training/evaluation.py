@@ -25,10 +25,9 @@ __all__ = ["history_row", "diverged_at_evaluation", "diverged_in_training", "rea
 
 def history_row(step: int, lr: float, scores: Mapping[str, tuple[float, float]],
                 layer_norms: Mapping[str, float], spectrum: torch.Tensor | None = None) -> dict[str, float]:
-    """One evaluation as a :class:`~nhtlab.history.History` row.
+    """One evaluation as a row: ``scores`` maps a set to (mean cross-entropy, accuracy), ``"train"`` first.
 
-    ``scores`` maps a set's name to (mean cross-entropy, accuracy), ``"train"`` first; ``spectrum`` (a model
-    on Z_p) adds the Fourier columns.
+    ``spectrum`` (a model on Z_p) adds the Fourier columns.
 
     Examples
     --------

@@ -1,9 +1,8 @@
 """Watch your own model: norms, the head/first-layer ratio, DLR and the regime, online.
 
-:class:`Monitor` attaches to any ``nn.Module`` trained by *your* loop; call it after ``optimizer.step()``.
-Every ``every`` steps it records ‖θ‖² and ‖θ_ℓ‖² per layer, ``head_ratio`` = ‖θ_L‖² / ‖θ_1‖² and
-``head_rel`` = ‖θ_L‖² / ‖θ_L(0)‖² (the early-warning signals of the NHT paper, arXiv 2603.07323, whose head
-escapes first), DLR on a fixed probe batch, and the scalars you pass (``monitor(step, loss=...)``).
+:class:`Monitor` attaches to any ``nn.Module`` trained by *your* loop. Every ``every`` steps it records ‖θ‖²
+per layer, ``head_ratio`` = ‖θ_L‖² / ‖θ_1‖² and ``head_rel`` = ‖θ_L‖² / ‖θ_L(0)‖² (the early-warning signals
+of the NHT paper, arXiv 2603.07323), DLR on a fixed probe batch, and the scalars you pass.
 
 It reads the regime online (:meth:`Monitor.regime`) and raises one early warning by the rule the book's
 pre-registered evaluation supports (:func:`nhtlab.analysis.early_warnings.supported_signal`): **the training
@@ -27,8 +26,8 @@ Plain loop::
         monitor(step, loss=loss.item())
     monitor.regime(), monitor.history          # a nhtlab History: charts work on it
 
-A recorded step costs one sum of squares over the parameters (plus a probe forward and a small SVD with
-DLR); the steps in between cost one integer test (``benchmarks/bench_monitor.py``).
+A recorded step costs one sum of squares (with DLR, a probe forward and a small SVD); the steps in between
+cost one integer test (``benchmarks/bench_monitor.py``).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Sweeps: one call trains a list of runs of any kind, through the result cache and a process pool.
 
-A run is a :class:`~nhtlab.training.loop.TrainConfig` subclass that trains itself (``run.execute``), keys
-the cache (``cache_config()``) and reads its events (``events(history)``): a new run kind needs nothing here.
+A run is a :class:`~nhtlab.training.loop.TrainConfig` that trains itself (``run.execute``), keys the cache
+(``cache_config()``) and reads its events: a new run kind needs nothing here.
 
 Three strategies give the same histories (on the CPU bit for bit, within float rounding when stacked):
 ``"sequential"``, ``"parallel"`` (a process pool whose workers use one torch thread each: small models train
@@ -343,8 +343,7 @@ def sweep(
     Returns
     -------
     SweepResult
-        One :class:`SweepRow` per run, in the order of ``runs``; diverged runs are kept and listed by
-        ``.diverged``; ``strategy`` is the one that ran.
+        One :class:`SweepRow` per run, in order; diverged runs are kept (``.diverged``).
 
     Examples
     --------
