@@ -159,7 +159,7 @@ class Monitor:
     model : nn.Module
         Only read, never changed.
     probe : tensor or tuple of tensors, optional
-        ``(x_probe,)`` or ``(x_probe, y_probe)``: a fixed batch for DLR (label-free); None skips DLR.
+        ``(x_probe,)`` or ``(x_probe, y_probe)``: a fixed batch for DLR (label-free; NaN where undefined).
     every : int
         Record every this many steps (and at construction, as step 0).
     head, first : str, optional
