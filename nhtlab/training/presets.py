@@ -4,9 +4,9 @@
 ClevixLab/grokking-norm-separation): a 1-layer transformer on (a + b) mod 97 with half the pairs for
 training, AdamW at lr 1e-3 with PyTorch's betas, minibatches of 512 drawn *with replacement*. Three choices
 are ours, recorded in every run's config: ``fused=True`` (one kernel per step, faster on a CPU:
-``benchmarks/bench_grok.py``; other runs keep the default AdamW's rounding); ``eval_every=100`` (the companion's
-200 times T_mem and T_grok half as precisely); and the ``book`` profile's ``stop_after`` of 500 steps after
-T_grok, not the companion's 2,000, to fit a CPU build (see :mod:`nhtlab.analysis.delay`).
+``benchmarks/bench_grok.py``; other runs keep the default AdamW's rounding); ``eval_every=100`` (the companion
+evaluates every 200 steps, timing T_mem and T_grok half as precisely); and the ``book`` profile's ``stop_after``
+of 500 steps after T_grok, not the companion's 2,000, to fit a CPU build (see :mod:`nhtlab.analysis.delay`).
 """
 
 from __future__ import annotations
