@@ -86,20 +86,12 @@ class Block(nn.Module):
 class Transformer(nn.Module):
     """The NHT companion paper's model: tokens [a, b] → transformer → LayerNorm → head.
 
-    Defaults follow arXiv 2603.13331 (GELU, learned positions, the head read at the last position); the
-    features are the final LayerNorm's output there. Two shortcuts give the same logits for fewer FLOPs: the
-    last block runs at the read position only, and the first projects its inputs once per (position, token).
-
-    Parameters
-    ----------
-    p : int
-        Number of input tokens and of classes.
-    d_model, n_heads, d_ff, n_layers : int
-    init_scale : float
-        Multiplies every weight matrix and embedding after PyTorch's init: it moves ‖θ‖² at initialisation,
-        and with it the norm memorised at, which varies the delay law's norm gap at fixed ηλ.
-    embed_init_scale : float
-        Multiplies the embeddings once more: chapter 05's embeddings that do not start large.
+    Defaults follow arXiv 2603.13331; ``p`` is the number of tokens and of classes. The features are the final
+    LayerNorm's output at the last position. Two shortcuts give the same logits for fewer FLOPs: the last block
+    runs at the read position only, and the first projects its inputs once per (position, token).
+    ``init_scale`` multiplies every weight matrix and embedding after PyTorch's init, moving the norm memorised
+    at: how the delay law's norm gap is varied at fixed ηλ. ``embed_init_scale`` multiplies the embeddings once
+    more (chapter 05's embeddings that do not start large).
     """
 
     token_embeddings = ("tok.weight",)  # the token table the Fourier view reads (nhtlab.measures.fourier)
