@@ -6,10 +6,9 @@ differently from eager PyTorch, so ``compile`` is part of the run's config and i
 cannot build (no C/C++ compiler, no Triton, the device audit on), the run trains eagerly with a warning and
 the history records which path ran (``history.config["compiled"]``).
 
-The embedding backward is left out (:func:`deterministic_inductor`): inductor writes it as an atomic-add
-scatter whose sums change order between calls on several CPU threads, so the same compiled run gave a
-different history from call to call. PyTorch's own kernel sums in a fixed order (why
-:func:`~nhtlab.models.transformer.gather_rows` uses it, issue 29): one history per config and thread count.
+Inductor's embedding backward, an atomic-add scatter, sums in another order at each call on several CPU
+threads, so the same compiled run gave different histories: :func:`deterministic_inductor` leaves it to
+PyTorch's fixed-order kernel (issue 29), for one history per config and thread count.
 """
 
 from __future__ import annotations
