@@ -1,19 +1,9 @@
 """Image classifiers: a plain SimpleCNN and ResNet18 adapted to small images.
 
-Both follow nhtlab's model contract: ``features(x)`` returns the penultimate
-representation (n, d), ``readout`` is the final ``nn.Linear`` and
-``forward(x, return_features=False)`` returns logits (or ``(logits, features)``).
-
-Normalisation is a parameter, because the NHT paper compares BatchNorm, no
-normalisation and GroupNorm:
-
-* ``"none"``: no normalisation layer (the paper's SimpleCNN);
-* ``"batch"``: ``nn.BatchNorm2d`` after every convolution;
-* ``"group"``: ``nn.GroupNorm`` with up to 8 groups (``min(8, channels)``,
-  falling back to fewer when the channel count is not divisible).
-
-Layer names are what :func:`nhtlab.measures.norms.layer_norms` reports: ``conv1`` …
-``conv6`` and ``readout`` for SimpleCNN (plus ``norm1`` … when normalised).
+Both follow nhtlab's model contract: ``features(x)`` is the penultimate representation (n, d), ``readout``
+the final ``nn.Linear``, and ``forward(x, return_features=False)`` returns logits (or ``(logits, features)``).
+Normalisation is a parameter because the NHT paper compares none (its SimpleCNN), BatchNorm after every
+convolution, and GroupNorm (up to 8 groups, fewer when the channel count is not divisible).
 """
 
 from __future__ import annotations
@@ -57,21 +47,16 @@ def count_parameters(model: nn.Module) -> int:
 class SimpleCNN(nn.Module):
     """Six 3 × 3 convolutions, two 2 × 2 max-pools, global average pool, linear read-out.
 
-    ``conv1, conv2 → pool → conv3, conv4 → pool → conv5, conv6 → mean over space →
-    readout``, ReLU after every convolution (and the optional normalisation
-    before it). The default channels (32, 32, 64, 64, 128, 128) give 288,298
-    parameters for ten classes, the size of the NHT paper's 6-layer CNN (about
-    288k); the count does not depend on the image size. Smaller ``channels``
-    make CPU runs fast.
+    ReLU after every convolution (the optional normalisation before it). The default channels give the
+    size of the NHT paper's 6-layer CNN (about 288k parameters, whatever the image size); smaller
+    ``channels`` make CPU runs fast.
 
     Parameters
     ----------
     num_classes : int
     norm : {"none", "batch", "group"}
     channels : sequence of 6 ints
-        Output channels of conv1 … conv6.
     in_channels : int
-        Channels of the input images (3 for RGB).
     """
 
     def __init__(self, num_classes: int = 10, norm: str = "none",
@@ -113,12 +98,8 @@ class SimpleCNN(nn.Module):
 class ResNet18(nn.Module):
     """torchvision's ResNet18 adapted to small images, with a choice of normalisation.
 
-    The ImageNet stem (7 × 7 stride-2 convolution and max-pool) would shrink a
-    32 × 32 image to 8 × 8 before the first block; as is usual for CIFAR it is
-    replaced by a 3 × 3 stride-1 convolution and no max-pool. The blocks come
-    from :func:`torchvision.models.resnet18` with ``norm_layer`` set by ``norm``
-    (``"none"`` uses identities, so the network has no normalisation at all).
-    The read-out is torchvision's ``fc`` layer, also reachable as ``readout``.
+    The ImageNet stem would shrink a 32 × 32 image to 8 × 8 before the first block; as usual for CIFAR it is
+    a 3 × 3 stride-1 convolution without max-pool. The read-out is torchvision's ``fc``, also ``readout``.
 
     Parameters
     ----------

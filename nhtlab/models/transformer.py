@@ -16,10 +16,8 @@ __all__ = ["SelfAttention", "Block", "Transformer"]
 def gather_rows(table: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
     """Row ``tokens[b, t]`` of ``table[t]`` for each sequence b and position t: (T, V, D), (B, T) → (B, T, D).
 
-    An embedding lookup in the flattened (T·V, D) table, not advanced indexing: the backward of
-    ``table[arange, tokens]`` (``index_put_`` with accumulation) sums the rows' gradients in an order
-    that changes between calls when torch runs on more than one CPU thread, so the same run gave
-    different histories at 2 threads; the embedding backward sums in a fixed order (issue 29).
+    An embedding lookup, not advanced indexing, whose backward sums in an order that changes between calls
+    on several CPU threads; the embedding backward sums in a fixed order (issue 29).
     """
     T, V = table.shape[0], table.shape[1]
     flat = tokens + torch.arange(T, device=tokens.device) * V  # (B, T): row t·V + token
@@ -73,9 +71,10 @@ class Block(nn.Module):
         self.ln_2 = nn.LayerNorm(d_model)
 
     def forward(self, x: torch.Tensor, last_only: bool = False, tokens: torch.Tensor | None = None) -> torch.Tensor:
-        """``last_only`` computes the block at the last position only (shape (B, 1, C)):
-        the same numbers there, for less compute when nothing reads the others.
-        With ``tokens`` (B, T), ``x`` is a (T, V, C) table of inputs (:meth:`SelfAttention.forward`)."""
+        """``last_only``: the block at the last position only, the same numbers there for less compute.
+
+        With ``tokens`` (B, T), ``x`` is a (T, V, C) table of inputs (:meth:`SelfAttention.forward`).
+        """
         attended = self.attn(x, queries=1 if last_only else None, tokens=tokens)
         if tokens is not None:  # the rows of the positions read only: (B, 1 or T, C)
             x = gather_rows(x[-1:], tokens[:, -1:]) if last_only else gather_rows(x, tokens)
@@ -87,30 +86,12 @@ class Block(nn.Module):
 class Transformer(nn.Module):
     """The NHT companion paper's model: tokens [a, b] → transformer → LayerNorm → head.
 
-    Defaults follow arXiv 2603.13331: one layer, d_model 128, 4 heads, FFN 512,
-    GELU, learned position embeddings, a final LayerNorm and a linear head read
-    at the last position. The features are the final LayerNorm's output there.
-
-    Two shortcuts give the same logits for fewer FLOPs: the last block runs at
-    the read position only, and the first block projects its inputs once per
-    (position, token), since there each input is one token's embedding plus its
-    position's (p rows per position instead of one per sequence).
-
-    Parameters
-    ----------
-    p : int
-        Number of input tokens and of classes.
-    d_model, n_heads, d_ff, n_layers : int
-        Width, attention heads, feed-forward width and number of blocks.
-    init_scale : float
-        Multiplies every weight matrix and embedding after PyTorch's default
-        init (LayerNorm gains and all biases are left alone). 1 keeps the
-        companion's init; other values move ‖θ‖² at initialisation, and with it
-        the norm the network memorises at, which is how the delay law's norm
-        gap is varied at fixed ηλ.
-    embed_init_scale : float
-        Multiplies the token and position embeddings once more (1 keeps them):
-        chapter 05's experiment on embeddings that do not start large.
+    Defaults follow arXiv 2603.13331; ``p`` is the number of tokens and of classes. The features are the final
+    LayerNorm's output at the last position. Two shortcuts give the same logits for fewer FLOPs: the last block
+    runs at the read position only, and the first projects its inputs once per (position, token).
+    ``init_scale`` multiplies every weight matrix and embedding after PyTorch's init, moving the norm memorised
+    at: how the delay law's norm gap is varied at fixed ηλ. ``embed_init_scale`` multiplies the embeddings once
+    more (chapter 05's embeddings that do not start large).
     """
 
     token_embeddings = ("tok.weight",)  # the token table the Fourier view reads (nhtlab.measures.fourier)

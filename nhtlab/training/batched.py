@@ -1,33 +1,20 @@
 """Many runs of one architecture trained as a single stacked model.
 
-Small models waste most of each step on Python and kernel-launch overhead. When
-a sweep trains R runs of the *same* architecture (same ``p``, operation, train
-fraction, model settings, step budget), their parameters can be stacked along a
-new leading axis with :func:`torch.func.stack_module_state` and the R forward
-passes done at once with ``vmap(functional_call(model, ...))``: one step of the
-stacked model is one step of every run. Each run keeps its own seed (data split,
-initialisation, minibatch sampler), its own learning rate η and its own weight
-decay λ.
+Small models waste most of each step on Python and kernel-launch overhead. R runs of the *same* architecture
+are stacked along a new leading axis (:func:`torch.func.stack_module_state`) and stepped at once with
+``vmap(functional_call(model, ...))``; each run keeps its own seed, η and λ. Gradients of the summed losses are
+the per-run gradients (no parameter is shared), so a run that diverges does not contaminate the others.
 
-AdamW is written here in stacked form, mirroring PyTorch's single-tensor
-``torch.optim.AdamW`` step for step, with η and λ as per-run tensors of shape
-(R, 1, …, 1)::
+AdamW is written here in stacked form, mirroring PyTorch's single-tensor ``torch.optim.AdamW`` step for step,
+with η and λ as per-run tensors of shape (R, 1, …, 1)::
 
     θ ← θ · (1 − ηλ)
     m ← β₁ m + (1 − β₁) g;   v ← β₂ v + (1 − β₂) g²
     θ ← θ − η/(1 − β₁ᵗ) · m / (√v / √(1 − β₂ᵗ) + ε)
 
-so the stacked runs reproduce separate ``torch.optim.AdamW`` runs (the tests
-check EmbeddingMLP parameters agree within 1e-6). A run's ``fused`` field
-(PyTorch's fused AdamW kernel in :func:`~nhtlab.training.loop.train`) has no
-stacked counterpart: stacked runs always take this form, within float
-rounding of either. One caveat for other models:
-a parameter whose gradient is zero in exact arithmetic but float noise in
-practice (the key bias of attention: softmax ignores it) gets Adam steps of
-size about η driven by that noise, so it can differ by O(η) between the two
-ways of computing; the transformer's other parameters agree as closely. Gradients of the summed per-run losses are
-the per-run gradients, since no parameter is shared across runs, and a run that
-diverges (NaN) does not contaminate the others.
+A run's ``fused`` field has no stacked counterpart: stacked runs agree with either within float rounding.
+Caveat: a parameter whose gradient is zero in exact arithmetic but float noise in practice (attention's key
+bias) gets Adam steps of size about η driven by that noise, so it can differ by O(η).
 """
 
 from __future__ import annotations
@@ -77,9 +64,10 @@ def batch_key(run: ModularRun) -> str:
 
 
 class StackedAdamW:
-    """AdamW over stacked leaf tensors ``params`` ``{name: (R, ...)}`` (the leading axis indexes runs) with
-    per-run η and λ (``lr``, ``weight_decay``, shape (R,); combined in float64 and then cast, as PyTorch does
-    with Python floats), ``betas`` and ``eps``."""
+    """AdamW over stacked leaves ``{name: (R, ...)}`` with per-run η and λ of shape (R,).
+
+    η and λ are combined in float64 and then cast, as PyTorch does with Python floats.
+    """
 
     def __init__(self, params: dict[str, torch.Tensor], lr: torch.Tensor, weight_decay: torch.Tensor,
                  betas: tuple[float, float] = (0.9, 0.999), eps: float = _EPS):
@@ -132,35 +120,11 @@ class StackedAdamW:
 
 
 def train_batched(runs: Sequence[ModularRun], progress: str | None = None, desc: str = "stacked") -> list[History]:
-    """Train ``runs`` as one stacked model and return one :class:`History` per run.
+    """Train ``runs`` (sharing every field of ``SHARED_FIELDS``) as one stacked model; one History per run.
 
-    The histories have the same rows as :func:`nhtlab.run_modular` would give
-    (``step``, ``lr``, ``train_loss``, ``train_acc``, ``test_loss``, ``test_acc``,
-    ``norm``, ``norm/<layer>``) and the same ``status`` rules: ``"stopped"`` when
-    ``stop_after`` ends a run early, ``"diverged"`` when its loss or norm becomes
-    non-finite. A finished run (stopped or diverged) is dropped from the stack
-    at once, so it stops costing compute; the stack steps until every run has
-    finished.
-
-    Parameters
-    ----------
-    runs : sequence of ModularRun
-        Runs that share every field of ``SHARED_FIELDS``; ``lr``,
-        ``weight_decay``, ``seed`` and ``stop_after`` may differ. With ``compile=True`` the
-        stacked step runs through ``torch.compile`` (:mod:`nhtlab.training.compiled`; eager
-        with a warning where inductor cannot build), evaluations eager.
-    progress : str, optional
-        Progress mode (see :mod:`nhtlab.training.progress`).
-    desc : str
-        Label of the progress bar.
-
-    Returns
-    -------
-    list of History
-        In the order of ``runs``; ``config`` holds each run as a dict, plus
-        ``threads``, ``stacked = True`` and, when compiled, the path that ran
-        (``compiled``); ``history.model`` is the run's trained model (unstacked), as
-        with :func:`nhtlab.run_modular`.
+    The histories have :func:`nhtlab.run_modular`'s rows and status rules, ``stacked: true`` in their config
+    and the run's own trained model. A finished (stopped or diverged) run leaves the stack at once, so it
+    stops costing compute. With ``compile=True`` only the stacked step is compiled.
     """
     require_type(runs, "runs", (list, tuple), owner="train_batched")
     if not runs:

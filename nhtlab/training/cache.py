@@ -1,20 +1,13 @@
 """A result cache: finished runs are kept on disk and reused instead of retrained.
 
-An entry is keyed by :func:`~nhtlab.training.cache_key.config_key`: the run's full configuration
-together with what computes its numbers (nhtlab's version, the numerics source with docstrings
-stripped, the torch version, the device kind and dtype, the thread count; :mod:`nhtlab.training.cache_key`):
-any change of setting or of the code that computes a run misses; a docstring or comment edit does not. An
-entry is one JSON file (the key, the configuration, the history with its column order, a SHA-256 checksum),
-written atomically (temporary file + :func:`os.replace`). An entry that is unreadable, truncated, or whose checksum
-or key does not match is never used: :meth:`ResultCache.get` warns, moves it
-aside (``*.corrupt``) and reports a miss, so the run is recomputed. A cache that cannot be written
-(read-only, a file where a folder should be) costs no training: the history is returned with a warning.
+An entry is keyed by :func:`~nhtlab.training.cache_key.config_key` (the config and what computes its
+numbers): any change of setting or of that code misses; a docstring or comment edit does not. An entry is one
+JSON file with a SHA-256 checksum, written atomically; a damaged one is moved aside with a warning and counts
+as a miss. A cache that cannot be written costs no training: the history is returned with a warning.
 
-The cache lives at its ``root`` argument, else at ``~/.cache/nhtlab``. With checkpoints on
-(``ResultCache(checkpoints=True)``), a run that :func:`cached_run` or :func:`nhtlab.sweep` trains
-through the cache also checkpoints into it (``<root>/checkpoints/<key>``): a process killed mid-run
-resumes there on the next call, and the checkpoints go once the finished run is stored. It reads no
-environment variable: the book wraps it (:class:`nhtlab.book.runs.BookCache`).
+With ``checkpoints=True`` a run trained through the cache checkpoints into ``<root>/checkpoints/<key>`` and a
+killed process resumes there. It reads no environment variable: the book wraps it
+(:class:`nhtlab.book.runs.BookCache`).
 """
 
 from __future__ import annotations
@@ -51,11 +44,7 @@ def default_cache_dir() -> Path:
 
 
 class ResultCache:
-    """Finished runs on disk, keyed by their full configuration and what computes it (:func:`config_key`).
-
-    ``root`` is the cache's directory (created when first written; default :func:`default_cache_dir`);
-    ``checkpoints`` whether runs trained through the cache checkpoint into it (:meth:`run_dir`) and resume
-    from there.
+    """Finished runs on disk under ``root`` (default :func:`default_cache_dir`), keyed by :func:`config_key`.
 
     Examples
     --------
@@ -76,11 +65,7 @@ class ResultCache:
         return self.root / "checkpoints" / config_key(config)
 
     def train(self, run: Any, **kwargs: Any) -> History:
-        """``run.execute(**kwargs)``, checkpointing into :meth:`run_dir` when checkpoints are on.
-
-        A run killed mid-way resumes from its last checkpoint on the next call; :meth:`put`
-        removes the checkpoints once the finished run is stored.
-        """
+        """``run.execute(**kwargs)``, checkpointing into :meth:`run_dir` when checkpoints are on."""
         return run.execute(**self.checkpointing(run, kwargs))
 
     def checkpointing(self, run: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
@@ -101,11 +86,7 @@ class ResultCache:
         return self.path(config).exists()
 
     def get(self, config: Mapping[str, Any]) -> History | None:
-        """The cached history of ``config``, or None on a miss.
-
-        A damaged entry (unreadable, partial, wrong checksum or key) counts as
-        a miss: it is moved aside with a :class:`RuntimeWarning`, never used.
-        """
+        """The cached history of ``config``, or None on a miss (a damaged entry too, set aside with a warning)."""
         path = self.path(config)
         if not path.exists():
             return None
@@ -150,13 +131,9 @@ class ResultCache:
     def claim(self, config: Mapping[str, Any]) -> Iterator[History | None]:
         """Hold the right to train ``config``'s run, so that processes sharing the cache train it once.
 
-        Waits while another process holds the claim (it is training the run), then yields
-        the cached history if the run is there by now, else None: the caller trains the run
-        and puts it *before leaving the block*. The claim is a lock on a file beside the
-        entry (``<key>.json.lock``), released when the block ends, also on an error or when
-        the process dies. Chapters executed side by side (``make book``) share runs this way,
-        whatever order they reach them in. Where POSIX file locks are missing (Windows),
-        nothing waits: the block yields :meth:`get`.
+        Waits while another process holds the claim (a file lock, released on an error or death too), then
+        yields the cached history or None: the caller trains and puts it *before leaving the block*.
+        Without POSIX file locks (Windows) nothing waits.
 
         Examples
         --------
@@ -180,8 +157,7 @@ class ResultCache:
                 fcntl.flock(handle, fcntl.LOCK_UN)
 
     def clear(self) -> int:
-        """Delete every entry, set-aside file and temporary file a killed write left behind; return how many
-        entries were removed."""
+        """Delete every entry, set-aside and leftover temporary file; return how many entries were removed."""
         removed = 0
         if self.root.exists():
             for file in {*self.root.glob("*/*.json*"), *self.root.glob("*/.*.tmp")}:
@@ -214,13 +190,11 @@ def _in_order(rows: list[dict[str, Any]], columns: list[str]) -> list[dict[str, 
 
 
 def cached_run(run: Any, cache: ResultCache | None = None, *, use_cache: bool = True, **kwargs: Any) -> History:
-    """:func:`nhtlab.run_modular` on ``run`` (``kwargs`` passed on) through ``cache`` (default ``ResultCache()``).
+    """:func:`nhtlab.run_modular` on ``run`` through ``cache`` (default ``ResultCache()``).
 
-    ``use_cache=False`` always trains and neither reads nor writes. A cache that cannot be written warns and the finished history is
-    returned. A cached history has no ``model`` attribute (only the measurements are stored); a freshly
-    trained one has it. ``history.cached`` tells which.
+    ``use_cache=False`` neither reads nor writes. A cached history has no ``model`` (only the measurements
+    are stored); ``history.cached`` tells which.
     """
-
     require_type(run, "run", ModularRun, owner="cached_run")
     if cache is not None:
         require_type(cache, "cache", ResultCache, owner="cached_run")

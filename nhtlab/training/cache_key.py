@@ -1,15 +1,9 @@
 """A run's key: what computed its numbers, hashed, so that a cached result or a checkpoint is never stale or foreign.
 
-:func:`config_key` is the SHA-256 of the canonical JSON of
-
-* the run's configuration (``run.cache_config()``), numbers in one spelling (``1`` and ``1.0``
-  and ``numpy.int64(1)`` are one value; NaN and ±inf allowed);
-* ``nhtlab.__version__``, the torch version, the device kind (``cpu``/``cuda``, as ``"auto"``
-  resolves here) and the default float dtype;
-* :func:`numerics_hash`: the source of the code that computes a run's numbers (the
-  subpackages :data:`NUMERICS`) with docstrings and comments stripped, so that an edit of
-  that code misses the cache and an edit of its documentation still hits;
-* the torch thread count of a CPU run trained on more than one thread (:func:`key_threads`).
+:func:`config_key` is the SHA-256 of the canonical JSON of the run's configuration (numbers in one
+spelling), nhtlab's and torch's versions, the device kind, the default dtype, :func:`numerics_hash` (the
+numbers' source without docstrings or comments: a documentation edit still hits) and the thread count of a
+multi-threaded CPU run (:func:`key_threads`).
 
 Nothing of the build enters it: a capped run (the book's smoke cap) has a capped config, hence its own key.
 """
@@ -72,10 +66,10 @@ def _one_spelling(value: Any) -> Any:
 
 @functools.lru_cache(maxsize=8)
 def numerics_hash(root: Path | None = None) -> str:
-    """SHA-256 of the :data:`NUMERICS` source under ``root`` (default the imported package), docstrings stripped.
+    """SHA-256 of the syntax trees of the :data:`NUMERICS` source under ``root``, docstrings stripped.
 
-    Each file is parsed and its syntax tree dumped without docstrings (comments never reach the
-    tree), so only code counts. Read once per process: the code a process runs is what it imported.
+    Comments never reach the tree, so only code counts. Read once per process: the code a process runs is
+    what it imported.
     """
     root = NUMERICS_ROOT if root is None else Path(root)
     digest = hashlib.sha256()
@@ -97,8 +91,10 @@ def _on_cuda(config: Mapping[str, Any]) -> bool:
 
 
 def key_threads(config: Mapping[str, Any]) -> int | None:
-    """The torch thread count that can change the result of ``config``'s run (a CPU kernel splits its sums
-    over the threads: 1 and 2 threads round differently), or None where it cannot (CUDA, one thread)."""
+    """The torch thread count that can change ``config``'s result, or None (CUDA, one thread).
+
+    A CPU kernel splits its sums over the threads: 1 and 2 threads round differently.
+    """
     threads = torch.get_num_threads()
     return None if _on_cuda(config) or threads == 1 else threads
 

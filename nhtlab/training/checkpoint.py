@@ -1,24 +1,12 @@
 """Atomic checkpoints, so that a long run survives a lost Colab session or a killed job.
 
-A checkpoint is one file, ``<run_dir>/checkpoint.pt``, holding everything the
-training loop needs to continue exactly where it stopped: model, optimiser
-(AdamW moments and step counts), learning-rate scheduler, the minibatch
-sampler's generator, the global RNG states (Python, NumPy, PyTorch CPU and
-CUDA), the history so far and the step. :func:`nhtlab.training.loop.train` writes it
-every ``checkpoint_every`` steps and once more when the run ends; calling the
-same run again with the same directory resumes from it. On the CPU the resumed
-run is bit-for-bit the uninterrupted one.
+``<run_dir>/checkpoint.pt`` holds everything the loop needs to continue exactly where it stopped (model,
+optimiser, scheduler, sampler and global RNG states, the history, the step); on the CPU the resumed run is
+bit-for-bit the uninterrupted one. Files are written atomically (temporary file, fsync, :func:`os.replace`),
+so a process killed at any instant leaves the previous checkpoint or the new one, never half of one.
 
-Files are written atomically: the bytes go to a temporary file in the same
-directory, are flushed to disk, and only then replace the old file with
-:func:`os.replace` (atomic on POSIX and Windows). A process killed at any
-instant therefore leaves either the previous checkpoint or the new one, never
-half of one.
-
-A checkpoint proves what it holds: it carries its run's key (:func:`~nhtlab.training.cache_key.config_key`)
-and a SHA-256 of its content, tensors by their bytes (:func:`checksum`). A checkpoint whose checksum
-or key does not match is never resumed: a :class:`RuntimeWarning` names why, the file is moved
-aside (``checkpoint.pt.corrupt``) and the run starts again from step 0.
+A checkpoint carries its run's key and a SHA-256 of its content (:func:`checksum`); one whose checksum or key
+does not match is moved aside with a :class:`RuntimeWarning` and the run starts again from step 0.
 """
 
 from __future__ import annotations
@@ -56,8 +44,7 @@ CHECKPOINT_NAME = "checkpoint.pt"
 
 
 def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
-    """Write ``data`` to ``path`` atomically (temporary file + fsync + :func:`os.replace`; the parent
-    directory created if needed): readers see either the old content or the new one, never a partial file."""
+    """Write ``data`` to ``path`` atomically: readers see the old content or the new one, never a part."""
     require_type(data, "data", (bytes, bytearray), owner="atomic_write_bytes")
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -78,8 +65,10 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
 
 
 def capture_rng_state() -> dict[str, Any]:
-    """The global random states of Python, NumPy and PyTorch (CPU and every CUDA device), as plain types
-    and tensors only, so :func:`torch.load` reads them back with ``weights_only=True``."""
+    """The global random states of Python, NumPy and PyTorch (CPU and CUDA).
+
+    Plain types and tensors only, so :func:`torch.load` reads them back with ``weights_only=True``.
+    """
     np_kind, np_keys, np_pos, np_has_gauss, np_gauss = np.random.get_state()
     return {
         "python": random.getstate(),
@@ -131,8 +120,7 @@ def checksum(payload: Mapping[str, Any]) -> str:
 
 
 def save_checkpoint(run_dir: str | os.PathLike, payload: dict[str, Any]) -> Path:
-    """Add :func:`checksum` to ``payload`` (tensors, state dicts, plain values; its ``key`` too), serialise it
-    with :func:`torch.save` and write it atomically to ``run_dir``'s checkpoint; returns the file."""
+    """Write ``payload`` with its :func:`checksum` atomically to ``run_dir``'s checkpoint; returns the file."""
     require_type(payload, "payload", dict, owner="save_checkpoint")
     buffer = io.BytesIO()
     torch.save({**payload, "checksum": checksum(payload)}, buffer)
@@ -149,9 +137,8 @@ def set_aside(path: Path, why: str, stacklevel: int = 3) -> None:
 def load_checkpoint(run_dir: str | os.PathLike, map_location: torch.device | str | None = None) -> dict[str, Any] | None:
     """Read the checkpoint of ``run_dir``; None when there is none.
 
-    A file that cannot be read (for example, damaged by a full disk) or whose
-    :func:`checksum` does not match is not trusted: it is set aside (:func:`set_aside`,
-    a warning) and None is returned so the run starts again from step 0 rather than from wrong state.
+    An unreadable file or a wrong :func:`checksum` is set aside (:func:`set_aside`) and gives None, so the run
+    starts again from step 0 rather than from wrong state.
     """
     require_type(run_dir, "run_dir", (str, os.PathLike), owner="load_checkpoint")
     if Path(run_dir).is_file():

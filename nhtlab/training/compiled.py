@@ -1,29 +1,14 @@
 """The compiled training step: ``torch.compile`` of a model's forward where it can build, eager where not.
 
-``TrainConfig(compile=True)`` asks :func:`nhtlab.train` to run each step's forward (and so its
-backward) through ``torch.compile``'s inductor backend, which fuses the elementwise work around
-the matmuls (LayerNorm, GELU, softmax, the residual adds) into generated C++ on a CPU and Triton
-kernels on a GPU. The fused kernels round differently from eager PyTorch, so a compiled run is the
-same science in another float rounding: ``compile`` is part of the run's config and its cache key.
+``TrainConfig(compile=True)`` runs each step's forward (and so its backward) through inductor, which fuses
+the elementwise work around the matmuls into C++ on a CPU and Triton kernels on a GPU. Fused kernels round
+differently from eager PyTorch, so ``compile`` is part of the run's config and its cache key. Where inductor
+cannot build (no C/C++ compiler, no Triton, the device audit on), the run trains eagerly with a warning and
+the history records which path ran (``history.config["compiled"]``).
 
-Inductor needs a C/C++ compiler on a CPU (``$CXX``, else ``g++``, ``c++`` or ``clang++``) and
-Triton on a GPU, and no device audit (``NHTLAB_DEVICE_CHECK``, the tests' stand-in for a GPU on a
-CPU-only machine: dynamo cannot trace it). Where one is missing, :func:`compiled_forward` returns the model itself and
-says why with a :class:`RuntimeWarning`; the history records which path ran
-(``history.config["compiled"]``: ``"inductor"`` or ``"eager (…why…)"``). The compiled code is
-cached on disk by inductor (``TORCHINDUCTOR_CACHE_DIR``, by default a folder in the temporary
-directory), so only a machine's first compiled run of a model pays the compilation.
-
-One of inductor's kernels is left out (:func:`deterministic_inductor`): the embedding backward, the
-gradient of every embedding lookup (the MLP's operand embeddings, the transformer's
-:func:`~nhtlab.models.transformer.gather_rows`). Inductor writes it as a scatter with atomic adds,
-which on a CPU split over threads sum the rows in whatever order the threads reach them: the same
-compiled run of either model at 2 threads gave a different history from call to call. PyTorch's own
-embedding backward, which inductor then calls, sums in a fixed order (the reason
-:func:`~nhtlab.models.transformer.gather_rows` uses it, issue 29), so a compiled run, like an eager
-one, has one history per config and thread count. The price is AOTAutograd's cache (see
-:func:`deterministic_inductor`): a warm machine's first compiled step re-traces the graphs,
-while inductor's cache still spares it the C++ compilation.
+Inductor's embedding backward, an atomic-add scatter, sums in another order at each call on several CPU
+threads, so the same compiled run gave different histories: :func:`deterministic_inductor` leaves it to
+PyTorch's fixed-order kernel (issue 29), for one history per config and thread count.
 """
 
 from __future__ import annotations
@@ -59,10 +44,7 @@ def compiler_missing(device: torch.device | str) -> str | None:
 def compiled_forward(model: nn.Module | Callable, device: torch.device | str) -> tuple[Callable, str]:
     """``torch.compile(model)`` and ``"inductor"``, or ``model`` and ``"eager (why)"`` with a warning.
 
-    ``model`` is a module or any function of tensors (the stacked forward of
-    :func:`~nhtlab.training.batched.train_batched`). The compiled callable shares the model's
-    parameters: the optimiser, the evaluations, the norms and the checkpoints keep using
-    ``model`` itself.
+    ``model`` is a module or any function of tensors; the compiled callable shares its parameters.
     """
     why = compiler_missing(device)
     if why is not None:
@@ -75,13 +57,9 @@ def compiled_forward(model: nn.Module | Callable, device: torch.device | str) ->
 def deterministic_inductor(graph: torch.fx.GraphModule, example_inputs: list) -> Callable:
     """Inductor, as ``torch.compile``'s default backend, with PyTorch's embedding backward kept whole.
 
-    Inductor's decomposition of ``embedding_dense_backward`` is an atomic-add scatter whose sums
-    change order between calls when the kernel runs on more than one thread; without it inductor
-    calls ATen's kernel, which sums in a fixed order (see the module's docstring).
-
-    AOTAutograd's cache is off for this backend: its key does not see the decomposition table, and a
-    warm cache served the default backend's atomic kernels here. Inductor's own cache still spares a
-    warm machine the C++ compilation: its key holds the table by name (:class:`_KeptWhole`).
+    AOTAutograd's cache is off for this backend: its key does not see the decomposition table, and a warm
+    cache served the default backend's atomic kernels. Inductor's own cache still spares a warm machine the
+    C++ compilation: its key holds the table by name (:class:`_KeptWhole`).
     """
     from torch._functorch import config as functorch_config
     from torch._inductor.compile_fx import compile_fx
@@ -106,9 +84,8 @@ _KEEP_WHOLE = ("embedding_dense_backward.default",)
 class _KeptWhole(dict):
     """Inductor's decomposition table less some ops, pickled as the call that builds it.
 
-    Inductor keys its on-disk cache on a pickle of the table; the default table holds C++ functions,
-    which do not pickle, and inductor then skips its cache (a full compile in every process). Pickled
-    by name and the ops it leaves out, the key still changes when they do.
+    Inductor keys its disk cache on a pickle of the table; the default table's C++ functions do not pickle,
+    and inductor then skips its cache (a full compile in every process).
     """
 
     def __init__(self, table: dict, kept_whole: tuple[str, ...]):

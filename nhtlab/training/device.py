@@ -24,16 +24,12 @@ def pick_device(preference: str = "auto") -> torch.device:
     Parameters
     ----------
     preference : {"auto", "cpu", "cuda"}
-        ``"auto"`` picks CUDA when it is available, else the CPU. ``"cuda"``
-        raises when no GPU is present rather than silently using the CPU.
+        ``"auto"``: CUDA when available, else the CPU. ``"cuda"`` raises without a GPU.
 
     Returns
     -------
     torch.device
-
-    While the device audit is on (``NHTLAB_DEVICE_CHECK=1`` or
-    :func:`~nhtlab.plumbing.device_audit.device_audit`, CPU-only machines) ``"auto"`` and ``"cpu"`` return
-    :data:`AUDIT_DEVICE` (``cpu:0``), the CPU tagged as the chosen device.
+        :data:`AUDIT_DEVICE` for ``"auto"`` and ``"cpu"`` while the device audit is on.
     """
     require_choice(preference, "preference", ("auto", "cpu", "cuda"), owner="pick_device")
     if preference == "cuda" and not torch.cuda.is_available():
@@ -87,21 +83,10 @@ EVAL_BUDGET_BYTES = 4 * 2**30
 
 @torch.no_grad()
 def activation_bytes(model: torch.nn.Module, example: torch.Tensor) -> dict[str, int]:
-    """Bytes per example of the activations of ``model`` on ``example`` (measured with forward hooks).
+    """Bytes per example of the activations of ``model`` on a small batch ``example`` (forward hooks).
 
-    Parameters
-    ----------
-    model : nn.Module
-    example : Tensor, shape (n, …)
-        A small batch of inputs (n ≥ 1) on the model's device.
-
-    Returns
-    -------
-    dict
-        ``largest``: the largest output of any leaf module, per example;
-        ``total``: the sum of every leaf module's output, per example (what
-        training keeps for the backward pass, roughly); ``params``: bytes of
-        the parameters.
+    ``largest``: the largest leaf output; ``total``: all leaf outputs (roughly what the backward keeps);
+    ``params``: the parameters' bytes.
     """
     require_int(len(example), "example", low=1, owner="activation_bytes")
     sizes: list[int] = []
@@ -129,9 +114,8 @@ def activation_bytes(model: torch.nn.Module, example: torch.Tensor) -> dict[str,
 def estimate_eval_bytes(model: torch.nn.Module, example: torch.Tensor, batch_size: int, num_classes: int | None = None) -> int:
     """Peak bytes of one evaluation batch (no gradients): a rough upper bound.
 
-    Three times the largest activation (a layer's input, its output and a
-    residual branch alive together), plus the logits in float64 (as
-    :func:`nhtlab.training.loop.evaluate` computes the loss), times ``batch_size``.
+    Three times the largest activation (a layer's input, its output and a residual branch alive together)
+    plus the float64 logits the loss is computed in, times ``batch_size``.
     """
     require_int(batch_size, "batch_size", low=1, owner="estimate_eval_bytes")
     sizes = activation_bytes(model, example)
@@ -149,22 +133,9 @@ def estimate_train_bytes(model: torch.nn.Module, example: torch.Tensor, batch_si
 
 def suggest_eval_batch_size(model: torch.nn.Module, example: torch.Tensor, budget_bytes: int = EVAL_BUDGET_BYTES,
                             max_batch: int = 8192) -> int:
-    """The largest power of two ≤ ``max_batch`` whose evaluation fits ``budget_bytes`` (see :func:`estimate_eval_bytes`).
+    """The largest power of two ≤ ``max_batch`` whose evaluation fits ``budget_bytes`` (:func:`estimate_eval_bytes`).
 
-    Parameters
-    ----------
-    model : nn.Module
-    example : Tensor, shape (n, …)
-        A few inputs of the real size (e.g. ``data.x_test[:2]``), on the model's device.
-    budget_bytes : int
-        Memory for one evaluation batch; default :data:`EVAL_BUDGET_BYTES` (4 GiB, a quarter of a T4).
-    max_batch : int
-        Upper bound (the default evaluation batch of :class:`nhtlab.training.loop.TrainConfig`).
-
-    Returns
-    -------
-    int
-        At least 1.
+    ``example`` is a few inputs of the real size on the model's device; the answer is at least 1.
 
     Examples
     --------

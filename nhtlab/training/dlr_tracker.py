@@ -1,5 +1,4 @@
-"""A training callback that records DLR (and NC1, CKA to the initial kernel) on a fixed probe set.
-"""
+"""A training callback that records DLR (and NC1, CKA to the initial kernel) on a fixed probe set."""
 
 from __future__ import annotations
 
@@ -24,10 +23,8 @@ __all__ = ["DLRTracker"]
 class DLRTracker:
     """Training callback: DLR (and its terms, NC1, spectra) on fixed inputs at each evaluation.
 
-    Writes into each history row: ``dlr``, ``dlr_f_in``, ``dlr_pr``, ``dlr_rank``,
-    ``dlr_balance`` (√(PR / r), so that DLR = 1 − f_in · balance) for the main rule; ``dlr[<name>]`` and ``dlr_rank[<name>]`` for each rule in
-    ``compare``; ``param_norm`` (‖θ‖²); ``nc1`` when ``labels`` are given. When
-    ``spectra`` is True it also keeps :attr:`spectra_list`, a list of ``(step, Spectrum)``.
+    Writes ``dlr``, ``dlr_f_in``, ``dlr_pr``, ``dlr_rank``, ``dlr_balance`` (√(PR / r), so that
+    DLR = 1 − f_in · balance), ``dlr[<name>]`` per rule in ``compare``, ``param_norm`` and, with labels, ``nc1``.
 
     Parameters
     ----------
@@ -35,19 +32,14 @@ class DLRTracker:
         Inputs on which features are measured (e.g. the whole p × p table).
     labels : Tensor, optional
         Only for NC1 and the quality Π*; DLR itself never uses them.
-    rank, tol
-        Main rank rule (see :func:`dlr`).
-    compare : mapping name → (rank, tol), optional
-        Further rank rules to record side by side.
+    rank, tol, compare
+        The main rank rule (see :func:`dlr`) and further ones (name → (rank, tol)) recorded beside it.
     layer, which
-        Layer to read features from (see :func:`nhtlab.measures.features.capture`).
-    spectra : bool
-        Keep the spectrum (top ``top`` eigenpairs) at each evaluation.
-    top : int
-        Number of eigenpairs kept in spectra.
+        Where features are read (:func:`nhtlab.measures.features.capture`).
+    spectra, top : bool, int
+        Keep the top ``top`` eigenpairs at each evaluation in :attr:`spectra_list`, as ``(step, Spectrum)``.
     prefix : str
-        Prepended to every column name, so that two trackers (e.g. two layers)
-        can write into the same history.
+        Prepended to every column name, so that two trackers can write into one history.
     """
 
     x: torch.Tensor

@@ -1,26 +1,11 @@
 """The rules every nhtlab trainer applies at an evaluation: one row layout, one divergence rule, one early stop.
 
-:func:`nhtlab.training.loop.train` (one model) and :func:`nhtlab.training.batched.train_batched` (R runs stacked
-into one model) measure in different ways (a module's ``parameters()`` against a stacked ``(R, ...)``
-dictionary), but what they *record* and *decide* from a measurement is the same, and lives here so that it
-cannot drift apart:
+:func:`nhtlab.training.loop.train` and :func:`nhtlab.training.batched.train_batched` measure in different ways,
+but what they *record* and *decide* from a measurement lives here so that it cannot drift apart.
 
-* :func:`history_row`: the row layout ``step, lr, <set>_loss, <set>_acc, …, norm, norm/<layer>, …`` (and, on
-  Z_p, ``fourier, fourier/<k>, …``);
-* :func:`diverged_at_evaluation` and :func:`diverged_in_training`: a run whose loss or parameters became
-  non-finite ends with ``status = "diverged"`` and keeps the rows measured until then;
-* :func:`grok_step` and :func:`stopped_after`: ``stop_after`` ends a run that many steps after its *test*
-  accuracy first reached :data:`~nhtlab.thresholds.FITTED_ACCURACY` (T_grok, found as
-  :func:`~nhtlab.analysis.events.find_events` finds it).
-
-Where the two trainers differ, on purpose:
-
-* *when* a non-finite minibatch loss is noticed: ``train`` checks every step and stops before the optimiser
-  step; ``train_batched`` notes the first bad step of each run on the device (no host sync per step) and reads
-  it at the next evaluation, so the run keeps stepping until then (it cannot touch the other runs). Both record
-  the same message, with the same step number; a diverged stacked run's returned model is its state at that
-  evaluation.
-* ``train`` also emits a ``RuntimeWarning`` on divergence; ``train_batched`` only marks the run's history.
+They differ on purpose in *when* a non-finite minibatch loss is noticed: ``train`` checks every step and
+stops before the optimiser step (and warns); ``train_batched`` notes the first bad step on the device (no host
+sync per step) and reads it at the next evaluation. Both record the same message with the same step number.
 """
 
 from __future__ import annotations
@@ -40,13 +25,9 @@ __all__ = ["history_row", "diverged_at_evaluation", "diverged_in_training", "rea
 
 def history_row(step: int, lr: float, scores: Mapping[str, tuple[float, float]],
                 layer_norms: Mapping[str, float], spectrum: torch.Tensor | None = None) -> dict[str, float]:
-    """One evaluation as a :class:`~nhtlab.history.History` row.
+    """One evaluation as a row: ``scores`` maps a set to (mean cross-entropy, accuracy), ``"train"`` first.
 
-    ``step`` (optimiser steps so far), ``lr`` (in force, after the schedule), then ``<set>_loss`` and
-    ``<set>_acc`` for each of ``scores`` (set name → (mean cross-entropy, accuracy), ``"train"`` first,
-    order kept), ``norm`` (the sum of ``layer_norms``, added in layer order) and ``norm/<layer>``; with
-    ``spectrum`` (a model on Z_p: :func:`~nhtlab.measures.fourier.fourier_spectrum` of its token
-    embedding), then ``fourier`` and ``fourier/<k>``.
+    ``spectrum`` (a model on Z_p) adds the Fourier columns.
 
     Examples
     --------
@@ -62,8 +43,10 @@ def history_row(step: int, lr: float, scores: Mapping[str, tuple[float, float]],
 
 
 def diverged_at_evaluation(history: History, row: Mapping[str, float]) -> bool:
-    """True (and ``history`` marked diverged) when the row just recorded has a NaN or infinite training loss
-    or ‖θ‖² (a non-finite parameter makes the norm non-finite): the run must end. The row stays: it is the evidence."""
+    """True (and ``history`` marked diverged) when the row's training loss or ‖θ‖² is not finite.
+
+    The row stays: it is the evidence.
+    """
     if math.isfinite(row["train_loss"]) and math.isfinite(row["norm"]):
         return False
     history.status, history.message = "diverged", f"non-finite loss or parameters at step {row['step']}"
@@ -76,14 +59,14 @@ def diverged_in_training(history: History, step: int) -> None:
 
 
 def reached_stop_accuracy(row: Mapping[str, float]) -> bool:
-    """True when the row's test accuracy is at least :data:`~nhtlab.thresholds.FITTED_ACCURACY` (False without a test set)."""
+    """Whether the row's test accuracy reached :data:`~nhtlab.thresholds.FITTED_ACCURACY` (no test set: False)."""
     return row.get("test_acc", 0.0) >= FITTED_ACCURACY
 
 
 def grok_step(rows: Sequence[Mapping[str, float]]) -> int | None:
-    """The first recorded step (of history ``rows``, in step order) whose test accuracy reached
-    :data:`~nhtlab.thresholds.FITTED_ACCURACY`, or None: T_grok, by the one finder that
-    :func:`~nhtlab.analysis.events.find_events` uses too.
+    """T_grok: the first step whose test accuracy reached :data:`~nhtlab.thresholds.FITTED_ACCURACY`, or None.
+
+    The one finder that :func:`~nhtlab.analysis.events.find_events` uses too.
 
     Examples
     --------
@@ -96,8 +79,7 @@ def grok_step(rows: Sequence[Mapping[str, float]]) -> int | None:
 
 
 def stopped_after(history: History, grok: int | None, step: int, stop_after: int | None) -> bool:
-    """True (and ``history`` marked stopped) when the run must end: ``stop_after`` is set (None never stops)
-    and the evaluated ``step`` is at least ``grok`` (:func:`grok_step` so far; None: not reached) + ``stop_after``.
+    """True (and ``history`` marked stopped) once ``step`` ≥ ``grok`` + ``stop_after`` (either None: never).
 
     Examples
     --------

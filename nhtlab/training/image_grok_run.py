@@ -1,12 +1,10 @@
 """Omnigrok's MNIST grokking (Liu, Michaud & Tegmark, ICLR 2023) as a run kind: real images, memorised, then
 generalised while weight decay contracts a large initialisation.
 
-The setting: an MLP ``size²``-200-200-10 (ReLU, :class:`~nhtlab.models.mlp.ImageMLP`) whose every parameter is
-multiplied by an init scale α (Omnigrok: 8), 1,000 MNIST training images (MNIST-5k,
-:func:`nhtlab.data.mnist.mnist`), mean squared error on one-hot targets (``loss="mse"``), full batch, AdamW with
-PyTorch's betas at lr 1e-3 and weight decay λ. A large α starts ‖θ‖² far above the norm of a generalising
-solution, so the run memorises at a high norm and generalises only as ηλ brings the norm down: the delay law's
-premise holds by construction. ``size=14`` (a 196-200-200-10 MLP) keeps the CPU cost down.
+An MLP whose every parameter is scaled by α (Omnigrok: 8) on 1,000 MNIST images, mean squared error on one-hot
+targets, full batch, AdamW. A large α starts ‖θ‖² far above the norm of a generalising solution, so the run
+generalises only as ηλ brings the norm down: the delay law's premise holds by construction. ``size=14`` keeps
+the CPU cost down.
 """
 
 from __future__ import annotations
@@ -35,23 +33,10 @@ OMNIGROK_INIT_SCALE = 8.0  #: Omnigrok's α for MNIST, its large initialisation
 
 @dataclass(frozen=True, kw_only=True)
 class ImageGrokRun(TrainConfig):
-    """One Omnigrok MNIST run: the data, the MLP, its init scale and the loss; the training fields are
-    :class:`~nhtlab.training.loop.TrainConfig`'s (validated there), with Omnigrok's defaults where it differs.
+    """One Omnigrok MNIST run; the training fields are :class:`~nhtlab.training.loop.TrainConfig`'s.
 
-    Parameters
-    ----------
-    size : int in [4, 56]
-        Image side in pixels (28: Omnigrok's 784 inputs; 14: 196, four times cheaper).
-    n_train, n_test : int, int or None
-        Training images (Omnigrok: 1,000) and test images (None: the other MNIST-5k images).
-    width, depth : int, int
-        The MLP's hidden width and number of linear layers (Omnigrok: 200 and 3).
-    init_scale : float > 0
-        α, multiplying every parameter at initialisation (Omnigrok: 8; 1 is PyTorch's default init).
-    loss : {"mse", "cross_entropy"}
-        Mean squared error on one-hot targets (Omnigrok's, the default here) or cross-entropy.
-    **training fields
-        ``seed`` seeds the split, the init and the sampler; full batch (``batch_size=None``) by default.
+    ``n_test`` None takes the other MNIST-5k images; ``init_scale`` is α (1: PyTorch's default init); ``loss``
+    ``"mse"`` is on one-hot targets. ``seed`` seeds the split, the init and the sampler.
 
     Examples
     --------
@@ -87,7 +72,7 @@ class ImageGrokRun(TrainConfig):
             ImageMLP(self.size ** 2, 10, self.width, self.depth, self.init_scale)
 
     def cache_config(self) -> dict[str, Any]:
-        """The result-cache key: ``{"runner": "run_image_grok", **self.to_dict()}``."""
+        """The result-cache key, never equal to another run kind's."""
         return {"runner": "run_image_grok", **self.to_dict()}
 
     def execute(self, **kwargs: Any) -> History:
@@ -106,9 +91,9 @@ class ImageGrokRun(TrainConfig):
 
 def run_image_grok(run: ImageGrokRun, callbacks=(), progress: str | None = None, desc: str | None = None,
                    run_dir: str | os.PathLike | None = None, checkpoint_every: int | None = None) -> History:
-    """Train ``run`` (:func:`~nhtlab.training.loop.train`; arguments as in :func:`nhtlab.run_modular`) and return
-    its History: ``train_acc``, ``test_acc``, their cross-entropy ``*_loss``, ``norm`` and ``norm/<layer>``
-    (``layers.0``, ``layers.1``, ``readout``); ``history.model`` is the trained MLP (not serialised).
+    """Train ``run`` (arguments as in :func:`nhtlab.run_modular`); ``history.model`` is the trained MLP.
+
+    The ``*_loss`` columns are cross-entropy whatever ``loss`` the run trains with.
     """
     require_type(run, "run", ImageGrokRun, owner="run_image_grok")
     if run_dir is not None:

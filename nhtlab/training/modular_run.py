@@ -29,33 +29,24 @@ __all__ = ["ModularRun", "run_modular"]
 
 @dataclass(frozen=True, kw_only=True)
 class ModularRun(TrainConfig):
-    """Everything that defines a modular-arithmetic training run.
+    """Everything that defines a modular-arithmetic training run (keyword arguments only).
 
-    The training fields (``steps``, ``lr``, ``weight_decay``, ``betas``,
-    ``batch_size``, ``eval_every``, ``schedule``, ``seed``, ``device``,
-    ``stop_after``, ``eval_batch_size``) are inherited from
-    :class:`~nhtlab.training.loop.TrainConfig`, with their validation; this
-    class adds the data and the model. ``seed`` seeds the data split, the model
-    init and the minibatch sampler. Keyword arguments only.
+    ``seed`` seeds the data split, the model init and the minibatch sampler.
 
     Parameters
     ----------
     p : int >= 2
-        The modulus; inputs are pairs (a, b) with 0 <= a, b < p, labels in [0, p).
+        The modulus; inputs are pairs (a, b) with 0 <= a, b < p.
     operation : {"+", "-", "*", "/"}
         The operation learnt, modulo ``p`` (``"/"`` needs a prime ``p``).
     train_fraction : float in (0, 1)
         Share of the p² pairs used for training; the rest is the test set.
-    model : {"mlp", "transformer"}
-        The architecture (:data:`nhtlab.models.MODELS`).
-    model_kwargs : dict
-        Passed to the model's constructor, e.g. ``{"width": 256}``; names are checked.
-        A setting equal to the constructor's default is dropped (``{"d_model": 128}``
-        on the transformer becomes ``{}``): one run has one config, one cache key.
+    model, model_kwargs : {"mlp", "transformer"}, dict
+        The model and its settings; one equal to the default is dropped: one run, one config, one cache key.
     lr : float > 0
-        AdamW learning rate; the default here is 3e-3 (see the field's comment).
+        AdamW learning rate (its own default, see the field's comment).
     **training fields
-        Every other :class:`~nhtlab.training.loop.TrainConfig` field, with its default.
+        Every other :class:`~nhtlab.training.loop.TrainConfig` field.
 
     Examples
     --------
@@ -103,8 +94,8 @@ class ModularRun(TrainConfig):
             make_model(self.model, self.p, **self.model_kwargs)
 
     def cache_config(self) -> dict[str, Any]:
-        """The result-cache key: :meth:`to_dict` and the columns a history records beyond the base row, so that a
-        run cached before it recorded the Fourier columns is trained again, never served without them."""
+        """The result-cache key: :meth:`to_dict` and the columns recorded beyond the base row, so that a run
+        cached before it recorded the Fourier columns is trained again, never served without them."""
         return {**self.to_dict(), "records": ["fourier"]}
 
     def execute(self, **kwargs: Any) -> History:
@@ -131,28 +122,21 @@ def run_modular(
     Parameters
     ----------
     run : ModularRun
-        The whole run: data, model and training fields.
     callbacks : iterable of callables, optional
         Each is called with a :class:`~nhtlab.training.loop.TrainState` after every evaluation.
-    progress : str, optional
-        Progress mode (see :mod:`nhtlab.training.progress`).
-    desc : str, optional
-        Label of the progress bar; defaults to the model, ``p`` and λ.
+    progress, desc : str, optional
+        Progress mode (:mod:`nhtlab.training.progress`) and the bar's label.
     run_dir : str or path, optional
-        A directory for ``run.json`` (the run's config) and checkpoints (see
-        :func:`nhtlab.training.loop.train`). Calling ``run_modular`` again with
-        the same ``run`` and ``run_dir`` resumes where the last checkpoint left
-        off, and a finished run returns its history at once. A directory that
-        holds a different run is refused.
+        For ``run.json`` and checkpoints: the same ``run`` again resumes from the last checkpoint (a finished
+        run returns at once); a directory that holds a different run is refused.
     checkpoint_every : int, optional
-        Steps between checkpoints (needs ``run_dir``); defaults to ``10 * run.eval_every``.
+        Default ``10 * run.eval_every``.
 
     Returns
     -------
     History
-        One row per evaluation: ``step``, ``lr``, ``train_loss``, ``train_acc``, ``test_loss``, ``test_acc``,
-        ``norm`` (‖θ‖²), ``norm/<layer>``, ``fourier`` and ``fourier/<k>`` (:mod:`nhtlab.measures.fourier`).
-        Its ``config`` is ``run.to_dict()``; the trained model is attached as ``history.model`` (not serialised).
+        One row per evaluation (accuracies, losses, ‖θ‖² in all and per layer, Fourier columns); the trained
+        model is attached as ``history.model`` (not serialised).
     """
     require_type(run, "run", ModularRun, owner="run_modular")
     if run_dir is not None:

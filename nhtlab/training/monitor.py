@@ -1,38 +1,21 @@
 """Watch your own model: norms, the head/first-layer ratio, DLR and the regime, online.
 
-:class:`Monitor` attaches to any ``nn.Module`` trained by *your* loop. Call it
-after ``optimizer.step()``; every ``every`` steps it records
+:class:`Monitor` attaches to any ``nn.Module`` trained by *your* loop. Every ``every`` steps it records ‖θ‖²
+per layer, ``head_ratio`` = ‖θ_L‖² / ‖θ_1‖² and ``head_rel`` = ‖θ_L‖² / ‖θ_L(0)‖² (the early-warning signals
+of the NHT paper, arXiv 2603.07323), DLR on a fixed probe batch, and the scalars you pass.
 
-* ``norm`` (‖θ‖²) and ``norm/<layer>`` (‖θ_ℓ‖², :func:`nhtlab.measures.norms.layer_norms`);
-* ``head_ratio`` = ‖θ_L‖² / ‖θ_1‖², the read-out over the first layer, and
-  ``head_rel`` = ‖θ_L‖² / ‖θ_L(0)‖², the read-out against its own start: the two
-  early-warning signals of the NHT paper (arXiv 2603.07323), whose head escapes first
-  (computed by :func:`nhtlab.analysis.layers.head_signals`, as the offline curves are);
-* ``dlr``, the label-free dynamical richness of the features on a fixed probe
-  batch (only when a probe is given);
-* whatever scalars you pass (``monitor(step, loss=..., train_acc=...)``).
+It reads the regime online (:meth:`Monitor.regime`) and raises one early warning by the rule the book's
+pre-registered evaluation supports (:func:`nhtlab.analysis.early_warnings.supported_signal`): **the training
+loss at least twice its minimum since memorisation**, memorisation being the first record whose ``train_acc``
+is at least :data:`~nhtlab.thresholds.FITTED_ACCURACY`. Pass ``train_loss=`` on the whole training set, not a
+minibatch loss, whose noise alone can double it.
 
-It diagnoses the NHT regime online from the norm curve (:meth:`Monitor.regime`;
-with recorded accuracies, :meth:`Monitor.diagnose` gives the offline verdict of
-:func:`nhtlab.analysis.regimes.diagnose_regime`) and raises an
-early warning, once, by the rule the book's pre-registered evaluation supports
-(:func:`nhtlab.analysis.early_warnings.evaluate_warnings`, run by ``scripts/evaluate_eta_seeds.py``, the
-rule chosen by :func:`nhtlab.analysis.early_warnings.supported_signal`): **the training loss at least
-twice its minimum since memorisation**, memorisation being the first record whose ``train_acc``
-scalar is at least :data:`~nhtlab.thresholds.FITTED_ACCURACY` (:attr:`Monitor.grok_warning_step`). Pass both ``train_acc=`` and
-``train_loss=``, the loss on the whole training set (as nhtlab's trainer records it at each
-evaluation), not a minibatch loss, whose noise alone can double it.
-
-On the companion's Table 3 runs (rule fixed on seeds 0–4, scored on the 20 runs of seeds 5–9 and 5 at
-λ = 0.01 that never grok; ``nhtlab/results/eta_full.json``, rendered in chapter 08) it fired before
-T_grok in 18 of 20 (late in 2; median lead 2,600 steps, 0.73/(ηλ)) and on none that never grok; ‖θ‖²
-10% below its value at memorisation (nhtlab 0.3.0's rule) fired in all 20 but also in all 5; the
-read-out's signals did worse, and its contraction is only recorded (:attr:`Monitor.head_contracting_step`).
-The warning and :meth:`regime` were also tested off that λ grid (``eta_offgrid_book.json``) and on the
-MLP on Z_47, full batch and minibatch (``eta_offgrid_mlp_*.json``): there the warning fired before T_grok
-in none of the grokking runs, and :meth:`regime` never matched :func:`~nhtlab.analysis.regimes.diagnose_regime`
-(undetermined: no contraction of ‖θ‖²): on that model neither rule is supported. :meth:`Monitor.forecast`
-gives the best tested forecast of T_grok, the delay law's baseline; the ETA did not ship.
+On the companion's Table 3 runs (``nhtlab/results/eta_full.json``, chapter 08) the rule fired before T_grok in
+most grokking runs and on none that never grok, where ‖θ‖² 10% below its value at memorisation (nhtlab 0.3.0's
+rule) fired on those too; the read-out's signals did worse and are only recorded. On the MLP on Z_47
+(``eta_offgrid_mlp_*.json``) the warning fired before T_grok in none of the grokking runs and :meth:`regime`
+never matched :func:`~nhtlab.analysis.regimes.diagnose_regime`: on that model neither rule is supported.
+:meth:`Monitor.forecast` gives the delay law's baseline; the ETA did not ship.
 
 Plain loop::
 
@@ -43,17 +26,8 @@ Plain loop::
         monitor(step, loss=loss.item())
     monitor.regime(), monitor.history          # a nhtlab History: charts work on it
 
-Lightning (nhtlab does not import Lightning; this is the whole adapter)::
-
-    class NHTCallback(lightning.pytorch.Callback):
-        def __init__(self, monitor):
-            self.monitor = monitor
-        def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
-            self.monitor(trainer.global_step)
-
-Cost: a recorded step sums the squares of every parameter once (plus one forward pass on the probe
-and a small SVD when DLR is on); the steps in between cost one integer test
-(``benchmarks/bench_monitor.py``; its numbers are on the book's measurements page).
+A recorded step costs one sum of squares (with DLR, a probe forward and a small SVD); the steps in between
+cost one integer test (``benchmarks/bench_monitor.py``).
 """
 
 from __future__ import annotations
@@ -83,8 +57,7 @@ from ..validation import (require_callable, require_fractions, require_numbers, 
 __all__ = ["Monitor", "module_head_and_first", "online_regime"]
 
 #: The signal the evaluation supports (``supported_signal`` of ``nhtlab/results/eta_full.json``) and its
-#: rule: the train loss at least this many times its minimum since memorisation (``train_loss`` in
-#: :data:`nhtlab.analysis.early_warnings.SIGNALS`).
+#: rule: the train loss at least this many times its minimum since memorisation.
 GROK_WARNING_SIGNAL = "train_loss"
 GROK_WARNING_LOSS_RATIO = TRAIN_LOSS_RATIO
 
@@ -97,12 +70,9 @@ def module_head_and_first(model: nn.Module, probe: torch.Tensor | None = None,
                           owner: str = "module_head_and_first") -> tuple[str, str]:
     """The read-out and the first layer of ``model``, from its modules rather than their names.
 
-    The layers are the modules that own parameters (:func:`nhtlab.measures.norms.layer_names`), in the order
-    one forward pass on ``probe`` calls them (in eval mode, without gradients, on the model's device; definition
-    order without a probe, or for a layer the pass never calls). A probe the model cannot read is a ValueError
-    naming ``probe`` and ``owner``. Normalisation layers are skipped by their type, so a leading
-    ``BatchNorm1d`` is not "the first layer", and the read-out is the last weight layer whatever its name (a
-    hidden layer called ``fc`` beside a read-out called ``out`` is not the head).
+    Layers are ordered as one forward pass on ``probe`` calls them (definition order without a probe).
+    Normalisation layers are skipped by type, so a leading ``BatchNorm1d`` is not "the first layer", and the
+    read-out is the last weight layer whatever its name.
 
     Examples
     --------
@@ -135,39 +105,12 @@ def online_regime(
     fit: float = FITTED_ACCURACY,
     min_points: int = ONLINE_MIN_POINTS,
 ) -> str:
-    """The NHT regime read from a norm curve seen so far.
+    """The NHT regime (arXiv 2603.07323) read from a norm curve seen so far.
 
-    A minimal online rule (the paper's three regimes, arXiv 2603.07323):
-
-    * ``"weak"``: ‖θ‖² has not fallen ``drop`` below its running peak (it is
-      still growing or flat at its top): nothing pulls the model off its shortcut yet;
-    * ``"intermediate"``: ‖θ‖² peaked and has contracted by at least ``drop``
-      while the training set is fitted (or no accuracy was given);
-    * ``"strong"``: the norm contracts but the training accuracy never reached
-      ``fit``: decay suppresses learning;
-    * ``"too early"``: fewer than ``min_points`` records;
-    * ``"diverged"``: a recorded norm is NaN or infinite (whatever the number of records):
-      a broken run gets no verdict; ``"undetermined"`` when every given accuracy is NaN.
-
-    Parameters
-    ----------
-    norm : sequence of float, shape (n,)
-        ‖θ‖² at the recorded steps, in order.
-    train_acc : sequence of float, shape (n,), optional
-        Training accuracy at the same steps.
-    drop : float in (0, 1)
-        Relative fall from the peak that counts as a contraction.
-    fit : float in (0, 1]
-        Training accuracy that counts as fitted.
-    min_points : int
-        Records needed before any call is made.
-
-    Returns
-    -------
-    str
-        One of :data:`nhtlab.analysis.regimes.REGIMES`, or
-        :data:`~nhtlab.analysis.regimes.TOO_EARLY` or :data:`~nhtlab.analysis.regimes.DIVERGED`
-        (:data:`~nhtlab.analysis.regimes.UNJUDGED` labels the order checks skip).
+    ``"weak"`` until ‖θ‖² falls ``drop`` below its running peak; then ``"intermediate"`` if the training
+    accuracy reached ``fit`` (or none was given), else ``"strong"`` (decay suppresses learning). Fewer than
+    ``min_points`` records are ``"too early"``; a non-finite norm is ``"diverged"``; all-NaN accuracies are
+    ``"undetermined"``.
 
     Examples
     --------
@@ -214,48 +157,30 @@ class Monitor:
     Parameters
     ----------
     model : nn.Module
-        The model being trained. It is only read, never changed.
-    probe : tuple of tensors, optional
-        ``(x_probe,)`` or ``(x_probe, y_probe)``: a fixed held-out batch on which
-        DLR is measured at each record (labels are not needed; DLR is label-free).
-        None skips DLR. A record where DLR is undefined (constant features or
-        outputs on the probe) stores NaN.
+        Only read, never changed.
+    probe : tensor or tuple of tensors, optional
+        ``(x_probe,)`` or ``(x_probe, y_probe)``: a fixed batch for DLR (label-free; NaN where undefined).
     every : int
         Record every this many steps (and at construction, as step 0).
     head, first : str, optional
-        Names (as in :func:`nhtlab.measures.norms.layer_names`) of the read-out layer and
-        of the first layer. Defaults: :func:`module_head_and_first`, read from the model's
-        modules, not their names (the last and the first layer with weights, normalisation
-        layers skipped by type, in the order a forward pass on ``probe`` calls them).
-        The read-out must be an ``nn.Linear`` for DLR: its input is taken as the
-        features Φ (n, d) and its output as the learned functions (n, C).
+        The read-out and first layer; default :func:`module_head_and_first`. The read-out must be an
+        ``nn.Linear`` for DLR: its input is the features, its output the learned functions.
     dlr : callable, optional
-        ``dlr(features, logits) -> float``; defaults to :func:`nhtlab.measures.dlr.dlr`.
+        ``dlr(features, logits) -> float``; default :func:`nhtlab.measures.dlr.dlr`.
     warn_drop : float in (0, 1)
-        The read-out is "contracting" once ‖θ_L‖² is this fraction below its
-        running peak.
+        The read-out is "contracting" once ‖θ_L‖² is this fraction below its running peak.
     on_warning : callable, optional
-        Called as ``on_warning(step, message)`` when the early warning fires
-        (default: nothing; read :attr:`warnings`).
+        Called as ``on_warning(step, message)`` when a warning fires.
 
     Attributes
     ----------
     rows : list of dict
-        One row per record: ``step``, ``norm``, ``norm/<layer>``, ``head_ratio``,
-        ``head_rel``, ``dlr`` (with a probe) and the scalars passed to :meth:`step`.
+        One row per record: ``step``, ``norm``, ``norm/<layer>``, ``head_ratio``, ``head_rel``, ``dlr``, scalars.
     warnings : list of (int, str)
-        The early warning and, once, the divergence warning (a non-finite ‖θ‖², also
-        raised as a :class:`RuntimeWarning`).
-    diverged_step : int or None
-        First recorded step with a non-finite ‖θ‖²: from there :meth:`regime` is ``"diverged"``.
-    head_contracting_step : int or None
-        First recorded step at which the read-out was contracting (a reading, not a warning).
-    grok_warning_step : int or None
-        First recorded step after memorisation whose ``train_loss`` scalar was at least
-        :data:`GROK_WARNING_LOSS_RATIO` times its minimum since memorisation.
-    memorised_step : int or None
-        First recorded step whose ``train_acc`` scalar was at least :data:`~nhtlab.thresholds.FITTED_ACCURACY`
-        (as :func:`nhtlab.find_events` takes T_mem).
+        The early warning and, once, the divergence warning (also a :class:`RuntimeWarning`).
+    diverged_step, head_contracting_step, grok_warning_step, memorised_step : int or None
+        First recorded step with a non-finite ‖θ‖², a contracting read-out, the early warning, and
+        ``train_acc`` ≥ :data:`~nhtlab.thresholds.FITTED_ACCURACY` (T_mem, as :func:`nhtlab.find_events`).
     """
 
     def __init__(
@@ -324,11 +249,9 @@ class Monitor:
         return self.step(step, **scalars)
 
     def step(self, step: int | None = None, **scalars: float) -> dict[str, float] | None:
-        """Call after ``optimizer.step()``; records when ``step`` is a multiple of ``every``.
+        """Call after ``optimizer.step()``; records (and returns the row) when ``step`` is a multiple of ``every``.
 
-        ``step`` defaults to the number of calls so far (1, 2, …). Extra keyword
-        scalars (loss, accuracy, …) are stored in the row when it is recorded.
-        Returns the new row, or None on a step that is not recorded.
+        ``step`` defaults to the number of calls so far (1, 2, …).
         """
         self._calls += 1
         step = self._calls if step is None else require_int(step, "step", low=0, owner="Monitor")
@@ -344,11 +267,7 @@ class Monitor:
 
     @torch.no_grad()
     def record(self, step: int, **scalars: float) -> dict[str, float]:
-        """Record a row now under ``step`` (after the last recorded one), with extra readings ``scalars``
-        (loss, accuracies in [0, 1], …); returns the row: ``step``, ``norm``, ``norm/<layer>``, ``head_ratio``, ``head_rel``
-        (:func:`nhtlab.analysis.layers.head_signals`; ``inf`` on a zero
-        denominator, NaN on non-finite norms), ``dlr`` with a probe, and ``scalars``.
-        """
+        """Record and return a row now under ``step``, which must follow the last recorded one."""
         require_int(step, "step", low=0, owner="Monitor.record")
         if self.rows and step <= self.rows[-1]["step"]:
             raise ValueError(f"The 'step' parameter of Monitor is out of order: step {step} comes after step "
@@ -377,8 +296,7 @@ class Monitor:
     MEASURED = ("step", "norm", "head_ratio", "head_rel", "dlr")
 
     def _check_scalars(self, scalars: Mapping[str, Any]) -> None:
-        """A TypeError or ValueError naming a scalar that is not a real number, an accuracy outside [0, 1], a
-        negative loss, or a name the Monitor measures itself."""
+        """Refuse a non-real scalar, an accuracy outside [0, 1], a negative loss or a measured column's name."""
         for name in scalars:
             if name in self.MEASURED or name.startswith("norm/"):
                 raise ValueError(f"The {name!r} scalar of Monitor is a column the Monitor measures itself "
@@ -483,11 +401,8 @@ class Monitor:
     def regime(self, drop: float = CONTRACTION_DROP, fit: float = FITTED_ACCURACY, acc_key: str = "train_acc") -> str:
         """The regime so far (:func:`online_regime`), using ``acc_key`` if it was recorded; O(1) a call.
 
-        The norm rule can call "weak" a run that has already generalised (a model whose norm has not
-        contracted by ``drop`` when it groks): when ``test_acc`` was recorded and reached
-        :data:`~nhtlab.thresholds.FITTED_ACCURACY`,
-        the answer is never "weak" but ``"undetermined"`` (the rule cannot tell; :meth:`diagnose` reads the
-        whole run).
+        A run whose ``test_acc`` reached :data:`~nhtlab.thresholds.FITTED_ACCURACY` before ‖θ‖² contracted is
+        ``"undetermined"``, never "weak": the norm rule cannot tell (:meth:`diagnose` reads the whole run).
         """
         require_real(drop, "drop", 0.0, 1.0, low_open=True, high_open=True, owner="Monitor.regime")
         require_real(fit, "fit", 0.0, 1.0, low_open=True, owner="Monitor.regime")
@@ -513,16 +428,12 @@ class Monitor:
 
     def forecast(self, calibration: Mapping[tuple[float, float], Sequence[History]], lr: float, weight_decay: float,
                  coverage: float = ETA_COVERAGE) -> GrokEstimate:
-        """When will this run grok? The best tested answer, the delay law's baseline: not the ETA, which did not ship.
+        """When will this run grok? The delay law's baseline (:func:`~nhtlab.analysis.eta.delay_law_forecast`).
 
         Named ``forecast``, not ``eta``: ``eta()`` is kept for an ETA that passes the book's off-grid evaluation
-        (chapter 08); none has yet. The
-        result's ``basis`` says what it rests on and where it was tested (:func:`~nhtlab.analysis.eta.delay_law_forecast`,
-        whose interval is the widest of the evaluation's cuts). ``calibration`` maps ``(lr, weight_decay)`` to
-        your finished runs of the same model (``History``; a monitor's, with ``train_acc`` and ``test_acc``);
-        ``lr`` and ``weight_decay`` are this run's. Before ``train_acc`` reaches
-        :data:`~nhtlab.thresholds.FITTED_ACCURACY`, or once
-        the run diverged, or with no calibration run that grokked, there is no estimate and ``reason`` says why.
+        (chapter 08); none has yet. ``calibration`` maps ``(lr, weight_decay)`` to finished runs of the same
+        model. Before memorisation, after divergence or with no calibration run that grokked, there is no
+        estimate and ``reason`` says why.
         """
         now = int(self.rows[-1]["step"])
         if self.diverged_step is not None:
@@ -537,12 +448,8 @@ class Monitor:
     def diagnose(self, **thresholds: Any):
         """The offline verdict of :func:`nhtlab.analysis.regimes.diagnose_regime` on the records so far.
 
-        Needs ``train_acc`` and ``test_acc`` passed to :meth:`step`; ``thresholds``
-        go to ``diagnose_regime`` (``fit_threshold``, ``generalise_threshold``, …).
-        Unlike :meth:`regime`, which reads the norm curve alone and works online,
-        this uses test accuracy and the events of the whole run.
+        Needs ``train_acc`` and ``test_acc`` recorded; ``thresholds`` go to ``diagnose_regime``.
         """
-
         missing = [c for c in ("train_acc", "test_acc") if c not in self.history.columns]
         if missing:
             raise ValueError(f"Monitor.diagnose needs {missing} recorded: pass them to monitor(step, train_acc=..., test_acc=...).")

@@ -1,22 +1,12 @@
 """Named run settings shared by the chapters, so that no chapter pastes another's config.
 
-:func:`companion` is the NHT companion paper's own setting (arXiv 2603.13331,
-code ClevixLab/grokking-norm-separation): a 1-layer transformer (d_model 128,
-4 heads, FFN 512) on (a + b) mod 97 with 50% of the pairs for training,
-AdamW with lr 1e-3 and PyTorch's default betas (0.9, 0.999), and minibatches
-of 512 drawn *with replacement* at every step.
-
-Three choices are ours and are recorded in every run's config:
-
-* ``fused=True``: PyTorch's fused AdamW, the same update in one kernel per
-  step, for more steps per CPU second on this model (``benchmarks/bench_grok.py``;
-  the book's measurements page) in another float rounding than the default
-  multi-tensor AdamW, so other runs keep that;
-* ``eval_every=100`` (the companion evaluates every 200 steps; finer steps
-  time T_mem and T_grok twice as precisely for twice the evaluations);
-* ``stop_after``: the companion stops 2,000 steps after T_grok and takes
-  V_final there. The ``book`` profile stops 500 steps after T_grok to fit a
-  CPU build; chapters say which window a number uses (see :mod:`nhtlab.analysis.delay`).
+:func:`companion` is the NHT companion paper's setting (arXiv 2603.13331, code
+ClevixLab/grokking-norm-separation): a 1-layer transformer on (a + b) mod 97 with half the pairs for
+training, AdamW at lr 1e-3 with PyTorch's betas, minibatches of 512 drawn *with replacement*. Three choices
+are ours, recorded in every run's config: ``fused=True`` (one kernel per step, faster on a CPU:
+``benchmarks/bench_grok.py``; other runs keep the default AdamW's rounding); ``eval_every=100`` (the companion
+evaluates every 200 steps, timing T_mem and T_grok half as precisely); and the ``book`` profile's ``stop_after``
+of 500 steps after T_grok, not the companion's 2,000, to fit a CPU build (see :mod:`nhtlab.analysis.delay`).
 """
 
 from __future__ import annotations
@@ -35,20 +25,13 @@ __all__ = ["companion", "companion_sweep", "companion_grid_run", "COMPANION_SWEE
 #: Steps the companion paper trains past T_grok before it reads V_final.
 COMPANION_STOP_AFTER = 2000
 
-#: The companion runs the chapters share, per profile (read with :func:`companion_sweep`): η
-#: (``lr``), the steps to train past T_grok (``stop_after``), whether the step is compiled
-#: (``compile``: in ``full`` only, the GPU profile, where :func:`nhtlab.sweep` also stacks the
-#: seeds; ``quick`` and ``book`` train eagerly, the rounding the book's pages were measured in),
-#: the seeds, and the step budget
-#: of each weight decay λ the chapters train (``budgets``, λ → steps). Chapters 01, 02, 03, 06
-#: and 07 take their λ = 1 (and other λ) runs from here, so that the same λ gives the same run
-#: config in every chapter and the result cache trains it once. In ``book`` a λ where grokking is
-#: expected within the budget gets a long budget and stops ``stop_after`` steps after T_grok; λ
-#: whose runs only need to show what the norm does after memorising (0.01, 2, 5) get short
-#: ones. ``quick`` uses η = 2e-3, a point of the companion's η sweep, so that λ = 1 groks within
-#: its budget; ``full`` is the companion's own 50,000-step budget and 2,000-step window.
-#: Three seeds in ``book``: the least a reading counted over seeds
-#: (:func:`nhtlab.book.claims.over_seeds`) needs.
+#: The companion runs the chapters share, per profile (read with :func:`companion_sweep`), so that the same λ
+#: gives the same run in every chapter and the cache trains it once. ``compile`` only in ``full`` (the GPU
+#: profile): ``quick`` and ``book`` train eagerly, the rounding the book's pages were measured in. In ``book``
+#: a λ expected to grok gets a long budget (λ → steps) and stops ``stop_after`` steps after T_grok; λ that only
+#: show the norm after memorising (0.01, 2, 5) get short ones. ``quick`` uses η = 2e-3, a point of the
+#: companion's η sweep, so that λ = 1 groks within its budget; ``full`` is the companion's own budget and
+#: window. Three seeds in ``book``: the least a reading counted over seeds needs.
 COMPANION_SWEEPS: MappingProxyType = MappingProxyType({
     "quick": MappingProxyType(dict(
         lr=2e-3, stop_after=200, compile=False, seeds=(0,),
@@ -69,16 +52,14 @@ def companion_sweep(profile: str, lams: Sequence[float] | None = None) -> dict[s
     Parameters
     ----------
     profile : {"quick", "book", "full"}
-        The chapter profile.
     lams : sequence of float, optional
         The weight decays the chapter trains, each one of the grid's; all of them by default.
 
     Returns
     -------
     dict
-        A fresh, plain dict: ``lr``, ``stop_after``, ``compile``, ``seeds`` (a list) and ``budgets`` (λ → steps,
-        in the order of ``lams``). Plain, so that :func:`nhtlab.book.select_profile` caps it by name
-        under the smoke cap and a chapter can add or override settings with ``dict(..., key=value)``.
+        ``lr``, ``stop_after``, ``compile``, ``seeds`` and ``budgets`` (λ → steps): a fresh plain dict, so that
+        the smoke cap can cap it by name and a chapter can override settings with ``dict(..., key=value)``.
 
     Examples
     --------
@@ -104,20 +85,7 @@ def companion_sweep(profile: str, lams: Sequence[float] | None = None) -> dict[s
 def companion_grid_run(grid: Mapping[str, Any], lam: float, seed: int, **changes: Any) -> ModularRun:
     """The run of a companion grid (a :func:`companion_sweep` dict) at weight decay ``lam`` and ``seed``.
 
-    Parameters
-    ----------
-    grid : mapping
-        :func:`companion_sweep`'s dict (possibly capped by the smoke cap): its ``lr``,
-        ``stop_after``, ``compile`` and ``budgets[lam]`` (the steps) make the run.
-    lam : float
-        One of the grid's weight decays.
-    seed : int
-    **changes
-        Any other :func:`companion` setting.
-
-    Returns
-    -------
-    ModularRun
+    ``changes`` override any other :func:`companion` setting.
 
     Examples
     --------
@@ -137,20 +105,15 @@ def companion_grid_run(grid: Mapping[str, Any], lam: float, seed: int, **changes
     return companion(float(lam), seed=seed, **{**settings, **changes})
 
 
-#: The border shortcut chapter 06 chooses from its pilot grid, and chapter 05 reads
-#: layer by layer (:class:`~nhtlab.training.shortcut_run.ShortcutRun` fields): a bright
-#: one-pixel border on 10×10 digits, its class's colour on ρ = 0.95 of the training
-#: images and a wrong class's colour on the rest, SimpleCNN, AdamW 3·10⁻³ at a
-#: constant rate, batch 64. Read-only; use ``dict(BORDER_DESIGN, steps=...)``.
+#: The border shortcut chapter 06 chooses from its pilot grid and chapter 05 reads layer by layer
+#: (:class:`~nhtlab.training.shortcut_run.ShortcutRun` fields). Read-only; use ``dict(BORDER_DESIGN, steps=...)``.
 BORDER_DESIGN = MappingProxyType(dict(
     base="digits", size=10, width=1, pad=True, rho=0.95, otherwise="other", clean="mean", contrast=1.0,
     channels=(8, 8, 16, 16, 32, 32), lr=3e-3, batch_size=64, schedule="constant", eval_every=100,
 ))
 
-#: The same border design at the NHT paper's scale (arXiv 2603.07323), the ``full`` profile of
-#: chapters 05 and 06: coloured-border CIFAR-10 (downloaded on first use) with a 2-pixel border
-#: painted over the edge, SimpleCNN of 288k parameters, AdamW lr 1e-3, batch 128, 200 epochs
-#: (78k steps), evaluated every epoch, constant rate. Read-only, like :data:`BORDER_DESIGN`.
+#: The same border design at the NHT paper's scale (arXiv 2603.07323), the ``full`` profile of chapters 05
+#: and 06: CIFAR-10 (downloaded on first use), 200 epochs evaluated every epoch. Read-only.
 BORDER_DESIGN_CIFAR10 = MappingProxyType(dict(
     BORDER_DESIGN, base="cifar10", root="data", download=True, width=2, pad=False,
     channels=(32, 32, 64, 64, 128, 128), lr=1e-3, batch_size=128, steps=78_000, eval_every=780,
@@ -167,17 +130,12 @@ def companion(weight_decay: float = 1.0, seed: int = 0, **changes: Any) -> Modul
     seed : int
         Seeds the split, the init and the minibatch sampler.
     **changes
-        Any other :class:`~nhtlab.training.modular_run.ModularRun` field, its own or
-        inherited from :class:`~nhtlab.training.loop.TrainConfig` (``steps``,
-        ``stop_after``, ``lr``, ``p``, ``model_kwargs``…).
+        Any other :class:`~nhtlab.training.modular_run.ModularRun` field (``steps``, ``lr``, ``p``…).
 
     Returns
     -------
     ModularRun
-        p = 97, (a + b) mod p, 50% of the pairs for training, the 1-layer transformer,
-        AdamW lr 1e-3 with betas (0.9, 0.999) (fused), batch 512 drawn with replacement,
-        ``eval_every=100``, at most 50,000 steps, stopped ``COMPANION_STOP_AFTER``
-        steps after T_grok; any field overridden by ``changes``.
+        The module's setting, at most 50,000 steps, with ``changes`` applied.
 
     Examples
     --------

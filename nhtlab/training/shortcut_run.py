@@ -1,7 +1,5 @@
-"""Training runs on shortcut images: :class:`ShortcutRun` describes one run as a flat,
-hashable config; :func:`run_shortcut` builds its data and model and trains it with
-every test set of :mod:`nhtlab.data.cues` evaluated. Sweep them (cached, in a
-process pool) with :func:`nhtlab.sweep`, as modular runs.
+"""Training runs on shortcut images: :class:`ShortcutRun` is one run's flat, hashable config;
+:func:`run_shortcut` trains it with every test set of :mod:`nhtlab.data.cues` evaluated.
 """
 
 from __future__ import annotations
@@ -32,45 +30,27 @@ BASES, KINDS, MODELS = ("digits", "cifar10", "mnist"), ("border", "tint", "backg
 
 @dataclass(frozen=True, kw_only=True)
 class ShortcutRun(TrainConfig):
-    """Everything that defines one training run on shortcut images.
+    """Everything that defines one training run on shortcut images (keyword arguments only).
 
-    The training fields are inherited from :class:`~nhtlab.training.loop.TrainConfig`,
-    with their validation; this class adds the data and the model, and sets
-    its own defaults for seven training fields (each commented where declared).
     ``seed`` seeds the digits split, the cues, the init and the sampler.
-    Keyword arguments only.
 
     Parameters
     ----------
     base : {"digits", "cifar10", "mnist"}
-        The images: scikit-learn's digits (offline), CIFAR-10 (opt-in through ``root`` and ``download``), or
-        MNIST-5k (offline with the ``mnist`` extra; 4,000 training and 1,000 test images, resized to ``size``).
-    size, train_size : int, int >= 10 or None
-        Side of the digit or CelebA images in pixels; the first this many training images only (harder
-        digits), or CelebA's sample size (8,000 when None).
-    noise : float >= 0
-        Standard deviation of Gaussian pixel noise added before the cue is painted (harder digits).
-    root, download : str, bool
-        CIFAR-10's or CelebA's directory, and whether it may be downloaded.
+        scikit-learn's digits, CIFAR-10 (from ``root``, ``download``) or MNIST-5k (the ``mnist`` extra).
     kind : {"border", "tint", "background", "celeba"}
-        A coloured border, the entangled tint, the tint behind the digit only (:mod:`nhtlab.data.cues`),
-        or CelebA's Blond_Hair as the cue of Smiling (:func:`~nhtlab.data.images.celeba`; ``base`` unused).
-    rho : float in [0, 1]
-        Share of training images whose cue names their class.
-    width, pad : int, bool
-        Border width in pixels; pad the image to paint the border around it (True) or paint over its edge.
-    otherwise, clean : str
-        The cue of the other 1 − ρ images (``"none"``, ``"other"``, …) and of the ``clean`` test images.
-    contrast, strength : float
-        Brightness of the cue colours; strength of the tint (``kind="tint"`` or ``"background"``).
-    model, norm : {"simple", "resnet18"}, str
-        :class:`~nhtlab.models.cnn.SimpleCNN` or ResNet18; its normalisation layers (``"none"``, ``"batch"``, …).
-    channels : tuple of int
-        SimpleCNN's channels, six of them.
+        The cue (:mod:`nhtlab.data.cues`); ``"celeba"`` is Blond_Hair as the cue of Smiling (``base`` unused).
+    size, train_size, noise : int, int >= 10 or None, float >= 0
+        Image side; the first this many training images (CelebA's sample: 8,000 if None); pixel noise's std.
+    rho, width, pad, otherwise, clean, contrast, strength
+        The cue, as :func:`~nhtlab.data.cues.border_shortcut` and :func:`~nhtlab.data.cues.tint_shortcut` take it.
+    model, norm, channels : {"simple", "resnet18"}, str, tuple of int
+        The CNN, its normalisation layers and SimpleCNN's six channels.
+    root, download : str, bool
     stop_after : None
         Must stay None: shortcut runs have no ``test`` set whose accuracy could stop them.
     **training fields
-        Every other :class:`~nhtlab.training.loop.TrainConfig` field.
+        Every other :class:`~nhtlab.training.loop.TrainConfig` field (seven defaults differ, commented below).
 
     Examples
     --------
@@ -137,7 +117,7 @@ class ShortcutRun(TrainConfig):
                              f"whose accuracy could stop them. Got {self.stop_after!r} instead.")
 
     def cache_config(self) -> dict[str, Any]:
-        """The result-cache key: ``{"runner": "run_shortcut", **self.to_dict()}`` (never equal to a ModularRun's)."""
+        """The result-cache key, never equal to a ModularRun's."""
         return {"runner": "run_shortcut", **self.to_dict()}
 
     def execute(self, **kwargs: Any) -> History:
@@ -173,32 +153,9 @@ def run_shortcut(run: ShortcutRun, callbacks=(), progress: str | None = None, de
                  run_dir: str | os.PathLike | None = None, checkpoint_every: int | None = None) -> History:
     """Build data and model of ``run``, train with every test set evaluated, return the History.
 
-    The evaluation batch is the largest that fits a quarter of a 16 GB T4 for this
-    model and image size (:func:`nhtlab.training.device.suggest_eval_batch_size`): 8,192 for
-    SimpleCNN and small images, 4,096 for ResNet18 at 32 px.
-
-    Parameters
-    ----------
-    run : ShortcutRun
-        The cue, the data, the model and the training fields, all in one frozen config.
-    callbacks, progress : optional
-        As in :func:`nhtlab.run_modular` (a callable per evaluation; the progress mode).
-    desc : str, optional
-        Label of the progress bar; defaults to the cue kind, ρ, λ and the norm layers.
-    run_dir : str or path, optional
-        A directory for ``run.json`` and checkpoints, as in :func:`nhtlab.run_modular`: the
-        same ``run`` with the same ``run_dir`` resumes where the last checkpoint left off.
-    checkpoint_every : int, optional
-        Steps between checkpoints (needs ``run_dir``); defaults to ``10 * run.eval_every``.
-
-    Returns
-    -------
-    History
-        One row per evaluation: ``step``, ``lr``, ``train_acc`` and ``coloured_acc``,
-        ``clean_acc``, ``shortcut_acc``, ``conflict_acc``, ``cue_acc`` (each with its
-        ``*_loss``), ``norm`` (‖θ‖²) and ``norm/<layer>``. Its ``config`` is
-        ``run.to_dict()``; the trained model is attached as ``history.model`` (not
-        serialised: a history from :func:`nhtlab.sweep` or the cache has none).
+    The arguments are as in :func:`nhtlab.run_modular`. The evaluation batch is the largest that fits a
+    quarter of a 16 GB T4 (:func:`nhtlab.training.device.suggest_eval_batch_size`). The history has one row
+    per evaluation with every test set's accuracy and loss; the trained model is ``history.model``.
     """
     require_type(run, "run", ShortcutRun, owner="run_shortcut")
     if run_dir is not None:

@@ -1,42 +1,17 @@
 """Sweeps: one call trains a list of runs of any kind, through the result cache and a process pool.
 
-A run is a :class:`~nhtlab.training.loop.TrainConfig` subclass that executes
-itself: :class:`~nhtlab.training.modular_run.ModularRun` (modular arithmetic) and
-:class:`~nhtlab.training.shortcut_run.ShortcutRun` (shortcut images) both do, through
-``run.execute(progress=...)``; a run's ``cache_config()`` is its cache key and
-``events(history)`` what the sweep reports. A new run kind needs nothing here.
+A run is a :class:`~nhtlab.training.loop.TrainConfig` that trains itself (``run.execute``), keys the cache
+(``cache_config()``) and reads its events: a new run kind needs nothing here.
 
-Three strategies give the same histories (on the CPU, bit for bit for
-``"sequential"`` and ``"parallel"``, within float rounding for ``"batched"``),
-and ``"auto"`` (the default) picks among them (:func:`resolve_strategy`):
-``"batched"`` for the modular runs that train on a GPU, where one stacked model
-keeps the device busy, and ``"parallel"`` (``"sequential"`` with ``workers=1``)
-for every other run:
+Three strategies give the same histories (on the CPU bit for bit, within float rounding when stacked):
+``"sequential"``, ``"parallel"`` (a process pool whose workers use one torch thread each: small models train
+fastest so; any :class:`concurrent.futures.Executor` works, e.g. Dask, Ray or submitit) and ``"batched"``
+(modular runs of one architecture trained as one stacked model, cached apart with ``stacked: true`` because
+they round otherwise). ``"auto"`` stacks the modular runs on a GPU and trains the rest in parallel.
 
-* ``"sequential"``: one run after the other in this process;
-* ``"parallel"``: independent runs handed to a :class:`concurrent.futures.Executor`.
-  By default a local process pool whose workers use one torch thread each
-  (small models train fastest that way, and the cores are used by processes,
-  not by threads fighting over tiny matrices). Any executor works: pass one
-  backed by Dask (``client.get_executor()``), Ray or submitit to spread a sweep
-  over a cluster;
-* ``"batched"``: modular runs of the same architecture trained as one stacked model
-  (:func:`nhtlab.training.batched.train_batched`); on a CPU with ``workers=k`` the runs
-  are split into k stacks trained in k processes. A stacked history rounds otherwise
-  than the same run trained alone, so the cache keys it apart (``stacked: true``).
-
-The result is tidy: one row per run with its config, its events (T_mem, T_grok,
-norm peak), a short summary and its status, the full histories kept alongside.
-A run that diverges does not stop the sweep; :attr:`SweepResult.diverged` lists it.
-
-A *cache* can skip runs already trained: any object with
-``get(config_dict) -> History | None`` and ``put(config_dict, history)``.
-With a :class:`~nhtlab.training.cache.ResultCache` the local strategies also
-*claim* each run before training it (:meth:`ResultCache.claim
-<nhtlab.training.cache.ResultCache.claim>`): a run that another process is
-training is waited for and read, not trained twice, so sweeps running side
-by side (the book's chapters) share their common runs in whatever order
-they reach them.
+With a :class:`~nhtlab.training.cache.ResultCache` the local strategies *claim* each run before training it:
+a run that another process is training is waited for and read, not trained twice, so the book's chapters
+share their common runs in whatever order they reach them.
 """
 
 from __future__ import annotations
@@ -79,11 +54,9 @@ def _stacks_on_gpu(run: TrainConfig) -> bool:
 def resolve_strategy(runs: Sequence[TrainConfig], strategy: str = "auto", workers: int | None = None) -> str:
     """The strategy :func:`sweep` trains ``runs`` with: ``strategy`` itself, or what ``"auto"`` picks.
 
-    ``"auto"`` stacks (``"batched"``) the :class:`~nhtlab.training.modular_run.ModularRun` runs
-    whose device resolves to CUDA: one stacked model per architecture keeps a GPU busy where one
-    small run leaves it idle. Every other run trains ``"parallel"`` (on a CPU, processes win:
-    ``benchmarks/bench_sweeps.py``), or ``"sequential"`` when ``workers`` is 1. A sweep that
-    holds both kinds gives ``"batched + parallel"`` (or ``"batched + sequential"``).
+    ``"auto"`` stacks the modular runs on CUDA (one small run leaves a GPU idle) and trains the others
+    ``"parallel"`` (on a CPU processes win: ``benchmarks/bench_sweeps.py``), ``"sequential"`` with one worker;
+    a mix gives ``"batched + parallel"``.
 
     Examples
     --------
@@ -105,8 +78,7 @@ def resolve_strategy(runs: Sequence[TrainConfig], strategy: str = "auto", worker
 
 
 def grid(base: TrainConfig, **axes: Iterable[Any]) -> list[TrainConfig]:
-    """The Cartesian product of ``axes`` (field name → values, e.g. ``weight_decay=[0.1, 1.0], seed=[0, 1]``)
-    applied to ``base`` (any run kind), as ∏ len(values) validated runs of ``base``'s class, last axis fastest.
+    """The runs of ``base`` over the Cartesian product of ``axes`` (field → values), last axis fastest.
 
     Examples
     --------
@@ -130,9 +102,7 @@ def grid(base: TrainConfig, **axes: Iterable[Any]) -> list[TrainConfig]:
 
 @dataclass
 class SweepRow:
-    """One run of a sweep: its ``run``, its ``history`` (no ``model``: it stayed in the worker), its ``events``
-    (``run.events(history)``: T_mem, T_grok and the norm peak of a modular run; None for a shortcut run, whose
-    border times :func:`nhtlab.border_times` reads), its training ``seconds`` (0 from the cache) and ``source``."""
+    """One run of a sweep: its history (no model: it stayed in the worker), events, seconds and source."""
 
     run: TrainConfig
     history: History
@@ -173,12 +143,7 @@ class SweepRow:
 
 
 class SweepResult(Sequence):
-    """The runs of a sweep, in the order they were given (a sequence of :class:`SweepRow`).
-
-    The properties :attr:`histories`, :attr:`runs` and :attr:`diverged` give one list each (length
-    n_runs, the runs' order; ``diverged`` only the runs whose history ended diverged). ``rows`` holds one
-    :class:`SweepRow` per run, in the order given to :func:`sweep`; ``strategy`` trained them in ``seconds`` (wall).
-    """
+    """The runs of a sweep, in the order they were given (a sequence of :class:`SweepRow`)."""
 
     def __init__(self, rows: Sequence[SweepRow], strategy: str, seconds: float):
         self.rows = list(rows)
@@ -276,13 +241,10 @@ _PROCESS_LOCK = threading.Lock()
 
 
 def _train_one(run: TrainConfig, cache: ResultCache | None = None) -> tuple[dict[str, Any], float, str, str | None]:
-    """Worker entry point: a run in (picklable: a frozen dataclass); its history dict, seconds, source and note out.
+    """Worker entry point: a run in; its history dict, seconds, source and note out.
 
-    With a ``cache`` the run is claimed first (:meth:`ResultCache.claim`): if another
-    process finished it meanwhile, its cached history comes back (source ``"cache"``);
-    otherwise it is trained and put in the cache before the claim is released. A cache
-    that cannot be written (no claim, no put) leaves the run trained and returned, the
-    reason in the note (None when all went well).
+    With a ``cache`` the run is claimed first: a run another process finished meanwhile comes from the cache.
+    A cache that cannot be written leaves the run trained and returned, the reason in the note.
     """
     start = time.perf_counter()
     config = run.cache_config()
@@ -318,15 +280,9 @@ def _train_stack(runs: list[ModularRun]) -> tuple[list[dict[str, Any]], float]:
 def default_executor(workers: int | None = None, threads_per_worker: int = 1) -> ProcessPoolExecutor:
     """A local process pool: ``workers`` processes (default: CPU count), one torch thread each.
 
-    Workers are started with ``forkserver`` where available (``spawn`` otherwise):
-    forking a parent that already ran torch's thread pools can hang. The fork
-    server preloads this module (so torch and nhtlab): it imports them once, before
-    it runs any torch code, and every worker forks from it ready to train instead
-    of importing torch itself.
-    This sets the process's forkserver preload list, which takes effect when its
-    fork server starts (the first forkserver pool of the process). Each worker
-    exits within a second of this process dying (SIGKILL included), so a killed
-    notebook kernel or script leaves no worker training on.
+    Workers start with ``forkserver`` (``spawn`` without it): forking a parent that ran torch's thread pools
+    can hang. The fork server preloads this module, so workers fork ready to train; each exits within a
+    second of this process dying, so a killed kernel leaves no worker training on.
     """
     workers = require_int(workers if workers is not None else (os.cpu_count() or 1), "workers", low=1, owner="default_executor")
     method = "forkserver" if "forkserver" in mp.get_all_start_methods() else "spawn"
@@ -359,61 +315,35 @@ def sweep(
 ) -> SweepResult:
     """Train every run of ``runs`` (any run kinds, mixed) and return the tidy :class:`SweepResult`.
 
-    Each run trains itself (``run.execute``): :class:`~nhtlab.training.modular_run.ModularRun`
-    through :func:`~nhtlab.training.modular_run.run_modular`,
-    :class:`~nhtlab.training.shortcut_run.ShortcutRun` through
-    :func:`~nhtlab.training.shortcut_run.run_shortcut`.
-
     Parameters
     ----------
-    runs : list or tuple of ModularRun or ShortcutRun, length n_runs
-        The runs (see :func:`grid`); any :class:`~nhtlab.training.loop.TrainConfig`
-        subclass that defines ``execute``.
+    runs : list or tuple of runs
+        Any :class:`~nhtlab.training.loop.TrainConfig` subclass that defines ``execute`` (see :func:`grid`).
     strategy : {"auto", "sequential", "parallel", "batched"}
-        How to train the runs that the cache does not already hold.
-        ``"batched"`` stacks modular runs only; ``"auto"`` stacks the modular runs that
-        train on a GPU (in this process, whatever ``workers`` says) and trains the others
-        ``"parallel"``, or ``"sequential"`` with ``workers=1`` (:func:`resolve_strategy`).
-        A stacked run is cached under its config plus ``stacked: true``.
+        See :func:`resolve_strategy`; ``"batched"`` stacks modular runs only.
     executor : concurrent.futures.Executor, optional
-        Where the work goes: single runs (``"parallel"``) or whole stacks
-        (``"batched"``, one stack per compatible group). None creates (and shuts
-        down) a local process pool of ``workers`` processes with one torch
-        thread each. The executor must be able to pickle a run and import nhtlab.
+        Takes single runs or whole stacks (it must pickle a run); None: a local process pool.
     workers : int >= 1, optional
-        Size of the default process pool. ``"parallel"``: default CPU count (at
-        most the number of runs to train). ``"batched"``: default 1 (stacks trained in
-        this process); with k > 1 each group is split into k stacks trained in
-        k processes, so a batched sweep also uses every core.
+        The default pool's size: CPU count, or 1 for ``"batched"``, where k > 1 trains k stacks in k processes.
     cache : object, optional
-        A :class:`~nhtlab.training.cache.ResultCache` (``nhtlab.book.cache()`` in a chapter) or any
-        object with ``get(config_dict) -> History | None``, asked first for every run
-        with ``run.cache_config()``, and ``put(config_dict, history)``, which receives
-        every newly trained history. A run the cache holds is not trained again.
+        A :class:`~nhtlab.training.cache.ResultCache` or any object with ``get(config_dict) -> History | None``
+        and ``put(config_dict, history)``; a run it holds is not trained again.
     progress : str, optional
-        Progress mode for the sweep as a whole (one update per finished run).
     max_stack : int >= 1, optional
-        For ``"batched"``: at most this many runs per stacked model.
+        At most this many runs per stacked model.
 
     Notes
     -----
-    In a script (not a notebook), a sweep that starts processes (``"parallel"``, or
-    ``"batched"`` with ``workers > 1``) must be called under the main-module guard,
-    since each worker imports the script again::
+    In a script, a sweep that starts processes must run under the main-module guard, since each worker
+    imports the script again (without it the sweep raises a RuntimeError that names the guard)::
 
         if __name__ == "__main__":
             result = nhtlab.sweep(runs)
 
-    Without it the workers start sweeps of their own; the sweep then raises a
-    RuntimeError that names the guard. Workers exit when this process dies.
-
     Returns
     -------
     SweepResult
-        One :class:`SweepRow` per run, length n_runs, in the order of ``runs``
-        (``row.cached`` tells whether it came from the cache). Diverged runs
-        are kept (``status == "diverged"``) and listed by ``.diverged``; its
-        ``strategy`` is the one that ran (what ``"auto"`` resolved to).
+        One :class:`SweepRow` per run, in order; diverged runs are kept (``.diverged``).
 
     Examples
     --------
