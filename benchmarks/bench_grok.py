@@ -50,18 +50,23 @@ def _alternate(steppers: dict, steps: int, rounds: int) -> dict:
     return {label: rounds * steps / seconds for label, seconds in cpu.items()}
 
 
-def _companion_stepper(fused: bool, compiled: bool = False):
-    """One training step of the companion run (λ = 1, seed 0) with its own model and AdamW (``compiled``: as
-    ``TrainConfig(compile=True)`` trains)."""
+def _companion(fused: bool, compiled: bool = False):
+    """The companion run (λ = 1, seed 0), its data, a fresh model and one training step of it with its own
+    AdamW (``compiled``: as ``TrainConfig(compile=True)`` trains)."""
     from nhtlab.training.compiled import compiled_forward
 
     run = nhtlab.companion(1.0, seed=0, device="cpu")
     data = nhtlab.modular_data(run.p, run.operation, run.train_fraction, seed=run.seed)
     nhtlab.seed_everything(0)
-    model = nhtlab.make_model(run.model, run.p)
+    model = nhtlab.make_model(run.model, run.p, **run.model_kwargs)
     forward = compiled_forward(model, "cpu")[0] if compiled else model
     opt = torch.optim.AdamW(model.parameters(), lr=run.lr, betas=run.betas, weight_decay=run.weight_decay, fused=fused)
-    return _step_fn(forward, opt, data.x_train, data.y_train, torch.Generator().manual_seed(0), run.batch_size)
+    step = _step_fn(forward, opt, data.x_train, data.y_train, torch.Generator().manual_seed(0), run.batch_size)
+    return run, data, model, step
+
+
+def _companion_stepper(fused: bool, compiled: bool = False):
+    return _companion(fused, compiled)[3]
 
 
 def bench_optimizer(steps: int) -> float:
@@ -109,7 +114,7 @@ print(path, time.perf_counter() - t0)
 
 
 def compile_cost() -> tuple[str, float]:
-    """Wall seconds of the first compiled step in a fresh process with a cold inductor cache (compile workers included)."""
+    """Wall seconds of the first compiled step in a fresh process, cold inductor cache, compile workers included."""
     import subprocess
     import sys
     import tempfile
@@ -124,15 +129,12 @@ def compile_cost() -> tuple[str, float]:
     return out[0], float(out[1])
 
 
-def bench_compile(steps: int, flops: float, limit: float, rounds: int | None = None) -> dict:
-    """Eager against the compiled step (TrainConfig.compile), alternating blocks, and each one's share of the floor.
-
-    The floor is the step's matmul FLOPs as eager counts them (fixed: fusing cannot add to it) at the
-    single-thread ``torch.mm`` rate on the same shapes.
-    """
+def bench_compile(steps: int, flops: float, limit: float) -> dict:
+    """Eager against the compiled step, alternating, and each one's share of the floor (eager's matmul FLOPs,
+    which fusing cannot add to, at single-thread ``torch.mm``'s rate)."""
     from nhtlab.training.compiled import compiler_missing
 
-    rounds = ROUNDS if rounds is None else rounds
+    rounds = ROUNDS
     why = compiler_missing("cpu")
     if why is not None:
         print(f"\ncompiled step: skipped ({why})")
@@ -164,11 +166,8 @@ STEP_PARTS = (  # where a step's CPU time goes, by the profiler's op name (first
 
 
 def bench_where_time_goes(steps: int) -> dict:
-    """A profile table of the eager and the compiled step: CPU ms per step in each part (torch.profiler).
-
-    Self times, so a part counts its own work only. The profiler adds a few microseconds to every
-    op, which inflates the parts made of many small ops ("the rest": autograd, dispatch, Python).
-    """
+    """CPU ms per step in each part of the eager and the compiled step (torch.profiler's self times; its few µs
+    per op inflate the parts made of many small ops)."""
     from torch.profiler import ProfilerActivity, profile
 
     from nhtlab.training.compiled import compiler_missing
@@ -198,13 +197,7 @@ def bench_where_time_goes(steps: int) -> dict:
 
 def bench_cpu(args) -> None:
     torch.set_num_threads(1)
-    run = nhtlab.companion(1.0, seed=0, device="cpu")
-    data = nhtlab.modular_data(run.p, run.operation, run.train_fraction, seed=run.seed)
-    nhtlab.seed_everything(0)
-    model = nhtlab.make_model(run.model, run.p, **run.model_kwargs)
-    opt = torch.optim.AdamW(model.parameters(), lr=run.lr, betas=run.betas, weight_decay=run.weight_decay, fused=run.fused)
-    gen = torch.Generator().manual_seed(0)
-    step = _step_fn(model, opt, data.x_train, data.y_train, gen, run.batch_size)
+    run, data, model, step = _companion(fused=nhtlab.companion(1.0).fused)
     # the step's matmul FLOPs as the book build's efficiency counts them (nhtlab.plumbing.floor)
     flops, shapes = count_step(model, data.x_train[:run.batch_size], data.y_train[:run.batch_size])
     for _ in range(1 if ROUNDS == 1 else 5):
