@@ -166,15 +166,9 @@ def claims_summary(profile: str, only: list[str] | None = None) -> list[str]:
     return lines
 
 
-def cpu_model() -> str:
-    from _record import cpu_model as model
-
-    return model()
-
-
 def machine_line() -> str:
     """CPU model, torch's vector ISA and cores: lscpu names an AVX-512 and an AVX2 machine both "AMD EPYC"."""
-    from _record import cpu_isa
+    from _record import cpu_isa, cpu_model
 
     return f"{cpu_model()!r} ({cpu_isa() or 'vector ISA unknown'}, {os.cpu_count()} cores)"
 

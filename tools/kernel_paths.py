@@ -36,7 +36,7 @@ OTHER = "default"  # the ATEN_CPU_CAPABILITY of the second build
 
 
 def capability(env: dict[str, str] | None = None) -> str:
-    """The CPU kernel path PyTorch takes in a fresh process with ``env`` (its own value when None)."""
+    """The CPU kernel path PyTorch takes in a fresh process with ``env``."""
     code = "import torch; print(torch.backends.cpu.get_cpu_capability())"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          env={**os.environ, **(env or {})})
@@ -44,7 +44,7 @@ def capability(env: dict[str, str] | None = None) -> str:
 
 
 def claims(folder: Path) -> dict[str, dict[str, Any]]:
-    """``chapter stem → claims record`` of every chapter executed in ``folder``."""
+    """Stem → claims record of every chapter executed in ``folder``."""
     return {p.name.removesuffix(".claims.json"): json.loads(p.read_text(encoding="utf-8"))
             for p in sorted(folder.glob("*.claims.json"))}
 
@@ -65,7 +65,7 @@ def compare(native: dict[str, dict[str, Any]], other: dict[str, dict[str, Any]])
 
 
 def verdicts(chapters: dict[str, dict[str, Any]]) -> dict[str, dict[str, dict[str, Any]]]:
-    """``{stem: {check: {passed, detail}}}`` of a build's claims records (:func:`claims`)."""
+    """``{stem: {check: {passed, detail}}}`` of a build's claims records."""
     return {stem: {c["check"]: {"passed": c["passed"], "detail": c["detail"]} for c in rec.get("checks", [])}
             for stem, rec in chapters.items()}
 
@@ -176,7 +176,9 @@ def main() -> int:
 
         import nhtlab
 
-        machine = {"cpu_model": build_book.cpu_model(), "cores": os.cpu_count(), "torch": torch.__version__}
+        from _record import cpu_model  # benchmarks/_record, on the path build_book sets
+
+        machine = {"cpu_model": cpu_model(), "cores": os.cpu_count(), "torch": torch.__version__}
         native_dir = build_book.BUILD / "executed" / PROFILE
     if args.add_native:
         record = json.loads(RECORD.read_text(encoding="utf-8"))
