@@ -28,6 +28,7 @@ import shutil
 import subprocess
 import sys
 import time
+from collections import Counter
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -92,7 +93,7 @@ def run_papermill(notebook: Path, out: Path, profile: str, env: dict[str, str]) 
             # the kernel's own log (an unencrypted-TCP warning per chapter) is not the build's
             extra_arguments=["--IPKernelApp.log_level=ERROR"],
         )
-    finally:
+    finally:  # only env's keys: a whole-environment restore would blank it for the progress thread a moment
         for k, v in saved.items():
             if v is None:
                 os.environ.pop(k, None)
@@ -329,9 +330,7 @@ class ChapterProgress:
         self.thread.join(timeout=10)
 
     def lines(self, now: float) -> list[str]:
-        trained: dict[str, int] = {}
-        for line in ledger_lines()[self.base:]:  # this build's trainings only
-            trained[line.get("chapter", "")] = trained.get(line.get("chapter", ""), 0) + 1
+        trained = Counter(line.get("chapter", "") for line in ledger_lines()[self.base:])  # this build's only
         out = []
         for stem in self.running():
             elapsed = now - self.started.setdefault(stem, now)
