@@ -65,10 +65,6 @@ def _companion(fused: bool, compiled: bool = False):
     return run, data, model, step
 
 
-def _companion_stepper(fused: bool, compiled: bool = False):
-    return _companion(fused, compiled)[3]
-
-
 def bench_optimizer(steps: int) -> float:
     """AdamW fused against foreach (PyTorch's default) on the companion transformer and the SimpleCNN; returns
     the companion's fused / foreach."""
@@ -86,7 +82,7 @@ def bench_optimizer(steps: int) -> float:
 
     print(f"\nAdamW, fused against foreach, {rounds} alternating blocks of {steps} steps each, 1 thread:")
     ratios = []
-    for name, make in (("companion transformer, batch 512", _companion_stepper),
+    for name, make in (("companion transformer, batch 512", lambda fused: _companion(fused)[3]),
                        (f"SimpleCNN border run, batch {run.batch_size}", cnn_stepper)):
         rates = _alternate({"fused": make(True), "foreach": make(False)}, steps, rounds)
         print(f"  {name:<34} fused {rates['fused']:6.1f}, foreach {rates['foreach']:6.1f} steps per CPU second; "
@@ -140,7 +136,7 @@ def bench_compile(steps: int, flops: float, limit: float) -> dict:
         print(f"\ncompiled step: skipped ({why})")
         return {}
     path, cold = compile_cost()
-    steppers = {label: _companion_stepper(fused=True, compiled=label == "compiled") for label in ("eager", "compiled")}
+    steppers = {label: _companion(True, compiled=label == "compiled")[3] for label in ("eager", "compiled")}
     for stepper in steppers.values():
         stepper()  # the compiled one compiles here (warm inductor cache: the cold cost is measured above)
     rates = _alternate(steppers, steps, rounds)
@@ -175,7 +171,7 @@ def bench_where_time_goes(steps: int) -> dict:
     forms = {"eager": False} | ({} if compiler_missing("cpu") else {"compiled": True})
     table: dict[str, dict[str, float]] = {}
     for label, compiled in forms.items():
-        stepper = _companion_stepper(fused=True, compiled=compiled)
+        stepper = _companion(True, compiled)[3]
         for _ in range(5):
             stepper()  # warm (and compile)
         with profile(activities=[ProfilerActivity.CPU]) as prof:

@@ -143,11 +143,8 @@ def render(records: list[dict[str, Any]]) -> str:
         lines.append("No benchmark has recorded a run yet: run a script in `benchmarks/`, then "
                      "`make measurements`.\n")
         return "\n".join(lines)
-    machines = []  # numbered in the order they first recorded a run
-    for r in sorted(records, key=lambda r: r["date"]):
-        key = _machine_key(r)
-        if key not in machines:
-            machines.append(key)
+    # numbered in the order they first recorded a run
+    machines = list(dict.fromkeys(_machine_key(r) for r in sorted(records, key=lambda r: r["date"])))
     lines += ["## Machines", ""]
     lines += _table([{"machine": f"M{i + 1}", "CPU model": cpu, "vector ISA (torch)": isa or "not recorded",
                       "cores": cores, "torch": torch} for i, (cpu, isa, cores, torch) in enumerate(machines)])
