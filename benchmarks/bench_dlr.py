@@ -1,20 +1,11 @@
 """DLR wall time against n: nhtlab's feature-space estimator vs an n × n Gram-matrix implementation.
 
-Usage::
+    .venv/bin/python benchmarks/bench_dlr.py [--ns 1000 5000] [--threads 2] [--smoke]
 
-    .venv/bin/python benchmarks/bench_dlr.py                 # n up to 50,000, p = 512, one thread
-    .venv/bin/python benchmarks/bench_dlr.py --ns 1000 5000 --threads 2
-    .venv/bin/python benchmarks/bench_dlr.py --smoke          # seconds: checks the script runs
-
-Both paths compute the same number, DLR = 1 − CKA(ΦΦᵀ, QQᵀ) with Q the basis of
-the output span picked by the default rank rule:
-
-* feature space (:func:`nhtlab.measures.dlr.dlr`): ‖QᵀΦ_c‖² / (‖Φ_cᵀΦ_c‖ √r), O(n p²) time,
-  O(n p) memory;
-* Gram: the n × n matrices K = ΦΦᵀ and L = QQᵀ, double-centred, then
-  ⟨K, L⟩ / (‖K‖ ‖L‖) (:func:`nhtlab.measures.cka.linear_cka_gram`), O(n² p) time and about
-  three n × n float64 matrices of memory. It is skipped when that memory would
-  exceed ``--gram-max-gb`` (default 4 GB), and the table says so.
+Both compute DLR = 1 − CKA(ΦΦᵀ, QQᵀ), Q the output span's basis: in feature space
+(:func:`nhtlab.measures.dlr.dlr`, O(n p²) time, O(n p) memory) and from the double-centred n × n
+Gram matrices (:func:`nhtlab.measures.cka.linear_cka_gram`, O(n² p) time, three n × n float64
+matrices: skipped above ``--gram-max-gb``).
 """
 
 from __future__ import annotations

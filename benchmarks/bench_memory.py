@@ -3,15 +3,10 @@
 Usage: ``python benchmarks/bench_memory.py [--budget-gib 16] [--smoke]`` (``--smoke``: the first configuration
 only, seconds; checks the script runs)
 
-For each paper-scale setting the chapters' ``full`` profiles use, prints the
-parameters, the training and evaluation batches, the memory of one training
-step and of one evaluation batch (the configured 8,192 and the batch
-:func:`nhtlab.training.device.suggest_eval_batch_size` picks), and the datasets kept on
-the device. On CUDA the peaks are measured (``torch.cuda.max_memory_allocated``
-around one AdamW step and one evaluation batch); otherwise they are estimated
-from activation sizes measured with forward hooks (:mod:`nhtlab.training.device`), which
-is an upper bound for the evaluation and a rough figure for training
-(allocator caching and cuDNN workspaces come on top). Prints a Markdown table.
+Per ``full`` setting, a Markdown row: parameters, batches, the memory of one training step and one
+evaluation batch (configured, and :func:`nhtlab.training.device.suggest_eval_batch_size`'s), and the
+data on the device. Measured on CUDA; elsewhere estimated from activation sizes
+(:mod:`nhtlab.training.device`): an upper bound for evaluation, a rough figure for training.
 """
 
 from __future__ import annotations

@@ -1,12 +1,8 @@
 """Overhead of nhtlab.Monitor on a training step, measured side by side with the bare loop.
 
-Run: ``.venv/bin/python benchmarks/bench_monitor.py`` (one thread; about a minute; ``--smoke``: seconds,
-checks the script runs).
-Each configuration trains the same model for ``--steps`` steps; the bare loop and
-the monitored loops are interleaved and repeated, and the fastest repeat of each
-is kept. Time is the process's CPU time (``time.process_time``), which other
-processes sharing the cores disturb far less than wall time. Prints CPU ms/step
-and the ratio monitored / bare.
+Run: ``.venv/bin/python benchmarks/bench_monitor.py [--smoke]`` (one thread; about a minute).
+The bare and the monitored loops are interleaved and repeated, the fastest repeat kept, timed in
+process CPU time, which other processes disturb far less than wall time.
 """
 
 from __future__ import annotations

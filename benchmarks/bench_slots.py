@@ -3,20 +3,10 @@
 Usage: ``python benchmarks/bench_slots.py [--runs 4] [--steps 600] [--rounds 2] [--smoke]`` (``--smoke``: 2 runs of
 a few steps, seconds; checks the script runs)
 
-The book build runs two chapters side by side and each may start a pool of one
-worker per core, so three or four training loops can share the cores. This
-trains ``--runs`` companion runs (:func:`nhtlab.companion`, λ = 1, one torch
-thread each, ``--steps`` steps, seeds 0, 1, …) in as many warm worker processes
-at once:
-
-* *free*: every loop computes at once and the kernel time-slices them;
-* *slots*: each loop holds one of ``os.cpu_count()`` slots
-  (:func:`nhtlab.plumbing.cpu_slot`, what ``make book`` sets through
-  ``NHTLAB_CPU_SLOTS``), so the others wait, asleep, and the cores never
-  switch between loops.
-
-The two are timed alternately, ``--rounds`` times each, so both see the same
-machine; it prints each round's wall time and the ratio free / slots.
+The book build's chapters and their pools can run more training loops than cores. This trains
+``--runs`` companion runs (one thread each) in as many warm workers at once, *free* (the kernel
+time-slices them) and holding *slots* (:func:`nhtlab.plumbing.cpu_slot`, as ``make book`` does), the
+two alternated ``--rounds`` times so that both see the same machine.
 """
 
 from __future__ import annotations

@@ -3,11 +3,8 @@
 Usage: ``python benchmarks/bench_sweeps.py [--steps 300] [--workers 2] [--p 31] [--width 128] [--smoke]``
 (``--smoke``: a few steps of a small model, seconds; checks the script runs)
 
-Prints wall-clock seconds of each strategy measured side by side in one process
-(process-pool start-up included), the training seconds summed over runs, and the
-wall-clock ratios to the sequential run. On a machine with CUDA it also times the sequential and batched
-strategies on the GPU. Under other load the wall times are noisy: compare the
-ratios of one invocation, not numbers across invocations.
+Wall seconds of each strategy side by side in one process (pool start-up included), and on CUDA the
+sequential and batched ones on the GPU. Compare the ratios of one invocation, not times across them.
 """
 
 from __future__ import annotations

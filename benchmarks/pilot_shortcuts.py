@@ -1,19 +1,10 @@
 """Pilot grid for chapter 06's border design: in which settings is the border fitted first and dropped later?
 
-One process, one torch thread; prints one table row per run as it finishes (stop it any time) and,
-with ``--out``, writes the rows in the JSON format chapter 06 renders
-(:func:`nhtlab.book.shortcut_report.write_pilot`; ``nhtlab/results/pilot_shortcuts.json``). Every run is a
-:class:`nhtlab.ShortcutRun` on the offline digits (10 × 10 + a 1-pixel border, the 19k-parameter
-SimpleCNN, AdamW lr 3e-3, batch 64, **constant** learning rate) that differs from ``BASE`` only in
-the grid's axes.
-
-Columns (:func:`nhtlab.book.shortcut_report.pilot_row`): ``fitted`` and ``dropped`` are
-:func:`nhtlab.analysis.events.border_times` (the border followed on ≥ 30% of the conflict images and
-more often than the digit; then the digit read on ≥ 50% of them); ``conflict min`` is the
-worst-group accuracy's minimum; the rest are final values.
-
-Usage (``nhtlab/results/pilot_shortcuts.json`` holds the first command's grid, 16 runs, about 25 s of
-CPU each)::
+One process, one thread; a table row per run as it finishes and, with ``--out``, the JSON chapter 06
+renders (:func:`nhtlab.book.shortcut_report.write_pilot`). Each run is ``BASE`` (offline digits with a
+1-pixel border, SimpleCNN, constant learning rate) but for the grid's axes; the columns are
+:func:`nhtlab.book.shortcut_report.pilot_row`'s. ``nhtlab/results/pilot_shortcuts.json`` holds the first
+command's grid::
 
     PYTHONPATH=. python benchmarks/pilot_shortcuts.py --harder all n400 --out nhtlab/results/pilot_shortcuts.json
     PYTHONPATH=. python benchmarks/pilot_shortcuts.py --otherwise none --seeds 0 1 --steps 3000
@@ -40,7 +31,7 @@ HARDER = {"all": dict(train_size=None, noise=0.0), "n400": dict(train_size=400, 
 
 
 def task(run: ShortcutRun) -> str:
-    """The training task in words: how many training images, and the pixel noise if any."""
+    """How many training images, and the pixel noise if any."""
     n = len(run.data().y_train)
     return f"{n:,} images" + (f", noise {run.noise:g}" if run.noise else "")
 

@@ -6,11 +6,9 @@
     python scripts/evaluate_eta.py --profile mlp_full_batch  # the second model (also mlp_minibatch)
     python scripts/evaluate_eta.py --profile book --train-only   # train (or find cached) and stop
 
-The design below (settings, seeds, cuts, methods, intervals) was written and committed before any
-of its runs was trained. Runs train through the result cache, one process at one torch thread, the
-cheapest settings first. The evaluation itself is :func:`nhtlab.book.off_grid_eta.off_grid_evaluation`;
-the script writes its record (``--out``, JSON, default ``nhtlab/results/eta_offgrid_<profile>.json``) with
-the CPU seconds and the machine's CPU model, which chapter 08 renders.
+The design below was committed before any of its runs was trained. Runs train through the result cache,
+one process at one thread, cheapest first; :func:`nhtlab.book.off_grid_eta.off_grid_evaluation` evaluates
+them, and ``--out`` (default ``nhtlab/results/eta_offgrid_<profile>.json``) is what chapter 08 renders.
 """
 
 from __future__ import annotations
@@ -18,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import platform
+import sys
 import time
 from pathlib import Path
 
@@ -25,6 +24,9 @@ import torch
 
 import nhtlab
 from nhtlab.book import off_grid_eta as ev
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+from _record import cpu_model  # noqa: E402  (benchmarks/_record: lscpu's model name, else /proc/cpuinfo's)
 
 # ---------------------------------------------------------------------------------------------
 # The design, fixed and committed before any of its runs was trained (issue 46).
@@ -109,16 +111,6 @@ def weak_runs(cfg: dict) -> list:
     if "weak" not in cfg:
         return []
     return [make_run(cfg, cfg["lr"], cfg["weak"]["weight_decay"], s, cfg["weak"]["steps"], None) for s in cfg["seeds"]]
-
-
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 def main() -> None:

@@ -4,11 +4,9 @@
     python scripts/evaluate_eta_seeds.py --profile book  # the book's λ sweep (chapter 03), fit seeds 0-1, test seed 2
     python scripts/evaluate_eta_seeds.py --profile quick # seconds: quick-profile runs, to check the script itself
 
-The split is fixed before any run: constants are calibrated on the fitting seeds only, then each
-held-out run is cut at 25%, 50% and 75% of its plateau. The runs are trained through the result
-cache (the same configs as ``make reproduce`` and chapter 03, so neither trains them twice).
-Writes ``--out`` (JSON: the evaluation records, the shipping verdict, the early-warning table and
-the settings), which chapter 08 renders.
+The split is fixed before any run: constants come from the fitting seeds, and each held-out run is cut
+at 25%, 50% and 75% of its plateau. Runs train through the result cache (shared with ``make reproduce``
+and chapter 03). Writes ``--out`` (JSON), which chapter 08 renders.
 """
 
 from __future__ import annotations

@@ -4,14 +4,9 @@
     python scripts/reproduce_table3.py --seeds 3 --lams 0.3 0.5 1.0
     python scripts/reproduce_table3.py --edges              # also λ = 0.01 and 2.0, with --edge-steps each
 
-The runs are the companion's exactly (``nhtlab.companion``: transformer, p = 97, 50% train,
-AdamW lr 1e-3, default betas, batch 512 with replacement, stopped 2,000 steps after T_grok,
-at most 50,000 steps), trained on a process pool (one torch thread per worker) through the
-result cache, so an interrupted reproduction resumes where it stopped. The table (ours beside
-the companion's 10-seed means ± std, computed by ``nhtlab.book.paper_comparison``, the function
-chapter 3 uses) is printed and written as markdown to ``--out``, and recorded for the generated
-measurements page (``benchmarks/_record``; ``NHTLAB_MEASUREMENTS_DIR=benchmarks/results`` keeps
-the record with the repository, for the published page).
+The companion's runs exactly (``nhtlab.companion``), on a process pool through the result cache, so an
+interrupted reproduction resumes. The table (``nhtlab.book.paper_comparison``, as chapter 3 renders it)
+is printed, written to ``--out`` and recorded for the measurements page (``benchmarks/_record``).
 """
 
 from __future__ import annotations
@@ -29,10 +24,7 @@ from _record import record  # noqa: E402  (benchmarks/_record: the measurements 
 
 
 def table3_markdown(histories: Sequence[nhtlab.History], header: str) -> str:
-    """The λ sweep beside the companion's Table 3, as Markdown: ``header``, the table and the 1/λ fit.
-
-    The comparison is ``nhtlab.book.paper_comparison``, the function chapter 3 renders too.
-    """
+    """``header``, the λ sweep beside the companion's Table 3 and the 1/λ fit, as Markdown."""
     comparison = nhtlab.book.paper_comparison(list(histories))
     note = "Cells: ours, seed mean ± std (the companion's 10-seed value)."
     return "\n\n".join([header, str(nhtlab.book.table(comparison.rows)), note, comparison.fit_text()]) + "\n"

@@ -1,14 +1,8 @@
 """Open every page of the built book in headless Chromium with the network off and check it.
 
-For each page: console errors and uncaught exceptions (none allowed), altair
-charts present and drawn (an ``svg``/``canvas`` with marks inside each chart),
-interactive controls (Vega-Lite bindings), the Colab launch link, the
-notebook download link, typeset formulas (MathJax), Markdown that reached the
-page as text (a pipe-table row, ``**``, ``$…$``), tables without a data row,
-code blocks wider than their column (they scroll sideways) and a full-page
-screenshot. ``make book`` runs it after rendering (:func:`problems` fails the
-build) and keeps the screenshots under ``_build/screenshots/``. Playwright drives the system's
-Chromium (``executable_path``): no browser is downloaded, and ``playwright install`` is never run.
+Per page: console errors, charts drawn, controls, the Colab and download links, formulas typeset,
+Markdown shown as text, empty tables, code wider than its column, and a screenshot. ``make book`` fails on
+:func:`problems`. Playwright drives the system's Chromium: no browser is ever downloaded.
 
     python tools/browser_check.py _build/html --screenshots _build/screenshots
 """
@@ -25,9 +19,7 @@ from pathlib import Path
 from playwright.sync_api import ConsoleMessage, Error, Page, sync_playwright
 
 WINDOW = {"width": 1280, "height": 900}  # CSS px, at one device pixel each
-# Beside Playwright's own (headless, no sandbox, first run, background networking, component
-# updates, sync and extensions off, scrollbars hidden): no name resolves, so a page that tries to
-# reach any host fails loudly.
+# Beside Playwright's own flags: no name resolves, so a page that reaches for any host fails loudly.
 CHROMIUM_FLAGS = ["--disable-gpu", "--disable-quic", "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1"]
 
 PROBE = """() => {
@@ -139,9 +131,8 @@ def find_chromium() -> str | None:
 
 
 def _error(message: ConsoleMessage) -> str | None:
-    """A console message as a page error: ``console.error`` and ``console.assert`` calls, and the
-    browser's own error log (a resource that failed to load), which Playwright hands over as a
-    console message without arguments."""
+    """``console.error`` and ``console.assert``, and the browser's own error log (a resource that failed to
+    load), which Playwright hands over as a message without arguments."""
     if message.type not in ("error", "assert"):
         return None
     if message.args:
@@ -154,11 +145,9 @@ def _check(page: Page, html: Path, errors: list[str], shots: Path | None, settle
     page.goto(html.resolve().as_uri(), wait_until="commit")
     errors.clear()  # what the page before logged as it was left (a failed image again) is not this page's
     page.wait_for_timeout(settle * 1000)
-    # a busy machine loads a long page slowly: probe only once it has loaded (a blank page would pass
-    # for one without charts, or fail the probe), waiting as long as it takes up to a minute
+    # a blank page would pass for one without charts: probe once loaded, up to a minute on a busy machine
     page.wait_for_function("document.readyState == 'complete' && !!document.body", timeout=60_000)
-    # Charts draw and MathJax typesets asynchronously: poll until every chart has marks and
-    # every formula is typeset (or time runs out).
+    # charts draw and MathJax typesets asynchronously
     for _ in range(120):  # up to 30 s on a busy machine
         try:
             probe = page.evaluate(PROBE)
@@ -199,16 +188,13 @@ LESSON_TABLES, LESSON_ROWS = 6, 12
 
 
 def is_lesson(page: str | Path) -> bool:
-    """A chapter's page (``book/NN_name.html``), where the lesson's budget applies; evidence and
-    reference pages are not lessons."""
+    """A chapter's page (``book/NN_name.html``), not an evidence or reference page."""
     stem = Path(page).stem
     return bool(re.fullmatch(r"\d\d_[a-z0-9_]+", stem)) and "evidence" not in stem
 
 
 def lesson_problems(report: PageReport) -> list[str]:
-    """What crowds a lesson page: more than :data:`LESSON_TABLES` tables outside closed blocks, a visible
-    table of more than :data:`LESSON_ROWS` rows or wider than its column, build or research-log text
-    (CPU seconds, cache, ledger, commit hashes, run times), and no "What we found" box."""
+    """What crowds a lesson: too many visible tables, one too long or wide, log text, no "What we found" box."""
     out = []
     if len(report.visible_tables) > LESSON_TABLES:
         out.append(f"{len(report.visible_tables)} tables visible (at most {LESSON_TABLES}; put evidence in 'How we know')")
@@ -224,10 +210,8 @@ def lesson_problems(report: PageReport) -> list[str]:
 
 
 def problems(report: PageReport) -> list[str]:
-    """What a reader would see broken on the page: console errors, a chart without marks, formulas
-    MathJax left as source, Markdown shown as text, a table without a data row, and on a chapter's
-    page a lesson crowded by its evidence (:func:`lesson_problems`). (Layout checks such as code
-    wider than its column are the tests' business, not the build's.)"""
+    """What a reader would see broken: console errors, undrawn charts, untypeset formulas, raw Markdown,
+    empty tables, a crowded lesson. (Code wider than its column is the tests' business, not the build's.)"""
     out = [f"console: {e}" for e in report.errors]
     if is_lesson(report.page):
         out += lesson_problems(report)

@@ -3,26 +3,15 @@
     python tools/build_book.py --profile book      # what `make book` runs
     python tools/build_book.py --profile quick     # the tests' executions
 
-Executed notebooks are cached under ``_build/executed/<profile>/``, keyed on the
-notebook's own content, the profile and a hash of nhtlab's source, so a chapter
-is re-run only when something it depends on changed. Jupyter Book never
-executes anything itself (``execute_notebooks: off``): it renders a staging copy
-of the book in which each chapter is replaced by its executed version.
+Executed notebooks are cached under ``_build/executed/<profile>/``, keyed on the notebook, the
+profile and nhtlab's source; Jupyter Book only renders (``execute_notebooks: off``) a staging copy
+of the book holding the executed chapters.
 
-``make book`` executes two chapters at a time (``--jobs 2``), **longest first**: the
-chapters are queued by the seconds each took in the last measured build
-(:func:`expected_seconds`), and whichever of the two kernels is free takes the next,
-so the short ones fill the end instead of one long chapter running alone.
-The chapters share runs through the result cache, and a run one chapter is
-training is claimed (``ResultCache.claim``): a chapter running beside it that
-reaches it waits and reads it, so no run is trained twice whatever the order
-(the runs chapter 4 reads through a DLR probe are trained with it by whichever
-chapter comes first, ``nhtlab.book.shared_probe``). The order is therefore chosen for time only.
-Each chapter's kernel has one thread; a chapter's own sweep still starts its pool
-of workers, so the cores stay busy while the other chapter analyses, draws or
-trains in its kernel. Every training loop then holds one of the machine's CPU
-slots (``NHTLAB_CPU_SLOTS``, :mod:`nhtlab.plumbing.cpu_slots`): never more loops
-compute than there are cores, which time-slicing would slow by ~8%.
+``--jobs 2`` executes two chapters at a time, longest first by the last measured build
+(:func:`expected_seconds`), so that the short ones fill the end. The chapters share runs through
+the result cache, whose claims make a chapter wait for a run another is training: the order only
+decides the time. Each kernel has one thread, and every training loop holds one of the machine's
+CPU slots (``NHTLAB_CPU_SLOTS``): time-slicing more loops than cores costs ~8%.
 """
 
 from __future__ import annotations
@@ -39,6 +28,7 @@ import shutil
 import subprocess
 import sys
 import time
+from collections import Counter
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -49,17 +39,14 @@ sys.path.insert(0, str(ROOT / "benchmarks"))  # benchmarks/_record: the machine'
 BOOK = ROOT / "book"
 if TYPE_CHECKING:
     from nhtlab.plumbing.ledger import LedgerSummary
-# NHTLAB_BUILD_DIR moves the whole build (executed chapters, their run cache, the HTML) elsewhere:
-# tools/kernel_paths.py builds a second copy of the book under another kernel path that way.
+# Moves the whole build elsewhere: tools/kernel_paths.py builds a second copy under another kernel path.
 BUILD = Path(os.environ.get("NHTLAB_BUILD_DIR") or ROOT / "_build")
-# What the kernel sees while a chapter is executed for the book: offline chart
-# renderer and static stand-ins for widgets (NHTLAB_BOOK), and no progress output
-# (NHTLAB_PROGRESS): a widget box, a bar or a "runs in N s" line is build log, not lesson.
+# The kernel renders charts offline, widgets as static stand-ins, and prints no progress: build log is no lesson.
 BOOK_ENV = {"NHTLAB_BOOK": "1", "NHTLAB_PROGRESS": "none"}
 
 
 def chapters(only: list[str] | None = None) -> list[Path]:
-    """The chapters' .ipynb files, in table-of-contents order (``only``: a subset of stems)."""
+    """The chapters' .ipynb files in table-of-contents order (``only``: a subset of stems)."""
     toc = (ROOT / "_toc.yml").read_text()
     names = [line.split("file:")[1].strip() for line in toc.splitlines() if "file:" in line]
     paths = [ROOT / f"{name}.ipynb" for name in names]
@@ -67,7 +54,7 @@ def chapters(only: list[str] | None = None) -> list[Path]:
 
 
 def source_hash() -> str:
-    """Hash of nhtlab's source files (what a chapter's results depend on besides itself)."""
+    """Hash of nhtlab's source: what a chapter's results depend on besides itself."""
     digest = hashlib.sha256()
     for path in sorted((ROOT / "nhtlab").rglob("*.py")):
         digest.update(path.relative_to(ROOT).as_posix().encode())
@@ -83,7 +70,7 @@ def cache_key(notebook: Path, profile: str) -> str:
 
 
 def hide_injected_parameters(path: Path) -> None:
-    """Tag papermill's injected-parameters cell ``remove-cell`` so the page stays clean."""
+    """Tag papermill's injected-parameters cell ``remove-cell``, so the page stays clean."""
     nb = json.loads(path.read_text())
     for cell in nb["cells"]:
         tags = cell.get("metadata", {}).get("tags", [])
@@ -93,7 +80,7 @@ def hide_injected_parameters(path: Path) -> None:
 
 
 def run_papermill(notebook: Path, out: Path, profile: str, env: dict[str, str]) -> float:
-    """Execute ``notebook`` into ``out`` with papermill in ``profile``, the kernel seeing ``env``; return seconds."""
+    """Execute ``notebook`` into ``out`` in ``profile``, the kernel seeing ``env``; return seconds."""
     import papermill
 
     saved = {k: os.environ.get(k) for k in env}
@@ -103,11 +90,10 @@ def run_papermill(notebook: Path, out: Path, profile: str, env: dict[str, str]) 
         papermill.execute_notebook(
             str(notebook), str(out), parameters={"profile": profile}, cwd=str(notebook.parent),
             kernel_name="python3", progress_bar=False, request_save_on_cell_execute=False,
-            # the kernel's own log (its "running over TCP without encryption" warning, once per chapter) is
-            # not the build's: errors only
+            # the kernel's own log (an unencrypted-TCP warning per chapter) is not the build's
             extra_arguments=["--IPKernelApp.log_level=ERROR"],
         )
-    finally:
+    finally:  # only env's keys: a whole-environment restore would blank it for the progress thread a moment
         for k, v in saved.items():
             if v is None:
                 os.environ.pop(k, None)
@@ -117,19 +103,17 @@ def run_papermill(notebook: Path, out: Path, profile: str, env: dict[str, str]) 
 
 
 def children_cpu_seconds() -> float:
-    """CPU seconds (user + system) of this process's finished, waited-for children and their own children.
+    """CPU seconds of this process's waited-for descendants.
 
-    Papermill's kernel is such a child. A chapter's pool workers are not the kernel's children but its
-    fork server's, which outlives the kernel by a moment; :func:`adopt_orphans` and
-    :func:`reap_descendants` make them ours too, so the difference around one execution is everything
-    that chapter computed, whichever core it ran on and whatever ran beside it.
+    A chapter's pool workers belong to its kernel's fork server, which outlives the kernel:
+    :func:`adopt_orphans` and :func:`reap_descendants` make them counted here too.
     """
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     return usage.ru_utime + usage.ru_stime
 
 
 def adopt_orphans() -> bool:
-    """Make this process the reaper of its orphaned descendants (Linux's child subreaper); False elsewhere."""
+    """Make this process the reaper of its orphaned descendants (Linux); False elsewhere."""
     try:
         import ctypes
 
@@ -139,8 +123,7 @@ def adopt_orphans() -> bool:
 
 
 def reap_descendants(timeout: float = 60.0) -> bool:
-    """Wait until this process has no child left (a kernel's fork server and workers, adopted when the kernel
-    ended, exit within about a second of it); False when some outlive ``timeout`` seconds."""
+    """Wait until no child is left; False when some outlive ``timeout`` seconds."""
     deadline = time.monotonic() + timeout
     while True:
         try:
@@ -163,7 +146,7 @@ def read_stamp(executed: Path) -> tuple[str, float, float | None] | None:
 
 
 def claims_file(executed: Path) -> Path:
-    """Where an executed chapter's closing checks are recorded (JSON, :func:`nhtlab.book.closing_checks`)."""
+    """Where an executed chapter's closing checks are recorded (:func:`nhtlab.book.closing_checks`)."""
     return executed.with_suffix(".claims.json")
 
 
@@ -184,30 +167,18 @@ def claims_summary(profile: str, only: list[str] | None = None) -> list[str]:
     return lines
 
 
-def cpu_model() -> str:
-    """The machine's CPU model as ``lscpu`` names it (``/proc/cpuinfo`` where there is no lscpu): ``_record``'s."""
-    from _record import cpu_model as model
-
-    return model()
-
-
 def machine_line() -> str:
-    """The CPU model, torch's vector ISA and the core count: what a build's timings belong to.
-
-    ``lscpu`` names a 2-core AVX-512 and a 2-core AVX2 machine both "AMD EPYC", whose builds' CPU differed
-    (1.15× and 1.82× in two AVX2 builds an hour apart): the ISA tells them apart.
-    """
-    from _record import cpu_isa
+    """CPU model, torch's vector ISA and cores: lscpu names an AVX-512 and an AVX2 machine both "AMD EPYC"."""
+    from _record import cpu_isa, cpu_model
 
     return f"{cpu_model()!r} ({cpu_isa() or 'vector ISA unknown'}, {os.cpu_count()} cores)"
 
 
 def run_cache() -> Path:
-    """The result cache the chapters of this build share: one per version of nhtlab's source, or the folder
-    ``NHTLAB_RUN_CACHE`` names. A developer re-executing chapters after an edit of text or tables reuses a
-    warm one that way: each entry's key still holds the source of the code that computes a run's numbers
-    (:func:`nhtlab.training.cache_key.config_key`), so no run of other numerics is read; an edit of the
-    book's DLR probes (stored with the runs) needs the per-version folder."""
+    """The chapters' shared result cache: one per version of nhtlab's source, or ``NHTLAB_RUN_CACHE``.
+
+    A warm override is safe: each entry's key holds the source of the code that computes its numbers.
+    """
     override = os.environ.get("NHTLAB_RUN_CACHE")
     return Path(override) if override else BUILD / "run-cache" / source_hash()
 
@@ -219,28 +190,8 @@ def ledger_lines() -> list[dict]:
     return read_ledger(run_cache())
 
 
-def ledger_summary(since: int = 0) -> "LedgerSummary":
-    """What the chapters trained into this build's result cache after its first ``since`` ledger lines
-    (the quick profile's test executions share the folder)."""
-    from nhtlab.plumbing.ledger import summarise
-
-    return summarise(ledger_lines()[since:])
-
-
-def build_efficiency(lines: list[dict]) -> dict[str, dict[str, float]]:
-    """Per run kind, Σ steps × floor per step / training CPU seconds over the ledger ``lines``
-    (:func:`nhtlab.plumbing.floor.efficiency`): the step's FLOPs counted once per shape (kept under
-    ``<build>/step-flops/<source hash>``), the torch.mm rate timed here, once, on one thread."""
-    from nhtlab.plumbing.floor import efficiency, floors
-
-    return efficiency(lines, floors(lines, BUILD / "step-flops" / source_hash()))
-
-
 def execute(notebook: Path, profile: str, force: bool = False) -> tuple[Path, float, bool]:
-    """Execute ``notebook`` in ``profile`` (cached). Returns (output, seconds, was_cached).
-
-    ``seconds`` is the time of the execution that produced the output, also on a cache hit.
-    """
+    """Execute ``notebook`` in ``profile`` (cached): (output, seconds of the execution that made it, was_cached)."""
     out_dir = BUILD / "executed" / profile
     out_dir.mkdir(parents=True, exist_ok=True)
     out = out_dir / notebook.name
@@ -248,24 +199,19 @@ def execute(notebook: Path, profile: str, force: bool = False) -> tuple[Path, fl
     key = cache_key(notebook, profile)
     recorded = read_stamp(out)
     if not force and out.exists() and recorded is not None and recorded[0] == key:
-        # A cached chapter reports the seconds its execution took, so timing checks see real work.
         return out, recorded[1], True
     stamp.unlink(missing_ok=True)
     claims = claims_file(out)
     claims.unlink(missing_ok=True)
-    # Finished runs are cached per version of nhtlab's source, so an edit never reuses stale results.
-    # The chapter's closing checks write what held to its claims file (nhtlab.book.closing_checks).
-    # The chapter's name: the ledger says which chapter's process trained each run (nhtlab.plumbing.ledger).
     from nhtlab.plumbing.ledger import CHAPTER_VARIABLE
 
+    # the chapter's name tells the ledger which chapter trained each run
     env = {**BOOK_ENV, "NHTLAB_CACHE_DIR": str(run_cache()), "NHTLAB_CLAIMS_FILE": str(claims),
            CHAPTER_VARIABLE: notebook.stem}
-    # Only in a process of the build's own pool: one that runs nothing else, so that it may adopt and wait for
-    # every descendant (the main process or a test's may have children of its own to wait for).
+    # Only a process of the build's own pool runs nothing else, so only it may adopt and wait for every descendant.
     adopted = multiprocessing.parent_process() is not None and adopt_orphans()
     cpu = children_cpu_seconds()
     seconds = run_papermill(notebook, out, profile, env)
-    # The kernel and, adopted once it ended, its fork server and workers; not measured where they cannot be reaped.
     counted = adopted and reap_descendants()
     cpu = children_cpu_seconds() - cpu
     hide_injected_parameters(out)
@@ -277,10 +223,9 @@ def _execute_one(args: tuple[str, str, bool], threads: int | None = None) -> tup
     if threads is not None:
         # Parallel chapters: one BLAS/OpenMP thread per kernel, or the threads spin against each other.
         os.environ["OMP_NUM_THREADS"] = os.environ["MKL_NUM_THREADS"] = str(threads)
-        # Side by side, chapters and their pools would run more training loops than there are cores;
-        # each loop holds one of the machine's slots instead (nhtlab.plumbing.cpu_slots; ~8% faster).
+        # Side by side, chapters and pools run more loops than cores: each loop holds a slot instead.
         os.environ.setdefault("NHTLAB_CPU_SLOTS", str(os.cpu_count() or 1))
-    # a marker the build's progress lines read: this chapter runs now (a pool marks a queued task "running")
+    # the progress lines read it: a pool marks a queued task "running" already
     marker = running_marker(Path(args[0]).stem, args[1])
     marker.parent.mkdir(parents=True, exist_ok=True)
     marker.write_text(str(time.time()))
@@ -292,17 +237,13 @@ def _execute_one(args: tuple[str, str, bool], threads: int | None = None) -> tup
 
 
 def running_marker(stem: str, profile: str) -> Path:
-    """The file that says chapter ``stem`` is executing in ``profile`` now, holding its start time."""
+    """The file that says chapter ``stem`` is executing in ``profile`` now."""
     return BUILD / "executed" / profile / f"{stem}.running"
 
 
 def _execute_chapters(todo: list[tuple[str, str, bool]], threads: int | None = 1,
-                  keep_going: bool = False) -> list[tuple[str, float, bool]]:
-    """Execute chapters one after another (in a pool process: one thread per kernel).
-
-    With ``keep_going`` a chapter that fails (a closing check that did not hold) is reported with
-    seconds NaN and the next one runs: its claims file still records what held and what did not.
-    """
+                      keep_going: bool = False) -> list[tuple[str, float, bool]]:
+    """Execute chapters one after another; with ``keep_going`` a failed one gets seconds NaN and the next runs."""
     done = []
     for item in todo:
         try:
@@ -321,7 +262,7 @@ def _execute_chapters(todo: list[tuple[str, str, bool]], threads: int | None = 1
 
 
 def _build_records(profile: str) -> list[dict]:
-    """The ``build_book`` measurements records of ``profile``: this checkout's kept ones and this machine's."""
+    """The ``build_book`` records of ``profile``: this checkout's kept ones and this machine's."""
     found = []
     for folder in (ROOT / "benchmarks" / "results", BUILD / "measurements"):
         for path in sorted(folder.glob("build_book-*.json")):
@@ -337,9 +278,8 @@ def _build_records(profile: str) -> list[dict]:
 def expected_seconds(profile: str, notebooks: list[Path]) -> tuple[dict[str, float], str]:
     """Each chapter's seconds in the last measured build of ``profile``, and where they come from.
 
-    This build folder's own stamps (the seconds of each chapter's last execution here) where every
-    chapter has one; else the newest ``build_book`` record of the profile, this machine's kind
-    (CPU model, vector ISA, cores) preferred; else none (``{}``, and the chapters keep their order).
+    This folder's stamps where every chapter has one; else the newest ``build_book`` record, this
+    machine's kind preferred; else none.
     """
     stamps = {}
     for nb in notebooks:
@@ -363,17 +303,14 @@ def expected_seconds(profile: str, notebooks: list[Path]) -> tuple[dict[str, flo
 
 
 def longest_first(notebooks: list[Path], seconds: dict[str, float]) -> list[Path]:
-    """``notebooks`` by expected ``seconds``, longest first; a chapter never measured goes first
-    (it may be the longest), ties keep the table of contents' order."""
+    """Longest expected first; a chapter never measured first (it may be the longest); ties in toc order."""
     order = {nb.stem: i for i, nb in enumerate(notebooks)}
     return sorted(notebooks, key=lambda nb: (-seconds.get(nb.stem, math.inf), order[nb.stem]))
 
 
 class ChapterProgress:
-    """A line per running chapter every ``every`` seconds while the build executes: the seconds it has run
-    against the seconds it took in the last measured build (:func:`expected_seconds`), and the runs it has
-    trained so far in this build (its lines in the result cache's ledger). Plain lines, so that a CI log and
-    a terminal read the same; ``running()`` says which chapters run now."""
+    """Every ``every`` seconds, a plain line per running chapter: its seconds against the last build's,
+    and the runs it has trained (the ledger); ``running()`` names the chapters running now."""
 
     def __init__(self, expected: dict[str, float], running, every: float = 60.0):
         import threading
@@ -393,10 +330,7 @@ class ChapterProgress:
         self.thread.join(timeout=10)
 
     def lines(self, now: float) -> list[str]:
-        """The status of each running chapter at ``now`` (``time.time()``)."""
-        trained: dict[str, int] = {}
-        for line in ledger_lines()[self.base:]:  # this build's trainings only
-            trained[line.get("chapter", "")] = trained.get(line.get("chapter", ""), 0) + 1
+        trained = Counter(line.get("chapter", "") for line in ledger_lines()[self.base:])  # this build's only
         out = []
         for stem in self.running():
             elapsed = now - self.started.setdefault(stem, now)
@@ -414,12 +348,9 @@ class ChapterProgress:
 
 def execute_all(profile: str, jobs: int = 1, force: bool = False, only: list[str] | None = None,
                 keep_going: bool = False, order: list[Path] | None = None) -> dict[str, tuple[float, bool]]:
-    """Execute every chapter; ``jobs`` > 1 runs that many chapters at a time in parallel processes.
+    """Execute every chapter, ``jobs`` at a time, handed out in ``order`` (default :func:`longest_first`).
 
-    The chapters are handed out in ``order`` (default: :func:`longest_first` by
-    :func:`expected_seconds`), each to whichever process is free. Returns ``stem → (seconds,
-    cached)`` in the table of contents' order; a chapter that failed under ``keep_going`` has
-    seconds NaN.
+    Returns ``stem → (seconds, cached)`` in toc order; a chapter failed under ``keep_going`` has NaN.
     """
     notebooks = chapters(only)
     expected = expected_seconds(profile, notebooks)[0]
@@ -427,10 +358,11 @@ def execute_all(profile: str, jobs: int = 1, force: bool = False, only: list[str
         order = longest_first(notebooks, expected)
     results: dict[str, tuple[float, bool]] = {}
     if jobs > 1:
-        # One chapter per task: a free process takes the next chapter in ``order`` (tasks start in the order given).
+        # One chapter per task: a free process takes the next chapter in ``order``.
         with ProcessPoolExecutor(max(1, min(jobs, len(order)))) as pool:
-            futures = {nb.stem: pool.submit(_execute_chapters, [(str(nb), profile, force)], 1, keep_going) for nb in order}
-            # a chapter runs when its worker has written its marker (a queued task already counts as running)
+            futures = {nb.stem: pool.submit(_execute_chapters, [(str(nb), profile, force)], 1, keep_going)
+                       for nb in order}
+            # a chapter runs once its worker has written its marker (a queued task already counts as running)
             with ChapterProgress(expected, lambda: [stem for stem, f in futures.items()
                                                     if f.running() and running_marker(stem, profile).exists()]):
                 for stem, future in futures.items():
@@ -441,14 +373,14 @@ def execute_all(profile: str, jobs: int = 1, force: bool = False, only: list[str
         with ChapterProgress(expected, lambda: list(current)):
             for nb in order:
                 current[:] = [nb.stem]
-                (_, seconds, cached), = _execute_chapters([(str(nb), profile, force)], threads=None, keep_going=keep_going)
+                (_, seconds, cached), = _execute_chapters([(str(nb), profile, force)], threads=None,
+                                                          keep_going=keep_going)
                 results[nb.stem] = (seconds, cached)
     return {nb.stem: results[nb.stem] for nb in notebooks}
 
 
 def stage(profile: str, only: list[str] | None = None) -> Path:
-    """Copy the book's sources to ``_build/stage/<profile>`` with executed chapters in place, and the
-    findings page written from their closing checks (``tools/findings_page.py``)."""
+    """Copy the book to ``_build/stage/<profile>`` with the executed chapters and the findings page."""
     target = BUILD / "stage" / profile
     if target.exists():
         shutil.rmtree(target)
@@ -458,13 +390,13 @@ def stage(profile: str, only: list[str] | None = None) -> Path:
     toc = [line for line in (ROOT / "_toc.yml").read_text().splitlines()
            if not re.search(r"file: book/\d\d_", line) or line.split("book/")[1].strip() in built]
     (target / "_toc.yml").write_text("\n".join(toc) + "\n")
-    shutil.copytree(BOOK, target / "book", ignore=shutil.ignore_patterns("*.ipynb", "*.py", "__pycache__", ".ipynb_checkpoints"))
+    shutil.copytree(BOOK, target / "book",
+                    ignore=shutil.ignore_patterns("*.ipynb", "*.py", "__pycache__", ".ipynb_checkpoints"))
     from vendor_js import vendor
 
     shutil.copytree(vendor(), target / "_static" / "vendor")
     for nb in chapters(only):
-        executed = BUILD / "executed" / profile / nb.name
-        shutil.copy(executed, target / "book" / nb.name)
+        shutil.copy(BUILD / "executed" / profile / nb.name, target / "book" / nb.name)
     import findings_page
 
     records = findings_page.load_records(BUILD / "executed" / profile, [nb.stem for nb in chapters(only)])
@@ -475,22 +407,19 @@ def stage(profile: str, only: list[str] | None = None) -> Path:
 def render(profile: str, html_dir: Path | None = None, only: list[str] | None = None) -> Path:
     """Render the staged book to HTML; returns the html folder."""
     target = stage(profile, only)
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT / "tools"), os.environ.get("PYTHONPATH")]))}
-    subprocess.run([str(Path(sys.executable).parent / "jupyter-book"), "build", str(target), "--path-output", str(target), "-q"],
-                   check=True, cwd=ROOT, env=env)
-    built = target / "_build" / "html"
+    path = os.pathsep.join(filter(None, [str(ROOT / "tools"), os.environ.get("PYTHONPATH")]))
+    subprocess.run([str(Path(sys.executable).parent / "jupyter-book"), "build", str(target), "--path-output",
+                    str(target), "-q"], check=True, cwd=ROOT, env={**os.environ, "PYTHONPATH": path})
     html_dir = html_dir or BUILD / "html"
     if html_dir.exists():
         shutil.rmtree(html_dir)
-    shutil.copytree(built, html_dir)
+    shutil.copytree(target / "_build" / "html", html_dir)
     return html_dir
 
 
 def look_at_pages(html: Path, screenshots: Path) -> list[str]:
-    """Open every built page in headless Chromium, offline (tools/browser_check.py): save a full-page
-    screenshot of each under ``screenshots`` for whoever reviews a change, and print what a reader
-    would see broken (Markdown shown as text, an empty table, a chart without marks, a console
-    error). Returns the broken pages' names; without Chromium, says so and checks nothing."""
+    """Open every page in headless Chromium (tools/browser_check.py), screenshot it and print what a reader
+    would see broken; returns the broken pages. Without Chromium, says so and checks nothing."""
     import browser_check
 
     if browser_check.find_chromium() is None:
@@ -513,11 +442,10 @@ def look_at_pages(html: Path, screenshots: Path) -> list[str]:
 
 
 def cpu_ticks(stat: str | os.PathLike = "/proc/stat") -> tuple[int, int] | None:
-    """Machine-wide (busy, total) CPU clock ticks since boot, summed over cores, from ``stat``'s first line
-    (``/proc/stat``: Linux; None where it is missing; ``os.sysconf("SC_CLK_TCK")`` ticks per second). Kept as
-    integers so that differences are exact: busy equals total when every core was busy. The build prints how
-    much of the cores its chapters kept busy: near 100%, its time is its work divided by the cores, and only
-    less work or faster cores shorten it."""
+    """Machine-wide (busy, total) CPU ticks since boot from ``/proc/stat`` (None where it is missing).
+
+    Integers, so differences are exact: busy equals total when every core was busy.
+    """
     try:
         fields = Path(stat).read_text().splitlines()[0].split()
     except OSError:
@@ -561,19 +489,21 @@ def main() -> None:
         print(f"Chapters: {busy_seconds:,.0f} busy core-seconds in {executed - start:,.0f} s, "
               f"{share:.0%} of the machine's {os.cpu_count()} cores", flush=True)
     cpu = chapter_cpu(args.profile, notebooks, results)
-    trained = ledger_summary(since=ledger_start)
+    from nhtlab.plumbing.floor import efficiency, efficiency_lines, floors
+    from nhtlab.plumbing.ledger import summarise
+
+    built = ledger_lines()[ledger_start:]  # the quick profile's test executions share the folder
+    trained = summarise(built)
     counted = time.perf_counter()
-    efficiency = build_efficiency(ledger_lines()[ledger_start:])
+    # Σ steps × the step's floor (its FLOPs counted once per shape and kept) over the training CPU seconds
+    kinds = efficiency(built, floors(built, BUILD / "step-flops" / source_hash()))
     counted = time.perf_counter() - counted
     if cpu:
         print(*cpu_lines(cpu, trained.by_chapter), sep="\n", flush=True)
     print("Closing checks (nhtlab.book.closing_checks):", *claims_summary(args.profile, args.only), sep="\n", flush=True)
     print("This build's training (the result cache's ledger):", *trained.lines(), sep="\n", flush=True)
-    from nhtlab.plumbing.floor import efficiency_lines
-
     print(f"Its training against the step's floor (matmul FLOPs at torch.mm's rate, nhtlab.plumbing.floor; "
-          f"counted and timed in {counted:.1f} s):",
-          *efficiency_lines(efficiency), sep="\n", flush=True)
+          f"counted and timed in {counted:.1f} s):", *efficiency_lines(kinds), sep="\n", flush=True)
     if failed:
         sys.exit(f"Chapters that failed: {', '.join(failed)}")
     if args.no_html:
@@ -583,17 +513,16 @@ def main() -> None:
     print(f"Book written to {html / 'index.html'} in {done - start:.0f} s "
           f"(chapters {executed - start:.0f} s, HTML {done - executed:.0f} s)", flush=True)
     broken = look_at_pages(html, BUILD / "screenshots")
-    # A whole build that executed every chapter on a cold result cache is a measurement of the book's cost:
-    # recorded for the measurements page (`make measurements`; kept ones go to benchmarks/results).
+    # A whole build of every chapter on a cold result cache measures the book's cost (`make measurements`).
     if args.only is None and cold and not any(cached for _, cached in results.values()):
         print("  recorded:", record_build(args.profile, args.jobs, results, executed - start, done - executed,
-                                          busy_seconds, share, trained, cpu, efficiency), flush=True)
+                                          busy_seconds, share, trained, cpu, kinds), flush=True)
     if broken:
         sys.exit(f"Pages a reader would see broken: {', '.join(broken)} (_build/screenshots/report.json)")
 
 
 def chapter_cpu(profile: str, notebooks: list[Path], results: dict[str, tuple[float, bool]]) -> dict[str, float]:
-    """The CPU seconds of each chapter executed in this build (from its stamp; cached or older stamps: none)."""
+    """The CPU seconds of each chapter executed in this build, from its stamp."""
     cpu = {}
     for nb in notebooks:
         stamp = read_stamp(BUILD / "executed" / profile / nb.name)
@@ -603,9 +532,8 @@ def chapter_cpu(profile: str, notebooks: list[Path], results: dict[str, tuple[fl
 
 
 def cpu_lines(cpu: dict[str, float], trained: dict[str, float]) -> list[str]:
-    """Each chapter's CPU seconds, longest first, and where the ledger knows it, the part spent training runs into
-    the result cache (``trained``: chapter → CPU s) against the rest: the chapter's own loops, its analysis and
-    charts, its kernel's start."""
+    """Each chapter's CPU seconds, longest first, and where the ledger knows (``trained``: chapter → CPU s),
+    the part spent training runs into the result cache against the rest."""
     order = sorted(cpu, key=lambda stem: -cpu[stem])
     lines = [f"Each chapter's own CPU seconds (its kernel and workers; {sum(cpu.values()):,.0f} in all): "
              + ", ".join(f"{stem[:2]} {cpu[stem]:,.0f}" for stem in order)]
@@ -621,35 +549,32 @@ def cpu_lines(cpu: dict[str, float], trained: dict[str, float]) -> list[str]:
 def record_build(profile: str, jobs: int, results: dict[str, tuple[float, bool]], chapters_s: float, html_s: float,
                  busy_seconds: float | None, share: float | None, trained: "LedgerSummary",
                  cpu: dict[str, float] | None = None, efficiency: dict[str, dict[str, float]] | None = None) -> Path:
-    """Write the build's measurements record (``benchmarks/_record``): each chapter's seconds (and CPU seconds,
-    ``cpu``), the whole build, the cores' busy time, what the result cache's ledger says was trained, by kind
-    and twice, and each kind's share of the step's floor (``efficiency``, :func:`build_efficiency`)."""
+    """Write the build's measurements record (``benchmarks/_record``): chapters' wall and CPU seconds, the
+    whole build, the cores' busy time, what the ledger says was trained, and each kind's share of the floor."""
     from _record import record
 
-    rows = [{"what": f"chapter {stem}", "value": round(seconds, 1), "unit": "s wall"} for stem, (seconds, _) in results.items()]
-    rows += [{"what": f"CPU of chapter {stem}", "value": round(value), "unit": "CPU s (its kernel and workers)"}
-             for stem, value in (cpu or {}).items()]
-    rows += [{"what": f"training CPU of chapter {stem}", "value": round(trained.by_chapter.get(stem, 0.0)),
-              "unit": "CPU s (its runs trained into the result cache)"} for stem in (cpu or {}) if trained.by_chapter]
-    rows += [{"what": "chapters", "value": round(chapters_s, 1), "unit": f"s wall ({jobs} at a time)"},
-             {"what": "HTML", "value": round(html_s, 1), "unit": "s wall"},
-             {"what": "whole build (install apart)", "value": round(chapters_s + html_s, 1), "unit": "s wall"}]
+    cpu = cpu or {}
+    rows = [(f"chapter {stem}", round(seconds, 1), "s wall") for stem, (seconds, _) in results.items()]
+    rows += [(f"CPU of chapter {stem}", round(value), "CPU s (its kernel and workers)") for stem, value in cpu.items()]
+    rows += [(f"training CPU of chapter {stem}", round(trained.by_chapter.get(stem, 0.0)),
+              "CPU s (its runs trained into the result cache)") for stem in cpu if trained.by_chapter]
+    rows += [("chapters", round(chapters_s, 1), f"s wall ({jobs} at a time)"), ("HTML", round(html_s, 1), "s wall"),
+             ("whole build (install apart)", round(chapters_s + html_s, 1), "s wall")]
     if busy_seconds is not None:
-        rows += [{"what": "busy core-seconds (chapters)", "value": round(busy_seconds), "unit": "core-s"},
-                 {"what": "share of the cores busy", "value": round(share, 3), "unit": "share"}]
-    rows += [{"what": "runs trained", "value": trained.trainings, "unit": "runs"},
-             {"what": "runs trained more than once", "value": len(trained.twice), "unit": "runs"}]
+        rows += [("busy core-seconds (chapters)", round(busy_seconds), "core-s"),
+                 ("share of the cores busy", round(share, 3), "share")]
+    rows += [("runs trained", trained.trainings, "runs"), ("runs trained more than once", len(trained.twice), "runs")]
     for kind, totals in trained.by_kind.items():
-        rows += [{"what": f"{kind}: steps trained", "value": int(totals["steps"]), "unit": "steps"},
-                 {"what": f"{kind}: training CPU", "value": round(totals["cpu_s"]), "unit": "CPU s"}]
+        rows += [(f"{kind}: steps trained", int(totals["steps"]), "steps"),
+                 (f"{kind}: training CPU", round(totals["cpu_s"]), "CPU s")]
     for kind, totals in (efficiency or {}).items():  # the page's efficiency table reads these (EFFICIENCY_ROWS)
-        rows += [{"what": f"{kind}: steps with a floor", "value": int(totals["steps"]), "unit": "steps"},
-                 {"what": f"{kind}: their training CPU", "value": round(totals["cpu_s"], 1), "unit": "CPU s"},
-                 {"what": f"{kind}: their floor", "value": round(totals["floor_s"], 1),
-                  "unit": "s (matmul FLOPs at torch.mm's rate)"},
-                 {"what": f"{kind}: efficiency", "value": round(totals["share"], 3), "unit": "floor / training CPU"}]
-    return record("build_book", rows, settings={"profile": profile, "chapters at a time": jobs, "order": "longest first",
-                                              "result cache": "cold"},
+        rows += [(f"{kind}: steps with a floor", int(totals["steps"]), "steps"),
+                 (f"{kind}: their training CPU", round(totals["cpu_s"], 1), "CPU s"),
+                 (f"{kind}: their floor", round(totals["floor_s"], 1), "s (matmul FLOPs at torch.mm's rate)"),
+                 (f"{kind}: efficiency", round(totals["share"], 3), "floor / training CPU")]
+    return record("build_book", [{"what": what, "value": value, "unit": unit} for what, value, unit in rows],
+                  settings={"profile": profile, "chapters at a time": jobs, "order": "longest first",
+                            "result cache": "cold"},
                   note="`make book` from a clean clone's state (every chapter executed, cold result cache): each "
                        "chapter's wall time in its process, and what the chapters trained (the cache's ledger).")
 

@@ -4,19 +4,11 @@ and numbers typed into Markdown that are neither a paper's value nor a setting.
     .venv/bin/python tools/chapter_shape.py            # the table, then every unlisted number
     .venv/bin/python tools/chapter_shape.py --json     # the same as JSON
 
-A chapter's prose is written once and must stay true on every CPU and in every profile, so a
-number in its Markdown is allowed only when it is one of:
-
-* a value a paper reports (any number held by :mod:`nhtlab.papers`);
-* a setting: a numeric literal of the chapter's PROFILES cell, or of the shared presets and run
-  definitions (``nhtlab/training/presets.py``, ``modular_run.py``, ``shortcut_run.py``) and the event and
-  delay definitions (``nhtlab/analysis/events.py``, ``delay.py``);
-* a small count (an integer from 0 to 10: "two phases", "chapter 3") or a year (1900–2099);
-* an entry of :data:`ALLOWED` below, each with its reason (at most 20).
-
-Anything else is "run-like": a measured number that belongs in a cell built from the run
-(:func:`nhtlab.book.md`). Citations, links, inline code and arXiv identifiers are not prose numbers.
-tests/test_chapter_shape.py runs this script and holds the chapters to its targets.
+Prose must stay true on every CPU and profile, so a number in a chapter's Markdown must be a paper's
+value (:mod:`nhtlab.papers`), a setting (a literal of the chapter's PROFILES cell or of
+:data:`SETTING_SOURCES`), a count from 0 to 10, a year, or an entry of :data:`ALLOWED`; anything else is
+a measurement, which belongs in a cell built from the run. Citations, links and code are not prose.
+tests/test_chapter_shape.py holds the chapters to the targets.
 """
 
 from __future__ import annotations
@@ -66,6 +58,7 @@ _DIRECTIVE_BODY = re.compile(r"^```\{(?:admonition|note|warning|tip|dropdown|imp
 
 
 def _numbers_in(obj: object, out: set[float]) -> None:
+    """Every finite number in ``obj``, keys and values, nested, into ``out``."""
     if isinstance(obj, bool):
         return
     if isinstance(obj, (int, float)):
@@ -220,15 +213,9 @@ IMPORT_LINES = ("import nhtlab", "from nhtlab import book as nb")
 
 
 def import_style(source: str, exported: Iterable[str], book: Iterable[str] = ()) -> list[str]:
-    """Where chapter code leaves the one import style (:data:`IMPORT_LINES`).
-
-    ``nhtlab.X`` must name a top-level name (``exported``, ``nhtlab.__all__``; a path below an
-    exported module, ``nhtlab.charts.training_curves``, is fine) and ``nb.X`` a name of the book's
-    layer (``book``, ``nhtlab.book.__all__``). Flagged: any other import of nhtlab (``from nhtlab.x
-    import …``, ``import nhtlab.x``, ``import nhtlab as …``), ``nhtlab.book.X`` (the book is ``nb``),
-    a deep path (``nhtlab.analysis.layers.X``), and a module bound to a short alias
-    (``report = nhtlab.charts``), which hides where a name comes from.
-    """
+    """Where chapter code leaves :data:`IMPORT_LINES`: another import of nhtlab, ``nhtlab.X`` not in
+    ``exported`` or ``nb.X`` not in ``book`` (deep paths included), and a module bound to an alias, which
+    hides where a name comes from."""
     import ast
     import types
 

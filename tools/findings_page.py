@@ -2,14 +2,10 @@
 
     python tools/findings_page.py _build/executed/book     # print the page from a build's records
 
-Generated at build time (``tools/build_book.py`` stages it as ``book/findings.md``) from the
-closing-check records each chapter writes (``nhtlab.book.closing_checks``, ``<chapter>.claims.json``):
-nothing on it is typed but the claims, the papers' reported values (from :mod:`nhtlab.papers`) and the
-phrases a verdict selects. The page is one table a reader can scan (one row per claim: verdict, k of n,
-one sentence, the paper's value, the chapter) and, closed under "How we know", the checks behind each
-row as the chapters recorded them. A check the chapters assert and one they only show (a paper's claim
-that fails here, a reading that flips between seeds) are told apart there. Every check of a build appears
-on the page: under the claims it tests, or among the book's own checks.
+Staged by ``tools/build_book.py`` as ``book/findings.md`` from the chapters' closing-check records
+(``<chapter>.claims.json``): only the claims, the papers' values (:mod:`nhtlab.papers`) and the phrases a
+verdict selects are typed. One row per claim, and under "How we know" every check behind it; every check
+of a build appears, under its claim or among the book's own checks.
 """
 
 from __future__ import annotations
@@ -40,11 +36,8 @@ ONE_SEED = "1 seed"
 
 @dataclass(frozen=True)
 class Phrase:
-    """What a row says of the checks a pattern matches: one phrase when they hold, another when they fail.
-
-    ``support`` is what the k of n column says of a matched check whose record states no count
-    (:data:`ONE_SEED` where the chapter reads it on one run); a count in the record wins.
-    """
+    """What a row says of the checks a pattern matches, when they hold and when they fail; ``support``: the
+    k of n column's word for a record that states no count (a count in the record wins)."""
 
     stem: str
     pattern: str  # a regular expression matching the check's name
@@ -77,11 +70,8 @@ class Found:
 
 @dataclass(frozen=True)
 class PaperClaim:
-    """A claim of the papers, what they report for it, and the chapters' checks that test it.
-
-    ``verdict`` decides the row from what it found (by default: ✓ when every counted check holds,
-    ✗ when none does, mixed otherwise); ``ending`` may add a closing clause to the sentence.
-    """
+    """A claim of the papers, what they report, and the checks that test it; ``verdict`` decides the row
+    (default: all hold ✓, none ✗, else mixed), ``ending`` may close its sentence."""
 
     claim: str
     cite: str  # the key in book/references.bib
@@ -131,12 +121,7 @@ def _background_verdict(found: Found) -> str:
 
 
 def support(phrase: Phrase, check: dict) -> str:
-    """The seeds or runs in which what the row says of a check came out, read from its record.
-
-    A record counts the seeds in which the chapter's expected reading came out ("holds in 2 of 3
-    seeds"); the row says the phrase its check selects, so for a failed check it counts the others
-    (the phrase "did not …" came out in 1 of those 3). A record that states no count gives the
-    phrase's ``support`` ("1 seed" for a reading on one run), or nothing.
+    """The seeds or runs in which what the row says of a check came out (for a failed check, the others).
 
     >>> p = Phrase("01", "x", "holds", "fails")
     >>> support(p, {"passed": True, "detail": "holds in 2 of 3 seeds (seed 0: holds); rule: majority"})
@@ -397,13 +382,13 @@ def _chapter(stem: str) -> str:
 
 
 def _details(title: str, body: str) -> str:
-    """A closed block, as :func:`nhtlab.book.evidence` writes it (the book's "How we know" style)."""
+    """A closed "How we know" block, as :func:`nhtlab.book.evidence` writes it."""
     return (f'<details class="nhtlab-evidence">\n<summary>How we know: {html.escape(title)}</summary>'
             f"\n\n{body.strip()}\n\n</details>")
 
 
 def _style() -> str:
-    """The table's layout (a raw HTML block the page carries): fixed column widths, a slightly smaller font."""
+    """Fixed column widths and a smaller font, as a raw HTML block."""
     cols = " ".join(f".findings-table td:nth-child({i}), .findings-table th:nth-child({i}) {{width: {w}%}}"
                     for i, w in enumerate(TABLE_WIDTHS, start=1))
     return (f"<style>.findings-table {{table-layout: fixed; width: 100%; font-size: 0.9em; hyphens: auto}} "
@@ -425,9 +410,8 @@ def match(claim: PaperClaim, records: dict[str, dict]) -> tuple[Found, list[tupl
 
 
 def sentence(claim: PaperClaim, found: Found, verdict: str, ran: bool = False) -> str:
-    """The row's one sentence: each phrase its checks select (holds or fails), the counts added where the row
-    is mixed, in the claim's order. When nothing matched: "not recorded by this build's closing checks" if
-    a chapter that would test it ran (``ran``), else "not tested in this profile"."""
+    """The row's sentence: each phrase its checks select, with counts where the row is mixed; when nothing
+    matched, whether a chapter that would test it ran (``ran``)."""
     if not found.matched:
         return "not recorded by this build's closing checks" if ran else "not tested in this profile"
     parts: dict[str, list[tuple[Phrase, dict]]] = {}
@@ -445,15 +429,7 @@ def sentence(claim: PaperClaim, found: Found, verdict: str, ran: bool = False) -
 
 
 def render(records: dict[str, dict], profile: str) -> str:
-    """The page's MyST Markdown from the chapters' records.
-
-    Parameters
-    ----------
-    records : dict
-        chapter stem → its closing-check record (:func:`load_records`).
-    profile : str
-        The profile the records were executed in, named on the page.
-    """
+    """The page's MyST Markdown from the chapters' records (stem → record) executed in ``profile``."""
     used: set[tuple[str, int]] = set()
     ids = {(stem, id(check)): i for stem, record in records.items() for i, check in enumerate(record["checks"])}
     rows, blocks = [], []

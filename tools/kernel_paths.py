@@ -5,25 +5,13 @@
     python tools/kernel_paths.py --check    # exit 1 if book/across_machines.md is not what the record gives
     python tools/kernel_paths.py --add-native   # add this machine's native build (make book) as a column
 
-Another CPU rounds a sum differently, and a training run amplifies the difference until an event
-moves. One machine can show what that does to the book: PyTorch picks its CPU kernels for the
-instruction set it finds (``torch.backends.cpu.get_cpu_capability()``, AVX-512 or AVX2 on most
-machines), and ``ATEN_CPU_CAPABILITY=default`` makes it take the plain kernels, which round
-differently (MKL's own paths are not moved by it). This script executes every chapter in the
-``book`` profile a second time that way, in a separate build folder with its own cold result
-cache (``NHTLAB_BUILD_DIR``), and compares what each chapter's closing checks recorded
-(:func:`nhtlab.book.closing_checks`) with the native build's (``make book`` first; run here if missing).
-
-The comparison is saved with the repository (``book/data/kernel_paths.json``: machine, torch,
-date, both paths' capabilities and every check's verdict and measurement under each) and
-rendered into ``book/across_machines.md``, which Build and test includes: the section on numbers
-across machines is generated from these runs, not typed. It is a script run for a release's
-closing note, not part of CI (two builds of the book).
-
-Another machine's kernels are a third rounding that one machine cannot make: ``--add-native`` adds
-the claims of this machine's own ``make book`` (its native path, say AVX2 where the record's pair
-came from an AVX-512 CPU) as a further column, with its CPU, vector ISA, date and commit, compared
-against the record's native build. One column per CPU model and path; adding it again replaces it.
+Another CPU rounds differently, and training amplifies it until an event moves. One machine can show
+what that does: ``ATEN_CPU_CAPABILITY=default`` makes PyTorch take its plain kernels instead of its
+AVX-512 or AVX2 ones. The chapters are executed (``book`` profile) a second time that way, in their
+own build folder with a cold result cache, and their closing checks compared with the native build's.
+The comparison is saved (``book/data/kernel_paths.json``) and rendered into ``book/across_machines.md``:
+a release's check, not CI's. ``--add-native`` adds another machine's own ``make book`` as a column (one
+per CPU model and path), compared with the record's native build.
 """
 
 from __future__ import annotations
@@ -48,7 +36,7 @@ OTHER = "default"  # the ATEN_CPU_CAPABILITY of the second build
 
 
 def capability(env: dict[str, str] | None = None) -> str:
-    """The CPU kernel path PyTorch takes in a fresh process with ``env`` (its own value when None)."""
+    """The CPU kernel path PyTorch takes in a fresh process with ``env``."""
     code = "import torch; print(torch.backends.cpu.get_cpu_capability())"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          env={**os.environ, **(env or {})})
@@ -56,17 +44,14 @@ def capability(env: dict[str, str] | None = None) -> str:
 
 
 def claims(folder: Path) -> dict[str, dict[str, Any]]:
-    """``chapter stem → claims record`` of every chapter executed in ``folder``."""
+    """Stem → claims record of every chapter executed in ``folder``."""
     return {p.name.removesuffix(".claims.json"): json.loads(p.read_text(encoding="utf-8"))
             for p in sorted(folder.glob("*.claims.json"))}
 
 
 def compare(native: dict[str, dict[str, Any]], other: dict[str, dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
-    """Each chapter's checks side by side: ``{stem: [{check, claim, native, other}]}``.
-
-    A check missing from one build is kept with None on that side (a chapter that failed to build
-    under one path records nothing there).
-    """
+    """Each chapter's checks side by side, ``{stem: [{check, claim, native, other}]}``; None on a side that
+    lacks the check (a chapter that failed under one path records nothing)."""
     out: dict[str, list[dict[str, Any]]] = {}
     for stem in sorted(set(native) | set(other)):
         mine = {c["check"]: c for c in native.get(stem, {}).get("checks", [])}
@@ -80,15 +65,13 @@ def compare(native: dict[str, dict[str, Any]], other: dict[str, dict[str, Any]])
 
 
 def verdicts(chapters: dict[str, dict[str, Any]]) -> dict[str, dict[str, dict[str, Any]]]:
-    """``{stem: {check: {passed, detail}}}`` of a build's claims records (:func:`claims`)."""
+    """``{stem: {check: {passed, detail}}}`` of a build's claims records."""
     return {stem: {c["check"]: {"passed": c["passed"], "detail": c["detail"]} for c in rec.get("checks", [])}
             for stem, rec in chapters.items()}
 
 
 def add_machine(record: dict[str, Any], machine: dict[str, Any]) -> dict[str, Any]:
-    """``record`` with ``machine`` (a native build of another CPU: ``label``, ``machine``, ``path``, ``date``,
-    ``commit``, ``nhtlab``, ``chapters`` as :func:`verdicts` gives) in its ``more`` list, replacing an entry of
-    the same CPU model and path."""
+    """``record`` with another CPU's native build in its ``more`` list, replacing one of the same CPU and path."""
     same = (machine["machine"]["cpu_model"], machine["path"])
     kept = [m for m in record.get("more", []) if (m["machine"]["cpu_model"], m["path"]) != same]
     return {**record, "more": kept + [machine]}
@@ -103,8 +86,7 @@ def _cell(text: str) -> str:
 
 
 def _against_native(pairs: list[tuple[dict[str, Any], dict[str, Any] | None]], label: str) -> tuple[int, str]:
-    """How many of ``pairs`` (a check, another build's side of it) measured something else than the native
-    build, and the clause naming those whose verdict turned."""
+    """How many of ``pairs`` (a check, another build's side) measured otherwise than native; the turned ones."""
     both = [(r, t) for r, t in pairs if r["native"] and t]
     moved = sum(t["detail"] != r["native"]["detail"] for r, t in both)
     turned = [(r, t) for r, t in both if t["passed"] != r["native"]["passed"]]
@@ -162,18 +144,15 @@ def render(record: dict[str, Any]) -> str:
 
 
 def execute_book(only: list[str] | None = None, env: dict[str, str] | None = None) -> int:
-    """Execute the chapters (``only``: a subset) in the ``book`` profile, no HTML; the build's exit status.
-
-    ``--keep-going``: a claim that fails under a kernel path is what the comparison reports, not a
-    reason to stop (the chapter's claims file records it before its closing cell raises).
-    """
+    """Execute the chapters in the ``book`` profile, no HTML; the exit status. A claim that fails under a
+    kernel path is what the comparison reports, not a reason to stop (``--keep-going``)."""
     return subprocess.run([sys.executable, str(ROOT / "tools" / "build_book.py"), "--profile", PROFILE, "--jobs", "2",
                            "--no-html", "--keep-going", *(["--only", *only] if only else [])],
                           check=False, cwd=ROOT, env=env).returncode
 
 
 def build_other(only: list[str] | None = None) -> Path:
-    """Execute the chapters (``only``: a subset) under ``ATEN_CPU_CAPABILITY=default`` in its own build folder."""
+    """Execute the chapters under ``ATEN_CPU_CAPABILITY=default`` in their own build folder."""
     folder = ROOT / "_build" / "kernel-paths" / OTHER
     if execute_book(only, env={**os.environ, "NHTLAB_BUILD_DIR": str(folder), "ATEN_CPU_CAPABILITY": OTHER}):
         print(f"some chapters failed under ATEN_CPU_CAPABILITY={OTHER}: compared as recorded", flush=True)
@@ -192,38 +171,36 @@ def main() -> int:
         ok = PAGE.exists() and PAGE.read_text(encoding="utf-8") == render(json.loads(RECORD.read_text()))
         print("book/across_machines.md is " + ("up to date" if ok else "out of date: run tools/kernel_paths.py --render"))
         return 0 if ok else 1
-    if args.add_native:
-        record = json.loads(RECORD.read_text(encoding="utf-8"))
-        built = claims(build_book.BUILD / "executed" / PROFILE)
-        missing = sorted(set(record["chapters"]) - set(built))
-        if missing:
-            sys.exit(f"--add-native needs this machine's whole `make book` first; no claims for {', '.join(missing)}")
+    if args.add_native or not args.render:
         import torch
 
         import nhtlab
 
-        path, cpu = capability(), build_book.cpu_model()
+        from _record import cpu_model  # benchmarks/_record, on the path build_book sets
+
+        machine = {"cpu_model": cpu_model(), "cores": os.cpu_count(), "torch": torch.__version__}
+        native_dir = build_book.BUILD / "executed" / PROFILE
+    if args.add_native:
+        record = json.loads(RECORD.read_text(encoding="utf-8"))
+        built = claims(native_dir)
+        missing = sorted(set(record["chapters"]) - set(built))
+        if missing:
+            sys.exit(f"--add-native needs this machine's whole `make book` first; no claims for {', '.join(missing)}")
+        path = capability()
         commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=False,
                                 cwd=ROOT).stdout.strip() or "unknown"
         record = add_machine(record, {
-            "label": f"{path.lower()} ({cpu})",
-            "machine": {"cpu_model": cpu, "cores": os.cpu_count(), "torch": torch.__version__},
-            "path": path, "date": dt.date.today().isoformat(), "commit": commit, "nhtlab": nhtlab.__version__,
+            "label": f"{path.lower()} ({machine['cpu_model']})", "machine": machine, "path": path,
+            "date": dt.date.today().isoformat(), "commit": commit, "nhtlab": nhtlab.__version__,
             "chapters": verdicts(built)})
         RECORD.write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     elif not args.render:
-        native_dir = build_book.BUILD / "executed" / PROFILE
         wanted = [nb.stem for nb in build_book.chapters(args.only)]
         if not set(wanted) <= set(claims(native_dir)):
             execute_book(args.only)
         other_dir = build_other(args.only)
-        import torch
-
-        import nhtlab
-
         record = {
-            "date": dt.date.today().isoformat(), "nhtlab": nhtlab.__version__, "profile": PROFILE,
-            "machine": {"cpu_model": build_book.cpu_model(), "cores": os.cpu_count(), "torch": torch.__version__},
+            "date": dt.date.today().isoformat(), "nhtlab": nhtlab.__version__, "profile": PROFILE, "machine": machine,
             "paths": {"native": capability(), "other": capability({"ATEN_CPU_CAPABILITY": OTHER})},
             "chapters": compare({k: v for k, v in claims(native_dir).items() if k in wanted},
                                 {k: v for k, v in claims(other_dir).items() if k in wanted}),

@@ -4,10 +4,8 @@ landing page and Run a chapter include) from the benchmarks' JSON records (``ben
     python tools/measurements_page.py                 # what `make measurements` runs
     python tools/measurements_page.py --check         # exit 1 if book/measurements.md is not what the records give
 
-Records are read from ``benchmarks/results/*.json`` (kept in the repository) and
-``_build/measurements/*.json`` (this machine's runs). Every number on the page comes from a record,
-next to the machine it was measured on (CPU model, cores, torch version) and its date: the README
-and the chapters type no timing of their own.
+Records come from ``benchmarks/results`` (kept) and ``_build/measurements`` (this machine's runs); every
+number on the page stands beside its machine and date, and nothing else types a timing.
 """
 
 from __future__ import annotations
@@ -40,15 +38,8 @@ the load of its run; compare ratios within one run rather than times across mach
 
 
 def load(sources: tuple[Path, ...] | list[Path] = SOURCES) -> list[dict[str, Any]]:
-    """Every record in the ``sources`` folders, oldest first; a folder that does not exist is skipped,
-    and so is a ``--smoke`` run's record (its numbers mean nothing). A record is one run, named by its
-    file: a local record copied into ``benchmarks/results`` to publish it is listed once.
-
-    Raises
-    ------
-    ValueError
-        Naming the file, when a record is not JSON or lacks a required key.
-    """
+    """Every record in the ``sources`` folders by benchmark and date, each file name once (a published copy
+    is the same run), smoke runs left out; ValueError naming a file that is not JSON or lacks a key."""
     records, seen = [], set()
     for folder in sources:
         for path in sorted(Path(folder).glob("*.json")):
@@ -86,30 +77,24 @@ def _table(rows: list[dict[str, Any]]) -> list[str]:
 
 
 def _machine_key(record: dict[str, Any]) -> tuple:
-    """The record's machine as the page tells machines apart (:data:`IDENTITY`; a missing key reads None)."""
     return tuple(record["machine"].get(k) for k in IDENTITY)
 
 
 def _machine_name(record: dict[str, Any], machines: list[tuple]) -> str:
-    """The record's machine as the page names it: "M<n>", n its place in ``machines`` (from 1)."""
     return f"M{machines.index(_machine_key(record)) + 1}"
 
 
 def _section(title: str, intro: str, rows: list[dict[str, Any]]) -> list[str]:
-    """A page section: its heading, one paragraph, and ``rows`` as a table; nothing when there are no rows."""
     return [f"## {title}", "", intro, "", *_table(rows), ""] if rows else []
 
 
-#: The rows of a ``build_book`` record that the efficiency table reads, per run kind ("<kind>: <suffix>"):
-#: written by ``tools/build_book.py``'s ``record_build`` from ``nhtlab.plumbing.floor.efficiency``.
+#: The rows "<kind>: <suffix>" of a ``build_book`` record (``tools/build_book.py``) the efficiency table reads.
 EFFICIENCY_ROWS = {"steps with a floor": "steps", "their training CPU": "training CPU s", "their floor": "floor s",
                    "efficiency": "efficiency (floor / CPU)"}
 
 
 def render_efficiency(records: list[dict[str, Any]], machines: list[tuple]) -> list[str]:
-    """The build's efficiency per run kind, one row per (build, kind): Σ steps × the step's floor (its matmul
-    FLOPs at torch.mm's rate) over the training CPU seconds the build's ledger recorded. Empty when no
-    ``build_book`` record holds it."""
+    """Each build's efficiency per run kind: Σ steps × the step's floor over the ledger's training CPU seconds."""
     rows = []
     for r in (r for r in records if r["benchmark"] == "build_book"):
         values = {row["what"]: row["value"] for row in r["results"]}
@@ -129,9 +114,7 @@ def render_efficiency(records: list[dict[str, Any]], machines: list[tuple]) -> l
 
 
 def render_step_floor(records: list[dict[str, Any]], machines: list[tuple]) -> list[str]:
-    """The companion step's share of its floor, one row per ``bench_grok`` record that measured it (eager and
-    compiled, alternated in one process), with the machine's CPU model and vector ISA: the kinds side by side.
-    Empty when no record holds it."""
+    """The companion step's share of its floor, eager and compiled, one row per ``bench_grok`` record."""
     rows = []
     for r in (r for r in records if r["benchmark"] == "bench_grok"):
         values = {row["what"]: row["value"] for row in r["results"]}
@@ -154,28 +137,14 @@ def render_step_floor(records: list[dict[str, Any]], machines: list[tuple]) -> l
 
 
 def render(records: list[dict[str, Any]]) -> str:
-    """The page's Markdown: one section per benchmark, one table per recorded run, each under its machine.
-
-    Parameters
-    ----------
-    records : list of dict
-        As :func:`load` returns them.
-
-    Returns
-    -------
-    str
-        MyST Markdown for Jupyter Book.
-    """
+    """The page's Markdown: one section per benchmark, one table per recorded run, each under its machine."""
     lines = [INTRO]
     if not records:
         lines.append("No benchmark has recorded a run yet: run a script in `benchmarks/`, then "
                      "`make measurements`.\n")
         return "\n".join(lines)
-    machines = []  # numbered in the order they first recorded a run
-    for r in sorted(records, key=lambda r: r["date"]):
-        key = _machine_key(r)
-        if key not in machines:
-            machines.append(key)
+    # numbered in the order they first recorded a run
+    machines = list(dict.fromkeys(_machine_key(r) for r in sorted(records, key=lambda r: r["date"])))
     lines += ["## Machines", ""]
     lines += _table([{"machine": f"M{i + 1}", "CPU model": cpu, "vector ISA (torch)": isa or "not recorded",
                       "cores": cores, "torch": torch} for i, (cpu, isa, cores, torch) in enumerate(machines)])
@@ -203,27 +172,13 @@ PROFILES = ("quick", "book", "full")
 
 
 def _duration(seconds: float) -> str:
-    """A chapter's time as a reader plans with it: seconds under two minutes, else whole minutes."""
+    """Seconds under two minutes, else whole minutes: what a reader plans with."""
     return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.0f} min"
 
 
 def render_chapter_times(records: list[dict[str, Any]], chapters: list[str]) -> str:
-    """The landing page's and Run a chapter's table: each chapter's wall time in the newest whole
-    ``make book``-style build of each profile (``build_book`` records), and the machine it ran on.
-
-    Parameters
-    ----------
-    records : list of dict
-        As :func:`load` returns them; only ``build_book`` records are read.
-    chapters : list of str
-        The chapters' stems, in reading order.
-
-    Returns
-    -------
-    str
-        A Markdown fragment (a table and the machines under it); a profile never recorded shows
-        "not measured yet".
-    """
+    """Each chapter's wall time in the newest ``build_book`` record of each profile, and its machine: a
+    Markdown fragment for the landing page and Run a chapter."""
     newest = {}
     for r in records:
         profile = r.get("settings", {}).get("profile")
@@ -251,7 +206,6 @@ def render_chapter_times(records: list[dict[str, Any]], chapters: list[str]) -> 
 
 
 def chapter_stems() -> list[str]:
-    """The chapters in _toc.yml's order (:func:`build_book.chapters`)."""
     import build_book
 
     return [notebook.stem for notebook in build_book.chapters()]

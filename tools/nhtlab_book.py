@@ -1,11 +1,7 @@
-"""A small Sphinx extension for the nhtlab book build (loaded by tools/build_book.py).
+"""A Sphinx extension for the book: pages load without console errors.
 
-Jupyter Book 1.0.4 registers some page scripts twice (sphinx-thebe's config,
-togglebutton, MathJax), which makes the browser throw "Identifier
-'THEBE_JS_URL' has already been declared" and MathJax "Cannot set property
-Package". It also leaves the theme's default colour mode empty, which the
-theme reports as a console error. This extension removes the duplicates and
-sets a default mode, so offline pages load without console errors.
+Jupyter Book 1.0.4 registers some scripts twice (thebe's config, togglebutton, MathJax: "Identifier
+'THEBE_JS_URL' has already been declared") and leaves the theme's default colour mode empty.
 """
 
 from __future__ import annotations

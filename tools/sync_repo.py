@@ -1,13 +1,8 @@
 """Write the repository named in ``_config.yml`` into every file that repeats it.
 
-``_config.yml``'s ``repository`` section is the one place that names the
-repository (``url``) and the ref that Colab both opens a chapter from and
-installs nhtlab from (``branch``: ``main``, or a release tag such as ``v0.3.0``
-once ``.github/workflows/release.yml`` has created it). Jupyter Book's Colab
-launch buttons read it directly; this command rewrites the copies that cannot
-read it: each chapter's Colab install cell (``book/NN_*.py`` and its ``.ipynb``)
-and ``CITATION.cff`` (URL, and the version from ``nhtlab/_version.py``).
-``tests/test_repo_config.py`` fails when a copy is stale.
+``_config.yml``'s ``repository`` names the repository (``url``) and the ref Colab opens a chapter from and
+installs nhtlab from (``branch``: ``main`` or a release tag). The launch buttons read it; this rewrites the
+copies that cannot: each chapter's Colab install cell and ``CITATION.cff`` (URL and version).
 
     python tools/sync_repo.py            # rewrite the copies
     python tools/sync_repo.py --check    # list stale copies, exit 1 if any
@@ -30,8 +25,6 @@ URL = re.compile(r"^https://github\.com/(?P<owner>[A-Za-z0-9_.-]+)/(?P<name>[A-Z
 
 @dataclass(frozen=True)
 class Repository:
-    """The repository as set in ``_config.yml`` (``repository:`` section)."""
-
     url: str
     branch: str  # a branch or a release tag: the one ref the launch button opens and the install cell installs
 
@@ -45,28 +38,18 @@ class Repository:
 
     @property
     def is_release_tag(self) -> bool:
-        """Whether the ref is a release tag (``v`` and a version) rather than a branch."""
         return TAG.match(self.branch) is not None
 
     @property
     def install_requirement(self) -> str:
-        """What the Colab cell pip-installs: nhtlab at the ref the launch button opens."""
         return f"nhtlab @ git+{self.url}@{self.branch}"
 
     def colab_url(self, stem: str) -> str:
-        """Where the book's launch button opens chapter ``stem`` in Colab."""
         return f"https://colab.research.google.com/github/{self.owner}/{self.name}/blob/{self.branch}/book/{stem}.ipynb"
 
 
 def repository(root: Path = ROOT) -> Repository:
-    """Read and check the ``repository`` section of ``root/_config.yml``.
-
-    Raises
-    ------
-    ValueError
-        When ``url`` is not ``https://github.com/<owner>/<name>``, ``branch`` is missing, or the
-        retired ``release_tag`` key is still set (the install cell follows ``branch`` now).
-    """
+    """The ``repository`` section of ``root/_config.yml``, checked (ValueError naming what is wrong)."""
     import yaml
 
     section = (yaml.safe_load((root / "_config.yml").read_text()) or {}).get("repository") or {}
@@ -92,7 +75,6 @@ def package_version(root: Path = ROOT) -> str:
 
 
 def chapter_files(root: Path = ROOT) -> list[Path]:
-    """Every chapter's text form and notebook (``book/NN_*.py`` and ``.ipynb``)."""
     return sorted(p for p in (root / "book").glob("[0-9][0-9]_*") if p.suffix in (".py", ".ipynb"))
 
 

@@ -1,18 +1,9 @@
 """Gather the JavaScript the static book needs, so pages work with no network at view time.
 
-Everything comes from Python packages that the ``book`` extra installs; no
-Node.js, npm or network is needed at build time:
-
-- ``vl-convert-python`` bundles Vega, Vega-Lite and vega-embed in one script
-  (``vl_convert.javascript_bundle``) at the Vega-Lite minor version that the
-  installed altair targets; the bundle defines the globals ``vega``,
-  ``vegaLite`` and ``vegaEmbed`` that nhtlab's offline chart renderer calls.
-- ``sphinx-mathjax-offline`` ships MathJax 3 (``tex-mml-chtml.js`` and its CHTML
-  fonts).
-
-They are copied into ``_build/vendor``, which ``tools/build_book.py`` places at
-``_static/vendor`` of the book (``_config.yml`` points the pages there), with a
-``LICENSES.md`` naming each library, its version, licence and source package.
+From the ``book`` extra's Python packages, with no Node.js, npm or network: ``vl-convert-python``'s bundle
+of Vega, Vega-Lite (the minor version altair targets) and vega-embed, whose globals nhtlab's offline chart
+renderer calls, and ``sphinx-mathjax-offline``'s MathJax 3. Copied into ``_build/vendor`` with a
+``LICENSES.md``; ``tools/build_book.py`` places it at the book's ``_static/vendor``.
 
     python tools/vendor_js.py [--force] [--out FOLDER]
 """
@@ -29,29 +20,20 @@ VENDOR = ROOT / "_build" / "vendor"
 VEGA_BUNDLE = "vega/vega-bundle.js"
 MATHJAX = "mathjax/tex-mml-chtml.js"
 MATHJAX_PACKAGE = "sphinx-mathjax-offline"
-# MathJax files (relative to the package's static/mathjax) the pages load: the combined component
-# (TeX with the common packages, MathML, CHTML output) and its web fonts. Nothing else: Jupyter
-# Book adds every .js file under _static to every page, so an extra script would run on each page.
+# The combined MathJax component and its fonts, nothing else: Jupyter Book adds every .js under _static to every page.
 MATHJAX_FILES = ("tex-mml-chtml.js", "output/chtml/fonts/woff-v2/")
 REQUIRED = (VEGA_BUNDLE, MATHJAX, "LICENSES.md")
 
 
 def vega_lite_minor() -> str:
-    """The Vega-Lite ``major.minor`` that the installed altair targets (e.g. ``"6.4"``)."""
+    """The Vega-Lite ``major.minor`` the installed altair targets."""
     import altair as alt
 
     return ".".join(alt.VEGALITE_VERSION.split(".")[:2])
 
 
 def versions() -> dict[str, str]:
-    """Library → version that ``vendor()`` provides, checked against what altair targets.
-
-    Raises
-    ------
-    RuntimeError
-        When vl-convert-python does not bundle the Vega-Lite minor version altair targets, or
-        its Vega / vega-embed major version differs from altair's.
-    """
+    """Library → version that ``vendor()`` provides; RuntimeError where they do not match what altair targets."""
     import altair as alt
     import vl_convert as vlc
 
@@ -78,7 +60,6 @@ def versions() -> dict[str, str]:
 
 
 def _mathjax_dir() -> Path:
-    """``static/mathjax`` inside the installed sphinx-mathjax-offline package."""
     try:
         dist = importlib.metadata.distribution(MATHJAX_PACKAGE)
     except importlib.metadata.PackageNotFoundError:
@@ -91,8 +72,6 @@ def _mathjax_dir() -> Path:
 
 
 def _mathjax_version() -> str:
-    """MathJax's version as recorded in its startup code (``MathJax.version``)."""
-
     text = (_mathjax_dir() / "tex-mml-chtml.js").read_text(encoding="utf-8", errors="replace")
     match = re.search(r'\.VERSION="(3\.[0-9.]+)"', text) or re.search(r'version:"(3\.[0-9.]+)"', text)
     if match is None:
@@ -101,12 +80,8 @@ def _mathjax_version() -> str:
 
 
 def _vega_bundle() -> str:
-    """vega, vega-lite and vega-embed as one classic script that sets the three globals.
-
-    The bundle's top-level ``const`` names would share the page's global scope with every other
-    classic script (a clash throws "Identifier has already been declared"), so it is wrapped in a
-    function; its last statements assign ``window.vegaEmbed``, ``window.vega``, ``window.vegaLite``.
-    """
+    """vega, vega-lite and vega-embed as one classic script that sets the three ``window`` globals, wrapped in
+    a function: its top-level ``const`` names would clash with other scripts' ("already been declared")."""
     import vl_convert as vlc
 
     bundle = vlc.javascript_bundle(vl_version=vega_lite_minor())
@@ -143,11 +118,7 @@ Apache License 2.0 (https://github.com/mathjax/MathJax).
 
 
 def vendor(force: bool = False, out: Path = VENDOR) -> Path:
-    """Populate ``out`` (default ``_build/vendor``) from the installed Python packages; return it.
-
-    Skipped when ``out`` already holds the files for the installed versions, unless ``force``.
-    Needs no network, no Node.js and no npm.
-    """
+    """Populate ``out`` from the installed packages (unless it holds their versions already, or ``force``)."""
     target = Path(out)
     specs = versions()
     stamp = target / "versions.txt"

@@ -1,19 +1,15 @@
 """Write a benchmark's measurements as one JSON record that ``tools/measurements_page.py`` renders.
 
-(A package folder, not ``benchmarks/_record.py``: ``tests/test_benchmarks.py`` runs every
-``benchmarks/*.py`` as a benchmark.)
-
+A package, not ``benchmarks/_record.py``: ``tests/test_benchmarks.py`` runs every ``benchmarks/*.py``.
 A benchmark calls :func:`record` once at its end with the numbers it printed::
 
-    from _record import record  # benchmarks/ is the script's own folder, so this imports as is
+    from _record import record  # benchmarks/ is the script's own folder
     record("bench_grok", [{"what": "bare AdamW step", "value": 121.7, "unit": "steps per CPU second"}],
            settings={"steps": 60, "threads": 1})
 
-The record names the machine the numbers belong to (``lscpu``'s model name, the core count, torch's
-version, nhtlab's, Python's), the commit measured and the UTC time, so a page built from records of
-several machines and builds says which number came from which. Records go to ``_build/measurements/`` (ignored; this machine's
-runs) unless ``out_dir`` or ``NHTLAB_MEASUREMENTS_DIR`` names another folder:
-``benchmarks/results/`` holds the records kept in the repository for the published page.
+The record names the machine, the commit and the UTC time, so that a page of several machines' records
+says which number came from which. Records go to ``_build/measurements/`` unless ``out_dir`` or
+``NHTLAB_MEASUREMENTS_DIR`` names another folder (``benchmarks/results/``: the ones kept for the page).
 """
 
 from __future__ import annotations
@@ -33,18 +29,8 @@ SCHEMA = 1
 
 
 def cpu_model(lscpu_text: str | None = None) -> str:
-    """The CPU's model name as ``lscpu`` prints it, else ``/proc/cpuinfo``'s, else ``platform.processor()``.
-
-    Parameters
-    ----------
-    lscpu_text : str, optional
-        ``lscpu``'s output to read instead of running it (tests).
-
-    Returns
-    -------
-    str
-        The model name, or ``"unknown"`` when no source names it.
-    """
+    """The CPU's model name as ``lscpu`` (or ``lscpu_text``) prints it, else ``/proc/cpuinfo``'s, else
+    ``platform.processor()``, else ``"unknown"``."""
     if lscpu_text is None:
         try:
             lscpu_text = subprocess.run(["lscpu"], capture_output=True, text=True, timeout=10,
@@ -62,17 +48,8 @@ def cpu_model(lscpu_text: str | None = None) -> str:
 
 
 def cpu_isa() -> str | None:
-    """The vector instruction set torch's CPU kernels run on here, as torch names it.
-
-    ``torch.backends.cpu.get_cpu_capability()``: ``"AVX512"``, ``"AVX2"``, ``"DEFAULT"`` (no vector
-    kernels) and so on; ``ATEN_CPU_CAPABILITY`` can lower it (``make kernel-paths``). Two machines
-    that ``lscpu`` names alike ("AMD EPYC") can differ here, and their timings with it.
-
-    Returns
-    -------
-    str or None
-        None where torch is not installed or does not say.
-    """
+    """The vector ISA torch's CPU kernels run on (``"AVX512"``, ``"AVX2"``, ``"DEFAULT"``; None where torch does
+    not say): two machines ``lscpu`` names alike ("AMD EPYC") can differ here, and their timings with it."""
     try:
         import torch
         return str(torch.backends.cpu.get_cpu_capability())
@@ -81,14 +58,8 @@ def cpu_isa() -> str | None:
 
 
 def machine() -> dict[str, Any]:
-    """What the numbers depend on: CPU model and vector ISA, core count, torch, nhtlab and Python versions, platform.
-
-    Returns
-    -------
-    dict
-        Keys ``cpu_model``, ``cpu_isa`` (:func:`cpu_isa`), ``cores``, ``torch``, ``nhtlab``, ``python``,
-        ``platform``; a version is ``None`` where the package is not installed.
-    """
+    """What the numbers depend on: CPU model and ISA, cores, torch, nhtlab and Python versions (None where
+    not installed), platform."""
     def version(module: str) -> str | None:
         try:
             return __import__(module).__version__
@@ -100,11 +71,8 @@ def machine() -> dict[str, Any]:
 
 
 def commit(root: Path = ROOT) -> str | None:
-    """The git commit the numbers were measured on: ``git rev-parse --short=12 HEAD`` in ``root``.
-
-    A checkout whose tracked files differ from that commit gets ``" with uncommitted changes"`` after
-    the hash: its numbers belong to no commit. None outside a git checkout or without git.
-    """
+    """``git rev-parse --short=12 HEAD`` in ``root``, marked " with uncommitted changes" where tracked files
+    differ (its numbers belong to no commit); None outside a git checkout."""
     def git(*args: str) -> str | None:
         try:
             done = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, timeout=30)
@@ -120,8 +88,7 @@ def commit(root: Path = ROOT) -> str | None:
 
 
 def _load_average() -> float | None:
-    """The machine's 1-minute load average when the record is written (None where there is none):
-    above zero, other work shared the cores and the timings are inflated."""
+    """The 1-minute load average (None where there is none): above zero, the timings are inflated."""
     try:
         return round(os.getloadavg()[0], 2)
     except (AttributeError, OSError):
@@ -131,36 +98,11 @@ def _load_average() -> float | None:
 def record(benchmark: str, results: list[dict[str, Any]], *, settings: dict[str, Any] | None = None,
            note: str = "", smoke: bool = False, out_dir: Path | str | None = None,
            when: _dt.datetime | None = None) -> Path:
-    """Write one benchmark run's results and its machine as ``<out_dir>/<benchmark>-<UTC time>.json``.
+    """Write one run's ``results`` (rows with the same keys), ``settings``, the page's one-sentence ``note`` and
+    the machine as ``<out_dir>/<benchmark>-<UTC time>.json``; return the file.
 
-    Parameters
-    ----------
-    benchmark : str
-        The benchmark's name (its script's stem, e.g. ``"bench_grok"``).
-    results : list of dict
-        One row per measured quantity; every row has the same keys, whose values are numbers or
-        short strings (e.g. ``{"what": ..., "value": ..., "unit": ...}``).
-    settings : dict, optional
-        The arguments the numbers were measured with (steps, threads, ...).
-    note : str, optional
-        One sentence the page prints above the benchmark's table.
-    smoke : bool, optional
-        A ``--smoke`` run (a few steps, to check the script runs): recorded so that its test sees
-        the record written, marked so that the measurements page leaves it out.
-    out_dir : path, optional
-        Where to write; default ``NHTLAB_MEASUREMENTS_DIR`` or ``_build/measurements``.
-    when : datetime, optional
-        The run's time (UTC); default now.
-
-    Returns
-    -------
-    Path
-        The file written.
-
-    Raises
-    ------
-    ValueError
-        When ``benchmark`` is not a plain name or ``results`` is empty or its rows' keys differ.
+    A ``smoke`` run is recorded, so that its test sees the record, and marked, so that the page leaves it out.
+    Raises ValueError when ``benchmark`` is not a plain name, or ``results`` is empty or its keys differ.
     """
     if not re.fullmatch(r"[A-Za-z0-9_.-]+", benchmark):
         raise ValueError(f"benchmark must be a plain name (letters, digits, _ . -). Got {benchmark!r} instead.")
