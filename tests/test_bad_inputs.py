@@ -75,6 +75,12 @@ def hist(rows: list[dict], **kw: Any) -> History:
     return History(rows=rows, status=kw.pop("status", "completed"), config=kw.pop("config", {}), **kw)
 
 
+def _quiet(call: Callable[..., Any], *args: Any) -> Any:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return call(*args)
+
+
 def run_rows(train_acc, test_acc, norm, steps=None, **extra) -> History:
     steps = steps if steps is not None else [100 * i for i in range(len(norm))]
     return hist([dict(step=s, train_acc=a, test_acc=b, norm=n, **extra) for s, a, b, n in zip(steps, train_acc, test_acc, norm)])
@@ -263,8 +269,13 @@ for bad in (0.0, 1.5, "x", math.nan, -1):
 for field, bad in (("fit_threshold", 0.0), ("fit_threshold", "x"), ("generalise_threshold", 2.0), ("min_contraction", 1.0),
                    ("min_contraction", -0.1), ("min_delay", -1), ("min_delay", 1.5)):
     error(f"diagnose_regime({field}={bad!r})", lambda field=field, bad=bad: nhtlab.diagnose_regime(GOOD, **{field: bad}), field)
-value("find_events(all-NaN norm)", lambda: nhtlab.find_events(run_rows([0.1, 1], [0, 1], [math.nan, math.nan])),
-      lambda e: math.isnan(e.peak_norm) and e.t_mem == 100)
+error("find_events(all-NaN norm): the run diverged and has no events",
+      lambda: nhtlab.find_events(run_rows([0.1, 1], [0, 1], [math.nan, math.nan])), "history")
+warning("find_events(inf norm after a finite one) says the run diverged",
+        lambda: nhtlab.find_events(run_rows([0.1, 1], [0, 1], [5.0, math.inf])), "not finite at step 100")
+value("find_events(inf norm after finite ones): the peak of the finite norms, the accuracies' events",
+      lambda: _quiet(nhtlab.find_events, run_rows([0.1, 1, 1], [0, 0, 1], [5.0, 7.0, math.inf])),
+      lambda e: (e.t_mem, e.t_grok, e.peak_norm, e.peak_step, e.final_norm) == (100, 200, 7.0, 100, math.inf))
 value("find_events(all-zero norm)", lambda: nhtlab.find_events(run_rows([0.1, 1], [0, 1], [0.0, 0.0])),
       lambda e: e.peak_norm == 0.0 and e.contraction == 0.0)
 value("find_events(NaN accuracy never memorises)", lambda: nhtlab.find_events(run_rows([math.nan] * 3, [math.nan] * 3, [1.0, 2, 3])),

@@ -500,14 +500,6 @@ def outcome(entry: Entry, name: str, hostile: Hostile, baseline: Any) -> str:
     return "ok"
 
 
-#: (callable, argument, replacement label) → why the case fails today, not fixed yet.
-_EVENTS = ("nhtlab/analysis/events.py (diagnose_regime reads a run whose norms went NaN or inf as diverged through it, "
-           "so a finite-norm rule there needs its own change)")
-KNOWN: dict[tuple[str, str, str], str] = {
-    ("find_events", "history", "inf norm"): f"{_EVENTS} accepts an inf norm and reports peak_norm=inf",
-    ("find_events", "history", "all NaN norm"): f"{_EVENTS} returns NaN norms (tests/test_bad_inputs.py pins it as a value) "
-                                                "where item 6 of issue 58 asks for finite norms",
-}
 
 _BASELINES: dict[str, Any] = {}
 
@@ -546,18 +538,8 @@ def test_one_hostile_argument_gives_the_answer_or_an_error_naming_it(entry_name)
     def check(index):
         name, hostile = cases[index]
         result = outcome(entry, name, hostile, baseline)
-        if result != "ok" and (entry_name, name, hostile[0]) not in KNOWN:
+        if result != "ok":
             failures.append(f"{entry_name}({name}={hostile[0]}): {result}")
 
     check()
     assert not failures, "\n".join(sorted(set(failures)))
-
-
-@pytest.mark.parametrize("entry_name, name, label", [
-    pytest.param(*key, marks=pytest.mark.xfail(strict=True, reason=reason)) for key, reason in KNOWN.items()])
-def test_a_known_failure_still_fails(entry_name, name, label):
-    """Each case not fixed yet: it must fail until fixed, then this xfail is removed."""
-    entry = ENTRIES[entry_name]
-    value = entry.kwargs[name]
-    hostile = next(h for h in variants(value.make() if isinstance(value, Fresh) else value) if h[0] == label)
-    assert outcome(entry, name, hostile, baseline_of(entry_name)) == "ok"

@@ -7,6 +7,7 @@ evaluated step with train accuracy ≥ 99%, T_grok the first with test accuracy
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -90,6 +91,9 @@ def norm_at(history: History, step: int) -> float:
 def find_events(history: History, threshold: float = FITTED_ACCURACY) -> Events:
     """Locate T_mem, T_grok and the peak of ‖θ‖² in ``history``.
 
+    A recorded ‖θ‖² that is NaN or inf (the run diverged) is warned of and left out of the peak; a history
+    with no finite ‖θ‖² is refused.
+
     Parameters
     ----------
     history : History
@@ -112,13 +116,21 @@ def find_events(history: History, threshold: float = FITTED_ACCURACY) -> Events:
                          f"Got {steps[steps != np.round(steps)][0]!r}.")
     steps = steps.astype(int)
     norm = history.column("norm")
-    if (norm[np.isfinite(norm)] < 0).any():
+    finite = np.isfinite(norm)
+    if not finite.any():
+        raise ValueError(f"The 'history' parameter of find_events has no finite ‖θ‖² in its 'norm' column "
+                         f"(first value {norm[0]!r}): the run diverged, and has no norm peak.")
+    broken = ~finite & np.array(["norm" in row for row in history.rows])  # a row without it is only unmeasured
+    if broken.any():
+        warnings.warn(f"nhtlab.find_events: ‖θ‖² is not finite at step {int(steps[broken][0])} (the run diverged "
+                      f"there): the norm peak is read on the finite evaluations.", RuntimeWarning, stacklevel=2)
+    if (norm[finite] < 0).any():
         raise ValueError("The 'history' parameter of find_events must hold squared norms ≥ 0 in its 'norm' column. "
                          f"Got {float(np.nanmin(norm)):g}.")
     # NaN marks a missing accuracy: it never reaches the threshold
     t_mem = first_step_at_least(steps, require_fractions(history.column("train_acc"), "history", "find_events"), threshold)
     t_grok = first_step_at_least(steps, require_fractions(history.column("test_acc"), "history", "find_events"), threshold)
-    peak = int(np.nanargmax(norm)) if np.isfinite(norm).any() else 0  # no finite norm: a broken run (is_diverged)
+    peak = int(np.argmax(np.where(finite, norm, -np.inf)))
 
     return Events(t_mem=t_mem, t_grok=t_grok, peak_step=int(steps[peak]), peak_norm=float(norm[peak]),
                   final_norm=float(norm[-1]), norm_at_mem=None if t_mem is None else norm_at(history, t_mem),

@@ -42,6 +42,7 @@ the run, scaled as 1/(ηλ) (the decay's time scale); a shorter run is
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+import warnings
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -125,7 +126,8 @@ class Regime:
         max ‖θ‖² / ‖θ‖²(T_mem) − 1 over the same window; None when never memorised.
     reason : str
         The rule that decided, in words.
-    events : Events
+    events : Events or None
+        None for a diverged run with no finite ‖θ‖².
     """
 
     regime: str
@@ -134,11 +136,11 @@ class Regime:
     contraction: float | None
     growth: float | None
     reason: str
-    events: Events
+    events: Events | None
 
     def to_dict(self) -> dict:
         d = asdict(self)
-        d["events"] = self.events.to_dict()
+        d["events"] = None if self.events is None else self.events.to_dict()
         return d
 
 
@@ -178,15 +180,18 @@ def diagnose_regime(
     require_int(min_delay, "min_delay", low=0, owner="diagnose_regime")
     if len(history) == 0:
         raise ValueError("The 'history' parameter of diagnose_regime is empty: it has no evaluated step.")
-    events = find_events(history, threshold=fit_threshold)
     steps, norm = history.column("step"), history.column("norm")
     train_acc, test_acc = history.column("train_acc"), history.column("test_acc")
     t_grok = first_step_at_least(steps, test_acc, generalise_threshold)
     generalised = t_grok is not None
     broken = is_diverged(history)
-    if broken is not None:
-        return Regime(DIVERGED, events.t_mem is not None, generalised, None, None,
-                      f"the run diverged ({broken}): no regime is read off a broken run", events)
+    if broken is not None:  # its events, where it has any, are read on the evaluations before it broke
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            events = find_events(history, threshold=fit_threshold) if np.isfinite(norm).any() else None
+        return Regime(DIVERGED, first_step_at_least(steps, train_acc, fit_threshold) is not None, generalised, None,
+                      None, f"the run diverged ({broken}): no regime is read off a broken run", events)
+    events = find_events(history, threshold=fit_threshold)
     missing = [name for name, acc in (("train_acc", train_acc), ("test_acc", test_acc)) if np.isnan(acc).all()]
     if missing:
         return Regime(UNDETERMINED, False, False, None, None, f"no {' or '.join(missing)} was recorded: no regime "
