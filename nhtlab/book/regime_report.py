@@ -45,26 +45,6 @@ def panel_budget(steps: int, rate: float, new_rate: float, cap: float = PANEL_BU
     the steps to get as far; the budget is ``steps · rate / new_rate``, never below ``steps`` and at
     most ``cap · steps`` (ηλ = 0, no decay, gets the cap).
 
-    Parameters
-    ----------
-    steps : int
-        The chapter's budget at ``rate`` (chapter 01: its λ = 1 runs).
-    rate : float
-        ηλ of that budget, > 0.
-    new_rate : float
-        ηλ of the run to budget, ≥ 0.
-    cap : float
-        The largest multiple of ``steps``, ≥ 1.
-
-    Returns
-    -------
-    int
-
-    Raises
-    ------
-    ValueError
-        Naming the parameter out of range.
-
     Examples
     --------
     >>> panel_budget(4000, 1e-3, 1e-4)
@@ -81,7 +61,6 @@ def panel_budget(steps: int, rate: float, new_rate: float, cap: float = PANEL_BU
     return int(round(steps * max(1.0, rate / new_rate)))
 
 
-
 def decision_budgets(budgets: Mapping[float, int], lr: float, base_lam: float = 1.0) -> dict[float, int]:
     """λ → the steps a verdict other than intermediate needs, scaled from the budget at ``base_lam`` as 1/(ηλ).
 
@@ -90,25 +69,11 @@ def decision_budgets(budgets: Mapping[float, int], lr: float, base_lam: float = 
     at most :data:`~nhtlab.book.widgets.PANEL_BUDGET_CAP` times it. It reads only the settings, so it is
     fixed before the runs.
 
-    Parameters
-    ----------
-    budgets : mapping
-        λ → the run's step budget (a :func:`nhtlab.companion_sweep` ``budgets``); must hold ``base_lam``.
-    lr : float
-        η of the runs, > 0.
-    base_lam : float
-        The λ whose budget sets the scale.
-
-    Returns
-    -------
-    dict
-
     Examples
     --------
     >>> decision_budgets({0.1: 2000, 1.0: 4000, 2.0: 2000}, 1e-3)
     {0.1: 40000, 1.0: 4000, 2.0: 4000}
     """
-
     require_type(budgets, "budgets", Mapping, owner="decision_budgets")
     if base_lam not in budgets:
         raise ValueError(f"The 'budgets' parameter of decision_budgets must hold base_lam = {base_lam:g}; "
@@ -120,18 +85,8 @@ def decision_budgets(budgets: Mapping[float, int], lr: float, base_lam: float = 
 def budget_regimes(table: Sequence[Mapping[str, Any]], needed: Mapping[float, int]) -> list[dict[str, Any]]:
     """The rows of a regime table, each labelled as its budget allows (:func:`~nhtlab.analysis.regimes.within_budget`).
 
-    Parameters
-    ----------
-    table : sequence of dict
-        :func:`~nhtlab.analysis.regimes.regime_table` rows.
-    needed : mapping
-        λ → the budget a verdict needs (:func:`decision_budgets`), fixed before the runs.
-
-    Returns
-    -------
-    list of dict
-        Copies of the rows with ``regime`` relabelled, the rule's own label kept as ``rule_regime``,
-        ``needed``, and, on a run not decided, a ``reason`` that says so first.
+    The rule's own label is kept as ``rule_regime``; ``needed`` is λ's budget from :func:`decision_budgets`, and
+    the ``reason`` of a run not decided says so first.
 
     Examples
     --------
@@ -170,18 +125,6 @@ def verdict_label(row: Mapping[str, Any]) -> str:
 def regime_summary_records(table: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """One row per λ: the verdicts counted over its seeds, how many memorised, the best accuracies.
 
-    Parameters
-    ----------
-    table : sequence of dict
-        :func:`budget_regimes` (or :func:`~nhtlab.analysis.regimes.regime_table`) rows with
-        ``max_train_acc`` and ``max_test_acc``.
-
-    Returns
-    -------
-    list of dict
-        ``λ``, ``verdict`` (``"intermediate: 3 of 3"``; several verdicts joined by ``;``),
-        ``memorised`` (``"k of n"``), ``best train`` and ``best test`` (the range over the seeds).
-
     Examples
     --------
     >>> rows = [{"weight_decay": 5.0, "seed": s, "regime": "not decided", "last_step": 1000, "t_mem": None,
@@ -216,17 +159,6 @@ def _span(values: Sequence[float], fmt: str) -> str:
 
 def lambda_sentences(table: Sequence[Mapping[str, Any]]) -> list[str]:
     """One sentence per λ saying what its seeds did within their budget and the verdict it allows.
-
-    Parameters
-    ----------
-    table : sequence of dict
-        :func:`budget_regimes` rows (``t_mem``, ``t_grok``, ``contraction``, ``max_train_acc``,
-        ``max_test_acc``, ``last_step``, ``needed``).
-
-    Returns
-    -------
-    list of str
-        Markdown sentences, λ in increasing order.
 
     Examples
     --------
@@ -275,19 +207,8 @@ def lambda_sentences(table: Sequence[Mapping[str, Any]]) -> list[str]:
 def regime_events(table: Sequence[Mapping[str, Any]], curves: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """The T_mem and T_grok marks of every run, placed on its curves, for the regime charts.
 
-    Parameters
-    ----------
-    table : sequence of dict
-        The regime table the curves were tagged with (``t_mem``, ``t_grok``), one row per run, in order.
-    curves : sequence of dict
-        :func:`regime_curves` records of the same sweep.
-
-    Returns
-    -------
-    list of dict
-        One per event a run reached: ``run``, ``weight_decay``, ``lam_index``, ``seed``, ``regime``,
-        ``event`` (``"T_mem"`` or ``"T_grok"``), ``step``, ``norm`` (‖θ‖² there) and ``accuracy``
-        (the training accuracy at T_mem, the test accuracy at T_grok).
+    One record per event a run reached, with ``norm`` (‖θ‖²) there and ``accuracy`` (training accuracy at
+    T_mem, test accuracy at T_grok); ``table`` and ``curves`` (:func:`regime_curves`) are of the same sweep.
     """
     rows = require_rows(table, "table", "regime_events")
     by_run: dict[int, dict[int, Mapping[str, Any]]] = {}
@@ -325,19 +246,7 @@ def regime_records(table: Sequence[Mapping[str, Any]],
                    grok_counts: Mapping[float, tuple[int, int]] | None = None) -> list[dict[str, Any]]:
     """One row per run of a :func:`~nhtlab.analysis.regimes.regime_table`, for :func:`nhtlab.book.table`.
 
-    Parameters
-    ----------
-    table : sequence of dict
-        :func:`~nhtlab.analysis.regimes.regime_table` rows.
-    grok_counts : mapping, optional
-        λ → (runs that grokked, runs) in the paper (:data:`nhtlab.papers.COMPANION_GROK_COUNTS`).
-
-    Returns
-    -------
-    list of dict
-        ``λ, seed, regime, T_mem, T_grok, V_mem, end, contraction, best test, paper grokked,
-        reason, needs`` (None where a value does not exist; ``regime`` in words, :func:`verdict_label`;
-        ``needs``, the budget a verdict needs, on :func:`budget_regimes` rows).
+    ``grok_counts``: λ → (runs that grokked, runs) in the paper. None where a value does not exist.
 
     Examples
     --------
@@ -362,15 +271,6 @@ def regime_records(table: Sequence[Mapping[str, Any]],
 def regimes_by_lambda(table: Sequence[Mapping[str, Any]]) -> dict[float, dict[int, str]]:
     """λ → {seed: regime}, λ in increasing order.
 
-    Parameters
-    ----------
-    table : sequence of dict
-        :func:`~nhtlab.analysis.regimes.regime_table` rows (``weight_decay``, ``seed``, ``regime``).
-
-    Returns
-    -------
-    dict
-
     Examples
     --------
     >>> regimes_by_lambda([{"weight_decay": 5.0, "seed": 0, "regime": "strong"},
@@ -387,16 +287,6 @@ def regimes_by_lambda(table: Sequence[Mapping[str, Any]]) -> dict[float, dict[in
 def regime_seed_records(table: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """Per λ, the regime of every seed and whether the seeds disagree, for :func:`nhtlab.book.table`.
 
-    Parameters
-    ----------
-    table : sequence of dict
-        :func:`~nhtlab.analysis.regimes.regime_table` rows.
-
-    Returns
-    -------
-    list of dict
-        ``λ, regimes`` (``"seed 0: weak, seed 1: weak"``), ``flips`` (``"yes"`` when the seeds disagree).
-
     Examples
     --------
     >>> regime_seed_records([{"weight_decay": 0.1, "seed": 0, "regime": "weak"},
@@ -412,20 +302,7 @@ def regime_readings(table: Sequence[Mapping[str, Any]], expected: Mapping[float,
                     rule: str = "all") -> list[Reading]:
     """At each λ of ``expected``, the regimes of its seeds counted against the expected regime.
 
-    Parameters
-    ----------
-    table : sequence of dict
-        :func:`~nhtlab.analysis.regimes.regime_table` rows.
-    expected : mapping
-        λ → the regime the text states there, fixed before the run.
-    rule : {"all", "majority"}
-        What makes each reading a claim.
-
-    Returns
-    -------
-    list of Reading
-        One per λ of ``expected``, named ``"λ = <λ>"``; a λ the sweep did not train has no seed
-        and does not hold.
+    A λ the sweep did not train has no seed and does not hold.
     """
     require_type(expected, "expected", Mapping, owner="regime_readings")
     by_lam = regimes_by_lambda(table)
@@ -436,15 +313,7 @@ def regime_readings(table: Sequence[Mapping[str, Any]], expected: Mapping[float,
 def check_regime_order(table: Sequence[Mapping[str, Any]]) -> Check:
     """Sorted by λ, the diagnosed regimes never step backwards in weak → intermediate → strong.
 
-    Parameters
-    ----------
-    table : sequence of dict
-        :func:`~nhtlab.analysis.regimes.regime_table` rows; undetermined runs are skipped.
-
-    Returns
-    -------
-    Check
-        Fails for a sweep in which a larger λ is diagnosed earlier in the order than a smaller one.
+    Undetermined runs are skipped.
     """
     rows = require_rows(table, "table", "check_regime_order")
     ok = regime_order_ok([r["weight_decay"] for r in rows], [r["regime"] for r in rows])
@@ -454,16 +323,6 @@ def check_regime_order(table: Sequence[Mapping[str, Any]]) -> Check:
 
 def norm_start_records(table: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """Per λ, the seeds whose ‖θ‖² is largest at their first evaluation, and those whose norm rises first.
-
-    Parameters
-    ----------
-    table : sequence of dict
-        :func:`~nhtlab.analysis.regimes.regime_table` rows (``peak_step``; the first evaluation is step 0).
-
-    Returns
-    -------
-    list of dict
-        ``λ, largest at init`` (``"k of n"``), ``rises first`` (the seeds, or None).
 
     Examples
     --------
@@ -489,20 +348,6 @@ def regime_curves(result: Any, table: list[dict[str, Any]], every: int = 1) -> l
     Each record: ``run``, ``weight_decay``, ``lam_index`` (rank of its λ among the
     sweep's distinct λ, for sliders), ``seed``, ``regime``, ``step``, ``norm``,
     ``train_acc``, ``test_acc``. ``every`` keeps one evaluation in ``every``.
-
-    Parameters
-    ----------
-    result : SweepResult
-        The λ sweep (rows with ``run`` and ``history``).
-    table : list of dict
-        :func:`regime_table` of the same sweep, one row per run, in the same order.
-    every : int >= 1
-        Keep one evaluation in ``every``.
-
-    Returns
-    -------
-    list of dict
-        One record per kept evaluation of every run.
     """
     lams = sorted({row.run.weight_decay for row in result})
     out = []
@@ -543,24 +388,7 @@ def intermediate_answer(table: Sequence[Mapping[str, Any]]) -> tuple[str, tuple[
 def memorise_answer(table: Sequence[Mapping[str, Any]], lam: float) -> tuple[str, tuple[str, str], str]:
     """The answer the sweep gives to "will the runs at ``lam`` memorise their table within the budget?".
 
-    Parameters
-    ----------
-    table : sequence of dict
-        :func:`~nhtlab.analysis.regimes.regime_table` rows (``weight_decay``, ``t_mem``,
-        ``max_train_acc`` where present, ``last_step``).
-    lam : float
-        A λ of the sweep.
-
-    Returns
-    -------
-    (answer, choices, why) : tuple
-        ``"yes"`` when more than half of the seeds at ``lam`` reach T_mem (training accuracy ≥ 99%),
-        else ``"no"``; ``("yes", "no")``; and the count over the seeds with their budgets.
-
-    Raises
-    ------
-    ValueError
-        Naming ``lam`` when the sweep has no run at it.
+    ``"yes"`` when more than half of the seeds at ``lam`` reach T_mem.
 
     Examples
     --------
@@ -579,21 +407,6 @@ def memorise_answer(table: Sequence[Mapping[str, Any]], lam: float) -> tuple[str
 
 def learning_answer(table: Sequence[Mapping[str, Any]], lam: float, level: float = 0.5) -> tuple[str, tuple[str, str], str]:
     """The answer the sweep gives to "at ``lam``, does the best test accuracy of most seeds climb past ``level``?".
-
-    Parameters
-    ----------
-    table : sequence of dict
-        Regime-table rows (``weight_decay``, ``max_test_acc``, ``max_train_acc``, ``last_step``).
-    lam : float
-        A λ of the sweep.
-    level : float
-        The test accuracy the question names (one half).
-
-    Returns
-    -------
-    (answer, choices, why) : tuple
-        ``"yes"`` when more than half of the seeds at ``lam`` reach ``level``, else ``"no"``;
-        ``("yes", "no")``; and the seeds' best test and training accuracies.
 
     Examples
     --------
@@ -620,23 +433,7 @@ def rule_check(table: Sequence[Mapping[str, Any]], lam: float, regime: str, word
 
     What the rule saw is a fact of the run even where the budget is too short to call it a regime:
     at the smallest λ "weak" means memorised with no contraction and no generalisation *within the
-    budget*; at the largest, "strong" means the table was not fitted within it.
-
-    Parameters
-    ----------
-    table : sequence of dict
-        :func:`budget_regimes` rows (``rule_regime``; plain regime-table rows use ``regime``).
-    lam : float
-    regime : str
-        The rule's label every seed must have.
-    words : str
-        What that label observed, for the check's name.
-
-    Returns
-    -------
-    Check
-        Named ``"λ = <lam> within its budget: <words>"``; fails when a seed's rule label differs or no
-        seed ran at ``lam``.
+    budget*; at the largest, "strong" means the table was not fitted within it. Fails with no seed at ``lam``.
 
     Examples
     --------
@@ -658,19 +455,7 @@ def rule_check(table: Sequence[Mapping[str, Any]], lam: float, regime: str, word
 def regime_findings(table: Sequence[Mapping[str, Any]], level: float = 0.5) -> list[str]:
     """The chapter's takeaway in sentences, each read from the budget-labelled table.
 
-    Parameters
-    ----------
-    table : sequence of dict
-        :func:`budget_regimes` rows.
-    level : float
-        The best test accuracy that counts as "learning" where the training set was not fitted
-        (the prediction's one half).
-
-    Returns
-    -------
-    list of str
-        What reached a verdict and where; what did not and why; what the λ whose runs never
-        memorised learned.
+    ``level`` is the best test accuracy that counts as learning where the training set was not fitted.
 
     Examples
     --------
