@@ -1,22 +1,18 @@
 """One run, measured by a probe callback, kept in the result cache beside the plain run it is.
 
-A chapter that needs more than a run's history (DLR on a fixed probe, which needs the
-model's features at every evaluation) would otherwise train a run another chapter
-already trained. :func:`tracked_run` trains the run *with* the probe once and keeps two
-entries: the tracked history (keyed by the run's config together with the probe's
-settings) and the plain history, under the run's own key, which is what
-:func:`nhtlab.sweep` and :func:`nhtlab.training.cache.cached_run` read. A probe only reads the model
-(evaluation mode, no gradient, no random numbers), so the training trajectory is the
-plain run's: when the plain entry already exists the tracked run's own columns are
-compared with it, number for number (:func:`same_run_check`).
+A chapter that needs more than a run's history (DLR on a fixed probe, which needs the model's features at
+every evaluation) would otherwise train a run another chapter already trained. :func:`tracked_run` trains
+the run *with* the probe once and keeps two entries: the tracked history (keyed by the run's config and the
+probe's settings) and the plain history under the run's own key, which :func:`nhtlab.sweep` and
+:func:`nhtlab.training.cache.cached_run` read. A probe only reads the model (evaluation mode, no gradient,
+no random numbers), so the trajectory is the plain run's: an existing plain entry is compared with the
+tracked run's own columns, number for number (:func:`same_run_check`).
 
-Which chapter reaches a shared run first does not matter: a run that chapter 4 reads
-through a probe (:func:`shared_probe`: the companion grid's λ = 1 runs, with
-:func:`companion_probe`) is trained with that probe by whoever trains it
-(:meth:`BookCache.train <nhtlab.book.runs.BookCache.train>`, under the plain
-run's claim, through :func:`train_probed`), and both entries are written; chapter 4 then reads them. Any other probe
-on a run cached before trains the run once more, the one time its own entry is missing:
-the cache holds measurements, not the models needed to compute a probe afterwards.
+Which chapter reaches a shared run first does not matter: a run that chapter 4 reads through a probe
+(:func:`shared_probe`) is trained with that probe by whoever trains it
+(:meth:`BookCache.train <nhtlab.book.runs.BookCache.train>`, under the plain run's claim, through
+:func:`train_probed`), and both entries are written. Any other probe on a run cached before trains the run
+once more: the cache holds measurements, not the models needed to compute a probe afterwards.
 """
 
 from __future__ import annotations
@@ -98,12 +94,10 @@ def companion_probe(run: ModularRun) -> DLRTracker:
 def shared_probe(run: Any) -> DLRTracker | None:
     """The probe a chapter reads of ``run``, so that whoever trains the run trains it with the probe.
 
-    Chapter 4 reads DLR on the λ = 1 runs of the companion grid, which chapters 1, 2 and 3
-    train too; :meth:`ResultCache.train <nhtlab.training.cache.ResultCache.train>` trains
-    a run with its shared probe (at the probe's price: a forward pass over the p² pairs and
-    a few small eigendecompositions per evaluation) and keeps both entries, so the run is
-    trained once, whichever chapter reaches it first. The λ = 1 run of any profile's companion grid
-    (:data:`~nhtlab.training.presets.COMPANION_SWEEPS`), at any seed, has one; every other run has None.
+    Chapter 4 reads DLR on the λ = 1 runs of any profile's companion grid
+    (:data:`~nhtlab.training.presets.COMPANION_SWEEPS`, any seed), which chapters 1, 2 and 3 train too, at
+    the probe's price (a forward pass over the p² pairs and a few small eigendecompositions per evaluation).
+    Every other run has None.
 
     Examples
     --------

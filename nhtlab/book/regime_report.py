@@ -1,21 +1,9 @@
 """A λ sweep's regimes reported: table rows, readings over seeds, and the checks a chapter asserts.
 
-:func:`nhtlab.analysis.regimes.regime_table` diagnoses every run of a sweep. The
-functions here turn its rows into what the regimes chapter shows and asserts:
-
-* :func:`regime_records`: one table row per run, beside the paper's count of seeds
-  that grokked at that λ;
-* :func:`regimes_by_lambda` and :func:`regime_readings`: the regime of each seed at a λ,
-  counted against the regime the text expects there
-  (:func:`~nhtlab.book.claims.over_seeds`);
-* :func:`check_regime_order`: sorted by λ the regimes never step backwards in
-  weak → intermediate → strong (:func:`~nhtlab.analysis.regimes.regime_order_ok`);
-* :func:`norm_start_records`: per λ, in how many seeds ‖θ‖² is largest at
-  initialisation and in which it first rises above it;
-* :func:`decision_budgets` and :func:`budget_regimes`: the budget a verdict at each λ needs,
-  fixed before the runs and scaled as 1/(ηλ), and the table relabelled with it (a run short of
-  it is "not decided within N steps", :func:`verdict_label`);
-* :func:`regime_summary_records`: one row per λ, the verdicts counted over the seeds.
+:func:`nhtlab.analysis.regimes.regime_table` diagnoses every run of a sweep; the functions here turn
+its rows into what the regimes chapter shows and asserts. The budget a verdict at each λ needs is fixed
+before the runs and scales as 1/(ηλ) (:func:`decision_budgets`); a run short of it is "not decided
+within N steps" (:func:`budget_regimes`).
 """
 
 from __future__ import annotations
@@ -345,9 +333,7 @@ def norm_start_records(table: Sequence[Mapping[str, Any]]) -> list[dict[str, Any
 def regime_curves(result: Any, table: list[dict[str, Any]], every: int = 1) -> list[dict[str, Any]]:
     """Long records of every run's curves, tagged with its λ, seed and regime, for charts.
 
-    Each record: ``run``, ``weight_decay``, ``lam_index`` (rank of its λ among the
-    sweep's distinct λ, for sliders), ``seed``, ``regime``, ``step``, ``norm``,
-    ``train_acc``, ``test_acc``. ``every`` keeps one evaluation in ``every``.
+    ``lam_index`` ranks the run's λ among the sweep's (for sliders); ``every`` keeps one evaluation in ``every``.
     """
     lams = sorted({row.run.weight_decay for row in result})
     out = []
@@ -364,10 +350,7 @@ def regime_curves(result: Any, table: list[dict[str, Any]], every: int = 1) -> l
 def intermediate_answer(table: Sequence[Mapping[str, Any]]) -> tuple[str, tuple[str, ...], str]:
     """The answer the sweep gives to "at which smallest λ are most seeds intermediate?".
 
-    ``table`` holds :func:`~nhtlab.analysis.regimes.regime_table` rows; the result is
-    ``(answer, choices, why)``: ``answer``, the smallest λ (formatted ``"{:g}"``) at which more than half
-    of the seeds are diagnosed intermediate, or ``"none"``; ``choices``, every λ of the sweep, formatted
-    the same, and ``"none"``; ``why``, the count of intermediate seeds at every λ.
+    Most: more than half of the seeds; ``"none"`` when no λ has them.
 
     Examples
     --------

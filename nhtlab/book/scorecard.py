@@ -3,23 +3,11 @@
 Khanh & Hoa (arXiv 2603.07323) score six predictions per domain (P1 norm
 ordering, P2 three regimes, P3 clean/worst-group ordering, P4 layer hierarchy,
 P5 clean norm separation, P6 delay scaling) but give no operational rules. These
-are nhtlab's. Each rule is a function returning a :class:`~nhtlab.book.claims.Check`: pass or fail
-*and* the number it was decided on, so a ✓ or ✗ can be checked. Each function's
-docstring says what makes it fail.
-
-* P1 :func:`norm_ordering`: ‖θ‖² on the shortcut solution (at the step it is
-  fitted) exceeds ‖θ‖² on the structured solution (at a stated later step);
-* P2 :func:`three_regimes`: the λ sweep reads weak → intermediate → strong;
-* P3 :func:`worst_group_rise`: the worst-group accuracy starts below a stated
-  level (when the shortcut is fitted) and ends above it;
-* P4 :func:`contraction_rule`: after the shortcut is fitted, the read-out loses its
-  share of ‖θ_ℓ‖² before the first layer does (:func:`nhtlab.analysis.layers.contraction_order`,
-  the reading chapter 05 reports over seeds; :func:`backward_order`, on peak steps, is kept for
-  layers that do not fall from their initialisation);
-* P5 :func:`separation_rule`: nhtlab's separation score (from the fitted
-  shortcut on, :mod:`nhtlab.analysis.separation`) is defined and at least 0.5;
-* P6 :func:`delay_scaling`: over at least three λ values, the fitted exponent
-  of T ∝ λ^(−α) has a 95% confidence interval that contains 1 and excludes 0.
+are nhtlab's: P1 :func:`norm_ordering`, P2 :func:`three_regimes`, P3 :func:`worst_group_rise`,
+P4 :func:`contraction_rule` (the reading chapter 05 reports over seeds; :func:`backward_order`, on peak
+steps, is kept for layers that do not fall from their initialisation), P5 :func:`separation_rule`,
+P6 :func:`delay_scaling`. Each returns a :class:`~nhtlab.book.claims.Check`: pass or fail *and* the number
+it was decided on, so a ✓ or ✗ can be checked; each docstring says what makes it fail.
 """
 
 from __future__ import annotations

@@ -6,19 +6,9 @@ runs (the norm still rising) and the *strong* ones (not fitted); take the smalle
 among the *intermediate* runs (the norm peaked, then contracted); check it on held-out
 data against the weakest λ.
 
-Everything here reads monitors as records (numbers and labels, no tensors), so a
-chapter builds its tables and its claims from them:
-
-* :func:`lambda_grid_records`: one row per (seed, λ) run;
-* :func:`regimes_by_seed`: the regime of each λ in each seed, side by side;
-* :func:`lambda_recipe`: per seed, the λ the recipe chooses and its held-out check;
-* :func:`lambda_readings`: the qualitative readings counted over seeds
-  (:func:`nhtlab.book.over_seeds`), and :func:`lambda_checks` the verdicts a chapter asserts;
-* :func:`norm_curve_records` for :func:`nhtlab.book.lambda_grid`;
-* :func:`monitor_dlr_check`: the monitor's DLR against an independent recomputation;
-* :func:`decided_regime`: a *weak* or *strong* label only when the run's budget covers
-  :data:`DECIDED_AFTER` times the decay's time scale 1/(ηλ), else "not decided within N steps";
-* :func:`layer_words`: a model's layer names in words, for charts (``"0"`` → ``"Conv2d 1"``).
+Everything here reads monitors as records (numbers and labels, no tensors), so a chapter builds its
+tables and claims from them. A *weak* or *strong* label stands only when the run's budget covers
+:data:`DECIDED_AFTER` times the decay's time scale 1/(ηλ) (:func:`decided_regime`).
 
 >>> fit_threshold(0.3, classes=10)
 0.657
