@@ -120,9 +120,7 @@ def regime_summary_records(table: Sequence[Mapping[str, Any]]) -> list[dict[str,
     >>> regime_summary_records(rows)[0]
     {'λ': 5.0, 'verdict': 'not decided within 1,000 steps: 2 of 2', 'memorised': '0 of 2', 'best train': '0.50–0.60', 'best test': '0.25–0.30'}
     """
-    by_lam: dict[float, list[Mapping[str, Any]]] = {}
-    for row in sorted(require_rows(table, "table", "regime_summary_records"), key=lambda r: (r["weight_decay"], r["seed"])):
-        by_lam.setdefault(row["weight_decay"], []).append(row)
+    by_lam = _by_lambda(table, "regime_summary_records")
 
     def spread(values: list[float]) -> str:
         lo, hi = min(values), max(values)
@@ -137,6 +135,19 @@ def regime_summary_records(table: Sequence[Mapping[str, Any]]) -> list[dict[str,
                     "best train": spread([r["max_train_acc"] for r in rows]),
                     "best test": spread([r["max_test_acc"] for r in rows])})
     return out
+
+
+def _by_lambda(table: Sequence[Mapping[str, Any]], owner: str) -> dict[float, list[Mapping[str, Any]]]:
+    """λ → its rows, λ and then seed increasing."""
+    out: dict[float, list[Mapping[str, Any]]] = {}
+    for row in sorted(require_rows(table, "table", owner), key=lambda r: (r["weight_decay"], r["seed"])):
+        out.setdefault(row["weight_decay"], []).append(row)
+    return out
+
+
+def _ends(rows: Sequence[Mapping[str, Any]]) -> str:
+    """The runs' last steps, ``"1,000 / 1,500"``."""
+    return " / ".join(f"{e:,}" for e in sorted({int(r["last_step"]) for r in rows}))
 
 
 def _span(values: Sequence[float], fmt: str) -> str:
@@ -156,15 +167,12 @@ def lambda_sentences(table: Sequence[Mapping[str, Any]]) -> list[str]:
     >>> print(lambda_sentences(rows)[0])
     **λ = 5**: no seed reached 99% training accuracy within 1,000 steps (best 0.50), and the test accuracy reached only 0.40; verdict: not decided within 1,000 steps in 2 of 2 (a verdict needs 4,000 steps).
     """
-    by_lam: dict[float, list[Mapping[str, Any]]] = {}
-    for row in sorted(require_rows(table, "table", "lambda_sentences"), key=lambda r: (r["weight_decay"], r["seed"])):
-        by_lam.setdefault(row["weight_decay"], []).append(row)
     out = []
-    for lam, rows in by_lam.items():
+    for lam, rows in _by_lambda(table, "lambda_sentences").items():
         n = len(rows)
         mem = [r for r in rows if r["t_mem"] is not None]
         gen = [r for r in rows if r["t_grok"] is not None]
-        ends = " / ".join(f"{e:,}" for e in sorted({int(r["last_step"]) for r in rows}))
+        ends = _ends(rows)
         fell = [r["contraction"] for r in mem if r["contraction"] is not None]
         every = "the seed" if n == 1 else f"all {n} seeds"
         if all(r["regime"] == "intermediate" for r in rows):
@@ -265,11 +273,7 @@ def regimes_by_lambda(table: Sequence[Mapping[str, Any]]) -> dict[float, dict[in
     ...                    {"weight_decay": 0.01, "seed": 0, "regime": "weak"}])
     {0.01: {0: 'weak'}, 5.0: {0: 'strong'}}
     """
-    out: dict[float, dict[int, str]] = {}
-    rows = require_rows(table, "table", "regimes_by_lambda")
-    for row in sorted(rows, key=lambda r: (r["weight_decay"], r["seed"])):
-        out.setdefault(row["weight_decay"], {})[row["seed"]] = row["regime"]
-    return out
+    return {lam: {r["seed"]: r["regime"] for r in rows} for lam, rows in _by_lambda(table, "regimes_by_lambda").items()}
 
 
 def regime_seed_records(table: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -318,12 +322,9 @@ def norm_start_records(table: Sequence[Mapping[str, Any]]) -> list[dict[str, Any
     ...                     {"weight_decay": 0.01, "seed": 1, "peak_step": 0}])
     [{'λ': 0.01, 'largest at init': '1 of 2', 'rises first': 'seed 0'}]
     """
-    by_lam: dict[float, dict[int, int]] = {}
-    rows = require_rows(table, "table", "norm_start_records")
-    for row in sorted(rows, key=lambda r: (r["weight_decay"], r["seed"])):
-        by_lam.setdefault(row["weight_decay"], {})[row["seed"]] = row["peak_step"]
     out = []
-    for lam, peaks in by_lam.items():
+    for lam, rows in _by_lambda(table, "norm_start_records").items():
+        peaks = {r["seed"]: r["peak_step"] for r in rows}
         rising = [seed for seed, step in peaks.items() if step > 0]
         out.append({"λ": lam, "largest at init": f"{len(peaks) - len(rising)} of {len(peaks)}",
                     "rises first": ", ".join(f"seed {s}" for s in rising) or None})
@@ -383,7 +384,7 @@ def memorise_answer(table: Sequence[Mapping[str, Any]], lam: float) -> tuple[str
     if not rows:
         raise ValueError(f"memorise_answer: the sweep has no run at 'lam' = {lam!r}")
     k = sum(r["t_mem"] is not None for r in rows)
-    ends = " / ".join(f"{e:,}" for e in sorted({r["last_step"] for r in rows}))
+    ends = _ends(rows)
     return ("yes" if 2 * k > len(rows) else "no"), ("yes", "no"), (f"at λ = {lam:g} training accuracy reached 99% in {k} of "
                                                      f"{len(rows)} seeds within {ends} steps")
 
@@ -403,7 +404,7 @@ def learning_answer(table: Sequence[Mapping[str, Any]], lam: float, level: float
     if not rows:
         raise ValueError(f"learning_answer: the sweep has no run at 'lam' = {lam!r}")
     k = sum(r["max_test_acc"] >= level for r in rows)
-    ends = " / ".join(f"{e:,}" for e in sorted({r["last_step"] for r in rows}))
+    ends = _ends(rows)
     tests = ", ".join(f"{r['max_test_acc']:.2f}" for r in rows)
     trains = ", ".join(f"{r['max_train_acc']:.2f}" for r in rows)
     return ("yes" if 2 * k > len(rows) else "no"), ("yes", "no"), (
@@ -429,7 +430,7 @@ def rule_check(table: Sequence[Mapping[str, Any]], lam: float, regime: str, word
                   key=lambda r: r["seed"])
     labels = {r["seed"]: r.get("rule_regime", r["regime"]) for r in rows}
     k = sum(v == regime for v in labels.values())
-    ends = " / ".join(f"{e:,}" for e in sorted({r["last_step"] for r in rows}))
+    ends = _ends(rows)
     seeds = ", ".join(f"seed {s}: {v}" for s, v in labels.items())
     return Check(f"λ = {lam:g} within its budget: {words}", bool(rows) and k == len(rows),
                  f"the rule alone reads {regime} in {k} of {len(rows)} seeds within {ends or 'no'} steps ({seeds})")
@@ -477,7 +478,7 @@ def regime_findings(table: Sequence[Mapping[str, Any]], level: float = 0.5) -> l
         if any(r["t_mem"] is not None for r in group):
             continue
         best = _span([r["max_test_acc"] for r in group], "{:.2f}")
-        ends = " / ".join(f"{e:,}" for e in sorted({int(r["last_step"]) for r in group}))
+        ends = _ends(group)
         if 2 * sum(r["max_test_acc"] >= level for r in group) > len(group):
             clauses.append(f"reached {best} at λ = {lam:g} within {ends} steps (the decay slowed learning, "
                            "it did not stop it)")
