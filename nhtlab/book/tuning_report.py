@@ -300,14 +300,12 @@ def recipe_answer(records: Sequence[Mapping[str, Any]], seed: int) -> tuple[str,
     if not grid:
         raise ValueError(f"The 'seed' parameter of recipe_answer must be a seed of the records "
                          f"({sorted({r['seed'] for r in records})}). Got {seed!r}.")
-    chosen: dict[int, Any] = {}
-    for s in sorted({r["seed"] for r in records}):
-        middle = sorted(r["λ"] for r in records if r["seed"] == s and r["regime"] == "intermediate")
-        chosen[s] = middle[0] if middle else None
-    lam = chosen[seed]
+    middles = {s: sorted(r["λ"] for r in records if r["seed"] == s and r["regime"] == "intermediate")
+               for s in sorted({r["seed"] for r in records})}
+    chosen = {s: middle[0] if middle else None for s, middle in middles.items()}
+    lam, middle = chosen[seed], middles[seed]
     answer = ("none" if lam is None else "the smallest" if lam == grid[0] else "the largest" if lam == grid[-1]
               else "one in between")
-    middle = sorted(r["λ"] for r in records if r["seed"] == seed and r["regime"] == "intermediate")
     choice = "no λ to choose" if lam is None else f"the recipe chose λ = {lam:g}"
     why = (f"in seed {seed} the grid was {', '.join(f'{x:g}' for x in grid)} and its intermediate λ "
            f"{', '.join(f'{x:g}' for x in middle) or 'none'}, so {choice}; by seed: "
