@@ -35,18 +35,8 @@ RULES = ("all", "majority")
 class Check:
     """One claim a chapter asserts on its own run: whether it held, and the measurement behind it.
 
-    ``bool(check)`` is whether it passed, so a chapter writes ``assert check, check.detail``.
-
-    Attributes
-    ----------
-    name : str
-        The claim in words ("memorises before it generalises").
-    passed : bool
-        Whether the run satisfies it.
-    detail : str
-        The measurement that decided it, for the failure message and the checks table.
-    value : float
-        The number the rule compared, where there is one (a ratio, a score); NaN otherwise.
+    ``bool(check)`` is whether it passed, so a chapter writes ``assert check, check.detail``. ``value`` is the
+    number the rule compared (a ratio, a score), NaN where there is none.
     """
 
     name: str
@@ -65,17 +55,7 @@ class Check:
 
 
 def failed_checks(checks: Iterable[Check]) -> list[Check]:
-    """The checks that did not hold, in order.
-
-    Parameters
-    ----------
-    checks : iterable of Check
-
-    Returns
-    -------
-    list of Check
-        Empty when every check held.
-    """
+    """The checks that did not hold, in order."""
     checks = list(checks)
     for i, c in enumerate(checks):
         require_type(c, f"checks[{i}]", Check, owner="failed_checks")
@@ -86,16 +66,7 @@ def failed_checks(checks: Iterable[Check]) -> list[Check]:
 class Reading:
     """A qualitative reading over seeds, and whether the rule fixed before the run holds.
 
-    Attributes
-    ----------
-    name : str
-        What was read ("layer order at λ = 1").
-    by_seed : dict
-        seed → the reading of that seed (a string such as ``"backward"``; None when it could not be read).
-    expected : str
-        The reading the text states, fixed before the run.
-    rule : {"all", "majority"}
-        ``"all"``: every seed; ``"majority"``: more than half of the seeds.
+    ``by_seed`` maps seed → that seed's reading (None where it could not be read).
     """
 
     name: str
@@ -137,24 +108,7 @@ class Reading:
 
 
 def over_seeds(name: str, by_seed: Mapping[int, Any], expected: Any, rule: str = "majority") -> Reading:
-    """Count a qualitative reading over seeds against the reading the text states.
-
-    Parameters
-    ----------
-    name : str
-        What was read.
-    by_seed : mapping
-        seed → that seed's reading.
-    expected : any
-        The reading the text states, fixed before the run.
-    rule : {"majority", "all"}
-        What makes the reading a claim: more than half of the seeds, or every seed.
-
-    Returns
-    -------
-    Reading
-        With ``k``, ``n``, ``holds``, ``flips`` and ``text()``.
-    """
+    """Count a qualitative reading over seeds against the reading the text states."""
     require_type(name, "name", str, owner="over_seeds")
     require_type(by_seed, "by_seed", Mapping, owner="over_seeds")
     require_choice(rule, "rule", RULES, owner="over_seeds")
@@ -163,16 +117,6 @@ def over_seeds(name: str, by_seed: Mapping[int, Any], expected: Any, rule: str =
 
 def check_reading(reading: Reading) -> Check:
     """A reading over seeds as a check: it passes when the reading's rule, fixed before the run, holds.
-
-    Parameters
-    ----------
-    reading : Reading
-        From :func:`over_seeds`.
-
-    Returns
-    -------
-    Check
-        Named after the reading; ``detail`` is its ``k of n`` text and its rule.
 
     Examples
     --------
@@ -189,25 +133,6 @@ def reading_answer(reading: Reading, yes: str = "yes", no: str = "no",
 
     The question is whether the runs show ``reading.expected``: ``yes`` when the reading's rule holds (a
     strict majority of the seeds by default, the rule of the chapter's checks, so a tie reads ``no``).
-
-    Parameters
-    ----------
-    reading : Reading
-        From :func:`over_seeds`.
-    yes, no : str
-        The two answers the question offers.
-    detail : str
-        The numbers behind each seed's reading, appended to the explanation.
-
-    Returns
-    -------
-    (answer, choices, why) : tuple
-        ``yes`` or ``no``, ``(yes, no)``, and the reading's count over the seeds with ``detail``.
-
-    Raises
-    ------
-    TypeError
-        Naming ``reading`` or ``detail`` when it is not of its type.
 
     Examples
     --------
@@ -228,19 +153,7 @@ def reading_rows(readings: Iterable[Reading] | Mapping[Any, Reading],
                  paper: Mapping[Any, str] | None = None) -> list[dict[str, Any]]:
     """Readings over seeds as table rows, the one way the chapters table them.
 
-    Parameters
-    ----------
-    readings : iterable of Reading, or mapping key → Reading
-        From :func:`over_seeds` (or a function built on it).
-    paper : mapping key → str, optional
-        With a mapping of readings: the paper's claim for each key, shown as a ``paper`` column
-        (``None``, a dash in the table, where the paper has none).
-
-    Returns
-    -------
-    list of dict
-        ``reading``, ``stated`` (the reading the text states), ``paper`` (with ``paper`` only), ``seeds``
-        ("k of n"), ``by seed``, ``rule``, ``holds`` (✓/✗ for the rule) and ``flips`` ("yes"/"no").
+    ``paper`` (with ``readings`` a mapping, keyed alike) adds the paper's claim per reading as a ``paper`` column.
 
     Examples
     --------

@@ -39,17 +39,7 @@ def _as_check(item: Check | Reading, owner: str) -> Check:
 def science_checks(cfg: Any = None) -> bool:
     """Whether to run a chapter's scientific checks: False (with a printed notice) under the cap.
 
-    Parameters
-    ----------
-    cfg : namespace, optional
-        The chapter's settings from :func:`nhtlab.book.select_profile`; its ``smoke``
-        attribute is honoured, and so is the ``NHTLAB_SMOKE`` environment variable.
-
-    Returns
-    -------
-    bool
-        True on a real run. On a smoke run, prints why the checks are skipped
-        and returns False.
+    The cap is ``cfg.smoke`` or the ``NHTLAB_SMOKE`` environment variable.
     """
     capped = bool(getattr(cfg, "smoke", False)) or smoke_enabled()
     if not capped:
@@ -63,26 +53,8 @@ def closing_checks(checks: Iterable[Check | Reading], cfg: Any = None,
                    shown: Sequence[Check | Reading] = ()) -> Markdown:
     """Table the chapter's claims, record them, and assert them on a real run.
 
-    Parameters
-    ----------
-    checks : iterable of Check or Reading
-        The claims the chapter's text states; a Reading counts as held when its rule holds.
-    cfg : namespace, optional
-        The chapter's settings (:func:`nhtlab.book.select_profile`): its ``profile`` is recorded, and
-        under the smoke cap (:func:`science_checks`) nothing is asserted.
-    shown : sequence of Check or Reading
-        Readings shown beside the claims and recorded, never asserted.
-
-    Returns
-    -------
-    Markdown
-        The table (one row per check, claims first, with whether each is asserted), closed under "How we know".
-
-    Raises
-    ------
-    AssertionError
-        On a real run when a claim fails, naming every failing claim and its measurement
-        (the table is displayed first, so the executed notebook shows what failed).
+    A failing claim raises AssertionError naming each failure, after the table is displayed so that the
+    executed notebook shows what failed. ``cfg.profile`` is recorded.
     """
     claims = [_as_check(c, "closing_checks") for c in checks]
     extra = [_as_check(c, "closing_checks") for c in shown]

@@ -26,25 +26,7 @@ def keep_on_drive(folder: str | os.PathLike = DRIVE_FOLDER, mount_point: str = "
 
     Call it before the first run of a session; the chapters' Colab cell does when its
     ``KEEP_ON_DRIVE`` is True. Sets ``NHTLAB_CACHE_DIR`` to ``folder/cache`` and
-    ``NHTLAB_CHECKPOINTS`` to ``on`` for this kernel and the sweep workers it starts.
-
-    Parameters
-    ----------
-    folder : str or path
-        A folder on the mounted Drive.
-    mount_point : str
-        Where Drive is mounted.
-
-    Returns
-    -------
-    Path
-        The result cache's folder on Drive.
-
-    Raises
-    ------
-    RuntimeError
-        Outside Colab (``google.colab`` cannot be imported): elsewhere, set ``NHTLAB_CACHE_DIR``
-        and ``NHTLAB_CHECKPOINTS=on`` yourself.
+    ``NHTLAB_CHECKPOINTS`` to ``on`` for this kernel and the sweep workers it starts; returns the cache folder.
     """
     require_type(folder, "folder", (str, os.PathLike), owner="keep_on_drive")
     try:
@@ -81,23 +63,6 @@ def colab_launch(chapter: str, keep: bool = False) -> str:
     """The chapter's launch note in Colab, printed; with ``keep``, :func:`keep_on_drive` too.
 
     Each chapter's Colab cell installs nhtlab, then calls this.
-
-    Parameters
-    ----------
-    chapter : str
-        The chapter's stem ("05_layerwise"): its estimate is read from :data:`FULL_ON_T4`.
-    keep : bool
-        The cell's ``KEEP_ON_DRIVE``: results and checkpoints on Google Drive.
-
-    Returns
-    -------
-    str
-        The note.
-
-    Raises
-    ------
-    ValueError
-        Naming ``chapter`` when it has no estimate.
     """
     require_type(chapter, "chapter", str, owner="colab_launch")
     if chapter not in FULL_ON_T4:

@@ -1,22 +1,18 @@
 """One run, measured by a probe callback, kept in the result cache beside the plain run it is.
 
-A chapter that needs more than a run's history (DLR on a fixed probe, which needs the
-model's features at every evaluation) would otherwise train a run another chapter
-already trained. :func:`tracked_run` trains the run *with* the probe once and keeps two
-entries: the tracked history (keyed by the run's config together with the probe's
-settings) and the plain history, under the run's own key, which is what
-:func:`nhtlab.sweep` and :func:`nhtlab.training.cache.cached_run` read. A probe only reads the model
-(evaluation mode, no gradient, no random numbers), so the training trajectory is the
-plain run's: when the plain entry already exists the tracked run's own columns are
-compared with it, number for number (:func:`same_run_check`).
+A chapter that needs more than a run's history (DLR on a fixed probe, which needs the model's features at
+every evaluation) would otherwise train a run another chapter already trained. :func:`tracked_run` trains
+the run *with* the probe once and keeps two entries: the tracked history (keyed by the run's config and the
+probe's settings) and the plain history under the run's own key, which :func:`nhtlab.sweep` and
+:func:`nhtlab.training.cache.cached_run` read. A probe only reads the model (evaluation mode, no gradient,
+no random numbers), so the trajectory is the plain run's: an existing plain entry is compared with the
+tracked run's own columns, number for number (:func:`same_run_check`).
 
-Which chapter reaches a shared run first does not matter: a run that chapter 4 reads
-through a probe (:func:`shared_probe`: the companion grid's λ = 1 runs, with
-:func:`companion_probe`) is trained with that probe by whoever trains it
-(:meth:`BookCache.train <nhtlab.book.runs.BookCache.train>`, under the plain
-run's claim, through :func:`train_probed`), and both entries are written; chapter 4 then reads them. Any other probe
-on a run cached before trains the run once more, the one time its own entry is missing:
-the cache holds measurements, not the models needed to compute a probe afterwards.
+Which chapter reaches a shared run first does not matter: a run that chapter 4 reads through a probe
+(:func:`shared_probe`) is trained with that probe by whoever trains it
+(:meth:`BookCache.train <nhtlab.book.runs.BookCache.train>`, under the plain run's claim, through
+:func:`train_probed`), and both entries are written. Any other probe on a run cached before trains the run
+once more: the cache holds measurements, not the models needed to compute a probe afterwards.
 """
 
 from __future__ import annotations
@@ -59,16 +55,6 @@ def _tensor_digest(x: torch.Tensor | None) -> str | None:
 def probe_key(tracker: DLRTracker) -> dict[str, Any]:
     """The settings of a :class:`DLRTracker` that decide what it writes, as plain JSON values.
 
-    Parameters
-    ----------
-    tracker : DLRTracker
-        The probe.
-
-    Returns
-    -------
-    dict
-        Its rank rules, layer, spectra settings and SHA-256 digests of its inputs and labels.
-
     Examples
     --------
     >>> a = DLRTracker(torch.zeros(4, 2, dtype=torch.long))
@@ -89,21 +75,7 @@ def pair_probe(run: ModularRun, compare: Mapping[str, tuple[str | int, float | N
                spectra: bool = False, top: int = 64) -> DLRTracker:
     """A :class:`DLRTracker` on every pair (a, b) of ``run``'s table, with the labels (for NC1 and Π*).
 
-    Parameters
-    ----------
-    run : ModularRun
-        Its modulus, operation, split and seed give the table (training pairs first, then test pairs).
-    compare : mapping, optional
-        Further rank rules, name → (rank, tol).
-    spectra : bool
-        Keep the spectrum at each evaluation.
-    top : int
-        Eigenpairs kept.
-
-    Returns
-    -------
-    DLRTracker
-        Its ``x`` is the p² × 2 table of pairs.
+    Its ``x`` is the p² × 2 table: training pairs first, then test pairs.
     """
     require_type(run, "run", ModularRun, owner="pair_probe")
     data = modular_data(run.p, run.operation, run.train_fraction, seed=run.seed)
@@ -112,19 +84,7 @@ def pair_probe(run: ModularRun, compare: Mapping[str, tuple[str | int, float | N
 
 
 def companion_probe(run: ModularRun) -> DLRTracker:
-    """Chapter 4's DLR probe of ``run``: every pair, the candidate rank rules, NC1 and spectra.
-
-    Parameters
-    ----------
-    run : ModularRun
-        Its table gives the inputs and labels (:func:`pair_probe`).
-
-    Returns
-    -------
-    DLRTracker
-        The default rank rule, the other :data:`~nhtlab.measures.dlr.CANDIDATE_RULES` beside it
-        (``compare``), spectra of the top :data:`COMPANION_PROBE_TOP` eigenpairs.
-    """
+    """Chapter 4's DLR probe of ``run``: every pair, the candidate rank rules, NC1 and spectra."""
     require_type(run, "run", ModularRun, owner="companion_probe")
     default = (DEFAULT_RANK, DEFAULT_TOL[DEFAULT_RANK])
     compare = {name: rule for name, rule in CANDIDATE_RULES.items() if tuple(rule) != default}
@@ -134,23 +94,10 @@ def companion_probe(run: ModularRun) -> DLRTracker:
 def shared_probe(run: Any) -> DLRTracker | None:
     """The probe a chapter reads of ``run``, so that whoever trains the run trains it with the probe.
 
-    Chapter 4 reads DLR on the λ = 1 runs of the companion grid, which chapters 1, 2 and 3
-    train too; :meth:`ResultCache.train <nhtlab.training.cache.ResultCache.train>` trains
-    a run with its shared probe (at the probe's price: a forward pass over the p² pairs and
-    a few small eigendecompositions per evaluation) and keeps both entries, so the run is
-    trained once, whichever chapter reaches it first.
-
-    Parameters
-    ----------
-    run : run config
-        Any run; only a :class:`ModularRun` can have a shared probe.
-
-    Returns
-    -------
-    DLRTracker or None
-        :func:`companion_probe` when ``run`` is the λ = 1 run of a profile's companion grid
-        (:data:`~nhtlab.training.presets.COMPANION_SWEEPS`: its η, step budget, window and
-        compiled path) at any seed; None for every other run.
+    Chapter 4 reads DLR on the λ = 1 runs of any profile's companion grid
+    (:data:`~nhtlab.training.presets.COMPANION_SWEEPS`, any seed), which chapters 1, 2 and 3 train too, at
+    the probe's price (a forward pass over the p² pairs and a few small eigendecompositions per evaluation).
+    Every other run has None.
 
     Examples
     --------
@@ -209,20 +156,6 @@ def train_probed(run: ModularRun, tracker: DLRTracker, cache: Any, **kwargs: Any
     :func:`shared_probe`; the caller holds the plain run's claim and puts the plain entry. A run that
     resumes from a checkpoint (``run_dir``) trains without the probe: the probe would miss the
     evaluations before it, and :func:`tracked_run` trains its own entry later.
-
-    Parameters
-    ----------
-    run : ModularRun
-    tracker : DLRTracker
-    cache : ResultCache
-        Where the tracked entry (and its spectra) are put.
-    **kwargs
-        Passed to :func:`nhtlab.run_modular` (``progress``, ``desc``, ``run_dir``, ``checkpoint_every``).
-
-    Returns
-    -------
-    History
-        The rows without the probe's columns (the plain run's), ``model`` attached.
     """
     require_type(run, "run", ModularRun, owner="train_probed")
     require_type(tracker, "tracker", DLRTracker, owner="train_probed")
@@ -239,29 +172,9 @@ def tracked_run(run: ModularRun, tracker: DLRTracker, cache: ResultCache | None 
                 use_cache: bool | None = None, progress: str | None = None, desc: str | None = None) -> History:
     """``run`` with ``tracker`` as a callback, through the result cache, sharing the plain run's entry.
 
-    Parameters
-    ----------
-    run : ModularRun
-        The run, exactly as another chapter defines it (its cache key is unchanged).
-    tracker : DLRTracker
-        The probe; its spectra (when ``tracker.spectra``) come back as ``history.spectra``.
-    cache : ResultCache, optional
-        Defaults to the book's cache folder (``NHTLAB_CACHE_DIR``, :mod:`nhtlab.plumbing.flags`).
-    use_cache : bool, optional
-        False trains without reading or writing; defaults to the ``NHTLAB_CACHE`` setting.
-    progress, desc : str, optional
-        Passed to :func:`nhtlab.run_modular` when the run is trained.
-
-    Returns
-    -------
-    History
-        The run's rows with the probe's columns. Attributes: ``cached`` (the tracked entry
-        was read, nothing trained), ``spectra`` (spectrum records with a ``step``, possibly
-        empty), ``plain`` (``"cached before"``: the run's plain entry existed, e.g. chapter
-        1's, and was compared; ``"written"``: this call wrote it; ``"cached"``: the tracked entry
-        was read, written by an earlier call or by whoever trained the run with its
-        :func:`shared_probe`; None without cache) and
-        ``plain_history`` (the plain entry, or None).
+    The history carries ``cached`` (the tracked entry was read), ``spectra`` (spectrum records, possibly
+    empty), ``plain`` (``"cached before"``: the plain entry existed and was compared; ``"written"``: this
+    call wrote it; ``"cached"``: both entries were read; None without cache) and ``plain_history``.
     """
     require_type(run, "run", ModularRun, owner="tracked_run")
     require_type(tracker, "tracker", DLRTracker, owner="tracked_run")
@@ -314,18 +227,7 @@ def _read_tracked(cache: ResultCache, run: ModularRun, tracker: DLRTracker) -> H
 def same_run_check(tracked: History, plain: History | None = None) -> Check:
     """Whether a tracked history is the plain run: the same steps and the same value in every plain column.
 
-    Parameters
-    ----------
-    tracked : History
-        The run trained with a probe (:func:`tracked_run`).
-    plain : History, optional
-        The run's plain cached history; defaults to ``tracked.plain_history``. None there fails the check.
-
-    Returns
-    -------
-    Check
-        Passed when every row of ``plain`` equals the same row of ``tracked`` on ``plain``'s columns; the
-        detail says whether the plain entry was cached before (another chapter's run) or written by this call.
+    ``plain`` defaults to ``tracked.plain_history``; with none, the check fails.
     """
     require_type(tracked, "tracked", History, owner="same_run_check")
     plain = plain if plain is not None else getattr(tracked, "plain_history", None)
@@ -348,23 +250,10 @@ def same_run_check(tracked: History, plain: History | None = None) -> Check:
                              f"{len(plain.columns)} columns equal")
 
 
-
 def seed_timings(run: Any, first: Check, seeds: Sequence[int]) -> dict[int, Check]:
     """:func:`run_timing` of a companion run and of its other seeds, each trained with the chapter's probe.
 
-    Parameters
-    ----------
-    run : ModularRun
-        The chapter's run (its own seed's timing is ``first``).
-    first : Check
-        :func:`run_timing` of ``run``.
-    seeds : sequence of int
-        Offsets of the other seeds: each runs at ``run.seed + s`` (the companion sweep's seeds after its first).
-
-    Returns
-    -------
-    dict
-        seed → Check, ``run.seed`` first.
+    ``seeds`` are offsets (each runs at ``run.seed + s``); ``first`` is ``run``'s own timing, first in the dict.
     """
     out = {run.seed: first}
     for s in seeds:

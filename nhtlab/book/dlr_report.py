@@ -46,25 +46,7 @@ def toy_curve(seed: int = 0, n: int = 400, useful: int = 3, unused: int = 61, ou
               points: int = 21) -> list[dict[str, float]]:
     """DLR of features α · (output span) + (1 − α) · (unused random features), for α from 0 to 1.
 
-    Parameters
-    ----------
-    seed : int
-        Seeds the random functions and features.
-    n : int
-        Samples.
-    useful : int
-        Dimension of the outputs' span (centred orthonormal functions on the samples).
-    unused : int
-        Random unit-scale features the outputs ignore.
-    outputs : int
-        Output columns, random combinations of the useful functions.
-    points : int
-        Values of α, evenly spaced on [0, 1].
-
-    Returns
-    -------
-    list of dict
-        ``alpha``, ``DLR`` and ``f_in`` per α.
+    The span has ``useful`` centred orthonormal dimensions; the ``outputs`` columns are random combinations of it.
     """
     g = torch.Generator().manual_seed(seed)
     z = torch.randn(n, useful, generator=g, dtype=torch.float64)
@@ -81,39 +63,13 @@ def toy_curve(seed: int = 0, n: int = 400, useful: int = 3, unused: int = 61, ou
 
 def lazy_rich_checks(records: Sequence[Mapping[str, Any]], margin: float = 0.2, slack: float = 0.02,
                      **truth: float) -> tuple[Check, Check, Check]:
-    """The three lazy/rich checks, in the chapter's order: ground truth, DLR gap, DLR monotone.
-
-    Parameters
-    ----------
-    records : sequence of dict
-        :func:`lazy_rich_records`, smallest α first.
-    margin, slack : float
-        :func:`lazy_rich_gap`'s ``margin`` and :func:`lazy_rich_monotone`'s ``slack``.
-    **truth : float
-        :func:`lazy_rich_ground_truth`'s thresholds (``rich_cka``, ``lazy_cka``, ``nc1_ratio``).
-
-    Returns
-    -------
-    tuple of Check
-    """
+    """The three lazy/rich checks, in the chapter's order: ground truth, DLR gap, DLR monotone."""
     return (lazy_rich_ground_truth(records, **truth), lazy_rich_gap(records, margin),
             lazy_rich_monotone(records, slack))
 
 
 def lazy_rich_records(results: Iterable[Any]) -> list[dict[str, Any]]:
-    """One record per lazy/rich run: α, DLR, the independent signals and the band of the other rules.
-
-    Parameters
-    ----------
-    results : iterable of LazyRichResult
-        :func:`nhtlab.book.lazy_rich_experiment.lazy_rich_run` results, smallest α first.
-
-    Returns
-    -------
-    list of dict
-        ``alpha``, ``dlr``, ``cka_to_init``, ``nc1``, ``test_acc``, ``train_loss``, ``band``
-        (``"low–high"`` over the other rules) and ``dlr[<rule>]`` for each compared rule.
-    """
+    """One record per lazy/rich run: α, DLR, the independent signals and the band of the other rules."""
     out = []
     for r in results:
         band = list(r.compare.values()) or [r.dlr]
@@ -133,23 +89,7 @@ def _ends(records: Sequence[Mapping[str, Any]], owner: str) -> tuple[Mapping[str
 
 def lazy_rich_ground_truth(records: Sequence[Mapping[str, Any]], rich_cka: float = 0.6, lazy_cka: float = 0.95,
                            nc1_ratio: float = 0.1) -> Check:
-    """Whether the smallest α is rich and the largest lazy by CKA to init and NC1 (signals without DLR).
-
-    Parameters
-    ----------
-    records : sequence of dict
-        :func:`lazy_rich_records`, smallest α first.
-    rich_cka : float
-        The rich run's CKA to its initial features is at most this.
-    lazy_cka : float
-        The lazy run's CKA to its initial features is at least this.
-    nc1_ratio : float
-        The rich run's NC1 is at most this share of the lazy run's.
-
-    Returns
-    -------
-    Check
-    """
+    """Whether the smallest α is rich and the largest lazy by CKA to init and NC1 (signals without DLR)."""
     rich, lazy = _ends(records, "lazy_rich_ground_truth")
     passed = (rich["cka_to_init"] <= rich_cka and rich["nc1"] <= nc1_ratio * lazy["nc1"]
               and lazy["cka_to_init"] >= lazy_cka)
@@ -159,21 +99,7 @@ def lazy_rich_ground_truth(records: Sequence[Mapping[str, Any]], rich_cka: float
 
 
 def lazy_rich_gap(records: Sequence[Mapping[str, Any]], margin: float = 0.2, column: str = "dlr") -> Check:
-    """Whether the lazy run's DLR exceeds the rich run's by ``margin``.
-
-    Parameters
-    ----------
-    records : sequence of dict
-        :func:`lazy_rich_records`, smallest α first.
-    margin : float
-        The least difference lazy − rich.
-    column : str
-        The DLR column (``"dlr"`` or ``"dlr[<rule>]"``).
-
-    Returns
-    -------
-    Check
-    """
+    """Whether the lazy run's DLR exceeds the rich run's by ``margin``."""
     rich, lazy = _ends(records, "lazy_rich_gap")
     gap = lazy[column] - rich[column]
     return Check(f"lazy DLR exceeds rich DLR by {margin:g}", gap >= margin,
@@ -181,19 +107,7 @@ def lazy_rich_gap(records: Sequence[Mapping[str, Any]], margin: float = 0.2, col
 
 
 def lazy_rich_monotone(records: Sequence[Mapping[str, Any]], slack: float = 0.02) -> Check:
-    """Whether DLR never falls by more than ``slack`` from one α to the next larger one.
-
-    Parameters
-    ----------
-    records : sequence of dict
-        :func:`lazy_rich_records`, in increasing α.
-    slack : float
-        The largest fall allowed between neighbours.
-
-    Returns
-    -------
-    Check
-    """
+    """Whether DLR never falls by more than ``slack`` from one α to the next larger one."""
     values = [r["dlr"] for r in records]
     falls = [a - b for a, b in zip(values, values[1:])]
     return Check(f"DLR does not fall (by more than {slack:g}) as α grows", all(f <= slack for f in falls),
@@ -202,24 +116,7 @@ def lazy_rich_monotone(records: Sequence[Mapping[str, Any]], slack: float = 0.02
 
 def rule_records(properties: Sequence[Mapping[str, Any]], lazy_rich: Sequence[Mapping[str, Any]] | None = None,
                  margin: float = 0.2) -> list[dict[str, Any]]:
-    """The rank rules' scores on the synthetic properties, and on the lazy/rich runs when given.
-
-    Parameters
-    ----------
-    properties : sequence of dict
-        :func:`nhtlab.book.dlr_report.rule_properties` rows (``rule``, ``noise``, ``known_rank``,
-        ``rank_found``, ``log_probs``, ``passes``).
-    lazy_rich : sequence of dict, optional
-        :func:`lazy_rich_records` holding ``dlr[<rule>]`` for every rule.
-    margin : float
-        The lazy − rich margin of the fourth property.
-
-    Returns
-    -------
-    list of dict
-        The properties with ``synthetic`` ("passes"/"fails") and, with ``lazy_rich``,
-        ``lazy_minus_rich`` and ``all_four``.
-    """
+    """The rank rules' scores on the synthetic properties, and on the lazy/rich runs when given."""
     out = []
     for row in properties:
         rec = dict(row, synthetic="passes" if row["passes"] else "fails")
@@ -239,23 +136,8 @@ def dlr_marks(rows: Sequence[Mapping[str, Any]], t_mem: int | None, t_grok: int 
               band: Sequence[Mapping[str, Any]], paper: Mapping[int, tuple[float, float]]) -> list[dict[str, Any]]:
     """DLR, its band and test accuracy at the paper's steps, T_mem, T_grok and the last step.
 
-    Parameters
-    ----------
-    rows : sequence of dict
-        History rows with ``step``, ``dlr`` and ``test_acc``.
-    t_mem, t_grok : int or None
-        The run's events.
-    band : sequence of dict
-        :func:`nhtlab.book.dlr_report.rule_band` rows.
-    paper : mapping
-        step → (the paper's DLR, the paper's test accuracy).
-
-    Returns
-    -------
-    list of dict
-        ``mark``, ``step``, ``paper_dlr``, ``dlr``, ``band``, ``paper_acc``, ``test_acc``, ``fourier``
-        (the top-5 Fourier share, None off Z_p), one per mark; a mark the run did not reach has None in
-        the run's columns.
+    ``paper`` maps step → (its DLR, its test accuracy); a mark the run did not reach has None in the run's
+    columns, and ``fourier`` (the top-5 Fourier share) is None off Z_p.
     """
     at, bands = _at(rows), _at(band)
     last = int(rows[-1]["step"])
@@ -291,19 +173,7 @@ def dlr_fourier_text(marks: Sequence[Mapping[str, Any]]) -> str:
 def dlr_timing(rows: Sequence[Mapping[str, Any]], t_mem: int | None, t_grok: int | None) -> dict[str, Any]:
     """How DLR changed before T_mem and between T_mem and T_grok (the chapter's timing claim).
 
-    Parameters
-    ----------
-    rows : sequence of dict
-        History rows with ``step`` and ``dlr``; the first row is the initialisation.
-    t_mem, t_grok : int or None
-        The run's events.
-
-    Returns
-    -------
-    dict
-        ``dlr_init``, ``dlr_mem``, ``dlr_grok``, ``change_to_mem`` (DLR at T_mem − at init),
-        ``fall_mem_to_grok`` (at T_mem − at T_grok) and ``holds``: the fall between T_mem and
-        T_grok exceeds the fall before T_mem; None (and None values) when an event is missing.
+    ``holds``: the fall from T_mem to T_grok exceeds the fall before T_mem; None values when an event is missing.
     """
     at = _at(rows)
     out: dict[str, Any] = {"dlr_init": rows[0]["dlr"], "dlr_mem": None, "dlr_grok": None, "change_to_mem": None,
@@ -317,17 +187,7 @@ def dlr_timing(rows: Sequence[Mapping[str, Any]], t_mem: int | None, t_grok: int
 
 
 def timing_check(timing: Mapping[str, Any]) -> Check:
-    """Whether DLR fell more between T_mem and T_grok than before T_mem (False when it cannot be read).
-
-    Parameters
-    ----------
-    timing : dict
-        :func:`dlr_timing`.
-
-    Returns
-    -------
-    Check
-    """
+    """Whether DLR fell more between T_mem and T_grok than before T_mem (False when it cannot be read)."""
     name = "DLR falls more between T_mem and T_grok than before T_mem"
     if timing["holds"] is None:
         return Check(name, False, "the run did not both memorise and generalise")
@@ -336,34 +196,13 @@ def timing_check(timing: Mapping[str, Any]) -> Check:
 
 
 def run_timing(history: History) -> Check:
-    """:func:`timing_check` of a run's own DLR rows, read at the run's own events.
-
-    Parameters
-    ----------
-    history : History
-        A run whose rows carry ``dlr`` (a :class:`~nhtlab.training.dlr_tracker.DLRTracker`
-        or :func:`~nhtlab.book.dlr_probes.pair_probe` trained with it).
-
-    Returns
-    -------
-    Check
-    """
+    """:func:`timing_check` of a run's own DLR rows, read at the run's own events."""
     events = find_events(history)
     return timing_check(dlr_timing(history.rows, events.t_mem, events.t_grok))
 
 
 def transformer_check(t_mem: int | None, t_grok: int | None) -> Check:
-    """Whether the run memorised and then generalised (both events found).
-
-    Parameters
-    ----------
-    t_mem, t_grok : int or None
-        The run's events.
-
-    Returns
-    -------
-    Check
-    """
+    """Whether the run memorised and then generalised (both events found)."""
     return Check("the transformer memorises, then generalises", t_mem is not None and t_grok is not None,
                  f"T_mem = {t_mem}, T_grok = {t_grok}")
 
@@ -372,19 +211,7 @@ def spectra_marks(records: Sequence[Mapping[str, Any]], marks: Mapping[str, int 
                   ks: Sequence[int] = (10, 40)) -> list[dict[str, Any]]:
     """Relative eigenvalue, quality Π* and utilisation Π̂ at ``ks`` for each marked step.
 
-    Parameters
-    ----------
-    records : sequence of dict
-        Spectrum records with ``step``, ``k``, ``relative``, ``quality``, ``utilisation``.
-    marks : mapping
-        label → step (None: skipped).
-    ks : sequence of int
-        The k read (1-based; a k beyond the kept spectrum gives None).
-
-    Returns
-    -------
-    list of dict
-        ``mark``, ``step`` and ``rho_<k>``, ``quality_<k>``, ``utilisation_<k>`` per k.
+    ``ks`` are 1-based; a k beyond the kept spectrum, like a mark at None, gives None.
     """
     by = {(int(r["step"]), int(r["k"])): r for r in records}
     out = []
@@ -401,23 +228,7 @@ def spectra_marks(records: Sequence[Mapping[str, Any]], marks: Mapping[str, int 
 
 
 def layer_change(rows: Sequence[Mapping[str, Any]], t_mem: int | None, others: Sequence[str]) -> list[dict[str, Any]]:
-    """DLR and its terms at T_mem (or the first row) and at the last row, and the other rules' values.
-
-    Parameters
-    ----------
-    rows : sequence of dict
-        :class:`~nhtlab.training.dlr_tracker.DLRTracker` history rows.
-    t_mem : int or None
-        The run's T_mem.
-    others : sequence of str
-        The compared rules.
-
-    Returns
-    -------
-    list of dict
-        Two records (``mark`` "T_mem" or "step 0", then "last"): ``step``, ``test_acc``, ``dlr``,
-        ``f_in``, ``pr``, ``r``, ``low`` and ``high`` (the band of ``others``).
-    """
+    """DLR and its terms at T_mem (or the first row) and at the last row, and the other rules' values."""
     first = _at(rows)[t_mem] if t_mem is not None else rows[0]
     out = []
     for label, row in (("T_mem" if t_mem is not None else "step 0", first), ("last", rows[-1])):
@@ -431,19 +242,7 @@ def layer_change(rows: Sequence[Mapping[str, Any]], t_mem: int | None, others: S
 def additive_share(features: torch.Tensor, pairs: torch.Tensor, p: int) -> float:
     """Share of the centred feature energy that is additive, f(a) + g(b), on the full p × p table.
 
-    Parameters
-    ----------
-    features : Tensor, shape (p², d)
-        Features of every pair.
-    pairs : LongTensor, shape (p², 2)
-        The pair (a, b) of each row.
-    p : int
-        The modulus.
-
-    Returns
-    -------
-    float
-        In [0, 1]: 1 when every feature is a function of a plus a function of b.
+    In [0, 1]: 1 when every feature is a function of a plus a function of b.
     """
     require_type(features, "features", torch.Tensor, owner="additive_share")
     table = torch.zeros(p, p, features.shape[1], dtype=torch.float64)
@@ -456,17 +255,7 @@ def additive_share(features: torch.Tensor, pairs: torch.Tensor, p: int) -> float
 def cnn_settings(images: ImageData, seed: int = 0) -> dict[str, tuple[str, ImageData]]:
     """The chapter's three CNN settings: name → (normalisation, data); the third has shuffled training labels.
 
-    Parameters
-    ----------
-    images : ImageData
-        The data.
-    seed : int
-        The shuffle uses ``seed + 1``.
-
-    Returns
-    -------
-    dict
-        :data:`CNN_NAMES` → ``("none" | "batch", ImageData)``.
+    The shuffle is seeded with ``seed + 1``.
     """
     require_type(images, "images", ImageData, owner="cnn_settings")
     order = torch.randperm(len(images.y_train), generator=torch.Generator().manual_seed(seed + 1))
@@ -476,18 +265,7 @@ def cnn_settings(images: ImageData, seed: int = 0) -> dict[str, tuple[str, Image
 
 
 def final_records(runs: Mapping[str, History]) -> list[dict[str, Any]]:
-    """The last row of each run: DLR, its terms, NC1, ‖θ‖² and accuracies.
-
-    Parameters
-    ----------
-    runs : mapping
-        name → History written with a :class:`~nhtlab.training.dlr_tracker.DLRTracker` with labels.
-
-    Returns
-    -------
-    list of dict
-        ``run``, ``dlr``, ``nc1``, ``norm``, ``train_acc``, ``test_acc``, ``f_in``, ``pr``, ``r``.
-    """
+    """The last row of each run: DLR, its terms, NC1, ‖θ‖² and accuracies."""
     out = []
     for name, h in runs.items():
         last = h.rows[-1]
@@ -502,19 +280,7 @@ def _by_run(records: Sequence[Mapping[str, Any]]) -> dict[str, Mapping[str, Any]
 
 
 def batchnorm_check(records: Sequence[Mapping[str, Any]], margin: float = 0.1) -> Check:
-    """Whether BatchNorm gives the richer CNN (DLR lower by ``margin``) and the better test accuracy.
-
-    Parameters
-    ----------
-    records : sequence of dict
-        :func:`final_records` holding the runs named by :data:`CNN_NAMES`.
-    margin : float
-        The least DLR difference, no normalisation − BatchNorm.
-
-    Returns
-    -------
-    Check
-    """
+    """Whether BatchNorm gives the richer CNN (DLR lower by ``margin``) and the better test accuracy."""
     r = _by_run(records)
     bn, none = r[CNN_NAMES[1]], r[CNN_NAMES[0]]
     passed = bn["dlr"] < none["dlr"] - margin and bn["test_acc"] > none["test_acc"]
@@ -523,11 +289,8 @@ def batchnorm_check(records: Sequence[Mapping[str, Any]], margin: float = 0.1) -
 
 
 def shuffled_check(records: Sequence[Mapping[str, Any]], chance_below: float = 0.2) -> Check:
-    """Whether the shuffled-label CNN generalises nothing yet is richer than the unnormalised one.
-
-    Takes ``records`` (sequence of dict): :func:`final_records` holding the runs named by :data:`CNN_NAMES`;
-    ``chance_below`` (float): The shuffled run's test accuracy is below this. Returns Check.
-    """
+    """Whether the shuffled-label CNN generalises nothing (test accuracy below ``chance_below``) yet is richer
+    than the unnormalised one."""
     r = _by_run(records)
     sh, none = r[CNN_NAMES[2]], r[CNN_NAMES[0]]
     passed = sh["test_acc"] < chance_below and sh["dlr"] < none["dlr"]
@@ -538,29 +301,12 @@ def shuffled_check(records: Sequence[Mapping[str, Any]], chance_below: float = 0
 
 def cnn_checks(records: Sequence[Mapping[str, Any]], bn_margin: float = 0.1,
                chance_below: float = 0.2) -> tuple[Check, Check]:
-    """:func:`batchnorm_check` and :func:`shuffled_check` of :func:`final_records`.
-
-    Returns
-    -------
-    tuple of Check
-    """
+    """:func:`batchnorm_check` and :func:`shuffled_check` of :func:`final_records`."""
     return batchnorm_check(records, bn_margin), shuffled_check(records, chance_below)
 
 
 def measure_summary(runs: Sequence[tuple[str, History]]) -> list[dict[str, Any]]:
-    """DLR, NC1 and ‖θ‖² at the first and last evaluation of each run, with NC1's and ‖θ‖²'s extremes.
-
-    Parameters
-    ----------
-    runs : sequence of (name, History)
-        Histories written with a :class:`~nhtlab.training.dlr_tracker.DLRTracker` with labels.
-
-    Returns
-    -------
-    list of dict
-        ``run``, ``dlr_first``, ``dlr_last``, ``nc1_first``, ``nc1_min``, ``nc1_max``, ``nc1_last``,
-        ``norm_first``, ``norm_last``.
-    """
+    """DLR, NC1 and ‖θ‖² at the first and last evaluation of each run, with NC1's and ‖θ‖²'s extremes."""
     out = []
     for name, h in runs:
         nc = h.column("nc1")
@@ -619,52 +365,19 @@ TABLES: dict[str, tuple[list[str], dict[str, str], dict[str, str]]] = {
 
 
 def paper_cnn_records(paper: Mapping[str, tuple[float, float]]) -> list[dict[str, Any]]:
-    """The paper's CNN runs as records: ``run``, ``dlr``, ``test_acc``.
-
-    Parameters
-    ----------
-    paper : mapping
-        name → (DLR, test accuracy), as ``nhtlab.papers.DLR_PAPER["cnn"]``.
-
-    Returns
-    -------
-    list of dict
-    """
+    """The paper's CNN runs as records: ``run``, ``dlr``, ``test_acc``."""
     return [{"run": name, "dlr": value[0], "test_acc": value[1]} for name, value in paper.items()]
 
 
 def chosen_rule_check(scored: Sequence[Mapping[str, Any]], rule: str = "energy 0.99") -> Check:
-    """Whether the chosen rank rule passes all four properties.
-
-    Parameters
-    ----------
-    scored : sequence of dict
-        :func:`rule_records` with the lazy/rich runs.
-    rule : str
-        The chosen rule's name.
-
-    Returns
-    -------
-    Check
-    """
+    """Whether the chosen rank rule passes all four properties."""
     row = {r["rule"]: r for r in scored}[rule]
     return Check(f"the chosen rule ({rule}) passes all four properties", row.get("all_four") == "pass",
                  f"three synthetic properties: {row['synthetic']}; lazy − rich {row.get('lazy_minus_rich', 0):+.3f}")
 
 
 def timing_reading(checks: Mapping[int, Check]) -> Any:
-    """The timing claim over seeds: seed → whether DLR fell with generalisation (majority rule).
-
-    Parameters
-    ----------
-    checks : mapping
-        seed → :func:`timing_check` of that seed's run.
-
-    Returns
-    -------
-    Reading
-        :func:`~nhtlab.book.claims.over_seeds`, expected ``"falls with generalisation"``.
-    """
+    """The timing claim over seeds: seed → whether DLR fell with generalisation (majority rule)."""
     reading = {s: "falls with generalisation" if c else "does not" for s, c in checks.items()}
     return over_seeds("DLR timing", reading, expected="falls with generalisation", rule="majority")
 
@@ -700,19 +413,7 @@ def rule_properties(
       per-sample constant, so a rank rule should not let the log-sum-exp term
       change the answer much.
 
-    Parameters
-    ----------
-    rules : mapping name → (rank, tol), optional
-        Defaults to :data:`CANDIDATE_RULES`.
-    seed : int
-    n : int
-        Samples.
-
-    Returns
-    -------
-    list of dict
-        One row per rule: ``rule``, ``noise``, ``known_rank``, ``rank_found``,
-        ``log_probs`` and ``passes`` (all three below :data:`RULE_THRESHOLDS`).
+    A rule ``passes`` when all three are within :data:`RULE_THRESHOLDS`.
     """
     owner = "rule_properties"
     rules = CANDIDATE_RULES if rules is None else rules
@@ -761,24 +462,7 @@ def random_rotation(d: int, g: torch.Generator) -> torch.Tensor:
 
 
 def rule_band(rows: Sequence[Mapping[str, Any]], rules: Sequence[str], column: str = "dlr") -> list[dict[str, float]]:
-    """DLR under the chosen rule with the band spanned by other rules, per recorded step.
-
-    Parameters
-    ----------
-    rows : sequence of dict
-        History rows written by :class:`DLRTracker` (``step``, ``column`` and
-        ``dlr[<rule>]`` for every name in ``rules``).
-    rules : sequence of str
-        Names of the comparison rules (keys of the tracker's ``compare``).
-    column : str
-        The chosen rule's column.
-
-    Returns
-    -------
-    list of dict
-        ``step``, ``dlr`` (chosen rule), ``low`` and ``high`` (min and max over
-        the chosen rule and ``rules``): the sensitivity band.
-    """
+    """DLR under the chosen rule with the band spanned by other rules, per recorded step."""
     require_type(column, "column", str, owner="rule_band")
     out = []
     for row in rows:
@@ -794,22 +478,6 @@ def rule_band(rows: Sequence[Mapping[str, Any]], rules: Sequence[str], column: s
 
 def lazy_rich_answer(records: Sequence[Mapping[str, Any]]) -> tuple[str, tuple[str, str], str]:
     """The answer the lazy/rich runs give to "which has the higher DLR, lazy (large α) or rich (small α)?".
-
-    Parameters
-    ----------
-    records : sequence of dict
-        :func:`lazy_rich_records`, smallest α first.
-
-    Returns
-    -------
-    (answer, choices, why) : tuple
-        ``"lazy"`` when the largest α's DLR is higher than the smallest α's, else ``"rich"``;
-        ``("lazy", "rich")``; and both DLR values with the CKA to the initial features that tells lazy from rich.
-
-    Raises
-    ------
-    ValueError
-        Naming ``records`` when it holds fewer than two runs.
 
     Examples
     --------
@@ -829,21 +497,6 @@ def spectrum_knee(records: Sequence[Mapping[str, Any]], step: int, share: float 
 
     The utilisation Π̂(k) rises with k and levels off; the knee is the smallest k at which it reaches
     ``share`` of its value at the largest kept k. Read from the spectrum recorded nearest ``step``.
-
-    Parameters
-    ----------
-    records : sequence of dict
-        Spectrum records (``step``, ``k``, ``relative``, ``quality``, ``utilisation``).
-    step : int
-        The training step to read (the recorded step nearest it is used).
-    share : float
-        The fraction of the top-k utilisation that defines the knee, in (0, 1].
-
-    Returns
-    -------
-    dict
-        ``step`` (the recorded one), ``k`` (the knee), ``top`` (the largest kept k), ``utilisation``,
-        ``quality`` and ``relative`` at the knee, and ``utilisation_top`` and ``quality_top`` at ``top``.
 
     Examples
     --------
@@ -891,18 +544,6 @@ def knee_text(records: Sequence[Mapping[str, Any]], step: int | None, mark: str 
 def lr_lesson(records: Sequence[Mapping[str, Any]], readings: Sequence[Any]) -> str:
     """The learning-rate section in words: the best rate by mean accuracy and the paper's readings k of n.
 
-    Parameters
-    ----------
-    records : sequence of dict
-        :func:`nhtlab.book.cnn_experiments.lr_sweep`'s records (``lr``, ``seed``, ``dlr``, ``test_acc``).
-    readings : sequence of Reading
-        :func:`nhtlab.book.cnn_experiments.lr_readings` (the paper's three readings, in order).
-
-    Returns
-    -------
-    str
-        Markdown: one sentence on the best rate, one per reading.
-
     Examples
     --------
     >>> from nhtlab.book.claims import over_seeds
@@ -938,11 +579,6 @@ def dlr_exercise_cases(features: torch.Tensor, outputs: torch.Tensor, n: int = 4
 
     The first case uses the r that the chapter's rule (energy 0.99) picks on those outputs, the
     second r = 3 (a narrower output span), so a solution that ignores ``r`` is caught.
-
-    Returns
-    -------
-    list of (features, outputs, r)
-        float64 NumPy arrays (``n`` rows each) and an int.
     """
     require_int(n, "n", low=3, owner="dlr_exercise_cases")
     rows = torch.randperm(features.shape[0], generator=torch.Generator().manual_seed(seed))[:n]
@@ -955,27 +591,7 @@ def dlr_exercise_cases(features: torch.Tensor, outputs: torch.Tensor, n: int = 4
 def dlr_found(lazy_rich: Sequence[Mapping[str, Any]], seeds: Any,
               mlp_terms: Sequence[Mapping[str, Any]], additive: float, cnn_end: Sequence[Mapping[str, Any]],
               lr: Sequence[Any]) -> list[str]:
-    """The chapter's "What we found" sentences, each read from its runs (k of n where seeds were run).
-
-    Parameters
-    ----------
-    lazy_rich : sequence of dict
-        :func:`lazy_rich_records`, smallest α first.
-    seeds : Reading
-        :func:`timing_reading` of the transformer runs (seed → :func:`run_timing`).
-    mlp_terms : sequence of dict
-        :func:`layer_change` of the MLP (T_mem or step 0, then last).
-    additive : float
-        :func:`additive_share` of the MLP's hidden features.
-    cnn_end : sequence of dict
-        :func:`final_records` of the three CNNs (:data:`CNN_NAMES`).
-    lr : sequence of Reading
-        The learning-rate readings (the paper's (a), (b), (c)).
-
-    Returns
-    -------
-    list of str
-    """
+    """The chapter's "What we found" sentences, each read from its runs (k of n where seeds were run)."""
     rich, lazy = _ends(lazy_rich, "dlr_found")
     r = _by_run(cnn_end)
     none, shuffled = r[CNN_NAMES[0]], r[CNN_NAMES[2]]

@@ -20,23 +20,7 @@ __all__ = ["dlr_table", "toy_text", "rule_evidence", "timing_text", "spectra_tex
 
 
 def dlr_table(kind: str, records: Iterable[Mapping[str, Any]], **headers: str) -> Markdown:
-    """One of chapter 04's tables (:data:`nhtlab.book.dlr_report.TABLES`), via :func:`nhtlab.book.table`.
-
-    Parameters
-    ----------
-    kind : str
-        A key of ``TABLES`` ("rules", "scored", "lazy_rich", "marks", "terms", "spectra", "cnn",
-        "paper_cnn", "measures").
-    records : iterable of dict
-        The records of that table (from :mod:`nhtlab.book.dlr_report`).
-    **headers : str
-        Header text for columns, replacing the preset ones.
-
-    Returns
-    -------
-    Markdown
-        The table.
-    """
+    """One of chapter 04's tables (:data:`nhtlab.book.dlr_report.TABLES`), via :func:`nhtlab.book.table`."""
     if kind not in TABLES:
         raise ValueError(f"The 'kind' parameter of dlr_table must be one of {sorted(TABLES)}; got {kind!r}.")
     columns, formats, preset = TABLES[kind]
@@ -61,17 +45,7 @@ def toy_text(records: Sequence[Mapping[str, Any]]) -> Markdown:
 
 def rule_evidence(properties: Sequence[Mapping[str, Any]], scored: Sequence[Mapping[str, Any]],
                   chosen: str = "energy 0.99") -> Markdown:
-    """The rank-rule audit, closed under "How we know": the three synthetic properties and all four.
-
-    Parameters
-    ----------
-    properties : sequence of dict
-        :func:`nhtlab.book.dlr_report.rule_properties`.
-    scored : sequence of dict
-        :func:`nhtlab.book.dlr_report.rule_records` with the lazy/rich runs.
-    chosen : str
-        The chapter's rule.
-    """
+    """The rank-rule audit, closed under "How we know": the three synthetic properties and all four."""
     passing = ", ".join(f"`{r['rule']}`" for r in scored if r.get("all_four") == "pass") or "none"
     return evidence(
         "the rank rules scored on the four properties", dlr_table("rules", rule_records(properties)),
@@ -85,18 +59,8 @@ def timing_text(timing: Check, seeds: Reading, by_seed: Mapping[int, Check], mar
                 same_run: Check, last_step: int) -> Markdown:
     """The transformer's DLR timing on this run and over seeds, with the per-seed evidence closed.
 
-    Parameters
-    ----------
-    timing : Check
-        :func:`nhtlab.book.dlr_report.run_timing` of this run.
-    seeds, by_seed : Reading, mapping
-        :func:`nhtlab.book.dlr_report.timing_reading` and the per-seed checks it reads.
-    marks : sequence of dict
-        :func:`nhtlab.book.dlr_report.dlr_marks`.
-    same_run : Check
-        :func:`nhtlab.book.dlr_probes.same_run_check`.
-    last_step : int
-        The run's last step.
+    From :mod:`~nhtlab.book.dlr_report`'s ``run_timing``, ``timing_reading`` and ``dlr_marks``, and
+    :func:`~nhtlab.book.dlr_probes.same_run_check`.
     """
     proof = evidence("this is chapter 1's run, and every seed's timing",
                      f"{same_run}. Its last step is {last_step:,}.", table(reading_rows([seeds])),
@@ -118,15 +82,7 @@ def mlp_text(terms: Sequence[Mapping[str, Any]], t_mem: int | None, t_grok: int 
              additive: float) -> Markdown:
     """The one-hidden-layer MLP's DLR from its first mark to the end, and how much of its energy is additive.
 
-    Parameters
-    ----------
-    terms : sequence of dict
-        :func:`nhtlab.book.dlr_report.layer_change` of the MLP.
-    t_mem, t_grok : int or None
-        Its events.
-    seed : int
-    additive : float
-        :func:`nhtlab.book.dlr_report.additive_share` of its hidden features.
+    ``terms`` and ``additive`` come from :mod:`~nhtlab.book.dlr_report`'s ``layer_change`` and ``additive_share``.
     """
     first, last = terms[0], terms[-1]
     move = "rises" if last["dlr"] > first["dlr"] else "falls"

@@ -1,21 +1,9 @@
 """A λ sweep's regimes reported: table rows, readings over seeds, and the checks a chapter asserts.
 
-:func:`nhtlab.analysis.regimes.regime_table` diagnoses every run of a sweep. The
-functions here turn its rows into what the regimes chapter shows and asserts:
-
-* :func:`regime_records`: one table row per run, beside the paper's count of seeds
-  that grokked at that λ;
-* :func:`regimes_by_lambda` and :func:`regime_readings`: the regime of each seed at a λ,
-  counted against the regime the text expects there
-  (:func:`~nhtlab.book.claims.over_seeds`);
-* :func:`check_regime_order`: sorted by λ the regimes never step backwards in
-  weak → intermediate → strong (:func:`~nhtlab.analysis.regimes.regime_order_ok`);
-* :func:`norm_start_records`: per λ, in how many seeds ‖θ‖² is largest at
-  initialisation and in which it first rises above it;
-* :func:`decision_budgets` and :func:`budget_regimes`: the budget a verdict at each λ needs,
-  fixed before the runs and scaled as 1/(ηλ), and the table relabelled with it (a run short of
-  it is "not decided within N steps", :func:`verdict_label`);
-* :func:`regime_summary_records`: one row per λ, the verdicts counted over the seeds.
+:func:`nhtlab.analysis.regimes.regime_table` diagnoses every run of a sweep; the functions here turn
+its rows into what the regimes chapter shows and asserts. The budget a verdict at each λ needs is fixed
+before the runs and scales as 1/(ηλ) (:func:`decision_budgets`); a run short of it is "not decided
+within N steps" (:func:`budget_regimes`).
 """
 
 from __future__ import annotations
@@ -45,26 +33,6 @@ def panel_budget(steps: int, rate: float, new_rate: float, cap: float = PANEL_BU
     the steps to get as far; the budget is ``steps · rate / new_rate``, never below ``steps`` and at
     most ``cap · steps`` (ηλ = 0, no decay, gets the cap).
 
-    Parameters
-    ----------
-    steps : int
-        The chapter's budget at ``rate`` (chapter 01: its λ = 1 runs).
-    rate : float
-        ηλ of that budget, > 0.
-    new_rate : float
-        ηλ of the run to budget, ≥ 0.
-    cap : float
-        The largest multiple of ``steps``, ≥ 1.
-
-    Returns
-    -------
-    int
-
-    Raises
-    ------
-    ValueError
-        Naming the parameter out of range.
-
     Examples
     --------
     >>> panel_budget(4000, 1e-3, 1e-4)
@@ -81,7 +49,6 @@ def panel_budget(steps: int, rate: float, new_rate: float, cap: float = PANEL_BU
     return int(round(steps * max(1.0, rate / new_rate)))
 
 
-
 def decision_budgets(budgets: Mapping[float, int], lr: float, base_lam: float = 1.0) -> dict[float, int]:
     """λ → the steps a verdict other than intermediate needs, scaled from the budget at ``base_lam`` as 1/(ηλ).
 
@@ -90,25 +57,11 @@ def decision_budgets(budgets: Mapping[float, int], lr: float, base_lam: float = 
     at most :data:`~nhtlab.book.widgets.PANEL_BUDGET_CAP` times it. It reads only the settings, so it is
     fixed before the runs.
 
-    Parameters
-    ----------
-    budgets : mapping
-        λ → the run's step budget (a :func:`nhtlab.companion_sweep` ``budgets``); must hold ``base_lam``.
-    lr : float
-        η of the runs, > 0.
-    base_lam : float
-        The λ whose budget sets the scale.
-
-    Returns
-    -------
-    dict
-
     Examples
     --------
     >>> decision_budgets({0.1: 2000, 1.0: 4000, 2.0: 2000}, 1e-3)
     {0.1: 40000, 1.0: 4000, 2.0: 4000}
     """
-
     require_type(budgets, "budgets", Mapping, owner="decision_budgets")
     if base_lam not in budgets:
         raise ValueError(f"The 'budgets' parameter of decision_budgets must hold base_lam = {base_lam:g}; "
@@ -120,18 +73,8 @@ def decision_budgets(budgets: Mapping[float, int], lr: float, base_lam: float = 
 def budget_regimes(table: Sequence[Mapping[str, Any]], needed: Mapping[float, int]) -> list[dict[str, Any]]:
     """The rows of a regime table, each labelled as its budget allows (:func:`~nhtlab.analysis.regimes.within_budget`).
 
-    Parameters
-    ----------
-    table : sequence of dict
-        :func:`~nhtlab.analysis.regimes.regime_table` rows.
-    needed : mapping
-        λ → the budget a verdict needs (:func:`decision_budgets`), fixed before the runs.
-
-    Returns
-    -------
-    list of dict
-        Copies of the rows with ``regime`` relabelled, the rule's own label kept as ``rule_regime``,
-        ``needed``, and, on a run not decided, a ``reason`` that says so first.
+    The rule's own label is kept as ``rule_regime``; ``needed`` is λ's budget from :func:`decision_budgets`, and
+    the ``reason`` of a run not decided says so first.
 
     Examples
     --------
@@ -170,18 +113,6 @@ def verdict_label(row: Mapping[str, Any]) -> str:
 def regime_summary_records(table: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """One row per λ: the verdicts counted over its seeds, how many memorised, the best accuracies.
 
-    Parameters
-    ----------
-    table : sequence of dict
-        :func:`budget_regimes` (or :func:`~nhtlab.analysis.regimes.regime_table`) rows with
-        ``max_train_acc`` and ``max_test_acc``.
-
-    Returns
-    -------
-    list of dict
-        ``λ``, ``verdict`` (``"intermediate: 3 of 3"``; several verdicts joined by ``;``),
-        ``memorised`` (``"k of n"``), ``best train`` and ``best test`` (the range over the seeds).
-
     Examples
     --------
     >>> rows = [{"weight_decay": 5.0, "seed": s, "regime": "not decided", "last_step": 1000, "t_mem": None,
@@ -189,9 +120,7 @@ def regime_summary_records(table: Sequence[Mapping[str, Any]]) -> list[dict[str,
     >>> regime_summary_records(rows)[0]
     {'λ': 5.0, 'verdict': 'not decided within 1,000 steps: 2 of 2', 'memorised': '0 of 2', 'best train': '0.50–0.60', 'best test': '0.25–0.30'}
     """
-    by_lam: dict[float, list[Mapping[str, Any]]] = {}
-    for row in sorted(require_rows(table, "table", "regime_summary_records"), key=lambda r: (r["weight_decay"], r["seed"])):
-        by_lam.setdefault(row["weight_decay"], []).append(row)
+    by_lam = _by_lambda(table, "regime_summary_records")
 
     def spread(values: list[float]) -> str:
         lo, hi = min(values), max(values)
@@ -208,6 +137,19 @@ def regime_summary_records(table: Sequence[Mapping[str, Any]]) -> list[dict[str,
     return out
 
 
+def _by_lambda(table: Sequence[Mapping[str, Any]], owner: str) -> dict[float, list[Mapping[str, Any]]]:
+    """λ → its rows, λ and then seed increasing."""
+    out: dict[float, list[Mapping[str, Any]]] = {}
+    for row in sorted(require_rows(table, "table", owner), key=lambda r: (r["weight_decay"], r["seed"])):
+        out.setdefault(row["weight_decay"], []).append(row)
+    return out
+
+
+def _ends(rows: Sequence[Mapping[str, Any]]) -> str:
+    """The runs' last steps, ``"1,000 / 1,500"``."""
+    return " / ".join(f"{e:,}" for e in sorted({int(r["last_step"]) for r in rows}))
+
+
 def _span(values: Sequence[float], fmt: str) -> str:
     """``"a–b"`` over ``values`` formatted with ``fmt``, or one value when they print the same."""
     lo, hi = fmt.format(min(values)), fmt.format(max(values))
@@ -217,17 +159,6 @@ def _span(values: Sequence[float], fmt: str) -> str:
 def lambda_sentences(table: Sequence[Mapping[str, Any]]) -> list[str]:
     """One sentence per λ saying what its seeds did within their budget and the verdict it allows.
 
-    Parameters
-    ----------
-    table : sequence of dict
-        :func:`budget_regimes` rows (``t_mem``, ``t_grok``, ``contraction``, ``max_train_acc``,
-        ``max_test_acc``, ``last_step``, ``needed``).
-
-    Returns
-    -------
-    list of str
-        Markdown sentences, λ in increasing order.
-
     Examples
     --------
     >>> rows = [{"weight_decay": 5.0, "seed": s, "regime": "not decided", "last_step": 1000, "needed": 4000,
@@ -236,15 +167,12 @@ def lambda_sentences(table: Sequence[Mapping[str, Any]]) -> list[str]:
     >>> print(lambda_sentences(rows)[0])
     **λ = 5**: no seed reached 99% training accuracy within 1,000 steps (best 0.50), and the test accuracy reached only 0.40; verdict: not decided within 1,000 steps in 2 of 2 (a verdict needs 4,000 steps).
     """
-    by_lam: dict[float, list[Mapping[str, Any]]] = {}
-    for row in sorted(require_rows(table, "table", "lambda_sentences"), key=lambda r: (r["weight_decay"], r["seed"])):
-        by_lam.setdefault(row["weight_decay"], []).append(row)
     out = []
-    for lam, rows in by_lam.items():
+    for lam, rows in _by_lambda(table, "lambda_sentences").items():
         n = len(rows)
         mem = [r for r in rows if r["t_mem"] is not None]
         gen = [r for r in rows if r["t_grok"] is not None]
-        ends = " / ".join(f"{e:,}" for e in sorted({int(r["last_step"]) for r in rows}))
+        ends = _ends(rows)
         fell = [r["contraction"] for r in mem if r["contraction"] is not None]
         every = "the seed" if n == 1 else f"all {n} seeds"
         if all(r["regime"] == "intermediate" for r in rows):
@@ -275,19 +203,8 @@ def lambda_sentences(table: Sequence[Mapping[str, Any]]) -> list[str]:
 def regime_events(table: Sequence[Mapping[str, Any]], curves: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """The T_mem and T_grok marks of every run, placed on its curves, for the regime charts.
 
-    Parameters
-    ----------
-    table : sequence of dict
-        The regime table the curves were tagged with (``t_mem``, ``t_grok``), one row per run, in order.
-    curves : sequence of dict
-        :func:`regime_curves` records of the same sweep.
-
-    Returns
-    -------
-    list of dict
-        One per event a run reached: ``run``, ``weight_decay``, ``lam_index``, ``seed``, ``regime``,
-        ``event`` (``"T_mem"`` or ``"T_grok"``), ``step``, ``norm`` (‖θ‖² there) and ``accuracy``
-        (the training accuracy at T_mem, the test accuracy at T_grok).
+    One record per event a run reached, with ``norm`` (‖θ‖²) there and ``accuracy`` (training accuracy at
+    T_mem, test accuracy at T_grok); ``table`` and ``curves`` (:func:`regime_curves`) are of the same sweep.
     """
     rows = require_rows(table, "table", "regime_events")
     by_run: dict[int, dict[int, Mapping[str, Any]]] = {}
@@ -325,19 +242,7 @@ def regime_records(table: Sequence[Mapping[str, Any]],
                    grok_counts: Mapping[float, tuple[int, int]] | None = None) -> list[dict[str, Any]]:
     """One row per run of a :func:`~nhtlab.analysis.regimes.regime_table`, for :func:`nhtlab.book.table`.
 
-    Parameters
-    ----------
-    table : sequence of dict
-        :func:`~nhtlab.analysis.regimes.regime_table` rows.
-    grok_counts : mapping, optional
-        λ → (runs that grokked, runs) in the paper (:data:`nhtlab.papers.COMPANION_GROK_COUNTS`).
-
-    Returns
-    -------
-    list of dict
-        ``λ, seed, regime, T_mem, T_grok, V_mem, end, contraction, best test, paper grokked,
-        reason, needs`` (None where a value does not exist; ``regime`` in words, :func:`verdict_label`;
-        ``needs``, the budget a verdict needs, on :func:`budget_regimes` rows).
+    ``grok_counts``: λ → (runs that grokked, runs) in the paper. None where a value does not exist.
 
     Examples
     --------
@@ -362,40 +267,17 @@ def regime_records(table: Sequence[Mapping[str, Any]],
 def regimes_by_lambda(table: Sequence[Mapping[str, Any]]) -> dict[float, dict[int, str]]:
     """λ → {seed: regime}, λ in increasing order.
 
-    Parameters
-    ----------
-    table : sequence of dict
-        :func:`~nhtlab.analysis.regimes.regime_table` rows (``weight_decay``, ``seed``, ``regime``).
-
-    Returns
-    -------
-    dict
-
     Examples
     --------
     >>> regimes_by_lambda([{"weight_decay": 5.0, "seed": 0, "regime": "strong"},
     ...                    {"weight_decay": 0.01, "seed": 0, "regime": "weak"}])
     {0.01: {0: 'weak'}, 5.0: {0: 'strong'}}
     """
-    out: dict[float, dict[int, str]] = {}
-    rows = require_rows(table, "table", "regimes_by_lambda")
-    for row in sorted(rows, key=lambda r: (r["weight_decay"], r["seed"])):
-        out.setdefault(row["weight_decay"], {})[row["seed"]] = row["regime"]
-    return out
+    return {lam: {r["seed"]: r["regime"] for r in rows} for lam, rows in _by_lambda(table, "regimes_by_lambda").items()}
 
 
 def regime_seed_records(table: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """Per λ, the regime of every seed and whether the seeds disagree, for :func:`nhtlab.book.table`.
-
-    Parameters
-    ----------
-    table : sequence of dict
-        :func:`~nhtlab.analysis.regimes.regime_table` rows.
-
-    Returns
-    -------
-    list of dict
-        ``λ, regimes`` (``"seed 0: weak, seed 1: weak"``), ``flips`` (``"yes"`` when the seeds disagree).
 
     Examples
     --------
@@ -412,20 +294,7 @@ def regime_readings(table: Sequence[Mapping[str, Any]], expected: Mapping[float,
                     rule: str = "all") -> list[Reading]:
     """At each λ of ``expected``, the regimes of its seeds counted against the expected regime.
 
-    Parameters
-    ----------
-    table : sequence of dict
-        :func:`~nhtlab.analysis.regimes.regime_table` rows.
-    expected : mapping
-        λ → the regime the text states there, fixed before the run.
-    rule : {"all", "majority"}
-        What makes each reading a claim.
-
-    Returns
-    -------
-    list of Reading
-        One per λ of ``expected``, named ``"λ = <λ>"``; a λ the sweep did not train has no seed
-        and does not hold.
+    A λ the sweep did not train has no seed and does not hold.
     """
     require_type(expected, "expected", Mapping, owner="regime_readings")
     by_lam = regimes_by_lambda(table)
@@ -436,15 +305,7 @@ def regime_readings(table: Sequence[Mapping[str, Any]], expected: Mapping[float,
 def check_regime_order(table: Sequence[Mapping[str, Any]]) -> Check:
     """Sorted by λ, the diagnosed regimes never step backwards in weak → intermediate → strong.
 
-    Parameters
-    ----------
-    table : sequence of dict
-        :func:`~nhtlab.analysis.regimes.regime_table` rows; undetermined runs are skipped.
-
-    Returns
-    -------
-    Check
-        Fails for a sweep in which a larger λ is diagnosed earlier in the order than a smaller one.
+    Undetermined runs are skipped.
     """
     rows = require_rows(table, "table", "check_regime_order")
     ok = regime_order_ok([r["weight_decay"] for r in rows], [r["regime"] for r in rows])
@@ -455,28 +316,15 @@ def check_regime_order(table: Sequence[Mapping[str, Any]]) -> Check:
 def norm_start_records(table: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """Per λ, the seeds whose ‖θ‖² is largest at their first evaluation, and those whose norm rises first.
 
-    Parameters
-    ----------
-    table : sequence of dict
-        :func:`~nhtlab.analysis.regimes.regime_table` rows (``peak_step``; the first evaluation is step 0).
-
-    Returns
-    -------
-    list of dict
-        ``λ, largest at init`` (``"k of n"``), ``rises first`` (the seeds, or None).
-
     Examples
     --------
     >>> norm_start_records([{"weight_decay": 0.01, "seed": 0, "peak_step": 300},
     ...                     {"weight_decay": 0.01, "seed": 1, "peak_step": 0}])
     [{'λ': 0.01, 'largest at init': '1 of 2', 'rises first': 'seed 0'}]
     """
-    by_lam: dict[float, dict[int, int]] = {}
-    rows = require_rows(table, "table", "norm_start_records")
-    for row in sorted(rows, key=lambda r: (r["weight_decay"], r["seed"])):
-        by_lam.setdefault(row["weight_decay"], {})[row["seed"]] = row["peak_step"]
     out = []
-    for lam, peaks in by_lam.items():
+    for lam, rows in _by_lambda(table, "norm_start_records").items():
+        peaks = {r["seed"]: r["peak_step"] for r in rows}
         rising = [seed for seed, step in peaks.items() if step > 0]
         out.append({"λ": lam, "largest at init": f"{len(peaks) - len(rising)} of {len(peaks)}",
                     "rises first": ", ".join(f"seed {s}" for s in rising) or None})
@@ -486,23 +334,7 @@ def norm_start_records(table: Sequence[Mapping[str, Any]]) -> list[dict[str, Any
 def regime_curves(result: Any, table: list[dict[str, Any]], every: int = 1) -> list[dict[str, Any]]:
     """Long records of every run's curves, tagged with its λ, seed and regime, for charts.
 
-    Each record: ``run``, ``weight_decay``, ``lam_index`` (rank of its λ among the
-    sweep's distinct λ, for sliders), ``seed``, ``regime``, ``step``, ``norm``,
-    ``train_acc``, ``test_acc``. ``every`` keeps one evaluation in ``every``.
-
-    Parameters
-    ----------
-    result : SweepResult
-        The λ sweep (rows with ``run`` and ``history``).
-    table : list of dict
-        :func:`regime_table` of the same sweep, one row per run, in the same order.
-    every : int >= 1
-        Keep one evaluation in ``every``.
-
-    Returns
-    -------
-    list of dict
-        One record per kept evaluation of every run.
+    ``lam_index`` ranks the run's λ among the sweep's (for sliders); ``every`` keeps one evaluation in ``every``.
     """
     lams = sorted({row.run.weight_decay for row in result})
     out = []
@@ -519,10 +351,7 @@ def regime_curves(result: Any, table: list[dict[str, Any]], every: int = 1) -> l
 def intermediate_answer(table: Sequence[Mapping[str, Any]]) -> tuple[str, tuple[str, ...], str]:
     """The answer the sweep gives to "at which smallest λ are most seeds intermediate?".
 
-    ``table`` holds :func:`~nhtlab.analysis.regimes.regime_table` rows; the result is
-    ``(answer, choices, why)``: ``answer``, the smallest λ (formatted ``"{:g}"``) at which more than half
-    of the seeds are diagnosed intermediate, or ``"none"``; ``choices``, every λ of the sweep, formatted
-    the same, and ``"none"``; ``why``, the count of intermediate seeds at every λ.
+    Most: more than half of the seeds; ``"none"`` when no λ has them.
 
     Examples
     --------
@@ -543,24 +372,7 @@ def intermediate_answer(table: Sequence[Mapping[str, Any]]) -> tuple[str, tuple[
 def memorise_answer(table: Sequence[Mapping[str, Any]], lam: float) -> tuple[str, tuple[str, str], str]:
     """The answer the sweep gives to "will the runs at ``lam`` memorise their table within the budget?".
 
-    Parameters
-    ----------
-    table : sequence of dict
-        :func:`~nhtlab.analysis.regimes.regime_table` rows (``weight_decay``, ``t_mem``,
-        ``max_train_acc`` where present, ``last_step``).
-    lam : float
-        A λ of the sweep.
-
-    Returns
-    -------
-    (answer, choices, why) : tuple
-        ``"yes"`` when more than half of the seeds at ``lam`` reach T_mem (training accuracy ≥ 99%),
-        else ``"no"``; ``("yes", "no")``; and the count over the seeds with their budgets.
-
-    Raises
-    ------
-    ValueError
-        Naming ``lam`` when the sweep has no run at it.
+    ``"yes"`` when more than half of the seeds at ``lam`` reach T_mem.
 
     Examples
     --------
@@ -572,28 +384,13 @@ def memorise_answer(table: Sequence[Mapping[str, Any]], lam: float) -> tuple[str
     if not rows:
         raise ValueError(f"memorise_answer: the sweep has no run at 'lam' = {lam!r}")
     k = sum(r["t_mem"] is not None for r in rows)
-    ends = " / ".join(f"{e:,}" for e in sorted({r["last_step"] for r in rows}))
+    ends = _ends(rows)
     return ("yes" if 2 * k > len(rows) else "no"), ("yes", "no"), (f"at λ = {lam:g} training accuracy reached 99% in {k} of "
                                                      f"{len(rows)} seeds within {ends} steps")
 
 
 def learning_answer(table: Sequence[Mapping[str, Any]], lam: float, level: float = 0.5) -> tuple[str, tuple[str, str], str]:
     """The answer the sweep gives to "at ``lam``, does the best test accuracy of most seeds climb past ``level``?".
-
-    Parameters
-    ----------
-    table : sequence of dict
-        Regime-table rows (``weight_decay``, ``max_test_acc``, ``max_train_acc``, ``last_step``).
-    lam : float
-        A λ of the sweep.
-    level : float
-        The test accuracy the question names (one half).
-
-    Returns
-    -------
-    (answer, choices, why) : tuple
-        ``"yes"`` when more than half of the seeds at ``lam`` reach ``level``, else ``"no"``;
-        ``("yes", "no")``; and the seeds' best test and training accuracies.
 
     Examples
     --------
@@ -607,7 +404,7 @@ def learning_answer(table: Sequence[Mapping[str, Any]], lam: float, level: float
     if not rows:
         raise ValueError(f"learning_answer: the sweep has no run at 'lam' = {lam!r}")
     k = sum(r["max_test_acc"] >= level for r in rows)
-    ends = " / ".join(f"{e:,}" for e in sorted({r["last_step"] for r in rows}))
+    ends = _ends(rows)
     tests = ", ".join(f"{r['max_test_acc']:.2f}" for r in rows)
     trains = ", ".join(f"{r['max_train_acc']:.2f}" for r in rows)
     return ("yes" if 2 * k > len(rows) else "no"), ("yes", "no"), (
@@ -620,23 +417,7 @@ def rule_check(table: Sequence[Mapping[str, Any]], lam: float, regime: str, word
 
     What the rule saw is a fact of the run even where the budget is too short to call it a regime:
     at the smallest λ "weak" means memorised with no contraction and no generalisation *within the
-    budget*; at the largest, "strong" means the table was not fitted within it.
-
-    Parameters
-    ----------
-    table : sequence of dict
-        :func:`budget_regimes` rows (``rule_regime``; plain regime-table rows use ``regime``).
-    lam : float
-    regime : str
-        The rule's label every seed must have.
-    words : str
-        What that label observed, for the check's name.
-
-    Returns
-    -------
-    Check
-        Named ``"λ = <lam> within its budget: <words>"``; fails when a seed's rule label differs or no
-        seed ran at ``lam``.
+    budget*; at the largest, "strong" means the table was not fitted within it. Fails with no seed at ``lam``.
 
     Examples
     --------
@@ -649,7 +430,7 @@ def rule_check(table: Sequence[Mapping[str, Any]], lam: float, regime: str, word
                   key=lambda r: r["seed"])
     labels = {r["seed"]: r.get("rule_regime", r["regime"]) for r in rows}
     k = sum(v == regime for v in labels.values())
-    ends = " / ".join(f"{e:,}" for e in sorted({r["last_step"] for r in rows}))
+    ends = _ends(rows)
     seeds = ", ".join(f"seed {s}: {v}" for s, v in labels.items())
     return Check(f"λ = {lam:g} within its budget: {words}", bool(rows) and k == len(rows),
                  f"the rule alone reads {regime} in {k} of {len(rows)} seeds within {ends or 'no'} steps ({seeds})")
@@ -658,19 +439,7 @@ def rule_check(table: Sequence[Mapping[str, Any]], lam: float, regime: str, word
 def regime_findings(table: Sequence[Mapping[str, Any]], level: float = 0.5) -> list[str]:
     """The chapter's takeaway in sentences, each read from the budget-labelled table.
 
-    Parameters
-    ----------
-    table : sequence of dict
-        :func:`budget_regimes` rows.
-    level : float
-        The best test accuracy that counts as "learning" where the training set was not fitted
-        (the prediction's one half).
-
-    Returns
-    -------
-    list of str
-        What reached a verdict and where; what did not and why; what the λ whose runs never
-        memorised learned.
+    ``level`` is the best test accuracy that counts as learning where the training set was not fitted.
 
     Examples
     --------
@@ -709,7 +478,7 @@ def regime_findings(table: Sequence[Mapping[str, Any]], level: float = 0.5) -> l
         if any(r["t_mem"] is not None for r in group):
             continue
         best = _span([r["max_test_acc"] for r in group], "{:.2f}")
-        ends = " / ".join(f"{e:,}" for e in sorted({int(r["last_step"]) for r in group}))
+        ends = _ends(group)
         if 2 * sum(r["max_test_acc"] >= level for r in group) > len(group):
             clauses.append(f"reached {best} at λ = {lam:g} within {ends} steps (the decay slowed learning, "
                            "it did not stop it)")

@@ -3,23 +3,11 @@
 Khanh & Hoa (arXiv 2603.07323) score six predictions per domain (P1 norm
 ordering, P2 three regimes, P3 clean/worst-group ordering, P4 layer hierarchy,
 P5 clean norm separation, P6 delay scaling) but give no operational rules. These
-are nhtlab's. Each rule is a function returning a :class:`~nhtlab.book.claims.Check`: pass or fail
-*and* the number it was decided on, so a ✓ or ✗ can be checked. Each function's
-docstring says what makes it fail.
-
-* P1 :func:`norm_ordering`: ‖θ‖² on the shortcut solution (at the step it is
-  fitted) exceeds ‖θ‖² on the structured solution (at a stated later step);
-* P2 :func:`three_regimes`: the λ sweep reads weak → intermediate → strong;
-* P3 :func:`worst_group_rise`: the worst-group accuracy starts below a stated
-  level (when the shortcut is fitted) and ends above it;
-* P4 :func:`contraction_rule`: after the shortcut is fitted, the read-out loses its
-  share of ‖θ_ℓ‖² before the first layer does (:func:`nhtlab.analysis.layers.contraction_order`,
-  the reading chapter 05 reports over seeds; :func:`backward_order`, on peak steps, is kept for
-  layers that do not fall from their initialisation);
-* P5 :func:`separation_rule`: nhtlab's separation score (from the fitted
-  shortcut on, :mod:`nhtlab.analysis.separation`) is defined and at least 0.5;
-* P6 :func:`delay_scaling`: over at least three λ values, the fitted exponent
-  of T ∝ λ^(−α) has a 95% confidence interval that contains 1 and excludes 0.
+are nhtlab's: P1 :func:`norm_ordering`, P2 :func:`three_regimes`, P3 :func:`worst_group_rise`,
+P4 :func:`contraction_rule` (the reading chapter 05 reports over seeds; :func:`backward_order`, on peak
+steps, is kept for layers that do not fall from their initialisation), P5 :func:`separation_rule`,
+P6 :func:`delay_scaling`. Each returns a :class:`~nhtlab.book.claims.Check`: pass or fail *and* the number
+it was decided on, so a ✓ or ✗ can be checked; each docstring says what makes it fail.
 """
 
 from __future__ import annotations
@@ -55,23 +43,11 @@ def norm_ordering(history: History, shortcut_step: int | None, structured_step: 
     T_mem, or the step the border is first fitted); V_post is ‖θ‖² at
     ``structured_step`` (the end of the run, after the structure was reached),
     both read by :func:`nhtlab.analysis.events.norm_at`, as the delay law reads them.
-    The value is V_mem / V_post.
+    The value is V_mem / V_post (``inf`` when V_post = 0, NaN when not measured).
 
     Fails when V_mem ≤ V_post (the shortcut was the *cheaper* solution in norm), or
     when either step is None (the shortcut was never fitted or the structure
     never reached: nothing to compare).
-
-    Parameters
-    ----------
-    history : History
-        Rows with ``step`` and ``norm``.
-    shortcut_step, structured_step : int or None
-        Where V_mem and V_post are read.
-
-    Returns
-    -------
-    Check
-        ``value`` = V_mem / V_post (``inf`` when V_post = 0, NaN when not measured).
     """
     require_type(history, "history", History, owner="norm_ordering")
     if shortcut_step is None or structured_step is None:
@@ -90,16 +66,6 @@ def regimes_in_order(regimes: Mapping[float, str]) -> bool:
     ``"too early"`` and ``"undetermined"`` skipped); P2 adds that all three
     regimes must appear. So weak, weak, intermediate, strong passes and a regime
     that comes back after another (weak, intermediate, weak, strong) fails.
-
-    Parameters
-    ----------
-    regimes : mapping λ → str
-        One label per λ, each in :data:`~nhtlab.analysis.regimes.REGIMES` or
-        :data:`~nhtlab.analysis.regimes.UNJUDGED` (another label raises ValueError).
-
-    Returns
-    -------
-    bool
     """
     return regime_order_ok(list(regimes), list(regimes.values())) and set(_collapsed(regimes)) == set(REGIMES)
 
@@ -109,14 +75,6 @@ def _collapsed(regimes: Mapping[float, str]) -> list[str]:
 
     Weak, intermediate, weak stays three entries: a non-monotone sweep. This is
     what P2 prints; the pass/fail is :func:`regimes_in_order`.
-
-    Parameters
-    ----------
-    regimes : mapping λ → str
-
-    Returns
-    -------
-    list of str
     """
     out: list[str] = []
     for lam in sorted(regimes):
@@ -218,14 +176,8 @@ def separation_rule(separation: Separation, threshold: float = 0.5) -> Check:
 class DelayExponent:
     """Least-squares fit of log T = c − α log λ, with a confidence interval for α.
 
-    Attributes
-    ----------
-    alpha : float
-        The exponent (1 for the law's T ∝ 1/λ).
-    low, high : float
-        The ``confidence`` interval for α (Student t with n − 2 degrees of freedom).
-    n : int
-        Points fitted; ``n_lams`` distinct λ values among them.
+    ``alpha`` is 1 for the law's T ∝ 1/λ; ``low``–``high`` is its ``confidence`` interval (Student t, n − 2
+    degrees of freedom) over ``n`` points at ``n_lams`` distinct λ.
     """
 
     alpha: float
@@ -242,16 +194,8 @@ class DelayExponent:
 def fit_delay_exponent(delays: Sequence[tuple[float, float]], confidence: float = 0.95) -> DelayExponent:
     """Fit T ∝ λ^(−α) to (λ, T) pairs (several seeds per λ allowed): :func:`scipy.stats.linregress` on the logs.
 
-    Parameters
-    ----------
-    delays : sequence of (λ, T) with λ > 0, T > 0; at least 3 points and 2 distinct λ
-    confidence : float in (0, 1)
-
-    Returns
-    -------
-    DelayExponent
-        With exactly 2 points' worth of freedom gone, n = 3 leaves one degree of
-        freedom: the interval is then wide, as it should be.
+    Needs at least 3 positive pairs at 2 distinct λ; 3 points leave one degree of freedom, and the interval
+    is then wide, as it should be.
     """
     # local: scipy.stats is slow to import; only this rule and the fits use it
     from scipy import stats
@@ -274,17 +218,10 @@ def fit_delay_exponent(delays: Sequence[tuple[float, float]], confidence: float 
 def delay_scaling(delays: Mapping[float, Sequence[int | None]], min_lams: int = 3) -> Check:
     """P6: the delay scales as 1/λ, by a fitted exponent and its 95% interval.
 
-    Parameters
-    ----------
-    delays : mapping λ → delays measured at that λ (one per seed; None where
-        the escape never happened, which drops that seed)
-    min_lams : int >= 3
-        Distinct λ values with at least one measured delay that the rule needs.
-
-    Fails when fewer than ``min_lams`` λ values have a measured delay (scaling
-    not shown), when the 95% interval of α excludes 1 (the delay does not scale
-    as 1/λ), or when it contains 0 (the delay is not shown to depend on λ at
-    all). The value is α.
+    ``delays`` maps λ → one delay per seed (None where the escape never happened, which drops that seed).
+    Fails when fewer than ``min_lams`` λ values have a measured delay (scaling not shown), when the 95%
+    interval of α excludes 1 (the delay does not scale as 1/λ), or when it contains 0 (the delay is not
+    shown to depend on λ at all). The value is α.
     """
     require_int(min_lams, "min_lams", low=3, owner="delay_scaling")
     pairs = [(lam, t) for lam, ts in delays.items() for t in ts if t]
@@ -302,31 +239,10 @@ def score_predictions(*, main: History, regimes: Mapping[float, str], shortcut_s
                       level: float = 0.5) -> dict[str, Check]:
     """The six predictions for one domain, by the rules of this module.
 
-    Parameters
-    ----------
-    main : History
-        The run at the domain's main λ.
-    regimes : mapping λ → regime name
-        The domain's λ sweep, diagnosed.
-    shortcut_step, structured_step : int or None
-        When the main run fitted the shortcut (T_mem, border fitted) and a step
-        on the structured solution (the run's end, if the structure was reached;
-        None otherwise). P1 compares the norm at the two; P3 starts at the first.
-    worst_column : str
-        The worst group's accuracy column (``conflict_acc`` on images, ``test_acc`` on modular arithmetic).
-    order : ContractionOrder
-        :func:`nhtlab.analysis.layers.contraction_order` of ``main`` over its shortcut window (P4).
-    separation : Separation
-        The main run's score (P5).
-    delays : mapping λ → delays (one per seed)
-        Escape delays over the λ sweep (P6).
-    level : float
-        P3's level.
-
-    Returns
-    -------
-    dict of str to Check
-        ``"P1"`` … ``"P6"``: each prediction's verdict (held, failed or skipped) and its measured number.
+    ``shortcut_step`` is when ``main`` fitted the shortcut (T_mem, the border fitted) and ``structured_step``
+    a step on the structured solution (the run's end if it was reached, else None): P1 compares the norm at
+    the two, P3 starts at the first. ``worst_column``: ``conflict_acc`` on images, ``test_acc`` on modular
+    arithmetic. ``order`` (P4) is :func:`nhtlab.analysis.layers.contraction_order` over the shortcut window.
     """
     return {
         "P1 norm ordering": norm_ordering(main, shortcut_step, structured_step),
@@ -346,16 +262,7 @@ def _cell(check: Check) -> str:
 def scorecard_rows(scorecard: Mapping[str, Mapping[str, Check]]) -> list[dict[str, str]]:
     """One row per prediction, one column per domain, each cell "✓ number" or "✗ number" (for a table).
 
-    Parameters
-    ----------
-    scorecard : mapping of domain to (mapping of prediction to Check)
-        :func:`score_predictions` per domain.
-
-    Returns
-    -------
-    list of dict
-        ``{"prediction": name, <domain>: "✓ …"}`` per prediction, then a ``"passed"`` row with
-        each domain's count ("4/6").
+    A last ``"passed"`` row counts each domain's held predictions ("4/6").
     """
     names = list(dict.fromkeys(name for row in scorecard.values() for name in row))
     rows = [{"prediction": name, **{domain: _cell(row[name]) for domain, row in scorecard.items() if name in row}}
@@ -371,19 +278,6 @@ def prediction_readings(cards: Mapping[int, Mapping[str, Check]],
 
     The paper predicts every rule passes, so the expected reading is ``"✓"``; a reading that
     holds in too few seeds is the paper's claim failing on these runs (displayed, not asserted).
-
-    Parameters
-    ----------
-    cards : mapping seed → (mapping prediction → Check)
-        :func:`score_predictions` (or a subset of its predictions) per seed.
-    names : sequence of str, optional
-        The predictions to read; by default those of the first seed's card.
-
-    Returns
-    -------
-    list of Reading
-        One per prediction (:func:`nhtlab.book.claims.over_seeds`, majority rule), each seed's
-        reading ``"✓"`` or ``"✗"``.
     """
     require_type(cards, "cards", Mapping, owner="prediction_readings")
     if not cards:
@@ -403,18 +297,6 @@ def sweep_checks(card: Mapping[str, Check], names: Sequence[str] = SWEEP_PREDICT
     P2 and P6 are read on a whole sweep, one seed per λ, so no count over seeds exists for them; the
     findings page (``tools/findings_page.py``) marks them "1 seed". Passing them as ``shown`` records
     a paper's ✗ there without asserting it.
-
-    Parameters
-    ----------
-    card : mapping prediction → Check
-        One domain's :func:`score_predictions`.
-    names : sequence of str
-        The predictions to take (by default :data:`SWEEP_PREDICTIONS`); one missing from ``card`` is skipped.
-
-    Returns
-    -------
-    list of Check
-        Named as the prediction plus " (one sweep)", the detail "one sweep, 1 seed: " and the rule's measurement.
 
     Examples
     --------

@@ -67,37 +67,12 @@ def _ratio(value: float) -> str:
 class ShortcutStudy:
     """Every run of the shortcut study, built from profile settings.
 
-    Attributes
-    ----------
-    base : ShortcutRun
-        The border design at seed ``seeds[0]`` (its λ is replaced by each sweep).
-    lam_main : float
-        The main weight decay.
-    seeds : tuple of int
-        Seeds of every stated reading (the main run, its control, the ends of the ρ sweep,
-        BatchNorm against none); the sweeps run at ``seeds[0]`` only.
-    lams, control_lams, rhos, tint_lams, background_lams : tuple of float
-        The λ sweep, the λ of the border-less control (``otherwise="none"``), the ρ sweep at
-        the main λ, the entangled tint's λ, the background cue's λ (every seed at the main λ).
-    background_strength : float
-        The background cue's blend towards the class colour (1: filled).
-    norms : tuple of str
-        Normalisations compared at the main λ, on ``norm_model``.
-    norm_model : str
-        The model of the normalisation comparison (``"simple"`` or ``"resnet18"``).
-    fit : float
-        Training accuracy that counts as fitted in an image run's regime.
-    modular : dict
-        The companion runs: a :func:`nhtlab.companion_sweep` dict (its ``budgets`` give the λ,
-        its ``seeds`` the seed offsets); empty, no modular domain.
-    modular_main : float
-        The λ of the modular domain's main run.
-    celeba, celeba_lams : dict, tuple of float
-        ShortcutRun fields of the CelebA runs (``kind="celeba"``) and their λ
-        (:func:`celeba_runs`); empty, no CelebA runs.
-    regime_budget : float
-        Steps, in units of 1/(ηλ), a run needs before it is called weak or strong
-        (:func:`~nhtlab.analysis.regimes.budget_regime`); shorter: "not decided within N steps".
+    ``base`` is the border design at ``seeds[0]``; every stated reading runs over ``seeds``, the sweeps at
+    ``seeds[0]`` only. ``control_lams`` train the border-less control (``otherwise="none"``);
+    ``background_strength`` blends the background towards the class colour (1: filled); ``modular`` is a
+    :func:`nhtlab.companion_sweep` dict (empty: no modular domain); ``celeba`` holds ShortcutRun fields of the
+    CelebA runs (empty: none). ``regime_budget``: the steps, in units of 1/(ηλ), a run needs before it is
+    called weak or strong (:func:`~nhtlab.analysis.regimes.budget_regime`).
     """
 
     base: ShortcutRun
@@ -122,17 +97,7 @@ class ShortcutStudy:
     def from_profile(cls, cfg: Any, seed: int = 0) -> "ShortcutStudy":
         """The study of a chapter profile (``nhtlab.book.select_profile``'s namespace or a mapping).
 
-        Parameters
-        ----------
-        cfg : namespace or mapping
-            ``run`` (ShortcutRun fields), ``lam_main``, ``seeds`` (offsets from ``seed``) and the
-            other attributes of this class by name; unknown names (``workers``…) are ignored.
-        seed : int
-            The first seed.
-
-        Returns
-        -------
-        ShortcutStudy
+        ``cfg.seeds`` are offsets from ``seed``; names that are not fields (``workers``…) are ignored.
         """
         settings = dict(cfg) if isinstance(cfg, Mapping) else dict(vars(cfg))
         names = {f for f in cls.__dataclass_fields__ if f not in ("base", "seeds")}
@@ -209,14 +174,7 @@ class ShortcutStudy:
                 for lam in self.modular["budgets"]}
 
     def domains(self) -> dict[str, tuple[dict[float, list[TrainConfig]], TrainConfig]]:
-        """Domain name → (its λ sweep, its main run), for the domains this study trains.
-
-        Returns
-        -------
-        dict
-            ``"border"`` always; ``"entangled tint"`` and ``"background"`` when they run at the main λ;
-            ``"modular arithmetic"`` when the companion runs hold ``modular_main``.
-        """
+        """Domain name → (its λ sweep, its main run), for the domains this study trains."""
         out: dict[str, tuple[dict[float, list[TrainConfig]], TrainConfig]] = {
             "border": (self.sweep, self.main[self.seeds[0]])}
         if self.lam_main in self.tint:
@@ -233,10 +191,6 @@ class ShortcutStudy:
 
         The CelebA runs only where their data can be had (:func:`celeba_problem`, which downloads it
         when their ``download`` is True).
-
-        Returns
-        -------
-        list of ModularRun and ShortcutRun
         """
         groups: list[Sequence[TrainConfig]] = [
             list(self.main.values()), *self.sweep.values(), list(self.control.values()),
@@ -250,17 +204,7 @@ class ShortcutStudy:
     # --- what is read off them --------------------------------------------------------------------
 
     def small_grid(self, trained: Histories) -> list[dict[str, Any]]:
-        """The wrong-border and the border-less design at the control λ (first seed), one record each.
-
-        Parameters
-        ----------
-        trained : mapping run → History
-
-        Returns
-        -------
-        list of dict
-            :func:`sweep_records` rows with ``otherwise`` and ``λ``.
-        """
+        """The wrong-border and the border-less design at the control λ (first seed), one record each."""
         sweep = self.sweep
         return [*sweep_records({lam: sweep[lam][0] for lam in self.control_lams if lam in sweep}, trained,
                                fit=self.fit, otherwise="other"),
@@ -269,9 +213,8 @@ class ShortcutStudy:
     def regime(self, run: TrainConfig, trained: Histories) -> str:
         """The run's regime as its kind's rule reads it, weak or strong only when its budget backs it.
 
-        Takes ``run`` and ``trained`` (mapping run → History). Returns the label of
-        :func:`~nhtlab.analysis.regimes.budget_regime` (``"not decided within N steps"`` for a
-        weak or strong reading of a run shorter than ``regime_budget``/(ηλ) steps).
+        :func:`~nhtlab.analysis.regimes.budget_regime`'s label: ``"not decided within N steps"`` for a weak or
+        strong reading of a run shorter than ``regime_budget``/(ηλ) steps.
         """
         label = domain_of(run, self.fit).regime(trained[run])
         return budget_regime(label, run.steps, run.lr * run.weight_decay, self.regime_budget)
@@ -279,8 +222,7 @@ class ShortcutStudy:
     def lam_records(self, trained: Histories) -> list[dict[str, Any]]:
         """The border's, the tint's and the background's λ sweeps (first seed), one record per λ with its regime.
 
-        Takes ``trained`` (mapping run → History). Returns list of dict: :func:`sweep_records` rows with
-        ``domain`` and ``λ``, the regime read by :meth:`regime` (budget-backed).
+        The regime is :meth:`regime`'s (budget-backed).
         """
         out = []
         for domain, sweep in (("border", self.sweep), ("entangled tint", self.tint), ("background", self.background)):
@@ -290,34 +232,14 @@ class ShortcutStudy:
         return out
 
     def design_readings(self, trained: Histories) -> list[Reading]:
-        """Over seeds at the main λ: the wrong-border design drops the border, the border-less one keeps it.
-
-        Parameters
-        ----------
-        trained : mapping run → History
-
-        Returns
-        -------
-        list of Reading
-            The border-less reading only when the study has a control.
-        """
+        """Over seeds at the main λ: the wrong-border design drops the border, the border-less one keeps it."""
         pairs = [("wrong border on the 1 − ρ images", self.main, "dropped"),
                  ("no border on the 1 − ρ images", self.control_seeds, "kept")]
         return [over_seeds(f"{name}, λ = {self.lam_main:g}", {s: border_reading(trained[r]) for s, r in by.items()},
                            expected=expected) for name, by, expected in pairs if by]
 
     def norm_reading(self, trained: Histories) -> Reading | None:
-        """Over seeds: does BatchNorm end with a higher clean accuracy than no normalisation (the paper's order)?
-
-        Parameters
-        ----------
-        trained : mapping run → History
-
-        Returns
-        -------
-        Reading or None
-            None when the study does not compare both.
-        """
+        """Over seeds: does BatchNorm end with a higher clean accuracy than no normalisation (the paper's order)?"""
         by = self.norm_seeds
         if not by:
             return None
@@ -326,16 +248,7 @@ class ShortcutStudy:
                            for s in self.seeds}, expected="batch higher")
 
     def separations(self, trained: Histories) -> dict[str, Separation]:
-        """Domain → the separation score of its main run (read as its run kind says).
-
-        Parameters
-        ----------
-        trained : mapping run → History
-
-        Returns
-        -------
-        dict of str to Separation
-        """
+        """Domain → the separation score of its main run (read as its run kind says)."""
         return {d: domain_of(m, self.fit).separation(trained[m]) for d, (_, m) in self.domains().items()}
 
     def scorecard(self, trained: Histories) -> dict[str, dict[str, Check]]:
@@ -344,14 +257,6 @@ class ShortcutStudy:
         P2 reads each λ's regime through :meth:`regime`: a run too short to be called weak or strong
         (``regime_budget``/(ηλ) steps) counts as undetermined, which P2 skips, and its detail names
         those λ.
-
-        Parameters
-        ----------
-        trained : mapping run → History
-
-        Returns
-        -------
-        dict of str to (dict of str to Check)
         """
         out = {}
         for d, (runs, m) in self.domains().items():
@@ -365,19 +270,7 @@ class ShortcutStudy:
         return out
 
     def prediction_readings(self, trained: Histories, domain: str = "border") -> list[Reading]:
-        """P1, P3, P4 and P5 on a domain's main run at every seed (the paper expects ✓).
-
-        Parameters
-        ----------
-        trained : mapping run → History
-        domain : {"border", "background"}
-            The border's main runs, or the background cue's (each reading's name then ends
-            with ``" (background)"``).
-
-        Returns
-        -------
-        list of Reading
-        """
+        """P1, P3, P4 and P5 on a domain's main run at every seed (the paper expects ✓)."""
         readings = prediction_readings(self._seed_cards(trained, domain), names=SEED_PREDICTIONS)
         if domain == "border":
             return readings
@@ -398,20 +291,9 @@ class ShortcutStudy:
     def background_readings(self, trained: Histories, threshold: float = 0.5) -> tuple[Check, list[Reading]]:
         """The background cue over seeds: whether it is learnt (asserted), and the law's readings (shown).
 
-        Parameters
-        ----------
-        trained : mapping run → History
-        threshold : float
-            P5's clean-separation threshold: a score below it (or undefined) is read ``"below"``.
-
-        Returns
-        -------
-        (learnt, readings) : (Check, list of Reading)
-            ``learnt``: at the end the cue-agreeing (``coloured``) accuracy exceeds the cue-conflicting
-            (``conflict``) accuracy, in a strict majority of seeds (decided before the runs). ``readings``:
-            the separation below ``threshold`` and below the border's of the same seed (the paper's
-            Waterbirds ≈ 0 against CIFAR-10's border 0.5–0.7; undefined counts as below), then P1, P3, P4
-            and P5.
+        Learnt: the cue-agreeing accuracy at the end exceeds the cue-conflicting one in a strict majority of
+        seeds. Shown: the separation below ``threshold`` and below the border's of the same seed (the paper's
+        Waterbirds ≈ 0 against CIFAR-10's border 0.5–0.7; undefined counts as below), then P1, P3, P4, P5.
         """
         runs = self._seed_runs("background")
         ends = {s: trained[r].rows[-1] for s, r in runs.items()}
@@ -446,12 +328,7 @@ class ShortcutStudy:
     # --- the lesson's text: sentences built from the runs, each with its evidence closed -----------
 
     def design_report(self, trained: Histories) -> Markdown:
-        """Chapter 06's two designs at the main λ, in words over seeds, the per-run tables closed.
-
-        Takes ``trained`` (mapping run → History). Returns Markdown: whether each design dropped the
-        border (k of n), the border-less design's clean accuracy against the chosen one's, and
-        under "How we know" the small grid (seed 0) and the readings' table.
-        """
+        """Chapter 06's two designs at the main λ, in words over seeds, the per-run tables closed."""
         readings = self.design_readings(trained)
         said = [f"{r.name}: the border {r.text()}" for r in readings]
         if self.control_seeds:
@@ -469,10 +346,7 @@ class ShortcutStudy:
                         + evidence("both designs, run by run", *parts, table(reading_rows(readings))))
 
     def lam_report(self, trained: Histories) -> Markdown:
-        """The λ sweep of the border (seed 0) in words, regime by regime, and every domain's table closed.
-
-        Takes ``trained`` (mapping run → History). Returns Markdown.
-        """
+        """The λ sweep of the border (seed 0) in words, regime by regime, and every domain's table closed."""
         rows = self.lam_records(trained)
         border = [r for r in rows if r["domain"] == "border"]
 
@@ -490,15 +364,12 @@ class ShortcutStudy:
                                                                           "contraction": "{:.1%}"})))
 
     def rho_report(self, trained: Histories) -> Markdown:
-        """The ρ sweep's runs (seed 0) as a closed table. Takes ``trained``; returns Markdown."""
+        """The ρ sweep's runs (seed 0) as a closed table."""
         rows = sweep_records(self.rho_runs, trained, key="ρ", fit=self.fit)
         return evidence("every ρ's run (seed 0)", table(rows, columns=["ρ", *RECORD_COLUMNS], formats=RECORD_FORMATS))
 
     def norm_report(self, trained: Histories) -> Markdown:
-        """The normalisations: the paper's ranking and ours over seeds in words, the runs' table closed.
-
-        Takes ``trained`` (mapping run → History). Returns Markdown.
-        """
+        """The normalisations: the paper's ranking and ours over seeds in words, the runs' table closed."""
         bn = self.norm_reading(trained)
         paper = ", ".join(f"{n} {v:.1%}" for n, v in NHT_PAPER["clean_by_norm"].items())
         ours = (f" Ours (SimpleCNN, digits): BatchNorm ended above no normalisation in {bn.k} of {bn.n} seeds "
@@ -510,10 +381,7 @@ class ShortcutStudy:
             table(rows, columns=cols, formats={**RECORD_FORMATS, "contraction": "{:.1%}"})))
 
     def separation_report(self, trained: Histories) -> Markdown:
-        """Each domain's separation score beside the paper's in words, the estimator's table closed.
-
-        Takes ``trained`` (mapping run → History). Returns Markdown.
-        """
+        """Each domain's separation score beside the paper's in words, the estimator's table closed."""
         rows = separation_records(self.separations(trained))
         paper = ", ".join(f"{d} {v}" for d, v in NHT_PAPER["separation"].items())
         ours = ", ".join(f"{r['domain']} {r['score text']}" for r in rows)
@@ -530,7 +398,7 @@ class ShortcutStudy:
 
     def scorecard_report(self, trained: Histories) -> Markdown:
         """The scorecard in words (predictions held per domain, the paper's beside them; P1 over seeds),
-        the scorecard's and the per-seed readings' tables closed. Takes ``trained``; returns Markdown."""
+        the scorecard's and the per-seed readings' tables closed."""
         card, per_seed = self.scorecard(trained), self.prediction_readings(trained)
         held = ", ".join(f"{d} {sum(c.passed for c in row.values())}/6" for d, row in card.items())
         paper = ", ".join(f"{d} {k}/6" for d, k in NHT_PAPER["scorecard"].items())
@@ -543,12 +411,7 @@ class ShortcutStudy:
                        table(reading_rows(per_seed))))
 
     def background_report(self, trained: Histories) -> tuple[Check, list[Reading], Markdown]:
-        """The background cue: the asserted check, the shown readings, and the section's text.
-
-        Takes ``trained`` (mapping run → History). Returns ``(learnt, readings, markdown)``
-        (:meth:`background_readings`; the text states the check and the separation readings in
-        words, with the per-seed tables closed).
-        """
+        """The background cue: :meth:`background_readings`' check and readings, and the section's text."""
         learnt, readings = self.background_readings(trained)
         def said(name: str) -> str:
             name = name.removeprefix("background: ")
@@ -570,10 +433,7 @@ class ShortcutStudy:
         return learnt, readings, Markdown(head + "\n\n" + body)
 
     def main_report(self, trained: Histories, seed: int) -> Markdown:
-        """The border's main run at ``seed``, its P1 and P5 over seeds in words, its record closed.
-
-        Takes ``trained`` (mapping run → History) and ``seed`` (one of ``seeds``). Returns Markdown.
-        """
+        """The border's main run at ``seed``, its P1 and P5 over seeds in words, its record closed."""
         p1, p5 = (r for r in self.prediction_readings(trained) if r.name[:2] in ("P1", "P5"))
         seps = {s: format_score(domain_of(r, self.fit).separation(trained[r])) for s, r in self.main.items()}
         rows = sweep_records({self.lam_main: self.main[seed]}, trained, fit=self.fit)
@@ -584,10 +444,7 @@ class ShortcutStudy:
                                    table(rows, columns=list(RECORD_COLUMNS), formats=RECORD_FORMATS)))
 
     def found(self, trained: Histories, margin: float = 0.2) -> list[str]:
-        """The chapter's "What we found" sentences, each built from the runs (k of n).
-
-        Takes ``trained`` (mapping run → History) and ``margin`` (the ρ check's fall). Returns list of str.
-        """
+        """The chapter's "What we found" sentences, each built from the runs (k of n); ``margin``: the ρ check's."""
         design = self.design_readings(trained)
         out = [f"At λ = {self.lam_main:g} the CNN fitted the border and then dropped it in {design[0].k} of "
                f"{design[0].n} seeds" + (f"; with no border on the other images it kept it in {design[1].k} of "
@@ -619,17 +476,7 @@ class ShortcutStudy:
     # --- answers to the chapter's predictions (nhtlab.book.check_prediction) -----------------------
 
     def escape_answer(self, trained: Histories) -> tuple[str, tuple[str, str], str]:
-        """Does the main run fit the border and then drop it? Over seeds, as :func:`reading_answer` reads it.
-
-        Parameters
-        ----------
-        trained : mapping run → History
-
-        Returns
-        -------
-        (answer, choices, why) : tuple
-            ``"yes"`` or ``"no"``; the explanation gives each seed's fitted and dropped steps.
-        """
+        """Does the main run fit the border and then drop it? Over seeds, as :func:`reading_answer` reads it."""
         require_type(trained, "trained", Mapping, owner="ShortcutStudy.escape_answer")
         steps = {s: border_times(trained[r]) for s, r in self.main.items()}
         reading = over_seeds(f"the border at λ = {self.lam_main:g}",
@@ -638,24 +485,7 @@ class ShortcutStudy:
         return reading_answer(reading, detail=detail)
 
     def rho_answer(self, trained: Histories, margin: float = 0.2) -> tuple[str, tuple[str, str], str]:
-        """Does the worst-group accuracy at the end fall by more than ``margin`` from the smallest ρ to the largest?
-
-        Parameters
-        ----------
-        trained : mapping run → History
-        margin : float in (0, 1)
-            The fall asked for (the chapter's check uses the same).
-
-        Returns
-        -------
-        (answer, choices, why) : tuple
-            ``"yes"`` or ``"no"`` over seeds; the explanation gives each seed's accuracies at both ends.
-
-        Raises
-        ------
-        ValueError
-            Naming ``rhos`` when the study has fewer than two ρ.
-        """
+        """Does the worst-group accuracy at the end fall by more than ``margin`` from the smallest ρ to the largest?"""
         require_type(trained, "trained", Mapping, owner="ShortcutStudy.rho_answer")
         if len(self.rho_ends) != 2:
             raise ValueError(f"ShortcutStudy.rho_answer needs two ρ or more in 'rhos'. Got {list(self.rhos)}.")
@@ -669,12 +499,7 @@ class ShortcutStudy:
         return reading_answer(reading, detail=detail)
 
     def norm_answer(self, trained: Histories) -> tuple[str, tuple[str, str], str]:
-        """Does BatchNorm end with a higher clean accuracy than no normalisation (:meth:`norm_reading`)?
-
-        Takes ``trained`` (mapping run → History); returns ``(answer, choices, why)``: ``"yes"`` or
-        ``"no"`` over seeds, the explanation giving both accuracies at each seed. Raises a ValueError
-        naming ``norms`` when the study does not compare ``"batch"`` with ``"none"``.
-        """
+        """Does BatchNorm end with a higher clean accuracy than no normalisation (:meth:`norm_reading`)?"""
         require_type(trained, "trained", Mapping, owner="ShortcutStudy.norm_answer")
         reading = self.norm_reading(trained)
         if reading is None:
@@ -691,16 +516,6 @@ class ShortcutStudy:
         The border is fitted then dropped in the main run; the worst-group accuracy at the end
         falls by more than ``margin`` from the smallest ρ to the largest; the main run's
         separation score is defined.
-
-        Parameters
-        ----------
-        trained : mapping run → History
-        margin : float
-            The ρ trend's fall.
-
-        Returns
-        -------
-        list of Check
         """
         require_type(trained, "trained", Mapping, owner="ShortcutStudy.checks")
         main = self.main
@@ -719,16 +534,6 @@ def ledger_cpu_seconds(runs: Sequence[TrainConfig], cache: ResultCache | None = 
 
     Lines are matched by the ledger's label of a run, not its cache key: the key holds the torch thread
     count of the process that computes it, and a pool worker's differs from the chapter's.
-
-    Parameters
-    ----------
-    runs : sequence of run configs
-    cache : ResultCache, optional
-        Whose ledger (:mod:`nhtlab.plumbing.ledger`) is read; defaults to the book's cache folder (``NHTLAB_CACHE_DIR``).
-
-    Returns
-    -------
-    float
     """
     root = cache.root if cache is not None else cache_dir()
     labels = {_label(r) for r in runs}
@@ -774,23 +579,9 @@ def celeba_problem(study: ShortcutStudy) -> str | None:
 def celeba_scorecard(study: ShortcutStudy, trained: Histories, cache: ResultCache | None = None) -> str:
     """The CelebA section's markdown from the study's trained CelebA runs, the paper's values beside ours.
 
-    Parameters
-    ----------
-    study : ShortcutStudy
-        Its ``celeba`` fields and ``celeba_lams`` (empty: no CelebA runs, one line), ``lam_main`` and ``seeds``.
-    trained : mapping run → History
-        The sweep of :meth:`ShortcutStudy.runs` (which holds the CelebA runs where the data could be had).
-    cache : ResultCache, optional
-        Whose ledger gives the runs' CPU seconds (:func:`ledger_cost`).
-
-    Returns
-    -------
-    str
-        Markdown: our count of the six predictions held beside the paper's 4/6, then closed under
-        "How we know" (:func:`~nhtlab.book.report.evidence`) the scorecard (main run: first seed); per seed the worst-group accuracy
-        (the least of the four groups' ``group<t><s>_acc``), the conflict and clean accuracies and the
-        separation, the paper's −0.11 beside it; the separation below 0.5 and P1, P3, P4, P5 over seeds; the
-        runs' cost. Or one line: the profile trains no CelebA, or why the data could not be had.
+    Our count of the six predictions beside the paper's 4/6, then, closed, the scorecard, per seed the
+    worst-group accuracy (the least of the four groups'), the separation beside the paper's −0.11, the
+    readings over seeds and the runs' cost. Or one line: no CelebA in this profile, or why the data is missing.
     """
     paper = f"Paper: CelebA {NHT_PAPER['scorecard']['CelebA']}/6, separation {NHT_PAPER['separation']['CelebA']}."
     runs_by_lam = celeba_runs(study)

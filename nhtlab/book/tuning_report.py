@@ -6,19 +6,9 @@ runs (the norm still rising) and the *strong* ones (not fitted); take the smalle
 among the *intermediate* runs (the norm peaked, then contracted); check it on held-out
 data against the weakest λ.
 
-Everything here reads monitors as records (numbers and labels, no tensors), so a
-chapter builds its tables and its claims from them:
-
-* :func:`lambda_grid_records`: one row per (seed, λ) run;
-* :func:`regimes_by_seed`: the regime of each λ in each seed, side by side;
-* :func:`lambda_recipe`: per seed, the λ the recipe chooses and its held-out check;
-* :func:`lambda_readings`: the qualitative readings counted over seeds
-  (:func:`nhtlab.book.over_seeds`), and :func:`lambda_checks` the verdicts a chapter asserts;
-* :func:`norm_curve_records` for :func:`nhtlab.book.lambda_grid`;
-* :func:`monitor_dlr_check`: the monitor's DLR against an independent recomputation;
-* :func:`decided_regime`: a *weak* or *strong* label only when the run's budget covers
-  :data:`DECIDED_AFTER` times the decay's time scale 1/(ηλ), else "not decided within N steps";
-* :func:`layer_words`: a model's layer names in words, for charts (``"0"`` → ``"Conv2d 1"``).
+Everything here reads monitors as records (numbers and labels, no tensors), so a chapter builds its
+tables and claims from them. A *weak* or *strong* label stands only when the run's budget covers
+:data:`DECIDED_AFTER` times the decay's time scale 1/(ηλ) (:func:`decided_regime`).
 
 >>> fit_threshold(0.3, classes=10)
 0.657
@@ -79,20 +69,6 @@ def fit_threshold(noise: float, classes: int, margin: float = 0.9) -> float:
     A perfect reader of the inputs scores ``(1 − noise) + noise / classes`` on the noisy
     labels (a random label is right one time in ``classes``); going beyond it means
     memorising wrong labels. A run counts as fitted within ``margin`` of that ceiling.
-
-    Parameters
-    ----------
-    noise : float in [0, 1]
-        Fraction of training labels replaced by random ones.
-    classes : int
-        Number of classes.
-    margin : float in (0, 1]
-        Fraction of the ceiling that counts as fitted.
-
-    Returns
-    -------
-    float
-        ``margin · ((1 − noise) + noise / classes)``, rounded to 12 decimals.
     """
     require_real(noise, "noise", 0.0, 1.0, owner="fit_threshold")
     require_real(margin, "margin", 0.0, 1.0, low_open=True, owner="fit_threshold")
@@ -102,21 +78,9 @@ def fit_threshold(noise: float, classes: int, margin: float = 0.9) -> float:
 
 
 def contracting_step(steps: Sequence[int], values: Sequence[float], drop: float) -> int | None:
-    """First step at which a curve is ``drop`` below its running peak (the Monitor's warning rule).
+    """First step at which a curve is ``drop`` (a fraction) below its running peak (the Monitor's warning rule).
 
-    Parameters
-    ----------
-    steps : sequence of int, shape (n,)
-        The recorded steps.
-    values : sequence of float, shape (n,)
-        The curve at those steps (‖θ‖², ‖θ_L‖², …).
-    drop : float in (0, 1)
-        Relative fall below the running peak that counts as contracting.
-
-    Returns
-    -------
-    int or None
-        The step, or None if the curve never falls that far.
+    None if the curve never falls that far.
     """
     require_real(drop, "drop", 0.0, 1.0, low_open=True, high_open=True, owner="contracting_step")
     if len(steps) != len(values):
@@ -137,22 +101,6 @@ def decided_regime(regime: str, lr: float, lam: float, steps: int, factor: float
     ``steps · η · λ ≥ factor`` (the delay law's time scale is 1/(ηλ)). *Intermediate* (contracted while
     fitted) is an observation and stands whatever the budget.
 
-    Parameters
-    ----------
-    regime : str
-        The online rule's label (:func:`nhtlab.training.monitor.online_regime`).
-    lr, lam : float
-        The run's learning rate η and weight decay λ (AdamW's decoupled decay: a rate ηλ per step).
-    steps : int
-        The run's step budget.
-    factor : float
-        Time scales required; :data:`DECIDED_AFTER`, fixed before the runs.
-
-    Returns
-    -------
-    str
-        ``regime``, or ``"not decided within {steps:,} steps"``.
-
     Examples
     --------
     >>> decided_regime("strong", lr=3e-3, lam=10.0, steps=1500), decided_regime("intermediate", 3e-3, 0.01, 1500)
@@ -169,23 +117,12 @@ def layer_words(model: Any) -> dict[str, str]:
     An ``nn.Sequential`` names its layers by index (``"0"``, ``"3"``); a legend of indices says nothing.
     The read-out (the last layer) is called so.
 
-    Parameters
-    ----------
-    model : torch.nn.Module
-
-    Returns
-    -------
-    dict of str to str
-        ``{layer name: words}`` in definition order, e.g. ``{"0": "Conv2d 1", "3": "Conv2d 2", …, "9": "read-out
-        (Linear 2)"}``.
-
     Examples
     --------
     >>> import torch.nn as nn
     >>> layer_words(nn.Sequential(nn.Conv2d(3, 4, 3), nn.ReLU(), nn.Flatten(), nn.Linear(4, 8), nn.Linear(8, 2)))
     {'0': 'Conv2d 1', '3': 'Linear 1', '4': 'read-out (Linear 2)'}
     """
-
     names = layer_names(model)
     counts: dict[str, int] = {}
     words = {}
@@ -201,32 +138,10 @@ def lambda_grid_records(monitors: Mapping[tuple[int, float], Any], fit: float, l
                         steps: int | None = None, factor: float = DECIDED_AFTER) -> list[dict[str, Any]]:
     """One row per monitored run of a λ grid: regime, norm peak and contraction, warnings, DLR, accuracies.
 
-    Parameters
-    ----------
-    monitors : mapping
-        ``(seed, λ) → monitor``: objects with ``rows`` (dicts with ``step``, ``norm``,
-        ``norm/<head>``, ``train_acc``, ``test_acc``, optionally ``dlr``), ``head``,
-        ``warn_drop`` and ``summary(fit=...)``, such as :class:`nhtlab.Monitor`.
-    fit : float
-        Training accuracy that counts as fitted (:func:`fit_threshold`).
-    lr : float, optional
-        The runs' learning rate: with it, ``regime`` is :func:`decided_regime`'s label; without, the
-        online rule's.
-    steps : int, optional
-        The runs' budget (default: each run's last recorded step).
-    factor : float
-        Time scales 1/(ηλ) a weak or strong label needs (:data:`DECIDED_AFTER`).
-
-    Returns
-    -------
-    list of dict
-        Sorted by seed then λ, with ``seed``, ``λ``, ``online regime`` (the monitor's rule), ``regime``
-        (decided, as above), ``budget × ηλ`` (None without ``lr``), ``norm peak``,
-        ``norm peak step``, ``norm contraction``, ``fitted step`` (the first record at ``fit``; None
-        when never), ``norm contracting from step`` and ``head contracting from step`` (both by
-        :func:`contracting_step` with the monitor's ``warn_drop``, on the records from the fitted step
-        on: a turn before the fit is an initialisation transient, not an escape; None on a run that never
-        fitted), ``dlr`` (last record; None without a probe), ``train acc`` and ``test acc`` (last record).
+    ``monitors`` maps ``(seed, λ)`` to a :class:`nhtlab.Monitor` (or anything with its ``rows``, ``head``,
+    ``warn_drop`` and ``summary``). With ``lr``, ``regime`` is :func:`decided_regime`'s label over ``steps``
+    (default: the run's last step); without, the online rule's. The contracting steps are read from the
+    fitted step on: a turn before the fit is an initialisation transient, not an escape (None if never fitted).
     """
     require_type(monitors, "monitors", Mapping, owner="lambda_grid_records")
     records = []
@@ -251,18 +166,7 @@ def lambda_grid_records(monitors: Mapping[tuple[int, float], Any], fit: float, l
 
 
 def regimes_by_seed(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """The regime of each λ in each seed, side by side: one row per λ, one column ``seed s`` per seed.
-
-    Parameters
-    ----------
-    records : sequence of mappings
-        Rows of :func:`lambda_grid_records`.
-
-    Returns
-    -------
-    list of dict
-        ``{"λ": λ, "seed 0": regime, "seed 1": regime, …}``, sorted by λ.
-    """
+    """The regime of each λ in each seed, side by side: one row per λ, one column ``seed s`` per seed."""
     table: dict[float, dict[str, Any]] = {}
     for r in sorted(records, key=lambda r: (r["λ"], r["seed"])):
         table.setdefault(r["λ"], {"λ": r["λ"]})[f"seed {r['seed']}"] = r["regime"]
@@ -272,17 +176,7 @@ def regimes_by_seed(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]
 def head_reading(record: Mapping[str, Any]) -> str:
     """Which contracted first in one run: the read-out layer or the total norm.
 
-    Parameters
-    ----------
-    record : mapping
-        A row of :func:`lambda_grid_records`.
-
-    Returns
-    -------
-    str
-        ``"read-out first"``, ``"total norm first"``, ``"same record"``,
-        ``"only the read-out contracts"``, ``"read-out never contracts"``, ``"neither contracts"``, or
-        :data:`NOT_READ` when the record has a ``fitted step`` of None (the run never fitted).
+    :data:`NOT_READ` on a run that never fitted (``fitted step`` None).
     """
     if "fitted step" in record and record["fitted step"] is None:
         return NOT_READ
@@ -297,23 +191,8 @@ def head_reading(record: Mapping[str, Any]) -> str:
 def lambda_recipe(records: Sequence[Mapping[str, Any]], margin: float = 0.03) -> list[dict[str, Any]]:
     """Per seed, the λ the recipe chooses (smallest intermediate λ) and its check on held-out data.
 
-    Parameters
-    ----------
-    records : sequence of mappings
-        Rows of :func:`lambda_grid_records`.
-    margin : float ≥ 0
-        Test-accuracy gain over the weakest λ that counts as beating it.
-
-    Returns
-    -------
-    list of dict
-        One row per seed: ``seed``, ``chosen λ`` (None when no run is intermediate),
-        ``test acc``, ``weakest λ``, ``weakest test acc``, ``best λ``, ``best test acc``
-        (over the whole grid, for reference), ``shown λ`` (the chosen λ, else the middle
-        λ of the grid: the run a chapter shows in detail), ``verdict`` (``"beats the weakest λ"``,
-        ``"does not beat the weakest λ"`` or ``"no intermediate λ"``), and for the shown run
-        ``norm contracting from step``, ``head contracting from step`` and ``head``
-        (:func:`head_reading`).
+    It beats the weakest λ when its test accuracy is higher by more than ``margin``. The ``shown λ`` (the run a
+    chapter shows in detail) is the chosen one, else the middle λ of the grid.
     """
     require_real(margin, "margin", 0.0, owner="lambda_recipe")
     out = []
@@ -345,24 +224,9 @@ def lambda_readings(records: Sequence[Mapping[str, Any]], margin: float = 0.03,
                     rule: str = "majority") -> dict[str, Reading]:
     """The grid's qualitative readings, each counted over seeds against the reading the text states.
 
-    Parameters
-    ----------
-    records : sequence of mappings
-        Rows of :func:`lambda_grid_records`.
-    margin : float ≥ 0
-        As in :func:`lambda_recipe`.
-    rule : {"majority", "all"}
-        The rule fixed before the run (:func:`nhtlab.book.over_seeds`).
-
-    Returns
-    -------
-    dict of str to Reading
-        ``"smallest λ"`` (expected :data:`NOT_CONTRACTED`: the online rule's *weak*, its norm not 5% below
-        its peak by the end of its budget; whether that is the weak regime the budget may be too short to
-        say, :func:`decided_regime`), ``"largest λ"`` (``"strong"``, the decided label), ``"recipe"``
-        (``"beats the weakest λ"``): the readings of :data:`ASSERTED`; and
-        ``"read-out first"``, the paper's early-warning claim on the shown run of
-        each seed, to display, not to assert.
+    The smallest λ is expected :data:`NOT_CONTRACTED` (the online rule's *weak*, which the budget may be too
+    short to call the weak regime), the largest "strong", and the recipe to beat the weakest λ: those are
+    :data:`ASSERTED`. :data:`READOUT_FIRST`, the paper's early warning on the shown runs, is shown only.
     """
     recipe = lambda_recipe(records, margin=margin)
     by_seed: dict[str, dict[int, Any]] = {"smallest λ": {}, "largest λ": {}}
@@ -383,18 +247,7 @@ def lambda_readings(records: Sequence[Mapping[str, Any]], margin: float = 0.03,
 
 
 def lambda_checks(readings: Mapping[str, Reading]) -> list[Check]:
-    """The verdicts a chapter asserts: the readings of :data:`ASSERTED`, each holding under its rule.
-
-    Parameters
-    ----------
-    readings : mapping
-        The result of :func:`lambda_readings`.
-
-    Returns
-    -------
-    list of Check
-        One per asserted reading; ``detail`` is the reading's ``k of n`` text.
-    """
+    """The verdicts a chapter asserts: the readings of :data:`ASSERTED`, each holding under its rule."""
     missing = [key for key in ASSERTED if key not in readings]
     if missing:
         raise ValueError(f"lambda_checks needs the readings {list(ASSERTED)}. Missing: {missing}.")
@@ -404,24 +257,7 @@ def lambda_checks(readings: Mapping[str, Reading]) -> list[Check]:
 
 def norm_curve_records(monitors: Mapping[tuple[int, float], Any], records: Sequence[Mapping[str, Any]],
                        seed: int, value: str = "norm") -> list[dict[str, Any]]:
-    """The curves of one seed's grid, for :func:`nhtlab.book.lambda_grid`.
-
-    Parameters
-    ----------
-    monitors : mapping
-        ``(seed, λ) → monitor``, as in :func:`lambda_grid_records`.
-    records : sequence of mappings
-        Rows of :func:`lambda_grid_records` (they give each run's regime).
-    seed : int
-        The seed to draw.
-    value : str
-        The recorded column to draw.
-
-    Returns
-    -------
-    list of dict
-        ``step``, ``lambda``, ``regime`` and ``value`` for every record of every λ of the seed.
-    """
+    """The curves of one seed's grid, for :func:`nhtlab.book.lambda_grid`."""
     # a run not decided within its budget is drawn as the chart's "too early" (grey), not as a regime
     regime = {r["λ"]: TOO_EARLY if r["regime"].startswith("not decided") else r["regime"]
               for r in records if r["seed"] == seed}
@@ -436,22 +272,6 @@ def monitor_dlr_check(row: Mapping[str, Any], recomputed: float, last_step: int,
 
     It fails if the monitor hooked the wrong layer, read a stale model (trained on after
     its last record) or missed the last step.
-
-    Parameters
-    ----------
-    row : mapping
-        The monitor's last record (``step`` and ``dlr``).
-    recomputed : float
-        DLR of the same model on the same probe, computed without the monitor
-        (:func:`nhtlab.measures.predictions.readout_dlr`).
-    last_step : int
-        The training's last step, which the row must be.
-    tol : float
-        Largest absolute difference allowed.
-
-    Returns
-    -------
-    Check
     """
     recorded = row.get("dlr")
     passed = (row.get("step") == last_step and recorded is not None
@@ -464,24 +284,6 @@ def monitor_dlr_check(row: Mapping[str, Any], recomputed: float, last_step: int,
 
 def recipe_answer(records: Sequence[Mapping[str, Any]], seed: int) -> tuple[str, tuple[str, ...], str]:
     """Where in its seed's grid the recipe's λ (the smallest intermediate λ) sits, as the answer to a prediction.
-
-    Parameters
-    ----------
-    records : sequence of mappings
-        Rows of :func:`lambda_grid_records`.
-    seed : int
-        The seed asked about (the chapter's first).
-
-    Returns
-    -------
-    (answer, choices, why) : tuple
-        One of :data:`RECIPE_POSITIONS`, :data:`RECIPE_POSITIONS`, and the seed's intermediate λ with the
-        λ every seed's recipe chose, for :func:`nhtlab.book.check_prediction`.
-
-    Raises
-    ------
-    ValueError
-        Naming ``seed`` when no record has it.
 
     Examples
     --------
@@ -498,14 +300,12 @@ def recipe_answer(records: Sequence[Mapping[str, Any]], seed: int) -> tuple[str,
     if not grid:
         raise ValueError(f"The 'seed' parameter of recipe_answer must be a seed of the records "
                          f"({sorted({r['seed'] for r in records})}). Got {seed!r}.")
-    chosen: dict[int, Any] = {}
-    for s in sorted({r["seed"] for r in records}):
-        middle = sorted(r["λ"] for r in records if r["seed"] == s and r["regime"] == "intermediate")
-        chosen[s] = middle[0] if middle else None
-    lam = chosen[seed]
+    middles = {s: sorted(r["λ"] for r in records if r["seed"] == s and r["regime"] == "intermediate")
+               for s in sorted({r["seed"] for r in records})}
+    chosen = {s: middle[0] if middle else None for s, middle in middles.items()}
+    lam, middle = chosen[seed], middles[seed]
     answer = ("none" if lam is None else "the smallest" if lam == grid[0] else "the largest" if lam == grid[-1]
               else "one in between")
-    middle = sorted(r["λ"] for r in records if r["seed"] == seed and r["regime"] == "intermediate")
     choice = "no λ to choose" if lam is None else f"the recipe chose λ = {lam:g}"
     why = (f"in seed {seed} the grid was {', '.join(f'{x:g}' for x in grid)} and its intermediate λ "
            f"{', '.join(f'{x:g}' for x in middle) or 'none'}, so {choice}; by seed: "
@@ -515,24 +315,6 @@ def recipe_answer(records: Sequence[Mapping[str, Any]], seed: int) -> tuple[str,
 
 def first_turn_answer(recipe: Sequence[Mapping[str, Any]], seed: int) -> tuple[str, tuple[str, ...], str]:
     """Which contracted first on a seed's shown run, the read-out or the total norm, as the answer to a prediction.
-
-    Parameters
-    ----------
-    recipe : sequence of mappings
-        Rows of :func:`lambda_recipe` (``shown λ``, the two contracting steps and ``head``).
-    seed : int
-        The seed whose shown run is asked about (the chapter draws the first).
-
-    Returns
-    -------
-    (answer, choices, why) : tuple
-        One of :data:`FIRST_TURN_CHOICES` (a layer that contracted when the other never did counts as
-        first), :data:`FIRST_TURN_CHOICES`, and both steps with the answer on every seed's shown run.
-
-    Raises
-    ------
-    ValueError
-        Naming ``seed`` when no row has it.
 
     Examples
     --------
@@ -568,20 +350,6 @@ FIT_CHOICES = ("fits", "does not fit")
 
 def largest_fit_answer(records: Sequence[Mapping[str, Any]], seed: int, fit: float) -> tuple[str, tuple[str, ...], str]:
     """Whether the run at the grid's largest λ reached the fit threshold in its budget, as the answer to a prediction.
-
-    Parameters
-    ----------
-    records : sequence of mappings
-        Rows of :func:`lambda_grid_records` (``fitted step``, ``train acc``).
-    seed : int
-        The seed asked about.
-    fit : float
-        The training accuracy that counts as fitted.
-
-    Returns
-    -------
-    (answer, choices, why) : tuple
-        One of :data:`FIT_CHOICES`, :data:`FIT_CHOICES`, and the run's last training accuracy with every seed's answer.
 
     Examples
     --------
@@ -621,7 +389,6 @@ def contraction_sentence(record: Mapping[str, Any]) -> str:
 
 def grid_evidence(records: Sequence[Mapping[str, Any]], recipe: Sequence[Mapping[str, Any]]) -> str:
     """Every run of the grid and the recipe in every seed, closed under "How we know" (:func:`nhtlab.book.evidence`)."""
-
     runs = table(records, columns=["seed", "λ", "online regime", "budget × ηλ", "regime", "norm peak",
                                    "norm contraction", "fitted step", "head contracting from step",
                                    "norm contracting from step", "dlr", "train acc", "test acc"],
@@ -642,13 +409,9 @@ def grid_evidence(records: Sequence[Mapping[str, Any]], recipe: Sequence[Mapping
 def forecast_verdicts() -> dict[str, Any]:
     """What the saved ETA evaluations decided (:func:`nhtlab.book.held_out_eta.saved_evaluation`).
 
-    Returns
-    -------
-    dict
-        ``evaluations`` (how many were found), ``shipped`` (how many shipped the ETA), ``offers``
-        (``{model: the baseline of least error at half the plateau, in words}`` of the off-grid evaluations).
+    ``evaluations`` found, how many ``shipped`` the ETA, and the ``offers`` of the off-grid ones (the baseline
+    of least error at half the plateau, in words).
     """
-
     found = {name: saved_evaluation(profile, off_grid) for name, profile, off_grid in
              (("held-out seeds", "full", False), ("companion transformer", "book", True),
               ("MLP, full batch", "mlp_full_batch", True), ("MLP, minibatches", "mlp_minibatch", True))}
@@ -664,19 +427,7 @@ _OFF_GRID_MODELS = {"book": "The companion transformer on Z_97", "mlp_full_batch
 
 
 def off_grid_section(model: str) -> str:
-    """One saved off-grid ETA record under its heading (:func:`nhtlab.book.eta_report`), for the evidence page.
-
-    Parameters
-    ----------
-    model : {"book", "mlp_full_batch", "mlp_minibatch"}
-        Which saved record.
-
-    Returns
-    -------
-    str
-        Markdown: a level-3 heading naming the model, then the record.
-    """
-
+    """One saved off-grid ETA record under its heading (:func:`nhtlab.book.eta_report`), for the evidence page."""
     if model not in _OFF_GRID_MODELS:
         raise ValueError(f"The 'model' parameter of off_grid_section must be one of {list(_OFF_GRID_MODELS)}. "
                          f"Got {model!r}.")
@@ -690,18 +441,7 @@ def eta_record_checks(models: Sequence[str]) -> list[Check]:
     ``eta`` records; each off-grid record's (the ETA's and the loss rise's) with
     :func:`~nhtlab.book.off_grid_eta.off_grid_verdict` from its ``rows``. A record whose verdict does not follow
     from its own numbers, or one that is missing, fails.
-
-    Parameters
-    ----------
-    models : sequence of str
-        The off-grid records to check (keys of ``saved_evaluation(..., off_grid=True)``).
-
-    Returns
-    -------
-    list of Check
-        One per record, then "no evaluation shipped the ETA" (chapter 08's sentence).
     """
-
     checks, shipped = [], []
     held = saved_evaluation("full")
     if held is None:
