@@ -31,6 +31,7 @@ from .analysis.regimes import diagnose_regime, regime_table
 from .analysis.separation import clean_norm_separation
 from .data.cues import border_shortcut
 from .data.images import cifar10, digits
+from .data.mnist import mnist
 from .data.modular import modular_data
 from .data.noise import noisy_labels
 from .history import History
@@ -66,7 +67,7 @@ def __getattr__(name: str):
 __all__ = [
     "__version__", "History",
     # data
-    "modular_data", "digits", "cifar10", "border_shortcut", "noisy_labels",
+    "modular_data", "digits", "mnist", "cifar10", "border_shortcut", "noisy_labels",
     # models
     "make_model", "SimpleCNN", "ResNet18",
     # measures

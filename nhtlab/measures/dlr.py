@@ -27,7 +27,7 @@ Why ``"energy", 0.99``: the rule decides the story (with ``"full"`` DLR rises th
 grokking, with thresholds it falls), so it is fixed by four properties that say nothing
 about grokking, with pass thresholds (:data:`RULE_THRESHOLDS`) set before any rule was
 scored, each pinned by a test (``tests/test_dlr_rank.py``,
-``tests/test_lazy_rich_experiment.py``): (1) directions carrying 10⁻³ of the outputs'
+``tests/test_lazy_rich_run.py``): (1) directions carrying 10⁻³ of the outputs'
 energy change DLR by ≤ 0.01; (2) on outputs of known rank DLR equals its value at the
 true r; (3) logits and class-centred log-probabilities agree; (4) on runs CKA-to-init
 and NC1 call lazy or rich, lazy DLR exceeds rich by ≥ 0.2.
