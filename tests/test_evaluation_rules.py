@@ -1,4 +1,4 @@
-"""The rules both trainers share (nhtlab.training.evaluation): row layout, divergence, early stop."""
+"""The rules both trainers share (nhtlab.training.loop): row layout, divergence, early stop."""
 
 import math
 
@@ -13,7 +13,7 @@ from nhtlab.measures.norms import layer_names, layer_norms, layer_parameters
 from nhtlab.models import EmbeddingMLP
 from nhtlab.analysis.events import find_events
 from nhtlab.thresholds import FITTED_ACCURACY
-from nhtlab.training.evaluation import (
+from nhtlab.training.loop import (
     diverged_at_evaluation,
     diverged_in_training,
     grok_step,

@@ -83,6 +83,14 @@ def test_the_package_meets_its_targets():
     assert all(result["targets_met"].values()), result
 
 
+def test_one_run_s_path_is_short_and_holds_no_plumbing():
+    """Issue 56: following one run's config through the code means few cross-module entries, none of the build."""
+    path = package_shape.run_path()
+    assert ("training/modular_run.py", "run_modular") in path and ("training/loop.py", "train") in path
+    assert len(path) <= package_shape.MAX_RUN_PATH, path
+    assert not [m for m, _ in path if package_shape.layer_of(m.removesuffix(".py").replace("/", ".")) != "core"]
+
+
 @pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(PKG)))
 def test_function_local_imports_are_the_named_few(path):
     local = [t for t, is_local in imports(path) if is_local]

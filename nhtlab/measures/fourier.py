@@ -16,6 +16,7 @@ from ..validation import require_int, require_type
 __all__ = [
     "KEY_FREQUENCIES",
     "fourier_columns",
+    "fourier_rows",
     "fourier_share",
     "fourier_spectrum",
     "key_frequencies",
@@ -74,3 +75,10 @@ def fourier_columns(spectrum: torch.Tensor) -> dict[str, float]:
     """A 1-d spectrum as history columns: ``fourier`` (:func:`fourier_share`, K capped at p//2) and ``fourier/<k>``."""
     share = fourier_share(spectrum, min(KEY_FREQUENCIES, len(spectrum) - 1))
     return {"fourier": float(share), **{f"fourier/{k}": float(v) for k, v in enumerate(spectrum)}}
+
+
+def fourier_rows(params: nn.Module | dict[str, torch.Tensor], names: tuple[str, ...]) -> list[dict[str, float]]:
+    """The Fourier history columns (:func:`fourier_columns`) of a model's token tables ``names``: one dict, or
+    one per run of ``{name: (R, …)}`` stacked parameters."""
+    spectrum = fourier_spectrum(token_embedding(params, names))
+    return [fourier_columns(s) for s in spectrum.reshape(-1, spectrum.shape[-1])]

@@ -29,20 +29,20 @@ from torch.func import functional_call, stack_module_state
 
 from ..data.modular import modular_data
 from ..history import History
-from ..measures.fourier import fourier_spectrum, token_embedding
+from ..measures.fourier import fourier_rows
 from ..measures.norms import layer_parameters
 from ..models import make_model
 from ..validation import require_type
 from .device import pick_device, seed_everything
-from .loop import _lr_factor
-from .progress import Progress
-from .evaluation import (
+from .loop import (
+    _lr_factor,
     diverged_at_evaluation,
     diverged_in_training,
     history_row,
     reached_stop_accuracy,
     stopped_after,
 )
+from .progress import Progress
 from .modular_run import ModularRun
 from .compiled import compiled_forward
 
@@ -227,13 +227,13 @@ def train_batched(runs: Sequence[ModularRun], progress: str | None = None, desc:
             stats[split] = (loss.tolist(), acc.tolist())
         per_layer = {layer: sum(params[k].detach().double().pow(2).flatten(1).sum(1) for k in names).tolist()
                      for layer, names in layers.items()}
-        spectra = fourier_spectrum(token_embedding(params, base.token_embeddings))  # (R_live, p//2 + 1)
+        fourier = fourier_rows(params, base.token_embeddings)  # one per live run
         for k, r in enumerate(live):
             if k in finished:  # diverged in training since the last evaluation
                 continue
             scores = {split: (stats[split][0][k], stats[split][1][k]) for split in ("train", "test")}
             row = history_row(step, float(current_lr[k]), scores, {layer: values[k] for layer, values in per_layer.items()},
-                              spectra[k])
+                              fourier[k])
             h = histories[r]
             h.rows.append(row)
             if diverged_at_evaluation(h, row):

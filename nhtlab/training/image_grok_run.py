@@ -24,7 +24,7 @@ from ..validation import require_int, require_real, require_type
 from .cache_key import config_key
 from .checkpoint import claim_run_dir
 from .device import seed_everything
-from .loop import TrainConfig, train, trained_with
+from .loop import TrainConfig, train
 
 __all__ = ["ImageGrokRun", "run_image_grok", "OMNIGROK_INIT_SCALE"]
 
@@ -56,7 +56,7 @@ class ImageGrokRun(TrainConfig):
     betas: tuple[float, float] = (0.9, 0.999)  # PyTorch's, Omnigrok's (TrainConfig: 0.98)
     eval_every: int = 100  # TrainConfig: 25; one evaluation scores up to 4,000 test images
 
-    _key_omits_at_default = ("fused", "compile")  # 'loss' stays in the key: its default here is not the loop's
+    _key_omits_at_default = ("fused", "compile", "optimizer")  # 'loss' stays in the key: its default here is not the loop's
     __hash__ = TrainConfig.__hash__  # the one hash of every run kind
     label_fields = ("size", "init_scale", "loss")  # the ledger's label, besides λ, lr, seed and steps
 
@@ -103,7 +103,6 @@ def run_image_grok(run: ImageGrokRun, callbacks=(), progress: str | None = None,
     label = desc or f"MNIST{run.size} α={run.init_scale:g} λ={run.weight_decay:g}"
     history = train(model, data, run.train_config(), callbacks=callbacks, progress=progress, desc=label,
                     checkpoint_dir=run_dir, checkpoint_every=checkpoint_every,
-                    run_key=None if run_dir is None else config_key(run.cache_config()))
-    history.config = {**run.to_dict(), **trained_with(history)}
+                    run_key=None if run_dir is None else config_key(run.cache_config()), record=run.to_dict())
     history.model = model  # type: ignore[attr-defined]
     return history

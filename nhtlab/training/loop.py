@@ -20,7 +20,7 @@ import json
 import math
 import os
 import warnings
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, fields
 from numbers import Real
 from typing import Any
@@ -31,8 +31,8 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from ..data.modular import require_seed
-from ..history import History
-from ..measures.fourier import fourier_spectrum, token_embedding
+from ..history import History, first_step_at_least
+from ..measures.fourier import fourier_rows
 from ..measures.norms import layer_norms
 from ..models import require_fits
 from ..validation import require_bool, require_callable, require_model, require_choice, require_int, require_real, require_type
@@ -41,16 +41,10 @@ from .checkpoint import capture_rng_state, checkpoint_path, load_checkpoint, res
 from .device import pick_device
 from .progress import Progress
 from .compiled import compiled_forward
-from .evaluation import (
-    diverged_at_evaluation,
-    diverged_in_training,
-    grok_step,
-    history_row,
-    reached_stop_accuracy,
-    stopped_after,
-)
+from ..thresholds import FITTED_ACCURACY
 
-__all__ = ["TrainConfig", "TrainState", "train", "evaluate", "SCHEDULES", "MAX_LR"]
+__all__ = ["TrainConfig", "TrainState", "train", "evaluate", "SCHEDULES", "MAX_LR", "history_row", "diverged_at_evaluation",
+           "diverged_in_training", "reached_stop_accuracy", "grok_step", "stopped_after"]
 
 #: The largest learning rate a config takes: one AdamW step moves each parameter by about lr, and
 #: above this torch's float32 arithmetic overflows before the run can even diverge.
@@ -292,12 +286,77 @@ def _check_same_run(saved: Mapping[str, Any], config: TrainConfig, device: torch
 
 
 #: What :func:`train` adds to a history's config about how it ran (not settings of the run).
-TRAINED_WITH = ("threads", "compiled")
+# The rules both trainers share (train and train_batched): what a row holds, when a run diverged or stops.
 
 
-def trained_with(history: History) -> dict[str, Any]:
-    """The entries of ``history.config`` that :func:`train` adds (:data:`TRAINED_WITH`), for a run kind to keep."""
-    return {k: history.config[k] for k in TRAINED_WITH if k in history.config}
+def history_row(step: int, lr: float, scores: Mapping[str, tuple[float, float]],
+                layer_norms: Mapping[str, float], fourier: Mapping[str, float] | None = None) -> dict[str, float]:
+    """One evaluation as a row: ``scores`` maps a set to (mean cross-entropy, accuracy), ``"train"`` first.
+
+    ``fourier`` (a model on Z_p: :func:`~nhtlab.measures.fourier.fourier_rows`) adds the Fourier columns.
+
+    Examples
+    --------
+    >>> history_row(10, 1e-3, {"train": (0.5, 0.9)}, {"a": 1.0, "b": 2.0})
+    {'step': 10, 'lr': 0.001, 'train_loss': 0.5, 'train_acc': 0.9, 'norm': 3.0, 'norm/a': 1.0, 'norm/b': 2.0}
+    """
+    row: dict[str, float] = {"step": step, "lr": lr}
+    for name, (loss, acc) in scores.items():
+        row[f"{name}_loss"], row[f"{name}_acc"] = loss, acc
+    row["norm"] = sum(layer_norms.values())
+    row.update({f"norm/{name}": value for name, value in layer_norms.items()})
+    return {**row, **(fourier or {})}
+
+
+def diverged_at_evaluation(history: History, row: Mapping[str, float]) -> bool:
+    """True (and ``history`` marked diverged) when the row's training loss or ‖θ‖² is not finite.
+
+    The row stays: it is the evidence.
+    """
+    if math.isfinite(row["train_loss"]) and math.isfinite(row["norm"]):
+        return False
+    history.status, history.message = "diverged", f"non-finite loss or parameters at step {row['step']}"
+    return True
+
+
+def diverged_in_training(history: History, step: int) -> None:
+    """Mark ``history`` diverged because the minibatch loss of training step ``step`` (1-based) was not finite."""
+    history.status, history.message = "diverged", f"non-finite training loss at step {step}"
+
+
+def reached_stop_accuracy(row: Mapping[str, float]) -> bool:
+    """Whether the row's test accuracy reached :data:`~nhtlab.thresholds.FITTED_ACCURACY` (no test set: False)."""
+    return row.get("test_acc", 0.0) >= FITTED_ACCURACY
+
+
+def grok_step(rows: Sequence[Mapping[str, float]]) -> int | None:
+    """T_grok: the first step whose test accuracy reached :data:`~nhtlab.thresholds.FITTED_ACCURACY`, or None.
+
+    The one finder that :func:`~nhtlab.analysis.events.find_events` uses too.
+
+    Examples
+    --------
+    >>> grok_step([{"step": 0, "test_acc": 0.1}, {"step": 50, "test_acc": 0.995}, {"step": 75, "test_acc": 1.0}])
+    50
+    >>> grok_step([{"step": 0, "test_acc": 0.1}]) is None
+    True
+    """
+    return first_step_at_least([r["step"] for r in rows], [r.get("test_acc", math.nan) for r in rows], FITTED_ACCURACY)
+
+
+def stopped_after(history: History, grok: int | None, step: int, stop_after: int | None) -> bool:
+    """True (and ``history`` marked stopped) once ``step`` ≥ ``grok`` + ``stop_after`` (either None: never).
+
+    Examples
+    --------
+    >>> h = History()
+    >>> stopped_after(h, 100, 125, 50), stopped_after(h, 100, 150, 50), h.status
+    (False, True, 'stopped')
+    """
+    if stop_after is None or grok is None or step < grok + stop_after:
+        return False
+    history.status, history.message = "stopped", f"stopped {stop_after} steps after test accuracy reached {FITTED_ACCURACY:.0%}"
+    return True
 
 
 def train(
@@ -311,6 +370,7 @@ def train(
     checkpoint_dir: str | os.PathLike | None = None,
     checkpoint_every: int | None = None,
     run_key: str | None = None,
+    record: Mapping[str, Any] | None = None,
 ) -> History:
     """Train ``model`` on ``data`` with AdamW (or SGD, ``config.optimizer``) and return its :class:`History`.
 
@@ -344,6 +404,9 @@ def train(
         The run's key, saved with each checkpoint: a checkpoint of another key is set aside with a
         warning and the run starts afresh (a run kind passes ``config_key(run.cache_config())``);
         defaults to the key of ``config`` and the model's class.
+    record : mapping, optional
+        The settings ``history.config`` records (a run kind passes ``run.to_dict()``); defaults to the
+        fields of ``config``. The loop adds ``threads`` (and ``compiled``).
 
     Returns
     -------
@@ -403,7 +466,8 @@ def train(
                                       foreach=None if config.fused else True)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, _lr_factor(config.schedule, config.steps))
     sampler = torch.Generator(device=device).manual_seed(config.seed)
-    history = History(config={**asdict(config), "threads": torch.get_num_threads()})  # what the CPU kernels split over
+    record = asdict(config) if record is None else dict(require_type(record, "record", Mapping, owner="train"))
+    history = History(config={**record, "threads": torch.get_num_threads()})  # what the CPU kernels split over
     forward = model
     if config.compile:  # the step's forward (and backward) fused by inductor; evaluations stay eager
         forward, history.config["compiled"] = compiled_forward(model, device)
@@ -416,8 +480,8 @@ def train(
         """Evaluate, record a row and run callbacks; return False to stop."""
         nonlocal grok
         scores = {name: evaluate(model, x, y, config.eval_batch_size) for name, (x, y) in sets.items()}
-        spectrum = fourier_spectrum(token_embedding(model, embeddings)) if embeddings else None
-        row = history_row(step, optimizer.param_groups[0]["lr"], scores, layer_norms(model), spectrum)
+        fourier = fourier_rows(model, embeddings)[0] if embeddings else None
+        row = history_row(step, optimizer.param_groups[0]["lr"], scores, layer_norms(model), fourier)
         history.rows.append(row)
         if diverged_at_evaluation(history, row):
             return False

@@ -22,7 +22,7 @@ from ..validation import require_choice, require_real, require_type
 from .cache_key import config_key
 from .checkpoint import claim_run_dir
 from .device import seed_everything
-from .loop import TrainConfig, train, trained_with
+from .loop import TrainConfig, train
 
 __all__ = ["ModularRun", "run_modular"]
 
@@ -63,7 +63,7 @@ class ModularRun(TrainConfig):
     lr: float = 3e-3  # not TrainConfig's 1e-3: ModularRun's own default before it had a base, kept so default runs (and keys) stay
 
     # eval_batch_size came with the TrainConfig base, fused in 0.2.2: in the dict only when set (see TrainConfig)
-    _key_omits_at_default = ("eval_batch_size", "fused", "compile", "loss")
+    _key_omits_at_default = ("eval_batch_size", "fused", "compile", "loss", "optimizer")
     __hash__ = TrainConfig.__hash__  # @dataclass would write a field hash, which fails on the model_kwargs dict
 
     def __post_init__(self) -> None:
@@ -148,7 +148,7 @@ def run_modular(
     label = desc or f"{run.model} p={run.p} λ={run.weight_decay:g}"
     history = train(model, data, run.train_config(), callbacks=callbacks, progress=progress, desc=label,
                     checkpoint_dir=run_dir, checkpoint_every=checkpoint_every,
-                    run_key=None if run_dir is None else config_key(run.cache_config()))  # keys a checkpoint
-    history.config = {**run.to_dict(), **trained_with(history)}  # the CPU threads, the compiled path
+                    run_key=None if run_dir is None else config_key(run.cache_config()),  # keys a checkpoint
+                    record=run.to_dict())
     history.model = model  # type: ignore[attr-defined]  # kept for analysis in notebooks; not serialised
     return history

@@ -20,7 +20,7 @@ from .checkpoint import claim_run_dir
 from ..models.cnn import ResNet18, SimpleCNN
 from ..validation import MAX_WIDTH, require_choice, require_int, require_real, require_type
 from .device import pick_device, seed_everything, suggest_eval_batch_size
-from .loop import TrainConfig, train, trained_with
+from .loop import TrainConfig, train
 
 __all__ = ["ShortcutRun", "run_shortcut"]
 
@@ -87,7 +87,7 @@ class ShortcutRun(TrainConfig):
     schedule: str = "cosine"  # TrainConfig: constant
 
     # stop_after and eval_batch_size came with the TrainConfig base, fused in 0.2.2: in the dict only when set
-    _key_omits_at_default = ("stop_after", "eval_batch_size", "fused", "compile", "loss")
+    _key_omits_at_default = ("stop_after", "eval_batch_size", "fused", "compile", "loss", "optimizer")
     __hash__ = TrainConfig.__hash__  # the one hash of every run kind (@dataclass would write a field hash)
 
     # Settings the ledger's short label names besides λ, lr, seed and steps: the book's shortcut runs
@@ -170,7 +170,6 @@ def run_shortcut(run: ShortcutRun, callbacks=(), progress: str | None = None, de
     label = desc or f"{run.kind} ρ={run.rho:g} λ={run.weight_decay:g} {run.norm}"
     history = train(model, data, config, callbacks=callbacks, eval_sets=data.eval_sets(),
                     progress=progress, desc=label, checkpoint_dir=run_dir, checkpoint_every=checkpoint_every,
-                    run_key=config_key(run.cache_config()))
-    history.config = {**run.to_dict(), **trained_with(history)}  # the CPU threads, the compiled path
+                    run_key=config_key(run.cache_config()), record=run.to_dict())
     history.model = model  # type: ignore[attr-defined]
     return history
