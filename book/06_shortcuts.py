@@ -361,32 +361,32 @@ nb.score_bars(nb.separation_records(study.separations(trained)))
 # %% [markdown]
 # ## Scorecard: the paper's six predictions on this chapter's runs
 #
-# Each rule is a function of {mod}`nhtlab.book.scorecard`, whose
+# Each rule is a function of {mod}`nhtlab.analysis.scorecard`, whose
 # docstring says what makes it fail. The paper predicts every rule
 # passes; a ✗ is the paper's claim failing on these runs, shown, never
 # asserted.
 #
 # * **P1 norm ordering**
-#   ({func}`~nhtlab.book.scorecard.norm_ordering`): V_mem, ‖θ‖² when the
-#   shortcut is fitted (border fitted; T_mem), is larger than V_post,
-#   ‖θ‖² at the end of the run, once the structure is reached (border
-#   dropped; T_grok). Not measured (✗) if either never happened.
+#   ({func}`~nhtlab.analysis.scorecard.norm_ordering`): V_mem, ‖θ‖²
+#   when the shortcut is fitted (border fitted; T_mem), is larger than
+#   V_post, ‖θ‖² at the end of the run, once the structure is reached
+#   (border dropped; T_grok). Not measured (✗) if either never happened.
 # * **P2 three regimes**
-#   ({func}`~nhtlab.book.scorecard.three_regimes`): weak →
+#   ({func}`~nhtlab.analysis.scorecard.three_regimes`): weak →
 #   intermediate → strong in λ, among the regimes the budget decides.
 # * **P3 worst group**
-#   ({func}`~nhtlab.book.scorecard.worst_group_rise`): the worst-group
+#   ({func}`~nhtlab.analysis.scorecard.worst_group_rise`): the worst-group
 #   accuracy (`conflict`; modular: test) is below 0.5 when the shortcut is
 #   fitted and above 0.5 at the end.
 # * **P4 layer hierarchy**
-#   ({func}`~nhtlab.book.scorecard.contraction_rule`): chapter 05's
+#   ({func}`~nhtlab.analysis.scorecard.contraction_rule`): chapter 05's
 #   reading, once the shortcut is fitted the read-out loses its share of
 #   ‖θ_ℓ‖² before the first layer does.
 # * **P5 clean separation**
-#   ({func}`~nhtlab.book.scorecard.separation_rule`): the score above
+#   ({func}`~nhtlab.analysis.scorecard.separation_rule`): the score above
 #   is defined and ≥ 0.5.
 # * **P6 delay scaling**
-#   ({func}`~nhtlab.book.scorecard.delay_scaling`): at least three λ
+#   ({func}`~nhtlab.analysis.scorecard.delay_scaling`): at least three λ
 #   with a measured delay (dropped − fitted; T_grok − T_mem), and the 95%
 #   interval of the fitted exponent α in T ∝ λ^(−α) contains 1 and
 #   excludes 0.

@@ -238,7 +238,7 @@ for s in seeds:
 # $(1 - \text{noise}) + \text{noise}/10$ on the noisy labels (a random
 # label is right one time in ten); beyond that it memorises wrong
 # labels, the shortcut itself. A run counts as fitted within 10% of that
-# *ceiling* ({func}`nhtlab.book.tuning_report.fit_threshold`).
+# *ceiling* ({func}`nhtlab.fit_threshold`).
 #
 # ```{admonition} Predict before you look
 # At the grid's largest λ the decay takes the largest share of the
@@ -251,7 +251,7 @@ for s in seeds:
 your_fit_prediction = None  # "fits" or "does not fit"
 
 # %%
-fit = nb.fit_threshold(cfg.noise, classes=10)
+fit = nhtlab.fit_threshold(cfg.noise, classes=10)
 records = nb.lambda_grid_records(monitors, fit=fit, lr=cfg.lr)
 recipe = nb.lambda_recipe(records, margin=cfg.beat)
 readings = nb.lambda_readings(records, margin=cfg.beat)

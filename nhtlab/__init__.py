@@ -27,7 +27,7 @@ from .analysis.delay import delay_summary, predicted_delay
 from .analysis.eta import predict_grok
 from .analysis.events import border_times, find_events
 from .analysis.layers import contraction_order, early_warning
-from .analysis.regimes import diagnose_regime, regime_table
+from .analysis.regimes import diagnose_regime, fit_threshold, regime_table
 from .analysis.separation import clean_norm_separation
 from .data.cues import border_shortcut
 from .data.images import cifar10, digits
@@ -77,7 +77,7 @@ __all__ = [
     # runs, sweeps and the result cache
     "ModularRun", "run_modular", "ShortcutRun", "companion", "companion_sweep", "sweep",
     # analysis
-    "find_events", "border_times", "delay_summary", "predicted_delay", "predict_grok", "diagnose_regime",
+    "find_events", "border_times", "delay_summary", "predicted_delay", "predict_grok", "diagnose_regime", "fit_threshold",
     "regime_table", "contraction_order", "early_warning", "clean_norm_separation",
     # modules read by attribute (nhtlab.charts.training_curves, nhtlab.papers.NHT_PAPER, …)
     "charts", "papers", "presets", "layers", "emergence",

@@ -66,7 +66,7 @@ def test_exercise_checks():
 
 
 def test_norm_at_is_the_one_reader_of_v_sc_and_v_st():
-    from nhtlab.book.scorecard import norm_ordering
+    from nhtlab.analysis.scorecard import norm_ordering
 
     h = History([{"step": s, "norm": v, "train_acc": a, "test_acc": b}
                  for s, v, a, b in [(0, 10.0, 0.1, 0.1), (50, 40.0, 1.0, 0.2), (100, 20.0, 1.0, 1.0)]])

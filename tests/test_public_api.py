@@ -57,7 +57,7 @@ LEFT_THE_FACE = [
     "analysis.eta.calibrate_eta", "analysis.early_warnings.supported_signal", "training.monitor.online_regime",
     "training.sweeps.grid", "training.cache.cached_run", "training.batched.train_batched", "models.EmbeddingMLP",
     "measures.spectra.feature_spectrum", "book.closing_checks", "book.select_profile", "book.stamp", "book.table",
-    "book.md", "book.Check", "book.over_seeds", "book.three_regimes", "book.lazy_rich_run", "book.check_answer",
+    "book.md", "analysis.checks.Check", "book.over_seeds", "analysis.scorecard.three_regimes", "book.lazy_rich_run", "book.check_answer",
     "book.train_panel", "book.science_checks", "book.rule_band", "book.regime_curves", "plumbing.cpu_slots.cpu_slot",
     "papers.paper_cell", "presets.BORDER_DESIGN", "analysis.separation.spearman",
 ]

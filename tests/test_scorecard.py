@@ -6,7 +6,10 @@ import numpy as np
 import pytest
 
 from nhtlab.analysis.layers import LayerTransition, contraction_order, layer_transitions
-from nhtlab.book.scorecard import PREDICTIONS, backward_order, contraction_rule, delay_scaling, fit_delay_exponent, norm_ordering, regimes_in_order, score_predictions, scorecard_rows, separation_rule, sweep_checks, three_regimes, worst_group_rise
+from nhtlab.analysis.scorecard import (PREDICTIONS, backward_order, contraction_rule, delay_scaling, fit_delay_exponent,
+                                      norm_ordering, regimes_in_order, score_predictions, separation_rule, three_regimes,
+                                      worst_group_rise)
+from nhtlab.book.scorecard import scorecard_rows, sweep_checks
 from nhtlab.analysis.separation import clean_norm_separation
 from nhtlab.history import History
 

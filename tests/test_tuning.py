@@ -38,10 +38,11 @@ GOOD = ("weak", "intermediate", "strong")
 
 
 def test_fit_threshold_closed_form():
-    assert tuning.fit_threshold(0.3, 10) == pytest.approx(0.9 * 0.73)
-    assert tuning.fit_threshold(0.0, 10, margin=1.0) == 1.0
+    assert nhtlab.fit_threshold(0.3, 10) == pytest.approx(0.9 * 0.73)
+    assert nhtlab.fit_threshold(0.0, 10, margin=1.0) == 1.0
     with pytest.raises(ValueError):
-        tuning.fit_threshold(1.5, 10)
+        nhtlab.fit_threshold(1.5, 10)
+
 
 
 def test_contracting_step_is_the_monitor_rule():

@@ -70,7 +70,7 @@ def norm_at(history: History, step: int) -> float:
 
     :func:`find_events` (``norm_at_mem``, ``norm_at_grok``, hence the delay
     law's V_mem and V_grok and the emergence table's V_sc and V_st) and the
-    scorecard's P1 (:func:`nhtlab.book.scorecard.norm_ordering`) all read a
+    scorecard's P1 (:func:`nhtlab.analysis.scorecard.norm_ordering`) all read a
     norm at a step through this function. ``history`` has rows with ``step`` (increasing) and ``norm``;
     ``step`` need not be an evaluated one, but not after the last (a ValueError).
 

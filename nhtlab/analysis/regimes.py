@@ -53,7 +53,7 @@ from ..thresholds import FITTED_ACCURACY
 from ..validation import require_int, require_real, require_type
 from .events import Events, find_events, first_step_at_least
 
-__all__ = ["REGIMES", "UNDETERMINED", "TOO_EARLY", "DIVERGED", "NOT_DECIDED", "UNJUDGED", "is_diverged", "Regime",
+__all__ = ["fit_threshold", "REGIMES", "UNDETERMINED", "TOO_EARLY", "DIVERGED", "NOT_DECIDED", "UNJUDGED", "is_diverged", "Regime",
            "diagnose_regime", "regime_order_ok", "regime_table", "within_budget", "budget_regime"]
 
 #: The three regimes, in the order of increasing λ: nhtlab's only list of them (the online
@@ -144,6 +144,37 @@ class Regime:
         return d
 
 
+def fit_threshold(noise: float, classes: int, margin: float = 0.9) -> float:
+    """The training accuracy that counts as fitted when a fraction of the labels is random.
+
+    A perfect reader of the inputs scores ``(1 − noise) + noise / classes`` on the noisy labels (a random
+    label is right one time in ``classes``); going beyond it means memorising wrong labels. Pass the result
+    as :func:`diagnose_regime`'s ``fit_threshold``.
+
+    Parameters
+    ----------
+    noise : float in [0, 1]
+        Share of the training labels drawn at random.
+    classes : int ≥ 2
+    margin : float in (0, 1]
+        A run counts as fitted within this share of the ceiling.
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> fit_threshold(0.3, classes=10)
+    0.657
+    """
+    require_real(noise, "noise", 0.0, 1.0, owner="fit_threshold")
+    require_real(margin, "margin", 0.0, 1.0, low_open=True, owner="fit_threshold")
+    if classes < 2:
+        raise ValueError(f"The 'classes' parameter of fit_threshold must be >= 2. Got {classes!r} instead.")
+    return round(margin * ((1 - noise) + noise / classes), 12)
+
+
 def diagnose_regime(
     history: History,
     fit_threshold: float = FITTED_ACCURACY,
@@ -229,7 +260,7 @@ def regime_order_ok(lams: Sequence[float], regimes: Sequence[str]) -> bool:
     """True when, sorted by λ, the regimes never step backwards in weak → intermediate → strong.
 
     nhtlab's one order rule: the chapters' checks and the scorecard's P2
-    (:func:`nhtlab.book.scorecard.regimes_in_order`, which also needs all
+    (:func:`nhtlab.analysis.scorecard.regimes_in_order`, which also needs all
     three regimes present) both apply it. The labels in :data:`UNJUDGED`
     (``"undetermined"`` from :func:`diagnose_regime`, ``"too early"`` from the
     online monitor) are skipped: they judge nothing.

@@ -19,39 +19,16 @@ True
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from ..analysis.checks import Check
 from ..validation import require_choice, require_type
 
 __all__ = ["Check", "Reading", "over_seeds", "failed_checks", "check_reading", "reading_answer", "reading_rows"]
 
 RULES = ("all", "majority")
-
-
-@dataclass(frozen=True)
-class Check:
-    """One claim a chapter asserts on its own run: whether it held, and the measurement behind it.
-
-    ``bool(check)`` is whether it passed, so a chapter writes ``assert check, check.detail``. ``value`` is the
-    number the rule compared (a ratio, a score), NaN where there is none.
-    """
-
-    name: str
-    passed: bool
-    detail: str = ""
-    value: float = math.nan
-
-    def __bool__(self) -> bool:
-        return bool(self.passed)
-
-    def __str__(self) -> str:
-        return f"{'✓' if self.passed else '✗'} {self.name}: {self.detail}"
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"check": self.name, "holds": "✓" if self.passed else "✗", "measured": self.detail}
 
 
 def failed_checks(checks: Iterable[Check]) -> list[Check]:

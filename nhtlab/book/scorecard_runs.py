@@ -23,7 +23,7 @@ from ..analysis.events import border_times, find_events
 from ..analysis.layers import contraction_order
 from ..analysis.regimes import diagnose_regime
 from .claims import Check
-from .scorecard import score_predictions
+from ..analysis.scorecard import score_predictions
 from ..analysis.separation import Separation, separation_from_history
 from .shortcut_report import border_record, norm_record
 from ..history import History
@@ -123,7 +123,7 @@ def _history_of(histories: Mapping[TrainConfig, History], run: TrainConfig, owne
 
 def score_runs(runs: Mapping[float, Sequence[TrainConfig]], histories: Mapping[TrainConfig, History],
                main: TrainConfig, fit: float = SHORTCUT_FITTED_ACCURACY) -> dict[str, Check]:
-    """The six predictions of :func:`nhtlab.book.scorecard.score_predictions` for a λ sweep of one run kind.
+    """The six predictions of :func:`nhtlab.analysis.scorecard.score_predictions` for a λ sweep of one run kind.
 
     The regimes (P2) are read on the runs of ``main``'s seed, one per λ; the delays (P6) on every
     run; P1, P3, P4 and P5 on ``main``, whose shortcut counts as fitted and left as its

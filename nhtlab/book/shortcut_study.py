@@ -22,7 +22,8 @@ from typing import Any
 
 from .run_stamp import cpu_model
 from .claims import Check, Reading, check_reading, over_seeds, reading_answer, reading_rows
-from .scorecard import PREDICTIONS, prediction_readings, scorecard_rows
+from ..analysis.scorecard import PREDICTIONS, three_regimes
+from .scorecard import prediction_readings, scorecard_rows
 from ..analysis.separation import Separation, format_score
 from ..data.images import DatasetUnavailableError, celeba
 from ..papers import NHT_PAPER
@@ -33,7 +34,6 @@ from .shortcut_report import (REGIME_BUDGET, RECORD_COLUMNS, RECORD_FORMATS, bor
                               check_border_escape, check_rho_trend, check_separation_defined, higher_reading,
                               rho_reading, separation_records)
 from .report import Markdown, evidence
-from .scorecard import three_regimes
 from ..analysis.regimes import REGIMES, UNDETERMINED, budget_regime
 from ..analysis.events import border_times
 from ..history import History

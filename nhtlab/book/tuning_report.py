@@ -10,10 +10,6 @@ Everything here reads monitors as records (numbers and labels, no tensors), so a
 tables and claims from them. A *weak* or *strong* label stands only when the run's budget covers
 :data:`DECIDED_AFTER` times the decay's time scale 1/(ηλ) (:func:`decided_regime`).
 
->>> fit_threshold(0.3, classes=10)
-0.657
->>> contracting_step([0, 10, 20, 30], [1.0, 3.0, 2.9, 2.0], drop=0.05)
-30
 >>> decided_regime("weak", lr=3e-3, lam=0.01, steps=1500)
 'not decided within 1,500 steps'
 """
@@ -35,7 +31,7 @@ from .held_out_eta import eta_verdict, saved_evaluation
 from .off_grid_eta import off_grid_verdict
 from .report import _METHOD_NAMES, eta_report, evidence, table
 
-__all__ = ["fit_threshold", "contracting_step", "lambda_grid_records", "regimes_by_seed", "lambda_recipe",
+__all__ = ["contracting_step", "lambda_grid_records", "regimes_by_seed", "lambda_recipe",
            "head_reading", "lambda_readings", "lambda_checks", "norm_curve_records", "monitor_dlr_check",
            "RECIPE_POSITIONS", "recipe_answer", "FIRST_TURN_CHOICES", "first_turn_answer", "DECIDED_AFTER",
            "decided_regime", "layer_words", "NOT_READ", "NOT_CONTRACTED",
@@ -61,20 +57,6 @@ FIRST_TURN_CHOICES = ("the read-out", "the total norm", "together", "neither", "
 _FIRST_TURN = {READOUT_FIRST: "the read-out", "only the read-out contracts": "the read-out",
                "total norm first": "the total norm", "read-out never contracts": "the total norm",
                "same record": "together", "neither contracts": "neither", NOT_READ: "not read"}
-
-
-def fit_threshold(noise: float, classes: int, margin: float = 0.9) -> float:
-    """The training accuracy that counts as fitted when a fraction of the labels is random.
-
-    A perfect reader of the inputs scores ``(1 − noise) + noise / classes`` on the noisy
-    labels (a random label is right one time in ``classes``); going beyond it means
-    memorising wrong labels. A run counts as fitted within ``margin`` of that ceiling.
-    """
-    require_real(noise, "noise", 0.0, 1.0, owner="fit_threshold")
-    require_real(margin, "margin", 0.0, 1.0, low_open=True, owner="fit_threshold")
-    if classes < 2:
-        raise ValueError(f"The 'classes' parameter of fit_threshold must be >= 2. Got {classes!r} instead.")
-    return round(margin * ((1 - noise) + noise / classes), 12)
 
 
 def contracting_step(steps: Sequence[int], values: Sequence[float], drop: float) -> int | None:
