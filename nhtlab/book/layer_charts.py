@@ -134,14 +134,20 @@ def contraction_curves(records: Sequence[dict[str, Any]], share: float,
     return chart.properties(width=WIDTH, height=260, title=title)
 
 
+_EVENT_ORDER = ("border fitted", "T_mem", "border dropped")
+
+
 def layer_peak_chart(records: Sequence[dict[str, Any]], events: Sequence[dict[str, Any]],
                      title: str = "each layer's ‖θ_ℓ‖² over its own peak", subtitle: str = "") -> alt.Chart:
     """Each layer's ‖θ_ℓ‖² over its own peak against step, one run at a time (dropdown), events as rules.
 
     ``records`` and ``events`` are :func:`~nhtlab.book.layer_report.peak_records`'s. The events are dashed
-    rules with a legend of their own (colour stays the layer's); the layer the contraction order reads first
-    is written at the top of the plot and in every tooltip.
+    rules with a legend of their own (colour stays the layer's), named ``"border fitted"``, ``"T_mem"`` or
+    ``"border dropped"``; the layer the contraction order reads first is written at the top of the plot and in
+    every tooltip.
     """
+    if not records:
+        raise ValueError("The 'records' parameter of layer_peak_chart is empty: there is no run to pick.")
     labels = list(dict.fromkeys(r["run"] for r in records))
     run = alt.param(name="run", value=labels[0], bind=alt.binding_select(options=labels, name="run "))
     pick = alt.selection_point(fields=["layer"], bind="legend")
@@ -155,12 +161,13 @@ def layer_peak_chart(records: Sequence[dict[str, Any]], events: Sequence[dict[st
         tooltip=["layer:N", "step:Q", alt.Tooltip("normalised:Q", format=".3f", title="/ own peak"),
                  alt.Tooltip("first:N", title="contracts first")],
     ).add_params(run, pick)
-    names = sorted({e["event"] for e in events})
+    # the legend in the order events happen in a run; an event no run has is left out of it
+    names = [e for e in _EVENT_ORDER if e in {e["event"] for e in events}]
     rules = alt.Chart(alt.Data(values=list(events))).transform_filter(alt.datum.run == run).mark_rule(
         color="black").encode(
-        x="step:Q", strokeDash=alt.StrokeDash("event:N", title="event", scale=alt.Scale(domain=names)),
+        x="step:Q", strokeDash=alt.StrokeDash("event:N", title="event", scale=alt.Scale(domain=names or alt.Undefined)),
         tooltip=["event:N", "step:Q"])
-    firsts = [{"run": label, "text": f"contracts first: {r['first']}"}
+    firsts = [{"run": label, "text": f"first to lose {r['share']:.0%} of its value at the fit: {r['first']}"}
               for label, r in {r["run"]: r for r in records}.items()]
     note = alt.Chart(alt.Data(values=firsts)).transform_filter(alt.datum.run == run).mark_text(
         align="left", baseline="top", fontSize=12).encode(x=alt.value(4), y=alt.value(4), text="text:N")
