@@ -257,7 +257,10 @@ nb.embedding_scale_report(modular, small, small_read)
 # Where a CNN's layers start small, the order may differ: [chapter
 # 06](06_shortcuts.ipynb) examines a CNN's layer order, chapter 08 reads
 # it on a CNN trained on noisy labels, and the {doc}`findings` page sets
-# every reading of this claim side by side.
+# every reading of this claim side by side. The counterpart of this
+# forward-contracting transformer is chapter 06's
+# {ref}`layer chart <shortcut-layer-order>`: a CNN's layers over their
+# own peaks, one border run at a time, with the border's events marked.
 #
 # ## The digit-border images
 #

@@ -276,6 +276,34 @@ nhtlab.charts.norm_curves(
 )
 
 # %% [markdown]
+# (shortcut-layer-order)=
+# ## Which layer leaves the border first?
+#
+# The chart divides each layer's $\|\theta_\ell\|^2$ by its own peak
+# over the run, so a small first convolution and a large read-out share
+# one axis. Which layer falls first from its peak once the border is
+# fitted is the paper's backward-order question (P4): on CIFAR-10 it
+# reports the read-out (`fc`) peaking near epoch 60 of 200 and losing
+# 45% by the end, `conv1` peaking later and losing 31%
+# ({data}`nhtlab.papers.NHT_LAYER_ORDER`). Pick a run (λ, seed) in the
+# menu: the rules mark when its border was fitted and dropped, and
+# {term}`T_mem` where it was reached; the top line names the layer that
+# {func}`~nhtlab.analysis.layers.contraction_order` reads first.
+
+# %%
+by_lam = sorted(study.sweep.items(), key=lambda kv: kv[0] != cfg.lam_main)
+nb.layer_peak_chart(
+    *nb.peak_records(
+        {
+            f"λ = {lam:g}, seed {r.seed}": trained[r]
+            for lam, rs in by_lam
+            for r in rs
+        }
+    ),
+    title="each layer's ‖θ_ℓ‖² over its own peak (pick a run)",
+)
+
+# %% [markdown]
 # ## The ρ sweep: worst-group accuracy against the border's reliability
 #
 # Main λ; the border names the class on a fraction ρ of the training

@@ -14,7 +14,7 @@ import altair as alt
 from ..charts import check_arguments
 from ..charts.curves import WIDTH, layer_label
 
-__all__ = ["warning_signals", "sweep_lines", "score_bars", "contraction_curves"]
+__all__ = ["warning_signals", "sweep_lines", "score_bars", "contraction_curves", "layer_peak_chart"]
 
 
 def _lam_param(values: Sequence[Any], name: str = "lam", label: str = "λ ") -> alt.Parameter:
@@ -132,6 +132,47 @@ def contraction_curves(records: Sequence[dict[str, Any]], share: float,
         strokeDash=[2, 2], color="#888").encode(y="level:Q")
     chart = alt.layer(lines, points, level, *(_event_marks(events, run) if events else []))
     return chart.properties(width=WIDTH, height=260, title=title)
+
+
+_EVENT_ORDER = ("border fitted", "T_mem", "border dropped")
+
+
+def layer_peak_chart(records: Sequence[dict[str, Any]], events: Sequence[dict[str, Any]],
+                     title: str = "each layer's ‖θ_ℓ‖² over its own peak", subtitle: str = "") -> alt.Chart:
+    """Each layer's ‖θ_ℓ‖² over its own peak against step, one run at a time (dropdown), events as rules.
+
+    ``records`` and ``events`` are :func:`~nhtlab.book.layer_report.peak_records`'s. The events are dashed
+    rules with a legend of their own (colour stays the layer's), named ``"border fitted"``, ``"T_mem"`` or
+    ``"border dropped"``; the layer the contraction order reads first is written at the top of the plot and in
+    every tooltip.
+    """
+    if not records:
+        raise ValueError("The 'records' parameter of layer_peak_chart is empty: there is no run to pick.")
+    labels = list(dict.fromkeys(r["run"] for r in records))
+    run = alt.param(name="run", value=labels[0], bind=alt.binding_select(options=labels, name="run "))
+    pick = alt.selection_point(fields=["layer"], bind="legend")
+    order = list(dict.fromkeys(r["layer"] for r in records))
+    # headroom above 1 holds the line that names the first layer
+    y = alt.Y("normalised:Q", title="‖θ_ℓ‖² / its own peak", scale=alt.Scale(domain=[0, 1.15]))
+    lines = alt.Chart(alt.Data(values=list(records))).transform_filter(alt.datum.run == run).mark_line().encode(
+        x=alt.X("step:Q", title="step"), y=y,
+        color=alt.Color("layer:N", sort=order, title="layer (click to pick)", legend=alt.Legend(labelLimit=200)),
+        opacity=alt.condition(pick, alt.value(1.0), alt.value(0.15)),
+        tooltip=["layer:N", "step:Q", alt.Tooltip("normalised:Q", format=".3f", title="/ own peak"),
+                 alt.Tooltip("first:N", title="contracts first")],
+    ).add_params(run, pick)
+    # the legend in the order events happen in a run; an event no run has is left out of it
+    names = [e for e in _EVENT_ORDER if e in {e["event"] for e in events}]
+    rules = alt.Chart(alt.Data(values=list(events))).transform_filter(alt.datum.run == run).mark_rule(
+        color="black").encode(
+        x="step:Q", strokeDash=alt.StrokeDash("event:N", title="event", scale=alt.Scale(domain=names or alt.Undefined)),
+        tooltip=["event:N", "step:Q"])
+    firsts = [{"run": label, "text": f"first to lose {r['share']:.0%} of its value at the fit: {r['first']}"}
+              for label, r in {r["run"]: r for r in records}.items()]
+    note = alt.Chart(alt.Data(values=firsts)).transform_filter(alt.datum.run == run).mark_text(
+        align="left", baseline="top", fontSize=12).encode(x=alt.value(4), y=alt.value(4), text="text:N")
+    return alt.layer(lines, rules, note).properties(
+        width=WIDTH, height=260, title=alt.TitleParams(title, subtitle=subtitle or alt.Undefined))
 
 
 check_arguments(__name__)  # a wrong type gets a TypeError naming the argument, as in nhtlab.charts

@@ -13,7 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from ..history import History
+from ..history import History, first_step_at_least
+from ..thresholds import FITTED_ACCURACY
 from ..validation import require_type
 from .claims import Check, Reading, over_seeds, reading_rows
 from ..analysis.events import border_times, find_events
@@ -22,6 +23,7 @@ from ..analysis.layers import (
     ContractionOrder,
     contraction_order,
     head_to_first_ratio,
+    layer_label,
     normalised_layer_norms,
     warning_times,
 )
@@ -31,7 +33,7 @@ from .shortcut_report import border_reading
 __all__ = ["image_run_rows", "image_readings", "signal_records", "conflict_records", "window_records",
            "modular_order_rows", "order_readings", "order_determined", "layer_window_records", "order_answer",
            "order_reference", "order_cases", "embedding_scale_readings", "embedding_scale_report",
-           "tally", "order_summary", "layer_findings", "modular_order_table", "image_run_table"]
+           "tally", "order_summary", "layer_findings", "modular_order_table", "image_run_table", "peak_records"]
 
 def _warns(history: History, dropped: int | None) -> str:
     if dropped is None:
@@ -247,6 +249,35 @@ def window_records(runs: Mapping[str, History], border: bool = False) -> tuple[l
         records += layer_window_records(h, contraction_order(h, window=window), run=label)
         events += [{"run": label, "event": name, "step": int(step), "align": side}
                    for name, step, side in zip(names, window, ("left", "right")) if step is not None]
+    return records, events
+
+
+def peak_records(runs: Mapping[str, History]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """What :func:`nhtlab.book.layer_peak_chart` draws: each weight layer's ‖θ_ℓ‖² over its own peak, and the events.
+
+    ``records`` are ``{run, step, layer, normalised, first, share}``, one per evaluation and layer, the layer in
+    words (:func:`~nhtlab.analysis.layers.layer_label`); ``first`` is the layer that
+    :func:`~nhtlab.analysis.layers.contraction_order` reads first over [border fitted, border dropped] (the run's
+    end when it was not dropped), the first to lose ``share`` of its value at the fit; ``"none"`` when no layer
+    did, a dash and the reason when the border was never fitted.
+    ``events`` are ``{run, event, step}``: the border fitted and dropped, and T_mem (training accuracy
+    ≥ :data:`~nhtlab.thresholds.FITTED_ACCURACY`) where the run reached it.
+    """
+    require_type(runs, "runs", Mapping, owner="peak_records")
+    records, events = [], []
+    for label, h in runs.items():
+        fitted, dropped = border_times(h)
+        order = contraction_order(h, window=(fitted, dropped))
+        first = (layer_label(order.order[0]) if order.order
+                 else "none" if fitted is not None else "— (the border was never fitted)")
+        steps = h.column("step").astype(int)
+        for name, values in normalised_layer_norms(h, [c.layer for c in order.layers]).items():
+            records += [{"run": label, "step": int(s), "layer": layer_label(name), "normalised": float(v),
+                         "first": first, "share": order.share} for s, v in zip(steps, values)]
+        # a border run has no test_acc for find_events: T_mem is its first crossing of the same threshold
+        t_mem = first_step_at_least(steps, h.column("train_acc"), FITTED_ACCURACY)
+        named = (("border fitted", fitted), ("border dropped", dropped), ("T_mem", t_mem))
+        events += [{"run": label, "event": event, "step": int(step)} for event, step in named if step is not None]
     return records, events
 
 
