@@ -1,0 +1,93 @@
+"""Real-image grokking (Omnigrok's MNIST setting): does the delay follow 1/(ηλ), and which layer turns first?
+
+Fixed here before any run is read (issue 57, item 5):
+
+* **Runs**: :class:`~nhtlab.training.image_grok_run.ImageGrokRun` at 14 × 14 (MNIST-5k, 1,000 training images,
+  the MLP 196-200-200-10 with every parameter × 8, squared loss, full batch), AdamW η = 2e-3, at
+  λ ∈ {0.05, 0.1, 0.2} × seeds {0, 1, 2}; each budget is 2/(ηλ) steps (two time scales of the decay).
+* **Events**: T_mem, the first evaluation with train accuracy ≥ 0.99 (:data:`nhtlab.thresholds.FITTED_ACCURACY`);
+  T_gen, the first with test accuracy ≥ 0.8 (these runs top out near 0.9, never at 0.99); the delay is
+  T_gen − T_mem where both exist and T_gen is later.
+* **Readings**: (a) the delay law, :func:`nhtlab.analysis.scorecard.delay_scaling` on the (λ, delay) pairs:
+  holds when the 95% interval of the exponent α in T ∝ λ^(−α) holds 1 and excludes 0; (b) P1, ‖θ‖² at T_mem
+  above ‖θ‖² at the end, per run; (c) the layer order, :func:`nhtlab.contraction_order` (the read-out against
+  the first layer) from T_mem to T_gen, per run, counted k of n (the paper's reading: backward).
+
+Two worker processes, one torch thread each. Writes ``--out`` (JSON: the settings, each run's readings).
+
+    PYTHONPATH=. python benchmarks/pilot_omnigrok.py --out nhtlab/results/pilot_omnigrok.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import platform
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor
+
+import torch
+
+import nhtlab
+from nhtlab.analysis.layers import contraction_order
+from nhtlab.analysis.scorecard import delay_scaling
+from nhtlab.history import first_step_at_least
+from nhtlab.thresholds import FITTED_ACCURACY
+from nhtlab.training.image_grok_run import ImageGrokRun
+
+BASE = dict(size=14, lr=2e-3, eval_every=100)
+LAMS, SEEDS, TIME_SCALES, GENERALISED = (0.05, 0.1, 0.2), (0, 1, 2), 2.0, 0.8
+
+
+def budget(lam: float) -> int:
+    steps = TIME_SCALES / (BASE["lr"] * lam)
+    return int(math.ceil(steps / BASE["eval_every"]) * BASE["eval_every"])
+
+
+def one_run(job: tuple[float, int]) -> dict:
+    """Train one (λ, seed) and read its events, norms and layer order."""
+    lam, seed = job
+    torch.set_num_threads(1)
+    start = time.process_time()
+    history = ImageGrokRun(**BASE, weight_decay=lam, steps=budget(lam), seed=seed).execute(progress="none")
+    steps = history.column("step")
+    t_mem = first_step_at_least(steps, history.column("train_acc"), FITTED_ACCURACY)
+    t_gen = first_step_at_least(steps, history.column("test_acc"), GENERALISED)
+    delay = t_gen - t_mem if t_mem is not None and t_gen is not None and t_gen > t_mem else None
+    norm = {int(r["step"]): r["norm"] for r in history.rows}
+    order = contraction_order(history, window=(t_mem, t_gen)).to_dict() if delay else None
+    last = history.rows[-1]
+    return {"lam": lam, "seed": seed, "steps": budget(lam), "t_mem": t_mem, "t_gen": t_gen, "delay": delay,
+            "norm_start": round(history.rows[0]["norm"]), "norm_mem": None if t_mem is None else round(norm[t_mem]),
+            "norm_end": round(last["norm"]), "train_end": round(last["train_acc"], 3),
+            "test_end": round(last["test_acc"], 3), "order": order, "status": history.status,
+            "cpu_s": round(time.process_time() - start)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", help="write the pilot to this JSON file")
+    args = parser.parse_args()
+    jobs = sorted(((lam, seed) for lam in LAMS for seed in SEEDS), key=lambda job: budget(job[0]), reverse=True)
+    with ProcessPoolExecutor(max_workers=2) as pool:
+        runs = sorted(pool.map(one_run, jobs), key=lambda r: (r["lam"], r["seed"]))
+    for run in runs:
+        print(json.dumps(run), flush=True)
+    law = delay_scaling({lam: [r["delay"] for r in runs if r["lam"] == lam] for lam in LAMS})
+    about = {"machine": f"{platform.machine()} {platform.processor() or platform.platform()}, torch {torch.__version__}",
+             "nhtlab": nhtlab.__version__, "command": "python " + " ".join(sys.argv),
+             "cpu_s": sum(r["cpu_s"] for r in runs)}
+    result = {"about": about, "base": {**BASE, "time_scales": TIME_SCALES, "generalised": GENERALISED},
+              "lams": list(LAMS), "seeds": list(SEEDS), "runs": runs,
+              "delay_law": {"passed": law.passed, "detail": law.detail, "alpha": law.value}}
+    print(json.dumps(result["delay_law"]))
+    if args.out:
+        with open(args.out, "w", encoding="utf-8") as handle:
+            json.dump(result, handle, indent=1, ensure_ascii=False)
+        print("wrote", args.out)
+
+
+if __name__ == "__main__":
+    main()
