@@ -406,6 +406,21 @@ nb.layer_findings(
 )
 
 # %% [markdown]
+# ## On real images: Omnigrok's MNIST grokking
+#
+# A route where the law's premise holds by construction (Liu et al.'s
+# Omnigrok): an MLP whose every weight starts far too large memorises a
+# small set of real MNIST digits, then generalises only as weight decay
+# brings its norm down. Its runs are too long for this page, so a pilot
+# script fixed the design and the readings before running
+# (`benchmarks/pilot_omnigrok.py`), and the book reads its saved result.
+
+# %% tags=["remove-input"]
+nb.omnigrok_summary(
+    nb.read_omnigrok_pilot(), nhtlab.papers.NHT_LAYER_ORDER
+)
+
+# %% [markdown]
 # ## Try it: the contraction order, by hand
 #
 # Write `contraction_order_of(history, layers, t_mem, t_end, share)`:

@@ -200,3 +200,32 @@ def test_the_mnist_pilot_says_whether_any_design_meets_the_premise(tmp_path):
     path.write_text(json.dumps({"about": {}, "rows": []}))
     with pytest.raises(ValueError, match=r"lacks \['chosen', 'designs', 'seeds', 'verdicts'\]"):
         read_mnist_pilot(path)
+
+
+def _omnigrok_pilot(passed):
+    base = {"size": 14, "lr": 2e-3, "eval_every": 100, "time_scales": 2.0, "generalised": 0.8}
+    runs = [{"lam": lam, "seed": s, "steps": 1000, "t_mem": 200, "t_gen": None if lam == 0.2 and s == 1 else 600,
+             "delay": None if lam == 0.2 and s == 1 else 400, "norm_start": 9000, "norm_mem": 5000 if s else 500,
+             "norm_end": 700, "test_end": 0.9, "order": {"verdict": "backward" if s == 0 else "forward"},
+             "status": "completed", "cpu_s": 1} for lam in (0.1, 0.2) for s in (0, 1)]
+    law = {"passed": passed, "detail": "α = 0.97 [0.5, 1.4] (3 runs, 2 λ)", "alpha": 0.97}
+    return {"about": {"command": "python x", "nhtlab": "0", "machine": "m", "cpu_s": 4}, "base": base,
+            "lams": [0.1, 0.2], "seeds": [0, 1], "runs": runs, "delay_law": law}
+
+
+def test_the_real_image_grokking_pilot_is_read_k_of_n(tmp_path):
+    import json
+
+    from nhtlab.book.report import omnigrok_summary, read_omnigrok_pilot
+    from nhtlab.papers import NHT_LAYER_ORDER
+
+    text = str(omnigrok_summary(_omnigrok_pilot(True), NHT_LAYER_ORDER))
+    assert "generalised (test ≥ 80%) in 3 of 4" in text and "delay follows 1/(ηλ)" in text
+    assert "(P1) in 2 of 4" in text and "backward in 2, forward in 2 of 4" in text and "the paper reads backward" in text
+    assert "| 0.1 | 0 | 1,000 | 200 | 600 | 0.08 | 9,000 → 500 → 700 |" in text  # delay · ηλ = 400 · 2e-3 · 0.1
+    failing = str(omnigrok_summary(_omnigrok_pilot(False), NHT_LAYER_ORDER))
+    assert "does not follow" in failing and "grows slower than 1/(ηλ)" in failing  # α = 0.97 < 1
+    path = tmp_path / "pilot.json"
+    path.write_text(json.dumps({"about": {}, "runs": []}))
+    with pytest.raises(ValueError, match=r"lacks \['base', 'delay_law', 'lams', 'seeds'\]"):
+        read_omnigrok_pilot(path)
