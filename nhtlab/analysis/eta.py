@@ -37,7 +37,7 @@ from .delay import linear_fit
 from .events import find_events
 
 __all__ = ["EtaCalibration", "GrokEstimate", "calibrate_eta", "predict_grok", "cut_history", "synthetic_contraction",
-           "nearest_setting", "law_scaled_delay", "conformal_quantile", "delay_law_forecast", "DELAY_LAW_BASIS"]
+           "plateau_runs", "plateau_cuts", "nearest_setting", "law_scaled_delay", "conformal_quantile", "delay_law_forecast", "DELAY_LAW_BASIS"]
 
 FRACTIONS = (0.25, 0.5, 0.75)
 #: Least log-contraction since T_mem (about 1%) before the predictor extrapolates a rate.
@@ -148,7 +148,7 @@ def predict_grok(history: History, calibration: EtaCalibration) -> GrokEstimate:
     return GrokEstimate(now, float(point), low, high)
 
 
-def _plateaus(histories: Sequence[History]) -> list[tuple[History, Any]]:
+def plateau_runs(histories: Sequence[History]) -> list[tuple[History, Any]]:
     """The runs that grokked (:attr:`Events.grokked`) after a plateau to forecast on, with their events."""
     out = []
     for h in histories:
@@ -162,7 +162,8 @@ def _setting(history: History) -> tuple[float, float]:
     return float(history.config.get("lr", math.nan)), float(history.config.get("weight_decay", math.nan))
 
 
-def _cuts(events: Any, history: History, fractions: Sequence[float]) -> list[tuple[float, int]]:
+def plateau_cuts(history: History, events: Any, fractions: Sequence[float]) -> list[tuple[float, int]]:
+    """The last evaluated step at or before ``T_mem + f·(T_grok − T_mem)``, after ``T_mem``, per fraction."""
     steps = history.column("step")
     cuts = []
     for f in fractions:
@@ -180,7 +181,7 @@ def calibrate_eta(histories: Sequence[History], coverage: float = ETA_COVERAGE,
     ``fractions`` are the cut points, as fractions of each run's plateau, where the errors are measured.
     """
     require_real(coverage, "coverage", low=0.0, high=1.0, low_open=True, high_open=True, owner="calibrate_eta")
-    runs = _plateaus(histories)
+    runs = plateau_runs(histories)
     if not runs:
         raise ValueError("The 'histories' parameter of calibrate_eta must hold at least one run that memorised "
                          "and grokked; none did.")
@@ -188,7 +189,7 @@ def calibrate_eta(histories: Sequence[History], coverage: float = ETA_COVERAGE,
     errors, delays = [], {}
     for h, e in runs:
         delays.setdefault(_setting(h), []).append(e.delay)
-        for _, step in _cuts(e, h, fractions):
+        for _, step in plateau_cuts(h, e, fractions):
             point, _, t_mem, _ = _point(cut_history(h, step), log_c)
             if point is not None and point > t_mem:
                 errors.append(math.log(e.delay / (point - t_mem)))
@@ -258,7 +259,7 @@ def delay_law_forecast(calibration: Mapping[tuple[float, float], Sequence[Histor
                             f"list of History. Got {type(runs).__name__}.")
     require_real(lr, "lr", low=0.0, low_open=True, owner=owner)
     require_real(weight_decay, "weight_decay", low=0.0, low_open=True, owner=owner)
-    delays = {tuple(map(float, k)): [e.delay for _, e in _plateaus(v)] for k, v in calibration.items()}
+    delays = {tuple(map(float, k)): [e.delay for _, e in plateau_runs(v)] for k, v in calibration.items()}
     mean = {k: float(np.mean(v)) for k, v in delays.items() if v}
     if not mean:
         why = f"no calibration run memorised and grokked (train and test accuracy ≥ {FITTED_ACCURACY}): no delay to scale"

@@ -20,7 +20,7 @@ import numpy as np
 from .._version import __version__
 from .claims import Check
 from ..analysis.early_warnings import evaluate_warnings
-from ..analysis.eta import FRACTIONS, _cuts, _plateaus, _setting, calibrate_eta, cut_history, predict_grok
+from ..analysis.eta import FRACTIONS, _setting, calibrate_eta, cut_history, plateau_cuts, plateau_runs, predict_grok
 from ..history import History
 from ..papers import COMPANION_GROK_FIT
 from ..thresholds import ETA_COVERAGE, ETA_COVERAGE_TOLERANCE, ETA_SHIP_CUT
@@ -38,12 +38,12 @@ def evaluate_eta(fit: Sequence[History], test: Sequence[History], coverage: floa
     ``mae_companion_fit`` the companion's 1/λ fit (η = 10⁻³ runs only).
     """
     calibration = calibrate_eta(fit, coverage, fractions)
-    runs = _plateaus(test)
+    runs = plateau_runs(test)
     records = []
     for f in fractions:
         err, base, comp, inside, widths, missing = [], [], [], [], [], 0
         for h, e in runs:
-            for frac, step in _cuts(e, h, [f]):
+            for frac, step in plateau_cuts(h, e, [f]):
                 est = predict_grok(cut_history(h, step), calibration)
                 if est.t_grok is None:
                     missing += 1

@@ -37,7 +37,7 @@ import numpy as np
 from .._version import __version__
 from ..analysis.early_warnings import evaluate_warnings, warning_step
 from ..analysis.eta import (EtaCalibration, calibrate_eta, conformal_quantile, cut_history, law_scaled_delay,
-                            nearest_setting, predict_grok)
+                            nearest_setting, plateau_cuts, plateau_runs, predict_grok)
 from ..analysis.events import find_events
 from ..analysis.regimes import diagnose_regime
 from ..history import History
@@ -79,16 +79,6 @@ def _key(s: Setting) -> Setting:
     return float(f"{s[0]:.6g}"), float(f"{s[1]:.6g}")
 
 
-def _grokked(histories: Sequence[History]) -> list[tuple[History, Any]]:
-    """Runs with a plateau to forecast: memorised, then grokked later, not diverged."""
-    out = []
-    for h in histories:
-        e = find_events(h)
-        if e.grokked and e.t_mem is not None and e.t_grok > e.t_mem and not h.diverged:
-            out.append((h, e))
-    return out
-
-
 def fit_eta_method(method: str, calibration: Sequence[History], coverage: float = ETA_COVERAGE) -> Predictor:
     """Fit ``method`` on calibration runs; returns ``predict(history, events, step) → T̂_grok or None`` (unfloored).
 
@@ -96,7 +86,7 @@ def fit_eta_method(method: str, calibration: Sequence[History], coverage: float 
     """
     if method not in ETA_METHODS:
         raise ValueError(f"The 'method' parameter of fit_eta_method must be one of {ETA_METHODS}. Got {method!r} instead.")
-    runs = _grokked(calibration)
+    runs = plateau_runs(calibration)
     if not runs:
         raise ValueError("The 'calibration' parameter of fit_eta_method must hold at least one run that memorised and "
                          "grokked; none did.")
@@ -140,17 +130,6 @@ def fit_eta_method(method: str, calibration: Sequence[History], coverage: float 
             return e.t_mem + d_law
         return e.t_mem + math.sqrt((t_rate - e.t_mem) * d_law)
     return combined
-
-
-def _cuts(h: History, e: Any, fractions: Sequence[float]) -> list[tuple[float, int]]:
-    """The last evaluated step at or before ``T_mem + f·(T_grok − T_mem)``, after ``T_mem``, per fraction."""
-    steps = h.column("step")
-    out = []
-    for f in fractions:
-        seen = steps[(steps <= e.t_mem + f * (e.t_grok - e.t_mem)) & (steps > e.t_mem)]
-        if len(seen):
-            out.append((f, int(seen[-1])))
-    return out
 
 
 def wilson_interval(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
@@ -208,8 +187,8 @@ def _scores(method: str, calibration: Sequence[History], fractions: Sequence[flo
             predict = fit_eta_method(method, rest, coverage)
         except ValueError:
             continue
-        for h, e in _grokked(held):
-            for f, step in _cuts(h, e, fractions):
+        for h, e in plateau_runs(held):
+            for f, step in plateau_cuts(h, e, fractions):
                 t = predict(h, e, step)
                 if t is not None:
                     scores[f].append(abs(math.log(e.delay / (max(t, step) - e.t_mem))))
@@ -229,15 +208,15 @@ def forecast_rows(histories: Sequence[History], grid: Sequence[Setting], off_gri
     rows = []
     for split in leave_one_out_splits(grid, off_grid):
         calibration = [h for s in split["calibrate"] for h in groups.get(s, [])]
-        targets = _grokked(groups.get(split["forecast"], []))
-        if not targets or not _grokked(calibration):
+        targets = plateau_runs(groups.get(split["forecast"], []))
+        if not targets or not plateau_runs(calibration):
             continue
         for method in methods:
             predict = fit_eta_method(method, calibration, coverage)
             quantiles = {f: conformal_quantile(v, coverage) for f, v in _scores(method, calibration, fractions,
                                                                                  coverage).items()}
             for h, e in targets:
-                for f, step in _cuts(h, e, fractions):
+                for f, step in plateau_cuts(h, e, fractions):
                     t = predict(h, e, step)
                     row = {"split": split["split"], "eta": split["forecast"][0], "lam": split["forecast"][1],
                            "seed": int(h.config.get("seed", -1)), "method": method, "fraction": f, "step": step,
@@ -359,7 +338,7 @@ def off_grid_evaluation(histories: Sequence[History], grid: Sequence[Setting], o
     rows = forecast_rows(histories, grid, off_grid, coverage)
     groups = _by_setting(histories)
     runs = [{"eta": s[0], "lam": s[1], "split": "off-grid" if s in {_key(o) for o in off_grid} else "grid",
-             "runs": len(groups.get(s, [])), "grokked": len(_grokked(groups.get(s, [])))}
+             "runs": len(groups.get(s, [])), "grokked": len(plateau_runs(groups.get(s, [])))}
             for s in [_key(g) for g in grid] + [_key(o) for o in off_grid]]
     verdict = off_grid_verdict(rows, coverage=coverage)
     return {
@@ -395,7 +374,7 @@ def monitor_readings(histories: Sequence[History], no_grok: Sequence[History] = 
         diagnosed = diagnose_regime(h).regime
         e = find_events(h)
         reads = {}
-        cuts = _cuts(h, e, fractions) if e.grokked and e.t_mem is not None and e.t_grok > e.t_mem else []
+        cuts = plateau_cuts(h, e, fractions) if e.grokked and e.t_mem is not None and e.t_grok > e.t_mem else []
         for f, step in cuts:
             seen = cut_history(h, step)
             reads[f"at {f:.0%}"] = online_regime(seen.column("norm"), seen.column("train_acc"))
