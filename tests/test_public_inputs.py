@@ -22,6 +22,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import math
+import numbers
 import re
 import warnings
 from collections.abc import Callable, Mapping
@@ -148,6 +149,15 @@ def loss_reference(kw: Mapping[str, Any]) -> tuple[float, float]:
     return loss, accuracy_reference(kw)
 
 
+def fit_threshold_reference(kw: Mapping[str, Any]) -> float:
+    noise, classes, margin = kw["noise"], kw["classes"], kw["margin"]
+    real = [isinstance(v, numbers.Real) and not isinstance(v, bool) and math.isfinite(v) for v in (noise, margin)]
+    if not (all(real) and 0 <= noise <= 1 and 0 < margin <= 1 and isinstance(classes, numbers.Integral)
+            and not isinstance(classes, bool) and classes >= 2):
+        raise ValueError("no answer")
+    return margin * ((1 - noise) + noise / classes)
+
+
 def delay_reference(kw: Mapping[str, Any]) -> float:
     v_sc, v_st, lr, wd, rf = (kw[k] for k in ("v_sc", "v_st", "lr", "weight_decay", "rate_factor"))
     if v_sc <= v_st:
@@ -230,6 +240,7 @@ ENTRIES: dict[str, Entry] = {
     "modular_data": Entry(nhtlab.modular_data, dict(p=7, operation="+", train_fraction=0.5, seed=0),
                           check=modular_reference),
     "digits": Entry(nhtlab.digits, dict(size=8, test_fraction=0.3, seed=0), ImageData, examples=60),
+    "mnist": Entry(nhtlab.mnist, dict(size=8, n_train=50, n_test=20, seed=0, channels=1), ImageData, examples=60),
     "cifar10": Entry(nhtlab.cifar10, {}, skip="needs the CIFAR-10 archive on disk; tests/test_bad_inputs.py feeds it crafted "
                                               "batch files"),
     "border_shortcut": Entry(nhtlab.border_shortcut, dict(base=IMAGES, rho=0.95, width=1, otherwise="other", clean="mean",
@@ -274,6 +285,7 @@ ENTRIES: dict[str, Entry] = {
     "predicted_delay": Entry(nhtlab.predicted_delay, dict(v_sc=math.e * 100, v_st=100.0, lr=1e-3, weight_decay=1.0, rate_factor=1.0),
                              float, delay_reference),
     "predict_grok": Entry(nhtlab.predict_grok, dict(history=PARTIAL, calibration=CALIBRATION)),
+    "fit_threshold": Entry(nhtlab.fit_threshold, dict(noise=0.3, classes=10, margin=0.9), float, fit_threshold_reference),
     "diagnose_regime": Entry(nhtlab.diagnose_regime, dict(history=HISTORY, fit_threshold=0.99, generalise_threshold=0.99,
                                                           min_contraction=0.2, min_delay=200)),
     "regime_table": Entry(nhtlab.regime_table, dict(result=Fresh(sweep_result)), list, examples=60),

@@ -170,8 +170,7 @@ def fit_threshold(noise: float, classes: int, margin: float = 0.9) -> float:
     """
     require_real(noise, "noise", 0.0, 1.0, owner="fit_threshold")
     require_real(margin, "margin", 0.0, 1.0, low_open=True, owner="fit_threshold")
-    if classes < 2:
-        raise ValueError(f"The 'classes' parameter of fit_threshold must be >= 2. Got {classes!r} instead.")
+    require_int(classes, "classes", low=2, owner="fit_threshold")
     return round(margin * ((1 - noise) + noise / classes), 12)
 
 

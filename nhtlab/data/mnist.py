@@ -93,7 +93,7 @@ def mnist(size: int = 28, n_train: int = 1000, n_test: int | None = None, seed: 
     require_int(n_test, "n_test", low=10, high=MNIST5K_IMAGES - n_train, owner="mnist",
                 why=f"MNIST-5k holds {MNIST5K_IMAGES} images and {n_train} are training images")
     require_int(seed, "seed", low=0, owner="mnist")
-    require_choice(channels, "channels", (1, 3), owner="mnist")
+    require_choice(require_int(channels, "channels", owner="mnist"), "channels", (1, 3), owner="mnist")
     images, labels = _read()
     rng = np.random.default_rng(seed)
     train_idx = _balanced_order(labels, rng)[:n_train]
