@@ -71,3 +71,5 @@ def test_the_scaled_model_starts_at_zero_and_moves_alpha_times_the_network():
         net.readout.bias.add_(1.0)  # the frozen copy does not follow the network
     assert torch.allclose(model(x), 4.0 * (net(x) - before))
     assert [name for name, _ in model.named_parameters()] == [f"net.{n}" for n, _ in net.named_parameters()]
+    model.double()  # a move or cast reaches the frozen copy too
+    assert model.frozen[0].readout.weight.dtype == torch.float64 and torch.equal(model(x.double()), model(x.double()))

@@ -74,6 +74,10 @@ class LazyScaled(nn.Module):
         self.frozen = (copy.deepcopy(net).requires_grad_(False),)  # a tuple: outside parameters() and norms
         self._seen: tuple[Any, Any] = (None, None)
 
+    def _apply(self, fn: Any, *args: Any, **kwargs: Any) -> LazyScaled:
+        self.frozen[0]._apply(fn, *args, **kwargs)  # .to() moves the frozen copy too, outside the module tree
+        return super()._apply(fn, *args, **kwargs)
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if x is not self._seen[0]:  # full-batch training passes one tensor every step: net₀ of it once
             with torch.no_grad():
@@ -139,9 +143,9 @@ def lazy_rich_run(
     compare = {name: _check_rank(r, t, owner) for name, (r, t) in (compare or {}).items()}
     x_train, x_test = flat_inputs(data)
     torch.manual_seed(require_int(seed, "seed", low=0, owner=owner))
-    device = pick_device()  # the frozen copy is made where the network already lives
-    net = ImageMLP(x_train.shape[1], data.num_classes, width, depth + 1).to(device)
-    model = LazyScaled(net, alpha)
+    device = pick_device()
+    net = ImageMLP(x_train.shape[1], data.num_classes, width, depth + 1)
+    model = LazyScaled(net, alpha).to(device)
     # train's squared loss is the mean over samples *and* C classes: L/α² = (C / 2α²) · mse, so the step scales
     config = TrainConfig(steps=steps, lr=lr * data.num_classes / (2 * alpha**2), weight_decay=0.0, eval_every=steps,
                          loss="mse", optimizer="sgd", seed=seed)
