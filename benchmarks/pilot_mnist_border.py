@@ -27,13 +27,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
-import sys
 import time
 
 import torch
 
-import nhtlab
+from _record import pilot_about, write_pilot  # benchmarks/_record (this script's folder)
 from nhtlab.analysis.events import border_times
 from nhtlab.analysis.layers import contraction_order
 from nhtlab.thresholds import SHORTCUT_FITTED_ACCURACY
@@ -105,14 +103,10 @@ def main() -> None:
                 runs[lam]["order"] = contraction_order(history, window=(runs[lam]["fitted"], runs[lam]["dropped"])).to_dict()
         seeds.append({"seed": seed, **{str(lam): r for lam, r in runs.items()}, **criteria(runs)})
         print(json.dumps(seeds[-1]), flush=True)
-    about = {"machine": f"{platform.machine()} {platform.processor() or platform.platform()}, torch {torch.__version__}",
-             "nhtlab": nhtlab.__version__, "command": "python " + " ".join(sys.argv), "cpu_s": round(cpu)}
+    about = pilot_about(cpu_s=round(cpu))
     result = {"about": about, "base": BASE, "designs": DESIGNS, "rows": rows, "verdicts": verdicts,
               "criteria_met": met, "chosen": chosen, "seeds": seeds}
-    if args.out:
-        with open(args.out, "w", encoding="utf-8") as handle:
-            json.dump(result, handle, indent=1, ensure_ascii=False)
-        print("wrote", args.out)
+    write_pilot(args.out, result)
 
 
 if __name__ == "__main__":

@@ -23,14 +23,12 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import platform
-import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
 
 import torch
 
-import nhtlab
+from _record import pilot_about, write_pilot  # benchmarks/_record (this script's folder)
 from nhtlab.analysis.layers import contraction_order
 from nhtlab.analysis.scorecard import delay_scaling
 from nhtlab.history import first_step_at_least
@@ -76,17 +74,12 @@ def main() -> None:
     for run in runs:
         print(json.dumps(run), flush=True)
     law = delay_scaling({lam: [r["delay"] for r in runs if r["lam"] == lam] for lam in LAMS})
-    about = {"machine": f"{platform.machine()} {platform.processor() or platform.platform()}, torch {torch.__version__}",
-             "nhtlab": nhtlab.__version__, "command": "python " + " ".join(sys.argv),
-             "cpu_s": sum(r["cpu_s"] for r in runs)}
+    about = pilot_about(cpu_s=sum(r["cpu_s"] for r in runs))
     result = {"about": about, "base": {**BASE, "time_scales": TIME_SCALES, "generalised": GENERALISED},
               "lams": list(LAMS), "seeds": list(SEEDS), "runs": runs,
               "delay_law": {"passed": law.passed, "detail": law.detail, "alpha": law.value}}
     print(json.dumps(result["delay_law"]))
-    if args.out:
-        with open(args.out, "w", encoding="utf-8") as handle:
-            json.dump(result, handle, indent=1, ensure_ascii=False)
-        print("wrote", args.out)
+    write_pilot(args.out, result)
 
 
 if __name__ == "__main__":

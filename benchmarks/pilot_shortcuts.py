@@ -14,13 +14,11 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import platform
-import sys
 import time
 
 import torch
 
-import nhtlab
+from _record import pilot_about  # benchmarks/_record (this script's folder)
 from nhtlab.book.shortcut_report import PILOT_COLUMNS, pilot_row, write_pilot
 from nhtlab.training.shortcut_run import ShortcutRun, run_shortcut
 
@@ -62,10 +60,7 @@ def main() -> None:
         rows.append(r)
         print("| " + " | ".join("—" if r[k] is None else str(r[k]) for k in header) + " |", flush=True)
     if args.out:
-        about = {"machine": f"{platform.machine()} {platform.processor() or platform.platform()}, "
-                            f"torch {torch.__version__}",
-                 "nhtlab": nhtlab.__version__, "command": "python " + " ".join(sys.argv)}
-        print("wrote", write_pilot(args.out, rows, about))
+        print("wrote", write_pilot(args.out, rows, pilot_about()))
 
 
 if __name__ == "__main__":

@@ -70,6 +70,25 @@ def machine() -> dict[str, Any]:
             "nhtlab": version("nhtlab"), "python": platform.python_version(), "platform": platform.platform()}
 
 
+def pilot_about(**extra: Any) -> dict[str, Any]:
+    """The ``about`` of a design pilot's JSON: the machine, torch, nhtlab and the command that wrote it."""
+    import sys
+
+    import nhtlab
+    import torch
+
+    return {"machine": f"{platform.machine()} {platform.processor() or platform.platform()}, torch {torch.__version__}",
+            "nhtlab": nhtlab.__version__, "command": "python " + " ".join(sys.argv), **extra}
+
+
+def write_pilot(path: str | None, result: dict[str, Any]) -> None:
+    """Write a design pilot's result to ``path`` as JSON (nothing when ``path`` is None) and say so."""
+    if path:
+        with open(path, "w", encoding="utf-8") as handle:
+            json.dump(result, handle, indent=1, ensure_ascii=False)
+        print("wrote", path)
+
+
 def commit(root: Path = ROOT) -> str | None:
     """``git rev-parse --short=12 HEAD`` in ``root``, marked " with uncommitted changes" where tracked files
     differ (its numbers belong to no commit); None outside a git checkout."""
