@@ -64,6 +64,9 @@ def test_pool_workers_fork_from_a_server_that_imported_nhtlab():
     # The fork server preloads nhtlab.training.sweeps (and so torch): a worker inherits the module
     # instead of importing it, so the module was imported in another process than the worker's.
     with default_executor(workers=2) as pool:
+        # torch._dynamo too, which a fresh process imports when it builds its first optimiser. Asked first,
+        # by a builtin: a function of this module would import the module, which builds runs, in the worker.
+        assert all(pool.map(eval, ["'torch._dynamo' in __import__('sys').modules"] * 2))
         assert not any(pool.map(_module_imported_in_this_process, range(2)))
 
 

@@ -288,7 +288,9 @@ def default_executor(workers: int | None = None, threads_per_worker: int = 1) ->
     method = "forkserver" if "forkserver" in mp.get_all_start_methods() else "spawn"
     context = mp.get_context(method)
     if method == "forkserver":
-        context.set_forkserver_preload([__name__])
+        # torch._dynamo too: torch imports it lazily when a process builds its first optimiser (seconds of CPU),
+        # which every fresh worker would pay again; imported in the server, workers fork with it
+        context.set_forkserver_preload([__name__, "torch._dynamo"])
     # each worker watches this process and exits when it dies (a killed kernel leaves no orphans training)
     return ProcessPoolExecutor(max_workers=workers, mp_context=context,
                                initializer=_init_worker, initargs=(threads_per_worker, os.getpid()))
