@@ -1,9 +1,20 @@
-"""Shared fixtures: the repository root on sys.path and chapters executed once per session."""
+"""Shared fixtures: the repository root on sys.path, and chapters executed once per session, beside the
+other tests.
+
+Executing the chapters (quick profile, and the ``full`` smoke) takes most of the suite's time on two
+cores, and the test process would sit waiting for it. So once the tests are collected, the executions
+start in a process of their own (``tests/chapter_executions.py``) and the tests that read them go last:
+every other test runs meanwhile. ``NHTLAB_TEST_BACKGROUND=0`` executes them in the fixtures instead.
+"""
 
 from __future__ import annotations
 
+import json
 import os
+import signal
+import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -18,12 +29,71 @@ os.environ.setdefault("NHTLAB_PROGRESS", "none")
 # Tests and the chapters they execute never reuse results from the user's result cache.
 os.environ.setdefault("NHTLAB_CACHE", "off")
 
+# fixture name → the part of tests/chapter_executions.py that computes it
+CHAPTER_FIXTURES = {"executed_chapters": "quick", "smoke_outputs": "smoke"}
+
+
+class Background:
+    """The chapter executions' process, started after collection; the fixtures wait for it."""
+
+    process: subprocess.Popen | None = None
+    folder: Path | None = None
+    parts: tuple[str, ...] = ()
+
+    @classmethod
+    def start(cls, parts: list[str]) -> None:
+        cls.folder, cls.parts = Path(tempfile.mkdtemp(prefix="nhtlab-chapters-")), tuple(parts)
+        args = [sys.executable, str(ROOT / "tests" / "chapter_executions.py"), str(cls.folder / "result.json")]
+        args += ["quick"] * ("quick" in parts) + ["smoke", str(cls.folder / "smoke")] * ("smoke" in parts)
+        with open(cls.folder / "log.txt", "w") as log:
+            cls.process = subprocess.Popen(args, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
+                                           start_new_session=True)  # its own group: stopped as one
+
+    @classmethod
+    def result(cls, part: str) -> dict[str, float | str] | None:
+        """``part``'s per-chapter results once the process is done; None where it was not started for it."""
+        if cls.process is None or part not in cls.parts:
+            return None
+        cls.process.wait()
+        path = cls.folder / "result.json"
+        if not path.exists():
+            log = (cls.folder / "log.txt").read_text()[-3000:]
+            pytest.fail(f"tests/chapter_executions.py exited {cls.process.returncode} without a result:\n{log}")
+        return json.loads(path.read_text())[part]
+
+    @classmethod
+    def stop(cls) -> None:
+        if cls.process is not None and cls.process.poll() is None:  # the session ended early (-x, Ctrl-C)
+            os.killpg(cls.process.pid, signal.SIGTERM)
+            cls.process.wait()
+
+
+def _reading(item) -> set[str]:
+    return CHAPTER_FIXTURES.keys() & set(getattr(item, "fixturenames", ()))
+
+
+def pytest_collection_modifyitems(config, items) -> None:
+    """Tests that read executed chapters go last, so that the others run while the chapters execute."""
+    items.sort(key=lambda item: bool(_reading(item)))  # stable: the order within each group is kept
+
+
+def pytest_collection_finish(session) -> None:
+    """Start the executions that the selected tests read (after ``-k`` and the other filters)."""
+    parts = sorted({CHAPTER_FIXTURES[name] for item in session.items for name in _reading(item)})
+    if parts and os.environ.get("NHTLAB_TEST_BACKGROUND", "1") != "0" and not session.config.option.collectonly:
+        Background.start(parts)
+
+
+def pytest_sessionfinish(session, exitstatus) -> None:
+    Background.stop()
+
 
 @pytest.fixture(scope="session")
 def executed_chapters() -> dict[str, float]:
-    """Execute every chapter in the quick profile (cached by build_book), return seconds per chapter."""
+    """Every chapter executed in the quick profile (cached by build_book), seconds per chapter."""
     import build_book
 
+    Background.result("quick")  # once it is done, the call below reads build_book's cache
     jobs = int(os.environ.get("NHTLAB_TEST_JOBS", "2"))
     results = build_book.execute_all("quick", jobs=jobs)
     return {name: seconds for name, (seconds, _) in results.items()}

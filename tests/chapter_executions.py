@@ -1,0 +1,35 @@
+"""The chapter executions the tests read, run in a process of their own (not a test module).
+
+Usage: python chapter_executions.py RESULT [quick] [smoke FOLDER]
+
+``quick``: every chapter in the quick profile through ``tools/build_book.py``'s cache (what
+``executed_chapters`` reads). ``smoke``: every chapter's ``full`` profile under the smoke cap into
+FOLDER (:func:`test_full_smoke.execute_all_smoke`). RESULT gets ``{"quick": ..., "smoke": ...}``:
+per chapter its seconds, or the error's text. ``tests/conftest.py`` starts this when collection
+holds tests that read chapters, so the other tests run beside the executions instead of after them.
+"""
+
+import json
+import os
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path[:0] = [str(HERE), str(HERE.parent / "tools")]
+
+if __name__ == "__main__":
+    result_file, parts = Path(sys.argv[1]), sys.argv[2:]
+    jobs = int(os.environ.get("NHTLAB_TEST_JOBS", "2"))
+    result: dict[str, dict[str, float | str]] = {}
+    if "quick" in parts:
+        import build_book
+
+        try:
+            result["quick"] = {stem: s for stem, (s, _) in build_book.execute_all("quick", jobs=jobs).items()}
+        except Exception as error:  # the fixture executes again in the test process and reports the failing cell
+            result["quick"] = {"error": f"{type(error).__name__}: {error}"}
+    if "smoke" in parts:
+        from test_full_smoke import execute_all_smoke
+
+        result["smoke"] = execute_all_smoke(Path(parts[parts.index("smoke") + 1]), jobs)
+    result_file.write_text(json.dumps(result))
