@@ -41,11 +41,6 @@ class ImageData:
     name: str = "images"
     class_names: tuple[str, ...] = field(default_factory=tuple)
 
-    @property
-    def image_shape(self) -> tuple[int, int, int]:
-        """(channels, height, width)."""
-        return tuple(self.x_train.shape[1:])  # type: ignore[return-value]
-
     def to(self, device: torch.device | str) -> "ImageData":
         """Return a copy with every tensor on ``device``."""
         return ImageData(self.x_train.to(device), self.y_train.to(device), self.x_test.to(device),
