@@ -18,7 +18,7 @@ from ..analysis.regimes import NOT_DECIDED, regime_order_ok, within_budget
 
 __all__ = ["panel_budget", "PANEL_BUDGET_CAP", "regime_records", "regimes_by_lambda", "check_regime_order",
            "norm_start_records", "regime_curves", "intermediate_answer", "decision_budgets",
-           "budget_regimes", "verdict_label", "regime_summary_records", "regime_events", "decided_readings",
+           "budget_regimes", "regime_summary_records", "regime_events", "decided_readings",
            "lambda_sentences", "learning_answer", "rule_check", "regime_findings", "NOT_DECIDED"]
 
 

@@ -27,7 +27,7 @@ from .claims import Check, check_reading, over_seeds
 from ..analysis.events import border_times
 from ..analysis.separation import Separation, format_score
 
-__all__ = ["ACCURACIES", "RECORD_COLUMNS", "RECORD_FORMATS", "SET_LABELS", "BORDER_READINGS", "border_record", "norm_record", "border_reading", "higher_reading",
+__all__ = ["RECORD_COLUMNS", "RECORD_FORMATS", "SET_LABELS", "BORDER_READINGS", "border_record", "norm_record", "border_reading", "higher_reading",
            "rho_drop", "rho_reading", "final_accuracy_records", "separation_records",
            "check_border_escape", "check_rho_trend", "check_separation_defined", "pilot_row", "write_pilot",
            "read_pilot", "PILOT_COLUMNS", "REGIME_BUDGET"]

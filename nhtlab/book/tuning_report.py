@@ -35,7 +35,7 @@ __all__ = ["contracting_step", "lambda_grid_records", "regimes_by_seed", "lambda
            "head_reading", "lambda_readings", "lambda_checks", "norm_curve_records", "monitor_dlr_check",
            "FIRST_TURN_CHOICES", "first_turn_answer", "DECIDED_AFTER",
            "decided_regime", "layer_words", "NOT_READ", "NOT_CONTRACTED",
-           "FIT_CHOICES", "largest_fit_answer", "contraction_sentence", "grid_evidence", "forecast_verdicts",
+           "largest_fit_answer", "contraction_sentence", "grid_evidence", "forecast_verdicts",
            "off_grid_section", "eta_record_checks"]
 
 #: The readings a chapter asserts (keys of :func:`lambda_readings`); the others are displayed only.
