@@ -79,11 +79,6 @@ class ShortcutData:
         """The test sets as :func:`nhtlab.training.loop.train` takes them (``eval_sets=``)."""
         return dict(self.test_sets)
 
-    @property
-    def cue_agreement(self) -> float:
-        """Share of training images whose cue is their own class's colour (≈ ρ)."""
-        return float((self.cue_train == self.y_train).float().mean())
-
 
 def _split(n: int, test_fraction: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
     order = np.random.default_rng(seed).permutation(n)
