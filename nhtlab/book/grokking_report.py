@@ -32,8 +32,8 @@ from ..measures.fourier import KEY_FREQUENCIES, key_frequencies
 __all__ = ["check_grokking", "check_contraction", "check_weak", "check_norm_largest_at_init",
            "checks_over_seeds", "events_vs_paper", "delay_law_records", "generalise_answer", "STRUCTURE_TIMES",
            "fourier_timing", "fourier_table", "fourier_readings", "check_fourier_rises", "fourier_spectrum_records",
-           "fourier_at_grok", "delay_window", "train_acc_reading",
-           "layer_falls", "time_scale_why", "chapter_checks", "events_evidence",
+           "fourier_at_grok", "delay_window", "delay_window_table", "train_acc_reading",
+           "layer_falls", "time_scale_why", "chapter_checks", "companion_paper", "events_evidence",
            "delay_window_report", "layer_falls_report", "delay_law_text"]
 
 HOLDS, FAILS = "holds", "fails"

@@ -15,6 +15,7 @@ from ..validation import require_int, require_type
 
 __all__ = [
     "KEY_FREQUENCIES",
+    "fourier_columns",
     "fourier_rows",
     "fourier_share",
     "fourier_spectrum",

@@ -24,7 +24,7 @@ from torch import nn
 from ..validation import require_model, require_tensor, require_type
 from .dlr import dlr
 
-__all__ = ["forward", "accuracy", "loss_and_accuracy", "readout_dlr"]
+__all__ = ["evaluating", "forward", "accuracy", "loss_and_accuracy", "readout_dlr"]
 
 
 @contextmanager

@@ -54,7 +54,7 @@ from ..thresholds import CONTRACTION_DROP, ETA_COVERAGE, FITTED_ACCURACY, ONLINE
 from ..validation import (require_callable, require_fractions, require_numbers, require_int, require_model, require_real, require_tensor,
                           require_type)
 
-__all__ = ["Monitor", "online_regime"]
+__all__ = ["Monitor", "module_head_and_first", "online_regime"]
 
 #: The signal the evaluation supports (``supported_signal`` of ``nhtlab/results/eta_full.json``) and its
 #: rule: the train loss at least this many times its minimum since memorisation.
