@@ -79,7 +79,7 @@ def test_nhtlab_reads_the_archive_as_torchvision_does(archive):
     data = celeba(root, size=8, n_train=16, n_test=8, rho=0.75, seed=1)
     assert data.num_classes == 2 and data.kind == "celeba" and data.x_train.shape == (16, 3, 8, 8)
     assert data.x_train.dtype == torch.float32 and 0.0 <= float(data.x_train.min()) <= float(data.x_train.max()) <= 1.0
-    assert data.cue_agreement == 0.75 and data.y_train.sum() == 8  # half smiling, 3 of 4 blond ↔ smiling
+    assert float((data.cue_train == data.y_train).float().mean()) == 0.75 and data.y_train.sum() == 8  # half smiling, 3 of 4 blond ↔ smiling
     ref = {split: torchvision.datasets.CelebA(str(root), split=split) for split in ("train", "test")}
     cols = [ref["train"].attr_names.index(a) for a in CELEBA_TASK]
     for split, files, y, cue in (("train", data.settings["train_files"], data.y_train, data.cue_train),

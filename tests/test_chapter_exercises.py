@@ -71,15 +71,6 @@ def test_intermediate_answer_is_the_smallest_lambda_with_a_majority():
     assert regime_report.intermediate_answer(_rows({0.01: ["weak"], 5.0: ["strong"]}))[0] == "none"
 
 
-def test_memorise_answer_counts_t_mem_at_the_asked_lambda():
-    table = _rows({1.0: ["intermediate"] * 3, 5.0: ["strong", "strong", "intermediate"]})
-    assert regime_report.memorise_answer(table, 5.0) == (
-        "no", ("yes", "no"), "at λ = 5 training accuracy reached 99% in 1 of 3 seeds within 1,000 steps")
-    assert regime_report.memorise_answer(table, 1.0)[0] == "yes"
-    with pytest.raises(ValueError, match="lam"):
-        regime_report.memorise_answer(table, 2.0)
-
-
 def test_the_lambda_control_is_labelled_with_lambda_values():
     curves = [{"run": 0, "weight_decay": lam, "lam_index": i, "step": 0, "train_acc": 0.1, "test_acc": 0.1,
                "norm": 1.0, "regime": "weak", "seed": 0} for i, lam in enumerate([0.01, 0.3, 5.0])]

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from nhtlab.analysis.layers import default_head_and_first, early_warning, head_and_first, head_signals, head_to_first_ratio, is_backward, layer_records, layer_transitions, normalised_layer_norms, peak_order
+from nhtlab.analysis.layers import default_head_and_first, early_warning, head_and_first, head_signals, head_to_first_ratio, layer_transitions, normalised_layer_norms
 from nhtlab.history import History
 
 
@@ -40,15 +40,8 @@ def test_transitions_peaks_and_contractions():
     assert t["readout"].initial_norm == pytest.approx(1.0)
 
 
-def test_peak_order_and_backward_transition():
-    h = synthetic_history()
-    transitions = layer_transitions(h)
-    assert peak_order(transitions) == ["readout", "conv1", "norm1", "conv2"]
-    assert default_head_and_first(h) == ("readout", "conv1")
-    assert is_backward(transitions, "readout", "conv1")
-    assert not is_backward(transitions, "conv1", "readout")
-    # a layer that never contracted cannot be the one that transitioned first
-    assert not is_backward(transitions, "conv2", "conv1")
+def test_default_head_and_first():
+    assert default_head_and_first(synthetic_history()) == ("readout", "conv1")
 
 
 def test_normalised_curves_peak_at_one_and_end_at_one_minus_contraction():
@@ -70,13 +63,6 @@ def test_head_to_first_ratio_and_early_warning():
     assert warn["lead"] == warn["total_peak_step"] - 300
 
 
-def test_layer_records_are_tidy():
-    h = synthetic_history()
-    rows = layer_records(h, ["readout"], lam=0.1)
-    assert len(rows) == len(h) and rows[0] == {"step": 0, "layer": "readout", "norm": 1.0,
-                                               "normalised": pytest.approx(0.1), "lam": 0.1}
-
-
 def test_bad_inputs():
     with pytest.raises(ValueError, match="'layers' parameter of layer_transitions must name layers"):
         layer_transitions(synthetic_history(), ["fc"])
@@ -92,8 +78,7 @@ def test_layer_order_needs_both_layers_to_contract():
     ts = {t.layer: t for t in layer_transitions(synthetic_history())}
     assert layer_order(list(ts.values()), "readout", "conv1") == "backward"
     assert layer_order(list(ts.values()), "conv1", "readout") == "forward"
-    # conv2 never contracts: is_backward accepts that, layer_order does not call it backward
-    assert is_backward(list(ts.values()), "readout", "conv2")
+    # conv2 never contracts: layer_order does not call it backward
     assert layer_order(list(ts.values()), "readout", "conv2") == "head only"
     assert layer_order(list(ts.values()), "conv2", "readout") == "first only"
     assert layer_order(list(ts.values()), "conv2", "norm1") == "neither"

@@ -5,8 +5,8 @@ import math
 import numpy as np
 import pytest
 
-from nhtlab.analysis.layers import LayerTransition, contraction_order, layer_transitions
-from nhtlab.analysis.scorecard import (PREDICTIONS, backward_order, contraction_rule, delay_scaling, fit_delay_exponent,
+from nhtlab.analysis.layers import contraction_order
+from nhtlab.analysis.scorecard import (PREDICTIONS, contraction_rule, delay_scaling, fit_delay_exponent,
                                       norm_ordering, regimes_in_order, score_predictions, separation_rule, three_regimes,
                                       worst_group_rise)
 from nhtlab.book.scorecard import scorecard_rows, sweep_checks
@@ -82,24 +82,6 @@ def test_p3_worst_group_must_start_below_and_end_above_the_level():
     assert not high.passed
     never = worst_group_rise(history(STEPS, conflict_acc=escape), "conflict_acc", start_step=None)
     assert not never.passed and "never fitted" in never.detail
-
-
-def _t(layer, peak_step, contraction, min_contraction=0.02):
-    return LayerTransition(layer, 1.0, 2.0, peak_step, 2.0 * (1 - contraction), contraction,
-                           contraction >= min_contraction)
-
-
-def test_p4_needs_both_layers_to_contract_head_first():
-    assert backward_order([_t("conv1", 600, 0.3), _t("readout", 200, 0.4)], "readout", "conv1").passed
-    # conv1 never contracted: that is not "the read-out contracted first"
-    v = backward_order([_t("conv1", 1000, 0.0), _t("readout", 200, 0.4)], "readout", "conv1")
-    assert not v.passed and v.detail.startswith("head only")
-    assert not backward_order([_t("conv1", 100, 0.5), _t("readout", 300, 0.1)], "readout", "conv1").passed
-    assert not backward_order([_t("conv1", 300, 0.5), _t("readout", 300, 0.1)], "readout", "conv1").passed
-    # read from a history: the head rises and falls first, conv1 later
-    h = history(STEPS, **{"norm/conv1": np.r_[np.linspace(1, 5, 8), [4.5, 4.0, 3.8]],
-                          "norm/readout": RISE_FALL})
-    assert backward_order(layer_transitions(h), "readout", "conv1").passed
 
 
 def test_p5_separation_rule():

@@ -44,7 +44,6 @@ def test_fit_threshold_closed_form():
         nhtlab.fit_threshold(1.5, 10)
 
 
-
 def test_contracting_step_is_the_monitor_rule():
     assert tuning.contracting_step([0, 1, 2, 3], [1, 2, 3, 4], 0.05) is None
     assert tuning.contracting_step([0, 1, 2, 3], [1, 10, 9.6, 9.4], 0.05) == 3
@@ -121,20 +120,6 @@ def test_monitor_dlr_check_fails_on_a_stale_or_short_record():
     assert not nhtlab.book.monitor_dlr_check({"step": 90, "dlr": 0.25}, 0.25, last_step=100)
     assert not nhtlab.book.monitor_dlr_check({"step": 100, "dlr": math.nan}, math.nan, last_step=100)
     assert not nhtlab.book.monitor_dlr_check({"step": 100}, 0.25, last_step=100)
-
-
-def test_recipe_answer_places_the_chosen_lambda_in_its_grid():
-    records = tuning.lambda_grid_records(grid({0: GOOD, 1: ("intermediate", "intermediate", "strong"),
-                                               2: ("weak", "weak", "strong"), 3: ("weak", "weak", "intermediate")}),
-                                         fit=0.6)
-    answer, choices, why = tuning.recipe_answer(records, seed=0)
-    assert (answer, choices) == ("one in between", ("the smallest", "one in between", "the largest", "none"))
-    assert "the grid was 0.01, 1, 10 and its intermediate λ 1, so the recipe chose λ = 1" in why
-    assert "seed 1: 0.01, seed 2: none, seed 3: 10" in why
-    assert [tuning.recipe_answer(records, seed=s)[0] for s in (1, 2, 3)] == ["the smallest", "none", "the largest"]
-    assert "no λ to choose" in tuning.recipe_answer(records, seed=2)[2]
-    with pytest.raises(ValueError, match="'seed'"):
-        tuning.recipe_answer(records, seed=7)
 
 
 def test_first_turn_answer_counts_a_lone_contraction_as_first():

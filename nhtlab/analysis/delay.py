@@ -30,7 +30,7 @@ from ..history import History, require_history
 from ..validation import require_bool, require_choice, require_int, require_rates, require_real
 from .events import find_events
 
-__all__ = ["DEFINITIONS", "ESCAPE_FACTOR", "predicted_delay", "delay_point", "delay_summary", "mean_std", "LinearFit",
+__all__ = ["DEFINITIONS", "predicted_delay", "delay_point", "delay_summary", "mean_std", "LinearFit",
            "linear_fit", "delay_fits", "ContractionFit", "contraction_fit"]
 
 #: The two definitions of "measured" and "predicted" that :func:`delay_point` knows, in words.

@@ -20,9 +20,8 @@ from ..history import History, require_history
 from ..validation import require_choice, require_real, require_type
 from .events import find_events
 
-__all__ = ["layer_label", "LayerTransition", "layer_transitions", "peak_order", "normalised_layer_norms", "head_to_first_ratio",
-           "head_signals", "early_warning", "head_and_first", "default_head_and_first", "layer_records",
-           "is_backward", "layer_order", "ORDERS", "warning_times", "CONTRACTION_SHARE", "CONTRACTION_VERDICTS",
+__all__ = ["layer_label", "LayerTransition", "layer_transitions", "normalised_layer_norms", "head_to_first_ratio",
+           "head_signals", "early_warning", "head_and_first", "default_head_and_first", "layer_order", "ORDERS", "warning_times", "CONTRACTION_SHARE", "CONTRACTION_VERDICTS",
            "LayerContraction", "ContractionOrder", "contraction_order"]
 
 
@@ -186,25 +185,6 @@ def layer_transitions(history: History, layers: Sequence[str] | None = None,
     return out
 
 
-def peak_order(transitions: Sequence[LayerTransition]) -> list[str]:
-    """Layer names in the order they peaked (ties in model order), then those that never contracted."""
-    require_type(transitions, "transitions", (list, tuple), owner="peak_order")
-    peaked = sorted((t for t in transitions if t.peaked), key=lambda t: t.peak_step)
-    return [t.layer for t in peaked] + [t.layer for t in transitions if not t.peaked]
-
-
-def is_backward(transitions: Sequence[LayerTransition], head: str, first: str) -> bool:
-    """True when ``head`` peaked (and contracted) strictly before ``first`` peaked, or ``first`` never peaked."""
-    by_name = {t.layer: t for t in transitions}
-    for name in (head, first):
-        if name not in by_name:
-            raise ValueError(f"is_backward: layer {name!r} is not among the transitions {list(by_name)}.")
-    h, f = by_name[head], by_name[first]
-    if not h.peaked:
-        return False
-    return (not f.peaked) or h.peak_step < f.peak_step
-
-
 ORDERS = ("backward", "forward", "simultaneous", "head only", "first only", "neither")
 
 
@@ -212,7 +192,7 @@ def layer_order(transitions: Sequence[LayerTransition], head: str, first: str) -
     """Which of two layers peaked *and contracted* first, one of ``ORDERS``.
 
     ``"head only"`` / ``"first only"``: only that one contracted, so no order was observed.
-    Unlike :func:`is_backward`, a first layer that never contracted does not make the order
+    A first layer that never contracted does not make the order
     backward: "conv1 never contracted" is not "the read-out contracted first".
     """
     by_name = {t.layer: t for t in transitions}
@@ -286,21 +266,6 @@ def early_warning(history: History, head: str | None = None, first: str | None =
     return {"head": head, "first": first, "ratio_peak_step": ratio_peak, "total_peak_step": total_peak,
             "head_peak_step": by_name[head].peak_step, "first_peak_step": by_name[first].peak_step,
             "lead": total_peak - ratio_peak}
-
-
-def layer_records(history: History, layers: Sequence[str] | None = None, **constants: Any) -> list[dict[str, Any]]:
-    """Tidy rows {step, layer, norm, normalised, …constants} for charts, one per evaluation and layer."""
-    _check_history(history, "layer_records")
-    names = _select(history, layers, "layer_records")
-    normalised = normalised_layer_norms(history, names)
-    steps = history.column("step")
-    rows = []
-    for name in names:
-        raw = history.column(f"norm/{name}")
-        for i, step in enumerate(steps):
-            rows.append({"step": int(step), "layer": name, "norm": float(raw[i]),
-                         "normalised": float(normalised[name][i]), **constants})
-    return rows
 
 
 # --- The order after the shortcut is fitted: which layer loses a share of its T_mem value first ---------------------

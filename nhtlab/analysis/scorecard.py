@@ -4,8 +4,7 @@ Khanh & Hoa (arXiv 2603.07323) score six predictions per domain (P1 norm
 ordering, P2 three regimes, P3 clean/worst-group ordering, P4 layer hierarchy,
 P5 clean norm separation, P6 delay scaling) but give no operational rules. These
 are nhtlab's: P1 :func:`norm_ordering`, P2 :func:`three_regimes`, P3 :func:`worst_group_rise`,
-P4 :func:`contraction_rule` (the reading chapter 05 reports over seeds; :func:`backward_order`, on peak
-steps, is kept for layers that do not fall from their initialisation), P5 :func:`separation_rule`,
+P4 :func:`contraction_rule` (the reading chapter 05 reports over seeds), P5 :func:`separation_rule`,
 P6 :func:`delay_scaling`. Each returns a :class:`~nhtlab.analysis.checks.Check`: pass or fail *and* the number
 it was decided on, so a ✓ or ✗ can be checked; each docstring says what makes it fail.
 """
@@ -23,12 +22,12 @@ from ..history import History
 from ..validation import require_int, require_real, require_type
 from .checks import Check
 from .events import norm_at
-from .layers import ContractionOrder, LayerTransition, layer_order
+from .layers import ContractionOrder
 from .regimes import REGIMES, UNJUDGED, regime_order_ok
 from .separation import Separation, format_score
 
 __all__ = ["PREDICTIONS", "norm_ordering", "contraction_rule", "three_regimes", "regimes_in_order", "worst_group_rise",
-           "backward_order", "separation_rule", "delay_scaling", "DelayExponent", "fit_delay_exponent",
+           "separation_rule", "delay_scaling", "DelayExponent", "fit_delay_exponent",
            "score_predictions"]
 
 PREDICTIONS = ("P1 norm ordering", "P2 three regimes", "P3 clean/worst-group", "P4 layer hierarchy",
@@ -117,24 +116,6 @@ def worst_group_rise(history: History, column: str, start_step: int | None, leve
         return Check("worst-group rise", False, f"shortcut never fitted; ends {end:.2f}", end)
     start = float(values[min(int(np.searchsorted(steps, start_step)), len(values) - 1)])
     return Check("worst-group rise", bool(start < level < end), f"{start:.2f} → {end:.2f} (level {level:g})", end)
-
-
-def backward_order(transitions: Sequence[LayerTransition], head: str, first: str) -> Check:
-    """P4: the read-out peaks and contracts strictly before the first layer does.
-
-    Fails unless :func:`nhtlab.analysis.layers.layer_order` says ``"backward"``: both
-    layers contracted after their peak (by at least the transitions'
-    ``min_contraction``) and the head peaked first. A first layer that never
-    contracted, a head that never contracted, simultaneous peaks and the forward
-    order all fail. The value is the first layer's peak step minus the head's.
-    """
-    order = layer_order(transitions, head, first)
-    by = {t.layer: t for t in transitions}
-    h, f = by[head], by[first]
-    lead = float(f.peak_step - h.peak_step)
-    text = (f"{order}: {head} peak {h.peak_step} (−{h.contraction:.0%}), "
-            f"{first} peak {f.peak_step} (−{f.contraction:.0%})")
-    return Check("layer order", order == "backward", text, lead)
 
 
 def contraction_rule(order: ContractionOrder) -> Check:

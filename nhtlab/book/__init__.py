@@ -49,8 +49,8 @@ _MODULES = ["claims", "cnn_experiments", "closing", "colab", "delay_law_report",
 _LAZY = {"train_panel": ".widgets", "StaticNote": ".widgets",
          "widgets": ".widgets", "fourier_spectrum_chart": ".fourier_charts", "fourier_curves": ".fourier_charts",
          # each chapter's own charts (one chapter draws each: they are the book's, not the core's)
-         **dict.fromkeys(['dlr_timeline', 'dlr_decomposition', 'dlr_curves', 'rank_rule_curves', 'spectra_explorer', 'compare_measures', 'toy_chart', 'dlr_band', 'lr_panels'], ".dlr_charts"),
-         **dict.fromkeys(['REGIME_COLORS', 'VERDICT_COLORS', 'regime_norm_curves', 'lambda_slider', 'delay_fit_chart', 'contraction_chart'], ".regime_charts"),
+         **dict.fromkeys(['dlr_timeline', 'dlr_decomposition', 'spectra_explorer', 'compare_measures', 'toy_chart', 'dlr_band', 'lr_panels'], ".dlr_charts"),
+         **dict.fromkeys(['REGIME_COLORS', 'regime_norm_curves', 'lambda_slider', 'delay_fit_chart', 'contraction_chart'], ".regime_charts"),
          **dict.fromkeys(['gap_and_delay', 'fraction_threshold', 'monitor_chart', 'lambda_grid'], ".emergence_charts"),
          **dict.fromkeys(['warning_signals', 'sweep_lines', 'score_bars', 'contraction_curves', 'layer_peak_chart'], ".layer_charts")}
 

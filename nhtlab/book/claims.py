@@ -26,17 +26,9 @@ from typing import Any
 from ..analysis.checks import Check
 from ..validation import require_choice, require_type
 
-__all__ = ["Check", "Reading", "over_seeds", "failed_checks", "check_reading", "reading_answer", "reading_rows"]
+__all__ = ["Check", "Reading", "over_seeds", "check_reading", "reading_answer", "reading_rows"]
 
 RULES = ("all", "majority")
-
-
-def failed_checks(checks: Iterable[Check]) -> list[Check]:
-    """The checks that did not hold, in order."""
-    checks = list(checks)
-    for i, c in enumerate(checks):
-        require_type(c, f"checks[{i}]", Check, owner="failed_checks")
-    return [c for c in checks if not c.passed]
 
 
 @dataclass(frozen=True)

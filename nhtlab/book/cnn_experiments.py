@@ -31,8 +31,7 @@ from ..training.dlr_tracker import DLRTracker
 from ..training.loop import TrainConfig, train
 from ..validation import require_real, require_type
 
-__all__ = ["cnn_runs", "USED_SHARE", "features_used", "lr_run", "lr_sweep", "lr_readings", "lr_checks", "lr_table",
-           "lr_paper_rows", "lr_section"]
+__all__ = ["cnn_runs", "features_used", "lr_run", "lr_sweep", "lr_readings", "lr_checks", "lr_section"]
 
 #: Share of the learned outputs' energy that the features "used" must express (Π̂(k) ≥ this), fixed before the runs.
 USED_SHARE = 0.95

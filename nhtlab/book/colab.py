@@ -15,7 +15,7 @@ from pathlib import Path
 
 from ..validation import require_type
 
-__all__ = ["FULL_ON_T4", "DRIVE_FOLDER", "keep_on_drive", "colab_launch"]
+__all__ = ["FULL_ON_T4", "keep_on_drive", "colab_launch"]
 
 #: Where :func:`keep_on_drive` keeps nhtlab's files on a mounted Drive.
 DRIVE_FOLDER = "/content/drive/MyDrive/nhtlab"

@@ -28,7 +28,7 @@ from ..analysis.regimes import diagnose_regime
 from .held_out_eta import eta_evaluation
 from .report import Markdown, evidence, table, what_we_found
 
-__all__ = ["FIT_LAMBDA_RANGE", "MIN_FIT_LAMBDAS", "COMPANION_LR", "PaperComparison", "paper_comparison",
+__all__ = ["FIT_LAMBDA_RANGE", "MIN_FIT_LAMBDAS", "PaperComparison", "paper_comparison",
            "delay_records", "run_records", "eta_comparison", "law_fits", "fit_records", "contraction_records",
            "ratio_records", "delay_readings", "check_lambdas_grok", "check_norm_halves", "lr_scaling_exercise", "law_line",
            "escape_ratios", "forecast_report", "runs_summary", "size_summary", "contraction_summary", "delay_found",

@@ -16,7 +16,7 @@ from ..history import History
 from ..charts import check_arguments
 from ..charts.curves import WIDTH, event_rules, long_records
 
-__all__ = ["dlr_timeline", "dlr_decomposition", "dlr_curves", "rank_rule_curves", "spectra_explorer",
+__all__ = ["dlr_timeline", "dlr_decomposition", "spectra_explorer",
            "compare_measures", "toy_chart", "dlr_band", "lr_panels"]
 
 
@@ -66,24 +66,6 @@ def dlr_decomposition(history: History, title: str = "DLR = 1 − f_in · √(PR
         tooltip=["series:N", "step:Q", alt.Tooltip("value:Q", format=".1f")],
     ).properties(width=WIDTH, height=140)
     return alt.vconcat(top, bottom).resolve_scale(color="independent")
-
-
-def dlr_curves(history: History, columns: Mapping[str, str], title: str = "DLR", legend: str = "") -> alt.Chart:
-    """Several DLR columns (column → label) of one history; click a legend entry to highlight one."""
-    records = long_records(history, columns)
-    pick = alt.selection_point(fields=["series"], bind="legend")
-    return alt.Chart(alt.Data(values=records)).mark_line().encode(
-        x="step:Q",
-        y=alt.Y("value:Q", title="DLR", scale=alt.Scale(domain=[0, 1])),
-        color=alt.Color("series:N", title=legend, sort=list(columns.values())),
-        opacity=alt.condition(pick, alt.value(1.0), alt.value(0.15)),
-        tooltip=["series:N", "step:Q", alt.Tooltip("value:Q", format=".3f")],
-    ).add_params(pick).properties(width=WIDTH, height=220, title=title)
-
-
-def rank_rule_curves(history: History, rules: Sequence[str], title: str = "DLR under each rank rule") -> alt.Chart:
-    """DLR for the rules recorded as ``dlr[<rule>]`` (see :class:`nhtlab.training.dlr_tracker.DLRTracker`)."""
-    return dlr_curves(history, {f"dlr[{rule}]": rule for rule in rules}, title=title, legend="rank rule")
 
 
 def _nearest(steps: Sequence[int], step: int | None) -> int:

@@ -36,8 +36,7 @@ __all__ = [
     # the lesson's furniture: the spectrum's knee, the learning-rate text, the exercise, the takeaway
     "spectrum_knee", "knee_text", "lr_lesson", "dlr_of_arrays", "dlr_exercise_cases", "dlr_found",
     # the rank-rule study (chapter 04's choice of rank rule), and its rules (nhtlab.measures.dlr)
-    "CANDIDATE_RULES", "RULE_THRESHOLDS", "rule_band", "rule_properties", "random_rotation",
-]
+    "CANDIDATE_RULES", "RULE_THRESHOLDS", "rule_band", "rule_properties", ]
 
 #: The three CNN settings of the chapter, in order: no normalisation, BatchNorm, BatchNorm on shuffled labels.
 CNN_NAMES = ("no normalisation", "BatchNorm", "BatchNorm, shuffled labels")

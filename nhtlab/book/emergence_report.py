@@ -20,7 +20,7 @@ from ..analysis.emergence import between_and_within, fraction_generalised, run_r
 from ..analysis.separation import spearman
 
 __all__ = ["law_link", "check_law_link", "check_sizes_generalise", "direction_by_seed", "trend_records",
-           "TREND_CHOICES", "trend_answer", "norm_gap", "width_rows", "width_table", "run_table", "trend_reading",
+           "trend_answer", "norm_gap", "width_rows", "width_table", "run_table", "trend_reading",
            "emergence_findings"]
 
 #: The answers to "how does this quantity change with size?" (:func:`trend_answer`).

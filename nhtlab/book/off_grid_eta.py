@@ -47,7 +47,7 @@ from ..training.monitor import online_regime
 from ..validation import require_real, require_type
 from .claims import Check
 
-__all__ = ["ETA_METHODS", "ETA_BASELINES", "setting_of", "nearest_setting", "fit_eta_method", "conformal_quantile",
+__all__ = ["ETA_METHODS", "setting_of", "nearest_setting", "fit_eta_method", "conformal_quantile",
            "wilson_interval", "leave_one_out_splits", "forecast_rows", "error_table", "coverage_table",
            "OffGridVerdict", "off_grid_verdict", "off_grid_evaluation", "monitor_readings"]
 

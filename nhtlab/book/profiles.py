@@ -19,7 +19,7 @@ from ..plumbing.smoke import cap_settings, smoke_enabled
 from ..training.progress import PROGRESS_MODES, set_default_progress
 from ..validation import require_choice, require_type
 
-__all__ = ["PROFILE_NAMES", "select_profile"]
+__all__ = ["select_profile"]
 
 PROFILE_NAMES = ("quick", "book", "full")
 

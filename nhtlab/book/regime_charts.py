@@ -18,7 +18,7 @@ from ..analysis.regimes import DIVERGED, NOT_DECIDED, REGIMES, UNDETERMINED
 from ..charts import check_arguments
 from ..charts.curves import WIDTH
 
-__all__ = ["REGIME_COLORS", "VERDICT_COLORS", "regime_norm_curves", "lambda_slider", "delay_fit_chart",
+__all__ = ["REGIME_COLORS", "regime_norm_curves", "lambda_slider", "delay_fit_chart",
            "contraction_chart"]
 
 # A diverged run (stopped on a non-finite loss, no verdict) gets its own colour, not one borrowed from a regime.

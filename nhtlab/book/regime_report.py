@@ -16,9 +16,9 @@ from .report import require_rows
 from .claims import Check, Reading, over_seeds
 from ..analysis.regimes import NOT_DECIDED, regime_order_ok, within_budget
 
-__all__ = ["panel_budget", "PANEL_BUDGET_CAP", "regime_records", "regimes_by_lambda", "regime_seed_records", "regime_readings", "check_regime_order",
-           "norm_start_records", "regime_curves", "intermediate_answer", "memorise_answer", "decision_budgets",
-           "budget_regimes", "verdict_label", "regime_summary_records", "regime_events", "decided_readings",
+__all__ = ["panel_budget", "PANEL_BUDGET_CAP", "regime_records", "regimes_by_lambda", "check_regime_order",
+           "norm_start_records", "regime_curves", "intermediate_answer", "decision_budgets",
+           "budget_regimes", "regime_summary_records", "regime_events", "decided_readings",
            "lambda_sentences", "learning_answer", "rule_check", "regime_findings", "NOT_DECIDED"]
 
 
@@ -226,8 +226,8 @@ def regime_events(table: Sequence[Mapping[str, Any]], curves: Sequence[Mapping[s
 def decided_readings(table: Sequence[Mapping[str, Any]], expected: Mapping[float, str]) -> list[Reading]:
     """At each λ of ``expected``, every seed's label counted against the expected regime (rule "all").
 
-    Same as :func:`regime_readings` with ``rule="all"``; a seed not decided within its budget reads
-    ``"not decided within N steps"`` and does not count for the regime.
+    A seed not decided within its budget reads ``"not decided within N steps"`` and does not count for the
+    regime.
     """
     require_type(expected, "expected", Mapping, owner="decided_readings")
     rows = require_rows(table, "table", "decided_readings")
@@ -274,32 +274,6 @@ def regimes_by_lambda(table: Sequence[Mapping[str, Any]]) -> dict[float, dict[in
     {0.01: {0: 'weak'}, 5.0: {0: 'strong'}}
     """
     return {lam: {r["seed"]: r["regime"] for r in rows} for lam, rows in _by_lambda(table, "regimes_by_lambda").items()}
-
-
-def regime_seed_records(table: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Per λ, the regime of every seed and whether the seeds disagree, for :func:`nhtlab.book.table`.
-
-    Examples
-    --------
-    >>> regime_seed_records([{"weight_decay": 0.1, "seed": 0, "regime": "weak"},
-    ...                      {"weight_decay": 0.1, "seed": 1, "regime": "undetermined"}])
-    [{'λ': 0.1, 'regimes': 'seed 0: weak, seed 1: undetermined', 'flips': 'yes'}]
-    """
-    return [{"λ": lam, "regimes": ", ".join(f"seed {s}: {r}" for s, r in seeds.items()),
-             "flips": "yes" if len(set(seeds.values())) > 1 else "no"}
-            for lam, seeds in regimes_by_lambda(table).items()]
-
-
-def regime_readings(table: Sequence[Mapping[str, Any]], expected: Mapping[float, str],
-                    rule: str = "all") -> list[Reading]:
-    """At each λ of ``expected``, the regimes of its seeds counted against the expected regime.
-
-    A λ the sweep did not train has no seed and does not hold.
-    """
-    require_type(expected, "expected", Mapping, owner="regime_readings")
-    by_lam = regimes_by_lambda(table)
-    return [over_seeds(f"λ = {lam:g}", by_lam.get(lam, {}), expected=regime, rule=rule)
-            for lam, regime in expected.items()]
 
 
 def check_regime_order(table: Sequence[Mapping[str, Any]]) -> Check:
@@ -367,26 +341,6 @@ def intermediate_answer(table: Sequence[Mapping[str, Any]]) -> tuple[str, tuple[
     why = "seeds diagnosed intermediate: " + ", ".join(
         f"λ = {lam:g}: {counts[lam]} of {len(seeds)}" for lam, seeds in by_lam.items())
     return answer, tuple(f"{lam:g}" for lam in by_lam) + ("none",), why
-
-
-def memorise_answer(table: Sequence[Mapping[str, Any]], lam: float) -> tuple[str, tuple[str, str], str]:
-    """The answer the sweep gives to "will the runs at ``lam`` memorise their table within the budget?".
-
-    ``"yes"`` when more than half of the seeds at ``lam`` reach T_mem.
-
-    Examples
-    --------
-    >>> rows = [{"weight_decay": 5.0, "seed": s, "t_mem": t, "last_step": 1000} for s, t in ((0, None), (1, None))]
-    >>> memorise_answer(rows, 5.0)
-    ('no', ('yes', 'no'), 'at λ = 5 training accuracy reached 99% in 0 of 2 seeds within 1,000 steps')
-    """
-    rows = [r for r in require_rows(table, "table", "memorise_answer") if r["weight_decay"] == lam]
-    if not rows:
-        raise ValueError(f"memorise_answer: the sweep has no run at 'lam' = {lam!r}")
-    k = sum(r["t_mem"] is not None for r in rows)
-    ends = _ends(rows)
-    return ("yes" if 2 * k > len(rows) else "no"), ("yes", "no"), (f"at λ = {lam:g} training accuracy reached 99% in {k} of "
-                                                     f"{len(rows)} seeds within {ends} steps")
 
 
 def learning_answer(table: Sequence[Mapping[str, Any]], lam: float, level: float = 0.5) -> tuple[str, tuple[str, str], str]:

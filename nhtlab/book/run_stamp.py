@@ -14,7 +14,7 @@ from .._version import __version__
 from ..plumbing.smoke import smoke_banner
 from ..training.device import pick_device
 
-__all__ = ["Stamp", "stamp", "git_commit", "cpu_model"]
+__all__ = ["Stamp", "stamp", "cpu_model"]
 
 
 def git_commit() -> str:

@@ -11,7 +11,7 @@ from ..analysis.checks import Check
 from ..validation import require_type
 from .claims import Reading, over_seeds
 
-__all__ = ["scorecard_rows", "prediction_readings", "SWEEP_PREDICTIONS", "sweep_checks"]
+__all__ = ["scorecard_rows", "prediction_readings", "sweep_checks"]
 
 
 def _cell(check: Check) -> str:

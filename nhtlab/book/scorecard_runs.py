@@ -34,7 +34,7 @@ from ..training.loop import TrainConfig
 from ..training.monitor import online_regime
 from ..training.modular_run import ModularRun
 
-__all__ = ["Domain", "MemorisationDomain", "BorderDomain", "IMAGE_CLASSES", "domain_of", "score_runs",
+__all__ = ["Domain", "MemorisationDomain", "BorderDomain", "domain_of", "score_runs",
            "sweep_records"]
 
 #: Classes of the image bases a :class:`~nhtlab.training.shortcut_run.ShortcutRun` trains on.

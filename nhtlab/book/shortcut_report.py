@@ -23,13 +23,12 @@ import numpy as np
 
 from ..history import History
 from ..validation import require_real, require_type
-from .claims import Check, Reading, check_reading, over_seeds
+from .claims import Check, check_reading, over_seeds
 from ..analysis.events import border_times
 from ..analysis.separation import Separation, format_score
 
-__all__ = ["ACCURACIES", "RECORD_COLUMNS", "RECORD_FORMATS", "SET_LABELS", "BORDER_READINGS", "border_record", "norm_record", "border_reading", "higher_reading",
+__all__ = ["RECORD_COLUMNS", "RECORD_FORMATS", "SET_LABELS", "BORDER_READINGS", "border_record", "norm_record", "border_reading", "higher_reading",
            "rho_drop", "rho_reading", "final_accuracy_records", "separation_records",
-           "reading_sentence",
            "check_border_escape", "check_rho_trend", "check_separation_defined", "pilot_row", "write_pilot",
            "read_pilot", "PILOT_COLUMNS", "REGIME_BUDGET"]
 
@@ -139,21 +138,6 @@ def separation_records(separations: Mapping[str, Separation]) -> list[dict[str, 
         require_type(sep, f"separations[{domain!r}]", Separation, owner="separation_records")
         out.append({"domain": domain, **sep.to_dict(), "score text": format_score(sep)})
     return out
-
-
-def reading_sentence(reading: Reading) -> str:
-    """A reading over seeds in words, saying whether its rule holds and whether the seeds disagree.
-
-    Examples
-    --------
-    >>> text = reading_sentence(over_seeds("border", {0: "dropped", 1: "kept", 2: "dropped"}, expected="dropped"))
-    >>> text.split(": the reading ")[1]
-    'holds (rule: majority); it flips between seeds'
-    """
-    require_type(reading, "reading", Reading, owner="reading_sentence")
-    verdict = "holds" if reading.holds else "does not hold"
-    flips = "; it flips between seeds" if reading.flips else ""
-    return f"{reading.name}: {reading.text()}: the reading {verdict} (rule: {reading.rule}){flips}"
 
 
 def check_border_escape(by_seed: Mapping[int, History], rule: str = "majority") -> Check:

@@ -45,7 +45,7 @@ from ..training.shortcut_run import ShortcutRun
 from ..training.loop import TrainConfig
 from ..training.presets import companion_grid_run
 
-__all__ = ["ShortcutStudy", "SEED_PREDICTIONS", "ledger_cpu_seconds", "ledger_cost", "CELEBA_DESIGN", "celeba_runs",
+__all__ = ["ShortcutStudy", "SEED_PREDICTIONS", "ledger_cpu_seconds", "CELEBA_DESIGN", "celeba_runs",
            "celeba_problem", "celeba_scorecard"]
 
 #: The predictions read on the main run alone, hence at every seed (P2 and P6 need a whole sweep).

@@ -33,9 +33,9 @@ from .report import _METHOD_NAMES, eta_report, evidence, table
 
 __all__ = ["contracting_step", "lambda_grid_records", "regimes_by_seed", "lambda_recipe",
            "head_reading", "lambda_readings", "lambda_checks", "norm_curve_records", "monitor_dlr_check",
-           "RECIPE_POSITIONS", "recipe_answer", "FIRST_TURN_CHOICES", "first_turn_answer", "DECIDED_AFTER",
+           "FIRST_TURN_CHOICES", "first_turn_answer", "DECIDED_AFTER",
            "decided_regime", "layer_words", "NOT_READ", "NOT_CONTRACTED",
-           "FIT_CHOICES", "largest_fit_answer", "contraction_sentence", "grid_evidence", "forecast_verdicts",
+           "largest_fit_answer", "contraction_sentence", "grid_evidence", "forecast_verdicts",
            "off_grid_section", "eta_record_checks"]
 
 #: The readings a chapter asserts (keys of :func:`lambda_readings`); the others are displayed only.
@@ -49,8 +49,6 @@ DECIDED_AFTER = 1.0
 NOT_CONTRACTED = "not 5% below its peak"
 #: The order reading of a run that never fitted its training set: an initialisation transient is no turn.
 NOT_READ = "not read: the run never fitted"
-#: Where the recipe's λ can sit in its seed's grid (the choices of :func:`recipe_answer`).
-RECIPE_POSITIONS = ("the smallest", "one in between", "the largest", "none")
 #: What turned first on a shown run (the choices of :func:`first_turn_answer`).
 FIRST_TURN_CHOICES = ("the read-out", "the total norm", "together", "neither", "not read")
 # head_reading → the layer that contracted first ("only the read-out contracts": it did, the total never did)
@@ -262,37 +260,6 @@ def monitor_dlr_check(row: Mapping[str, Any], recomputed: float, last_step: int,
     detail = (f"monitor at step {row.get('step')} (last step {last_step}): DLR {recorded}; "
               f"recomputed from the model: {recomputed}; |difference| {gap} (tolerance {tol})")
     return Check("the monitor's DLR is the DLR of the read-out input", passed, detail)
-
-
-def recipe_answer(records: Sequence[Mapping[str, Any]], seed: int) -> tuple[str, tuple[str, ...], str]:
-    """Where in its seed's grid the recipe's λ (the smallest intermediate λ) sits, as the answer to a prediction.
-
-    Examples
-    --------
-    >>> runs = [{"seed": 0, "λ": lam, "regime": r} for lam, r in
-    ...         [(0.1, "weak"), (1.0, "intermediate"), (3.0, "intermediate"), (10.0, "strong")]]
-    >>> answer, choices, why = recipe_answer(runs, seed=0)
-    >>> answer
-    'one in between'
-    >>> why
-    'in seed 0 the grid was 0.1, 1, 3, 10 and its intermediate λ 1, 3, so the recipe chose λ = 1; by seed: seed 0: 1'
-    """
-    require_type(records, "records", (list, tuple), owner="recipe_answer")
-    grid = sorted(r["λ"] for r in records if r["seed"] == seed)
-    if not grid:
-        raise ValueError(f"The 'seed' parameter of recipe_answer must be a seed of the records "
-                         f"({sorted({r['seed'] for r in records})}). Got {seed!r}.")
-    middles = {s: sorted(r["λ"] for r in records if r["seed"] == s and r["regime"] == "intermediate")
-               for s in sorted({r["seed"] for r in records})}
-    chosen = {s: middle[0] if middle else None for s, middle in middles.items()}
-    lam, middle = chosen[seed], middles[seed]
-    answer = ("none" if lam is None else "the smallest" if lam == grid[0] else "the largest" if lam == grid[-1]
-              else "one in between")
-    choice = "no λ to choose" if lam is None else f"the recipe chose λ = {lam:g}"
-    why = (f"in seed {seed} the grid was {', '.join(f'{x:g}' for x in grid)} and its intermediate λ "
-           f"{', '.join(f'{x:g}' for x in middle) or 'none'}, so {choice}; by seed: "
-           + ", ".join(f"seed {s}: {'none' if x is None else f'{x:g}'}" for s, x in chosen.items()))
-    return answer, RECIPE_POSITIONS, why
 
 
 def first_turn_answer(recipe: Sequence[Mapping[str, Any]], seed: int) -> tuple[str, tuple[str, ...], str]:

@@ -30,7 +30,7 @@ import torch
 from ..validation import require_bool, require_choice, require_int, require_real, require_seed, require_type
 from .images import ImageData, ShortcutData
 
-__all__ = ["CLASS_COLOURS", "OTHERWISE", "CLEAN", "REGIONS", "ShortcutData", "border_shortcut", "tint_shortcut", "paint_border", "draw_cue_classes", "harder"]
+__all__ = ["CLASS_COLOURS", "REGIONS", "ShortcutData", "border_shortcut", "tint_shortcut", "paint_border", "draw_cue_classes", "harder"]
 
 # Tableau-10, as RGB in [0, 1]; class k gets colour k (cycled for more classes).
 CLASS_COLOURS = (

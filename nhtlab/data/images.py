@@ -41,11 +41,6 @@ class ImageData:
     name: str = "images"
     class_names: tuple[str, ...] = field(default_factory=tuple)
 
-    @property
-    def image_shape(self) -> tuple[int, int, int]:
-        """(channels, height, width)."""
-        return tuple(self.x_train.shape[1:])  # type: ignore[return-value]
-
     def to(self, device: torch.device | str) -> "ImageData":
         """Return a copy with every tensor on ``device``."""
         return ImageData(self.x_train.to(device), self.y_train.to(device), self.x_test.to(device),
@@ -83,11 +78,6 @@ class ShortcutData:
     def eval_sets(self) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
         """The test sets as :func:`nhtlab.training.loop.train` takes them (``eval_sets=``)."""
         return dict(self.test_sets)
-
-    @property
-    def cue_agreement(self) -> float:
-        """Share of training images whose cue is their own class's colour (≈ ρ)."""
-        return float((self.cue_train == self.y_train).float().mean())
 
 
 def _split(n: int, test_fraction: float, seed: int) -> tuple[np.ndarray, np.ndarray]:

@@ -62,7 +62,7 @@ import torch
 from ..validation import require_int, require_real, require_tensor
 from .cka import _ZERO_TOL, as_float64_matrix, centre, rescaled
 
-__all__ = ["RANK_RULES", "DEFAULT_RANK", "DEFAULT_TOL", "DLRTerms", "output_singular_values", "output_rank", "dlr",
+__all__ = ["RANK_RULES", "DEFAULT_RANK", "DEFAULT_TOL", "DLRTerms", "output_rank", "dlr",
            "dlr_terms", "CANDIDATE_RULES", "RULE_THRESHOLDS"]
 
 RANK_RULES = ("energy", "relative", "full")
@@ -121,12 +121,6 @@ def _rank_from_rule(s: torch.Tensor, full: int, rank: str | int, tol: float | No
     energy = torch.cumsum(s.pow(2), 0)
     # fewest directions whose energy reaches tol (a tiny slack absorbs rounding at tol = 1)
     return min(full, int((energy < tol * energy[-1] * (1 - 1e-12)).sum()) + 1)
-
-
-def output_singular_values(outputs: torch.Tensor) -> torch.Tensor:
-    """Singular values (descending, float64) of the centred outputs F_c (n, C)."""
-    f = as_float64_matrix(outputs, "outputs", "output_singular_values")
-    return torch.linalg.svdvals(centre(f))
 
 
 def output_rank(outputs: torch.Tensor, rank: str | int = DEFAULT_RANK, tol: float | None = None) -> int:

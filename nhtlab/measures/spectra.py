@@ -14,7 +14,7 @@ import torch
 from ..validation import require_int, require_type
 from .cka import _ZERO_TOL, as_float64_matrix, centre, rescaled
 
-__all__ = ["Spectrum", "participation_ratio", "feature_spectrum", "eigenfunctions", "cumulative_share"]
+__all__ = ["Spectrum", "participation_ratio", "feature_spectrum", "eigenfunctions"]
 
 
 def participation_ratio(features: torch.Tensor) -> float:

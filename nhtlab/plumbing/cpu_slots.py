@@ -27,7 +27,7 @@ except ImportError:  # pragma: no cover - Windows
 
 from ..validation import require_int
 
-__all__ = ["cpu_slot", "cpu_slots", "slot_dir", "SLOTS_VARIABLE", "SLOT_DIR_VARIABLE"]
+__all__ = ["cpu_slot", "cpu_slots", "SLOTS_VARIABLE"]
 
 SLOTS_VARIABLE = "NHTLAB_CPU_SLOTS"
 SLOT_DIR_VARIABLE = "NHTLAB_CPU_SLOT_DIR"

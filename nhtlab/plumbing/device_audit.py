@@ -18,7 +18,7 @@ from torch.overrides import TorchFunctionMode
 
 from ..training.device import AUDIT_DEVICE, AUDITS, device_audit_enabled
 
-__all__ = ["DeviceAudit", "DeviceMixError", "device_audit", "device_audit_enabled", "AUDIT_DEVICE", "DEVICE_CHECK_ENV"]
+__all__ = ["DeviceAudit", "DeviceMixError", "device_audit", "device_audit_enabled", "AUDIT_DEVICE"]
 
 
 DEVICE_CHECK_ENV = "NHTLAB_DEVICE_CHECK"

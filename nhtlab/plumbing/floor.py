@@ -29,7 +29,7 @@ from ..models import make_model
 from ..training.modular_run import ModularRun
 from ..training.shortcut_run import ShortcutRun
 
-__all__ = ["count_step", "matmul_rate", "shape_key", "step_sample", "step_counts", "floors", "efficiency",
+__all__ = ["count_step", "matmul_rate", "shape_key", "step_counts", "floors", "efficiency",
            "efficiency_lines"]
 
 #: Run fields that change no shape of a step: runs that differ only in these share one FLOP count.

@@ -17,7 +17,7 @@ import altair as alt
 
 from .flags import in_book_build
 
-__all__ = ["offline_html", "use_offline_renderer", "RENDERER"]
+__all__ = ["offline_html", "use_offline_renderer"]
 
 RENDERER = "nhtlab-offline"
 

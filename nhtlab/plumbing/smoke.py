@@ -21,8 +21,7 @@ from collections.abc import Mapping
 from typing import Any
 
 __all__ = [
-    "SMOKE_ENV", "smoke_enabled", "smoke_steps", "smoke_seeds", "smoke_images", "smoke_batch",
-    "cap_settings", "smoke_banner",
+    "SMOKE_ENV", "smoke_enabled", "smoke_steps", "cap_settings", "smoke_banner",
 ]
 
 SMOKE_ENV = "NHTLAB_SMOKE"

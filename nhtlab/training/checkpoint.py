@@ -28,7 +28,6 @@ import torch
 from ..validation import require_type
 
 __all__ = [
-    "CHECKPOINT_NAME",
     "atomic_write_bytes",
     "capture_rng_state",
     "restore_rng_state",

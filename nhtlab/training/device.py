@@ -14,8 +14,8 @@ import torch
 from ..validation import require_choice, require_int, require_seed
 
 __all__ = ["pick_device", "seed_everything", "device_audit_enabled", "AUDIT_DEVICE", "AUDITS",
-           "activation_bytes", "estimate_eval_bytes",
-           "estimate_train_bytes", "suggest_eval_batch_size", "EVAL_BUDGET_BYTES"]
+           "estimate_eval_bytes",
+           "estimate_train_bytes", "suggest_eval_batch_size"]
 
 
 def pick_device(preference: str = "auto") -> torch.device:

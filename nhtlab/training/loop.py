@@ -43,7 +43,7 @@ from .progress import Progress
 from .compiled import compiled_forward
 from ..thresholds import FITTED_ACCURACY
 
-__all__ = ["TrainConfig", "TrainState", "train", "evaluate", "SCHEDULES", "MAX_LR", "history_row", "diverged_at_evaluation",
+__all__ = ["TrainConfig", "TrainState", "train", "evaluate", "SCHEDULES", "history_row", "diverged_at_evaluation",
            "diverged_in_training", "reached_stop_accuracy", "grok_step", "stopped_after"]
 
 #: The largest learning rate a config takes: one AdamW step moves each parameter by about lr, and

@@ -19,7 +19,7 @@ from typing import Any
 from ..validation import require_choice, require_type
 from .modular_run import ModularRun
 
-__all__ = ["companion", "companion_sweep", "companion_grid_run", "COMPANION_SWEEPS", "COMPANION_STOP_AFTER", "BORDER_DESIGN",
+__all__ = ["companion", "companion_sweep", "companion_grid_run", "COMPANION_SWEEPS", "BORDER_DESIGN",
            "BORDER_DESIGN_CIFAR10"]
 
 #: Steps the companion paper trains past T_grok before it reads V_final.

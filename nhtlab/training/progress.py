@@ -13,7 +13,7 @@ from typing import Any
 
 from ..validation import require_choice
 
-__all__ = ["PROGRESS_MODES", "progress_mode", "set_default_progress", "Progress"]
+__all__ = ["PROGRESS_MODES", "set_default_progress", "Progress"]
 
 PROGRESS_MODES = ("auto", "text", "bar", "widget", "none")
 
