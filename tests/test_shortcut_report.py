@@ -242,6 +242,10 @@ def test_the_real_image_grokking_pilot_is_read_k_of_n(tmp_path):
     assert "| 0.1 | 0 | 1,000 | 200 | 600 | 0.08 | 9,000 → 500 → 700 | 1, 0.9 |" in text  # delay · ηλ = 400 · 2e-3 · 0.1
     failing = str(omnigrok_summary(_omnigrok_pilot(False), NHT_LAYER_ORDER))
     assert "does not follow" in failing and "grows slower than 1/(ηλ)" in failing  # α = 0.97 < 1
+    assert "So the paper's backward order fails on these runs" in text  # 2 of 4 is no strict majority
+    three = _omnigrok_pilot(True)
+    three["runs"][1]["order"] = {"verdict": "backward"}
+    assert "So the paper's backward order holds" in str(omnigrok_summary(three, NHT_LAYER_ORDER))
     path = tmp_path / "pilot.json"
     path.write_text(json.dumps({"about": {}, "runs": []}))
     with pytest.raises(ValueError, match=r"lacks \['base', 'delay_law', 'lams', 'seeds'\]"):
@@ -265,4 +269,6 @@ def test_the_cnn_pilot_reads_conv1_against_the_readout():
     assert "conv2 peaked" not in text
     none = _omnigrok_cnn_pilot()
     none["runs"] = [{**r, "t_mem": None, "delay": None, "order": None, "norm_mem": None} for r in none["runs"]]
-    assert "not read in 3 of 3 (not read: no run memorised, then generalised)" in str(omnigrok_summary(none, NHT_LAYER_ORDER))
+    none_text = str(omnigrok_summary(none, NHT_LAYER_ORDER))
+    assert "not read in 3 of 3 (not read: no run memorised, then generalised)" in none_text
+    assert "these runs cannot test the paper's order" in none_text

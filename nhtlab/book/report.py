@@ -320,7 +320,10 @@ def omnigrok_summary(pilot: Mapping[str, Any], paper: Mapping[str, Any]) -> Mark
             + f" of {n}{' (not read: no run memorised, then generalised)' if not delayed else ''}; the paper "
             f"reads {paper['order']} on coloured-border CIFAR-10 (the read-out peaks near epoch "
             f"{cifar['readout_peak_epoch']} of {cifar['epochs']} and loses {cifar['readout_contraction']:.0%}, conv1 "
-            f"loses {cifar['conv1_contraction']:.0%}).")
+            f"loses {cifar['conv1_contraction']:.0%}). "
+            + ("So these runs cannot test the paper's order: the window it is read in never opened." if not delayed
+               else f"So the paper's {paper['order']} order {'holds' if 2 * orders.count(paper['order']) > n else 'fails'}"
+               f" on these runs (it needs a strict majority of them)."))
     if all("layers" in r for r in runs):  # reading (d), added with the CNN: each layer against its own peak
         parts = []
         for layer in head_and_first(list(runs[0]["layers"])):
