@@ -266,6 +266,7 @@ def test_the_cnn_pilot_reads_conv1_against_the_readout():
     assert "the read-out and conv1 contracted in the order not read in 2, forward in 1 of 3;" in text
     assert "readout peaked at initialisation in 1 of 3 and had lost a median 50%" in text
     assert "conv1 peaked at initialisation in 3 of 3 and had lost a median 95%" in text  # median of .99, .9, .95
+    assert "readout lost less than conv1, where the paper's read-out loses more than conv1." in text
     assert "conv2 peaked" not in text
     none = _omnigrok_cnn_pilot()
     none["runs"] = [{**r, "t_mem": None, "delay": None, "order": None, "norm_mem": None} for r in none["runs"]]

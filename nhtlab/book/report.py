@@ -325,13 +325,16 @@ def omnigrok_summary(pilot: Mapping[str, Any], paper: Mapping[str, Any]) -> Mark
                else f"So the paper's {paper['order']} order {'holds' if 2 * orders.count(paper['order']) > n else 'fails'}"
                f" on these runs (it needs a strict majority of them)."))
     if all("layers" in r for r in runs):  # reading (d), added with the CNN: each layer against its own peak
-        parts = []
+        parts, lost = [], {}
         for layer in head_and_first(list(runs[0]["layers"])):
             at_start = sum(r["layers"][layer]["peak_step"] == 0 for r in runs)
-            lost = statistics.median(r["layers"][layer]["lost"] for r in runs)
-            parts.append(f"{layer} peaked at initialisation in {at_start} of {n} and had lost a median {lost:.0%} "
-                         f"of its peak by the end")
-        text += f" Against each layer's own peak over the whole run, {'; '.join(parts)}."
+            lost[layer] = statistics.median(r["layers"][layer]["lost"] for r in runs)
+            parts.append(f"{layer} peaked at initialisation in {at_start} of {n} and had lost a median "
+                         f"{lost[layer]:.0%} of its peak by the end")
+        (head, h), (first, f) = lost.items()
+        text += (f" Against each layer's own peak over the whole run, {'; '.join(parts)}: {head} lost "
+                 f"{'more' if h > f else 'less' if h < f else 'as much'} than {first}, where the paper's read-out "
+                 f"loses {'more' if cifar['readout_contraction'] > cifar['conv1_contraction'] else 'less'} than conv1.")
     count = lambda v: "—" if v is None else f"{v:,}"  # noqa: E731
     rows = [{"λ": r["lam"], "seed": r["seed"], "steps": count(r["steps"]), "T_mem": count(r["t_mem"]),
              "T_gen": count(r["t_gen"]),
