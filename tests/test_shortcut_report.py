@@ -238,7 +238,7 @@ def test_the_real_image_grokking_pilot_is_read_k_of_n(tmp_path):
     text = str(omnigrok_summary(_omnigrok_pilot(True), NHT_LAYER_ORDER))
     assert "memorised (train accuracy ≥ 99%) in 4 of 4, and memorised, then generalised (test ≥ 80%) in 3 of 4." in text
     assert "delay follows 1/(ηλ)" in text and "without memorising first" not in text and "own peak" not in text
-    assert "(P1) in 2 of 4" in text and "backward in 2, forward in 2 of 4" in text and "the paper reads backward" in text
+    assert "(P1) in 2 of the 4 that memorised" in text and "backward in 2, forward in 2 of 4" in text and "the paper reads backward" in text
     assert "| 0.1 | 0 | 1,000 | 200 | 600 | 0.08 | 9,000 → 500 → 700 | 1, 0.9 |" in text  # delay · ηλ = 400 · 2e-3 · 0.1
     failing = str(omnigrok_summary(_omnigrok_pilot(False), NHT_LAYER_ORDER))
     assert "does not follow" in failing and "grows slower than 1/(ηλ)" in failing  # α = 0.97 < 1
@@ -263,6 +263,7 @@ def test_the_cnn_pilot_reads_conv1_against_the_readout():
     assert "memorised (train accuracy ≥ 99%) in 2 of 3, and memorised, then generalised (test ≥ 80%) in 1 of 3" in text
     assert "2 of 3 reached the test threshold without memorising first" in text  # never memorised; memorised later
     assert "does not follow 1/(ηλ)" in text and "grows" not in text  # α is NaN: no direction to state
+    assert "(P1) in 2 of the 2 that memorised" in text
     assert "the read-out and conv1 contracted in the order not read in 2, forward in 1 of 3;" in text
     assert "readout peaked at initialisation in 1 of 3 and had lost a median 50%" in text
     assert "conv1 peaked at initialisation in 3 of 3 and had lost a median 95%" in text  # median of .99, .9, .95

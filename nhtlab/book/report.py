@@ -296,7 +296,7 @@ def omnigrok_summary(pilot: Mapping[str, Any], paper: Mapping[str, Any]) -> Mark
     runs, base, law = pilot["runs"], pilot["base"], pilot["delay_law"]
     cnn = base.get("arch", "mlp") == "cnn"  # the MLP's pilot predates the CNN and names no arch
     n = len(runs)
-    delayed = [r for r in runs if r["delay"]]
+    delayed, memorised = [r for r in runs if r["delay"]], sum(r["t_mem"] is not None for r in runs)
     early = sum(r["t_gen"] is not None and (r["t_mem"] is None or r["t_gen"] <= r["t_mem"]) for r in runs)
     p1 = sum(r["norm_mem"] is not None and r["norm_mem"] > r["norm_end"] for r in runs)
     orders = [(r["order"] or {}).get("verdict") or "not read" for r in runs]
@@ -305,7 +305,7 @@ def omnigrok_summary(pilot: Mapping[str, Any], paper: Mapping[str, Any]) -> Mark
     text = (f"Omnigrok's MNIST setting{net} on MNIST-5k at {base['size']} × {base['size']} pixels, AdamW η = "
             f"{base['lr']:g}, λ ∈ {{{', '.join(f'{lam:g}' for lam in pilot['lams'])}}} × {len(pilot['seeds'])} seeds, "
             f"each run for {base['time_scales']:g} time scales 1/(ηλ). The runs memorised (train accuracy ≥ 99%) in "
-            f"{sum(r['t_mem'] is not None for r in runs)} of {n}, and memorised, then generalised (test ≥ "
+            f"{memorised} of {n}, and memorised, then generalised (test ≥ "
             f"{base['generalised']:.0%}) in {len(delayed)} of {n}"
             + (f"; {early} of {n} reached the test threshold without memorising first" if early else "")
             + f". Across λ the delay "
@@ -314,7 +314,7 @@ def omnigrok_summary(pilot: Mapping[str, Any], paper: Mapping[str, Any]) -> Mark
             + ("" if law["passed"] or not math.isfinite(law["alpha"]) else
                f", so the delay grows {'faster' if law['alpha'] > 1 else 'slower'} than 1/(ηλ)")
             + f". ‖θ‖² at T_mem exceeded its final "
-            f"value (P1) in {p1} of {n}. From T_mem to the generalisation the read-out and "
+            f"value (P1) in {p1} of the {memorised} that memorised. From T_mem to the generalisation the read-out and "
             f"{'conv1' if cnn else 'the first layer'} contracted in the order "
             + ", ".join(f"{v} in {orders.count(v)}" for v in dict.fromkeys(orders))
             + f" of {n}{' (not read: no run memorised, then generalised)' if not delayed else ''}; the paper "
