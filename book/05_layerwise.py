@@ -421,6 +421,19 @@ nb.omnigrok_summary(
 )
 
 # %% [markdown]
+# The paper compares a convolution with the read-out `fc`, which an MLP
+# cannot. The same script runs a small CNN in the same setting
+# (`--arch cnn`: `conv1` and `conv2`, each followed by a max-pool, then
+# the read-out, every parameter scaled as the MLP's), with the same
+# readings, and one more that needs no memorising: each layer's norm
+# against its own peak over the whole run, as the paper reads CIFAR-10.
+
+# %% tags=["remove-input"]
+nb.omnigrok_summary(
+    nb.read_omnigrok_pilot("cnn"), nhtlab.papers.NHT_LAYER_ORDER
+)
+
+# %% [markdown]
 # ## Try it: the contraction order, by hand
 #
 # Write `contraction_order_of(history, layers, t_mem, t_end, share)`:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+from nhtlab.models.cnn import ImageCNN
 from nhtlab.models.mlp import ImageMLP
 from nhtlab.training.image_grok_run import ImageGrokRun, run_image_grok
 from nhtlab.measures.norms import layer_norms, total_norm
@@ -22,6 +23,9 @@ TINY = dict(size=8, n_train=100, n_test=50, steps=20, eval_every=10, device="cpu
     ({"width": 0}, ValueError, r"'width' parameter of ImageMLP"),
     ({"depth": 1}, ValueError, r"'depth' parameter of ImageMLP"),
     ({"lr": 0.0}, ValueError, r"'lr' parameter of ImageGrokRun"),  # a training field, checked by TrainConfig
+    ({"arch": "rnn"}, ValueError, r"'arch' parameter of ImageGrokRun must be one of 'mlp', 'cnn'"),
+    ({"arch": "cnn", "width": 100}, ValueError, r"'width' and 'depth' parameters of ImageGrokRun size the MLP"),
+    ({"arch": "cnn", "init_scale": -1.0}, ValueError, r"'init_scale' parameter of ImageGrokRun"),
 ])
 def test_bad_settings_are_named(kwargs, error, match):
     with pytest.raises(error, match=match):
@@ -49,6 +53,45 @@ def test_init_scale_multiplies_the_initial_norm_by_its_square():
     assert list(norms_b) == ["layers.0", "layers.1", "readout"]
     for name in norms_a:  # each layer, not only the sum
         assert norms_b[name] == pytest.approx(64.0 * norms_a[name], rel=1e-5)
+
+
+def test_the_arch_choice_leaves_the_mlp_keys_as_they_were():
+    mlp = ImageGrokRun(size=14)
+    assert "arch" not in mlp.to_dict() and ImageGrokRun(size=14, arch="mlp").cache_config() == mlp.cache_config()
+    cnn = mlp.replace(arch="cnn")
+    assert cnn.to_dict()["arch"] == "cnn" and cnn.cache_config() != mlp.cache_config()
+    assert ImageGrokRun(**cnn.to_dict()) == cnn
+
+
+def test_the_cnn_keeps_the_model_contract_and_scales_every_parameter():
+    model = ImageCNN(14, classes=10)
+    x = torch.rand(5, 1, 14, 14)
+    features = model.features(x)
+    assert features.shape == (5, model.readout.in_features) == (5, 16 * 3 * 3)
+    torch.testing.assert_close(model(x), model.readout(features))
+    logits, feats = model(x, return_features=True)
+    torch.testing.assert_close(feats, features)
+    torch.testing.assert_close(logits, model(x))
+    assert ImageCNN(5)(torch.rand(2, 1, 5, 5)).shape == (2, 10)  # odd sizes floor through both pools
+    run = ImageGrokRun(size=14, arch="cnn", seed=3)
+    plain, large = run.replace(init_scale=1.0).build_model(), run.build_model()
+    norms_plain, norms_large = layer_norms(plain), layer_norms(large)
+    assert list(norms_large) == ["conv1", "conv2", "readout"]
+    for name in norms_plain:
+        assert norms_large[name] == pytest.approx(64.0 * norms_plain[name], rel=1e-5)
+    with pytest.raises(ValueError, match="'size' parameter of ImageCNN"):
+        ImageCNN(3)
+
+
+def test_a_seeded_cnn_run_trains_and_records_conv1_and_the_readout():
+    from nhtlab.analysis.layers import default_head_and_first
+
+    run = ImageGrokRun(**TINY, arch="cnn", loss="cross_entropy", weight_decay=0.1, lr=1e-2)
+    a, b = run.execute(progress="none"), run.execute(progress="none")
+    assert a.status == "completed" and a.rows == b.rows and isinstance(a.model, ImageCNN)
+    assert a.layers == ["conv1", "conv2", "readout"] and default_head_and_first(a) == ("readout", "conv1")
+    assert a.rows[-1]["norm/conv1"] != a.rows[0]["norm/conv1"] and a.rows[-1]["train_loss"] < a.rows[0]["train_loss"]
+    assert run.replace(seed=1).execute(progress="none").rows[0]["norm"] != a.rows[0]["norm"]
 
 
 def test_the_mlp_reads_flattened_images():

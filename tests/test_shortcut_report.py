@@ -203,11 +203,27 @@ def _omnigrok_pilot(passed):
     base = {"size": 14, "lr": 2e-3, "eval_every": 100, "time_scales": 2.0, "generalised": 0.8}
     runs = [{"lam": lam, "seed": s, "steps": 1000, "t_mem": 200, "t_gen": None if lam == 0.2 and s == 1 else 600,
              "delay": None if lam == 0.2 and s == 1 else 400, "norm_start": 9000, "norm_mem": 5000 if s else 500,
-             "norm_end": 700, "test_end": 0.9, "order": {"verdict": "backward" if s == 0 else "forward"},
-             "status": "completed", "cpu_s": 1} for lam in (0.1, 0.2) for s in (0, 1)]
+             "norm_end": 700, "train_end": 1.0, "test_end": 0.9,
+             "order": {"verdict": "backward" if s == 0 else "forward"}, "status": "completed", "cpu_s": 1}
+            for lam in (0.1, 0.2) for s in (0, 1)]
     law = {"passed": passed, "detail": "α = 0.97 [0.5, 1.4] (3 runs, 2 λ)", "alpha": 0.97}
     return {"about": {"command": "python x", "nhtlab": "0", "machine": "m", "cpu_s": 4}, "base": base,
             "lams": [0.1, 0.2], "seeds": [0, 1], "runs": runs, "delay_law": law}
+
+
+def _omnigrok_cnn_pilot():
+    """Three CNN runs: one never memorises, one generalises before it memorises, one memorises first."""
+    events = [(None, 700, None), (900, 500, None), (200, 600, 400)]
+    runs = [{"lam": 0.1, "seed": s, "steps": 1000, "t_mem": m, "t_gen": g, "delay": d, "norm_start": 700,
+             "norm_mem": None if m is None else 300, "norm_end": 50, "train_end": 0.9, "test_end": 0.85,
+             "order": {"verdict": "forward"} if d else None, "status": "completed", "cpu_s": 1,
+             "layers": {"conv1": {"peak_step": 0, "lost": lost}, "conv2": {"peak_step": 0, "lost": 0.9},
+                        "readout": {"peak_step": 100 * s, "lost": 0.5}}}
+            for s, (m, g, d), lost in zip(range(3), events, (0.99, 0.9, 0.95))]
+    pilot = _omnigrok_pilot(False)
+    law = {"passed": False, "detail": "1 λ with a measured delay (needs 3)", "alpha": math.nan}
+    return {**pilot, "base": {**pilot["base"], "arch": "cnn"}, "lams": [0.1], "seeds": [0, 1, 2], "runs": runs,
+            "delay_law": law}
 
 
 def test_the_real_image_grokking_pilot_is_read_k_of_n(tmp_path):
@@ -217,12 +233,41 @@ def test_the_real_image_grokking_pilot_is_read_k_of_n(tmp_path):
     from nhtlab.papers import NHT_LAYER_ORDER
 
     text = str(omnigrok_summary(_omnigrok_pilot(True), NHT_LAYER_ORDER))
-    assert "generalised (test ≥ 80%) in 3 of 4" in text and "delay follows 1/(ηλ)" in text
-    assert "(P1) in 2 of 4" in text and "backward in 2, forward in 2 of 4" in text and "the paper reads backward" in text
-    assert "| 0.1 | 0 | 1,000 | 200 | 600 | 0.08 | 9,000 → 500 → 700 |" in text  # delay · ηλ = 400 · 2e-3 · 0.1
+    assert "memorised (train accuracy ≥ 99%) in 4 of 4, and memorised, then generalised (test ≥ 80%) in 3 of 4." in text
+    assert "delay follows 1/(ηλ)" in text and "without memorising first" not in text and "own peak" not in text
+    assert "(P1) in 2 of the 4 that memorised" in text and "backward in 2, forward in 2 of 4" in text and "the paper reads backward" in text
+    assert "| 0.1 | 0 | 1,000 | 200 | 600 | 0.08 | 9,000 → 500 → 700 | 1, 0.9 |" in text  # delay · ηλ = 400 · 2e-3 · 0.1
     failing = str(omnigrok_summary(_omnigrok_pilot(False), NHT_LAYER_ORDER))
     assert "does not follow" in failing and "grows slower than 1/(ηλ)" in failing  # α = 0.97 < 1
+    assert "So the paper's backward order fails on these runs" in text  # 2 of 4 is no strict majority
+    three = _omnigrok_pilot(True)
+    three["runs"][1]["order"] = {"verdict": "backward"}
+    assert "So the paper's backward order holds" in str(omnigrok_summary(three, NHT_LAYER_ORDER))
     path = tmp_path / "pilot.json"
     path.write_text(json.dumps({"about": {}, "runs": []}))
     with pytest.raises(ValueError, match=r"lacks \['base', 'delay_law', 'lams', 'seeds'\]"):
-        read_omnigrok_pilot(path)
+        read_omnigrok_pilot(path=path)
+    with pytest.raises(ValueError, match="'arch' parameter of read_omnigrok_pilot must be one of 'mlp', 'cnn'"):
+        read_omnigrok_pilot("rnn")
+
+
+def test_the_cnn_pilot_reads_conv1_against_the_readout():
+    from nhtlab.book.report import omnigrok_summary
+    from nhtlab.papers import NHT_LAYER_ORDER
+
+    text = str(omnigrok_summary(_omnigrok_cnn_pilot(), NHT_LAYER_ORDER))
+    assert "with a small CNN (conv1, conv2, then the read-out fc" in text and "run of the CNN" in text
+    assert "memorised (train accuracy ≥ 99%) in 2 of 3, and memorised, then generalised (test ≥ 80%) in 1 of 3" in text
+    assert "2 of 3 reached the test threshold without memorising first" in text  # never memorised; memorised later
+    assert "does not follow 1/(ηλ)" in text and "grows" not in text  # α is NaN: no direction to state
+    assert "(P1) in 2 of the 2 that memorised" in text
+    assert "the read-out and conv1 contracted in the order not read in 2, forward in 1 of 3;" in text
+    assert "readout peaked at initialisation in 1 of 3 and had lost a median 50%" in text
+    assert "conv1 peaked at initialisation in 3 of 3 and had lost a median 95%" in text  # median of .99, .9, .95
+    assert "readout lost less than conv1, where the paper's read-out loses more than conv1." in text
+    assert "conv2 peaked" not in text
+    none = _omnigrok_cnn_pilot()
+    none["runs"] = [{**r, "t_mem": None, "delay": None, "order": None, "norm_mem": None} for r in none["runs"]]
+    none_text = str(omnigrok_summary(none, NHT_LAYER_ORDER))
+    assert "not read in 3 of 3 (not read: no run memorised, then generalised)" in none_text
+    assert "these runs cannot test the paper's order" in none_text

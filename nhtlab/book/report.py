@@ -18,6 +18,7 @@ import html
 import json
 import math
 import os
+import statistics
 import textwrap
 from collections.abc import Iterable, Mapping, Sequence
 from importlib import resources
@@ -25,8 +26,9 @@ from pathlib import Path
 from typing import Any
 
 from .._version import __version__
+from ..analysis.layers import head_and_first
 from .held_out_eta import saved_evaluation
-from ..validation import require_type
+from ..validation import require_choice, require_type
 
 __all__ = ["Markdown", "md", "table", "cell", "evidence", "what_we_found", "eta_report", "pilot_summary", "MNIST_CRITERIA",
            "read_mnist_pilot", "mnist_pilot_summary", "read_omnigrok_pilot", "omnigrok_summary"]
@@ -278,44 +280,71 @@ def read_mnist_pilot(path: str | os.PathLike | None = None) -> dict[str, Any]:
                         "an MNIST pilot file", path)
 
 
-def read_omnigrok_pilot(path: str | os.PathLike | None = None) -> dict[str, Any]:
-    """The real-image grokking pilot ``benchmarks/pilot_omnigrok.py`` wrote (default: the one saved with nhtlab)."""
-    return _read_result("pilot_omnigrok.json", {"about", "base", "lams", "seeds", "runs", "delay_law"},
-                        "a real-image grokking pilot file", path)
+def read_omnigrok_pilot(arch: str = "mlp", path: str | os.PathLike | None = None) -> dict[str, Any]:
+    """The real-image grokking pilot ``benchmarks/pilot_omnigrok.py --arch`` wrote (default: the one saved with
+    nhtlab): ``arch`` ``"mlp"`` (Omnigrok's MLP) or ``"cnn"`` (its CNN variant)."""
+    require_choice(arch, "arch", ("mlp", "cnn"), owner="read_omnigrok_pilot")
+    return _read_result("pilot_omnigrok.json" if arch == "mlp" else "pilot_omnigrok_cnn.json",
+                        {"about", "base", "lams", "seeds", "runs", "delay_law"}, "a real-image grokking pilot file", path)
 
 
 def omnigrok_summary(pilot: Mapping[str, Any], paper: Mapping[str, Any]) -> Markdown:
     """:func:`read_omnigrok_pilot`'s runs in words, k of n (memorised, generalised later, the delay law, P1, the
-    layer order beside the paper's ``NHT_LAYER_ORDER``), with each run closed under "How we know"."""
+    layer order and, where the pilot read them, each layer's peak, beside the paper's ``NHT_LAYER_ORDER``), with
+    each run closed under "How we know". The MLP's pilot and the CNN's (``base["arch"]``) read alike."""
     require_type(pilot, "pilot", Mapping, owner="omnigrok_summary")
     runs, base, law = pilot["runs"], pilot["base"], pilot["delay_law"]
+    cnn = base.get("arch", "mlp") == "cnn"  # the MLP's pilot predates the CNN and names no arch
     n = len(runs)
-    delayed = [r for r in runs if r["delay"]]
+    delayed, memorised = [r for r in runs if r["delay"]], sum(r["t_mem"] is not None for r in runs)
+    early = sum(r["t_gen"] is not None and (r["t_mem"] is None or r["t_gen"] <= r["t_mem"]) for r in runs)
     p1 = sum(r["norm_mem"] is not None and r["norm_mem"] > r["norm_end"] for r in runs)
     orders = [(r["order"] or {}).get("verdict") or "not read" for r in runs]
     cifar = paper["cifar10"]
-    text = (f"Omnigrok's MNIST setting on MNIST-5k at {base['size']} × {base['size']} pixels, AdamW η = {base['lr']:g}, "
-            f"λ ∈ {{{', '.join(f'{lam:g}' for lam in pilot['lams'])}}} × {len(pilot['seeds'])} seeds, each run for "
-            f"{base['time_scales']:g} time scales 1/(ηλ). The runs memorised (train accuracy ≥ 99%) and then "
-            f"generalised (test ≥ {base['generalised']:.0%}) in {len(delayed)} of {n}. Across λ the delay "
+    net = ", with a small CNN (conv1, conv2, then the read-out fc; every parameter × α as in the MLP)," if cnn else ""
+    text = (f"Omnigrok's MNIST setting{net} on MNIST-5k at {base['size']} × {base['size']} pixels, AdamW η = "
+            f"{base['lr']:g}, λ ∈ {{{', '.join(f'{lam:g}' for lam in pilot['lams'])}}} × {len(pilot['seeds'])} seeds, "
+            f"each run for {base['time_scales']:g} time scales 1/(ηλ). The runs memorised (train accuracy ≥ 99%) in "
+            f"{memorised} of {n}, and memorised, then generalised (test ≥ "
+            f"{base['generalised']:.0%}) in {len(delayed)} of {n}"
+            + (f"; {early} of {n} reached the test threshold without memorising first" if early else "")
+            + f". Across λ the delay "
             f"{'follows' if law['passed'] else 'does not follow'} 1/(ηλ) by the rule fixed before the runs (the "
             f"exponent α of T ∝ λ^(−α) has a 95% interval holding 1 and excluding 0): {law['detail']}"
             + ("" if law["passed"] or not math.isfinite(law["alpha"]) else
                f", so the delay grows {'faster' if law['alpha'] > 1 else 'slower'} than 1/(ηλ)")
             + f". ‖θ‖² at T_mem exceeded its final "
-            f"value (P1) in {p1} of {n}. From T_mem to the generalisation the read-out and the first layer "
-            f"contracted in the order " + ", ".join(f"{v} in {orders.count(v)}" for v in dict.fromkeys(orders))
-            + f" of {n}; the paper reads {paper['order']} on coloured-border CIFAR-10 (the read-out peaks near epoch "
+            f"value (P1) in {p1} of the {memorised} that memorised. From T_mem to the generalisation the read-out and "
+            f"{'conv1' if cnn else 'the first layer'} contracted in the order "
+            + ", ".join(f"{v} in {orders.count(v)}" for v in dict.fromkeys(orders))
+            + f" of {n}{' (not read: no run memorised, then generalised)' if not delayed else ''}; the paper "
+            f"reads {paper['order']} on coloured-border CIFAR-10 (the read-out peaks near epoch "
             f"{cifar['readout_peak_epoch']} of {cifar['epochs']} and loses {cifar['readout_contraction']:.0%}, conv1 "
-            f"loses {cifar['conv1_contraction']:.0%}).")
+            f"loses {cifar['conv1_contraction']:.0%}). "
+            + ("So these runs cannot test the paper's order: the window it is read in never opened." if not delayed
+               else f"So the paper's {paper['order']} order {'holds' if 2 * orders.count(paper['order']) > n else 'fails'}"
+               f" on these runs (it needs a strict majority of them)."))
+    if all("layers" in r for r in runs):  # reading (d), added with the CNN: each layer against its own peak
+        parts, lost = [], {}
+        for layer in head_and_first(list(runs[0]["layers"])):
+            at_start = sum(r["layers"][layer]["peak_step"] == 0 for r in runs)
+            lost[layer] = statistics.median(r["layers"][layer]["lost"] for r in runs)
+            parts.append(f"{layer} peaked at initialisation in {at_start} of {n} and had lost a median "
+                         f"{lost[layer]:.0%} of its peak by the end")
+        (head, h), (first, f) = lost.items()
+        text += (f" Against each layer's own peak over the whole run, {'; '.join(parts)}: {head} lost "
+                 f"{'more' if h > f else 'less' if h < f else 'as much'} than {first}, where the paper's read-out "
+                 f"loses {'more' if cifar['readout_contraction'] > cifar['conv1_contraction'] else 'less'} than conv1.")
     count = lambda v: "—" if v is None else f"{v:,}"  # noqa: E731
     rows = [{"λ": r["lam"], "seed": r["seed"], "steps": count(r["steps"]), "T_mem": count(r["t_mem"]),
              "T_gen": count(r["t_gen"]),
              "delay · ηλ": None if not r["delay"] else round(r["delay"] * base["lr"] * r["lam"], 3),
              "‖θ‖² start → T_mem → end": " → ".join(count(r[k]) for k in ("norm_start", "norm_mem", "norm_end")),
-             "test at end": r["test_end"], "order": (r["order"] or {}).get("verdict")} for r in runs]
+             "train, test at end": f"{r['train_end']:g}, {r['test_end']:g}", "order": (r["order"] or {}).get("verdict")}
+            for r in runs]
     source = "Written by `{command}` (nhtlab {nhtlab}, {machine}; {cpu_s:,} CPU s).".format(**pilot["about"])
-    return Markdown(text + "\n\n" + evidence("each real-image grokking run", table(rows), source))
+    title = f"each real-image grokking run{' of the CNN' if cnn else ''}"
+    return Markdown(text + "\n\n" + evidence(title, table(rows), source))
 
 
 def mnist_pilot_summary(pilot: Mapping[str, Any]) -> Markdown:

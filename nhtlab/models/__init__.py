@@ -21,12 +21,12 @@ import torch
 import torch.nn as nn
 
 from ..validation import require_choice
-from .cnn import ResNet18, SimpleCNN
+from .cnn import ImageCNN, ResNet18, SimpleCNN
 from .mlp import EmbeddingMLP, ImageMLP
 from .transformer import Transformer
 
-__all__ = ["EmbeddingMLP", "ImageMLP", "Transformer", "SimpleCNN", "ResNet18", "make_model", "model_defaults", "MODELS",
-           "require_fits"]
+__all__ = ["EmbeddingMLP", "ImageMLP", "ImageCNN", "Transformer", "SimpleCNN", "ResNet18", "make_model", "model_defaults",
+           "MODELS", "require_fits"]
 
 #: Modular-arithmetic models by name.
 MODELS = {"mlp": EmbeddingMLP, "transformer": Transformer}

@@ -1,4 +1,5 @@
-"""Image classifiers: a plain SimpleCNN and ResNet18 adapted to small images.
+"""Image classifiers: a plain SimpleCNN, ImageCNN (Omnigrok's MNIST grokker as a CNN) and ResNet18 adapted to
+small images.
 
 Both follow nhtlab's model contract: ``features(x)`` is the penultimate representation (n, d), ``readout``
 the final ``nn.Linear``, and ``forward(x, return_features=False)`` returns logits (or ``(logits, features)``).
@@ -14,9 +15,9 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from ..validation import MAX_WIDTH, require_choice, require_int, require_type
+from ..validation import MAX_WIDTH, require_choice, require_int, require_real, require_type
 
-__all__ = ["NORMS", "SimpleCNN", "ResNet18", "make_norm", "count_parameters"]
+__all__ = ["NORMS", "SimpleCNN", "ImageCNN", "ResNet18", "make_norm", "count_parameters"]
 
 NORMS = ("none", "batch", "group")
 
@@ -92,6 +93,38 @@ class SimpleCNN(nn.Module):
     def forward(self, x: torch.Tensor, return_features: bool = False):
         h = self.features(x)
         logits = self.readout(h)  # (n, num_classes)
+        return (logits, h) if return_features else logits
+
+
+class ImageCNN(nn.Module):
+    """Two 3 × 3 convolutions ``conv1`` (8 channels) and ``conv2`` (16), each ReLU then a 2 × 2 max-pool, and
+    ``readout`` on the flattened maps: three weight layers, as Omnigrok's MLP has, at about its cost per image.
+
+    Every parameter is PyTorch's default draw times ``init_scale``, as :class:`~nhtlab.models.mlp.ImageMLP`
+    scales them, so ‖θ‖² at initialisation is ``init_scale²`` times the default one.
+    """
+
+    def __init__(self, size: int, classes: int = 10, init_scale: float = 1.0, in_channels: int = 1):
+        super().__init__()
+        require_int(size, "size", low=4, high=MAX_WIDTH, owner="ImageCNN")  # two pools leave at least 1 × 1
+        require_int(classes, "classes", low=2, high=MAX_WIDTH, owner="ImageCNN")
+        require_real(init_scale, "init_scale", 0.0, low_open=True, owner="ImageCNN")
+        require_int(in_channels, "in_channels", low=1, high=MAX_WIDTH, owner="ImageCNN")
+        self.conv1 = nn.Conv2d(in_channels, 8, kernel_size=3, padding=1)
+        self.conv2 = nn.Conv2d(8, 16, kernel_size=3, padding=1)
+        self.readout = nn.Linear(16 * (size // 4) ** 2, classes)
+        with torch.no_grad():
+            for p in self.parameters():
+                p.mul_(init_scale)
+
+    def features(self, x: torch.Tensor) -> torch.Tensor:
+        """Penultimate features: conv2's pooled maps, flattened, (n, 16 · (size // 4)²)."""
+        h = F.max_pool2d(F.relu(self.conv1(x)), 2)
+        return F.max_pool2d(F.relu(self.conv2(h)), 2).flatten(1)
+
+    def forward(self, x: torch.Tensor, return_features: bool = False):
+        h = self.features(x)
+        logits = self.readout(h)
         return (logits, h) if return_features else logits
 
 
