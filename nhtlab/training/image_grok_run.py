@@ -61,7 +61,8 @@ class ImageGrokRun(TrainConfig):
     eval_every: int = 100  # TrainConfig: 25; one evaluation scores up to 4,000 test images
     arch: str = "mlp"
 
-    _key_omits_at_default = ("fused", "compile", "optimizer", "arch")  # 'arch' added later: the MLP's keys stay  # 'loss' stays in the key: its default here is not the loop's
+    # 'arch' came later: left out at its default, the MLP's keys stay; 'loss' stays in: its default is not the loop's
+    _key_omits_at_default = ("fused", "compile", "optimizer", "arch")
     __hash__ = TrainConfig.__hash__  # the one hash of every run kind
     label_fields = ("size", "init_scale", "loss", "arch")  # the ledger's label, besides λ, lr, seed and steps
 
