@@ -14,18 +14,14 @@ Fixed here before any run is read (issue 57, item 5):
   the first layer) from T_mem to T_gen, per run, counted k of n (the paper's reading: backward).
 
 **The CNN variant** (``--arch cnn``, so that conv1 and the read-out fc can be compared as the paper compares them
-on CIFAR-10): ``ImageGrokRun(arch="cnn")``, conv1 (8 channels) and conv2 (16), each 3 × 3 with ReLU and a 2 × 2
-max-pool, then the read-out, every parameter × 8, everything else as above. Fixed after one probe at λ = 0.1,
-seed 0 (η = 2e-3, 2/(ηλ) steps), before any pilot run: the probe reached test ≥ 0.8 within the budget but never
-train ≥ 0.99; train and test accuracy rose together once the norm had fallen, so it did not memorise first. The
-changes allowed for a run that does not generalise (η, the number of time scales, the T_gen threshold) cannot
-make it memorise first: AdamW's path is nearly the same in ηt whatever η, and more steps or a higher threshold
-move T_mem or T_gen, not their order. So the design is unchanged, and the pilot reads how often the CNN memorises
-first. One reading is added with the CNN, fixed here: (d) each layer's step of peak ‖θ_ℓ‖² and the share of that
-peak it has lost by the end of the run (the paper's other reading, which needs no T_mem). A CNN step costs
-several MLP steps on one thread (the probe's timing), so λ = 0.05 (the longest budget) is dropped to keep the pilot near 25 minutes' wall on this
-shared machine: the CNN runs λ ∈ {0.1, 0.2} × seeds {0, 1, 2}, and its delay law has two λ at most, too few for
-the rule (it needs three), which it states rather than reads.
+on CIFAR-10): ``ImageGrokRun(arch="cnn")``, everything else as above. A first CNN (conv1 with 8 channels and
+conv2 with 16, each with a 2 × 2 max-pool, then the read-out: about 9k parameters against the MLP's 81k) memorised
+in 0 of 6 runs (its pilot at 670497c): it learned train and test together, so it did not meet the premise it stood
+in for. Fixed after that pilot and before this one runs, with no probe: the CNN is the MLP with a convolution
+first, conv1 (8 channels, 3 × 3, ReLU, 2 × 2 max-pool), then the hidden layer (200) and the read-out, about the
+MLP's parameters and cost per image, every parameter × 8; the same λ, seeds and budgets as the MLP. One reading is
+added with the CNN: (d) each layer's step of peak ‖θ_ℓ‖² and the share of that peak it has lost by the end of the
+run (the paper's other reading, which needs no T_mem).
 
 Two worker processes, one torch thread each. Writes ``--out`` (JSON: the settings, each run's readings).
 
@@ -52,7 +48,7 @@ from nhtlab.training.image_grok_run import ImageGrokRun
 
 BASE = dict(size=14, lr=2e-3, eval_every=100)
 SEEDS, TIME_SCALES, GENERALISED = (0, 1, 2), 2.0, 0.8
-LAMS = {"mlp": (0.05, 0.1, 0.2), "cnn": (0.1, 0.2)}  # the CNN's λ = 0.05 dropped for time (see above)
+LAMS = (0.05, 0.1, 0.2)
 
 
 def budget(lam: float) -> int:
@@ -97,7 +93,7 @@ def main() -> None:
     parser.add_argument("--out", help="write the pilot to this JSON file")
     parser.add_argument("--arch", choices=("mlp", "cnn"), default="mlp", help="ImageGrokRun's network")
     args = parser.parse_args()
-    lams = LAMS[args.arch]
+    lams = LAMS
     jobs = sorted(((args.arch, lam, seed) for lam in lams for seed in SEEDS), key=lambda job: budget(job[1]),
                   reverse=True)
     with ProcessPoolExecutor(max_workers=2) as pool:

@@ -24,7 +24,8 @@ TINY = dict(size=8, n_train=100, n_test=50, steps=20, eval_every=10, device="cpu
     ({"depth": 1}, ValueError, r"'depth' parameter of ImageMLP"),
     ({"lr": 0.0}, ValueError, r"'lr' parameter of ImageGrokRun"),  # a training field, checked by TrainConfig
     ({"arch": "rnn"}, ValueError, r"'arch' parameter of ImageGrokRun must be one of 'mlp', 'cnn'"),
-    ({"arch": "cnn", "width": 100}, ValueError, r"'width' and 'depth' parameters of ImageGrokRun size the MLP"),
+    ({"arch": "cnn", "depth": 4}, ValueError, r"'depth' parameter of ImageGrokRun sizes the MLP"),
+    ({"arch": "cnn", "width": 0}, ValueError, r"'width' parameter of ImageCNN"),
     ({"arch": "cnn", "init_scale": -1.0}, ValueError, r"'init_scale' parameter of ImageGrokRun"),
 ])
 def test_bad_settings_are_named(kwargs, error, match):
@@ -64,23 +65,26 @@ def test_the_arch_choice_leaves_the_mlp_keys_as_they_were():
 
 
 def test_the_cnn_keeps_the_model_contract_and_scales_every_parameter():
-    model = ImageCNN(14, classes=10)
+    model = ImageCNN(14, classes=10, width=32)
     x = torch.rand(5, 1, 14, 14)
     features = model.features(x)
-    assert features.shape == (5, model.readout.in_features) == (5, 16 * 3 * 3)
+    assert features.shape == (5, 32) and model.hidden.in_features == 8 * 7 * 7
     torch.testing.assert_close(model(x), model.readout(features))
     logits, feats = model(x, return_features=True)
     torch.testing.assert_close(feats, features)
     torch.testing.assert_close(logits, model(x))
-    assert ImageCNN(5)(torch.rand(2, 1, 5, 5)).shape == (2, 10)  # odd sizes floor through both pools
+    assert ImageCNN(5)(torch.rand(2, 1, 5, 5)).shape == (2, 10)  # an odd size floors through the pool
     run = ImageGrokRun(size=14, arch="cnn", seed=3)
     plain, large = run.replace(init_scale=1.0).build_model(), run.build_model()
     norms_plain, norms_large = layer_norms(plain), layer_norms(large)
-    assert list(norms_large) == ["conv1", "conv2", "readout"]
+    assert list(norms_large) == ["conv1", "hidden", "readout"]
     for name in norms_plain:
         assert norms_large[name] == pytest.approx(64.0 * norms_plain[name], rel=1e-5)
+    # about the MLP's size at the same width, so that it can memorise what the MLP memorises
+    mlp = sum(p.numel() for p in ImageGrokRun(size=14, seed=3).build_model().parameters())
+    assert 0.8 < sum(p.numel() for p in large.parameters()) / mlp < 1.25
     with pytest.raises(ValueError, match="'size' parameter of ImageCNN"):
-        ImageCNN(3)
+        ImageCNN(1)
 
 
 def test_a_seeded_cnn_run_trains_and_records_conv1_and_the_readout():
@@ -89,7 +93,7 @@ def test_a_seeded_cnn_run_trains_and_records_conv1_and_the_readout():
     run = ImageGrokRun(**TINY, arch="cnn", loss="cross_entropy", weight_decay=0.1, lr=1e-2)
     a, b = run.execute(progress="none"), run.execute(progress="none")
     assert a.status == "completed" and a.rows == b.rows and isinstance(a.model, ImageCNN)
-    assert a.layers == ["conv1", "conv2", "readout"] and default_head_and_first(a) == ("readout", "conv1")
+    assert a.layers == ["conv1", "hidden", "readout"] and default_head_and_first(a) == ("readout", "conv1")
     assert a.rows[-1]["norm/conv1"] != a.rows[0]["norm/conv1"] and a.rows[-1]["train_loss"] < a.rows[0]["train_loss"]
     assert run.replace(seed=1).execute(progress="none").rows[0]["norm"] != a.rows[0]["norm"]
 

@@ -97,30 +97,33 @@ class SimpleCNN(nn.Module):
 
 
 class ImageCNN(nn.Module):
-    """Two 3 × 3 convolutions ``conv1`` (8 channels) and ``conv2`` (16), each ReLU then a 2 × 2 max-pool, and
-    ``readout`` on the flattened maps: three weight layers, as Omnigrok's MLP has, at about its cost per image.
+    """Omnigrok's MNIST MLP with a convolution first: ``conv1`` (3 × 3, 8 channels) with ReLU and a 2 × 2
+    max-pool, then a hidden layer ``hidden`` of ``width`` with ReLU, then ``readout``. Three weight layers and
+    about the MLP's parameters and cost per image at ``width`` 200, so that it can memorise what the MLP does.
 
     Every parameter is PyTorch's default draw times ``init_scale``, as :class:`~nhtlab.models.mlp.ImageMLP`
     scales them, so ‖θ‖² at initialisation is ``init_scale²`` times the default one.
     """
 
-    def __init__(self, size: int, classes: int = 10, init_scale: float = 1.0, in_channels: int = 1):
+    def __init__(self, size: int, classes: int = 10, width: int = 200, init_scale: float = 1.0,
+                 in_channels: int = 1):
         super().__init__()
-        require_int(size, "size", low=4, high=MAX_WIDTH, owner="ImageCNN")  # two pools leave at least 1 × 1
+        require_int(size, "size", low=2, high=MAX_WIDTH, owner="ImageCNN")  # the pool leaves at least 1 × 1
         require_int(classes, "classes", low=2, high=MAX_WIDTH, owner="ImageCNN")
+        require_int(width, "width", low=1, high=MAX_WIDTH, owner="ImageCNN")
         require_real(init_scale, "init_scale", 0.0, low_open=True, owner="ImageCNN")
         require_int(in_channels, "in_channels", low=1, high=MAX_WIDTH, owner="ImageCNN")
         self.conv1 = nn.Conv2d(in_channels, 8, kernel_size=3, padding=1)
-        self.conv2 = nn.Conv2d(8, 16, kernel_size=3, padding=1)
-        self.readout = nn.Linear(16 * (size // 4) ** 2, classes)
+        self.hidden = nn.Linear(8 * (size // 2) ** 2, width)
+        self.readout = nn.Linear(width, classes)
         with torch.no_grad():
             for p in self.parameters():
                 p.mul_(init_scale)
 
     def features(self, x: torch.Tensor) -> torch.Tensor:
-        """Penultimate features: conv2's pooled maps, flattened, (n, 16 · (size // 4)²)."""
-        h = F.max_pool2d(F.relu(self.conv1(x)), 2)
-        return F.max_pool2d(F.relu(self.conv2(h)), 2).flatten(1)
+        """Penultimate features: the hidden layer's activations, (n, width)."""
+        h = F.max_pool2d(F.relu(self.conv1(x)), 2).flatten(1)
+        return F.relu(self.hidden(h))
 
     def forward(self, x: torch.Tensor, return_features: bool = False):
         h = self.features(x)

@@ -40,7 +40,7 @@ class ImageGrokRun(TrainConfig):
     ``n_test`` None takes the other MNIST-5k images; ``init_scale`` is α (1: PyTorch's default init); ``loss``
     ``"mse"`` is on one-hot targets. ``seed`` seeds the split, the init and the sampler. ``arch`` is ``"mlp"``
     (:class:`~nhtlab.models.mlp.ImageMLP`, ``width`` and ``depth``) or ``"cnn"`` (:class:`~nhtlab.models.cnn.ImageCNN`,
-    whose size is fixed: ``width`` and ``depth`` stay at their defaults).
+    ``width`` its hidden layer's; ``depth`` stays at its default).
 
     Examples
     --------
@@ -75,12 +75,16 @@ class ImageGrokRun(TrainConfig):
             require_int(self.n_test, "n_test", low=10, high=MNIST5K_IMAGES - self.n_train, owner=owner)
         require_real(self.init_scale, "init_scale", 0.0, low_open=True, owner=owner)
         require_choice(self.arch, "arch", ("mlp", "cnn"), owner=owner)
-        if self.arch == "cnn" and (self.width, self.depth) != (ImageGrokRun.width, ImageGrokRun.depth):
-            raise ValueError(f"The 'width' and 'depth' parameters of {owner} size the MLP; arch='cnn' has a fixed "
-                             f"size. Got width={self.width!r}, depth={self.depth!r} instead; leave them out.")
-        if self.arch == "mlp":
-            with torch.device("meta"):  # width and depth checked where they are passed, at no memory
-                ImageMLP(self.size ** 2, 10, self.width, self.depth, self.init_scale)
+        if self.arch == "cnn" and self.depth != ImageGrokRun.depth:
+            raise ValueError(f"The 'depth' parameter of {owner} sizes the MLP; arch='cnn' has three weight layers. "
+                             f"Got depth={self.depth!r} instead; leave it out.")
+        with torch.device("meta"):  # width and depth checked where they are passed, at no memory
+            self._network()
+
+    def _network(self) -> ImageMLP | ImageCNN:
+        if self.arch == "cnn":
+            return ImageCNN(self.size, 10, self.width, self.init_scale)
+        return ImageMLP(self.size ** 2, 10, self.width, self.depth, self.init_scale)
 
     def cache_config(self) -> dict[str, Any]:
         """The result-cache key, never equal to another run kind's."""
@@ -97,9 +101,7 @@ class ImageGrokRun(TrainConfig):
     def build_model(self) -> ImageMLP | ImageCNN:
         """The MLP or the CNN (``arch``), initialised from ``seed`` and scaled by ``init_scale``."""
         seed_everything(self.seed)
-        if self.arch == "cnn":
-            return ImageCNN(self.size, 10, self.init_scale)
-        return ImageMLP(self.size ** 2, 10, self.width, self.depth, self.init_scale)
+        return self._network()
 
 
 def run_image_grok(run: ImageGrokRun, callbacks=(), progress: str | None = None, desc: str | None = None,
