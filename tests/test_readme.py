@@ -68,11 +68,12 @@ def test_the_commands_it_names_are_make_targets():
 
 @pytest.mark.slow
 def test_quick_start_runs(tmp_path):
-    """The quick start as printed, under the smoke cap (its code paths, in seconds)."""
+    """The quick start as printed, trained for real: the core reads no smoke cap, so it groks as a reader's does."""
     code = quick_start()
     assert len(code.strip().splitlines()) <= 10
-    env = {**os.environ, "NHTLAB_SMOKE": "1", "NHTLAB_PROGRESS": "none", "NHTLAB_CACHE_DIR": str(tmp_path / "cache")}
+    env = {**os.environ, "NHTLAB_PROGRESS": "none", "NHTLAB_CACHE_DIR": str(tmp_path / "cache")}
     result = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True,
-                            timeout=300)
+                            timeout=3600)  # a guard against a hang, not a time limit: a busy machine is slower
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "Events(" in result.stdout or "T_mem" in result.stdout or "t_mem" in result.stdout, result.stdout
+    # memorised, then generalised: the events the quick start's comments promise
+    assert re.search(r"Events\(t_mem=\d+, t_grok=\d+", result.stdout), result.stdout
