@@ -422,11 +422,12 @@ nb.omnigrok_summary(
 
 # %% [markdown]
 # The paper compares a convolution with the read-out `fc`, which an MLP
-# cannot. The same script runs a small CNN in the same setting
-# (`--arch cnn`: `conv1` and `conv2`, each followed by a max-pool, then
-# the read-out, every parameter scaled as the MLP's), with the same
-# readings, and one more that needs no memorising: each layer's norm
-# against its own peak over the whole run, as the paper reads CIFAR-10.
+# cannot. The same script runs a CNN in the same setting (`--arch cnn`:
+# `conv1` and a max-pool in front of the MLP's hidden layer and
+# read-out, about as many parameters, every one scaled as the MLP's),
+# with the same readings, and one more that needs no memorising: each
+# layer's norm against its own peak over the whole run, as the paper
+# reads CIFAR-10.
 
 # %% tags=["remove-input"]
 nb.omnigrok_summary(

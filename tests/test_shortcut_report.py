@@ -261,7 +261,8 @@ def test_the_cnn_pilot_reads_conv1_against_the_readout():
     assert "run of the CNN" in text
     assert "memorised (train accuracy ≥ 99%) in 2 of 3, and memorised, then generalised (test ≥ 80%) in 1 of 3" in text
     assert "2 of 3 reached the test threshold without memorising first" in text  # never memorised; memorised later
-    assert "does not follow 1/(ηλ)" in text and "grows" not in text  # α is NaN: no direction to state
+    assert "the delay cannot be tested against 1/(ηλ): 1 λ with a measured delay" in text  # α is NaN
+    assert "follow" not in text and "grows" not in text
     assert "(P1) in 2 of the 2 that memorised" in text
     assert "the read-out and conv1 contracted in the order not read in 2, forward in 1 of 3;" in text
     assert "readout peaked at initialisation in 1 of 3 and had lost a median 50%" in text
