@@ -1,12 +1,14 @@
 """The chapter executions the tests read, run in a process of their own (not a test module).
 
-Usage: python chapter_executions.py RESULT [quick] [smoke FOLDER]
+Usage: python chapter_executions.py RESULT [quick] [html] [smoke FOLDER]
 
 ``quick``: every chapter in the quick profile through ``tools/build_book.py``'s cache (what
-``executed_chapters`` reads). ``smoke``: every chapter's ``full`` profile under the smoke cap into
-FOLDER (:func:`test_full_smoke.execute_all_smoke`). RESULT gets ``{"quick": ..., "smoke": ...}``:
-per chapter its seconds, or the error's text. ``tests/conftest.py`` starts this when collection
-holds tests that read chapters, so the other tests run beside the executions instead of after them.
+``executed_chapters`` reads); ``html``: then the book rendered from them into ``_build/html-quick``
+(what the browser tests look at); ``smoke``: every chapter's ``full`` profile under the smoke cap
+into FOLDER (:func:`test_full_smoke.execute_all_smoke`). RESULT gets ``{"quick": ..., "html": ...,
+"smoke": ...}``: per chapter its seconds or the error's text, and the html folder. ``tests/conftest.py``
+starts this when collection holds tests that read chapters, so the other tests run beside the
+executions instead of after them.
 """
 
 import json
@@ -28,6 +30,11 @@ if __name__ == "__main__":
             result["quick"] = {stem: s for stem, (s, _) in build_book.execute_all("quick", jobs=jobs).items()}
         except Exception as error:  # the fixture executes again in the test process and reports the failing cell
             result["quick"] = {"error": f"{type(error).__name__}: {error}"}
+        if "html" in parts and "error" not in result["quick"]:
+            try:
+                result["html"] = {"html": str(build_book.render("quick", build_book.BUILD / "html-quick"))}
+            except Exception:  # left out: the browser fixture renders again in the test process and reports it
+                pass
     if "smoke" in parts:
         from test_full_smoke import execute_all_smoke
 

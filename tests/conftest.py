@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -30,7 +31,7 @@ os.environ.setdefault("NHTLAB_PROGRESS", "none")
 os.environ.setdefault("NHTLAB_CACHE", "off")
 
 # fixture name → the part of tests/chapter_executions.py that computes it
-CHAPTER_FIXTURES = {"executed_chapters": "quick", "smoke_outputs": "smoke"}
+CHAPTER_FIXTURES = {"executed_chapters": "quick", "page_reports": "html", "smoke_outputs": "smoke"}
 
 
 class Background:
@@ -44,14 +45,15 @@ class Background:
     def start(cls, parts: list[str]) -> None:
         cls.folder, cls.parts = Path(tempfile.mkdtemp(prefix="nhtlab-chapters-")), tuple(parts)
         args = [sys.executable, str(ROOT / "tests" / "chapter_executions.py"), str(cls.folder / "result.json")]
-        args += ["quick"] * ("quick" in parts) + ["smoke", str(cls.folder / "smoke")] * ("smoke" in parts)
+        args += [p for p in ("quick", "html") if p in parts]
+        args += ["smoke", str(cls.folder / "smoke")] if "smoke" in parts else []
         with open(cls.folder / "log.txt", "w") as log:
             cls.process = subprocess.Popen(args, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
                                            start_new_session=True)  # its own group: stopped as one
 
     @classmethod
     def result(cls, part: str) -> dict[str, float | str] | None:
-        """``part``'s per-chapter results once the process is done; None where it was not started for it."""
+        """``part``'s results once the process is done; None where it was not started for it or it failed."""
         if cls.process is None or part not in cls.parts:
             return None
         cls.process.wait()
@@ -59,13 +61,15 @@ class Background:
         if not path.exists():
             log = (cls.folder / "log.txt").read_text()[-3000:]
             pytest.fail(f"tests/chapter_executions.py exited {cls.process.returncode} without a result:\n{log}")
-        return json.loads(path.read_text())[part]
+        return json.loads(path.read_text()).get(part)  # None where it failed: the fixture computes it again
 
     @classmethod
     def stop(cls) -> None:
         if cls.process is not None and cls.process.poll() is None:  # the session ended early (-x, Ctrl-C)
             os.killpg(cls.process.pid, signal.SIGTERM)
             cls.process.wait()
+        if cls.folder is not None:
+            shutil.rmtree(cls.folder, ignore_errors=True)
 
 
 def _reading(item) -> set[str]:

@@ -25,9 +25,11 @@ ROOT = Path(__file__).resolve().parent.parent
 def page_reports(executed_chapters):
     import browser_check
     import build_book
+    from conftest import Background
 
     require_chromium()
-    html = build_book.render("quick", build_book.BUILD / "html-quick")
+    rendered = Background.result("html")  # the book rendered beside the other tests, else here
+    html = Path(rendered["html"]) if rendered else build_book.render("quick", build_book.BUILD / "html-quick")
     shots = build_book.BUILD / "screenshots"
     reports = browser_check.check_book(html, screenshots=shots)
     browser_check.save_report(reports, shots)
