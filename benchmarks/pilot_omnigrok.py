@@ -93,17 +93,16 @@ def main() -> None:
     parser.add_argument("--out", help="write the pilot to this JSON file")
     parser.add_argument("--arch", choices=("mlp", "cnn"), default="mlp", help="ImageGrokRun's network")
     args = parser.parse_args()
-    lams = LAMS
-    jobs = sorted(((args.arch, lam, seed) for lam in lams for seed in SEEDS), key=lambda job: budget(job[1]),
+    jobs = sorted(((args.arch, lam, seed) for lam in LAMS for seed in SEEDS), key=lambda job: budget(job[1]),
                   reverse=True)
     with ProcessPoolExecutor(max_workers=2) as pool:
         runs = sorted(pool.map(one_run, jobs), key=lambda r: (r["lam"], r["seed"]))
     for run in runs:
         print(json.dumps(run), flush=True)
-    law = delay_scaling({lam: [r["delay"] for r in runs if r["lam"] == lam] for lam in lams})
+    law = delay_scaling({lam: [r["delay"] for r in runs if r["lam"] == lam] for lam in LAMS})
     about = pilot_about(cpu_s=sum(r["cpu_s"] for r in runs))
     base = {**BASE, "arch": args.arch, "time_scales": TIME_SCALES, "generalised": GENERALISED}
-    result = {"about": about, "base": base, "lams": list(lams), "seeds": list(SEEDS), "runs": runs,
+    result = {"about": about, "base": base, "lams": list(LAMS), "seeds": list(SEEDS), "runs": runs,
               "delay_law": {"passed": law.passed, "detail": law.detail, "alpha": law.value}}
     print(json.dumps(result["delay_law"]))
     write_pilot(args.out, result)

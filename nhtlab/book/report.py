@@ -361,8 +361,9 @@ def mnist_pilot_summary(pilot: Mapping[str, Any]) -> Markdown:
              f"steps at λ = {lams} (the first the control). ") if pilot["designs"] else ""
     counts = "; ".join(f"{name} in {sum(v[name] for v in verdicts)} of {len(verdicts)}" for name in MNIST_CRITERIA)
     three = sum(all(v[name] for name in MNIST_CRITERIA[:3]) for v in verdicts)
-    # the seeds' λ keys are the control, the middle λ the layer order is read at, and the strong one
-    mid = sorted((k for k in seeds[0] if k.replace(".", "", 1).isdigit()), key=float)[1] if seeds else "—"
+    # besides the seed and the criteria, a seed's keys are its λ: the control, the middle one the order is read at,
+    # and the strong one
+    mid = sorted((k for k in seeds[0] if k != "seed" and k not in MNIST_CRITERIA), key=float)[1] if seeds else "—"
     orders = [s[mid].get("order", {}).get("verdict") or "undetermined" for s in seeds]
     text = (setup + f"Over the {len(verdicts)} designs (one seed each), the criteria held: {counts}. "
             + (f"{three} design(s) met (i)–(iii), the premise the law needs. " if three else

@@ -288,7 +288,6 @@ def _check_same_run(saved: Mapping[str, Any], config: TrainConfig, device: torch
         )
 
 
-#: What :func:`train` adds to a history's config about how it ran (not settings of the run).
 # The rules both trainers share (train and train_batched): what a row holds, when a run diverged or stops.
 
 
