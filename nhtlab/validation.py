@@ -78,6 +78,21 @@ def _in_range(x: float, low: float | None, high: float | None, low_open: bool, h
                 or (high is not None and (x >= high if high_open else x > high)))
 
 
+def _require_number(value: Any, name: str, owner: str | None, integral: bool, low: float | None, high: float | None,
+                    low_open: bool = False, high_open: bool = False, why: str = "") -> Any:
+    """``value`` as an int (``integral``) or a finite float within the bounds, else the error that names ``name``."""
+    kinds = ("an int", "an int") if integral else ("a float", "a finite float")
+    bounds = _range_text(low, high, low_open, high_open)
+    if isinstance(value, bool) or not isinstance(value, Integral if integral else Real):
+        raise TypeError(f"The {name!r} parameter{_where(owner)} must be {kinds[0]}{bounds}. "
+                        f"Got {value!r} of type {type(value).__name__} instead.")
+    number = int(value) if integral else float(value)
+    if not (integral or math.isfinite(number)) or not _in_range(number, low, high, low_open, high_open):
+        raise ValueError(f"The {name!r} parameter{_where(owner)} must be {kinds[1]}{bounds}{f' ({why})' if why else ''}. "
+                         f"Got {(value if integral else number)!r} instead.")
+    return number
+
+
 def require_int(
     value: Any,
     name: str,
@@ -90,17 +105,7 @@ def require_int(
 
     Booleans are refused: ``True`` is an ``int`` in Python but never a count.
     """
-    if isinstance(value, bool) or not isinstance(value, Integral):
-        raise TypeError(
-            f"The {name!r} parameter{_where(owner)} must be an int"
-            f"{_range_text(low, high, False, False)}. Got {value!r} of type {type(value).__name__} instead."
-        )
-    if not _in_range(value, low, high, False, False):
-        raise ValueError(
-            f"The {name!r} parameter{_where(owner)} must be an int"
-            f"{_range_text(low, high, False, False)}{f' ({why})' if why else ''}. Got {value!r} instead."
-        )
-    return int(value)
+    return _require_number(value, name, owner, True, low, high, why=why)
 
 
 def require_real(
@@ -113,18 +118,7 @@ def require_real(
     owner: str | None = None,
 ) -> float:
     """Raise unless ``value`` is a finite real number in the given range."""
-    if isinstance(value, bool) or not isinstance(value, Real):
-        raise TypeError(
-            f"The {name!r} parameter{_where(owner)} must be a float"
-            f"{_range_text(low, high, low_open, high_open)}. Got {value!r} of type {type(value).__name__} instead."
-        )
-    value = float(value)
-    if not math.isfinite(value) or not _in_range(value, low, high, low_open, high_open):
-        raise ValueError(
-            f"The {name!r} parameter{_where(owner)} must be a finite float"
-            f"{_range_text(low, high, low_open, high_open)}. Got {value!r} instead."
-        )
-    return value
+    return _require_number(value, name, owner, False, low, high, low_open, high_open)
 
 
 def require_seed(seed: Any, owner: str) -> int:

@@ -88,12 +88,12 @@ def test_the_cnn_keeps_the_model_contract_and_scales_every_parameter():
 
 
 def test_a_seeded_cnn_run_trains_and_records_conv1_and_the_readout():
-    from nhtlab.analysis.layers import default_head_and_first
+    from nhtlab.analysis.layers import head_and_first
 
     run = ImageGrokRun(**TINY, arch="cnn", loss="cross_entropy", weight_decay=0.1, lr=1e-2)
     a, b = run.execute(progress="none"), run.execute(progress="none")
     assert a.status == "completed" and a.rows == b.rows and isinstance(a.model, ImageCNN)
-    assert a.layers == ["conv1", "hidden", "readout"] and default_head_and_first(a) == ("readout", "conv1")
+    assert a.layers == ["conv1", "hidden", "readout"] and head_and_first(a.layers) == ("readout", "conv1")
     assert a.rows[-1]["norm/conv1"] != a.rows[0]["norm/conv1"] and a.rows[-1]["train_loss"] < a.rows[0]["train_loss"]
     assert run.replace(seed=1).execute(progress="none").rows[0]["norm"] != a.rows[0]["norm"]
 

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from nhtlab.analysis.layers import default_head_and_first, early_warning, head_and_first, head_signals, head_to_first_ratio, layer_transitions, normalised_layer_norms
+from nhtlab.analysis.layers import early_warning, head_and_first, head_signals, head_to_first_ratio, layer_transitions, normalised_layer_norms
 from nhtlab.history import History
 
 
@@ -41,7 +41,7 @@ def test_transitions_peaks_and_contractions():
 
 
 def test_default_head_and_first():
-    assert default_head_and_first(synthetic_history()) == ("readout", "conv1")
+    assert head_and_first(synthetic_history().layers) == ("readout", "conv1")
 
 
 def test_normalised_curves_peak_at_one_and_end_at_one_minus_contraction():
@@ -120,7 +120,7 @@ def test_default_head_and_first_names_exist_in_every_model(model, expected):
            "transformer": lambda: make_model("transformer", 97), "mlp": lambda: make_model("mlp", 97)}[model]()
     names = list(nhtlab.layer_norms(net))
     h = History(rows=[{"step": 0, "norm": 1.0, **{f"norm/{n}": 1.0 for n in names}}])
-    assert default_head_and_first(h) == expected and set(expected) <= set(names)
+    assert head_and_first(h.layers) == expected and set(expected) <= set(names)
     monitor = nhtlab.Monitor(net)  # the online monitor picks the same two layers as the offline analysis
     assert (monitor.head, monitor.first) == expected
 

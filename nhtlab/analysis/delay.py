@@ -227,21 +227,15 @@ def delay_fits(points: Sequence[Mapping[str, Any] | None], average_seeds: bool =
     if len({p["definition"] for p in usable}) > 1:
         raise ValueError("The 'points' parameter of delay_fits mixes definitions "
                          f"{sorted({p['definition'] for p in usable})}; fit one definition at a time.")
-    if average_seeds:
-        groups: dict[str, list[Mapping[str, Any]]] = {}
-        for p in usable:
-            groups.setdefault(p["setting"], []).append(p)
+    if average_seeds:  # settings in the order they first appear, each averaged over its seeds
+        groups = [[p for p in usable if p["setting"] == s] for s in dict.fromkeys(p["setting"] for p in usable)]
         usable = [{key: float(np.mean([p[key] for p in members])) for key in ("measured", *FIT_AXES.values())}
-                  for members in groups.values()]
+                  for members in groups]
     if len(usable) < 2:
         raise ValueError(f"The 'points' parameter of delay_fits must hold at least 2 grokked runs (or settings). Got {len(usable)}.")
     measured = [p["measured"] for p in usable]
-    fits = {}
-    for name, axis in FIT_AXES.items():
-        x = [p[axis] for p in usable]
-        if np.ptp(x) > 0:
-            fits[name] = linear_fit(x, measured)
-    return fits
+    return {name: linear_fit([p[axis] for p in usable], measured) for name, axis in FIT_AXES.items()
+            if np.ptp([p[axis] for p in usable]) > 0}
 
 
 # --- Contraction ------------------------------------------------------------------------------

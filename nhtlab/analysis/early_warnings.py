@@ -35,61 +35,34 @@ def _after_peak(values: np.ndarray, share: float) -> np.ndarray:
     return values <= (1 - share) * np.fmax.accumulate(values)
 
 
-def _column(history: History, name: str) -> np.ndarray | None:
-    return history.column(name) if name in history.columns else None
+def _series(h: History, name: str) -> np.ndarray | None:
+    """A column of ``h``, or ``"head"``/``"first"``: the read-out's or the first layer's ‖θ_ℓ‖²; None when not recorded."""
+    if name in ("head", "first"):
+        return h.column(f"norm/{head_and_first(h.layers)[name == 'first']}") if h.layers else None
+    return h.column(name) if name in h.columns else None
 
 
-def _layer(history: History, which: int) -> np.ndarray | None:
-    layers = history.layers
-    if not layers:
-        return None
-    return history.column(f"norm/{head_and_first(layers)[which]}")
-
-
-def _readout_peak(h: History, w: slice) -> np.ndarray | None:
-    head = _layer(h, 0)
-    return None if head is None else _after_peak(head[w], 0.05)
-
-
-def _readout_vs_init(h: History, w: slice) -> np.ndarray | None:
-    head = _layer(h, 0)
-    return None if head is None else head[w] / head[0] < 1.0
-
-
-def _readout_vs_first(h: History, w: slice) -> np.ndarray | None:
-    head, first = _layer(h, 0), _layer(h, 1)
-    return None if head is None else _after_peak(head[w] / first[w], 0.05)
-
-
-def _total_norm(h: History, w: slice) -> np.ndarray | None:
-    norm = h.column("norm")[w]
-    return norm <= 0.9 * norm[0]
-
-
-def _embedding_norm(h: History, w: slice) -> np.ndarray | None:
-    first = _layer(h, 1)
-    return None if first is None else first[w] <= 0.9 * first[w][0]
-
-
-def _train_loss(h: History, w: slice) -> np.ndarray | None:
-    loss = _column(h, "train_loss")
-    return None if loss is None else loss[w] >= TRAIN_LOSS_RATIO * np.fmin.accumulate(loss[w])
-
-
-def _dlr(h: History, w: slice) -> np.ndarray | None:
-    dlr = _column(h, "dlr")
-    return None if dlr is None else dlr[w] < 0.5
+def _rule(names: tuple[str, ...], fires: Callable[..., np.ndarray]) -> Callable[[History, slice], np.ndarray | None]:
+    """A signal's rule over the rows ``w``: ``fires(w, *series)`` on the series ``names``, None when one is missing."""
+    def rule(h: History, w: slice) -> np.ndarray | None:
+        series = [_series(h, name) for name in names]
+        return None if any(s is None for s in series) else fires(w, *series)
+    return rule
 
 
 #: signal name → (rule in words, rule over the rows from T_mem on).
 SIGNALS: dict[str, tuple[str, Callable[[History, slice], np.ndarray | None]]] = {
-    "readout_peak": ("read-out ‖θ_L‖² 5% below its maximum since T_mem", _readout_peak),
-    "readout_vs_init": ("‖θ_L‖²/‖θ_L(0)‖² < 1", _readout_vs_init),
-    "readout_vs_first": ("‖θ_L‖²/‖θ_1‖² 5% below its maximum since T_mem", _readout_vs_first),
-    "total_norm": ("‖θ‖² 10% below its value at T_mem", _total_norm),
-    "embedding_norm": ("first layer's ‖θ_1‖² 10% below its value at T_mem", _embedding_norm),
-    "train_loss": ("train loss twice its minimum since T_mem", _train_loss),
-    "dlr": ("DLR on the probe < 0.5", _dlr),
+    "readout_peak": ("read-out ‖θ_L‖² 5% below its maximum since T_mem",
+                     _rule(("head",), lambda w, head: _after_peak(head[w], 0.05))),
+    "readout_vs_init": ("‖θ_L‖²/‖θ_L(0)‖² < 1", _rule(("head",), lambda w, head: head[w] / head[0] < 1.0)),
+    "readout_vs_first": ("‖θ_L‖²/‖θ_1‖² 5% below its maximum since T_mem",
+                         _rule(("head", "first"), lambda w, head, first: _after_peak(head[w] / first[w], 0.05))),
+    "total_norm": ("‖θ‖² 10% below its value at T_mem", _rule(("norm",), lambda w, norm: norm[w] <= 0.9 * norm[w][0])),
+    "embedding_norm": ("first layer's ‖θ_1‖² 10% below its value at T_mem",
+                       _rule(("first",), lambda w, first: first[w] <= 0.9 * first[w][0])),
+    "train_loss": ("train loss twice its minimum since T_mem",
+                   _rule(("train_loss",), lambda w, loss: loss[w] >= TRAIN_LOSS_RATIO * np.fmin.accumulate(loss[w]))),
+    "dlr": ("DLR on the probe < 0.5", _rule(("dlr",), lambda w, dlr: dlr[w] < 0.5)),
 }
 
 

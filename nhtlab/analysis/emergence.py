@@ -80,6 +80,11 @@ def scale_table(histories: Sequence[History], key: str = "d_model", default_size
     return sorted(rows, key=lambda r: (r["size"], r["seed"] if r["seed"] is not None else -1))
 
 
+def _by_size(rows: Sequence[dict[str, Any]]) -> dict[Any, list[dict[str, Any]]]:
+    """The rows grouped by ``size``, sizes in increasing order."""
+    return {size: [r for r in rows if r["size"] == size] for size in sorted({r["size"] for r in rows})}
+
+
 def fraction_generalised(rows: Sequence[dict[str, Any]], budget: int) -> list[dict[str, Any]]:
     """Per size, the fraction of runs with T_grok ≤ ``budget``.
 
@@ -92,14 +97,14 @@ def fraction_generalised(rows: Sequence[dict[str, Any]], budget: int) -> list[di
     """
     require_int(budget, "budget", low=0, owner="fraction_generalised")
     out = []
-    for size in sorted({r["size"] for r in rows}):
-        group = [r for r in rows if r["size"] == size]
+    for size, group in _by_size(rows).items():
         hits = sum(1 for r in group if r["T_grok"] is not None and r["T_grok"] <= budget)
         out.append({"size": size, "budget": budget, "runs": len(group), "generalised": hits, "fraction": hits / len(group)})
     return out
 
 
-def _median(values: list[float]) -> float | None:
+def _median(rows: Sequence[dict[str, Any]], key: str) -> float | None:
+    values = [r[key] for r in rows if r[key] is not None]
     return float(np.median(values)) if values else None
 
 
@@ -110,20 +115,11 @@ def size_summary(rows: Sequence[dict[str, Any]], budget: int | None = None) -> l
     """
     out = []
     fractions = {f["size"]: f["fraction"] for f in fraction_generalised(rows, budget)} if budget is not None else {}
-    for size in sorted({r["size"] for r in rows}):
-        group = [r for r in rows if r["size"] == size]
+    for size, group in _by_size(rows).items():
         done = [r for r in group if r["ratio"] is not None]
-        entry = {
-            "size": size,
-            "runs": len(group),
-            "grokked": len(done),
-            "V_sc": _median([r["V_sc"] for r in done]),
-            "V_st": _median([r["V_st"] for r in done]),
-            "ratio": _median([r["ratio"] for r in done]),
-            "T_mem": _median([r["T_mem"] for r in group if r["T_mem"] is not None]),
-            "delay": _median([r["delay"] for r in done]),
-            "predicted": _median([r["predicted"] for r in done]),
-        }
+        entry = {"size": size, "runs": len(group), "grokked": len(done),
+                 **{k: _median(done, k) for k in ("V_sc", "V_st", "ratio")}, "T_mem": _median(group, "T_mem"),
+                 **{k: _median(done, k) for k in ("delay", "predicted")}}
         if budget is not None:
             entry["fraction"] = fractions[size]
         out.append(entry)
@@ -178,10 +174,8 @@ def between_and_within(rows: Sequence[dict[str, Any]], key: str) -> dict[str, fl
     >>> {k: round(v, 3) for k, v in between_and_within(rows, "g").items()}
     {'difference': 0.95, 'seed_spread': 0.2}
     """
-    by_size: dict[Any, list[float]] = {}
-    for r in rows:
-        if r.get(key) is not None:
-            by_size.setdefault(r["size"], []).append(float(r[key]))
+    measured = _by_size([r for r in rows if r.get(key) is not None])
+    by_size = {size: [float(r[key]) for r in group] for size, group in measured.items()}
     if len(by_size) < 2:
         raise ValueError(f"The 'rows' parameter of between_and_within needs {key!r} at two sizes or more. Got {sorted(by_size)}.")
     sizes = sorted(by_size)

@@ -97,17 +97,6 @@ def cut_history(history: History, step: int) -> History:
     return History(rows=rows, status="running", config=dict(history.config))
 
 
-def _rate_and_contraction(history: History, t_mem: int) -> tuple[float, float, float, int]:
-    """(slope of −log‖θ‖² per step since T_mem, log(V_mem/V_now), V_mem, now)."""
-    steps, norm = history.column("step"), history.column("norm")
-    window = steps >= t_mem
-    t, v = steps[window], norm[window]
-    v_mem, v_now, now = float(v[0]), float(v[-1]), int(t[-1])
-    if len(t) < 2:
-        return 0.0, 0.0, v_mem, now
-    return -linear_fit(t, np.log(v)).slope, math.log(v_mem / v_now), v_mem, now
-
-
 def _point(history: History, log_contraction: float) -> tuple[float | None, int, int | None, str]:
     if history.diverged or not np.all(np.isfinite(history.column("norm"))):
         return None, int(history.rows[-1]["step"]) if history.rows else 0, None, "the run diverged"
@@ -115,7 +104,10 @@ def _point(history: History, log_contraction: float) -> tuple[float | None, int,
     now = int(history.rows[-1]["step"])
     if events.t_mem is None:
         return None, now, None, "the run has not memorised yet"
-    rate, done, _, now = _rate_and_contraction(history, events.t_mem)
+    steps, norm = history.column("step"), history.column("norm")
+    t, v = steps[steps >= events.t_mem], norm[steps >= events.t_mem]
+    # the slope of −log‖θ‖² per step since T_mem, and log(V_mem/V_now)
+    rate, done = (-linear_fit(t, np.log(v)).slope, math.log(float(v[0]) / float(v[-1]))) if len(t) > 1 else (0.0, 0.0)
     # a norm that has not fallen by MIN_CONTRACTION since T_mem gives no rate to extrapolate
     if now - events.t_mem < 1 or rate <= 0 or done < MIN_CONTRACTION:
         return None, now, events.t_mem, "‖θ‖² is not contracting since T_mem"
@@ -150,12 +142,8 @@ def predict_grok(history: History, calibration: EtaCalibration) -> GrokEstimate:
 
 def plateau_runs(histories: Sequence[History]) -> list[tuple[History, Any]]:
     """The runs that grokked (:attr:`Events.grokked`) after a plateau to forecast on, with their events."""
-    out = []
-    for h in histories:
-        e = find_events(h)
-        if e.grokked and e.delay > 0 and not h.diverged:
-            out.append((h, e))
-    return out
+    runs = [(h, find_events(h)) for h in histories]
+    return [(h, e) for h, e in runs if e.grokked and e.delay > 0 and not h.diverged]
 
 
 def _setting(history: History) -> tuple[float, float]:

@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from ..history import History, first_step_at_least
+from ..history import History, first_step_at_least, require_history
 from ..thresholds import BORDER_DROPPED, BORDER_FITTED, FITTED_ACCURACY
 from ..validation import require_fractions, require_increasing, require_real, require_type
 
@@ -66,16 +66,11 @@ class Events:
 
 
 def norm_at(history: History, step: int) -> float:
-    """‖θ‖² at the first evaluated step at or after ``step``: how nhtlab reads V_sc and V_st.
+    """‖θ‖² at the first evaluated step at or after ``step`` (not after the last): how nhtlab reads V_sc and V_st.
 
-    :func:`find_events` (``norm_at_mem``, ``norm_at_grok``, hence the delay
-    law's V_mem and V_grok and the emergence table's V_sc and V_st) and the
-    scorecard's P1 (:func:`nhtlab.analysis.scorecard.norm_ordering`) all read a
-    norm at a step through this function. ``history`` has rows with ``step`` (increasing) and ``norm``;
-    ``step`` need not be an evaluated one, but not after the last (a ValueError).
+    :func:`find_events` (hence the delay law's V_mem and V_grok) and the scorecard's P1 read a norm at a step
+    through it.
 
-    Examples
-    --------
     >>> h = History([{"step": 0, "norm": 5.0}, {"step": 50, "norm": 3.0}])
     >>> norm_at(h, 50), norm_at(h, 1)
     (3.0, 3.0)
@@ -108,13 +103,9 @@ def find_events(history: History, threshold: float = FITTED_ACCURACY) -> Events:
     """
     require_type(history, "history", History, owner="find_events")
     require_real(threshold, "threshold", 0.0, 1.0, low_open=True, owner="find_events")
-    if len(history) == 0:
-        raise ValueError("The 'history' parameter of find_events is empty: it has no evaluated step.")
-    steps = require_increasing(history.column("step"), "history", owner="find_events")
-    if not (steps == np.round(steps)).all():  # a step is a count of updates: 200.5 is a mistake, not 200
-        raise ValueError(f"The 'history' parameter of find_events must have whole-number steps. "
-                         f"Got {steps[steps != np.round(steps)][0]!r}.")
-    steps = steps.astype(int)
+    # a step is a count of updates: 200.5 is a mistake, not 200; NaN accuracies are not known, and never reach it
+    require_history(history, "find_events", fractions=("train_acc", "test_acc"))
+    steps = history.column("step").astype(int)
     norm = history.column("norm")
     finite = np.isfinite(norm)
     if not finite.any():
@@ -127,9 +118,8 @@ def find_events(history: History, threshold: float = FITTED_ACCURACY) -> Events:
     if (norm[finite] < 0).any():
         raise ValueError("The 'history' parameter of find_events must hold squared norms ≥ 0 in its 'norm' column. "
                          f"Got {float(np.nanmin(norm)):g}.")
-    # NaN marks a missing accuracy: it never reaches the threshold
-    t_mem = first_step_at_least(steps, require_fractions(history.column("train_acc"), "history", "find_events"), threshold)
-    t_grok = first_step_at_least(steps, require_fractions(history.column("test_acc"), "history", "find_events"), threshold)
+    t_mem = first_step_at_least(steps, history.column("train_acc"), threshold)
+    t_grok = first_step_at_least(steps, history.column("test_acc"), threshold)
     peak = int(np.argmax(np.where(finite, norm, -np.inf)))
 
     return Events(t_mem=t_mem, t_grok=t_grok, peak_step=int(steps[peak]), peak_norm=float(norm[peak]),

@@ -21,7 +21,7 @@ from ..validation import require_choice, require_real, require_type
 from .events import find_events
 
 __all__ = ["layer_label", "LayerTransition", "layer_transitions", "normalised_layer_norms", "head_to_first_ratio",
-           "head_signals", "early_warning", "head_and_first", "default_head_and_first", "layer_order", "ORDERS", "warning_times", "CONTRACTION_SHARE", "CONTRACTION_VERDICTS",
+           "head_signals", "early_warning", "head_and_first", "layer_order", "ORDERS", "warning_times", "CONTRACTION_SHARE", "CONTRACTION_VERDICTS",
            "LayerContraction", "ContractionOrder", "contraction_order"]
 
 
@@ -77,23 +77,24 @@ def _is_norm_layer(name: str) -> bool:
     return "norm" in last or "bn" in last or last.startswith("ln")
 
 
-def _check_history(history: History, owner: str) -> None:
+def _check_history(history: History, owner: str, head: Any = None, first: Any = None) -> tuple[str, str]:
+    """Check ``history`` has layer norms to read; ``head`` and ``first`` when given (layers of it), else the defaults."""
     require_type(history, "history", History, owner=owner)
     if len(history) == 0 or not history.layers:
         raise ValueError(f"The 'history' parameter of {owner} must have evaluated rows with norm/<layer> columns. "
                          f"Got {len(history)} rows and layers {history.layers}.")
     # unsorted or repeated steps leave no order to read; a NaN norm (a diverged run) no peak or contraction
     require_history(history, owner, norms=["norm"], layers=True, finite=True)
-
-
-def _head_and_first(history: History, head: Any, first: Any, owner: str) -> tuple[str, str]:
-    """``head`` and ``first`` when given (each a layer of the history), else the defaults."""
     for name, layer in (("head", head), ("first", first)):
         if layer is not None:
             require_type(layer, name, str, owner=owner)
             require_choice(layer, name, history.layers, owner=owner)
-    d_head, d_first = default_head_and_first(history)
+    d_head, d_first = head_and_first(history.layers)
     return (d_head if head is None else head), (d_first if first is None else first)
+
+
+def _peak_step(steps: np.ndarray, values: np.ndarray) -> int:
+    return int(steps[int(np.nanargmax(values))])
 
 
 def _select(history: History, layers: Sequence[str] | None, owner: str) -> list[str]:
@@ -121,12 +122,6 @@ def head_and_first(names: Sequence[str]) -> tuple[str, str]:
     weights = [n for n in names if not _is_norm_layer(n)] or list(names)
     heads = [n for n in weights if n == "readout" or n.endswith("fc") or n.endswith("readout")]
     return (heads[-1] if heads else weights[-1]), weights[0]
-
-
-def default_head_and_first(history: History) -> tuple[str, str]:
-    """The read-out and the first layer of a history's ``norm/<layer>`` columns (:func:`head_and_first`)."""
-    _check_history(history, "default_head_and_first")
-    return head_and_first(history.layers)
 
 
 def head_signals(head: ArrayLike, first: ArrayLike, head_init: ArrayLike) -> tuple[np.ndarray | float, np.ndarray | float]:
@@ -160,12 +155,9 @@ def normalised_layer_norms(history: History, layers: Sequence[str] | None = None
     the end is the layer's contraction.
     """
     _check_history(history, "normalised_layer_norms")
-    out = {}
-    for name in _select(history, layers, "normalised_layer_norms"):
-        values = history.column(f"norm/{name}")
-        peak = np.nanmax(values)
-        out[name] = values / peak if peak > 0 else np.zeros_like(values)
-    return out
+    columns = {name: history.column(f"norm/{name}") for name in _select(history, layers, "normalised_layer_norms")}
+    return {name: values / np.nanmax(values) if np.nanmax(values) > 0 else np.zeros_like(values)
+            for name, values in columns.items()}
 
 
 def layer_transitions(history: History, layers: Sequence[str] | None = None,
@@ -216,13 +208,12 @@ def warning_times(history: History, drop_step: int | None, head: str | None = No
 
     Leads are drop_step − peak step (> 0: the signal turned down first; None without ``drop_step``).
     """
-    _check_history(history, "warning_times")
     signals = head_to_first_ratio(history, head, first)
     steps = signals["step"].astype(int)
     out: dict[str, Any] = {"drop_step": drop_step}
     for key, values in (("head_over_init", signals["head_over_init"]), ("head_over_first", signals["head_over_first"]),
                         ("total", history.column("norm"))):
-        peak = int(steps[int(np.nanargmax(values))])
+        peak = _peak_step(steps, values)
         out[f"{key}_peak"] = peak
         out[f"{key}_lead"] = None if drop_step is None else int(drop_step) - peak
     return out
@@ -230,8 +221,7 @@ def warning_times(history: History, drop_step: int | None, head: str | None = No
 
 def head_to_first_ratio(history: History, head: str | None = None, first: str | None = None) -> dict[str, np.ndarray]:
     """The paper's two early-warning signals along the run (:func:`head_signals` on the history's columns)."""
-    _check_history(history, "head_to_first_ratio")
-    head, first = _head_and_first(history, head, first, "head_to_first_ratio")
+    head, first = _check_history(history, "head_to_first_ratio", head, first)
     h, f = history.column(f"norm/{head}"), history.column(f"norm/{first}")
     head_over_first, head_over_init = head_signals(h, f, h[0])
     return {"step": history.column("step"), "head_over_first": head_over_first, "head_over_init": head_over_init}
@@ -248,7 +238,7 @@ def early_warning(history: History, head: str | None = None, first: str | None =
     history : History
         Needs ``step``, ``norm`` and ``norm/<layer>`` columns.
     head, first : str, optional
-        The layers compared; by default :func:`default_head_and_first`.
+        The layers compared; by default :func:`head_and_first` of the history's layers.
 
     Returns
     -------
@@ -256,12 +246,11 @@ def early_warning(history: History, head: str | None = None, first: str | None =
         The step of each peak, ``lead`` = total − ratio peak step (> 0: the ratio warned first),
         and the ``head`` and ``first`` names.
     """
-    _check_history(history, "early_warning")
-    head, first = _head_and_first(history, head, first, "early_warning")
+    head, first = _check_history(history, "early_warning", head, first)
     signals = head_to_first_ratio(history, head, first)
     steps = signals["step"].astype(int)
-    ratio_peak = int(steps[int(np.nanargmax(signals["head_over_first"]))])
-    total_peak = int(steps[int(np.nanargmax(history.column("norm")))])
+    ratio_peak = _peak_step(steps, signals["head_over_first"])
+    total_peak = _peak_step(steps, history.column("norm"))
     by_name = {t.layer: t for t in layer_transitions(history, [head, first])}
     return {"head": head, "first": first, "ratio_peak_step": ratio_peak, "total_peak_step": total_peak,
             "head_peak_step": by_name[head].peak_step, "first_peak_step": by_name[first].peak_step,
@@ -344,7 +333,7 @@ def contraction_order(history: History, window: tuple[int | None, int | None] | 
         Default: T_mem and T_grok of :func:`~nhtlab.analysis.events.find_events`; ``t_grok`` None: the run's end.
     share : float in (0, 1)
     head, first : str, optional
-        Default: :func:`default_head_and_first`.
+        Default: :func:`head_and_first` of the history's layers.
 
     Returns
     -------
@@ -358,9 +347,8 @@ def contraction_order(history: History, window: tuple[int | None, int | None] | 
     >>> r.verdict, r.order
     ('backward', ['readout', 'tok'])
     """
-    _check_history(history, "contraction_order")
+    head, first = _check_history(history, "contraction_order", head, first)
     require_real(share, "share", 0.0, 1.0, low_open=True, high_open=True, owner="contraction_order")
-    head, first = _head_and_first(history, head, first, "contraction_order")
     names = [n for n in history.layers if not _is_norm_layer(n)] or list(history.layers)
     names = list(dict.fromkeys(_select(history, [*names, head, first], "contraction_order")))
     if window is None:

@@ -41,8 +41,9 @@ the run, scaled as 1/(ηλ) (the decay's time scale); a shorter run is
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import itertools
 import warnings
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -80,15 +81,6 @@ def is_diverged(history: History) -> str | None:
     alone overshoots zero), or when a recorded ‖θ‖² or training loss is NaN or infinite
     (a history recorded by another loop, e.g. :class:`nhtlab.Monitor`).
 
-    Parameters
-    ----------
-    history : History
-
-    Returns
-    -------
-    str or None
-        The reason in words, or None.
-
     Examples
     --------
     >>> is_diverged(History(rows=[{"step": 0, "norm": 1.0}, {"step": 10, "norm": float("nan")}]))
@@ -110,24 +102,12 @@ def is_diverged(history: History) -> str | None:
 
 @dataclass
 class Regime:
-    """The diagnosis of one run.
+    """The diagnosis of one run: its ``regime``, and the rule that decided in words (``reason``).
 
-    Attributes
-    ----------
-    regime : {"weak", "intermediate", "strong", "undetermined", "diverged"}
-    memorised : bool
-        Train accuracy reached ``fit_threshold``.
-    generalised : bool
-        Test accuracy reached ``generalise_threshold``.
-    contraction : float or None
-        1 − min ‖θ‖² / ‖θ‖²(T_mem), the minimum taken from T_mem to T_grok (to the
-        end of the run when it never generalised); None when never memorised.
-    growth : float or None
-        max ‖θ‖² / ‖θ‖²(T_mem) − 1 over the same window; None when never memorised.
-    reason : str
-        The rule that decided, in words.
-    events : Events or None
-        None for a diverged run with no finite ‖θ‖².
+    ``memorised``/``generalised``: train/test accuracy reached its threshold; ``contraction`` is
+    1 − min ‖θ‖² / ‖θ‖²(T_mem) and ``growth`` max ‖θ‖² / ‖θ‖²(T_mem) − 1, both from T_mem to T_grok (to the
+    run's end when it never generalised), None when never memorised; ``events`` is None for a diverged
+    run with no finite ‖θ‖².
     """
 
     regime: str
@@ -266,23 +246,8 @@ def regime_order_ok(lams: Sequence[float], regimes: Sequence[str]) -> bool:
 
     Several runs may share a λ (seeds); they are compared by the order of λ only,
     so two seeds of one λ in different regimes count as a boundary, not a violation,
-    as long as every run at a larger λ is at least as far along.
-
-    Parameters
-    ----------
-    lams : sequence of float, length n
-        Each run's weight decay λ.
-    regimes : sequence of str, length n
-        Each run's label, one of :data:`REGIMES` or :data:`UNJUDGED`.
-
-    Returns
-    -------
-    bool
-
-    Raises
-    ------
-    ValueError
-        When the lengths differ or a label is unknown.
+    as long as every run at a larger λ is at least as far along. Unequal lengths or an unknown label
+    are a ValueError.
 
     Examples
     --------
@@ -298,20 +263,14 @@ def regime_order_ok(lams: Sequence[float], regimes: Sequence[str]) -> bool:
     for r in regimes:
         if r not in REGIMES and r not in UNJUDGED:
             raise ValueError(f"The 'regimes' parameter of regime_order_ok must hold only {REGIMES + UNJUDGED}. Got {r!r}.")
-    rank = {name: i for i, name in enumerate(REGIMES)}
-    pairs = sorted((lam, rank[r]) for lam, r in zip(lams, regimes) if r not in UNJUDGED)
+    pairs = sorted((lam, REGIMES.index(r)) for lam, r in zip(lams, regimes) if r not in UNJUDGED)
     # every run at a strictly larger λ must have rank ≥ the max rank at smaller λ
     best = -1
-    i = 0
-    while i < len(pairs):
-        j = i
-        while j < len(pairs) and pairs[j][0] == pairs[i][0]:
-            j += 1
-        group = [r for _, r in pairs[i:j]]
-        if min(group) < best:
+    for _, group in itertools.groupby(pairs, key=lambda pair: pair[0]):
+        ranks = [rank for _, rank in group]
+        if min(ranks) < best:
             return False
-        best = max(best, max(group))
-        i = j
+        best = max(best, *ranks)
     return True
 
 
@@ -322,24 +281,8 @@ def budget_regime(regime: str, steps: int, rate: float, factor: float) -> str:
     contract its norm (weak) or to fit its training set despite the decay (strong), so those two
     labels, which say that something never happened, need ``steps · ηλ ≥ factor``. Intermediate
     (the norm contracted while the training set was fitted) is something seen, and stands at any
-    budget; so do the unjudged labels.
-
-    Parameters
-    ----------
-    regime : str
-        The label a rule read off the run (``online_regime``, ``diagnose_regime``).
-    steps : int
-        The run's step budget.
-    rate : float
-        ηλ of the run (learning rate times weight decay), ≥ 0.
-    factor : float
-        The budget a verdict of absence needs, in units of 1/(ηλ); > 0, fixed before the runs (chapter 06
-        takes 4, chapter 08 takes 1).
-
-    Returns
-    -------
-    str
-        ``regime``, or ``"not decided within <steps> steps"``.
+    budget; so do the unjudged labels. ``rate`` is ηλ; ``factor`` is fixed before the runs (chapter 06
+    takes 4, chapter 08 takes 1).
 
     Examples
     --------
@@ -364,22 +307,7 @@ def within_budget(regime: str, last_step: int, needed: int) -> str:
     no transition yet) means nothing before that time has passed: it needs a budget of at least
     ``needed`` steps, a number fixed before the run (chapter 02 takes it from
     :func:`nhtlab.book.panel_budget`). A run that grokked (intermediate) or diverged has reached its
-    verdict whatever its budget.
-
-    Parameters
-    ----------
-    regime : str
-        :func:`diagnose_regime`'s label.
-    last_step : int
-        The last evaluated step of the run.
-    needed : int
-        The budget its λ needs for a verdict, ≥ 1.
-
-    Returns
-    -------
-    str
-        ``regime``, or :data:`NOT_DECIDED` when it is not intermediate or diverged and
-        ``last_step < needed``.
+    verdict whatever its budget; ``last_step`` is the run's last evaluated step.
 
     Examples
     --------
@@ -396,6 +324,10 @@ def within_budget(regime: str, last_step: int, needed: int) -> str:
     if regime in ("intermediate", DIVERGED) or last_step >= needed:
         return regime
     return NOT_DECIDED
+
+
+def _rounded(value: float | None, digits: int) -> float | None:
+    return None if value is None else round(value, digits)
 
 
 def regime_table(result: Any, **thresholds: Any) -> list[dict[str, Any]]:
@@ -422,18 +354,16 @@ def regime_table(result: Any, **thresholds: Any) -> list[dict[str, Any]]:
         if not (hasattr(row, "history") and hasattr(row, "run")):
             raise TypeError(f"The 'result' parameter of regime_table must hold a sweep's rows (with .run and .history). "
                             f"Item {i} is {type(row).__name__}.")
-        d = diagnose_regime(row.history, **thresholds)
+        d, h = diagnose_regime(row.history, **thresholds), row.history
         ev = d.events
         rows.append({
             "run": i, "weight_decay": row.run.weight_decay, "lr": row.run.lr,
             "train_fraction": row.run.train_fraction, "seed": row.run.seed,
             "regime": d.regime, "reason": d.reason, "t_mem": ev.t_mem, "t_grok": ev.t_grok, "delay": ev.delay,
             "peak_step": ev.peak_step, "peak_norm": round(ev.peak_norm, 1), "final_norm": round(ev.final_norm, 1),
-            "v_mem": None if ev.norm_at_mem is None else round(ev.norm_at_mem, 1),
-            "last_step": int(row.history.column("step")[-1]),
-            "growth": None if d.growth is None else round(d.growth, 3),
-            "contraction": None if d.contraction is None else round(d.contraction, 3),
-            "max_test_acc": round(float(np.nanmax(row.history.column("test_acc"))), 4),
-            "max_train_acc": round(float(np.nanmax(row.history.column("train_acc"))), 4), "status": row.history.status,
+            "v_mem": _rounded(ev.norm_at_mem, 1), "last_step": int(h.column("step")[-1]),
+            "growth": _rounded(d.growth, 3), "contraction": _rounded(d.contraction, 3),
+            "max_test_acc": round(float(np.nanmax(h.column("test_acc"))), 4),
+            "max_train_acc": round(float(np.nanmax(h.column("train_acc"))), 4), "status": h.status,
         })
     return rows

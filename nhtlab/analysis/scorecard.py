@@ -11,6 +11,7 @@ it was decided on, so a ✓ or ✗ can be checked; each docstring says what make
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
@@ -74,12 +75,8 @@ def _collapsed(regimes: Mapping[float, str]) -> list[str]:
     Weak, intermediate, weak stays three entries: a non-monotone sweep. This is
     what P2 prints; the pass/fail is :func:`regimes_in_order`.
     """
-    out: list[str] = []
-    for lam in sorted(regimes):
-        r = regimes[lam]
-        if r not in UNJUDGED and (not out or out[-1] != r):
-            out.append(r)
-    return out
+    judged = (regimes[lam] for lam in sorted(regimes) if regimes[lam] not in UNJUDGED)
+    return [r for r, _ in itertools.groupby(judged)]
 
 
 def three_regimes(regimes: Mapping[float, str]) -> Check:
@@ -129,8 +126,7 @@ def contraction_rule(order: ContractionOrder) -> Check:
     missing).
     """
     require_type(order, "order", ContractionOrder, owner="contraction_rule")
-    by = {c.layer: c for c in order.layers}
-    h, f = by[order.head], by[order.first]
+    h, f = order.layer(order.head), order.layer(order.first)
     lead = float(f.step - h.step) if h.step is not None and f.step is not None else math.nan
 
     def step(c):

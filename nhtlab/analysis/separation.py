@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from ..history import History, require_history
-from ..validation import require_increasing, require_int, require_numbers
+from ..validation import require_choice, require_increasing, require_int, require_numbers
 from .events import border_times, find_events
 
 __all__ = ["Separation", "clean_norm_separation", "separation_from_history", "spearman",
@@ -177,9 +177,7 @@ def separation_from_history(history: History, num_classes: int, kind: str = "sho
     ``start_step="auto"``: the first step the border is fitted for a shortcut, T_mem for generalisation.
     """
     require_history(history, "separation_from_history", norms=["norm"], fractions=["cue_acc", "test_acc"])
-    if kind not in ("shortcut", "generalisation"):
-        raise ValueError(f"The 'kind' parameter of separation_from_history must be one of 'shortcut', "
-                         f"'generalisation'. Got {kind!r} instead.")
+    require_choice(kind, "kind", ("shortcut", "generalisation"), owner="separation_from_history")
     column = column or ("cue_acc" if kind == "shortcut" else "test_acc")
     acc = history.column(column)
     phi = reliance_from_shortcut(acc, num_classes) if kind == "shortcut" else reliance_from_generalisation(acc, num_classes)
@@ -187,9 +185,6 @@ def separation_from_history(history: History, num_classes: int, kind: str = "sho
         if start_step != "auto":
             raise ValueError(f"The 'start_step' parameter of separation_from_history must be an int, None or 'auto'. "
                              f"Got {start_step!r} instead.")
-        if kind == "shortcut":
-            start_step = border_times(history)[0]
-        else:
-            start_step = find_events(history).t_mem
+        start_step = border_times(history)[0] if kind == "shortcut" else find_events(history).t_mem
     return clean_norm_separation(history.column("step"), history.column("norm"), phi, start_step=start_step,
                                  min_points=min_points)

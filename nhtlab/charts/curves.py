@@ -19,12 +19,8 @@ WIDTH = 480
 
 def long_records(history: History, columns: Mapping[str, str], **constants: Any) -> list[dict[str, Any]]:
     """Melt ``columns`` (column → label) of a history into rows {step, series, value, …}."""
-    out = []
-    for row in history.rows:
-        for column, label in columns.items():
-            if column in row and row[column] is not None:
-                out.append({"step": row["step"], "series": label, "value": row[column], **constants})
-    return out
+    return [{"step": row["step"], "series": label, "value": row[column], **constants}
+            for row in history.rows for column, label in columns.items() if row.get(column) is not None]
 
 
 def event_rules(events: Events, legend: bool = True) -> alt.Chart:
@@ -37,13 +33,21 @@ def event_rules(events: Events, legend: bool = True) -> alt.Chart:
              ("norm peak", events.peak_step or None, "#b279a2")]
     drawn = [m for m in marks if m[1] is not None]  # the legend lists only what is drawn, each in its colour
     base = alt.Chart(alt.Data(values=[{"step": s, "event": name} for name, s, _ in drawn]))
-    rules = base.mark_rule(strokeDash=[4, 3]).encode(
+    return base.mark_rule(strokeDash=[4, 3]).encode(
         x="step:Q",
         color=alt.Color("event:N", scale=alt.Scale(domain=[m[0] for m in drawn], range=[m[2] for m in drawn]),
                         legend=alt.Legend(title="event") if legend else None),
         tooltip=["event:N", "step:Q"],
     )
-    return rules
+
+
+def _stacked(top: alt.Chart, bottom: alt.Chart, events: Events | None) -> alt.VConcatChart:
+    """Two panels, one above the other, with the events' rules on both (the legend on the top one)."""
+    if events is not None:
+        # Lines and event rules keep separate colour scales, or the rules' domain hides the lines.
+        top = alt.layer(top, event_rules(events)).resolve_scale(color="independent")
+        bottom = alt.layer(bottom, event_rules(events, legend=False)).resolve_scale(color="independent")
+    return alt.vconcat(top, bottom).resolve_scale(color="independent")
 
 
 def training_curves(history: History, events: Events | None = None, title: str = "") -> alt.VConcatChart:
@@ -60,18 +64,12 @@ def training_curves(history: History, events: Events | None = None, title: str =
         y=alt.Y("value:Q", title="‖θ‖²", scale=alt.Scale(zero=False)),
         tooltip=["step:Q", alt.Tooltip("value:Q", format=",.0f", title="‖θ‖²")],
     ).properties(width=WIDTH, height=180, title="squared weight norm")
-    if events is not None:
-        # Lines and event rules keep separate colour scales, or the rules' domain hides the lines.
-        acc = alt.layer(acc, event_rules(events)).resolve_scale(color="independent")
-        norm = alt.layer(norm, event_rules(events, legend=False)).resolve_scale(color="independent")
-    return alt.vconcat(acc, norm).resolve_scale(color="independent")
+    return _stacked(acc, norm, events)
 
 
 def norm_curves(histories: Sequence[tuple[str, History]], column: str = "norm", title: str = "‖θ‖²") -> alt.Chart:
     """One line per labelled history for ``column`` (hover a line to highlight it)."""
-    records = []
-    for label, history in histories:
-        records += long_records(history, {column: label})
+    records = [r for label, history in histories for r in long_records(history, {column: label})]
     hover = alt.selection_point(fields=["series"], on="pointerover", bind="legend")
     return alt.Chart(alt.Data(values=records)).mark_line().encode(
         x=alt.X("step:Q"),
@@ -108,10 +106,8 @@ def compare_runs(runs: Sequence[tuple[str, History]], events: Events | None = No
     """Test accuracy and ‖θ‖² of several labelled runs, one colour per run, shared zoom; ``events`` (of one of
     the runs, say which in its label) are marked on both panels."""
     zoom = alt.selection_interval(bind="scales", encodings=["x"])
-    acc, norm = [], []
-    for label, history in runs:
-        acc += long_records(history, {"test_acc": label})
-        norm += long_records(history, {"norm": label})
+    acc = [r for label, history in runs for r in long_records(history, {"test_acc": label})]
+    norm = [r for label, history in runs for r in long_records(history, {"norm": label})]
     color = alt.Color("series:N", title="run")
     top = alt.Chart(alt.Data(values=acc)).mark_line().encode(
         x="step:Q", y=alt.Y("value:Q", title="test accuracy", scale=alt.Scale(domain=[0, 1])), color=color,
@@ -121,7 +117,4 @@ def compare_runs(runs: Sequence[tuple[str, History]], events: Events | None = No
         x="step:Q", y=alt.Y("value:Q", title="‖θ‖²"), color=alt.Color("series:N", legend=None),
         tooltip=["series:N", "step:Q", alt.Tooltip("value:Q", format=",.0f")],
     ).properties(width=WIDTH, height=160)
-    if events is not None:
-        top = alt.layer(top, event_rules(events)).resolve_scale(color="independent")
-        bottom = alt.layer(bottom, event_rules(events, legend=False)).resolve_scale(color="independent")
-    return alt.vconcat(top, bottom).resolve_scale(color="independent")
+    return _stacked(top, bottom, events)
