@@ -181,9 +181,7 @@ def calibrate_eta(histories: Sequence[History], coverage: float = ETA_COVERAGE,
             point, _, t_mem, _ = _point(cut_history(h, step), log_c)
             if point is not None and point > t_mem:
                 errors.append(math.log(e.delay / (point - t_mem)))
-    if not errors:
-        errors = [0.0]
-    lo, hi = np.quantile(errors, [(1 - coverage) / 2, (1 + coverage) / 2])
+    lo, hi = np.quantile(errors or [0.0], [(1 - coverage) / 2, (1 + coverage) / 2])
     return EtaCalibration(log_c, float(lo), float(hi), coverage,
                           {k: float(np.mean(v)) for k, v in delays.items()}, len(runs))
 

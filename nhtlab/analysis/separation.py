@@ -99,21 +99,16 @@ def spearman(x: np.ndarray, y: np.ndarray) -> float:
     return float(np.clip(stats.spearmanr(x, y).statistic, -1.0, 1.0))
 
 
-def _rescale(acc: np.ndarray, num_classes: int) -> np.ndarray:
-    chance = 1.0 / num_classes
-    return np.clip((np.asarray(acc, dtype=float) - chance) / (1.0 - chance), 0.0, 1.0)
-
-
 def reliance_from_shortcut(shortcut_acc: np.ndarray, num_classes: int) -> np.ndarray:
     """φ from the accuracy of following the cue: (acc − 1/C)/(1 − 1/C), clipped to [0, 1]."""
-    require_int(num_classes, "num_classes", low=2, owner="reliance_from_shortcut")
-    return _rescale(shortcut_acc, num_classes)
+    chance = 1.0 / require_int(num_classes, "num_classes", low=2, owner="reliance_from_shortcut")
+    return np.clip((np.asarray(shortcut_acc, dtype=float) - chance) / (1.0 - chance), 0.0, 1.0)
 
 
 def reliance_from_generalisation(test_acc: np.ndarray, num_classes: int) -> np.ndarray:
     """φ for memorisation shortcuts: 1 − (acc − 1/C)/(1 − 1/C), clipped to [0, 1]."""
     require_int(num_classes, "num_classes", low=2, owner="reliance_from_generalisation")
-    return 1.0 - _rescale(test_acc, num_classes)
+    return 1.0 - reliance_from_shortcut(test_acc, num_classes)
 
 
 def clean_norm_separation(steps: np.ndarray, norm: np.ndarray, phi: np.ndarray, start_step: int | None = None,
