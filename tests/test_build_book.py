@@ -211,3 +211,22 @@ def test_the_progress_line_names_each_running_chapter_its_time_and_its_runs(tmp_
                                       "  … 07_emergence: 0 s, 0 runs trained"]
     running.pop()
     assert progress.lines(1090.0) == ["  … 04_dlr: 90 s of ~530 s expected, 2 runs trained"]
+
+
+def test_the_budget_scales_cpu_by_the_machines_rates_and_names_the_chapters_over_their_share():
+    budget = {"01_a": 100.0, "02_b": 200.0, "03_c": 4.0}
+    # this machine half as fast: 120 s here are 60 s there, within 100; 300 s here are 150 of 200
+    lines, over = build_book.budget_check({"01_a": 120.0, "02_b": 300.0}, rate=43.0, budget=budget,
+                                          reference_rate=86.0)
+    assert over == [] and "01 60 of 100" in lines[1] and "02 150 of 200" in lines[1]
+    # the same CPU on an equally fast machine: 01 at ×1.2 of its share passes, 02 at ×1.5 fails
+    assert build_book.budget_check({"01_a": 120.0, "02_b": 300.0}, 86.0, budget, 86.0)[1] == ["02_b"]
+    # a tiny share is held to MIN_SHARE, so a kernel's start does not fail it; a chapter with no share fails
+    assert build_book.budget_check({"03_c": build_book.MIN_SHARE}, 86.0, budget, 86.0)[1] == []
+    assert build_book.budget_check({"04_new": 1.0}, 86.0, budget, 86.0)[1] == ["04_new"]
+    with pytest.raises(ValueError, match="rate"):
+        build_book.budget_check({"01_a": 1.0}, 0.0, budget)
+
+
+def test_every_chapter_has_a_share_of_the_budget():
+    assert {nb.stem for nb in build_book.chapters()} == set(build_book.CHAPTER_BUDGET)

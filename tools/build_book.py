@@ -455,6 +455,41 @@ def cpu_ticks(stat: str | os.PathLike = "/proc/stat") -> tuple[int, int] | None:
     return sum(ticks) - idle, sum(ticks)
 
 
+#: The book's time budget (issue 59): `make book` in 12 minutes, install included, on a 2-core machine. Each
+#: chapter's share is what it cost in the `book` build of 5d35cbf (AMD EPYC, AVX-512), in CPU seconds of that
+#: machine; the build converts its own CPU seconds by the two machines' torch.mm rates, so that a slower machine
+#: is not failed for being slow. A chapter more than BUDGET_SLACK over its share fails the build: a new run must
+#: fit in the budget or replace one.
+BUDGET_MINUTES = 12
+CHAPTER_BUDGET = {"01_grokking": 124, "02_regimes": 170, "03_delay_law": 346, "04_dlr": 219, "05_layerwise": 688,
+                  "06_shortcuts": 467, "07_emergence": 166, "08_own_model": 126, "08_evidence": 4}
+BUDGET_SLACK = 1.25
+MIN_SHARE = 20.0  #: CPU seconds: a kernel's start and imports vary by this much, so no share is held below it
+RATE_SHAPES = {(1, 512, 128, 512): 1, (1, 512, 512, 128): 1}  # the companion's largest matmuls
+REFERENCE_RATE = 86.0  #: GFLOP per CPU second of torch.mm on RATE_SHAPES, one thread, on the budget's machine
+
+
+def budget_check(cpu: dict[str, float], rate: float, budget: dict[str, float] | None = None,
+                 reference_rate: float = REFERENCE_RATE, slack: float = BUDGET_SLACK) -> tuple[list[str], list[str]]:
+    """Each executed chapter's CPU seconds in the budget machine's seconds (× ``rate`` / ``reference_rate``)
+    against its share: the lines to print, and the chapters over ``slack`` × their share (or with none)."""
+    budget = CHAPTER_BUDGET if budget is None else budget
+    if not (rate > 0 and reference_rate > 0):
+        raise ValueError(f"rate and reference_rate must be positive GFLOP/s, got {rate!r} and {reference_rate!r}")
+    scaled = {stem: seconds * rate / reference_rate for stem, seconds in cpu.items()}
+    over = [stem for stem, cost in scaled.items()
+            if stem not in budget or cost > slack * max(budget[stem], MIN_SHARE)]
+    cores_s = BUDGET_MINUTES * 60 * 2
+    lines = [f"The book's budget: {BUDGET_MINUTES} min for `make book` on 2 cores ({cores_s:,} CPU s); each chapter's "
+             f"CPU seconds in the budget machine's (torch.mm {rate:.0f} GFLOP/s here, {reference_rate:.0f} there) "
+             f"against its share, failing above ×{slack:g}:",
+             "  " + ", ".join(f"{stem[:2]} {cost:,.0f} of {budget[stem]:,.0f}" if stem in budget
+                              else f"{stem} {cost:,.0f} of no share" for stem, cost in scaled.items()),
+             f"  all chapters: {sum(scaled.values()):,.0f} of {sum(budget.values()):,.0f} shared out; the "
+             f"{BUDGET_MINUTES}-minute book needs {cores_s:,} at most, install and HTML included"]
+    return lines, over
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--profile", default="book", choices=["quick", "book", "full"])
@@ -506,6 +541,14 @@ def main() -> None:
           f"counted and timed in {counted:.1f} s):", *efficiency_lines(kinds), sep="\n", flush=True)
     if failed:
         sys.exit(f"Chapters that failed: {', '.join(failed)}")
+    if args.profile == "book" and args.only is None and cold and cpu:  # a whole build's cost: every chapter trains its own
+        from nhtlab.plumbing.floor import matmul_rate
+
+        lines, over = budget_check(cpu, matmul_rate(RATE_SHAPES))
+        print(*lines, sep="\n", flush=True)
+        if over:
+            sys.exit(f"Chapters over their share of the book's budget (×{BUDGET_SLACK:g}, CHAPTER_BUDGET): "
+                     + ", ".join(over))
     if args.no_html:
         return
     html = render(args.profile, args.html, args.only)
