@@ -109,7 +109,7 @@ def test_a_tiny_shortcut_run_on_celeba(archive):
     history = nhtlab.training.shortcut_run.run_shortcut(run, progress="none")
     assert history.status == "completed"
     assert {"clean_acc", "conflict_acc", "cue_acc", "group01_acc", "norm/conv1"} <= set(history.columns)
-    from nhtlab.book.scorecard_runs import domain_of
+    from nhtlab.book.shortcut_report import domain_of
 
     assert domain_of(run).num_classes == 2
 

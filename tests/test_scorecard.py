@@ -9,7 +9,7 @@ from nhtlab.analysis.layers import contraction_order
 from nhtlab.analysis.scorecard import (PREDICTIONS, contraction_rule, delay_scaling, fit_delay_exponent,
                                       norm_ordering, regimes_in_order, score_predictions, separation_rule, three_regimes,
                                       worst_group_rise)
-from nhtlab.book.scorecard import scorecard_rows, sweep_checks
+from nhtlab.book.shortcut_report import scorecard_rows, sweep_checks
 from nhtlab.analysis.separation import clean_norm_separation
 from nhtlab.history import History
 
@@ -146,7 +146,7 @@ def test_score_predictions_and_the_table_print_each_number():
 
 def test_prediction_readings_count_each_prediction_over_seeds():
     from nhtlab.book.claims import Check
-    from nhtlab.book.scorecard import prediction_readings
+    from nhtlab.book.shortcut_report import prediction_readings
 
     def card(p1, p3):
         return {"P1 norm ordering": Check("norm ordering", p1, "", 1.0), "P3 clean/worst-group": Check("worst-group rise", p3, "", 0.6)}

@@ -5,7 +5,7 @@ import pytest
 
 from nhtlab.analysis.events import border_times, find_events
 from nhtlab.history import History
-from nhtlab.book.scorecard_runs import BorderDomain, MemorisationDomain, domain_of, score_runs, sweep_records
+from nhtlab.book.shortcut_report import domain_of, score_runs, sweep_records
 from nhtlab.training.shortcut_run import ShortcutRun
 from nhtlab.training.loop import TrainConfig
 from nhtlab.training.modular_run import ModularRun
@@ -39,9 +39,9 @@ def border(drop_at=800):
 
 def test_domain_of_reads_the_run_kind_not_a_name():
     m = domain_of(ModularRun(p=97))
-    assert isinstance(m, MemorisationDomain) and (m.num_classes, m.worst_column) == (97, "test_acc")
+    assert m.memorised and (m.num_classes, m.worst_column) == (97, "test_acc")
     b = domain_of(ShortcutRun(kind="tint"), fit=0.9)
-    assert isinstance(b, BorderDomain) and (b.num_classes, b.worst_column, b.fit) == (10, "conflict_acc", 0.9)
+    assert not b.memorised and (b.num_classes, b.worst_column, b.fit) == (10, "conflict_acc", 0.9)
     assert b.shortcut == "the tint" and domain_of(ShortcutRun()).shortcut == "the border"
     with pytest.raises(TypeError, match="ModularRun or a ShortcutRun"):
         domain_of(TrainConfig())

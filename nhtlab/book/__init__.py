@@ -34,15 +34,13 @@ from .regime_report import *  # noqa: F401,F403
 from .report import *  # noqa: F401,F403
 from .run_stamp import *  # noqa: F401,F403
 from .runs import *  # noqa: F401,F403
-from .scorecard import *  # noqa: F401,F403
-from .scorecard_runs import *  # noqa: F401,F403
 from .shortcut_report import *  # noqa: F401,F403
 from .shortcut_study import *  # noqa: F401,F403
 from .tuning_report import *  # noqa: F401,F403
 
 _MODULES = ["claims", "cnn_experiments", "closing", "colab", "delay_law_report", "dlr_probes", "dlr_report", "dlr_tables",
             "emergence_report", "grokking_report", "held_out_eta", "layer_report", "off_grid_eta",
-            "profiles", "regime_report", "report", "run_stamp", "runs", "scorecard", "scorecard_runs", "shortcut_report",
+            "profiles", "regime_report", "report", "run_stamp", "runs", "shortcut_report",
             "shortcut_study", "tuning_report"]
 
 # The widgets and the Fourier charts draw charts (altair, slow to import): loaded on first use.

@@ -1,8 +1,4 @@
-"""Charts of layerwise signals and of shortcut sweeps. They draw precomputed records only.
-
-Records come from :mod:`nhtlab.analysis.layers` and the sweep tables a chapter builds.
-Every chart keeps its interactivity in the static book (a run dropdown, legends that select).
-"""
+"""Charts of layerwise signals and of shortcut sweeps, from precomputed records; interactive in the static book."""
 
 from __future__ import annotations
 
@@ -17,14 +13,16 @@ from ..charts.curves import WIDTH, layer_label
 __all__ = ["warning_signals", "sweep_lines", "score_bars", "contraction_curves", "layer_peak_chart"]
 
 
-def _lam_param(values: Sequence[Any], name: str = "lam", label: str = "λ ") -> alt.Parameter:
-    options = sorted(set(values))
-    return alt.param(name=name, value=options[len(options) // 2], bind=alt.binding_select(options=options, name=label))
+def _run_param(records: Sequence[dict[str, Any]], first: bool = False) -> alt.Parameter:
+    """A dropdown of the records' runs: in order with the first one picked, or sorted with the middle one picked."""
+    runs = list(dict.fromkeys(r["run"] for r in records))
+    options = runs if first else sorted(runs)
+    value = options[0 if first else len(options) // 2]
+    return alt.param(name="run", value=value, bind=alt.binding_select(options=options, name="run "))
 
 
 def _event_marks(events: Sequence[dict[str, Any]], run: alt.Parameter) -> list[alt.Chart]:
-    """Dashed vertical rules at each event of the picked run, with the event's name at the top: to the right of
-    the rule, or to its left for an event whose row has ``"align": "right"`` (one at the axis' end)."""
+    """Dashed rules at the picked run's events, each named at the top (left of the rule for ``"align": "right"``)."""
     rows = [{"align": "left", **e} for e in events]
     base = alt.Chart(alt.Data(values=rows)).transform_filter(alt.datum.run == run)
     rules = base.mark_rule(strokeDash=[4, 3], color="black").encode(x="step:Q", tooltip=["event:N", "step:Q"])
@@ -34,15 +32,18 @@ def _event_marks(events: Sequence[dict[str, Any]], run: alt.Parameter) -> list[a
     return [rules, *names]
 
 
+def _layered(run: alt.Parameter, events: Sequence[dict[str, Any]], *charts: alt.Chart) -> alt.Chart:
+    """The charts in one layer with the picked run's event marks; a lone chart without events stays itself."""
+    layers = [*charts, *(_event_marks(events, run) if events else [])]
+    return alt.layer(*layers) if len(layers) > 1 else layers[0]
+
+
 def warning_signals(records: Sequence[dict[str, Any]], events: Sequence[dict[str, Any]] = (),
                     title: str = "early-warning signals and the border drop",
                     accuracy: Sequence[dict[str, Any]] = ()) -> alt.Chart:
-    """Early-warning signals against step for one run at a time (dropdown), with event rules.
-
-    ``records`` are ``{step, run, signal, value}`` (value on a log axis), ``events`` ``{run, event, step}``;
-    ``accuracy`` rows ``{step, run, value}`` draw an accuracy in [0, 1] in its own panel above.
-    """
-    run = _lam_param([r["run"] for r in records], name="run", label="run ")
+    """Early-warning signals ``{step, run, signal, value}`` against step, one run at a time, with event rules;
+    ``accuracy`` rows ``{step, run, value}`` draw an accuracy in [0, 1] in a panel above."""
+    run = _run_param(records)
     pick = alt.selection_point(fields=["signal"], bind="legend")
     lines = alt.Chart(alt.Data(values=list(records))).transform_filter(alt.datum.run == run).mark_line().encode(
         x=alt.X("step:Q"), y=alt.Y("value:Q", title="signal (log scale)", scale=alt.Scale(type="log")),
@@ -50,41 +51,32 @@ def warning_signals(records: Sequence[dict[str, Any]], events: Sequence[dict[str
         opacity=alt.condition(pick, alt.value(1.0), alt.value(0.15)),
         tooltip=["signal:N", "step:Q", alt.Tooltip("value:Q", format=".3f")],
     ).add_params(run, pick)
-    chart = lines
-    if events:
-        chart = alt.layer(lines, *_event_marks(events, run))
-    chart = chart.properties(width=WIDTH, height=220, title=title)
+    chart = _layered(run, events, lines).properties(width=WIDTH, height=220, title=title)
     if not accuracy:
         return chart
     top = alt.Chart(alt.Data(values=list(accuracy))).transform_filter(alt.datum.run == run).mark_line(
         color="#333").encode(x=alt.X("step:Q"), y=alt.Y("value:Q", title="reads the digit",
                                                          scale=alt.Scale(domain=[0, 1])),
                              tooltip=["step:Q", alt.Tooltip("value:Q", format=".2f")])
-    if events:
-        top = alt.layer(top, *_event_marks(events, run))
-    top = top.properties(width=WIDTH, height=140, title="share of conflict images read by the digit")
+    top = _layered(run, events, top).properties(width=WIDTH, height=140,
+                                                    title="share of conflict images read by the digit")
     return alt.vconcat(top, chart)
 
 
-def sweep_lines(records: Sequence[dict[str, Any]], x: str, x_title: str, log_x: bool = False,
-                y_title: str = "final accuracy", title: str = "") -> alt.Chart:
-    """Final values of several test sets against a swept setting (λ, ρ, …): rows ``{<x>: value, series, value}``."""
+def sweep_lines(records: Sequence[dict[str, Any]], x: str, x_title: str, title: str = "") -> alt.Chart:
+    """Final accuracies of several test sets against a swept setting (λ, ρ, …): rows ``{<x>: value, series, value}``."""
     pick = alt.selection_point(fields=["series"], bind="legend")
-    scale = alt.Scale(type="log") if log_x else alt.Scale(zero=False)
     return alt.Chart(alt.Data(values=list(records))).mark_line(point=True).encode(
-        x=alt.X(f"{x}:Q", title=x_title, scale=scale),
-        y=alt.Y("value:Q", title=y_title),
+        x=alt.X(f"{x}:Q", title=x_title, scale=alt.Scale(zero=False)),
+        y=alt.Y("value:Q", title="final accuracy"),
         color=alt.Color("series:N", title="set (click to pick)"),
         opacity=alt.condition(pick, alt.value(1.0), alt.value(0.15)),
         tooltip=[alt.Tooltip(f"{x}:Q", title=x_title), "series:N", alt.Tooltip("value:Q", format=".3f")],
-    ).add_params(pick).properties(width=WIDTH, height=220, title=title or y_title)
+    ).add_params(pick).properties(width=WIDTH, height=220, title=title or "final accuracy")
 
 
 def score_bars(records: Sequence[dict[str, Any]], title: str = "clean norm separation (nhtlab's estimator)") -> alt.Chart:
-    """Separation scores per domain: bars in [−1, 1], tooltips with φ's drop and the norm's contraction.
-
-    An undefined score (``defined`` false) draws no bar and reads "undefined" in the label.
-    """
+    """Separation scores per domain as bars in [−1, 1]; an undefined score draws no bar and says so in its label."""
     records = [{**r, "score": r["score"] if r.get("defined") else None,
                 "domain": r["domain"] if r.get("defined") else f"{r['domain']} (undefined)"} for r in records]
     return alt.Chart(alt.Data(values=list(records))).mark_bar().encode(
@@ -99,18 +91,13 @@ def score_bars(records: Sequence[dict[str, Any]], title: str = "clean norm separ
 def contraction_curves(records: Sequence[dict[str, Any]], share: float,
                        title: str = "each layer from T_mem to T_grok",
                        events: Sequence[dict[str, Any]] = ()) -> alt.Chart:
-    """Each layer's ‖θ_ℓ‖² in the window [T_mem, T_grok], one run at a time (dropdown).
-
-    A switch shows the norm over the layer's own peak over the run (the NHT paper's view) or over its
-    value at T_mem, where a dashed line marks 1 − ``share``: a layer has contracted where its curve
-    crosses it (filled points). ``records`` are
-    :func:`~nhtlab.book.layer_report.layer_window_records` rows, ``events`` ``{run, event, step}``.
-    """
+    """Each layer's ‖θ_ℓ‖² in the window [T_mem, T_grok] (:func:`~nhtlab.book.layer_report.layer_window_records`),
+    one run at a time, over its own peak or over its value at T_mem with a dashed line at 1 − ``share``."""
     if not records:  # no run memorised and grokked (a capped smoke run): say so instead of an empty chart
         note = [{"text": "no run has a window from T_mem to T_grok to show"}]
         return alt.Chart(alt.Data(values=note), title=title).mark_text(size=13).encode(text="text:N")
     records = [{**r, "layer": layer_label(r["layer"])} for r in records]
-    run = _lam_param([r["run"] for r in records], name="run", label="run ")
+    run = _run_param(records)
     view = alt.param(name="view", value="normalised",
                      bind=alt.binding_radio(options=["normalised", "at_mem"],
                                             labels=["‖θ_ℓ‖² / own peak", "‖θ_ℓ‖² / value at T_mem"], name="show "))
@@ -130,8 +117,7 @@ def contraction_curves(records: Sequence[dict[str, Any]], share: float,
                  alt.Tooltip("at_mem:Q", format=".3f", title="/ at T_mem"), "contracted:N"])
     level = alt.Chart(alt.Data(values=[{"level": 1.0 - share}])).transform_filter(view == "at_mem").mark_rule(
         strokeDash=[2, 2], color="#888").encode(y="level:Q")
-    chart = alt.layer(lines, points, level, *(_event_marks(events, run) if events else []))
-    return chart.properties(width=WIDTH, height=260, title=title)
+    return _layered(run, events, lines, points, level).properties(width=WIDTH, height=260, title=title)
 
 
 _EVENT_ORDER = ("border fitted", "T_mem", "border dropped")
@@ -139,17 +125,11 @@ _EVENT_ORDER = ("border fitted", "T_mem", "border dropped")
 
 def layer_peak_chart(records: Sequence[dict[str, Any]], events: Sequence[dict[str, Any]],
                      title: str = "each layer's ‖θ_ℓ‖² over its own peak", subtitle: str = "") -> alt.Chart:
-    """Each layer's ‖θ_ℓ‖² over its own peak against step, one run at a time (dropdown), events as rules.
-
-    ``records`` and ``events`` are :func:`~nhtlab.book.layer_report.peak_records`'s. The events are dashed
-    rules with a legend of their own (colour stays the layer's), named ``"border fitted"``, ``"T_mem"`` or
-    ``"border dropped"``; the layer the contraction order reads first is written at the top of the plot and in
-    every tooltip.
-    """
+    """Each layer's ‖θ_ℓ‖² over its own peak against step (:func:`~nhtlab.book.layer_report.peak_records`), one run
+    at a time, events as dashed rules with their own legend, the layer that contracts first written at the top."""
     if not records:
         raise ValueError("The 'records' parameter of layer_peak_chart is empty: there is no run to pick.")
-    labels = list(dict.fromkeys(r["run"] for r in records))
-    run = alt.param(name="run", value=labels[0], bind=alt.binding_select(options=labels, name="run "))
+    run = _run_param(records, first=True)
     pick = alt.selection_point(fields=["layer"], bind="legend")
     order = list(dict.fromkeys(r["layer"] for r in records))
     # headroom above 1 holds the line that names the first layer

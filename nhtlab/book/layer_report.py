@@ -1,13 +1,12 @@
 """Chapter 05's readings over seeds: the layer order, the border's fate and the early warnings, as records.
 
-Every function here turns runs (keyed by ``(setting, seed)``) into the records a
-chapter displays with :func:`nhtlab.book.table`, and into :class:`~nhtlab.book.Reading`\\ s
-counted over seeds with :func:`nhtlab.book.over_seeds`. Nothing here trains.
+Runs keyed by ``(setting, seed)`` become table records and readings counted over seeds. Nothing here trains.
 """
 
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -35,40 +34,27 @@ __all__ = ["image_run_rows", "image_readings", "signal_records", "conflict_recor
            "order_reference", "order_cases", "embedding_scale_readings", "embedding_scale_report",
            "tally", "order_summary", "layer_findings", "modular_order_table", "image_run_table", "peak_records"]
 
-def _warns(history: History, dropped: int | None) -> str:
-    if dropped is None:
-        return "no drop"
-    lead = warning_times(history, dropped)["head_over_init_lead"]
-    return "warns" if lead > 0 else "does not warn"
-
-
 def image_run_rows(runs: Mapping[tuple[str, int], History]) -> list[dict[str, Any]]:
-    """One record per digit-border run: the border's steps and fate, the layer order, the warning.
-
-    ``verdict`` is :func:`~nhtlab.analysis.layers.contraction_order` over [border fitted, border dropped]
-    (the run's end when it was not dropped); ``warning`` says whether ‖θ_L‖²/‖θ_L(0)‖² turned down
-    before the drop.
-    """
+    """One record per digit-border run: the border's steps and fate, the layer order over [fitted, dropped], and
+    whether ‖θ_L‖²/‖θ_L(0)‖² turned down before the drop."""
     require_type(runs, "runs", Mapping, owner="image_run_rows")
     rows = []
     for (label, seed), h in runs.items():
         fitted, dropped = border_times(h)
         order = contraction_order(h, window=(fitted, dropped))
+        warns = ("no drop" if dropped is None else "warns"
+                 if warning_times(h, dropped)["head_over_init_lead"] > 0 else "does not warn")
         rows.append({"run": label, "seed": seed, "fitted": fitted, "dropped": dropped, "border": border_reading(h),
                      "order": " → ".join(order.order) or "none", "verdict": order.verdict,
-                     "warning": _warns(h, dropped), "conflict_acc": float(h.rows[-1]["conflict_acc"])})
+                     "warning": warns, "conflict_acc": float(h.rows[-1]["conflict_acc"])})
     return rows
 
 
-def image_readings(rows: list[dict[str, Any]], expected: Mapping[tuple[str, str], str],
-                   rule: str = "majority") -> dict[tuple[str, str], Reading]:
+def image_readings(rows: list[dict[str, Any]], expected: Mapping[tuple[str, str], str]) -> dict[tuple[str, str], Reading]:
     """Count readings of :func:`image_run_rows` over seeds, one per (setting, field) the text states."""
     require_type(expected, "expected", Mapping, owner="image_readings")
-    out = {}
-    for (label, field), want in expected.items():
-        by_seed = {r["seed"]: r[field] for r in rows if r["run"] == label}
-        out[(label, field)] = over_seeds(f"{label}: {field}", by_seed, expected=want, rule=rule)
-    return out
+    return {(label, field): over_seeds(f"{label}: {field}", {r["seed"]: r[field] for r in rows if r["run"] == label},
+                                      expected=want) for (label, field), want in expected.items()}
 
 
 def modular_order_rows(orders: Mapping[tuple[float, int], ContractionOrder]) -> list[dict[str, Any]]:
@@ -93,24 +79,18 @@ def signal_records(runs: Mapping[str, History]) -> tuple[list[dict[str, Any]], l
     return records, events
 
 
-def order_readings(orders: Mapping[tuple[Any, int], ContractionOrder], expected: str = "backward",
-                   rule: str = "majority") -> dict[Any, Reading]:
-    """The layer order of every setting counted over its seeds (:func:`nhtlab.book.over_seeds`)."""
+def order_readings(orders: Mapping[tuple[Any, int], ContractionOrder]) -> dict[Any, Reading]:
+    """The layer order of every setting counted over its seeds (:func:`nhtlab.book.over_seeds`), backward expected."""
     require_type(orders, "orders", Mapping, owner="order_readings")
     groups: dict[Any, dict[int, str]] = {}
     for (group, seed), order in orders.items():
         require_type(order, f"orders[{group!r}, {seed!r}]", ContractionOrder, owner="order_readings")
         groups.setdefault(group, {})[seed] = order.verdict
-    return {g: over_seeds(f"layer order at {g}", by_seed, expected=expected, rule=rule) for g, by_seed in groups.items()}
+    return {g: over_seeds(f"layer order at {g}", by_seed, expected="backward") for g, by_seed in groups.items()}
 
 
 def order_determined(orders: Mapping[Any, ContractionOrder]) -> Check:
-    """Check: every run's layer order is determined (the window exists and a layer contracts in it).
-
-    Fails when any reading is ``"undetermined"`` (no shortcut fitted, or neither
-    the read-out nor the first layer lost the set share of its T_mem value) or
-    when there is no reading at all.
-    """
+    """Check: every run's layer order is determined (the window exists and a layer contracts in it); fails on none."""
     require_type(orders, "orders", Mapping, owner="order_determined")
     open_ = [key for key, o in orders.items() if o.verdict == "undetermined"]
     detail = f"{len(orders) - len(open_)} of {len(orders)} runs determined" + (
@@ -119,31 +99,22 @@ def order_determined(orders: Mapping[Any, ContractionOrder]) -> Check:
 
 
 def layer_window_records(history: History, order: ContractionOrder, **constants: Any) -> list[dict[str, Any]]:
-    """Tidy rows of each weight layer's norm in the window [T_mem, T_end], for the paper's view.
-
-    ``normalised`` is ‖θ_ℓ‖² over its own peak over the run (the paper's view), ``at_mem`` over its value
-    at T_mem; empty when there is no window.
-    """
-    require_type(order, "order", ContractionOrder, owner="layer_window_records")
+    """Each weight layer's ‖θ_ℓ‖² in the window [T_mem, T_end] over its own peak (``normalised``, the paper's view)
+    and over its value at T_mem (``at_mem``); empty when there is no window."""
     if order.t_mem is None:
         return []
     steps = history.column("step").astype(int)
     keep = (steps >= order.t_mem) & (steps <= order.t_end)
     peaks = normalised_layer_norms(history, [c.layer for c in order.layers])
-    rows = []
-    for c in order.layers:
-        values = history.column(f"norm/{c.layer}")
-        for i in np.nonzero(keep)[0]:
-            rows.append({"step": int(steps[i]), "layer": c.layer, "normalised": float(peaks[c.layer][i]),
-                         "at_mem": float(values[i] / c.at_mem) if c.at_mem > 0 else math.nan,
-                         "contracted": c.step is not None and int(steps[i]) >= c.step, **constants})
-    return rows
+    values = {c.layer: history.column(f"norm/{c.layer}") for c in order.layers}
+    return [{"step": int(steps[i]), "layer": c.layer, "normalised": float(peaks[c.layer][i]),
+             "at_mem": float(values[c.layer][i] / c.at_mem) if c.at_mem > 0 else math.nan,
+             "contracted": c.step is not None and int(steps[i]) >= c.step, **constants}
+            for c in order.layers for i in np.nonzero(keep)[0]]
 
 
 def order_answer(orders: Mapping[Any, ContractionOrder]) -> tuple[str, tuple[str, ...], str]:
-    """The answer the runs give to "which layer contracts first?", for :func:`check_prediction`.
-
-    The verdict most runs share; a tie reads ``"undetermined"``.
+    """The verdict most runs share on "which layer contracts first?" (a tie: ``"undetermined"``), for check_prediction.
 
     Examples
     --------
@@ -182,36 +153,28 @@ def _delay_change(default: History, small: History) -> str:
 
 def embedding_scale_readings(default: Mapping[tuple[float, int], History], small: Mapping[tuple[float, int], History],
                              scale: float) -> dict[tuple[str, float], Reading]:
-    """Chapter 05's experiment over seeds, per λ: the layer order with embeddings initialised ``scale`` × the default,
-    and the delay against the same seed's default run.
-
-    Stated before the runs: ``("order", λ)`` reads ``"backward"`` (the hypothesis that large embeddings
-    make the order forward), ``("delay", λ)`` reads ``"shorter"`` (Omnigrok: a smaller initial norm
-    shortens it).
-    """
+    """Per λ over seeds, with embeddings at ``scale`` × the default: ``("order", λ)`` expects ``"backward"``, and
+    ``("delay", λ)``, against the same seed's default run, ``"shorter"`` (Omnigrok: a smaller initial norm)."""
     require_type(default, "default", Mapping, owner="embedding_scale_readings")
     require_type(small, "small", Mapping, owner="embedding_scale_readings")
     missing = sorted(set(small) - set(default))
     if missing:
         raise ValueError(f"The 'small' parameter of embedding_scale_readings has runs without a default run: {missing}.")
-    orders = order_readings({(lam, seed): contraction_order(h) for (lam, seed), h in small.items()})
     readings: dict[tuple[str, float], Reading] = {}
-    for lam, reading in orders.items():
-        readings[("order", lam)] = over_seeds(f"layer order at λ = {lam:g}, embeddings ×{scale:g}", reading.by_seed,
+    for lam in dict.fromkeys(lam for lam, _ in small):
+        runs = {seed: h for (lam_, seed), h in small.items() if lam_ == lam}
+        readings[("order", lam)] = over_seeds(f"layer order at λ = {lam:g}, embeddings ×{scale:g}",
+                                              {s: contraction_order(h).verdict for s, h in runs.items()},
                                               expected="backward")
-        readings[("delay", lam)] = over_seeds(
-            f"delay at λ = {lam:g}, embeddings ×{scale:g} against ×1",
-            {seed: _delay_change(default[(lam, seed)], h) for (lam_, seed), h in small.items() if lam_ == lam},
-            expected="shorter")
+        readings[("delay", lam)] = over_seeds(f"delay at λ = {lam:g}, embeddings ×{scale:g} against ×1",
+                                              {s: _delay_change(default[(lam, s)], h) for s, h in runs.items()},
+                                              expected="shorter")
     return readings
 
 
 def embedding_scale_report(default: Mapping[tuple[float, int], History], small: Mapping[tuple[float, int], History],
                            readings: Mapping[tuple[str, float], Reading]) -> Markdown:
-    """The experiment as Markdown: each run's T_mem, T_grok and order at both scales, the readings over seeds, and
-    the sentence the chapter's explanation rests on, decided by the runs.
-    """
-    require_type(readings, "readings", Mapping, owner="embedding_scale_report")
+    """The experiment's verdict on the hypothesis in words, each run at both scales and the readings closed."""
     rows = []
     for (lam, seed), h in small.items():
         d, s = find_events(default[(lam, seed)]), find_events(h)
@@ -255,13 +218,8 @@ def window_records(runs: Mapping[str, History], border: bool = False) -> tuple[l
 def peak_records(runs: Mapping[str, History]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """What :func:`nhtlab.book.layer_peak_chart` draws: each weight layer's ‖θ_ℓ‖² over its own peak, and the events.
 
-    ``records`` are ``{run, step, layer, normalised, first, share}``, one per evaluation and layer, the layer in
-    words (:func:`~nhtlab.analysis.layers.layer_label`); ``first`` is the layer that
-    :func:`~nhtlab.analysis.layers.contraction_order` reads first over [border fitted, border dropped] (the run's
-    end when it was not dropped), the first to lose ``share`` of its value at the fit; ``"none"`` when no layer
-    did, a dash and the reason when the border was never fitted.
-    ``events`` are ``{run, event, step}``: the border fitted and dropped, and T_mem (training accuracy
-    ≥ :data:`~nhtlab.thresholds.FITTED_ACCURACY`) where the run reached it.
+    ``first`` in each record is the layer :func:`~nhtlab.analysis.layers.contraction_order` reads first over
+    [border fitted, border dropped]; the events are the border fitted and dropped, and T_mem where reached.
     """
     require_type(runs, "runs", Mapping, owner="peak_records")
     records, events = [], []
@@ -282,19 +240,14 @@ def peak_records(runs: Mapping[str, History]) -> tuple[list[dict[str, Any]], lis
 
 
 def conflict_records(runs: Mapping[str, History]) -> list[dict[str, Any]]:
-    """``{step, run, value}`` rows of each digit-border run's ``conflict_acc`` (the share of conflict images
-    on which it reads the digit), for the top panel of :func:`nhtlab.book.warning_signals`."""
+    """``{step, run, value}`` rows of each run's ``conflict_acc``, for :func:`nhtlab.book.warning_signals`' top panel."""
     require_type(runs, "runs", Mapping, owner="conflict_records")
     return [{"step": int(s), "run": label, "value": float(v)} for label, h in runs.items()
             for s, v in zip(h.column("step"), h.column("conflict_acc"))]
 
 
 def order_reference(history: History, layers: list[str], t_mem: int, t_end: int, share: float = 0.1) -> list[str]:
-    """The contraction order nhtlab reads in the window [t_mem, t_end]: chapter 05's code exercise's answer.
-
-    :attr:`ContractionOrder.order` of :func:`contraction_order` over that window: the layers (of ``layers``,
-    which are the ones ``contraction_order`` reads) that lost ``share`` of their value at the window's first
-    evaluated step, ordered by the first step they had (ties in model order).
+    """The contraction order nhtlab reads in the window [t_mem, t_end] (chapter 05's code exercise's answer).
 
     Examples
     --------
@@ -311,11 +264,8 @@ def order_reference(history: History, layers: list[str], t_mem: int, t_end: int,
 
 
 def order_cases(runs: Mapping[Any, History], orders: Mapping[Any, ContractionOrder]) -> list[tuple]:
-    """The arguments of :func:`order_reference` for every run with a window: ``(history, layers, t_mem, t_end)``.
-
-    A run without a window (no T_mem) is left out; when no run has one, the first run's whole history is the
-    window, so the exercise still has a case.
-    """
+    """:func:`order_reference`'s arguments ``(history, layers, t_mem, t_end)`` for every run with a window (none
+    has one: the first run's whole history, so the exercise still has a case)."""
     require_type(orders, "orders", Mapping, owner="order_cases")
     cases = [(runs[key], [c.layer for c in o.layers], o.t_mem, o.t_end) for key, o in orders.items()
              if o.t_mem is not None]
@@ -327,8 +277,7 @@ def order_cases(runs: Mapping[Any, History], orders: Mapping[Any, ContractionOrd
 
 
 def tally(readings: Reading | Sequence[Reading]) -> str:
-    """One or more readings pooled over their seeds: ``"<expected> in k of n seeds (<other> j, …)"``; "runs"
-    instead of "seeds" when several readings (settings) are pooled.
+    """Readings pooled over their seeds: ``"<expected> in k of n seeds (<other> j, …)"`` ("runs" when several).
 
     Examples
     --------
@@ -344,18 +293,13 @@ def tally(readings: Reading | Sequence[Reading]) -> str:
         raise ValueError("tally: 'readings' is empty")
     values = [v for r in group for v in r.by_seed.values()]
     want = group[0].expected
-    others: dict[str, int] = {}
-    for v in values:
-        if v != want:
-            others[str(v)] = others.get(str(v), 0) + 1
-    rest = ", ".join(f"{v} {c}" for v, c in sorted(others.items(), key=lambda item: -item[1]))
+    rest = ", ".join(f"{v} {c}" for v, c in Counter(str(v) for v in values if v != want).most_common())
     unit = "seeds" if len(group) == 1 else "runs"
     return f"{want} in {sum(v == want for v in values)} of {len(values)} {unit}" + (f" ({rest})" if rest else "")
 
 
 def order_summary(readings: Mapping[Any, Reading]) -> Markdown:
     """Chapter 05's sentence on the companion runs: where the paper's P4 holds, with each setting's count."""
-    require_type(readings, "readings", Mapping, owner="order_summary")
     held = sum(r.holds for r in readings.values())
     return Markdown(f"On this setting the paper's P4 **holds at {held} of {len(readings)} λ** (backward in a strict "
                     "majority of seeds): " + "; ".join(f"{key}: {tally(r)}" for key, r in readings.items()) + ".")

@@ -1,16 +1,10 @@
 """The runs of a shortcut study (chapter 06) and what it reads off them: records, readings over seeds, checks.
 
-A :class:`ShortcutStudy` is built from a chapter's profile settings: one border
-design trained at a main λ over several seeds, a λ sweep, a border-less control,
-a ρ sweep, a normalisation comparison, the entangled tint, the background cue
-(Waterbirds-like: the class colour fills the pixels behind the digit) and the companion
-paper's modular runs. :meth:`ShortcutStudy.runs` lists every run once, for one
-:func:`nhtlab.sweep`; the other methods take the ``{run: History}`` mapping the
-sweep returned and give table records (:func:`nhtlab.book.table`), readings over seeds
-(:func:`nhtlab.book.over_seeds`), the scorecard per domain (:func:`score_runs`) and
-the study's pre-fixed checks (:class:`nhtlab.book.Check`). The study holds the NHT paper's CelebA task
-(Smiling, Blond_Hair the spurious cue; scored 4/6, separation −0.11) where the data can be had (the ``full``
-profile's :data:`CELEBA_DESIGN`); :func:`celeba_scorecard` writes chapter 06's CelebA section.
+A :class:`ShortcutStudy` holds one border design at a main λ over seeds, a λ sweep, a border-less control, a ρ
+sweep, normalisations, the entangled tint, the background cue (Waterbirds-like), the companion paper's modular
+runs and, where the data can be had, the NHT paper's CelebA task (:data:`CELEBA_DESIGN`).
+:meth:`ShortcutStudy.runs` lists every run once for one :func:`nhtlab.sweep`; the other methods read the
+``{run: History}`` mapping it returned.
 """
 
 from __future__ import annotations
@@ -20,30 +14,28 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from .run_stamp import cpu_model
-from .claims import Check, Reading, check_reading, over_seeds, reading_answer, reading_rows
+from ..analysis.events import border_times
+from ..analysis.regimes import REGIMES, UNDETERMINED, budget_regime
 from ..analysis.scorecard import PREDICTIONS, three_regimes
-from .scorecard import prediction_readings, scorecard_rows
 from ..analysis.separation import Separation, format_score
 from ..data.images import DatasetUnavailableError, celeba
+from ..history import History
 from ..papers import NHT_PAPER
-from .report import table
 from ..plumbing.flags import cache_dir
 from ..plumbing.ledger import _label, read_ledger
-from .shortcut_report import (REGIME_BUDGET, RECORD_COLUMNS, RECORD_FORMATS, border_reading,
-                              check_border_escape, check_rho_trend, check_separation_defined, higher_reading,
-                              rho_reading, separation_records)
-from .report import Markdown, evidence
-from ..analysis.regimes import REGIMES, UNDETERMINED, budget_regime
-from ..analysis.events import border_times
-from ..history import History
 from ..thresholds import SHORTCUT_FITTED_ACCURACY
-from ..validation import require_type
-from .scorecard_runs import domain_of, score_runs, sweep_records
 from ..training.cache import ResultCache
-from ..training.shortcut_run import ShortcutRun
 from ..training.loop import TrainConfig
 from ..training.presets import companion_grid_run
+from ..training.shortcut_run import ShortcutRun
+from ..validation import require_type
+from .claims import Check, Reading, check_reading, over_seeds, reading_answer, reading_rows
+from .report import Markdown, evidence, table
+from .run_stamp import cpu_model
+from .shortcut_report import (REGIME_BUDGET, RECORD_COLUMNS, RECORD_FORMATS, border_reading, check_border_escape,
+                              check_rho_trend, check_separation_defined, domain_of, higher_reading,
+                              prediction_readings, rho_reading, score_runs, scorecard_rows, separation_records,
+                              sweep_records)
 
 __all__ = ["ShortcutStudy", "SEED_PREDICTIONS", "ledger_cpu_seconds", "CELEBA_DESIGN", "celeba_runs",
            "celeba_problem", "celeba_scorecard"]
@@ -54,25 +46,40 @@ SEED_PREDICTIONS = tuple(name for name in PREDICTIONS if name[:2] in ("P1", "P3"
 Histories = Mapping[TrainConfig, History]
 
 
-def _step(step: int | None) -> str:
-    return "never" if step is None else f"{step:,}"
-
-
 def _ratio(value: float) -> str:
     """V_mem/V_post in words: two decimals, or why it was not measured (P1's NaN)."""
     return "not measured (border never dropped)" if value != value else f"{value:.2f}"
+
+
+def _ends(runs: Mapping[int, TrainConfig], trained: Histories) -> dict[int, dict[str, Any]]:
+    """seed → the last evaluated row of its run."""
+    return {s: trained[r].rows[-1] for s, r in runs.items()}
+
+
+def _cue_against_conflict(ends: Mapping[int, Mapping[str, Any]]) -> str:
+    return ", ".join(f"seed {s}: {e['coloured_acc']:.2f} against {e['conflict_acc']:.2f}" for s, e in ends.items())
+
+
+def _below(seps: Mapping[int, Separation], threshold: float) -> dict[int, str]:
+    """seed → ``"below"`` where the separation is undefined or under ``threshold``, else ``"above"``."""
+    return {s: "above" if sep.defined and sep.score >= threshold else "below" for s, sep in seps.items()}
+
+
+def _seed_readings(runs: Mapping[int, TrainConfig], trained: Histories, lam: float, fit: float,
+                   suffix: str = "") -> list[Reading]:
+    """P1, P3, P4 and P5 on each seed's run alone, over seeds; ``suffix`` follows each name ("(CelebA)")."""
+    cards = {s: score_runs({lam: [r]}, trained, main=r, fit=fit) for s, r in runs.items()}
+    return [Reading(f"{r.name}{suffix}", r.by_seed, r.expected, r.rule)
+            for r in prediction_readings(cards, names=SEED_PREDICTIONS)]
 
 
 @dataclass(frozen=True)
 class ShortcutStudy:
     """Every run of the shortcut study, built from profile settings.
 
-    ``base`` is the border design at ``seeds[0]``; every stated reading runs over ``seeds``, the sweeps at
-    ``seeds[0]`` only. ``control_lams`` train the border-less control (``otherwise="none"``);
-    ``background_strength`` blends the background towards the class colour (1: filled); ``modular`` is a
-    :func:`nhtlab.companion_sweep` dict (empty: no modular domain); ``celeba`` holds ShortcutRun fields of the
-    CelebA runs (empty: none). ``regime_budget``: the steps, in units of 1/(ηλ), a run needs before it is
-    called weak or strong (:func:`~nhtlab.analysis.regimes.budget_regime`).
+    ``base`` is the border design at ``seeds[0]``; readings run over ``seeds``, the sweeps at ``seeds[0]`` only.
+    ``modular`` is a :func:`nhtlab.companion_sweep` dict and ``celeba`` ShortcutRun fields (empty: none);
+    ``regime_budget`` is :func:`~nhtlab.analysis.regimes.budget_regime`'s, in units of 1/(ηλ).
     """
 
     base: ShortcutRun
@@ -95,10 +102,7 @@ class ShortcutStudy:
 
     @classmethod
     def from_profile(cls, cfg: Any, seed: int = 0) -> "ShortcutStudy":
-        """The study of a chapter profile (``nhtlab.book.select_profile``'s namespace or a mapping).
-
-        ``cfg.seeds`` are offsets from ``seed``; names that are not fields (``workers``…) are ignored.
-        """
+        """The study of a chapter profile (a namespace or a mapping); ``cfg.seeds`` are offsets from ``seed``."""
         settings = dict(cfg) if isinstance(cfg, Mapping) else dict(vars(cfg))
         names = {f for f in cls.__dataclass_fields__ if f not in ("base", "seeds")}
         kept = {k: tuple(v) if isinstance(v, list) else v for k, v in settings.items() if k in names}
@@ -112,11 +116,19 @@ class ShortcutStudy:
         """seed → the main run (the border design at the main λ)."""
         return {s: self.base.replace(weight_decay=self.lam_main, seed=s) for s in self.seeds}
 
+    def _each_seed(self, **changes: Any) -> dict[int, ShortcutRun]:
+        """seed → the main run with ``changes``."""
+        return {s: r.replace(**changes) for s, r in self.main.items()}
+
+    def _lam_sweep(self, by_seed: Mapping[int, ShortcutRun], lams: Sequence[float]) -> dict[float, list[ShortcutRun]]:
+        """λ → runs: every seed of ``by_seed`` at the main λ, the first seed elsewhere."""
+        return {lam: list(by_seed.values()) if lam == self.lam_main
+                else [by_seed[self.seeds[0]].replace(weight_decay=lam)] for lam in lams}
+
     @property
     def sweep(self) -> dict[float, list[ShortcutRun]]:
         """λ → runs: every seed at the main λ, the first seed elsewhere."""
-        return {lam: list(self.main.values()) if lam == self.lam_main else [self.base.replace(weight_decay=lam)]
-                for lam in self.lams}
+        return self._lam_sweep(self.main, self.lams)
 
     @property
     def control(self) -> dict[float, ShortcutRun]:
@@ -126,7 +138,7 @@ class ShortcutStudy:
     @property
     def control_seeds(self) -> dict[int, ShortcutRun]:
         """seed → the border-less design at the main λ (empty without ``control_lams``)."""
-        return {s: r.replace(otherwise="none") for s, r in self.main.items()} if self.control_lams else {}
+        return self._each_seed(otherwise="none") if self.control_lams else {}
 
     @property
     def rho_runs(self) -> dict[float, ShortcutRun]:
@@ -136,9 +148,7 @@ class ShortcutStudy:
     @property
     def rho_ends(self) -> dict[float, dict[int, ShortcutRun]]:
         """The smallest and the largest ρ → seed → run."""
-        if not self.rhos:
-            return {}
-        return {end: {s: r.replace(rho=end) for s, r in self.main.items()} for end in (min(self.rhos), max(self.rhos))}
+        return {end: self._each_seed(rho=end) for end in (min(self.rhos), max(self.rhos))} if self.rhos else {}
 
     @property
     def norm_runs(self) -> dict[str, ShortcutRun]:
@@ -150,8 +160,7 @@ class ShortcutStudy:
         """``"batch"`` and ``"none"`` → seed → run (empty unless both are compared)."""
         if not {"batch", "none"} <= set(self.norms):
             return {}
-        return {n: {s: r.replace(norm=n, model=self.norm_model) for s, r in self.main.items()}
-                for n in ("batch", "none")}
+        return {n: self._each_seed(norm=n, model=self.norm_model) for n in ("batch", "none")}
 
     @property
     def tint(self) -> dict[float, list[ShortcutRun]]:
@@ -161,9 +170,8 @@ class ShortcutStudy:
     @property
     def background(self) -> dict[float, list[ShortcutRun]]:
         """λ → the background cue (``kind="background"``): every seed at the main λ, the first seed elsewhere."""
-        by = {s: r.replace(kind="background", strength=self.background_strength) for s, r in self.main.items()}
-        return {lam: list(by.values()) if lam == self.lam_main else [by[self.seeds[0]].replace(weight_decay=lam)]
-                for lam in self.background_lams}
+        return self._lam_sweep(self._each_seed(kind="background", strength=self.background_strength),
+                               self.background_lams)
 
     @property
     def modular_sweep(self) -> dict[float, list[TrainConfig]]:
@@ -177,21 +185,14 @@ class ShortcutStudy:
         """Domain name → (its λ sweep, its main run), for the domains this study trains."""
         out: dict[str, tuple[dict[float, list[TrainConfig]], TrainConfig]] = {
             "border": (self.sweep, self.main[self.seeds[0]])}
-        if self.lam_main in self.tint:
-            out["entangled tint"] = (self.tint, self.tint[self.lam_main][0])
-        if self.lam_main in self.background:
-            out["background"] = (self.background, self.background[self.lam_main][0])
-        mod = self.modular_sweep
-        if mod.get(self.modular_main):
-            out["modular arithmetic"] = (mod, mod[self.modular_main][0])
+        for d, sweep, lam in (("entangled tint", self.tint, self.lam_main), ("background", self.background, self.lam_main),
+                              ("modular arithmetic", self.modular_sweep, self.modular_main)):
+            if sweep.get(lam):
+                out[d] = (sweep, sweep[lam][0])
         return out
 
     def runs(self) -> list[TrainConfig]:
-        """Every run of the study once, in a stable order (for one :func:`nhtlab.sweep`).
-
-        The CelebA runs only where their data can be had (:func:`celeba_problem`, which downloads it
-        when their ``download`` is True).
-        """
+        """Every run of the study once, in a stable order; the CelebA runs only where :func:`celeba_problem` finds none."""
         groups: list[Sequence[TrainConfig]] = [
             list(self.main.values()), *self.sweep.values(), list(self.control.values()),
             list(self.control_seeds.values()), list(self.rho_runs.values()),
@@ -211,19 +212,12 @@ class ShortcutStudy:
                 *sweep_records(self.control, trained, fit=self.fit, otherwise="none")]
 
     def regime(self, run: TrainConfig, trained: Histories) -> str:
-        """The run's regime as its kind's rule reads it, weak or strong only when its budget backs it.
-
-        :func:`~nhtlab.analysis.regimes.budget_regime`'s label: ``"not decided within N steps"`` for a weak or
-        strong reading of a run shorter than ``regime_budget``/(ηλ) steps.
-        """
+        """The run's regime as its kind's rule reads it, weak or strong only when its budget backs it (budget_regime)."""
         label = domain_of(run, self.fit).regime(trained[run])
         return budget_regime(label, run.steps, run.lr * run.weight_decay, self.regime_budget)
 
     def lam_records(self, trained: Histories) -> list[dict[str, Any]]:
-        """The border's, the tint's and the background's λ sweeps (first seed), one record per λ with its regime.
-
-        The regime is :meth:`regime`'s (budget-backed).
-        """
+        """The border's, the tint's and the background's λ sweeps (first seed), one record per λ, :meth:`regime`'s."""
         out = []
         for domain, sweep in (("border", self.sweep), ("entangled tint", self.tint), ("background", self.background)):
             runs = {lam: rs[0] for lam, rs in sweep.items()}
@@ -247,17 +241,17 @@ class ShortcutStudy:
                           {s: higher_reading({n: trained[by[n][s]] for n in ("batch", "none")}, "clean_acc")
                            for s in self.seeds}, expected="batch higher")
 
+    def _separations(self, runs: Mapping[Any, TrainConfig], trained: Histories) -> dict[Any, Separation]:
+        """key → the separation score of its run (read as its run kind says)."""
+        return {k: domain_of(r, self.fit).separation(trained[r]) for k, r in runs.items()}
+
     def separations(self, trained: Histories) -> dict[str, Separation]:
         """Domain → the separation score of its main run (read as its run kind says)."""
-        return {d: domain_of(m, self.fit).separation(trained[m]) for d, (_, m) in self.domains().items()}
+        return self._separations({d: m for d, (_, m) in self.domains().items()}, trained)
 
     def scorecard(self, trained: Histories) -> dict[str, dict[str, Check]]:
-        """Domain → the six predictions on its sweep (:func:`score_runs`), P2 on budget-backed regimes.
-
-        P2 reads each λ's regime through :meth:`regime`: a run too short to be called weak or strong
-        (``regime_budget``/(ηλ) steps) counts as undetermined, which P2 skips, and its detail names
-        those λ.
-        """
+        """Domain → the six predictions on its sweep (:func:`score_runs`), P2 on :meth:`regime`'s budget-backed
+        regimes: a λ not decided within the budget counts as undetermined, and P2's detail names it."""
         out = {}
         for d, (runs, m) in self.domains().items():
             card = score_runs(runs, trained, main=m, fit=self.fit)
@@ -271,14 +265,8 @@ class ShortcutStudy:
 
     def prediction_readings(self, trained: Histories, domain: str = "border") -> list[Reading]:
         """P1, P3, P4 and P5 on a domain's main run at every seed (the paper expects ✓)."""
-        readings = prediction_readings(self._seed_cards(trained, domain), names=SEED_PREDICTIONS)
-        if domain == "border":
-            return readings
-        return [Reading(f"{r.name} ({domain})", r.by_seed, r.expected, r.rule) for r in readings]
-
-    def _seed_cards(self, trained: Histories, domain: str = "border") -> dict[int, dict[str, Check]]:
-        runs = self._seed_runs(domain)
-        return {s: score_runs({self.lam_main: [r]}, trained, main=r, fit=self.fit) for s, r in runs.items()}
+        return _seed_readings(self._seed_runs(domain), trained, self.lam_main, self.fit,
+                              "" if domain == "border" else f" ({domain})")
 
     def _seed_runs(self, domain: str) -> dict[int, ShortcutRun]:
         if domain == "border":
@@ -289,41 +277,32 @@ class ShortcutStudy:
         return dict(zip(self.seeds, self.background[self.lam_main]))
 
     def background_readings(self, trained: Histories, threshold: float = 0.5) -> tuple[Check, list[Reading]]:
-        """The background cue over seeds: whether it is learnt (asserted), and the law's readings (shown).
-
-        Learnt: the cue-agreeing accuracy at the end exceeds the cue-conflicting one in a strict majority of
-        seeds. Shown: the separation below ``threshold`` and below the border's of the same seed (the paper's
-        Waterbirds ≈ 0 against CIFAR-10's border 0.5–0.7; undefined counts as below), then P1, P3, P4, P5.
-        """
+        """The background cue over seeds: whether it is learnt (asserted), and the law's readings (shown): the
+        separation below ``threshold`` and below the border's of the same seed (undefined: below), P1, P3, P4, P5."""
         runs = self._seed_runs("background")
-        ends = {s: trained[r].rows[-1] for s, r in runs.items()}
+        ends = _ends(runs, trained)
         learnt = check_reading(over_seeds(
             "background: the cue is learnt (cue-agreeing accuracy above cue-conflicting)",
             {s: "learnt" if e["coloured_acc"] > e["conflict_acc"] else "not learnt" for s, e in ends.items()},
             expected="learnt"))
-        detail = ", ".join(f"seed {s}: {e['coloured_acc']:.2f} against {e['conflict_acc']:.2f}" for s, e in ends.items())
-        seps = {s: domain_of(r, self.fit).separation(trained[r]) for s, r in runs.items()}
+        seps, border = self._separations(runs, trained), self._separations(self.main, trained)
         below = over_seeds(f"background: separation below {threshold:g} (the law not expected to hold)",
-                           {s: "below" if not (sep.defined and sep.score >= threshold) else "above"
-                            for s, sep in seps.items()}, expected="below")
-        border = {s: domain_of(r, self.fit).separation(trained[r]) for s, r in self.main.items()}
+                           _below(seps, threshold), expected="below")
         under = over_seeds("background: separation below the border's (same seed)",
                            {s: "below" if not sep.defined or (border[s].defined and sep.score < border[s].score)
                             else "not below" for s, sep in seps.items()}, expected="below")
-        learnt = Check(learnt.name, learnt.passed, f"{learnt.detail}; {detail}")
+        learnt = Check(learnt.name, learnt.passed, f"{learnt.detail}; {_cue_against_conflict(ends)}")
         return learnt, [below, under, *self.prediction_readings(trained, "background")]
 
     def worst_group_rows(self, trained: Histories) -> list[dict[str, Any]]:
         """Per seed: the worst-group (``conflict``) accuracy at the end and the separation score (text:
         ``"undefined"`` for NaN), border against background."""
-        border, bg = self.main, self._seed_runs("background")
-
-        def score(run: ShortcutRun) -> str:
-            return format_score(domain_of(run, self.fit).separation(trained[run]))
-
-        return [{"seed": s, "border": trained[border[s]].rows[-1]["conflict_acc"],
-                 "background": trained[bg[s]].rows[-1]["conflict_acc"], "border separation": score(border[s]),
-                 "separation": score(bg[s])} for s in self.seeds]
+        runs = {"border": self.main, "background": self._seed_runs("background")}
+        ends = {k: _ends(by, trained) for k, by in runs.items()}
+        seps = {k: self._separations(by, trained) for k, by in runs.items()}
+        return [{"seed": s, "border": ends["border"][s]["conflict_acc"], "background": ends["background"][s]["conflict_acc"],
+                 "border separation": format_score(seps["border"][s]), "separation": format_score(seps["background"][s])}
+                for s in self.seeds]
 
     # --- the lesson's text: sentences built from the runs, each with its evidence closed -----------
 
@@ -332,8 +311,8 @@ class ShortcutStudy:
         readings = self.design_readings(trained)
         said = [f"{r.name}: the border {r.text()}" for r in readings]
         if self.control_seeds:
-            ends = {s: (trained[self.main[s]].rows[-1]["clean_acc"], trained[r].rows[-1]["clean_acc"])
-                    for s, r in self.control_seeds.items()}
+            with_, without = _ends(self.main, trained), _ends(self.control_seeds, trained)
+            ends = {s: (with_[s]["clean_acc"], e["clean_acc"]) for s, e in without.items()}
             lower = over_seeds("", {s: "lower" if b < a else "not lower" for s, (a, b) in ends.items()},
                                expected="lower")
             said.append("clean accuracy at the end without the wrong borders, against with them: "
@@ -392,13 +371,12 @@ class ShortcutStudy:
                                      "phi_drop": "φ drop"}, formats={"phi_drop": "{:.2f}"})))
 
     def norm_ratios(self, trained: Histories) -> dict[int, float]:
-        """seed → V_mem/V_post of the border's main run: ‖θ‖² when the border is fitted over ‖θ‖² at
-        the end (P1's value; NaN when the border was never fitted or never dropped)."""
-        return {s: card["P1 norm ordering"].value for s, card in self._seed_cards(trained).items()}
+        """seed → V_mem/V_post of the border's main run (P1's value; NaN when never fitted or never dropped)."""
+        return {s: score_runs({self.lam_main: [r]}, trained, main=r, fit=self.fit)["P1 norm ordering"].value
+                for s, r in self.main.items()}
 
     def scorecard_report(self, trained: Histories) -> Markdown:
-        """The scorecard in words (predictions held per domain, the paper's beside them; P1 over seeds),
-        the scorecard's and the per-seed readings' tables closed."""
+        """The scorecard in words beside the paper's, P1 over seeds, the scorecard and per-seed readings closed."""
         card, per_seed = self.scorecard(trained), self.prediction_readings(trained)
         held = ", ".join(f"{d} {sum(c.passed for c in row.values())}/6" for d, row in card.items())
         paper = ", ".join(f"{d} {k}/6" for d, k in NHT_PAPER["scorecard"].items())
@@ -413,29 +391,23 @@ class ShortcutStudy:
     def background_report(self, trained: Histories) -> tuple[Check, list[Reading], Markdown]:
         """The background cue: :meth:`background_readings`' check and readings, and the section's text."""
         learnt, readings = self.background_readings(trained)
-        def said(name: str) -> str:
-            name = name.removeprefix("background: ")
-            return name[:1].upper() + name[1:]
-
-        words = " ".join(f"{said(r.name)}: {r.k} of {r.n} seeds." for r in readings[:2])
+        said = [r.name.removeprefix("background: ") for r in readings[:2]]
+        words = " ".join(f"{name[:1].upper() + name[1:]}: {r.k} of {r.n} seeds." for name, r in zip(said, readings))
         paper = (f"Paper: Waterbirds {NHT_PAPER['scorecard']['Waterbirds']}/6, separation "
                  f"{NHT_PAPER['separation']['Waterbirds']}.")
-        ends = {s: trained[r].rows[-1] for s, r in self._seed_runs("background").items()}
+        ends = _ends(self._seed_runs("background"), trained)
         k = sum(e["coloured_acc"] > e["conflict_acc"] for e in ends.values())
-        head = (f"The background cue is learnt in {k} of {len(ends)} seeds: at "
-                "the end, cue-agreeing against cue-conflicting accuracy "
-                + ", ".join(f"seed {s}: {e['coloured_acc']:.2f} against {e['conflict_acc']:.2f}" for s, e in ends.items())
-                + f". {words} {paper}")
-        rows = self.worst_group_rows(trained)
+        head = (f"The background cue is learnt in {k} of {len(ends)} seeds: at the end, cue-agreeing against "
+                f"cue-conflicting accuracy {_cue_against_conflict(ends)}. {words} {paper}")
         body = evidence("the background runs, seed by seed", table(
-            rows, formats={"border": "{:.2f}", "background": "{:.2f}"}, headers={"separation": "background separation"}),
-            table(reading_rows(readings)))
+            self.worst_group_rows(trained), formats={"border": "{:.2f}", "background": "{:.2f}"},
+            headers={"separation": "background separation"}), table(reading_rows(readings)))
         return learnt, readings, Markdown(head + "\n\n" + body)
 
     def main_report(self, trained: Histories, seed: int) -> Markdown:
         """The border's main run at ``seed``, its P1 and P5 over seeds in words, its record closed."""
         p1, p5 = (r for r in self.prediction_readings(trained) if r.name[:2] in ("P1", "P5"))
-        seps = {s: format_score(domain_of(r, self.fit).separation(trained[r])) for s, r in self.main.items()}
+        seps = {s: format_score(sep) for s, sep in self._separations(self.main, trained).items()}
         rows = sweep_records({self.lam_main: self.main[seed]}, trained, fit=self.fit)
         return Markdown(f"Over seeds: P1 (V_mem > V_post) holds in {p1.k} of {p1.n}; P5 (separation defined and "
                         f"≥ 0.5) in {p5.k} of {p5.n}, the scores being "
@@ -464,10 +436,9 @@ class ShortcutStudy:
                    f"in {p1} of {len(ratios)} seeds (V_mem/V_post: "
                    + ", ".join(_ratio(v) for v in ratios.values()) + ").")
         if len(self.rho_ends) == 2:
-            (lo, low_runs), (hi, high_runs) = sorted(self.rho_ends.items())
-            falls = sum(rho_reading(trained[low_runs[s]], trained[high_runs[s]], margin) == "falls" for s in low_runs)
+            fall = self._rho_fall(trained, margin)
             out.append(f"A more reliable border leaves the worst group worse off: its accuracy fell by more than "
-                       f"{margin:g} from ρ = {lo:g} to ρ = {hi:g} in {falls} of {len(low_runs)} seeds.")
+                       f"{margin:g} from ρ = {min(self.rhos):g} to ρ = {max(self.rhos):g} in {fall.k} of {fall.n} seeds.")
         bn = self.norm_reading(trained)
         if bn:
             out.append(f"BatchNorm ended above no normalisation in clean accuracy in {bn.k} of {bn.n} seeds.")
@@ -478,25 +449,27 @@ class ShortcutStudy:
     def escape_answer(self, trained: Histories) -> tuple[str, tuple[str, str], str]:
         """Does the main run fit the border and then drop it? Over seeds, as :func:`reading_answer` reads it."""
         require_type(trained, "trained", Mapping, owner="ShortcutStudy.escape_answer")
-        steps = {s: border_times(trained[r]) for s, r in self.main.items()}
         reading = over_seeds(f"the border at λ = {self.lam_main:g}",
                              {s: border_reading(trained[r]) for s, r in self.main.items()}, expected="dropped")
-        detail = ", ".join(f"seed {s}: fitted at {_step(f)}, dropped at {_step(d)}" for s, (f, d) in steps.items())
-        return reading_answer(reading, detail=detail)
+        steps = {s: ["never" if t is None else f"{t:,}" for t in border_times(trained[r])] for s, r in self.main.items()}
+        return reading_answer(reading, detail=", ".join(f"seed {s}: fitted at {f}, dropped at {d}"
+                                                        for s, (f, d) in steps.items()))
+
+    def _rho_fall(self, trained: Histories, margin: float) -> Reading:
+        """Over seeds: does the worst-group accuracy at the end fall by more than ``margin`` across ``rho_ends``?"""
+        (lo, low), (hi, high) = sorted(self.rho_ends.items())
+        return over_seeds(f"the worst-group accuracy from ρ = {lo:g} to ρ = {hi:g}",
+                          {s: rho_reading(trained[low[s]], trained[high[s]], margin) for s in low}, expected="falls")
 
     def rho_answer(self, trained: Histories, margin: float = 0.2) -> tuple[str, tuple[str, str], str]:
         """Does the worst-group accuracy at the end fall by more than ``margin`` from the smallest ρ to the largest?"""
         require_type(trained, "trained", Mapping, owner="ShortcutStudy.rho_answer")
         if len(self.rho_ends) != 2:
             raise ValueError(f"ShortcutStudy.rho_answer needs two ρ or more in 'rhos'. Got {list(self.rhos)}.")
-        (lo, low), (hi, high) = sorted(self.rho_ends.items())
-        reading = over_seeds(f"the worst-group accuracy from ρ = {lo:g} to ρ = {hi:g}",
-                             {s: rho_reading(trained[low[s]], trained[high[s]], margin) for s in low},
-                             expected="falls")
-        end = {s: (trained[low[s]].rows[-1]["conflict_acc"], trained[high[s]].rows[-1]["conflict_acc"]) for s in low}
+        low, high = (_ends(self.rho_ends[k], trained) for k in sorted(self.rho_ends))
         detail = (f"it has to fall by more than {margin:g}; at the end, seed by seed: "
-                  + ", ".join(f"seed {s}: {a:.2f} → {b:.2f}" for s, (a, b) in end.items()))
-        return reading_answer(reading, detail=detail)
+                  + ", ".join(f"seed {s}: {e['conflict_acc']:.2f} → {high[s]['conflict_acc']:.2f}" for s, e in low.items()))
+        return reading_answer(self._rho_fall(trained, margin), detail=detail)
 
     def norm_answer(self, trained: Histories) -> tuple[str, tuple[str, str], str]:
         """Does BatchNorm end with a higher clean accuracy than no normalisation (:meth:`norm_reading`)?"""
@@ -504,46 +477,29 @@ class ShortcutStudy:
         reading = self.norm_reading(trained)
         if reading is None:
             raise ValueError(f"ShortcutStudy.norm_answer needs 'batch' and 'none' in 'norms'. Got {list(self.norms)}.")
-        by = self.norm_seeds
-        clean = {s: [trained[by[n][s]].rows[-1]["clean_acc"] for n in ("batch", "none")] for s in self.seeds}
-        detail = "seed by seed: " + ", ".join(
-            f"seed {s}: {b:.2f} against {n:.2f}" for s, (b, n) in clean.items())
-        return reading_answer(reading, detail=detail)
+        batch, none = (_ends(self.norm_seeds[n], trained) for n in ("batch", "none"))
+        return reading_answer(reading, detail="seed by seed: " + ", ".join(
+            f"seed {s}: {e['clean_acc']:.2f} against {none[s]['clean_acc']:.2f}" for s, e in batch.items()))
 
     def checks(self, trained: Histories, margin: float = 0.2) -> list[Check]:
-        """The study's pre-fixed checks, each over the seeds by a strict majority.
-
-        The border is fitted then dropped in the main run; the worst-group accuracy at the end
-        falls by more than ``margin`` from the smallest ρ to the largest; the main run's
-        separation score is defined.
-        """
+        """The study's pre-fixed checks over seeds: the border escaped, the ρ trend (``margin``), separation defined."""
         require_type(trained, "trained", Mapping, owner="ShortcutStudy.checks")
-        main = self.main
-        out = [check_border_escape({s: trained[r] for s, r in main.items()})]
+        out = [check_border_escape({s: trained[r] for s, r in self.main.items()})]
         if len(self.rho_ends) == 2:
-            low, high = (self.rho_ends[k] for k in sorted(self.rho_ends))
-            out.append(check_rho_trend({s: trained[r] for s, r in low.items()},
-                                       {s: trained[r] for s, r in high.items()}, margin=margin))
-        out.append(check_separation_defined({s: domain_of(r, self.fit).separation(trained[r])
-                                             for s, r in main.items()}))
-        return out
+            low, high = ({s: trained[r] for s, r in self.rho_ends[k].items()} for k in sorted(self.rho_ends))
+            out.append(check_rho_trend(low, high, margin=margin))
+        return [*out, check_separation_defined(self._separations(self.main, trained))]
 
 
 def ledger_cpu_seconds(runs: Sequence[TrainConfig], cache: ResultCache | None = None) -> float:
     """CPU seconds the build's ledger records for training ``runs`` (the latest training of each; 0 when none).
 
-    Lines are matched by the ledger's label of a run, not its cache key: the key holds the torch thread
-    count of the process that computes it, and a pool worker's differs from the chapter's.
+    Matched by the ledger's label, not the cache key, which holds the thread count of the process computing it.
     """
     root = cache.root if cache is not None else cache_dir()
     labels = {_label(r) for r in runs}
     latest = {line["label"]: line.get("cpu_s") or 0.0 for line in read_ledger(root) if line.get("label") in labels}
     return float(sum(latest.values()))
-
-
-def ledger_cost(runs: Sequence[TrainConfig], cache: ResultCache | None = None) -> str:
-    """'n runs, s CPU s on the build's ledger (<CPU model>)': :func:`ledger_cpu_seconds` in words."""
-    return f"{len(runs)} runs, {ledger_cpu_seconds(runs, cache):.0f} CPU s on the build's ledger ({cpu_model()})"
 
 
 #: The ``full`` profile's CelebA runs: the paper's SimpleCNN recipe (AdamW lr 1e-3, cosine), 8,000 training
@@ -559,14 +515,13 @@ def celeba_runs(study: ShortcutStudy) -> dict[float, list[ShortcutRun]]:
     if not study.celeba_lams:
         return {}
     by = {s: ShortcutRun(**{**study.celeba, "seed": s, "weight_decay": study.lam_main}) for s in study.seeds}
-    return {lam: list(by.values()) if lam == study.lam_main else [by[study.seeds[0]].replace(weight_decay=lam)]
-            for lam in study.celeba_lams}
+    return study._lam_sweep(by, study.celeba_lams)
 
 
 def celeba_problem(study: ShortcutStudy) -> str | None:
-    """Why the study's CelebA runs cannot train here (the data absent, or its download failed: the error's
-    message), None when they can or the study has none. Reads a few faces, downloading CelebA first when
-    the runs' ``download`` is True."""
+    """Why the study's CelebA runs cannot train here (the error's message), None when they can or there are none.
+
+    Reads a few faces, downloading CelebA first when the runs' ``download`` is True."""
     runs = [r for rs in celeba_runs(study).values() for r in rs]
     try:
         if runs:
@@ -577,12 +532,8 @@ def celeba_problem(study: ShortcutStudy) -> str | None:
 
 
 def celeba_scorecard(study: ShortcutStudy, trained: Histories, cache: ResultCache | None = None) -> str:
-    """The CelebA section's markdown from the study's trained CelebA runs, the paper's values beside ours.
-
-    Our count of the six predictions beside the paper's 4/6, then, closed, the scorecard, per seed the
-    worst-group accuracy (the least of the four groups'), the separation beside the paper's −0.11, the
-    readings over seeds and the runs' cost. Or one line: no CelebA in this profile, or why the data is missing.
-    """
+    """The CelebA section's markdown: our scorecard, worst groups, separations and readings beside the paper's,
+    or one line saying why there is none."""
     paper = f"Paper: CelebA {NHT_PAPER['scorecard']['CelebA']}/6, separation {NHT_PAPER['separation']['CelebA']}."
     runs_by_lam = celeba_runs(study)
     if study.lam_main not in runs_by_lam:
@@ -593,19 +544,14 @@ def celeba_scorecard(study: ShortcutStudy, trained: Histories, cache: ResultCach
         return f"No CelebA scorecard here: {celeba_problem(study) or 'its runs were not trained.'} {paper}"
     main = dict(zip(study.seeds, runs_by_lam[study.lam_main]))
     card = score_runs(runs_by_lam, trained, main=main[study.seeds[0]], fit=study.fit)
-    seps = {s: domain_of(r, study.fit).separation(trained[r]) for s, r in main.items()}
-    ends: dict[int, dict[str, Any]] = {s: trained[r].rows[-1] for s, r in main.items()}
+    seps = study._separations(main, trained)
     rows = [{"seed": s, "worst group": min(e[f"group{t}{a}_acc"] for t in (0, 1) for a in (0, 1)),
              "conflict": e["conflict_acc"], "clean": e["clean_acc"], "separation": format_score(seps[s]),
-             "paper separation": NHT_PAPER["separation"]["CelebA"]} for s, e in ends.items()]
-    cards = {s: score_runs({study.lam_main: [r]}, trained, main=r, fit=study.fit) for s, r in main.items()}
-    readings = [over_seeds("CelebA: separation below 0.5 (the paper: −0.11)",
-                           {s: "below" if not (sep.defined and sep.score >= 0.5) else "above" for s, sep in seps.items()},
-                           expected="below"),
-                *[Reading(f"{r.name} (CelebA)", r.by_seed, r.expected, r.rule)
-                  for r in prediction_readings(cards, names=SEED_PREDICTIONS)]]
-    passed = sum(c.passed for c in card.values())
-    return (f"Ours: {passed}/6 (seed {study.seeds[0]}). {paper}\n\n" + evidence(
+             "paper separation": NHT_PAPER["separation"]["CelebA"]} for s, e in _ends(main, trained).items()]
+    readings = [over_seeds("CelebA: separation below 0.5 (the paper: −0.11)", _below(seps, 0.5), expected="below"),
+                *_seed_readings(main, trained, study.lam_main, study.fit, " (CelebA)")]
+    cost = f"{len(runs)} runs, {ledger_cpu_seconds(runs, cache):.0f} CPU s on the build's ledger ({cpu_model()})"
+    return (f"Ours: {sum(c.passed for c in card.values())}/6 (seed {study.seeds[0]}). {paper}\n\n" + evidence(
         "the CelebA scorecard, seed by seed", table(scorecard_rows({"CelebA": card})),
         table(rows, formats={"worst group": "{:.2f}", "conflict": "{:.2f}", "clean": "{:.2f}"}),
-        table(reading_rows(readings)), f"The CelebA runs: {ledger_cost(runs, cache)}."))
+        table(reading_rows(readings)), f"The CelebA runs: {cost}."))
