@@ -105,11 +105,9 @@ def shared_probe(run: Any) -> DLRTracker | None:
     >>> shared_probe(companion(1.0, seed=2, lr=1e-3, steps=4000)) is None  # the default 2,000-step window
     True
     """
-    if not isinstance(run, ModularRun) or run.weight_decay != 1.0:
-        return None
-    if any(run == companion_grid_run(grid, 1.0, run.seed) for grid in COMPANION_SWEEPS.values()):
-        return companion_probe(run)
-    return None
+    shared = (isinstance(run, ModularRun) and run.weight_decay == 1.0
+              and any(run == companion_grid_run(grid, 1.0, run.seed) for grid in COMPANION_SWEEPS.values()))
+    return companion_probe(run) if shared else None
 
 
 def plain_history(history: History, probe_columns: set[str]) -> History:

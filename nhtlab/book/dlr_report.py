@@ -713,7 +713,7 @@ _OURS = {"dlr": "our DLR (energy 0.99)", "test_acc": "our test"}  # ours beside 
 _BY_K = [f"{q}_{k}" for k in _SPECTRA_KS for q in ("rho", "quality", "utilisation")]
 _MEASURES = ["dlr_first", "dlr_last", "nc1_first", "nc1_min", "nc1_max", "nc1_last", "norm_first", "norm_last"]
 
-#: kind → (columns, formats and headers beyond :data:`_FORMATS` and :data:`_HEADERS`) of the chapter's tables.
+#: kind → (columns, formats, headers) of the chapter's tables, beyond the shared ``_FORMATS`` and ``_HEADERS``.
 TABLES: dict[str, tuple[list[str], dict[str, str], dict[str, str]]] = {
     "rules": (["rule", "noise", "known_rank", "rank_found", "log_probs", "synthetic"], {},
               {"noise": "noise |ΔDLR|", "known_rank": "known rank |ΔDLR|", "rank_found": "r found (true 5)",
