@@ -11,8 +11,8 @@ import pytest
 import torch
 
 from nhtlab.book import dlr_report as report
+from nhtlab.book.dlr_report import dlr_table
 from nhtlab.history import History
-from nhtlab.book.dlr_tables import dlr_table
 from nhtlab.papers import DLR_PAPER
 
 
@@ -41,15 +41,15 @@ def test_the_chosen_rule_passes_the_synthetic_properties_and_full_fails():
 
 def test_lazy_rich_checks_pass_on_a_clean_ground_truth_and_fail_otherwise():
     good = lazy_rich([0.05, 0.2, 0.5])
-    assert report.lazy_rich_ground_truth(good) and report.lazy_rich_gap(good) and report.lazy_rich_monotone(good)
-    assert not report.lazy_rich_ground_truth(lazy_rich([0.05, 0.5], ckas=(0.8, 0.99)))  # rich run did not move
-    assert not report.lazy_rich_ground_truth(lazy_rich([0.05, 0.5], ckas=(0.3, 0.9)))  # lazy run moved
-    assert not report.lazy_rich_ground_truth(lazy_rich([0.05, 0.5], nc1s=(0.5, 1.0)))  # rich run did not collapse
-    assert not report.lazy_rich_gap(lazy_rich([0.3, 0.45]))
-    assert not report.lazy_rich_monotone(lazy_rich([0.05, 0.4, 0.3, 0.5]))
-    assert report.lazy_rich_monotone(lazy_rich([0.05, 0.4, 0.39, 0.5]))  # within the slack
+    assert all(report.lazy_rich_checks(good))
+    assert not report.lazy_rich_checks(lazy_rich([0.05, 0.5], ckas=(0.8, 0.99)))[0]  # rich run did not move
+    assert not report.lazy_rich_checks(lazy_rich([0.05, 0.5], ckas=(0.3, 0.9)))[0]  # lazy run moved
+    assert not report.lazy_rich_checks(lazy_rich([0.05, 0.5], nc1s=(0.5, 1.0)))[0]  # rich run did not collapse
+    assert not report.lazy_rich_checks(lazy_rich([0.3, 0.45]))[1]
+    assert not report.lazy_rich_checks(lazy_rich([0.05, 0.4, 0.3, 0.5]))[2]
+    assert report.lazy_rich_checks(lazy_rich([0.05, 0.4, 0.39, 0.5]))[2]  # within the slack
     with pytest.raises(ValueError, match="at least two"):
-        report.lazy_rich_gap(lazy_rich([0.1]))
+        report.lazy_rich_checks(lazy_rich([0.1]))
 
 
 def test_lazy_rich_records_and_rule_scores():
@@ -143,11 +143,11 @@ def cnn_runs(dlrs, accs):
 
 def test_cnn_checks_pass_on_the_papers_ordering_and_fail_otherwise():
     good = report.final_records(cnn_runs([0.3, 0.03, 0.1], [0.95, 0.99, 0.11]))
-    assert report.batchnorm_check(good) and report.shuffled_check(good)
-    assert not report.batchnorm_check(report.final_records(cnn_runs([0.1, 0.05, 0.1], [0.95, 0.99, 0.11])))
-    assert not report.batchnorm_check(report.final_records(cnn_runs([0.3, 0.03, 0.1], [0.99, 0.95, 0.11])))
-    assert not report.shuffled_check(report.final_records(cnn_runs([0.3, 0.03, 0.1], [0.95, 0.99, 0.5])))
-    assert not report.shuffled_check(report.final_records(cnn_runs([0.3, 0.03, 0.4], [0.95, 0.99, 0.11])))
+    assert all(report.cnn_checks(good))
+    assert not report.cnn_checks(report.final_records(cnn_runs([0.1, 0.05, 0.1], [0.95, 0.99, 0.11])))[0]
+    assert not report.cnn_checks(report.final_records(cnn_runs([0.3, 0.03, 0.1], [0.99, 0.95, 0.11])))[0]
+    assert not report.cnn_checks(report.final_records(cnn_runs([0.3, 0.03, 0.1], [0.95, 0.99, 0.5])))[1]
+    assert not report.cnn_checks(report.final_records(cnn_runs([0.3, 0.03, 0.4], [0.95, 0.99, 0.11])))[1]
     summary = report.measure_summary(list(cnn_runs([0.3, 0.03, 0.1], [0.9, 0.9, 0.1]).items()))
     assert summary[0]["nc1_min"] == 0.1 and summary[0]["norm_first"] == 10.0
     assert dlr_table("cnn", good).count("\n") == 4
@@ -222,9 +222,9 @@ def test_the_knee_is_the_fewest_eigenfunctions_holding_the_share_at_the_nearest_
     assert (knee["step"], knee["k"], knee["top"], knee["utilisation"]) == (100, 2, 4, 0.9)
     assert report.spectrum_knee(records, 90, share=0.96)["k"] == 4
     assert report.spectrum_knee(records, 0)["k"] == 4  # 0.3 < 0.9 × 0.4 ≤ 0.4
-    text = report.knee_text(records, 100)
+    text = report.spectra_text(records, None, 100, 100).split("<details")[0]
     assert "At T_grok (step 100) look at k = 2" in text and "0.900" in text and "all 4 kept" in text
-    assert "no T_grok" in report.knee_text(records, None)
+    assert "no T_grok" in report.spectra_text(records, None, None, 100)
     with pytest.raises(ValueError, match="share"):
         report.spectrum_knee(records, 0, share=0)
     with pytest.raises(ValueError, match="records"):
@@ -293,20 +293,19 @@ def test_the_lessons_charts_open_at_t_grok_and_keep_one_colour_per_name():
 
 
 def test_the_chapters_text_puts_its_evidence_in_closed_blocks_and_no_run_time_on_the_page():
-    from nhtlab.book import cnn_experiments, dlr_tables
     from nhtlab.book.claims import Check, over_seeds
 
     terms = [{"mark": "T_mem", "step": 100, "test_acc": 0.1, "dlr": 0.32, "f_in": 0.3, "pr": 4.0, "r": 3,
               "low": 0.3, "high": 0.4}, {"mark": "last", "step": 600, "test_acc": 0.1, "dlr": 0.45, "f_in": 0.36,
                                          "pr": 5.0, "r": 3, "low": 0.4, "high": 0.5}]
-    text = dlr_tables.mlp_text(terms, 100, None, 0, 0.74)
+    text = report.mlp_text(terms, 100, None, 0, 0.74)
     assert "DLR **rises** from 0.320 at T_mem to 0.450" in " ".join(text.split()) and "\n    " not in text
     assert text.count("<details") == 1 and "| mark |" in text.split("<details")[1]
     runs = [{"lr": lr, "seed": s, "dlr": 0.2, "used": 3, "pr": 2.0, "train_acc": 0.9, "test_acc": a, "cpu_s": 9.0}
             for lr, a in ((1e-3, 0.8), (1e-2, 0.9)) for s in (0, 1)]
-    section = cnn_experiments.lr_section(runs, [over_seeds("p: (a)", {0: "yes", 1: "yes"}, "yes")], {1e-3: (0.5, 0.6)})
+    section = report.lr_section(runs, [over_seeds("p: (a)", {0: "yes", 1: "yes"}, "yes")], {1e-3: (0.5, 0.6)})
     assert "CPU" not in section and "best rate is 0.01" in section and section.count("<details") == 1
     first = Check("x", True, "d")
-    timing = dlr_tables.timing_text(first, over_seeds("t", {0: "falls with generalisation"}, "falls with generalisation"),
+    timing = report.timing_text(first, over_seeds("t", {0: "falls with generalisation"}, "falls with generalisation"),
                                     {0: first}, [], Check("same", True, "both entries read"), 1100)
     assert timing.index("<details") < timing.index("both entries read")  # the run's provenance is evidence

@@ -16,13 +16,11 @@ imports this package.
 import importlib
 
 from .claims import *  # noqa: F401,F403
-from .cnn_experiments import *  # noqa: F401,F403
 from .closing import *  # noqa: F401,F403
 from .colab import *  # noqa: F401,F403
 from .delay_law_report import *  # noqa: F401,F403
 from .dlr_probes import *  # noqa: F401,F403
 from .dlr_report import *  # noqa: F401,F403
-from .dlr_tables import *  # noqa: F401,F403
 from .emergence_report import *  # noqa: F401,F403
 from .exercises import check_answer, check_function, check_prediction  # noqa: F401
 from .grokking_report import *  # noqa: F401,F403
@@ -38,7 +36,7 @@ from .shortcut_report import *  # noqa: F401,F403
 from .shortcut_study import *  # noqa: F401,F403
 from .tuning_report import *  # noqa: F401,F403
 
-_MODULES = ["claims", "cnn_experiments", "closing", "colab", "delay_law_report", "dlr_probes", "dlr_report", "dlr_tables",
+_MODULES = ["claims", "closing", "colab", "delay_law_report", "dlr_probes", "dlr_report",
             "emergence_report", "grokking_report", "held_out_eta", "layer_report", "off_grid_eta",
             "profiles", "regime_report", "report", "run_stamp", "runs", "shortcut_report",
             "shortcut_study", "tuning_report"]

@@ -12,9 +12,9 @@ from typing import Any
 import altair as alt
 
 from ..analysis.events import Events
-from ..history import History
 from ..charts import check_arguments
 from ..charts.curves import WIDTH, event_rules, long_records
+from ..history import History
 
 __all__ = ["dlr_timeline", "dlr_decomposition", "spectra_explorer",
            "compare_measures", "toy_chart", "dlr_band", "lr_panels"]
@@ -49,27 +49,20 @@ def dlr_decomposition(history: History, title: str = "DLR = 1 − f_in · √(PR
 
     The legends sit under their panels with room for their full labels (no label is cut short).
     """
-    labels = {"dlr": "DLR", "dlr_f_in": "f_in: share of feature energy inside the output span",
-              "dlr_balance": "√(PR / r)"}
-    legend = alt.Legend(orient="bottom", direction="vertical", labelLimit=0, title=None)
-    top = alt.Chart(alt.Data(values=long_records(history, labels))).mark_line().encode(
-        x=alt.X("step:Q", title="step"), y=alt.Y("value:Q", title="value (√(PR / r) may pass 1)"),
-        color=alt.Color("series:N", legend=legend, sort=list(labels.values()),
-                        scale=alt.Scale(domain=list(labels.values()), range=["#d62728", "#4c78a8", "#72b7b2"])),
-        tooltip=["series:N", "step:Q", alt.Tooltip("value:Q", format=".3f")],
-    ).properties(width=WIDTH, height=200, title=title)
-    dims = {"dlr_pr": "PR: effective number of features", "dlr_rank": "r: dimension of the output span"}
-    bottom = alt.Chart(alt.Data(values=long_records(history, dims))).mark_line().encode(
-        x=alt.X("step:Q", title="step"), y=alt.Y("value:Q", title="dimensions"),
-        color=alt.Color("series:N", legend=legend, sort=list(dims.values()),
-                        scale=alt.Scale(domain=list(dims.values()), range=["#f58518", "#333333"])),
-        tooltip=["series:N", "step:Q", alt.Tooltip("value:Q", format=".1f")],
-    ).properties(width=WIDTH, height=140)
-    return alt.vconcat(top, bottom).resolve_scale(color="independent")
+    def panel(labels: dict[str, str], colours: list[str], y_title: str, fmt: str) -> alt.Chart:
+        return alt.Chart(alt.Data(values=long_records(history, labels))).mark_line().encode(
+            x=alt.X("step:Q", title="step"), y=alt.Y("value:Q", title=y_title),
+            color=alt.Color("series:N", legend=alt.Legend(orient="bottom", direction="vertical", labelLimit=0,
+                                                          title=None),
+                            sort=list(labels.values()), scale=alt.Scale(domain=list(labels.values()), range=colours)),
+            tooltip=["series:N", "step:Q", alt.Tooltip("value:Q", format=fmt)])
 
-
-def _nearest(steps: Sequence[int], step: int | None) -> int:
-    return steps[0] if step is None else min(steps, key=lambda s: (abs(s - step), s))
+    top = panel({"dlr": "DLR", "dlr_f_in": "f_in: share of feature energy inside the output span",
+                 "dlr_balance": "√(PR / r)"}, ["#d62728", "#4c78a8", "#72b7b2"], "value (√(PR / r) may pass 1)", ".3f")
+    bottom = panel({"dlr_pr": "PR: effective number of features", "dlr_rank": "r: dimension of the output span"},
+                   ["#f58518", "#333333"], "dimensions", ".1f")
+    return alt.vconcat(top.properties(width=WIDTH, height=200, title=title),
+                       bottom.properties(width=WIDTH, height=140)).resolve_scale(color="independent")
 
 
 def spectra_explorer(records: Sequence[Mapping[str, Any]], title: str = "", events: Events | None = None,
@@ -88,7 +81,8 @@ def spectra_explorer(records: Sequence[Mapping[str, Any]], title: str = "", even
         start = events.t_grok if events.t_grok is not None else events.t_mem
     named = ", ".join(f"{n} = {s:,}" for n, s in (("T_mem", getattr(events, "t_mem", None)),
                                                   ("T_grok", getattr(events, "t_grok", None))) if s is not None)
-    slider = alt.param(name="step_shown", value=_nearest(steps, start), bind=alt.binding_range(
+    nearest = steps[0] if start is None else min(steps, key=lambda s: (abs(s - start), s))
+    slider = alt.param(name="step_shown", value=nearest, bind=alt.binding_range(
         min=steps[0], max=steps[-1], step=spacing, name=f"training step ({named}) " if named else "training step "))
     base = alt.Chart(alt.Data(values=list(records))).transform_filter(alt.datum.step == slider)
     eig = base.mark_line(point=True, color="#4c78a8").encode(
@@ -125,17 +119,14 @@ def spectra_explorer(records: Sequence[Mapping[str, Any]], title: str = "", even
     return alt.vconcat(*panels).add_params(slider).resolve_scale(color="independent")
 
 
-def compare_measures(runs: Sequence[tuple[str, History]], measures: Mapping[str, str] | None = None,
-                     log: Sequence[str] = ("nc1",)) -> alt.VConcatChart:
+def compare_measures(runs: Sequence[tuple[str, History]]) -> alt.VConcatChart:
     """Small multiples, one panel per measure (DLR, NC1, ‖θ‖², accuracy), one colour per labelled run."""
-    measures = dict(measures or {"dlr": "DLR", "nc1": "NC1 (labels needed)", "norm": "‖θ‖²", "test_acc": "test accuracy"})
+    measures = {"dlr": "DLR", "nc1": "NC1 (labels needed)", "norm": "‖θ‖²", "test_acc": "test accuracy"}
     pick = alt.selection_point(fields=["run"], bind="legend")
     panels = []
     for column, label in measures.items():
-        records = []
-        for name, history in runs:
-            records += [{**r, "run": name} for r in long_records(history, {column: label})]
-        scale = alt.Scale(type="log") if column in log else alt.Scale(zero=False)
+        records = [r for name, history in runs for r in long_records(history, {column: label}, run=name)]
+        scale = alt.Scale(type="log") if column == "nc1" else alt.Scale(zero=False)
         panels.append(alt.Chart(alt.Data(values=records)).mark_line().encode(
             x="step:Q", y=alt.Y("value:Q", title=label, scale=scale),
             color=alt.Color("run:N", title="run (click to pick)",
@@ -183,17 +174,16 @@ def lr_panels(records: Sequence[Mapping[str, Any]], title: str = "") -> alt.HCon
     """DLR and test accuracy against the learning rate, in two panels with their own y-axes, one colour per seed.
 
     ``records`` carry ``lr``, ``seed``, ``dlr`` and ``test_acc`` (one per run, as
-    :func:`nhtlab.book.cnn_experiments.lr_sweep` returns them).
+    :func:`nhtlab.book.dlr_report.lr_sweep` returns them).
     """
     rows = [{"lr": r["lr"], "seed": f"seed {r['seed']}", "dlr": r["dlr"], "test_acc": r["test_acc"]} for r in records]
-    panels = []
-    for column, label in (("dlr", "DLR"), ("test_acc", "test accuracy")):
-        panels.append(alt.Chart(alt.Data(values=rows)).mark_line(point=True).encode(
-            x=alt.X("lr:Q", title="learning rate (AdamW)", scale=alt.Scale(type="log")),
-            y=alt.Y(f"{column}:Q", title=label, scale=alt.Scale(domain=[0, 1])),
-            color=alt.Color("seed:N", title="run"),
-            tooltip=["seed:N", alt.Tooltip("lr:Q", format="g"), alt.Tooltip(f"{column}:Q", format=".3f", title=label)],
-        ).properties(width=WIDTH // 2 - 20, height=200, title=label))
+    panels = [alt.Chart(alt.Data(values=rows)).mark_line(point=True).encode(
+        x=alt.X("lr:Q", title="learning rate (AdamW)", scale=alt.Scale(type="log")),
+        y=alt.Y(f"{column}:Q", title=label, scale=alt.Scale(domain=[0, 1])),
+        color=alt.Color("seed:N", title="run"),
+        tooltip=["seed:N", alt.Tooltip("lr:Q", format="g"), alt.Tooltip(f"{column}:Q", format=".3f", title=label)],
+    ).properties(width=WIDTH // 2 - 20, height=200, title=label)
+        for column, label in (("dlr", "DLR"), ("test_acc", "test accuracy"))]
     return alt.hconcat(*panels).properties(title=title or "DLR and test accuracy against the learning rate")
 
 

@@ -19,17 +19,14 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 import torch
 
-from .claims import Check
-from .dlr_report import run_timing
 from ..data.modular import modular_data
 from ..history import History
 from ..measures.dlr import CANDIDATE_RULES, DEFAULT_RANK, DEFAULT_TOL
-from ..validation import require_type
 from ..plumbing.flags import cache_dir, cache_enabled
 from ..plumbing.ledger import record_training
 from ..training.cache import ResultCache, config_key
@@ -37,9 +34,11 @@ from ..training.checkpoint import checkpoint_path
 from ..training.dlr_tracker import DLRTracker
 from ..training.modular_run import ModularRun, run_modular
 from ..training.presets import COMPANION_SWEEPS, companion_grid_run
+from ..validation import require_type
+from .claims import Check
 
 __all__ = ["tracked_run", "same_run_check", "probe_key", "pair_probe", "companion_probe", "shared_probe",
-           "train_probed", "COMPANION_PROBE_TOP", "seed_timings"]
+           "train_probed", "COMPANION_PROBE_TOP"]
 
 #: Eigenpairs kept in the spectra of :func:`companion_probe` (the companion transformer has 128 features).
 COMPANION_PROBE_TOP = 64
@@ -85,7 +84,6 @@ def pair_probe(run: ModularRun, compare: Mapping[str, tuple[str | int, float | N
 
 def companion_probe(run: ModularRun) -> DLRTracker:
     """Chapter 4's DLR probe of ``run``: every pair, the candidate rank rules, NC1 and spectra."""
-    require_type(run, "run", ModularRun, owner="companion_probe")
     default = (DEFAULT_RANK, DEFAULT_TOL[DEFAULT_RANK])
     compare = {name: rule for name, rule in CANDIDATE_RULES.items() if tuple(rule) != default}
     return pair_probe(run, compare, spectra=True, top=COMPANION_PROBE_TOP)
@@ -107,23 +105,9 @@ def shared_probe(run: Any) -> DLRTracker | None:
     >>> shared_probe(companion(1.0, seed=2, lr=1e-3, steps=4000)) is None  # the default 2,000-step window
     True
     """
-    if not isinstance(run, ModularRun) or run.weight_decay != 1.0:
-        return None
-    if any(run == companion_grid_run(grid, 1.0, run.seed) for grid in COMPANION_SWEEPS.values()):
-        return companion_probe(run)
-    return None
-
-
-class _Recording:
-    """Calls the tracker and remembers which columns it wrote."""
-
-    def __init__(self, tracker: DLRTracker):
-        self.tracker, self.columns = tracker, set()
-
-    def __call__(self, state: Any) -> None:
-        before = set(state.row)
-        self.tracker(state)
-        self.columns |= set(state.row) - before
+    shared = (isinstance(run, ModularRun) and run.weight_decay == 1.0
+              and any(run == companion_grid_run(grid, 1.0, run.seed) for grid in COMPANION_SWEEPS.values()))
+    return companion_probe(run) if shared else None
 
 
 def plain_history(history: History, probe_columns: set[str]) -> History:
@@ -140,13 +124,19 @@ def tracked_configs(run: ModularRun, tracker: DLRTracker) -> tuple[dict[str, Any
 
 def train_tracked(run: ModularRun, tracker: DLRTracker, cache: Any, **kwargs: Any) -> tuple[History, set[str]]:
     """Train ``run`` with ``tracker``, put the tracked entry and its spectra; the history and the probe's columns."""
-    recording = _Recording(tracker)
+    columns: set[str] = set()
+
+    def recording(state: Any) -> None:  # the tracker, remembering which columns it wrote
+        before = set(state.row)
+        tracker(state)
+        columns.update(set(state.row) - before)
+
     history = run_modular(run, callbacks=[recording], **kwargs)
     tracked_config, spectra_config = tracked_configs(run, tracker)
     cache.put(tracked_config, history)
     if tracker.spectra:
         cache.put(spectra_config, History(rows=tracker.spectrum_records(), status="completed"))
-    return history, recording.columns
+    return history, columns
 
 
 def train_probed(run: ModularRun, tracker: DLRTracker, cache: Any, **kwargs: Any) -> History:
@@ -157,8 +147,6 @@ def train_probed(run: ModularRun, tracker: DLRTracker, cache: Any, **kwargs: Any
     resumes from a checkpoint (``run_dir``) trains without the probe: the probe would miss the
     evaluations before it, and :func:`tracked_run` trains its own entry later.
     """
-    require_type(run, "run", ModularRun, owner="train_probed")
-    require_type(tracker, "tracker", DLRTracker, owner="train_probed")
     run_dir = kwargs.get("run_dir")
     if run_dir is not None and checkpoint_path(run_dir).exists():
         return run_modular(run, **kwargs)
@@ -202,12 +190,10 @@ def tracked_run(run: ModularRun, tracker: DLRTracker, cache: ResultCache | None 
         history, columns = train_tracked(run, tracker, cache, progress=progress, desc=desc)
         record_training(cache.root, config_key(run.cache_config()), run, history,
                         cpu_seconds=time.process_time() - cpu, wall_seconds=time.perf_counter() - wall, how="probed")
+        history.plain = "cached before" if plain_hit is not None else "written"  # type: ignore[attr-defined]
         if plain_hit is None:
             plain_hit = plain_history(history, columns)
             cache.put(plain_config, plain_hit)
-            history.plain = "written"  # type: ignore[attr-defined]
-        else:
-            history.plain = "cached before"  # type: ignore[attr-defined]
     history.cached, history.plain_history = False, plain_hit  # type: ignore[attr-defined]
     history.spectra = tracker.spectrum_records()  # type: ignore[attr-defined]
     return history
@@ -248,15 +234,3 @@ def same_run_check(tracked: History, plain: History | None = None) -> Check:
             return Check(name, False, f"step {theirs.get('step')}: {', '.join(differ[:4])} differ")
     return Check(name, True, f"{origin + '; ' if origin else ''}{len(plain)} evaluations, "
                              f"{len(plain.columns)} columns equal")
-
-
-def seed_timings(run: Any, first: Check, seeds: Sequence[int]) -> dict[int, Check]:
-    """:func:`run_timing` of a companion run and of its other seeds, each trained with the chapter's probe.
-
-    ``seeds`` are offsets (each runs at ``run.seed + s``); ``first`` is ``run``'s own timing, first in the dict.
-    """
-    out = {run.seed: first}
-    for s in seeds:
-        other = run.replace(seed=run.seed + s)
-        out[run.seed + s] = run_timing(tracked_run(other, companion_probe(other)))
-    return out
