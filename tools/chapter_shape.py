@@ -61,18 +61,13 @@ _DIRECTIVE_BODY = re.compile(r"^```\{(?:admonition|note|warning|tip|dropdown|imp
 
 def _numbers_in(obj: object, out: set[float]) -> None:
     """Every finite number in ``obj``, keys and values, nested, into ``out``."""
-    if isinstance(obj, bool):
-        return
-    if isinstance(obj, (int, float)):
-        if math.isfinite(obj):
-            out.add(float(obj))
-    elif isinstance(obj, dict):
-        for k, v in obj.items():
-            _numbers_in(k, out)
-            _numbers_in(v, out)
-    elif isinstance(obj, (list, tuple, set, frozenset)):
+    if isinstance(obj, dict):
+        obj = [*obj.keys(), *obj.values()]
+    if isinstance(obj, (list, tuple, set, frozenset)):
         for v in obj:
             _numbers_in(v, out)
+    elif isinstance(obj, (int, float)) and not isinstance(obj, bool) and math.isfinite(obj):
+        out.add(float(obj))
 
 
 def paper_values() -> set[float]:
