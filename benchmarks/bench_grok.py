@@ -68,7 +68,6 @@ def _companion(fused: bool, compiled: bool = False):
 def bench_optimizer(steps: int) -> float:
     """AdamW fused against foreach (PyTorch's default) on the companion transformer and the SimpleCNN; returns
     the companion's fused / foreach."""
-    rounds = ROUNDS
     from nhtlab.training.presets import BORDER_DESIGN
 
     run = nhtlab.ShortcutRun(seed=0, **BORDER_DESIGN)
@@ -80,11 +79,11 @@ def bench_optimizer(steps: int) -> float:
                                 fused=fused)
         return _step_fn(model, opt, data.x_train, data.y_train, torch.Generator().manual_seed(0), run.batch_size)
 
-    print(f"\nAdamW, fused against foreach, {rounds} alternating blocks of {steps} steps each, 1 thread:")
+    print(f"\nAdamW, fused against foreach, {ROUNDS} alternating blocks of {steps} steps each, 1 thread:")
     ratios = []
     for name, make in (("companion transformer, batch 512", lambda fused: _companion(fused)[3]),
                        (f"SimpleCNN border run, batch {run.batch_size}", cnn_stepper)):
-        rates = _alternate({"fused": make(True), "foreach": make(False)}, steps, rounds)
+        rates = _alternate({"fused": make(True), "foreach": make(False)}, steps, ROUNDS)
         print(f"  {name:<34} fused {rates['fused']:6.1f}, foreach {rates['foreach']:6.1f} steps per CPU second; "
               f"fused / foreach ×{rates['fused'] / rates['foreach']:.3f}")
         ratios.append(rates["fused"] / rates["foreach"])
@@ -130,7 +129,6 @@ def bench_compile(steps: int, flops: float, limit: float) -> dict:
     which fusing cannot add to, at single-thread ``torch.mm``'s rate)."""
     from nhtlab.training.compiled import compiler_missing
 
-    rounds = ROUNDS
     why = compiler_missing("cpu")
     if why is not None:
         print(f"\ncompiled step: skipped ({why})")
@@ -139,9 +137,9 @@ def bench_compile(steps: int, flops: float, limit: float) -> dict:
     steppers = {label: _companion(True, compiled=label == "compiled")[3] for label in ("eager", "compiled")}
     for stepper in steppers.values():
         stepper()  # the compiled one compiles here (warm inductor cache: the cold cost is measured above)
-    rates = _alternate(steppers, steps, rounds)
+    rates = _alternate(steppers, steps, ROUNDS)
     floor_ms = flops / (limit * 1e9) * 1e3
-    print(f"\ncompiled step ({path}), {rounds} alternating blocks of {steps} steps each, 1 thread:")
+    print(f"\ncompiled step ({path}), {ROUNDS} alternating blocks of {steps} steps each, 1 thread:")
     for label, rate in rates.items():
         print(f"  {label:<10} {rate:6.1f} steps per CPU second ({1e3 / rate:.1f} ms), "
               f"{floor_ms * rate / 1e3:.0%} of the floor ({floor_ms:.1f} ms of matmuls at torch.mm's rate)")

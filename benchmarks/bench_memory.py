@@ -71,15 +71,12 @@ def measured_cuda(config: Config, eval_batch: int) -> tuple[float, float]:
     y = torch.randint(0, 10, (config.train_batch,), device=device)
     torch.cuda.synchronize()
     torch.cuda.reset_peak_memory_stats()
-    base = torch.cuda.memory_allocated()
     loss = F.cross_entropy(model(x), y)
     loss.backward()
     opt.step()
     torch.cuda.synchronize()
-    train_peak = (torch.cuda.max_memory_allocated() - base) / GIB + base / GIB
+    train_peak = torch.cuda.max_memory_allocated() / GIB
     del x, y, loss
-    torch.cuda.reset_peak_memory_stats()
-    base = torch.cuda.memory_allocated()
     with torch.no_grad():
         xe = config.example(min(eval_batch, config.eval_n)).to(device)
         torch.cuda.reset_peak_memory_stats()

@@ -26,10 +26,6 @@ from nhtlab.plumbing.cpu_slots import cpu_slot
 from _record import record  # benchmarks/_record (this script's folder): the measurements page's records
 
 
-def _init() -> None:
-    torch.set_num_threads(1)
-
-
 def _wait(seconds: float) -> int:
     time.sleep(seconds)  # keeps this worker busy while the pool starts the others
     return os.getpid()
@@ -58,7 +54,8 @@ def main() -> None:
     print(f"{platform.processor() or platform.machine()}, {cores} cores, torch {torch.__version__}; "
           f"{args.runs} companion runs of {args.steps} steps, one thread each, in {args.runs} processes")
     os.environ.pop("NHTLAB_CPU_SLOTS", None)  # the workers' train() must not take slots of its own
-    with tempfile.TemporaryDirectory() as folder, ProcessPoolExecutor(args.runs, initializer=_init) as pool:
+    pool = ProcessPoolExecutor(args.runs, initializer=torch.set_num_threads, initargs=(1,))  # one thread per worker
+    with tempfile.TemporaryDirectory() as folder, pool:
         pids = set(pool.map(_wait, [0.2 if args.smoke else 1.0] * args.runs))
         assert len(pids) == args.runs, "the pool did not start one worker per run"
         list(pool.map(_train, range(args.runs), [warm] * args.runs, [None] * args.runs, [folder] * args.runs))  # imports
@@ -70,12 +67,13 @@ def main() -> None:
                               [folder] * args.runs))
                 walls[mode].append(time.perf_counter() - start)
                 print(f"  {mode:>5}: {walls[mode][-1]:6.1f} s", flush=True)
-    for k, (free, slotted) in enumerate(zip(walls["free"], walls["slots"]), start=1):
+    rounds = list(enumerate(zip(walls["free"], walls["slots"]), start=1))
+    for k, (free, slotted) in rounds:
         print(f"round {k}: free / slots = {free / slotted:.3f}")
     print(f"total: free {sum(walls['free']):.1f} s, slots {sum(walls['slots']):.1f} s")
     print(f"ratio free / slots (wall clock): {sum(walls['free']) / sum(walls['slots']):.3f}")
     rows = [{"round": k, "free (s)": round(free, 2), "slots (s)": round(slotted, 2), "free / slots": round(free / slotted, 3)}
-            for k, (free, slotted) in enumerate(zip(walls["free"], walls["slots"]), start=1)]
+            for k, (free, slotted) in rounds]
     record("bench_slots", rows, settings={"runs": args.runs, "steps": args.steps, "cores": cores},
            note="Companion runs in as many processes, free against holding the machine's CPU slots, wall clock.",
            smoke=args.smoke)

@@ -63,19 +63,15 @@ def main() -> None:
         print(f"  {label:<38} {seq_wall / wall:5.2f}x")
     print(f"  (os.getloadavg() at the end: {', '.join(f'{x:.1f}' for x in os.getloadavg())})")
     print(f"ratio sequential / batched (1 stack) wall clock: {seq_wall / rows[2][1]:.3f}")
-
-    def record_row(label: str, wall: float, busy: float, _result: object) -> dict:
-        return {"strategy": label, "wall (s)": round(wall, 2), "summed training (s)": round(busy, 2),
-                "speed-up over sequential": round(seq_wall / wall, 3)}
-
-    table = [record_row(*row) for row in rows]
     if torch.cuda.is_available():
         gpu_runs = [r.replace(device="cuda") for r in runs]
         print(f"\nCUDA: {torch.cuda.get_device_name()}")
         g_seq = timed("sequential on CUDA", gpu_runs, strategy="sequential")
         g_bat = timed("batched on CUDA (1 stack)", gpu_runs, strategy="batched")
         print(f"  batched/sequential on CUDA: {g_seq[1] / g_bat[1]:.1f}x; batched CUDA vs sequential CPU: {seq_wall / g_bat[1]:.1f}x")
-        table += [record_row(*row) for row in (g_seq, g_bat)]
+        rows += [g_seq, g_bat]
+    table = [{"strategy": label, "wall (s)": round(wall, 2), "summed training (s)": round(busy, 2),
+              "speed-up over sequential": round(seq_wall / wall, 3)} for label, wall, busy, _ in rows]
     record("bench_sweeps", table, settings={"runs": len(runs), "p": args.p, "width": args.width, "steps": args.steps,
                                             "workers": args.workers},
            note="One sweep of 16 runs four ways, side by side; each strategy's runs end with the same events.",

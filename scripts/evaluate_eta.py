@@ -106,13 +106,6 @@ def runs_for(cfg: dict) -> list:
             for lr, lam in settings(cfg) for s in cfg["seeds"]]
 
 
-def weak_runs(cfg: dict) -> list:
-    """The runs that should never warn (none in the companion profiles: the seed split's λ = 0.01 runs are those)."""
-    if "weak" not in cfg:
-        return []
-    return [make_run(cfg, cfg["lr"], cfg["weak"]["weight_decay"], s, cfg["weak"]["steps"], None) for s in cfg["seeds"]]
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--profile", choices=sorted(PROFILES), default="book")
@@ -126,7 +119,10 @@ def main() -> None:
 
     torch.set_num_threads(1)  # one process, one thread: CPU seconds are the machine's cost, the cache keys on it
     cpu, wall = time.process_time(), time.perf_counter()
-    runs, weak = runs_for(cfg), weak_runs(cfg)
+    runs = runs_for(cfg)
+    # the runs that should never warn (none in the companion profiles: the seed split's λ = 0.01 runs are those)
+    weak = [make_run(cfg, cfg["lr"], cfg["weak"]["weight_decay"], s, cfg["weak"]["steps"], None)
+            for s in cfg["seeds"]] if "weak" in cfg else []
     result = nhtlab.sweep(runs + weak, strategy="sequential", cache=nhtlab.book.cache(), progress="text")
     train_cpu = time.process_time() - cpu
     if args.train_only:

@@ -123,11 +123,8 @@ class PageReport:
 
 
 def find_chromium() -> str | None:
-    for name in ("chromium", "chromium-browser", "google-chrome", "chrome"):
-        path = shutil.which(name)
-        if path:
-            return path
-    return None
+    """The system Chromium's path, or None."""
+    return next(filter(None, map(shutil.which, ("chromium", "chromium-browser", "google-chrome", "chrome"))), None)
 
 
 def _error(message: ConsoleMessage) -> str | None:
@@ -193,28 +190,21 @@ def is_lesson(page: str | Path) -> bool:
     return bool(re.fullmatch(r"\d\d_[a-z0-9_]+", stem)) and "evidence" not in stem
 
 
-def lesson_problems(report: PageReport) -> list[str]:
-    """What crowds a lesson: too many visible tables, one too long or wide, log text, no "What we found" box."""
-    out = []
-    if len(report.visible_tables) > LESSON_TABLES:
-        out.append(f"{len(report.visible_tables)} tables visible (at most {LESSON_TABLES}; put evidence in 'How we know')")
-    for t in report.visible_tables:
-        if t["rows"] > LESSON_ROWS:
-            out.append(f"a visible table of {t['rows']} rows (at most {LESSON_ROWS}): {t['head']}")
-        if t["width"] > t["column"] + 1:
-            out.append(f"a visible table wider than its column ({t['width']} > {t['column']} px): {t['head']}")
-    out += [f"log text on a lesson page: {text}" for text in report.log_text]
-    if not report.found:
-        out.append("no 'What we found' box")
-    return out
-
-
 def problems(report: PageReport) -> list[str]:
     """What a reader would see broken: console errors, undrawn charts, untypeset formulas, raw Markdown,
     empty tables, a crowded lesson. (Code wider than its column is the tests' business, not the build's.)"""
     out = [f"console: {e}" for e in report.errors]
-    if is_lesson(report.page):
-        out += lesson_problems(report)
+    if is_lesson(report.page):  # what crowds a lesson
+        if len(report.visible_tables) > LESSON_TABLES:
+            out.append(f"{len(report.visible_tables)} tables visible (at most {LESSON_TABLES}; put evidence in 'How we know')")
+        for t in report.visible_tables:
+            if t["rows"] > LESSON_ROWS:
+                out.append(f"a visible table of {t['rows']} rows (at most {LESSON_ROWS}): {t['head']}")
+            if t["width"] > t["column"] + 1:
+                out.append(f"a visible table wider than its column ({t['width']} > {t['column']} px): {t['head']}")
+        out += [f"log text on a lesson page: {text}" for text in report.log_text]
+        if not report.found:
+            out.append("no 'What we found' box")
     if report.drawn < report.charts:
         out.append(f"{report.charts - report.drawn} of {report.charts} charts drew no marks")
     if report.formulas < report.math:

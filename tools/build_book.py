@@ -69,16 +69,6 @@ def cache_key(notebook: Path, profile: str) -> str:
     return digest.hexdigest()[:16]
 
 
-def hide_injected_parameters(path: Path) -> None:
-    """Tag papermill's injected-parameters cell ``remove-cell``, so the page stays clean."""
-    nb = json.loads(path.read_text())
-    for cell in nb["cells"]:
-        tags = cell.get("metadata", {}).get("tags", [])
-        if "injected-parameters" in tags and "remove-cell" not in tags:
-            tags.append("remove-cell")
-    path.write_text(json.dumps(nb, indent=1, ensure_ascii=False))
-
-
 def run_papermill(notebook: Path, out: Path, profile: str, env: dict[str, str]) -> float:
     """Execute ``notebook`` into ``out`` in ``profile``, the kernel seeing ``env``; return seconds."""
     import papermill
@@ -145,16 +135,11 @@ def read_stamp(executed: Path) -> tuple[str, float, float | None] | None:
     return parts[0], float(parts[1]), float(parts[2]) if len(parts) == 3 else None
 
 
-def claims_file(executed: Path) -> Path:
-    """Where an executed chapter's closing checks are recorded (:func:`nhtlab.book.closing_checks`)."""
-    return executed.with_suffix(".claims.json")
-
-
 def claims_summary(profile: str, only: list[str] | None = None) -> list[str]:
     """One line per executed chapter: how many of its claims held, how many readings it showed."""
     lines = []
     for nb in chapters(only):
-        path = claims_file(BUILD / "executed" / profile / nb.name)
+        path = BUILD / "executed" / profile / f"{nb.stem}.claims.json"  # nhtlab.book.closing_checks writes it
         if not path.exists():
             lines.append(f"  {nb.stem}: no claims recorded")
             continue
@@ -201,7 +186,7 @@ def execute(notebook: Path, profile: str, force: bool = False) -> tuple[Path, fl
     if not force and out.exists() and recorded is not None and recorded[0] == key:
         return out, recorded[1], True
     stamp.unlink(missing_ok=True)
-    claims = claims_file(out)
+    claims = out.with_suffix(".claims.json")
     claims.unlink(missing_ok=True)
     from nhtlab.plumbing.ledger import CHAPTER_VARIABLE
 
@@ -214,7 +199,12 @@ def execute(notebook: Path, profile: str, force: bool = False) -> tuple[Path, fl
     seconds = run_papermill(notebook, out, profile, env)
     counted = adopted and reap_descendants()
     cpu = children_cpu_seconds() - cpu
-    hide_injected_parameters(out)
+    nb = json.loads(out.read_text())  # papermill's injected-parameters cell is no part of the page
+    for cell in nb["cells"]:
+        tags = cell.get("metadata", {}).get("tags", [])
+        if "injected-parameters" in tags and "remove-cell" not in tags:
+            tags.append("remove-cell")
+    out.write_text(json.dumps(nb, indent=1, ensure_ascii=False))
     stamp.write_text(f"{key} {seconds:.1f}" + (f" {cpu:.1f}" if counted else ""))
     return out, seconds, False
 
@@ -261,20 +251,6 @@ def _execute_chapters(todo: list[tuple[str, str, bool]], threads: int | None = 1
     return done
 
 
-def _build_records(profile: str) -> list[dict]:
-    """The ``build_book`` records of ``profile``: this checkout's kept ones and this machine's."""
-    found = []
-    for folder in (ROOT / "benchmarks" / "results", BUILD / "measurements"):
-        for path in sorted(folder.glob("build_book-*.json")):
-            try:
-                data = json.loads(path.read_text(encoding="utf-8"))
-            except (OSError, ValueError):
-                continue
-            if data.get("settings", {}).get("profile") == profile:
-                found.append(data)
-    return found
-
-
 def expected_seconds(profile: str, notebooks: list[Path]) -> tuple[dict[str, float], str]:
     """Each chapter's seconds in the last measured build of ``profile``, and where they come from.
 
@@ -288,7 +264,15 @@ def expected_seconds(profile: str, notebooks: list[Path]) -> tuple[dict[str, flo
             stamps[nb.stem] = stamp[1]
     if len(stamps) == len(notebooks):
         return stamps, "this build folder's last executions"
-    records = _build_records(profile)
+    records = []  # this checkout's kept build records of the profile, and this machine's
+    for path in [*sorted((ROOT / "benchmarks" / "results").glob("build_book-*.json")),
+                 *sorted((BUILD / "measurements").glob("build_book-*.json"))]:
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if data.get("settings", {}).get("profile") == profile:
+            records.append(data)
     if not records:
         return {}, "no measured build"
     from _record import machine
@@ -429,16 +413,13 @@ def look_at_pages(html: Path, screenshots: Path) -> list[str]:
         shutil.rmtree(screenshots)
     reports = browser_check.check_book(html, screenshots=screenshots)
     browser_check.save_report(reports, screenshots)
-    broken = []
-    for report in reports:
-        found = browser_check.problems(report)
-        if found:
-            broken.append(Path(report.page).stem)
-            print(f"  {Path(report.page).stem}: " + "; ".join(found[:5]) + (" …" if len(found) > 5 else ""), flush=True)
-    tables = sum(r.tables for r in reports)
-    print(f"Pages looked at in Chromium: {len(reports)}, {tables} tables, {sum(r.drawn for r in reports)} charts drawn; "
+    broken = [(Path(r.page).stem, found) for r in reports if (found := browser_check.problems(r))]
+    for stem, found in broken:
+        print(f"  {stem}: " + "; ".join(found[:5]) + (" …" if len(found) > 5 else ""), flush=True)
+    print(f"Pages looked at in Chromium: {len(reports)}, {sum(r.tables for r in reports)} tables, "
+          f"{sum(r.drawn for r in reports)} charts drawn; "
           f"{len(broken)} with a problem; screenshots in {screenshots}", flush=True)
-    return broken
+    return [stem for stem, _ in broken]
 
 
 def cpu_ticks(stat: str | os.PathLike = "/proc/stat") -> tuple[int, int] | None:
@@ -523,7 +504,9 @@ def main() -> None:
         busy_seconds, share = busy / os.sysconf("SC_CLK_TCK"), busy / max(total, 1)
         print(f"Chapters: {busy_seconds:,.0f} busy core-seconds in {executed - start:,.0f} s, "
               f"{share:.0%} of the machine's {os.cpu_count()} cores", flush=True)
-    cpu = chapter_cpu(args.profile, notebooks, results)
+    stamps = {nb.stem: read_stamp(BUILD / "executed" / args.profile / nb.name) for nb in notebooks}
+    # the CPU seconds of each chapter executed (not read from the cache) in this build
+    cpu = {stem: s[2] for stem, s in stamps.items() if not results[stem][1] and s is not None and s[2] is not None}
     from nhtlab.plumbing.floor import efficiency, efficiency_lines, floors
     from nhtlab.plumbing.ledger import summarise
 
@@ -562,16 +545,6 @@ def main() -> None:
                                           busy_seconds, share, trained, cpu, kinds), flush=True)
     if broken:
         sys.exit(f"Pages a reader would see broken: {', '.join(broken)} (_build/screenshots/report.json)")
-
-
-def chapter_cpu(profile: str, notebooks: list[Path], results: dict[str, tuple[float, bool]]) -> dict[str, float]:
-    """The CPU seconds of each chapter executed in this build, from its stamp."""
-    cpu = {}
-    for nb in notebooks:
-        stamp = read_stamp(BUILD / "executed" / profile / nb.name)
-        if nb.stem in results and not results[nb.stem][1] and stamp is not None and stamp[2] is not None:
-            cpu[nb.stem] = stamp[2]
-    return cpu
 
 
 def cpu_lines(cpu: dict[str, float], trained: dict[str, float]) -> list[str]:

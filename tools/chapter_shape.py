@@ -15,10 +15,12 @@ from __future__ import annotations
 
 import argparse
 import ast
+import itertools
 import json
 import math
 import re
 import sys
+import types
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -59,18 +61,13 @@ _DIRECTIVE_BODY = re.compile(r"^```\{(?:admonition|note|warning|tip|dropdown|imp
 
 def _numbers_in(obj: object, out: set[float]) -> None:
     """Every finite number in ``obj``, keys and values, nested, into ``out``."""
-    if isinstance(obj, bool):
-        return
-    if isinstance(obj, (int, float)):
-        if math.isfinite(obj):
-            out.add(float(obj))
-    elif isinstance(obj, dict):
-        for k, v in obj.items():
-            _numbers_in(k, out)
-            _numbers_in(v, out)
-    elif isinstance(obj, (list, tuple, set, frozenset)):
+    if isinstance(obj, dict):
+        obj = [*obj.keys(), *obj.values()]
+    if isinstance(obj, (list, tuple, set, frozenset)):
         for v in obj:
             _numbers_in(v, out)
+    elif isinstance(obj, (int, float)) and not isinstance(obj, bool) and math.isfinite(obj):
+        out.add(float(obj))
 
 
 def paper_values() -> set[float]:
@@ -101,19 +98,13 @@ def literals(source: str) -> set[float]:
 
 
 def shared_settings() -> set[float]:
-    out: set[float] = set()
-    for rel in SETTING_SOURCES:
-        path = ROOT / rel
-        if path.exists():
-            out |= literals(path.read_text())
-    return out
+    """Numeric literals of :data:`SETTING_SOURCES`."""
+    return set().union(*(literals((ROOT / rel).read_text()) for rel in SETTING_SOURCES if (ROOT / rel).exists()))
 
 
 def _profiles_cell(cells) -> int | None:
-    for i, c in enumerate(cells):
-        if c.cell_type == "code" and re.search(r"^PROFILES\s*=", c.source, re.M):
-            return i
-    return None
+    return next((i for i, c in enumerate(cells) if c.cell_type == "code" and re.search(r"^PROFILES\s*=", c.source, re.M)),
+                None)
 
 
 def _is_code_line(line: str) -> bool:
@@ -142,15 +133,11 @@ def prose(markdown: str) -> str:
     return text.replace("{,}", ",").replace("\\,", "").replace("\\!", "")
 
 
-def _known(value: float, known: Iterable[float]) -> bool:
-    return any(math.isclose(value, k, rel_tol=1e-9, abs_tol=1e-12) for k in known)
-
-
 def unlisted_numbers(path: Path, papers: set[float], shared: set[float]) -> list[str]:
     """Numbers typed into the chapter's Markdown that no paper, setting or allowlist entry explains."""
     cells = jupytext.read(path).cells
     p = _profiles_cell(cells)
-    settings = shared | (literals(cells[p].source) if p is not None else set())
+    known = papers | shared | (literals(cells[p].source) if p is not None else set())
     found = []
     for c in cells:
         if c.cell_type != "markdown":
@@ -164,7 +151,7 @@ def unlisted_numbers(path: Path, papers: set[float], shared: set[float]) -> list
                 continue
             if re.fullmatch(r"(19|20)\d\d", typed):  # a year (a paper's, a venue's)
                 continue
-            if any(_known(v, papers) or _known(v, settings) for v in values):
+            if any(math.isclose(v, k, rel_tol=1e-9, abs_tol=1e-12) for v in values for k in known):
                 continue
             found.append(typed)
     return found
@@ -190,12 +177,9 @@ def repeated_blocks(paths: list[Path]) -> list[tuple[str, str, str]]:
     """(chapter, chapter, first line) for each pair of chapters sharing a block of code lines."""
     windows = {p.stem: _code_windows(p) for p in paths}
     found = []
-    stems = sorted(windows)
-    for i, a in enumerate(stems):
-        for b in stems[i + 1:]:
-            shared = set(windows[a]) & set(windows[b])
-            if shared:
-                found.append((a, b, min(shared)[0]))
+    for a, b in itertools.combinations(sorted(windows), 2):
+        if shared := set(windows[a]) & set(windows[b]):
+            found.append((a, b, min(shared)[0]))
     return found
 
 
@@ -216,9 +200,6 @@ def import_style(source: str, exported: Iterable[str], book: Iterable[str] = ())
     """Where chapter code leaves :data:`IMPORT_LINES`: another import of nhtlab, ``nhtlab.X`` not in
     ``exported`` or ``nb.X`` not in ``book`` (deep paths included), and a module bound to an alias, which
     hides where a name comes from."""
-    import ast
-    import types
-
     import nhtlab
 
     exported, book = set(exported), set(book)

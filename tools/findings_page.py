@@ -361,12 +361,8 @@ TWO_VALUES = (
 
 def load_records(executed: Path, chapters: list[str]) -> dict[str, dict]:
     """Each chapter's closing-check record (``<stem>.claims.json``) in ``executed``; a missing one is left out."""
-    records = {}
-    for stem in chapters:
-        path = executed / f"{stem}.claims.json"
-        if path.exists():
-            records[stem] = json.loads(path.read_text(encoding="utf-8"))
-    return records
+    paths = {stem: executed / f"{stem}.claims.json" for stem in chapters}
+    return {stem: json.loads(path.read_text(encoding="utf-8")) for stem, path in paths.items() if path.exists()}
 
 
 def _cell(text: str) -> str:
@@ -398,16 +394,11 @@ def _style() -> str:
 
 def match(claim: PaperClaim, records: dict[str, dict]) -> tuple[Found, list[tuple[Context, str, dict]]]:
     """The checks of ``records`` a claim counts (in its phrases' order) and those it lists only as context."""
-    found, context = Found(), []
-    for phrase in claim.phrases:
-        for check in records.get(phrase.stem, {}).get("checks", []):
-            if re.search(phrase.pattern, check["check"]):
-                found.matched.append((phrase, phrase.stem, check))
-    for ctx in claim.context:
-        for check in records.get(ctx.stem, {}).get("checks", []):
-            if re.search(ctx.pattern, check["check"]):
-                context.append((ctx, ctx.stem, check))
-    return found, context
+    def hits(items):
+        return [(it, it.stem, check) for it in items for check in records.get(it.stem, {}).get("checks", [])
+                if re.search(it.pattern, check["check"])]
+
+    return Found(hits(claim.phrases)), hits(claim.context)
 
 
 def sentence(claim: PaperClaim, found: Found, verdict: str, ran: bool = False) -> str:
@@ -431,8 +422,7 @@ def sentence(claim: PaperClaim, found: Found, verdict: str, ran: bool = False) -
 
 def render(records: dict[str, dict], profile: str) -> str:
     """The page's MyST Markdown from the chapters' records (stem → record) executed in ``profile``."""
-    used: set[tuple[str, int]] = set()
-    ids = {(stem, id(check)): i for stem, record in records.items() for i, check in enumerate(record["checks"])}
+    used: set[int] = set()  # the id() of every check listed under a claim
     rows, blocks = [], []
     for claim in CLAIMS:
         found, context = match(claim, records)
@@ -447,8 +437,7 @@ def render(records: dict[str, dict], profile: str) -> str:
         missing = [PENDING[(p.stem, p.pattern)] for p in claim.phrases if (p.stem, p.pattern) in PENDING
                    and not any(q is p for q, _, _ in found.matched)]
         items += [f"- Not recorded by this build: {why}, not in its closing checks." for why in missing]
-        for _, stem, check in [*found.matched, *context]:
-            used.add((stem, ids[(stem, id(check))]))
+        used |= {id(check) for _, _, check in [*found.matched, *context]}
         blocks.append(_details(claim.claim, "\n".join(items) or "No chapter of this build tested it."))
     lines = [
         "# Findings", "",
@@ -468,8 +457,7 @@ def render(records: dict[str, dict], profile: str) -> str:
         "here, a reading that flips between seeds) are reported, never asserted."), "",
     ]
     lines += [line for block in blocks for line in (block, "")]
-    own = [(stem, check) for stem, record in records.items() for i, check in enumerate(record["checks"])
-           if (stem, i) not in used]
+    own = [(stem, check) for stem, record in records.items() for check in record["checks"] if id(check) not in used]
     if own:
         table = ["| this book finds | chapter |", "|---|---|"]
         table += [f"| {_cell(_found(check))} | {_chapter(stem)} |" for stem, check in own]

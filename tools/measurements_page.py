@@ -98,14 +98,13 @@ def render_efficiency(records: list[dict[str, Any]], machines: list[tuple]) -> l
     rows = []
     for r in (r for r in records if r["benchmark"] == "build_book"):
         values = {row["what"]: row["value"] for row in r["results"]}
-        kinds = [what.removesuffix(": efficiency") for what in values if what.endswith(": efficiency")]
-        for kind in kinds:
+        for kind in [what.removesuffix(": efficiency") for what in values if what.endswith(": efficiency")]:
+            row = {head: values.get(f"{kind}: {suffix}", "") for suffix, head in EFFICIENCY_ROWS.items()}
+            steps, share = row["steps"], row["efficiency (floor / CPU)"]
             rows.append({"build": r["date"][:16], "machine": _machine_name(r, machines),
-                         "profile": r.get("settings", {}).get("profile", "?"), "run kind": kind}
-                        | {head: values.get(f"{kind}: {suffix}", "") for suffix, head in EFFICIENCY_ROWS.items()})
-            steps, share = rows[-1]["steps"], rows[-1]["efficiency (floor / CPU)"]
-            rows[-1] |= {"steps": f"{steps:,}" if isinstance(steps, int) else steps,
-                         "efficiency (floor / CPU)": f"{share:.0%}" if isinstance(share, float) else share}
+                         "profile": r.get("settings", {}).get("profile", "?"), "run kind": kind} | row
+                        | {"steps": f"{steps:,}" if isinstance(steps, int) else steps,
+                           "efficiency (floor / CPU)": f"{share:.0%}" if isinstance(share, float) else share})
     return _section("The book's training against the step's floor",
                     "Each run kind's share of the floor in a whole build: its steps times the floor of one step (the "
                     "step's matmul FLOPs at the machine's single-thread `torch.mm` rate on the same shapes, "

@@ -14,17 +14,11 @@ def _key(script) -> tuple[str, str]:
 
 def _dedupe(app, pagename, templatename, context, doctree) -> None:
     for name in ("script_files", "css_files"):
-        files = context.get(name)
-        if not files:
-            continue
-        seen, kept = set(), []
-        for item in files:
-            key = _key(item)
-            if key in seen:
-                continue
-            seen.add(key)
-            kept.append(item)
-        context[name] = kept
+        if context.get(name):
+            first: dict[tuple[str, str], object] = {}
+            for item in context[name]:
+                first.setdefault(_key(item), item)
+            context[name] = list(first.values())
     if not context.get("default_mode"):
         context["default_mode"] = "light"
 

@@ -63,15 +63,9 @@ def nhtlab_imports(path: Path) -> list[str]:
 
 def core_imports_of_outer_layers() -> list[str]:
     """``module -> target`` for each import from a core module into the book's layer or the build's plumbing."""
-    found = []
-    for path in sorted(PKG.rglob("*.py")):
-        source = module_name(path)
-        if layer_of(source) != "core":
-            continue
-        for target in nhtlab_imports(path):
-            if layer_of(target) in OUTER:
-                found.append(f"{source or 'nhtlab'} -> {target}")
-    return found
+    cores = [(module_name(path), path) for path in sorted(PKG.rglob("*.py")) if layer_of(module_name(path)) == "core"]
+    return [f"{source or 'nhtlab'} -> {target}" for source, path in cores for target in nhtlab_imports(path)
+            if layer_of(target) in OUTER]
 
 
 def lines_per_layer() -> dict[str, dict[str, int]]:
@@ -87,13 +81,6 @@ def lines_per_layer() -> dict[str, dict[str, int]]:
 def outside_lines() -> int:
     """Lines of ``tools/``, ``scripts/`` and ``benchmarks/`` (their Python files)."""
     return sum(len(p.read_text().splitlines()) for d in OUTSIDE for p in sorted((ROOT / d).glob("*.py")))
-
-
-def public_names() -> list[str]:
-    sys.path.insert(0, str(ROOT))
-    import nhtlab
-
-    return list(nhtlab.__all__)
 
 
 def run_path() -> list[tuple[str, str]]:
@@ -134,8 +121,12 @@ def run_path() -> list[tuple[str, str]]:
 
 
 def report() -> dict:
+    """Lines per layer and outside the package, the public names, and the core's imports of the outer layers."""
+    sys.path.insert(0, str(ROOT))
+    import nhtlab
+
     layers = lines_per_layer()
-    names = public_names()
+    names = nhtlab.__all__
     imports = core_imports_of_outer_layers()
     total = sum(row["lines"] for row in layers.values())
     return {"layers": layers, "package_lines": total, "outside_lines": outside_lines(), "public_names": len(names),

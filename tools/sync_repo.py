@@ -29,14 +29,6 @@ class Repository:
     branch: str  # a branch or a release tag: the one ref the launch button opens and the install cell installs
 
     @property
-    def owner(self) -> str:
-        return URL.match(self.url).group("owner")
-
-    @property
-    def name(self) -> str:
-        return URL.match(self.url).group("name")
-
-    @property
     def is_release_tag(self) -> bool:
         return TAG.match(self.branch) is not None
 
@@ -45,7 +37,8 @@ class Repository:
         return f"nhtlab @ git+{self.url}@{self.branch}"
 
     def colab_url(self, stem: str) -> str:
-        return f"https://colab.research.google.com/github/{self.owner}/{self.name}/blob/{self.branch}/book/{stem}.ipynb"
+        repo = URL.match(self.url)
+        return f"https://colab.research.google.com/github/{repo['owner']}/{repo['name']}/blob/{self.branch}/book/{stem}.ipynb"
 
 
 def repository(root: Path = ROOT) -> Repository:
@@ -74,10 +67,6 @@ def package_version(root: Path = ROOT) -> str:
     return found.group(1)
 
 
-def chapter_files(root: Path = ROOT) -> list[Path]:
-    return sorted(p for p in (root / "book").glob("[0-9][0-9]_*") if p.suffix in (".py", ".ipynb"))
-
-
 def _rewrite_chapter(path: Path, repo: Repository) -> str:
     text = path.read_text(encoding="utf-8")
     found = INSTALL.findall(text)
@@ -100,16 +89,13 @@ def _rewrite_citation(path: Path, repo: Repository, version: str) -> str:
 def sync(root: Path = ROOT, check: bool = False) -> list[Path]:
     """Rewrite the copies under ``root`` (or with ``check``, only report them); return the stale files."""
     repo = repository(root)
-    version = package_version(root)
-    stale = []
-    targets = [(p, _rewrite_chapter) for p in chapter_files(root)]
-    targets.append((root / "CITATION.cff", lambda path, repo: _rewrite_citation(path, repo, version)))
-    for path, rewrite in targets:
-        new = rewrite(path, repo)
-        if new != path.read_text(encoding="utf-8"):
-            stale.append(path)
-            if not check:
-                path.write_text(new, encoding="utf-8")
+    chapters = sorted(p for p in (root / "book").glob("[0-9][0-9]_*") if p.suffix in (".py", ".ipynb"))
+    new = {p: _rewrite_chapter(p, repo) for p in chapters}
+    new[root / "CITATION.cff"] = _rewrite_citation(root / "CITATION.cff", repo, package_version(root))
+    stale = [path for path, text in new.items() if text != path.read_text(encoding="utf-8")]
+    if not check:
+        for path in stale:
+            path.write_text(new[path], encoding="utf-8")
     return stale
 
 

@@ -20,8 +20,6 @@ VENDOR = ROOT / "_build" / "vendor"
 VEGA_BUNDLE = "vega/vega-bundle.js"
 MATHJAX = "mathjax/tex-mml-chtml.js"
 MATHJAX_PACKAGE = "sphinx-mathjax-offline"
-# The combined MathJax component and its fonts, nothing else: Jupyter Book adds every .js under _static to every page.
-MATHJAX_FILES = ("tex-mml-chtml.js", "output/chtml/fonts/woff-v2/")
 REQUIRED = (VEGA_BUNDLE, MATHJAX, "LICENSES.md")
 
 
@@ -49,11 +47,15 @@ def versions() -> dict[str, str]:
         if ours.split(".")[0] != theirs.split(".")[0]:
             raise RuntimeError(f"altair {alt.__version__} targets {name} {theirs}, but vl-convert-python bundles "
                                f"{name} {ours}: upgrade vl-convert-python or pin altair to match.")
+    text = (_mathjax_dir() / "tex-mml-chtml.js").read_text(encoding="utf-8", errors="replace")
+    mathjax = re.search(r'\.VERSION="(3\.[0-9.]+)"', text) or re.search(r'version:"(3\.[0-9.]+)"', text)
+    if mathjax is None:
+        raise RuntimeError(f"{MATHJAX_PACKAGE}: cannot find a MathJax 3 version in tex-mml-chtml.js")
     return {
         "vega": vlc.get_vega_version(),
         "vega-lite": wanted,
         "vega-embed": vlc.get_vega_embed_version(),
-        "mathjax": _mathjax_version(),
+        "mathjax": mathjax.group(1),
         "vl-convert-python": importlib.metadata.version("vl-convert-python"),
         MATHJAX_PACKAGE: importlib.metadata.version(MATHJAX_PACKAGE),
     }
@@ -71,14 +73,6 @@ def _mathjax_dir() -> Path:
     return folder
 
 
-def _mathjax_version() -> str:
-    text = (_mathjax_dir() / "tex-mml-chtml.js").read_text(encoding="utf-8", errors="replace")
-    match = re.search(r'\.VERSION="(3\.[0-9.]+)"', text) or re.search(r'version:"(3\.[0-9.]+)"', text)
-    if match is None:
-        raise RuntimeError(f"{MATHJAX_PACKAGE}: cannot find a MathJax 3 version in tex-mml-chtml.js")
-    return match.group(1)
-
-
 def _vega_bundle() -> str:
     """vega, vega-lite and vega-embed as one classic script that sets the three ``window`` globals, wrapped in
     a function: its top-level ``const`` names would clash with other scripts' ("already been declared")."""
@@ -91,11 +85,8 @@ def _vega_bundle() -> str:
 
 
 def _licences(specs: dict[str, str]) -> str:
-    def licence_file(package: str) -> str:
-        files = importlib.metadata.distribution(package).files or []
-        found = [f for f in files if f.name.upper().startswith(("LICENSE", "LICENCE", "COPYING"))]
-        return found[0].read_text() if found else "(no licence file shipped in the package)"
-
+    files = importlib.metadata.distribution("vl-convert-python").files or []
+    found = [f for f in files if f.name.upper().startswith(("LICENSE", "LICENCE", "COPYING"))]
     return f"""# Third-party JavaScript in this folder
 
 Copied at build time by tools/vendor_js.py from Python packages (no npm, no network).
@@ -113,7 +104,7 @@ Apache License 2.0 (https://github.com/mathjax/MathJax).
 
 ## vl-convert-python's licence
 
-{licence_file('vl-convert-python')}
+{found[0].read_text() if found else "(no licence file shipped in the package)"}
 """
 
 
@@ -130,14 +121,10 @@ def vendor(force: bool = False, out: Path = VENDOR) -> Path:
         shutil.rmtree(target)
     (target / "vega").mkdir(parents=True)
     (target / VEGA_BUNDLE).write_text(_vega_bundle(), encoding="utf-8")
-    source = _mathjax_dir()
-    for item in MATHJAX_FILES:
-        src, dst = source / item, target / "mathjax" / item
-        if item.endswith("/"):
-            shutil.copytree(src, dst)
-        else:
-            dst.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy(src, dst)
+    # The combined MathJax component and its fonts, nothing else: Jupyter Book adds every .js under _static to every page.
+    fonts = "output/chtml/fonts/woff-v2"
+    shutil.copytree(_mathjax_dir() / fonts, target / "mathjax" / fonts)
+    shutil.copy(_mathjax_dir() / "tex-mml-chtml.js", target / MATHJAX)
     (target / "LICENSES.md").write_text(_licences(specs), encoding="utf-8")
     stamp.write_text(wanted_stamp)
     return target
