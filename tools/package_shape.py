@@ -80,7 +80,7 @@ def lines_per_layer() -> dict[str, dict[str, int]]:
 
 def outside_lines() -> int:
     """Lines of ``tools/``, ``scripts/`` and ``benchmarks/`` (their Python files)."""
-    return sum(len(p.read_text().splitlines()) for d in OUTSIDE for p in sorted((ROOT / d).glob("*.py")))
+    return sum(len(p.read_text().splitlines()) for d in OUTSIDE for p in sorted((ROOT / d).rglob("*.py")))
 
 
 def run_path() -> list[tuple[str, str]]:
