@@ -156,9 +156,8 @@ def delay_records(histories: Sequence[History], labels: Sequence[str] | None = N
 
 def run_records(histories: Sequence[History], labels: Sequence[str] | None = None) -> list[dict[str, Any]]:
     """One display record per run: its events, norms and both definitions' measured and predicted times."""
-    names = _labels(histories, labels, "run_records")
     rows = []
-    for h, label in zip(histories, names):
+    for h, label in zip(histories, _labels(histories, labels, "run_records")):
         grok = delay_point(h, definition="grok")
         row: dict[str, Any] = {"family": label, "λ": float(h.config["weight_decay"]), "η": float(h.config["lr"]),
                                "init": _init_scale(h), "seed": h.config.get("seed")}
@@ -187,9 +186,9 @@ def eta_comparison(points: Sequence[Mapping[str, Any]], weight_decay: float = 1.
     return rows
 
 
-def law_fits(points: Mapping[str, Sequence[Mapping[str, Any]]], average_seeds: bool = True) -> dict[str, dict[str, LinearFit]]:
+def law_fits(points: Mapping[str, Sequence[Mapping[str, Any]]]) -> dict[str, dict[str, LinearFit]]:
     """:func:`~nhtlab.analysis.delay.delay_fits` per definition, for the definitions with two settings or more."""
-    return {name: delay_fits(pts, average_seeds=average_seeds) for name, pts in points.items()
+    return {name: delay_fits(pts, average_seeds=True) for name, pts in points.items()
             if len({p["setting"] for p in pts}) >= 2}
 
 
@@ -229,9 +228,8 @@ def fit_table(fits: Mapping[str, Mapping[str, LinearFit]]) -> Markdown:
 
 def contraction_records(histories: Sequence[History], labels: Sequence[str] | None = None) -> list[dict[str, Any]]:
     """The companion's contraction fit on every grokked run with weight decay, beside the companion's ratio."""
-    names = _labels(histories, labels, "contraction_records")
     out = []
-    for h, label in zip(histories, names):
+    for h, label in zip(histories, _labels(histories, labels, "contraction_records")):
         lr, wd = float(h.config["lr"]), float(h.config["weight_decay"])
         fit = contraction_fit(h)
         if fit is None or wd <= 0 or not find_events(h).grokked:
@@ -267,7 +265,8 @@ def _falls(pairs: Sequence[tuple[float, float]]) -> str | None:
 #: The readings of :func:`delay_readings`: key → (what is read, the law's expected reading).
 _READINGS = {"lambda": ("the delay falls as λ grows", "falls"), "eta": ("the delay falls as η grows", "falls"),
              "init": ("a larger init memorises at a larger norm and takes longer", "longer"),
-             "law vs 1/λ": ("the law fits better than 1/λ", "law"), "law vs 1/(ηλ)": ("the law fits better than 1/(ηλ)", "law")}
+             "law vs 1/λ": ("the law fits better than 1/λ", "law"),
+             "law vs 1/(ηλ)": ("the law fits better than 1/(ηλ)", "law")}
 
 
 def delay_readings(points: Sequence[Mapping[str, Any]], lr: float, max_lambda: float = 1.0,
@@ -461,7 +460,8 @@ def runs_summary(histories: Sequence[History], labels: Sequence[str], points: Ma
     """What the runs show about the law's three directions, and the table of every run behind it (closed)."""
 
     sweep = [p for p in points.get("grok", []) if p["family"] == "λ sweep"]
-    by_lam = {lam: [p["measured"] for p in sweep if p["weight_decay"] == lam] for lam in sorted({p["weight_decay"] for p in sweep})}
+    by_lam = {lam: [p["measured"] for p in sweep if p["weight_decay"] == lam]
+              for lam in sorted({p["weight_decay"] for p in sweep})}
     delays = "; ".join(f"λ = {lam:g}: {np.mean(d):,.0f} steps ({_runs(len(d))})" for lam, d in by_lam.items())
     sentence = Markdown(
         f"The λ sweep's mean delay $T_\\text{{grok}} - T_\\text{{mem}}$, per λ: {delays or 'no run memorised and grokked'}. "

@@ -26,7 +26,8 @@ __all__ = ["evaluate_eta", "eta_verdict", "eta_evaluation", "saved_evaluation"]
 
 def companion_fit(lr: float, lam: float) -> float | None:
     """The companion's T_grok ≈ slope/λ + intercept, a fit of η = 10⁻³ runs (None at another η)."""
-    return COMPANION_GROK_FIT["slope"] / lam + COMPANION_GROK_FIT["intercept"] if math.isclose(lr, 1e-3) and lam > 0 else None
+    fit = COMPANION_GROK_FIT
+    return fit["slope"] / lam + fit["intercept"] if math.isclose(lr, 1e-3) and lam > 0 else None
 
 
 def evaluate_eta(fit: Sequence[History], test: Sequence[History], coverage: float = ETA_COVERAGE) -> list[dict[str, Any]]:
@@ -65,7 +66,7 @@ def evaluate_eta(fit: Sequence[History], test: Sequence[History], coverage: floa
 
 def eta_verdict(records: Sequence[Mapping[str, Any]], fraction: float = ETA_SHIP_CUT,
                 tolerance: float = ETA_COVERAGE_TOLERANCE) -> Check:
-    """Whether the ETA may ship: it beats the same-λ baseline at ``fraction`` of the plateau, coverage within ``tolerance``."""
+    """Whether the ETA may ship: it beats the same-λ baseline at ``fraction``, coverage within ``tolerance`` of its level."""
     row = next((r for r in records if math.isclose(r["fraction"], fraction)), None)
     name = f"the ETA beats the baseline at {fraction:.0%} of the plateau, coverage within {tolerance * 100:.0f} points of its stated level"
     if row is None or row["mae"] is None or row["mae_baseline"] is None or row["coverage"] is None:

@@ -230,12 +230,11 @@ def error_table(rows: Sequence[Mapping[str, Any]], split: str | None = None) -> 
     return out
 
 
-def coverage_table(rows: Sequence[Mapping[str, Any]], method: str = "eta", coverage: float = ETA_COVERAGE,
-                   split: str | None = None) -> list[dict[str, Any]]:
+def coverage_table(rows: Sequence[Mapping[str, Any]], method: str = "eta",
+                   coverage: float = ETA_COVERAGE) -> list[dict[str, Any]]:
     """Measured coverage per cut of ``method``'s conformal interval: ``k of n``, the rate, its Wilson 95% interval."""
     out = []
-    picked = [r for r in rows if r["method"] == method and r["covered"] is not None
-              and (split is None or r["split"] == split)]
+    picked = [r for r in rows if r["method"] == method and r["covered"] is not None]
     for f in sorted({r["fraction"] for r in picked}):
         at = [r for r in picked if r["fraction"] == f]
         k, n = sum(r["covered"] for r in at), len(at)

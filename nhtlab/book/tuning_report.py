@@ -317,13 +317,12 @@ def grid_evidence(records: Sequence[Mapping[str, Any]], recipe: Sequence[Mapping
                                    "norm contraction", "fitted step", "head contracting from step",
                                    "norm contracting from step", "dlr", "train acc", "test acc"],
                  formats={"budget × ηλ": "{:.3g}", "norm peak": "{:,.1f}", "norm contraction": "{:.1%}",
-                          "fitted step": "{:,}", "head contracting from step": "{:,}",
-                          "norm contracting from step": "{:,}", "dlr": "{:.3f}", "train acc": "{:.3f}",
-                          "test acc": "{:.3f}"})
-    acc = ("test acc", "weakest test acc", "best test acc")
+                          **dict.fromkeys(["fitted step", "head contracting from step", "norm contracting from step"],
+                                          "{:,}"),
+                          **dict.fromkeys(["dlr", "train acc", "test acc"], "{:.3f}")})
     chosen = table(recipe, columns=["seed", "chosen λ", "test acc", "weakest λ", "weakest test acc", "best λ",
                                     "best test acc", "verdict", "shown λ", "head"],
-                   formats={c: "{:.3f}" for c in acc})
+                   formats=dict.fromkeys(["test acc", "weakest test acc", "best test acc"], "{:.3f}"))
     return evidence("every run of the grid, and the recipe in every seed",
                     "Every run (contracting steps counted from the step the run fitted):", runs,
                     "The recipe per seed, the best λ of the whole grid beside it, and the run shown in detail:",
