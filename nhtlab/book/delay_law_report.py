@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from itertools import pairwise
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,7 +20,7 @@ from ..history import History
 from ..thresholds import ETA_SHIP_CUT
 from ..papers import (COMPANION_CONTRACTION, COMPANION_THEORY_RATIO, COMPANION_ETA_SWEEP, COMPANION_GROK_COUNTS, COMPANION_GROK_FIT,
                       COMPANION_LAMBDA_SWEEP, paper_cell)
-from ..validation import require_choice, require_int, require_real, require_type
+from ..validation import require_int, require_real, require_type
 from .claims import Check, Reading, over_seeds
 from .exercises import Feedback, check_answer
 from ..analysis.delay import DEFINITIONS, LinearFit, contraction_fit, delay_fits, delay_point, linear_fit, mean_std
@@ -174,7 +175,6 @@ def run_records(histories: Sequence[History], labels: Sequence[str] | None = Non
 
 def eta_comparison(points: Sequence[Mapping[str, Any]], weight_decay: float = 1.0) -> list[dict[str, Any]]:
     """T_grok and the delay at one λ (default init) for each η, beside the companion's η sweep."""
-    require_real(weight_decay, "weight_decay", 0.0, low_open=True, owner="eta_comparison")
     at = [p for p in points if p["weight_decay"] == weight_decay and p.get("init_scale", 1.0) == 1.0]
     rows = []
     for lr in sorted({p["lr"] for p in at}):
@@ -216,8 +216,6 @@ def _significant(value: float, digits: int = 3) -> str:
 def fit_table(fits: Mapping[str, Mapping[str, LinearFit]]) -> Markdown:
     """:func:`fit_records` as a Markdown table, slopes to three significant figures in plain notation.
 
-    Examples
-    --------
     >>> _significant(1083.7), _significant(1.0349), _significant(0.6912)
     ('1,080', '1.03', '0.691')
     """
@@ -259,7 +257,7 @@ def _falls(pairs: Sequence[tuple[float, float]]) -> str | None:
     if len(pairs) < 2:
         return None
     ys = [y for _, y in sorted(pairs)]
-    return "falls" if all(a > b for a, b in zip(ys, ys[1:])) else "does not fall"
+    return "falls" if all(a > b for a, b in pairwise(ys)) else "does not fall"
 
 
 #: The readings of :func:`delay_readings`: key → (what is read, the law's expected reading).
@@ -278,7 +276,6 @@ def delay_readings(points: Sequence[Mapping[str, Any]], lr: float, max_lambda: f
     None (counted among ``n``, never as expected).
     """
     require_real(lr, "lr", 0.0, low_open=True, owner="delay_readings")
-    require_choice(rule, "rule", ("majority", "all"), owner="delay_readings")
     if any(p["definition"] != "grok" for p in points):
         raise ValueError("The 'points' parameter of delay_readings must hold 'grok' definition points.")
     by: dict[str, dict[int, Any]] = {k: {} for k in _READINGS}
@@ -301,7 +298,6 @@ def delay_readings(points: Sequence[Mapping[str, Any]], lr: float, max_lambda: f
 
 def check_lambdas_grok(histories: Sequence[History], max_lambda: float = 1.0) -> Check:
     """Every λ ≤ ``max_lambda`` of a sweep groks in every seed (fails too when no λ is in range)."""
-    require_real(max_lambda, "max_lambda", 0.0, low_open=True, owner="check_lambdas_grok")
     runs = [(float(h.config["weight_decay"]), find_events(h).grokked) for h in histories
             if 0 < float(h.config["weight_decay"]) <= max_lambda]
     counts = {lam: [g for wd, g in runs if wd == lam] for lam in sorted({wd for wd, _ in runs})}
@@ -312,7 +308,6 @@ def check_lambdas_grok(histories: Sequence[History], max_lambda: float = 1.0) ->
 
 def check_norm_halves(points: Sequence[Mapping[str, Any]], init_scale: float = 1.0, factor: float = 0.5) -> Check:
     """In every grokked run from ``init_scale``, ‖θ‖² at T_grok is at most ``factor`` · V_mem (fails on no run)."""
-    require_real(factor, "factor", 0.0, 1.0, low_open=True, high_open=True, owner="check_norm_halves")
     mine = [p for p in points if p.get("init_scale", 1.0) == init_scale]
     worst = max(mine, key=lambda p: p["v_grok"] / p["v_mem"], default=None)
     if worst is None:
@@ -330,8 +325,6 @@ def lr_scaling_exercise(answer: float | None, points: Sequence[Mapping[str, Any]
     The law's delay goes as 1/η at fixed λ and norm gap, so its answer is the base run's measured
     delay scaled by ``lr / new_lr``; ``unanswered`` when the base run did not grok.
 
-    Examples
-    --------
     >>> pts = [dict(weight_decay=1.0, lr=lr, seed=0, init_scale=1.0, measured=m) for lr, m in ((1e-3, 3000), (2e-3, 1400))]
     >>> print(lr_scaling_exercise(1500, pts, lr=1e-3, new_lr=2e-3, seed=0))
     Correct: 1500 is within 10% of the expected value.
@@ -360,8 +353,6 @@ def law_line(points: Sequence[Mapping[str, Any]]) -> tuple[float, float]:
     The reference of chapter 3's code exercise: the reader fits T_grok − T_mem against
     log(V_mem/V_grok)/(ηλ) with numpy and compares.
 
-    Examples
-    --------
     >>> [round(v, 6) for v in law_line([{"measured": 1100, "predicted": 1000}, {"measured": 2100, "predicted": 2000}])]
     [1.0, 100.0]
     """
@@ -387,7 +378,6 @@ def forecast_report(histories: Sequence[History], test_seeds: Sequence[int], pro
 
     A warning signal that no held-out run recorded reads "not measured", not "fired 0 of n".
     """
-    require_type(histories, "histories", Sequence, owner="forecast_report")
     seeds = sorted({int(h.config["seed"]) for h in histories})
     if len(seeds) < 2:
         return (Markdown(f"*The `{profile}` profile runs {len(seeds)} seed: nothing to hold out, so the "

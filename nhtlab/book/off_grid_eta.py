@@ -39,7 +39,7 @@ from ..analysis.regimes import diagnose_regime
 from ..history import History
 from ..thresholds import ETA_COVERAGE, ETA_COVERAGE_TOLERANCE, ETA_SHIP_CUT
 from ..training.monitor import online_regime
-from ..validation import require_real, require_type
+from ..validation import require_type
 from .claims import Check
 from .held_out_eta import companion_fit
 
@@ -183,7 +183,6 @@ def forecast_rows(histories: Sequence[History], grid: Sequence[Setting], off_gri
 
     Each split calibrates only on its ``calibrate`` settings; a run of another setting is never used.
     """
-    require_real(coverage, "coverage", low=0.0, high=1.0, low_open=True, high_open=True, owner="forecast_rows")
     groups = _by_setting(histories)
     rows = []
     for split in leave_one_out_splits(grid, off_grid):

@@ -59,7 +59,6 @@ _FIRST_TURN = {READOUT_FIRST: "the read-out", "only the read-out contracts": "th
 
 def contracting_step(steps: Sequence[int], values: Sequence[float], drop: float) -> int | None:
     """First step at which a curve is ``drop`` (a fraction) below its running peak (the Monitor's rule), or None."""
-    require_real(drop, "drop", 0.0, 1.0, low_open=True, high_open=True, owner="contracting_step")
     if len(steps) != len(values):
         raise ValueError(f"contracting_step needs one value per step. Got {len(steps)} steps and {len(values)} values.")
     values = np.asarray(values, dtype=float)
@@ -70,13 +69,9 @@ def contracting_step(steps: Sequence[int], values: Sequence[float], drop: float)
 def decided_regime(regime: str, lr: float, lam: float, steps: int, factor: float = DECIDED_AFTER) -> str:
     """A run's regime label, or "not decided within N steps" when its budget is too short for it.
 
-    *Weak* (the norm not yet contracted) and *strong* (not yet fitted) are statements about where a run
-    goes; a run can only be said to stay there if its budget covers ``factor`` time scales of the decay,
-    ``steps · η · λ ≥ factor`` (the delay law's time scale is 1/(ηλ)). *Intermediate* (contracted while
-    fitted) is an observation and stands whatever the budget.
+    *Weak* and *strong* say where a run goes, so they stand only if ``steps · η · λ ≥ factor``; *intermediate* is
+    observed and stands whatever the budget (:func:`nhtlab.analysis.regimes.budget_regime`).
 
-    Examples
-    --------
     >>> decided_regime("strong", lr=3e-3, lam=10.0, steps=1500), decided_regime("intermediate", 3e-3, 0.01, 1500)
     ('strong', 'intermediate')
     """
@@ -91,8 +86,6 @@ def layer_words(model: Any) -> dict[str, str]:
     An ``nn.Sequential`` names its layers by index (``"0"``, ``"3"``); a legend of indices says nothing.
     The read-out (the last layer) is called so.
 
-    Examples
-    --------
     >>> import torch.nn as nn
     >>> layer_words(nn.Sequential(nn.Conv2d(3, 4, 3), nn.ReLU(), nn.Flatten(), nn.Linear(4, 8), nn.Linear(8, 2)))
     {'0': 'Conv2d 1', '3': 'Linear 1', '4': 'read-out (Linear 2)'}
@@ -112,7 +105,6 @@ def lambda_grid_records(monitors: Mapping[tuple[int, float], Any], fit: float, l
     label over ``steps`` (default: the last step). The contracting steps are read from the fitted step on: a turn
     before the fit is an initialisation transient, not an escape.
     """
-    require_type(monitors, "monitors", Mapping, owner="lambda_grid_records")
     records = []
     for (seed, lam), monitor in sorted(monitors.items()):
         summary, rows = monitor.summary(fit=fit), monitor.rows
@@ -166,7 +158,6 @@ def lambda_recipe(records: Sequence[Mapping[str, Any]], margin: float = 0.03) ->
     It beats the weakest λ when its test accuracy is higher by more than ``margin``. The ``shown λ`` (the run a
     chapter shows in detail) is the chosen one, else the middle λ of the grid.
     """
-    require_real(margin, "margin", 0.0, owner="lambda_recipe")
     out = []
     for seed, runs in _by_seed(records).items():
         chosen = next((r for r in runs if r["regime"] == "intermediate"), None)
@@ -218,14 +209,14 @@ def lambda_checks(readings: Mapping[str, Reading]) -> list[Check]:
 
 
 def norm_curve_records(monitors: Mapping[tuple[int, float], Any], records: Sequence[Mapping[str, Any]],
-                       seed: int, value: str = "norm") -> list[dict[str, Any]]:
-    """The curves of one seed's grid, for :func:`nhtlab.book.lambda_grid`."""
+                       seed: int) -> list[dict[str, Any]]:
+    """The norm curves of one seed's grid, for :func:`nhtlab.book.lambda_grid`."""
     # a run not decided within its budget is drawn as the chart's "too early" (grey), not as a regime
     regime = {r["λ"]: TOO_EARLY if r["regime"].startswith("not decided") else r["regime"]
               for r in records if r["seed"] == seed}
     if not regime:
         raise ValueError(f"norm_curve_records: no run of seed {seed!r} in the records.")
-    return [{"step": row["step"], "lambda": lam, "regime": regime[lam], value: row[value]}
+    return [{"step": row["step"], "lambda": lam, "regime": regime[lam], "norm": row["norm"]}
             for (s, lam), monitor in sorted(monitors.items()) if s == seed for row in monitor.rows]
 
 
@@ -246,8 +237,6 @@ def monitor_dlr_check(row: Mapping[str, Any], recomputed: float, last_step: int,
 def first_turn_answer(recipe: Sequence[Mapping[str, Any]], seed: int) -> tuple[str, tuple[str, ...], str]:
     """Which contracted first on a seed's shown run, the read-out or the total norm, as the answer to a prediction.
 
-    Examples
-    --------
     >>> rows = [{"seed": 0, "shown λ": 1.0, "norm contracting from step": 300, "head contracting from step": 200,
     ...          "head": "read-out first"}]
     >>> answer, choices, why = first_turn_answer(rows, seed=0)
@@ -281,8 +270,6 @@ FIT_CHOICES = ("fits", "does not fit")
 def largest_fit_answer(records: Sequence[Mapping[str, Any]], seed: int, fit: float) -> tuple[str, tuple[str, ...], str]:
     """Whether the run at the grid's largest λ reached the fit threshold in its budget, as the answer to a prediction.
 
-    Examples
-    --------
     >>> rows = [{"seed": 0, "λ": 1.0, "fitted step": 50, "train acc": 0.7},
     ...         {"seed": 0, "λ": 10.0, "fitted step": None, "train acc": 0.2}]
     >>> largest_fit_answer(rows, seed=0, fit=0.657)[0]
@@ -301,8 +288,6 @@ def largest_fit_answer(records: Sequence[Mapping[str, Any]], seed: int, fit: flo
 def contraction_sentence(record: Mapping[str, Any]) -> str:
     """The shown run's norm contraction in words, for the chart whose ‖θ‖² axis does not start at zero.
 
-    Examples
-    --------
     >>> print(contraction_sentence({"λ": 1.0, "norm peak": 120.0, "norm peak step": 200, "norm contraction": 0.125}))
     ‖θ‖² peaked at 120.0 (step 200) and ended 12.5% below its peak; the panel's axis does not start at zero, so the fall looks larger than it is.
     """
