@@ -425,9 +425,6 @@ def forecast_report(histories: Sequence[History], test_seeds: Sequence[int], pro
 
 # --- The lesson's sentences, each with the evidence behind it -------------------------------------
 
-_STEPS = "{:,}"
-
-
 def _range(values: Sequence[float]) -> str:
     """``"a–b"`` (two decimals), one value when they agree, ``"—"`` for none."""
     if not values:
@@ -448,7 +445,6 @@ def _runs(n: int) -> str:
 def runs_summary(histories: Sequence[History], labels: Sequence[str], points: Mapping[str, Sequence[Mapping[str, Any]]],
                  readings: Mapping[str, Reading], fourier: str = "") -> list[Markdown]:
     """What the runs show about the law's three directions, and the table of every run behind it (closed)."""
-
     sweep = [p for p in points.get("grok", []) if p["family"] == "λ sweep"]
     by_lam = {lam: [p["measured"] for p in sweep if p["weight_decay"] == lam]
               for lam in sorted({p["weight_decay"] for p in sweep})}
@@ -458,7 +454,7 @@ def runs_summary(histories: Sequence[History], labels: Sequence[str], points: Ma
         f"At λ = 1 the delay falls as η grows in {_count(readings['eta'])}; a larger initial scale memorises at a "
         f"larger norm and waits longer in {_count(readings['init'])}.")
     rows = table(run_records(histories, labels), formats=dict.fromkeys(
-        ["T_mem", "T_grok", "V_mem", "V_grok", "V_final", "T_escape", "theory", "delay", "law"], _STEPS))
+        ["T_mem", "T_grok", "V_mem", "V_grok", "V_final", "T_escape", "theory", "delay", "law"], "{:,}"))
     return [sentence, evidence(
         "every run, both definitions",
         "One line per run. `companion` columns: $T_\\text{escape}$ against `theory` = "
@@ -470,7 +466,6 @@ def runs_summary(histories: Sequence[History], labels: Sequence[str], points: Ma
 
 def size_summary(points: Mapping[str, Sequence[Mapping[str, Any]]], comparison: PaperComparison) -> list[Markdown]:
     """How close the law's size is, under both definitions, and the companion's Table 3 beside ours (closed)."""
-
     ratios = table(ratio_records(points), columns=["definition", "median", "min", "max", "runs"],
                    formats={"median": "{:.2f}", "min": "{:.2f}", "max": "{:.2f}"})
     escape = escape_ratios(comparison)
@@ -501,7 +496,6 @@ def size_summary(points: Mapping[str, Sequence[Mapping[str, Any]]], comparison: 
 
 def contraction_summary(records: Sequence[Mapping[str, Any]]) -> list[Markdown]:
     """The fitted contraction rate of the λ sweep beside the companion's and pure decay's, and every fit (closed)."""
-
     ours = [c["ratio"] for c in records if c["family"] == "λ sweep"]
     paper = list(COMPANION_CONTRACTION.values())
     sentence = Markdown(
@@ -517,7 +511,6 @@ def contraction_summary(records: Sequence[Mapping[str, Any]]) -> list[Markdown]:
 def delay_found(readings: Mapping[str, Reading], points: Mapping[str, Sequence[Mapping[str, Any]]],
                 contraction: Sequence[Mapping[str, Any]]) -> Markdown:
     """The chapter's "What we found" box, each sentence read from the runs (k of n seeds, ranges)."""
-
     rows = {r["definition"]: r for r in ratio_records(points)}
     sizes = {name: f"{_range([r['min'], r['max']])} over {_runs(r['runs'])}" for name, r in rows.items()}
     grok = rows.get("grok")

@@ -1,14 +1,10 @@
-"""Choosing weight decay from a grid of short monitored runs, and the claims that choice rests on.
+"""Choosing weight decay from a grid of short monitored runs (the "own model" chapter), and the claims it rests on.
 
-The recipe of the "own model" chapter: train the same model briefly at each λ of a grid
-(and over several seeds), with a :class:`nhtlab.Monitor` attached; discard the *weak*
-runs (the norm still rising) and the *strong* ones (not fitted); take the smallest λ
-among the *intermediate* runs (the norm peaked, then contracted); check it on held-out
-data against the weakest λ.
-
-Everything here reads monitors as records (numbers and labels, no tensors), so a chapter builds its
-tables and claims from them. A *weak* or *strong* label stands only when the run's budget covers
-:data:`DECIDED_AFTER` times the decay's time scale 1/(ηλ) (:func:`decided_regime`).
+Train the same model briefly at each λ of a grid, over several seeds, with a :class:`nhtlab.Monitor` attached;
+discard the *weak* runs (the norm still rising) and the *strong* ones (not fitted); take the smallest λ among the
+*intermediate* runs (the norm peaked, then contracted); check it on held-out data against the weakest λ. Monitors
+are read as records (numbers and labels, no tensors); a *weak* or *strong* label needs a budget of
+:data:`DECIDED_AFTER` time scales 1/(ηλ) (:func:`decided_regime`).
 
 >>> decided_regime("weak", lr=3e-3, lam=0.01, steps=1500)
 'not decided within 1,500 steps'
@@ -81,10 +77,7 @@ def decided_regime(regime: str, lr: float, lam: float, steps: int, factor: float
 
 
 def layer_words(model: Any) -> dict[str, str]:
-    """Each parameter-owning layer of a model named in words for a chart: its class and its rank.
-
-    An ``nn.Sequential`` names its layers by index (``"0"``, ``"3"``); a legend of indices says nothing.
-    The read-out (the last layer) is called so.
+    """Each parameter-owning layer of a model named in words for a chart (an index says nothing): class and rank.
 
     >>> import torch.nn as nn
     >>> layer_words(nn.Sequential(nn.Conv2d(3, 4, 3), nn.ReLU(), nn.Flatten(), nn.Linear(4, 8), nn.Linear(8, 2)))
@@ -155,8 +148,8 @@ def head_reading(record: Mapping[str, Any]) -> str:
 def lambda_recipe(records: Sequence[Mapping[str, Any]], margin: float = 0.03) -> list[dict[str, Any]]:
     """Per seed, the λ the recipe chooses (smallest intermediate λ) and its check on held-out data.
 
-    It beats the weakest λ when its test accuracy is higher by more than ``margin``. The ``shown λ`` (the run a
-    chapter shows in detail) is the chosen one, else the middle λ of the grid.
+    It beats the weakest λ when its test accuracy is higher by more than ``margin``. The ``shown λ`` (shown in
+    detail) is the chosen one, else the middle λ of the grid.
     """
     out = []
     for seed, runs in _by_seed(records).items():
