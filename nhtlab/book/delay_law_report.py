@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from itertools import pairwise
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,10 +20,11 @@ from ..history import History
 from ..thresholds import ETA_SHIP_CUT
 from ..papers import (COMPANION_CONTRACTION, COMPANION_THEORY_RATIO, COMPANION_ETA_SWEEP, COMPANION_GROK_COUNTS, COMPANION_GROK_FIT,
                       COMPANION_LAMBDA_SWEEP, paper_cell)
-from ..validation import require_choice, require_int, require_real, require_type
+from ..validation import require_int, require_real, require_type
 from .claims import Check, Reading, over_seeds
 from .exercises import Feedback, check_answer
 from ..analysis.delay import DEFINITIONS, LinearFit, contraction_fit, delay_fits, delay_point, linear_fit, mean_std
+from ..analysis.eta import plateau_runs
 from ..analysis.events import find_events
 from ..analysis.regimes import diagnose_regime
 from .held_out_eta import eta_evaluation
@@ -51,23 +53,18 @@ def _init_scale(history: History) -> float:
 
 
 def _labels(histories: Sequence[History], labels: Sequence[str] | None, owner: str) -> list[str]:
-    if labels is None:
-        return [""] * len(histories)
-    if len(labels) != len(histories):
+    if labels is not None and len(labels) != len(histories):
         raise ValueError(f"The 'labels' parameter of {owner} must have one label per history ({len(histories)}). "
                          f"Got {len(labels)}.")
-    return [str(label) for label in labels]
+    return [""] * len(histories) if labels is None else [str(label) for label in labels]
 
 
 # --- The companion's Table 3, beside ours -------------------------------------------------------
 
 @dataclass
 class PaperComparison:
-    """The λ sweep beside the companion's Table 3 (:func:`paper_comparison`).
-
-    ``rows`` are display cells ``"ours (companion)"`` (mean ± std over seeds, ``—`` where the paper has
-    none); ``fit`` is T_grok (seed means) against 1/λ on :data:`FIT_LAMBDA_RANGE`, None with fewer than
-    ``min_fit_lambdas`` grokked λ values.
+    """The λ sweep beside the companion's Table 3 (:func:`paper_comparison`): ``rows`` of display cells
+    ``"ours (companion)"``, and ``fit`` (None with fewer than ``min_fit_lambdas`` grokked λ values).
     """
 
     rows: list[dict[str, Any]]
@@ -75,7 +72,6 @@ class PaperComparison:
     fit: dict[str, Any] | None
     fit_lambdas: list[float] = field(default_factory=list)
     min_fit_lambdas: int = MIN_FIT_LAMBDAS
-    lr: float = COMPANION_LR
 
     def fit_text(self) -> str:
         """The fit as a sentence, beside the companion's, or why there is none."""
@@ -100,13 +96,10 @@ def _pair(ours: str, theirs: str) -> str:
 
 
 def paper_comparison(histories: Sequence[History], min_fit_lambdas: int = MIN_FIT_LAMBDAS) -> PaperComparison:
-    """Our λ sweep beside the companion's Table 3, and the fit of T_grok against 1/λ.
+    """Our λ sweep beside the companion's Table 3, and the fit of T_grok (seed means) against 1/λ.
 
-    T_mem and T_grok are averaged over the runs that grokked, T_escape over those whose ‖θ‖² came
-    within 1.5·V_final (the companion's definition, :func:`~nhtlab.analysis.delay.delay_point`), and
-    (1 − r)/(ηλ) over the grokked runs. ``min_fit_lambdas`` is three by default: through two points a
-    line fits exactly, so its R² would be 1 whatever the data. Raises ValueError when the histories mix
-    learning rates or initialisations (not one λ sweep), or none is given.
+    T_mem and T_grok are averaged over the grokked runs, T_escape over those whose ‖θ‖² came within
+    1.5·V_final (the companion's definition). Raises ValueError on no run, or runs that are not one λ sweep.
     """
     require_type(histories, "histories", Sequence, owner="paper_comparison")
     for i, h in enumerate(histories):
@@ -119,34 +112,29 @@ def paper_comparison(histories: Sequence[History], min_fit_lambdas: int = MIN_FI
     if len(lrs) > 1 or len(inits) > 1:
         raise ValueError("The 'histories' parameter of paper_comparison must be one λ sweep (one η, one "
                          f"initialisation). Got η values {sorted(lrs)} and model_kwargs {sorted(inits)}.")
-    by_lambda: dict[float, list[History]] = {}
-    for h in histories:
-        by_lambda.setdefault(float(h.config["weight_decay"]), []).append(h)
     rows, stats = [], {}
-    for lam in sorted(by_lambda):
-        runs = by_lambda[lam]
-        points = [p for p in (delay_point(h, definition="grok") for h in runs) if p is not None]
-        escaped = [p for p in points if p["t_escape"] is not None]
-        ratios = [fit.ratio for fit in (contraction_fit(h) for h in runs if find_events(h).grokked) if fit is not None]
+    for lam in sorted({float(h.config["weight_decay"]) for h in histories}):
+        runs = [h for h in histories if float(h.config["weight_decay"]) == lam]
+        points = [p for h in runs if (p := delay_point(h, definition="grok")) is not None]
+        ratios = [c.ratio for h in runs if find_events(h).grokked and (c := contraction_fit(h)) is not None]
         ours = {"runs": len(runs), "grokked": len(points), "t_mem": mean_std(points, "t_mem"),
-                "t_grok": mean_std(points, "t_grok"), "t_escape": mean_std(escaped, "t_escape"),
+                "t_grok": mean_std(points, "t_grok"),
+                "t_escape": mean_std([p for p in points if p["t_escape"] is not None], "t_escape"),
                 "escape_theory": mean_std(points, "escape_theory"),
                 "contraction": float(np.mean(ratios)) if ratios else None}
         theirs = COMPANION_LAMBDA_SWEEP.get(lam, {})
         ours["t_grok_within"] = (None if ours["t_grok"] is None or "t_grok" not in theirs
                                  else bool(abs(ours["t_grok"][0] - theirs["t_grok"][0]) <= theirs["t_grok"][1]))
         stats[lam] = ours
-        count = COMPANION_GROK_COUNTS.get(lam)
-        row: dict[str, Any] = {"λ": f"{lam:g}", "grokked": _pair(f"{len(points)}/{len(runs)}",
-                                                                "—" if count is None else f"{count[0]}/{count[1]}")}
-        for key, label, paper_key in (("t_mem", "T_mem", "t_mem"), ("t_grok", "T_grok", "t_grok"),
-                                      ("t_escape", "T_escape", "t_escape"), ("escape_theory", "theory", "escape_theory")):
-            mine = paper_cell(ours[key]) if ours[key] is not None else ("no grok" if not points else "—")
-            row[label] = _pair(mine, paper_cell(theirs.get(paper_key)))
-        paper_ratio = COMPANION_CONTRACTION.get(lam)
-        row["(1 − r)/(ηλ)"] = _pair("—" if ours["contraction"] is None else f"{ours['contraction']:.2f}",
-                                    "—" if paper_ratio is None else f"{paper_ratio:.2f}")
-        rows.append(row)
+        count, paper_ratio = COMPANION_GROK_COUNTS.get(lam), COMPANION_CONTRACTION.get(lam)
+        rows.append({"λ": f"{lam:g}", "grokked": _pair(f"{len(points)}/{len(runs)}",
+                                                      "—" if count is None else f"{count[0]}/{count[1]}"),
+                     # a λ where no run grokked reads "no grok"; one without a measure "—" (paper_cell(None))
+                     **{label: _pair(paper_cell(ours[key]) if points else "no grok", paper_cell(theirs.get(key)))
+                        for key, label in (("t_mem", "T_mem"), ("t_grok", "T_grok"), ("t_escape", "T_escape"),
+                                           ("escape_theory", "theory"))},
+                     "(1 − r)/(ηλ)": _pair("—" if ours["contraction"] is None else f"{ours['contraction']:.2f}",
+                                           "—" if paper_ratio is None else f"{paper_ratio:.2f}")})
     lo, hi = FIT_LAMBDA_RANGE
     fit_lambdas = [lam for lam in sorted(stats) if lo <= lam <= hi and stats[lam]["t_grok"] is not None]
     fit = None
@@ -155,32 +143,22 @@ def paper_comparison(histories: Sequence[History], min_fit_lambdas: int = MIN_FI
         ci = COMPANION_GROK_FIT["slope_ci"]
         fit = {"slope": line.slope, "intercept": line.intercept, "r2": line.r2, "n": line.n,
                "lambdas": fit_lambdas, "slope_within_ci": bool(ci[0] <= line.slope <= ci[1])}
-    return PaperComparison(rows=rows, stats=stats, fit=fit, fit_lambdas=fit_lambdas,
-                           min_fit_lambdas=min_fit_lambdas, lr=lrs.pop())
+    return PaperComparison(rows=rows, stats=stats, fit=fit, fit_lambdas=fit_lambdas, min_fit_lambdas=min_fit_lambdas)
 
 
 # --- Records of a set of runs ---------------------------------------------------------------------
 
 def delay_records(histories: Sequence[History], labels: Sequence[str] | None = None) -> dict[str, list[dict[str, Any]]]:
-    """Every grokked run's :func:`~nhtlab.analysis.delay.delay_point`, under each definition.
-
-    Runs without a point under a definition are left out of it.
-    """
-    names = _labels(histories, labels, "delay_records")
-    out: dict[str, list[dict[str, Any]]] = {name: [] for name in DEFINITIONS}
-    for h, label in zip(histories, names):
-        for name in DEFINITIONS:
-            p = delay_point(h, definition=name)
-            if p is not None:
-                out[name].append({**p, "family": label, "init_scale": _init_scale(h)})
-    return out
+    """Every run's :func:`~nhtlab.analysis.delay.delay_point` under each definition (runs without one left out)."""
+    pairs = list(zip(histories, _labels(histories, labels, "delay_records")))
+    return {name: [{**p, "family": label, "init_scale": _init_scale(h)} for h, label in pairs
+                   if (p := delay_point(h, definition=name)) is not None] for name in DEFINITIONS}
 
 
 def run_records(histories: Sequence[History], labels: Sequence[str] | None = None) -> list[dict[str, Any]]:
     """One display record per run: its events, norms and both definitions' measured and predicted times."""
-    names = _labels(histories, labels, "run_records")
     rows = []
-    for h, label in zip(histories, names):
+    for h, label in zip(histories, _labels(histories, labels, "run_records")):
         grok = delay_point(h, definition="grok")
         row: dict[str, Any] = {"family": label, "λ": float(h.config["weight_decay"]), "η": float(h.config["lr"]),
                                "init": _init_scale(h), "seed": h.config.get("seed")}
@@ -197,7 +175,6 @@ def run_records(histories: Sequence[History], labels: Sequence[str] | None = Non
 
 def eta_comparison(points: Sequence[Mapping[str, Any]], weight_decay: float = 1.0) -> list[dict[str, Any]]:
     """T_grok and the delay at one λ (default init) for each η, beside the companion's η sweep."""
-    require_real(weight_decay, "weight_decay", 0.0, low_open=True, owner="eta_comparison")
     at = [p for p in points if p["weight_decay"] == weight_decay and p.get("init_scale", 1.0) == 1.0]
     rows = []
     for lr in sorted({p["lr"] for p in at}):
@@ -209,9 +186,9 @@ def eta_comparison(points: Sequence[Mapping[str, Any]], weight_decay: float = 1.
     return rows
 
 
-def law_fits(points: Mapping[str, Sequence[Mapping[str, Any]]], average_seeds: bool = True) -> dict[str, dict[str, LinearFit]]:
+def law_fits(points: Mapping[str, Sequence[Mapping[str, Any]]]) -> dict[str, dict[str, LinearFit]]:
     """:func:`~nhtlab.analysis.delay.delay_fits` per definition, for the definitions with two settings or more."""
-    return {name: delay_fits(pts, average_seeds=average_seeds) for name, pts in points.items()
+    return {name: delay_fits(pts, average_seeds=True) for name, pts in points.items()
             if len({p["setting"] for p in pts}) >= 2}
 
 
@@ -239,8 +216,6 @@ def _significant(value: float, digits: int = 3) -> str:
 def fit_table(fits: Mapping[str, Mapping[str, LinearFit]]) -> Markdown:
     """:func:`fit_records` as a Markdown table, slopes to three significant figures in plain notation.
 
-    Examples
-    --------
     >>> _significant(1083.7), _significant(1.0349), _significant(0.6912)
     ('1,080', '1.03', '0.691')
     """
@@ -250,13 +225,9 @@ def fit_table(fits: Mapping[str, Mapping[str, LinearFit]]) -> Markdown:
 
 
 def contraction_records(histories: Sequence[History], labels: Sequence[str] | None = None) -> list[dict[str, Any]]:
-    """The companion's contraction fit on every grokked run with weight decay, beside its ratio.
-
-    ``companion`` is the companion's (1 − r)/(ηλ) at this λ when η is the companion's, else None.
-    """
-    names = _labels(histories, labels, "contraction_records")
+    """The companion's contraction fit on every grokked run with weight decay, beside the companion's ratio."""
     out = []
-    for h, label in zip(histories, names):
+    for h, label in zip(histories, _labels(histories, labels, "contraction_records")):
         lr, wd = float(h.config["lr"]), float(h.config["weight_decay"])
         fit = contraction_fit(h)
         if fit is None or wd <= 0 or not find_events(h).grokked:
@@ -286,30 +257,29 @@ def _falls(pairs: Sequence[tuple[float, float]]) -> str | None:
     if len(pairs) < 2:
         return None
     ys = [y for _, y in sorted(pairs)]
-    return "falls" if all(a > b for a, b in zip(ys, ys[1:])) else "does not fall"
+    return "falls" if all(a > b for a, b in pairwise(ys)) else "does not fall"
+
+
+#: The readings of :func:`delay_readings`: key → (what is read, the law's expected reading).
+_READINGS = {"lambda": ("the delay falls as λ grows", "falls"), "eta": ("the delay falls as η grows", "falls"),
+             "init": ("a larger init memorises at a larger norm and takes longer", "longer"),
+             "law vs 1/λ": ("the law fits better than 1/λ", "law"),
+             "law vs 1/(ηλ)": ("the law fits better than 1/(ηλ)", "law")}
 
 
 def delay_readings(points: Sequence[Mapping[str, Any]], lr: float, max_lambda: float = 1.0,
                    rule: str = "majority") -> dict[str, Reading]:
-    """The directions the law predicts and its fit against the simpler laws, read in each seed.
+    """The directions the law predicts and its fit against the simpler laws, read in each seed (:data:`_READINGS`).
 
-    Each seed's runs (``grok`` definition) give one reading of each:
-
-    * ``"lambda"``: the delay falls as λ grows (λ sweep, λ ≤ ``max_lambda``);
-    * ``"eta"``: the delay falls as η grows (λ = 1, default init);
-    * ``"init"``: the largest initial scale memorises at a larger V_mem and takes longer than the
-      smallest (λ = 1, η = ``lr``);
-    * ``"law vs 1/λ"``, ``"law vs 1/(ηλ)"``: the law's line has the higher R² over that seed's runs.
-
-    A seed with too few runs for a reading reads None (counted among ``n``, never as expected).
+    ``"lambda"`` reads the λ sweep up to ``max_lambda``; ``"eta"`` λ = 1 at the default init; ``"init"`` the
+    largest init scale against the smallest at λ = 1, η = ``lr``. A seed with too few runs for a reading reads
+    None (counted among ``n``, never as expected).
     """
     require_real(lr, "lr", 0.0, low_open=True, owner="delay_readings")
-    require_choice(rule, "rule", ("majority", "all"), owner="delay_readings")
     if any(p["definition"] != "grok" for p in points):
         raise ValueError("The 'points' parameter of delay_readings must hold 'grok' definition points.")
-    seeds = sorted({p["seed"] for p in points})
-    by: dict[str, dict[int, Any]] = {k: {} for k in ("lambda", "eta", "init", "law vs 1/λ", "law vs 1/(ηλ)")}
-    for s in seeds:
+    by: dict[str, dict[int, Any]] = {k: {} for k in _READINGS}
+    for s in sorted({p["seed"] for p in points}):
         mine = [p for p in points if p["seed"] == s]
         by["lambda"][s] = _falls([(p["weight_decay"], p["measured"]) for p in mine
                                   if p["family"] == "λ sweep" and p["weight_decay"] <= max_lambda])
@@ -323,32 +293,21 @@ def delay_readings(points: Sequence[Mapping[str, Any]], lr: float, max_lambda: f
         for key, rival in (("law vs 1/λ", "vs_inverse_lambda"), ("law vs 1/(ηλ)", "vs_inverse_eta_lambda")):
             law, other = fits.get("vs_predicted"), fits.get(rival)
             by[key][s] = None if law is None or other is None else ("law" if law.r2 > other.r2 else "rival")
-    names = {"lambda": ("the delay falls as λ grows", "falls"), "eta": ("the delay falls as η grows", "falls"),
-             "init": ("a larger init memorises at a larger norm and takes longer", "longer"),
-             "law vs 1/λ": ("the law fits better than 1/λ", "law"),
-             "law vs 1/(ηλ)": ("the law fits better than 1/(ηλ)", "law")}
-    return {key: over_seeds(names[key][0], by[key], expected=names[key][1], rule=rule) for key in by}
+    return {key: over_seeds(name, by[key], expected=expected, rule=rule) for key, (name, expected) in _READINGS.items()}
 
 
 def check_lambdas_grok(histories: Sequence[History], max_lambda: float = 1.0) -> Check:
     """Every λ ≤ ``max_lambda`` of a sweep groks in every seed (fails too when no λ is in range)."""
-    require_real(max_lambda, "max_lambda", 0.0, low_open=True, owner="check_lambdas_grok")
-    counts: dict[float, list[bool]] = {}
-    for h in histories:
-        wd = float(h.config["weight_decay"])
-        if 0 < wd <= max_lambda:
-            counts.setdefault(wd, []).append(find_events(h).grokked)
-    detail = ", ".join(f"λ = {lam:g}: {sum(c)}/{len(c)}" for lam, c in sorted(counts.items())) or "no run in range"
+    runs = [(float(h.config["weight_decay"]), find_events(h).grokked) for h in histories
+            if 0 < float(h.config["weight_decay"]) <= max_lambda]
+    counts = {lam: [g for wd, g in runs if wd == lam] for lam in sorted({wd for wd, _ in runs})}
+    detail = ", ".join(f"λ = {lam:g}: {sum(c)}/{len(c)}" for lam, c in counts.items()) or "no run in range"
     passed = bool(counts) and all(all(c) for c in counts.values())
     return Check(f"every λ ≤ {max_lambda:g} groks in every seed", passed, detail)
 
 
 def check_norm_halves(points: Sequence[Mapping[str, Any]], init_scale: float = 1.0, factor: float = 0.5) -> Check:
-    """In every grokked run from ``init_scale``, ‖θ‖² at T_grok is at most ``factor`` · V_mem.
-
-    One half: the contraction the law rests on. Fails too when no run is checked.
-    """
-    require_real(factor, "factor", 0.0, 1.0, low_open=True, high_open=True, owner="check_norm_halves")
+    """In every grokked run from ``init_scale``, ‖θ‖² at T_grok is at most ``factor`` · V_mem (fails on no run)."""
     mine = [p for p in points if p.get("init_scale", 1.0) == init_scale]
     worst = max(mine, key=lambda p: p["v_grok"] / p["v_mem"], default=None)
     if worst is None:
@@ -366,8 +325,6 @@ def lr_scaling_exercise(answer: float | None, points: Sequence[Mapping[str, Any]
     The law's delay goes as 1/η at fixed λ and norm gap, so its answer is the base run's measured
     delay scaled by ``lr / new_lr``; ``unanswered`` when the base run did not grok.
 
-    Examples
-    --------
     >>> pts = [dict(weight_decay=1.0, lr=lr, seed=0, init_scale=1.0, measured=m) for lr, m in ((1e-3, 3000), (2e-3, 1400))]
     >>> print(lr_scaling_exercise(1500, pts, lr=1e-3, new_lr=2e-3, seed=0))
     Correct: 1500 is within 10% of the expected value.
@@ -396,8 +353,6 @@ def law_line(points: Sequence[Mapping[str, Any]]) -> tuple[float, float]:
     The reference of chapter 3's code exercise: the reader fits T_grok − T_mem against
     log(V_mem/V_grok)/(ηλ) with numpy and compares.
 
-    Examples
-    --------
     >>> [round(v, 6) for v in law_line([{"measured": 1100, "predicted": 1000}, {"measured": 2100, "predicted": 2000}])]
     [1.0, 100.0]
     """
@@ -407,7 +362,6 @@ def law_line(points: Sequence[Mapping[str, Any]]) -> tuple[float, float]:
 
 def escape_ratios(comparison: PaperComparison) -> list[dict[str, Any]]:
     """Theory over T_escape (the companion's definition) per λ, ours beside the companion's."""
-    require_type(comparison, "comparison", PaperComparison, owner="escape_ratios")
     rows = []
     for lam, ours in sorted(comparison.stats.items()):
         theirs = COMPANION_LAMBDA_SWEEP.get(lam, {})
@@ -419,21 +373,11 @@ def escape_ratios(comparison: PaperComparison) -> list[dict[str, Any]]:
     return rows
 
 
-def _plateau_lambdas(histories: Sequence[History]) -> list[float]:
-    """The λ values of the runs that memorised and then grokked (the runs a forecast is fitted on)."""
-    return sorted({float(h.config["weight_decay"]) for h in histories
-                   if (e := find_events(h)).grokked and e.delay > 0 and not h.diverged})
-
-
-def forecast_report(histories: Sequence[History], test_seeds: Sequence[int], profile: str,
-                    fraction: float = ETA_SHIP_CUT) -> tuple[Markdown, Markdown]:
+def forecast_report(histories: Sequence[History], test_seeds: Sequence[int], profile: str) -> tuple[Markdown, Markdown]:
     """The forecast of T_grok evaluated on a chapter's λ sweep, the seeds ``test_seeds`` held out.
 
-    The sentence names the λ values the constants were fitted on (the fitting runs that memorised and
-    grokked, not every λ trained); a warning signal that no held-out run recorded reads "not measured",
-    not "fired 0 of n". With a single seed, a sentence that says so and empty tables.
+    A warning signal that no held-out run recorded reads "not measured", not "fired 0 of n".
     """
-    require_type(histories, "histories", Sequence, owner="forecast_report")
     seeds = sorted({int(h.config["seed"]) for h in histories})
     if len(seeds) < 2:
         return (Markdown(f"*The `{profile}` profile runs {len(seeds)} seed: nothing to hold out, so the "
@@ -441,9 +385,10 @@ def forecast_report(histories: Sequence[History], test_seeds: Sequence[int], pro
     held = {int(s) for s in test_seeds}
     saved = eta_evaluation(histories, sorted(held), profile=profile)
     fit_seeds = [s for s in seeds if s not in held]
-    lams = ", ".join(f"{lam:g}" for lam in _plateau_lambdas([h for h in histories
-                                                             if int(h.config["seed"]) not in held]))
-    row = next((r for r in saved["eta"] if math.isclose(r["fraction"], fraction)), None)
+    # the λ of the fitting runs that memorised and then grokked, not of every run trained
+    fitted = plateau_runs([h for h in histories if int(h.config["seed"]) not in held])
+    lams = ", ".join(f"{lam:g}" for lam in sorted({float(h.config["weight_decay"]) for h, _ in fitted}))
+    row = next((r for r in saved["eta"] if math.isclose(r["fraction"], ETA_SHIP_CUT)), None)
     verdict = saved["verdict"]
     if row is None or row["mae"] is None or row["mae_baseline"] is None:
         how = "too few held-out runs could be forecast to compare it with the naive forecast"
@@ -458,8 +403,8 @@ def forecast_report(histories: Sequence[History], test_seeds: Sequence[int], pro
     steps = "{:,.0f}"
     forecast = table(saved["eta"], columns=["fraction", "n", "no_estimate", "mae", "mae_baseline", "coverage",
                                             "stated_coverage", "median_width"],
-                     formats={"fraction": "{:.0%}", "mae": steps, "mae_baseline": steps, "median_width": steps,
-                              "coverage": "{:.0%}", "stated_coverage": "{:.0%}"},
+                     formats={"fraction": "{:.0%}", "coverage": "{:.0%}", "stated_coverage": "{:.0%}",
+                              **dict.fromkeys(["mae", "mae_baseline", "median_width"], steps)},
                      headers={"fraction": "cut", "n": "runs", "no_estimate": "no estimate", "mae": "error",
                               "mae_baseline": "naive error", "stated_coverage": "stated coverage",
                               "median_width": "median width"})
@@ -479,9 +424,6 @@ def forecast_report(histories: Sequence[History], test_seeds: Sequence[int], pro
 
 
 # --- The lesson's sentences, each with the evidence behind it -------------------------------------
-
-_STEPS = "{:,}"
-
 
 def _range(values: Sequence[float]) -> str:
     """``"a–b"`` (two decimals), one value when they agree, ``"—"`` for none."""
@@ -503,18 +445,16 @@ def _runs(n: int) -> str:
 def runs_summary(histories: Sequence[History], labels: Sequence[str], points: Mapping[str, Sequence[Mapping[str, Any]]],
                  readings: Mapping[str, Reading], fourier: str = "") -> list[Markdown]:
     """What the runs show about the law's three directions, and the table of every run behind it (closed)."""
-
-    by_lam: dict[float, list[int]] = {}
-    for p in points.get("grok", []):
-        if p["family"] == "λ sweep":
-            by_lam.setdefault(p["weight_decay"], []).append(p["measured"])
-    delays = "; ".join(f"λ = {lam:g}: {np.mean(d):,.0f} steps ({_runs(len(d))})" for lam, d in sorted(by_lam.items()))
+    sweep = [p for p in points.get("grok", []) if p["family"] == "λ sweep"]
+    by_lam = {lam: [p["measured"] for p in sweep if p["weight_decay"] == lam]
+              for lam in sorted({p["weight_decay"] for p in sweep})}
+    delays = "; ".join(f"λ = {lam:g}: {np.mean(d):,.0f} steps ({_runs(len(d))})" for lam, d in by_lam.items())
     sentence = Markdown(
         f"The λ sweep's mean delay $T_\\text{{grok}} - T_\\text{{mem}}$, per λ: {delays or 'no run memorised and grokked'}. "
         f"At λ = 1 the delay falls as η grows in {_count(readings['eta'])}; a larger initial scale memorises at a "
         f"larger norm and waits longer in {_count(readings['init'])}.")
     rows = table(run_records(histories, labels), formats=dict.fromkeys(
-        ["T_mem", "T_grok", "V_mem", "V_grok", "V_final", "T_escape", "theory", "delay", "law"], _STEPS))
+        ["T_mem", "T_grok", "V_mem", "V_grok", "V_final", "T_escape", "theory", "delay", "law"], "{:,}"))
     return [sentence, evidence(
         "every run, both definitions",
         "One line per run. `companion` columns: $T_\\text{escape}$ against `theory` = "
@@ -525,12 +465,7 @@ def runs_summary(histories: Sequence[History], labels: Sequence[str], points: Ma
 
 
 def size_summary(points: Mapping[str, Sequence[Mapping[str, Any]]], comparison: PaperComparison) -> list[Markdown]:
-    """How close the law's size is, under both definitions, and the companion's Table 3 beside ours (closed).
-
-    The sentence compares our theory / T_escape with the companion's per λ (:func:`escape_ratios`) and
-    says which way it goes, k of n λ values; it names how long after T_grok our λ-sweep runs end.
-    """
-
+    """How close the law's size is, under both definitions, and the companion's Table 3 beside ours (closed)."""
     ratios = table(ratio_records(points), columns=["definition", "median", "min", "max", "runs"],
                    formats={"median": "{:.2f}", "min": "{:.2f}", "max": "{:.2f}"})
     escape = escape_ratios(comparison)
@@ -561,7 +496,6 @@ def size_summary(points: Mapping[str, Sequence[Mapping[str, Any]]], comparison: 
 
 def contraction_summary(records: Sequence[Mapping[str, Any]]) -> list[Markdown]:
     """The fitted contraction rate of the λ sweep beside the companion's and pure decay's, and every fit (closed)."""
-
     ours = [c["ratio"] for c in records if c["family"] == "λ sweep"]
     paper = list(COMPANION_CONTRACTION.values())
     sentence = Markdown(
@@ -577,7 +511,6 @@ def contraction_summary(records: Sequence[Mapping[str, Any]]) -> list[Markdown]:
 def delay_found(readings: Mapping[str, Reading], points: Mapping[str, Sequence[Mapping[str, Any]]],
                 contraction: Sequence[Mapping[str, Any]]) -> Markdown:
     """The chapter's "What we found" box, each sentence read from the runs (k of n seeds, ranges)."""
-
     rows = {r["definition"]: r for r in ratio_records(points)}
     sizes = {name: f"{_range([r['min'], r['max']])} over {_runs(r['runs'])}" for name, r in rows.items()}
     grok = rows.get("grok")

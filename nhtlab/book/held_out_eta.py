@@ -1,10 +1,5 @@
-"""The ETA's held-out evaluation as the book ships it: the shipping rule, the saved payload, its loader.
-
-The predictor itself is the core's (:mod:`nhtlab.analysis.eta`), evaluated here on held-out seeds
-(:func:`evaluate_eta`); ``scripts/evaluate_eta.py`` saves
-:func:`eta_evaluation` under ``nhtlab/results/`` and chapters render it (:func:`nhtlab.book.eta_report`).
-The off-grid evaluation (issue 46), and its ship rule
-:func:`~nhtlab.book.off_grid_eta.off_grid_verdict`, are :mod:`nhtlab.book.off_grid_eta`.
+"""The core's ETA (:mod:`nhtlab.analysis.eta`) evaluated on held-out seeds: the shipping rule, the saved payload,
+its loader. The off-grid evaluation (issue 46) is :mod:`nhtlab.book.off_grid_eta`.
 """
 
 from __future__ import annotations
@@ -29,18 +24,24 @@ from ..validation import require_choice
 __all__ = ["evaluate_eta", "eta_verdict", "eta_evaluation", "saved_evaluation"]
 
 
-def evaluate_eta(fit: Sequence[History], test: Sequence[History], coverage: float = ETA_COVERAGE,
-                 fractions: Sequence[float] = FRACTIONS) -> list[dict[str, Any]]:
+def companion_fit(lr: float, lam: float) -> float | None:
+    """The companion's T_grok ≈ slope/λ + intercept, a fit of η = 10⁻³ runs (None at another η)."""
+    fit = COMPANION_GROK_FIT
+    return fit["slope"] / lam + fit["intercept"] if math.isclose(lr, 1e-3) and lam > 0 else None
+
+
+def evaluate_eta(fit: Sequence[History], test: Sequence[History], coverage: float = ETA_COVERAGE) -> list[dict[str, Any]]:
     """Calibrate on ``fit``, then predict each ``test`` run at fractions of its plateau; one record per fraction.
 
     ``fit`` and ``test`` are disjoint: the constants come from ``fit`` only. ``mae_baseline`` is T_mem +
     the fitting runs' mean delay at the same η and λ (None when no fitting run shares it);
     ``mae_companion_fit`` the companion's 1/λ fit (η = 10⁻³ runs only).
     """
-    calibration = calibrate_eta(fit, coverage, fractions)
+    calibration = calibrate_eta(fit, coverage, FRACTIONS)
     runs = plateau_runs(test)
     records = []
-    for f in fractions:
+    med = (lambda xs: float(np.median(xs)) if xs else None)
+    for f in FRACTIONS:
         err, base, comp, inside, widths, missing = [], [], [], [], [], 0
         for h, e in runs:
             for frac, step in plateau_cuts(h, e, [f]):
@@ -54,10 +55,8 @@ def evaluate_eta(fit: Sequence[History], test: Sequence[History], coverage: floa
                 lr, lam = _setting(h)
                 if (lr, lam) in calibration.mean_delay:
                     base.append(abs(e.t_mem + calibration.mean_delay[(lr, lam)] - e.t_grok))
-                if math.isclose(lr, 1e-3) and lam > 0:
-                    fit_t = COMPANION_GROK_FIT["slope"] / lam + COMPANION_GROK_FIT["intercept"]
+                if (fit_t := companion_fit(lr, lam)) is not None:
                     comp.append(abs(fit_t - e.t_grok))
-        med = (lambda xs: float(np.median(xs)) if xs else None)
         records.append({"fraction": f, "n": len(err), "no_estimate": missing, "mae": med(err),
                         "mae_baseline": med(base), "mae_companion_fit": med(comp),
                         "coverage": float(np.mean(inside)) if inside else None, "stated_coverage": coverage,
@@ -67,9 +66,7 @@ def evaluate_eta(fit: Sequence[History], test: Sequence[History], coverage: floa
 
 def eta_verdict(records: Sequence[Mapping[str, Any]], fraction: float = ETA_SHIP_CUT,
                 tolerance: float = ETA_COVERAGE_TOLERANCE) -> Check:
-    """Whether the ETA may ship: it beats the same-λ baseline at ``fraction`` of the plateau, with coverage
-    within ``tolerance`` of its stated level.
-    """
+    """Whether the ETA may ship: it beats the same-λ baseline at ``fraction``, coverage within ``tolerance`` of its level."""
     row = next((r for r in records if math.isclose(r["fraction"], fraction)), None)
     name = f"the ETA beats the baseline at {fraction:.0%} of the plateau, coverage within {tolerance * 100:.0f} points of its stated level"
     if row is None or row["mae"] is None or row["mae_baseline"] is None or row["coverage"] is None:
@@ -83,12 +80,10 @@ def eta_verdict(records: Sequence[Mapping[str, Any]], fraction: float = ETA_SHIP
 
 def eta_evaluation(histories: Sequence[History], test_seeds: Sequence[int], no_grok: Sequence[History] = (),
                    profile: str = "book", coverage: float = ETA_COVERAGE) -> dict[str, Any]:
-    """The ETA and early-warning evaluation of a set of runs split by seed, as ``scripts/evaluate_eta.py`` saves it.
+    """The ETA and early-warning evaluation of runs split by seed, as ``scripts/evaluate_eta_seeds.py`` saves it.
 
-    Runs whose seed is in ``test_seeds`` are held out: the constants come from the others only
-    (:func:`evaluate_eta`), the shipping rule is :func:`eta_verdict`, and the warnings are scored on the
-    held-out runs against ``no_grok`` (:func:`nhtlab.analysis.early_warnings.evaluate_warnings`). Raises
-    ValueError when the split leaves no fitting or no held-out run.
+    The runs of ``test_seeds`` are held out: the constants come from the others only, and the warnings are scored
+    on the held-out runs against ``no_grok``.
     """
     def seeds(hs: Sequence[History]) -> list[int]:
         return sorted({int(h.config["seed"]) for h in hs})
@@ -109,7 +104,7 @@ def eta_evaluation(histories: Sequence[History], test_seeds: Sequence[int], no_g
         "profile": profile, "nhtlab": __version__, "fit": f"λ ∈ {lams}, seeds {seeds(fit)}",
         "test": f"seeds {seeds(test)}",
         "no_grok": "; ".join(f"λ = {lam:g}, {steps:,} steps" for lam, steps in weak) or "none",
-        "eta": records, "verdict": {"passed": verdict.passed, "detail": verdict.detail, "name": verdict.name},
+        "eta": records, "verdict": {k: getattr(verdict, k) for k in ("passed", "detail", "name")},
         "warnings": evaluate_warnings(test, no_grok),
     }
 

@@ -1,28 +1,24 @@
 """The ETA evaluated off the grid it was calibrated on (issue 46): leave-one-setting-out and unseen settings.
 
-A user forecasting their own run has no runs at their setting to calibrate on. So each setting
-is forecast from *other* settings only, and the forecast is compared with what the delay law
-gives for free. For a held-out setting ``(η, λ)`` and calibration runs from other settings:
+A user forecasting their own run has no runs at their setting, so each setting ``(η, λ)`` is forecast from
+*other* settings only, by each method of :data:`ETA_METHODS`:
 
-* **baseline (a)** ``nearest_delay``: ``T_mem`` + the mean delay ``T_grok − T_mem`` of the nearest
-  calibrated setting (least ``|log ηλ − log η_cλ_c|``, ties to the larger ``ηλ``);
-* **baseline (b)** ``law_scaled``: the same delay × ``(ηλ)_near/(ηλ)``, the delay law's own scaling;
-* **baseline (c)** ``companion_fit``: the companion's ``T_grok ≈ slope/λ + intercept`` (η = 10⁻³ only);
+* ``nearest_delay`` (baseline a): ``T_mem`` + the mean delay ``T_grok − T_mem`` of the nearest calibrated
+  setting (least ``|log ηλ − log η_cλ_c|``, ties to the larger ``ηλ``);
+* ``law_scaled`` (baseline b): that delay × ``(ηλ)_near/(ηλ)``, the delay law's own scaling ((a) and (b) are
+  the core's :func:`nhtlab.analysis.eta.law_scaled_delay`, the Monitor's formula);
+* ``companion_fit`` (baseline c): the companion's ``T_grok ≈ slope/λ + intercept`` (η = 10⁻³ only);
 * ``eta_rate``: the core's contraction-rate ETA (:func:`nhtlab.analysis.eta.predict_grok`);
-* ``eta``: the predictor fixed with the design, ``T_mem + √(d_rate·d_law)``: the geometric mean of
-  the rate ETA's delay and the pooled law ``c/(ηλ)``, ``c`` the median ``(T_grok − T_mem)·ηλ`` of the
-  calibration runs (``d_law`` alone where the rate ETA gives no estimate);
-* ``loss_rise`` (item 4, fixed after the runs, before its evaluation): once the Monitor's warning rule
-  (train loss twice its minimum since ``T_mem``) has fired at ``t_rise`` by the cut,
-  ``t_rise + c_rise/(ηλ)``, ``c_rise`` the calibration runs' median ``(T_grok − t_rise)·ηλ`` over those
-  where it fired by ``T_grok``; before it fires, baseline (b).
+* ``eta``, fixed with the design: ``T_mem + √(d_rate·d_law)``, the geometric mean of the rate ETA's delay and
+  ``d_law = c/(ηλ)``, ``c`` the calibration runs' median ``(T_grok − T_mem)·ηλ`` (``d_law`` alone where the
+  rate ETA gives no estimate);
+* ``loss_rise``, fixed after the runs and before its evaluation: once the Monitor's warning (train loss twice
+  its minimum since ``T_mem``) has fired at ``t_rise`` by the cut, ``t_rise + c_rise/(ηλ)``, ``c_rise`` the
+  calibration runs' median ``(T_grok − t_rise)·ηλ`` where it fired by ``T_grok``; before it fires, (b).
 
-Baselines (a) and (b) are the core's :func:`nhtlab.analysis.eta.law_scaled_delay`, the Monitor's
-formula. Every forecast is made at a cut ``T_mem + f·(T_grok − T_mem)`` (25%, 50%, 75%) and floored
-at the cut's step. Intervals are **split-conformal per cut** on the calibration runs only: the
-scores are ``|log(d/d̂)|`` of forecasts made within the calibration settings, each left out in turn
-(so they measure off-setting error), and the interval is ``T_mem + d̂·exp(±q)``, ``q`` the
-``⌈(n+1)·coverage⌉``-th smallest of the ``n`` scores.
+Each forecast is made at a cut ``T_mem + f·(T_grok − T_mem)`` and floored at the cut's step. Intervals are
+split-conformal per cut: the scores ``|log(d/d̂)|`` are of forecasts within the calibration settings, each
+left out in turn, and the interval is ``T_mem + d̂·exp(±q)`` (:func:`~nhtlab.analysis.eta.conformal_quantile`).
 """
 
 from __future__ import annotations
@@ -36,22 +32,21 @@ import numpy as np
 
 from .._version import __version__
 from ..analysis.early_warnings import evaluate_warnings, warning_step
-from ..analysis.eta import (EtaCalibration, calibrate_eta, conformal_quantile, cut_history, law_scaled_delay,
-                            nearest_setting, plateau_cuts, plateau_runs, predict_grok)
+from ..analysis.eta import (FRACTIONS, EtaCalibration, calibrate_eta, conformal_quantile, cut_history,
+                            law_scaled_delay, nearest_setting, plateau_cuts, plateau_runs, predict_grok)
 from ..analysis.events import find_events
 from ..analysis.regimes import diagnose_regime
 from ..history import History
-from ..papers import COMPANION_GROK_FIT
 from ..thresholds import ETA_COVERAGE, ETA_COVERAGE_TOLERANCE, ETA_SHIP_CUT
 from ..training.monitor import online_regime
-from ..validation import require_real, require_type
+from ..validation import require_type
 from .claims import Check
+from .held_out_eta import companion_fit
 
 __all__ = ["ETA_METHODS", "setting_of", "nearest_setting", "fit_eta_method", "conformal_quantile",
            "wilson_interval", "leave_one_out_splits", "forecast_rows", "error_table", "coverage_table",
            "OffGridVerdict", "off_grid_verdict", "off_grid_evaluation", "monitor_readings"]
 
-FRACTIONS = (0.25, 0.5, 0.75)
 #: The methods in the order the tables show them; the first is the ETA the ship rule reads.
 ETA_METHODS = ("eta", "eta_rate", "loss_rise", "nearest_delay", "law_scaled", "companion_fit")
 ETA_BASELINES = ("nearest_delay", "law_scaled", "companion_fit")
@@ -60,10 +55,7 @@ Predictor = Callable[[History, Any, int], "float | None"]
 
 
 def setting_of(history: History) -> Setting:
-    """``(η, λ)`` of a run, from its config's ``lr`` and ``weight_decay``.
-
-    Raises ValueError when either is missing or not positive.
-    """
+    """``(η, λ)`` of a run, from its config's ``lr`` and ``weight_decay`` (ValueError: missing or not positive)."""
     require_type(history, "history", History, owner="setting_of")
     try:
         lr, lam = float(history.config["lr"]), float(history.config["weight_decay"])
@@ -79,6 +71,11 @@ def _key(s: Setting) -> Setting:
     return float(f"{s[0]:.6g}"), float(f"{s[1]:.6g}")
 
 
+def _eta_lambda(history: History) -> float:
+    lr, lam = setting_of(history)
+    return lr * lam
+
+
 def fit_eta_method(method: str, calibration: Sequence[History], coverage: float = ETA_COVERAGE) -> Predictor:
     """Fit ``method`` on calibration runs; returns ``predict(history, events, step) → T̂_grok or None`` (unfloored).
 
@@ -90,17 +87,15 @@ def fit_eta_method(method: str, calibration: Sequence[History], coverage: float 
     if not runs:
         raise ValueError("The 'calibration' parameter of fit_eta_method must hold at least one run that memorised and "
                          "grokked; none did.")
-    delays: dict[Setting, list[float]] = {}
-    for h, e in runs:
-        delays.setdefault(_key(setting_of(h)), []).append(float(e.delay))
-    mean_delay = {s: float(np.mean(v)) for s, v in delays.items()}
-    law = float(np.median([e.delay * np.prod(setting_of(h)) for h, e in runs]))
+    delays = [(_key(setting_of(h)), e.delay) for h, e in runs]
+    mean_delay = {s: float(np.mean([d for k, d in delays if k == s])) for s in dict.fromkeys(k for k, _ in delays)}
+    law = float(np.median([e.delay * _eta_lambda(h) for h, e in runs]))
 
     if method in ("nearest_delay", "law_scaled"):  # the core's formula, as the Monitor's forecast uses it
         scaled = method == "law_scaled"
         return lambda h, e, step: e.t_mem + law_scaled_delay(_key(setting_of(h)), mean_delay, scaled)
     if method == "loss_rise":
-        leads = [(e.t_grok - t) * float(np.prod(setting_of(h))) for h, e in runs
+        leads = [(e.t_grok - t) * _eta_lambda(h) for h, e in runs
                  for t in [warning_step(h, "train_loss")] if t is not None and t <= e.t_grok]
         c_rise = float(np.median(leads)) if leads else None
 
@@ -108,13 +103,10 @@ def fit_eta_method(method: str, calibration: Sequence[History], coverage: float 
             t_rise = None if c_rise is None else warning_step(cut_history(h, step), "train_loss")
             if t_rise is None:  # not fired by the cut (or never in calibration): baseline (b)
                 return e.t_mem + law_scaled_delay(_key(setting_of(h)), mean_delay)
-            return t_rise + c_rise / float(np.prod(setting_of(h)))
+            return t_rise + c_rise / _eta_lambda(h)
         return rise
     if method == "companion_fit":
-        def companion(h: History, e: Any, step: int) -> float | None:
-            lr, lam = setting_of(h)
-            return COMPANION_GROK_FIT["slope"] / lam + COMPANION_GROK_FIT["intercept"] if math.isclose(lr, 1e-3) else None
-        return companion
+        return lambda h, e, step: companion_fit(*setting_of(h))
     cal: EtaCalibration = calibrate_eta([h for h, _ in runs], coverage)
 
     def rate(h: History, e: Any, step: int) -> float | None:
@@ -124,7 +116,7 @@ def fit_eta_method(method: str, calibration: Sequence[History], coverage: float 
         return rate
 
     def combined(h: History, e: Any, step: int) -> float:
-        d_law = law / float(np.prod(setting_of(h)))
+        d_law = law / _eta_lambda(h)
         t_rate = rate(h, e, step)
         if t_rate is None or t_rate <= e.t_mem:
             return e.t_mem + d_law
@@ -133,10 +125,7 @@ def fit_eta_method(method: str, calibration: Sequence[History], coverage: float 
 
 
 def wilson_interval(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
-    """Wilson score interval (95% by default: ``z`` standard errors) of a proportion ``k`` of ``n``; ``(0, 1)`` when ``n = 0``.
-
-    :func:`scipy.stats.binomtest`'s ``proportion_ci(method="wilson")`` at the confidence level whose normal
-    quantile is ``z``.
+    """Wilson score interval (``z`` standard errors: 95% by default) of ``k`` of ``n``, by :func:`scipy.stats.binomtest`.
 
     >>> [round(x, 3) for x in wilson_interval(8, 10)]
     [0.49, 0.943]
@@ -153,10 +142,7 @@ def wilson_interval(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
 
 
 def leave_one_out_splits(grid: Sequence[Setting], off_grid: Sequence[Setting] = ()) -> list[dict[str, Any]]:
-    """The design's splits: each grid setting forecast from the others, each off-grid one from the whole grid.
-
-    Raises ValueError with fewer than two grid settings, or an off-grid setting that is also on the grid.
-    """
+    """The design's splits: each grid setting forecast from the others, each off-grid one from the whole grid."""
     grid, off_grid = [_key(s) for s in grid], [_key(s) for s in off_grid]
     if len(set(grid)) < 2:
         raise ValueError(f"The 'grid' parameter of leave_one_out_splits needs two settings or more. Got {grid}.")
@@ -169,26 +155,22 @@ def leave_one_out_splits(grid: Sequence[Setting], off_grid: Sequence[Setting] = 
 
 
 def _by_setting(histories: Sequence[History]) -> dict[Setting, list[History]]:
-    out: dict[Setting, list[History]] = {}
-    for h in histories:
-        out.setdefault(_key(setting_of(h)), []).append(h)
-    return out
+    keys = [_key(setting_of(h)) for h in histories]
+    return {s: [h for h, k in zip(histories, keys) if k == s] for s in dict.fromkeys(keys)}
 
 
-def _scores(method: str, calibration: Sequence[History], fractions: Sequence[float], coverage: float) -> dict:
+def _scores(method: str, calibration: Sequence[History], coverage: float) -> dict:
     """Per fraction, conformal scores ``|log(d/d̂)|`` of ``method`` within ``calibration``, each setting left out."""
     groups = _by_setting(calibration)
-    scores: dict[float, list[float]] = {f: [] for f in fractions}
-    if len(groups) < 2:
-        return scores
-    for s, held in groups.items():
+    scores: dict[float, list[float]] = {f: [] for f in FRACTIONS}
+    for s, held in groups.items():  # with one setting, nothing is left to fit on: no scores
         rest = [h for k, hs in groups.items() if k != s for h in hs]
         try:
             predict = fit_eta_method(method, rest, coverage)
         except ValueError:
             continue
         for h, e in plateau_runs(held):
-            for f, step in plateau_cuts(h, e, fractions):
+            for f, step in plateau_cuts(h, e, FRACTIONS):
                 t = predict(h, e, step)
                 if t is not None:
                     scores[f].append(abs(math.log(e.delay / (max(t, step) - e.t_mem))))
@@ -196,14 +178,11 @@ def _scores(method: str, calibration: Sequence[History], fractions: Sequence[flo
 
 
 def forecast_rows(histories: Sequence[History], grid: Sequence[Setting], off_grid: Sequence[Setting] = (),
-                  coverage: float = ETA_COVERAGE, fractions: Sequence[float] = FRACTIONS,
-                  methods: Sequence[str] = ETA_METHODS) -> list[dict[str, Any]]:
-    """Every forecast of the design: one row per split, forecast run, cut and method.
+                  coverage: float = ETA_COVERAGE, methods: Sequence[str] = ETA_METHODS) -> list[dict[str, Any]]:
+    """Every forecast of the design: one row per split, forecast run, cut and method (``forecast`` None: none).
 
     Each split calibrates only on its ``calibrate`` settings; a run of another setting is never used.
-    ``forecast`` is floored at the cut's step (None: no forecast).
     """
-    require_real(coverage, "coverage", low=0.0, high=1.0, low_open=True, high_open=True, owner="forecast_rows")
     groups = _by_setting(histories)
     rows = []
     for split in leave_one_out_splits(grid, off_grid):
@@ -213,10 +192,9 @@ def forecast_rows(histories: Sequence[History], grid: Sequence[Setting], off_gri
             continue
         for method in methods:
             predict = fit_eta_method(method, calibration, coverage)
-            quantiles = {f: conformal_quantile(v, coverage) for f, v in _scores(method, calibration, fractions,
-                                                                                 coverage).items()}
+            quantiles = {f: conformal_quantile(v, coverage) for f, v in _scores(method, calibration, coverage).items()}
             for h, e in targets:
-                for f, step in plateau_cuts(h, e, fractions):
+                for f, step in plateau_cuts(h, e, FRACTIONS):
                     t = predict(h, e, step)
                     row = {"split": split["split"], "eta": split["forecast"][0], "lam": split["forecast"][1],
                            "seed": int(h.config.get("seed", -1)), "method": method, "fraction": f, "step": step,
@@ -233,11 +211,6 @@ def forecast_rows(histories: Sequence[History], grid: Sequence[Setting], off_gri
     return rows
 
 
-def _median_abs(rows: Sequence[Mapping[str, Any]]) -> float | None:
-    errors = [abs(r["error"]) for r in rows if r["error"] is not None]
-    return float(np.median(errors)) if errors else None
-
-
 def error_table(rows: Sequence[Mapping[str, Any]], split: str | None = None) -> list[dict[str, Any]]:
     """Median absolute error (steps) per cut and method, with the runs each rests on."""
     rows = [r for r in rows if split is None or r["split"] == split]
@@ -249,22 +222,18 @@ def error_table(rows: Sequence[Mapping[str, Any]], split: str | None = None) -> 
         record: dict[str, Any] = {"fraction": f, "n": n}
         for m in methods:
             mine = [r for r in at if r["method"] == m and r["error"] is not None]
-            record[m] = _median_abs(mine)
+            record[m] = float(np.median([abs(r["error"]) for r in mine])) if mine else None
             if len(mine) != n:
                 record[f"n_{m}"] = len(mine)
         out.append(record)
     return out
 
 
-def coverage_table(rows: Sequence[Mapping[str, Any]], method: str = "eta", coverage: float = ETA_COVERAGE,
-                   split: str | None = None) -> list[dict[str, Any]]:
-    """Measured coverage per cut of ``method``'s conformal interval: ``k of n``, the rate, its Wilson 95% interval.
-
-    An infinite half-width (too few calibration scores) counts as infinite in ``median_width``.
-    """
+def coverage_table(rows: Sequence[Mapping[str, Any]], method: str = "eta",
+                   coverage: float = ETA_COVERAGE) -> list[dict[str, Any]]:
+    """Measured coverage per cut of ``method``'s conformal interval: ``k of n``, the rate, its Wilson 95% interval."""
     out = []
-    picked = [r for r in rows if r["method"] == method and r["covered"] is not None
-              and (split is None or r["split"] == split)]
+    picked = [r for r in rows if r["method"] == method and r["covered"] is not None]
     for f in sorted({r["fraction"] for r in picked}):
         at = [r for r in picked if r["fraction"] == f]
         k, n = sum(r["covered"] for r in at), len(at)
@@ -286,24 +255,20 @@ class OffGridVerdict(Check):
     offer: str | None = None
 
     def record(self) -> dict[str, Any]:
-        """The verdict as a saved evaluation holds it: ``passed``, ``name``, ``detail``, ``winner``,
-        ``best_baseline``, ``offer``."""
-        return {"passed": self.passed, "name": self.name, "detail": self.detail, "winner": self.winner,
-                "best_baseline": self.best_baseline, "offer": self.offer}
+        """The verdict as a saved evaluation holds it."""
+        return {k: getattr(self, k) for k in ("passed", "name", "detail", "winner", "best_baseline", "offer")}
 
 
 def off_grid_verdict(rows: Sequence[Mapping[str, Any]], fraction: float = ETA_SHIP_CUT, tolerance: float = ETA_COVERAGE_TOLERANCE,
                      coverage: float = ETA_COVERAGE, method: str = "eta") -> OffGridVerdict:
-    """Issue 46's ship rule on the off-grid forecasts: ``method`` ships if, at ``fraction`` of the plateau,
-    its median absolute error is below every baseline's on the runs both forecast, and its interval's
-    measured coverage is within ``tolerance`` of ``coverage`` at every cut.
+    """Issue 46's ship rule: at ``fraction`` of the plateau, ``method``'s median absolute error is below every
+    baseline's on the runs both forecast, and its coverage is within ``tolerance`` of ``coverage`` at every cut.
 
-    ``winner`` is the method of least median absolute error at ``fraction`` among those that forecast
-    every run (a baseline on a tie); ``offer`` is ``method`` if it passed, else the best baseline.
+    ``winner`` is the method of least error among those that forecast every run (a baseline on a tie); ``offer``
+    is ``method`` if it passed, else the best baseline.
     """
     name = (f"{'the ETA' if method == 'eta' else method} beats every baseline at {fraction:.0%} of the plateau off "
-            f"the grid, coverage within "
-            f"{tolerance * 100:.0f} points of {coverage:.0%} at every cut")
+            f"the grid, coverage within {tolerance * 100:.0f} points of {coverage:.0%} at every cut")
     at = [r for r in rows if math.isclose(r["fraction"], fraction) and r["error"] is not None]
     by = {m: {(r["eta"], r["lam"], r["seed"], r["split"]): abs(r["error"]) for r in at if r["method"] == m}
           for m in ETA_METHODS}
@@ -346,8 +311,8 @@ def off_grid_evaluation(histories: Sequence[History], grid: Sequence[Setting], o
         "grid": [list(_key(g)) for g in grid], "off_grid": [list(_key(o)) for o in off_grid], "runs": runs,
         "errors": error_table(rows),
         "errors_by_split": {s: error_table(rows, s) for s in ("leave-one-out", "off-grid")},
-        "coverage": coverage_table(rows, "eta", coverage), "coverage_baseline": coverage_table(rows, "law_scaled",
-                                                                                              coverage),
+        "coverage": coverage_table(rows, "eta", coverage),
+        "coverage_baseline": coverage_table(rows, "law_scaled", coverage),
         "verdict": verdict.record(), "coverage_loss_rise": coverage_table(rows, "loss_rise", coverage),
         "verdict_loss_rise": off_grid_verdict(rows, coverage=coverage, method="loss_rise").record(),
         **monitor_readings([h for hs in groups.values() for h in hs], no_grok),
@@ -355,35 +320,30 @@ def off_grid_evaluation(histories: Sequence[History], grid: Sequence[Setting], o
     }
 
 
-def monitor_readings(histories: Sequence[History], no_grok: Sequence[History] = (),
-                     fractions: Sequence[float] = FRACTIONS) -> dict[str, Any]:
+def monitor_readings(histories: Sequence[History], no_grok: Sequence[History] = ()) -> dict[str, Any]:
     """The Monitor's two online promises read on finished runs: its grok warning and its :meth:`regime`.
 
-    The rules are the Monitor's own, applied to the trainer's records (the same ‖θ‖² and the
-    whole-training-set loss and accuracy the Monitor's docstring asks a user to pass): the warning is
-    :func:`nhtlab.analysis.early_warnings.evaluate_warnings`'s ``train_loss`` signal (the Monitor's
-    ``GROK_WARNING_SIGNAL``), the online regime is :func:`nhtlab.training.monitor.online_regime`, read at
-    each cut of the plateau and at the end, against :func:`nhtlab.analysis.regimes.diagnose_regime` on
-    the finished run. A ``no_grok`` run that groks within its budget is moved to ``histories`` (``moved``).
+    The warning is the ``train_loss`` signal of :func:`~nhtlab.analysis.early_warnings.evaluate_warnings`; the online
+    regime (:func:`~nhtlab.training.monitor.online_regime`), read at each cut and at the end, is set against
+    :func:`~nhtlab.analysis.regimes.diagnose_regime`. A ``no_grok`` run that groks is moved (``moved``).
     """
     grokked_weak = [h for h in no_grok if find_events(h).grokked]
     never = [h for h in no_grok if not find_events(h).grokked]
     runs = list(histories) + grokked_weak
+
+    def online(h: History) -> str:
+        return online_regime(h.column("norm"), h.column("train_acc"))
+
     by_verdict: dict[str, list[dict[str, str]]] = {}
     for h in runs + never:
-        diagnosed = diagnose_regime(h).regime
         e = find_events(h)
-        reads = {}
-        cuts = plateau_cuts(h, e, fractions) if e.grokked and e.t_mem is not None and e.t_grok > e.t_mem else []
-        for f, step in cuts:
-            seen = cut_history(h, step)
-            reads[f"at {f:.0%}"] = online_regime(seen.column("norm"), seen.column("train_acc"))
-        reads["at the end"] = online_regime(h.column("norm"), h.column("train_acc"))
-        by_verdict.setdefault(diagnosed, []).append(reads)
+        cuts = plateau_cuts(h, e, FRACTIONS) if e.grokked and e.t_mem is not None and e.t_grok > e.t_mem else []
+        reads = {f"at {f:.0%}": online(cut_history(h, step)) for f, step in cuts} | {"at the end": online(h)}
+        by_verdict.setdefault(diagnose_regime(h).regime, []).append(reads)
     regimes = []
     for diagnosed, reads in sorted(by_verdict.items()):
         row: dict[str, Any] = {"diagnosed": diagnosed, "runs": len(reads)}
-        for when in [f"at {f:.0%}" for f in fractions] + ["at the end"]:
+        for when in [f"at {f:.0%}" for f in FRACTIONS] + ["at the end"]:
             calls = [r[when] for r in reads if when in r]
             if calls:
                 agree = sum(c == diagnosed for c in calls)

@@ -1,14 +1,10 @@
-"""Choosing weight decay from a grid of short monitored runs, and the claims that choice rests on.
+"""Choosing weight decay from a grid of short monitored runs (the "own model" chapter), and the claims it rests on.
 
-The recipe of the "own model" chapter: train the same model briefly at each λ of a grid
-(and over several seeds), with a :class:`nhtlab.Monitor` attached; discard the *weak*
-runs (the norm still rising) and the *strong* ones (not fitted); take the smallest λ
-among the *intermediate* runs (the norm peaked, then contracted); check it on held-out
-data against the weakest λ.
-
-Everything here reads monitors as records (numbers and labels, no tensors), so a chapter builds its
-tables and claims from them. A *weak* or *strong* label stands only when the run's budget covers
-:data:`DECIDED_AFTER` times the decay's time scale 1/(ηλ) (:func:`decided_regime`).
+Train the same model briefly at each λ of a grid, over several seeds, with a :class:`nhtlab.Monitor` attached;
+discard the *weak* runs (the norm still rising) and the *strong* ones (not fitted); take the smallest λ among the
+*intermediate* runs (the norm peaked, then contracted); check it on held-out data against the weakest λ. Monitors
+are read as records (numbers and labels, no tensors); a *weak* or *strong* label needs a budget of
+:data:`DECIDED_AFTER` time scales 1/(ηλ) (:func:`decided_regime`).
 
 >>> decided_regime("weak", lr=3e-3, lam=0.01, steps=1500)
 'not decided within 1,500 steps'
@@ -58,31 +54,20 @@ _FIRST_TURN = {READOUT_FIRST: "the read-out", "only the read-out contracts": "th
 
 
 def contracting_step(steps: Sequence[int], values: Sequence[float], drop: float) -> int | None:
-    """First step at which a curve is ``drop`` (a fraction) below its running peak (the Monitor's warning rule).
-
-    None if the curve never falls that far.
-    """
-    require_real(drop, "drop", 0.0, 1.0, low_open=True, high_open=True, owner="contracting_step")
+    """First step at which a curve is ``drop`` (a fraction) below its running peak (the Monitor's rule), or None."""
     if len(steps) != len(values):
         raise ValueError(f"contracting_step needs one value per step. Got {len(steps)} steps and {len(values)} values.")
-    peak = -math.inf
-    for step, value in zip(steps, values):
-        peak = max(peak, value)
-        if value <= (1.0 - drop) * peak:
-            return int(step)
-    return None
+    values = np.asarray(values, dtype=float)
+    below = values <= (1.0 - drop) * np.fmax.accumulate(values)  # fmax: a NaN is no peak
+    return int(steps[int(below.argmax())]) if below.any() else None
 
 
 def decided_regime(regime: str, lr: float, lam: float, steps: int, factor: float = DECIDED_AFTER) -> str:
     """A run's regime label, or "not decided within N steps" when its budget is too short for it.
 
-    *Weak* (the norm not yet contracted) and *strong* (not yet fitted) are statements about where a run
-    goes; a run can only be said to stay there if its budget covers ``factor`` time scales of the decay,
-    ``steps · η · λ ≥ factor`` (the delay law's time scale is 1/(ηλ)). *Intermediate* (contracted while
-    fitted) is an observation and stands whatever the budget.
+    *Weak* and *strong* say where a run goes, so they stand only if ``steps · η · λ ≥ factor``; *intermediate* is
+    observed and stands whatever the budget (:func:`nhtlab.analysis.regimes.budget_regime`).
 
-    Examples
-    --------
     >>> decided_regime("strong", lr=3e-3, lam=10.0, steps=1500), decided_regime("intermediate", 3e-3, 0.01, 1500)
     ('strong', 'intermediate')
     """
@@ -92,38 +77,27 @@ def decided_regime(regime: str, lr: float, lam: float, steps: int, factor: float
 
 
 def layer_words(model: Any) -> dict[str, str]:
-    """Each parameter-owning layer of a model named in words for a chart: its class and its rank.
+    """Each parameter-owning layer of a model named in words for a chart (an index says nothing): class and rank.
 
-    An ``nn.Sequential`` names its layers by index (``"0"``, ``"3"``); a legend of indices says nothing.
-    The read-out (the last layer) is called so.
-
-    Examples
-    --------
     >>> import torch.nn as nn
     >>> layer_words(nn.Sequential(nn.Conv2d(3, 4, 3), nn.ReLU(), nn.Flatten(), nn.Linear(4, 8), nn.Linear(8, 2)))
     {'0': 'Conv2d 1', '3': 'Linear 1', '4': 'read-out (Linear 2)'}
     """
     names = layer_names(model)
-    counts: dict[str, int] = {}
-    words = {}
-    for name in names:
-        kind = type(model.get_submodule(name)).__name__
-        counts[kind] = counts.get(kind, 0) + 1
-        words[name] = f"{kind} {counts[kind]}"
+    kinds = [type(model.get_submodule(name)).__name__ for name in names]
+    words = {name: f"{kind} {kinds[:i + 1].count(kind)}" for i, (name, kind) in enumerate(zip(names, kinds))}
     words[names[-1]] = f"read-out ({words[names[-1]]})"
     return words
 
 
 def lambda_grid_records(monitors: Mapping[tuple[int, float], Any], fit: float, lr: float | None = None,
-                        steps: int | None = None, factor: float = DECIDED_AFTER) -> list[dict[str, Any]]:
+                        steps: int | None = None) -> list[dict[str, Any]]:
     """One row per monitored run of a λ grid: regime, norm peak and contraction, warnings, DLR, accuracies.
 
-    ``monitors`` maps ``(seed, λ)`` to a :class:`nhtlab.Monitor` (or anything with its ``rows``, ``head``,
-    ``warn_drop`` and ``summary``). With ``lr``, ``regime`` is :func:`decided_regime`'s label over ``steps``
-    (default: the run's last step); without, the online rule's. The contracting steps are read from the
-    fitted step on: a turn before the fit is an initialisation transient, not an escape (None if never fitted).
+    ``monitors`` maps ``(seed, λ)`` to a :class:`nhtlab.Monitor`. With ``lr``, ``regime`` is :func:`decided_regime`'s
+    label over ``steps`` (default: the last step). The contracting steps are read from the fitted step on: a turn
+    before the fit is an initialisation transient, not an escape.
     """
-    require_type(monitors, "monitors", Mapping, owner="lambda_grid_records")
     records = []
     for (seed, lam), monitor in sorted(monitors.items()):
         summary, rows = monitor.summary(fit=fit), monitor.rows
@@ -133,7 +107,7 @@ def lambda_grid_records(monitors: Mapping[tuple[int, float], Any], fit: float, l
         at = [r["step"] for r in after]
         records.append({
             "seed": seed, "λ": lam, "online regime": summary["regime"],
-            "regime": summary["regime"] if lr is None else decided_regime(summary["regime"], lr, lam, budget, factor),
+            "regime": summary["regime"] if lr is None else decided_regime(summary["regime"], lr, lam, budget),
             "budget × ηλ": None if lr is None else budget * lr * lam,
             "norm peak": summary["norm peak"], "norm peak step": summary["norm peak step"],
             "norm contraction": summary["norm contraction"], "fitted step": fitted,
@@ -145,6 +119,12 @@ def lambda_grid_records(monitors: Mapping[tuple[int, float], Any], fit: float, l
     return records
 
 
+def _by_seed(records: Sequence[Mapping[str, Any]]) -> dict[int, list[Mapping[str, Any]]]:
+    """Each seed's records (seeds in order), by increasing λ."""
+    return {seed: sorted((r for r in records if r["seed"] == seed), key=lambda r: r["λ"])
+            for seed in sorted({r["seed"] for r in records})}
+
+
 def regimes_by_seed(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """The regime of each λ in each seed, side by side: one row per λ, one column ``seed s`` per seed."""
     table: dict[float, dict[str, Any]] = {}
@@ -154,10 +134,7 @@ def regimes_by_seed(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]
 
 
 def head_reading(record: Mapping[str, Any]) -> str:
-    """Which contracted first in one run: the read-out layer or the total norm.
-
-    :data:`NOT_READ` on a run that never fitted (``fitted step`` None).
-    """
+    """Which contracted first in one run: the read-out layer or the total norm (:data:`NOT_READ`: never fitted)."""
     if "fitted step" in record and record["fitted step"] is None:
         return NOT_READ
     head, norm = record["head contracting from step"], record["norm contracting from step"]
@@ -171,23 +148,16 @@ def head_reading(record: Mapping[str, Any]) -> str:
 def lambda_recipe(records: Sequence[Mapping[str, Any]], margin: float = 0.03) -> list[dict[str, Any]]:
     """Per seed, the λ the recipe chooses (smallest intermediate λ) and its check on held-out data.
 
-    It beats the weakest λ when its test accuracy is higher by more than ``margin``. The ``shown λ`` (the run a
-    chapter shows in detail) is the chosen one, else the middle λ of the grid.
+    It beats the weakest λ when its test accuracy is higher by more than ``margin``. The ``shown λ`` (shown in
+    detail) is the chosen one, else the middle λ of the grid.
     """
-    require_real(margin, "margin", 0.0, owner="lambda_recipe")
     out = []
-    for seed in sorted({r["seed"] for r in records}):
-        runs = sorted((r for r in records if r["seed"] == seed), key=lambda r: r["λ"])
-        intermediate = [r for r in runs if r["regime"] == "intermediate"]
-        chosen = intermediate[0] if intermediate else None
+    for seed, runs in _by_seed(records).items():
+        chosen = next((r for r in runs if r["regime"] == "intermediate"), None)
         weakest, best = runs[0], max(runs, key=lambda r: r["test acc"])
         shown = chosen if chosen is not None else runs[len(runs) // 2]
-        if chosen is None:
-            verdict = "no intermediate λ"
-        elif chosen["test acc"] > weakest["test acc"] + margin:
-            verdict = "beats the weakest λ"
-        else:
-            verdict = "does not beat the weakest λ"
+        verdict = ("no intermediate λ" if chosen is None else "beats the weakest λ"
+                   if chosen["test acc"] > weakest["test acc"] + margin else "does not beat the weakest λ")
         out.append({
             "seed": seed, "chosen λ": None if chosen is None else chosen["λ"],
             "test acc": None if chosen is None else chosen["test acc"],
@@ -204,21 +174,17 @@ def lambda_readings(records: Sequence[Mapping[str, Any]], margin: float = 0.03,
                     rule: str = "majority") -> dict[str, Reading]:
     """The grid's qualitative readings, each counted over seeds against the reading the text states.
 
-    The smallest λ is expected :data:`NOT_CONTRACTED` (the online rule's *weak*, which the budget may be too
-    short to call the weak regime), the largest "strong", and the recipe to beat the weakest λ: those are
-    :data:`ASSERTED`. :data:`READOUT_FIRST`, the paper's early warning on the shown runs, is shown only.
+    Those of :data:`ASSERTED` are checked; :data:`READOUT_FIRST`, the paper's early warning, is shown only.
     """
     recipe = lambda_recipe(records, margin=margin)
-    by_seed: dict[str, dict[int, Any]] = {"smallest λ": {}, "largest λ": {}}
-    for seed in sorted({r["seed"] for r in records}):
-        runs = sorted((r for r in records if r["seed"] == seed), key=lambda r: r["λ"])
-        smallest = runs[0].get("online regime", runs[0]["regime"])
-        by_seed["smallest λ"][seed] = NOT_CONTRACTED if smallest == "weak" else f"{smallest} (contracted)"
-        by_seed["largest λ"][seed] = runs[-1]["regime"]
+    runs = _by_seed(records)
+    smallest = {seed: rs[0].get("online regime", rs[0]["regime"]) for seed, rs in runs.items()}
     return {
-        "smallest λ": over_seeds("the smallest λ's norm within its budget", by_seed["smallest λ"], NOT_CONTRACTED,
-                                 rule),
-        "largest λ": over_seeds("regime of the largest λ", by_seed["largest λ"], "strong", rule),
+        "smallest λ": over_seeds("the smallest λ's norm within its budget", {
+            seed: NOT_CONTRACTED if r == "weak" else f"{r} (contracted)" for seed, r in smallest.items()},
+            NOT_CONTRACTED, rule),
+        "largest λ": over_seeds("regime of the largest λ", {seed: rs[-1]["regime"] for seed, rs in runs.items()},
+                                "strong", rule),
         "recipe": over_seeds("the recipe's λ on held-out data", {r["seed"]: r["verdict"] for r in recipe},
                              "beats the weakest λ", rule),
         READOUT_FIRST: over_seeds("which contracts first on the shown run", {r["seed"]: r["head"] for r in recipe},
@@ -236,22 +202,21 @@ def lambda_checks(readings: Mapping[str, Reading]) -> list[Check]:
 
 
 def norm_curve_records(monitors: Mapping[tuple[int, float], Any], records: Sequence[Mapping[str, Any]],
-                       seed: int, value: str = "norm") -> list[dict[str, Any]]:
-    """The curves of one seed's grid, for :func:`nhtlab.book.lambda_grid`."""
+                       seed: int) -> list[dict[str, Any]]:
+    """The norm curves of one seed's grid, for :func:`nhtlab.book.lambda_grid`."""
     # a run not decided within its budget is drawn as the chart's "too early" (grey), not as a regime
     regime = {r["λ"]: TOO_EARLY if r["regime"].startswith("not decided") else r["regime"]
               for r in records if r["seed"] == seed}
     if not regime:
         raise ValueError(f"norm_curve_records: no run of seed {seed!r} in the records.")
-    return [{"step": row["step"], "lambda": lam, "regime": regime[lam], value: row[value]}
+    return [{"step": row["step"], "lambda": lam, "regime": regime[lam], "norm": row["norm"]}
             for (s, lam), monitor in sorted(monitors.items()) if s == seed for row in monitor.rows]
 
 
 def monitor_dlr_check(row: Mapping[str, Any], recomputed: float, last_step: int, tol: float = 1e-9) -> Check:
     """Whether the monitor's last DLR is the DLR recomputed independently on the final model.
 
-    It fails if the monitor hooked the wrong layer, read a stale model (trained on after
-    its last record) or missed the last step.
+    It fails if the monitor hooked the wrong layer, read a stale model or missed the last step.
     """
     recorded = row.get("dlr")
     passed = (row.get("step") == last_step and recorded is not None
@@ -265,8 +230,6 @@ def monitor_dlr_check(row: Mapping[str, Any], recomputed: float, last_step: int,
 def first_turn_answer(recipe: Sequence[Mapping[str, Any]], seed: int) -> tuple[str, tuple[str, ...], str]:
     """Which contracted first on a seed's shown run, the read-out or the total norm, as the answer to a prediction.
 
-    Examples
-    --------
     >>> rows = [{"seed": 0, "shown λ": 1.0, "norm contracting from step": 300, "head contracting from step": 200,
     ...          "head": "read-out first"}]
     >>> answer, choices, why = first_turn_answer(rows, seed=0)
@@ -300,34 +263,24 @@ FIT_CHOICES = ("fits", "does not fit")
 def largest_fit_answer(records: Sequence[Mapping[str, Any]], seed: int, fit: float) -> tuple[str, tuple[str, ...], str]:
     """Whether the run at the grid's largest λ reached the fit threshold in its budget, as the answer to a prediction.
 
-    Examples
-    --------
     >>> rows = [{"seed": 0, "λ": 1.0, "fitted step": 50, "train acc": 0.7},
     ...         {"seed": 0, "λ": 10.0, "fitted step": None, "train acc": 0.2}]
     >>> largest_fit_answer(rows, seed=0, fit=0.657)[0]
     'does not fit'
     """
-    largest = {}
-    for r in sorted(records, key=lambda r: r["λ"]):
-        largest[r["seed"]] = r
-    if seed not in largest:
+    answers = {s: FIT_CHOICES[runs[-1]["fitted step"] is None] for s, runs in _by_seed(records).items()}
+    if seed not in answers:
         raise ValueError(f"The 'seed' parameter of largest_fit_answer must be a seed of the records "
-                         f"({sorted(largest)}). Got {seed!r}.")
-
-    def answer(r: Mapping[str, Any]) -> str:
-        return FIT_CHOICES[r["fitted step"] is None]
-
-    run = largest[seed]
+                         f"({sorted(answers)}). Got {seed!r}.")
+    run = _by_seed(records)[seed][-1]
     why = (f"at λ = {run['λ']:g} (seed {seed}) the training accuracy ended at {run['train acc']:.3f} against the "
-           f"fit threshold {fit:.3f}; by seed: " + ", ".join(f"seed {s}: {answer(r)}" for s, r in largest.items()))
-    return answer(run), FIT_CHOICES, why
+           f"fit threshold {fit:.3f}; by seed: " + ", ".join(f"seed {s}: {a}" for s, a in answers.items()))
+    return answers[seed], FIT_CHOICES, why
 
 
 def contraction_sentence(record: Mapping[str, Any]) -> str:
     """The shown run's norm contraction in words, for the chart whose ‖θ‖² axis does not start at zero.
 
-    Examples
-    --------
     >>> print(contraction_sentence({"λ": 1.0, "norm peak": 120.0, "norm peak step": 200, "norm contraction": 0.125}))
     ‖θ‖² peaked at 120.0 (step 200) and ended 12.5% below its peak; the panel's axis does not start at zero, so the fall looks larger than it is.
     """
@@ -342,13 +295,12 @@ def grid_evidence(records: Sequence[Mapping[str, Any]], recipe: Sequence[Mapping
                                    "norm contraction", "fitted step", "head contracting from step",
                                    "norm contracting from step", "dlr", "train acc", "test acc"],
                  formats={"budget × ηλ": "{:.3g}", "norm peak": "{:,.1f}", "norm contraction": "{:.1%}",
-                          "fitted step": "{:,}", "head contracting from step": "{:,}",
-                          "norm contracting from step": "{:,}", "dlr": "{:.3f}", "train acc": "{:.3f}",
-                          "test acc": "{:.3f}"})
-    acc = ("test acc", "weakest test acc", "best test acc")
+                          **dict.fromkeys(["fitted step", "head contracting from step", "norm contracting from step"],
+                                          "{:,}"),
+                          **dict.fromkeys(["dlr", "train acc", "test acc"], "{:.3f}")})
     chosen = table(recipe, columns=["seed", "chosen λ", "test acc", "weakest λ", "weakest test acc", "best λ",
                                     "best test acc", "verdict", "shown λ", "head"],
-                   formats={c: "{:.3f}" for c in acc})
+                   formats=dict.fromkeys(["test acc", "weakest test acc", "best test acc"], "{:.3f}"))
     return evidence("every run of the grid, and the recipe in every seed",
                     "Every run (contracting steps counted from the step the run fitted):", runs,
                     "The recipe per seed, the best λ of the whole grid beside it, and the run shown in detail:",
@@ -356,11 +308,7 @@ def grid_evidence(records: Sequence[Mapping[str, Any]], recipe: Sequence[Mapping
 
 
 def forecast_verdicts() -> dict[str, Any]:
-    """What the saved ETA evaluations decided (:func:`nhtlab.book.held_out_eta.saved_evaluation`).
-
-    ``evaluations`` found, how many ``shipped`` the ETA, and the ``offers`` of the off-grid ones (the baseline
-    of least error at half the plateau, in words).
-    """
+    """The saved ETA evaluations found, how many ``shipped`` the ETA, and the off-grid ones' ``offers`` (in words)."""
     found = {name: saved_evaluation(profile, off_grid) for name, profile, off_grid in
              (("held-out seeds", "full", False), ("companion transformer", "book", True),
               ("MLP, full batch", "mlp_full_batch", True), ("MLP, minibatches", "mlp_minibatch", True))}
@@ -383,24 +331,23 @@ def off_grid_section(model: str) -> str:
     return f"### {_OFF_GRID_MODELS[model]}\n\n{eta_report(model, off_grid=True)}"
 
 
+def _ships(passed: bool) -> str:
+    return "ships" if passed else "does not ship"
+
+
 def eta_record_checks(models: Sequence[str]) -> list[Check]:
     """The evidence page's claims: each saved verdict follows from its saved forecasts, and no ETA shipped.
 
-    The held-out record's verdict is recomputed with :func:`~nhtlab.book.held_out_eta.eta_verdict` from its
-    ``eta`` records; each off-grid record's (the ETA's and the loss rise's) with
-    :func:`~nhtlab.book.off_grid_eta.off_grid_verdict` from its ``rows``. A record whose verdict does not follow
-    from its own numbers, or one that is missing, fails.
+    Each verdict is recomputed from its record's own forecasts; one that differs, or a missing record, fails.
     """
     checks, shipped = [], []
-    held = saved_evaluation("full")
+    held, name = saved_evaluation("full"), "held-out seeds: the saved verdict follows from the saved forecasts"
     if held is None:
-        checks.append(Check("held-out seeds: the saved verdict follows from the saved forecasts", False,
-                            "no saved record"))
+        checks.append(Check(name, False, "no saved record"))
     else:
         again = eta_verdict(held["eta"])
         same = again.passed == held["verdict"]["passed"] and again.detail == held["verdict"]["detail"]
-        checks.append(Check("held-out seeds: the saved verdict follows from the saved forecasts", same,
-                            f"recomputed: {'ships' if again.passed else 'does not ship'} ({again.detail})"))
+        checks.append(Check(name, same, f"recomputed: {_ships(again.passed)} ({again.detail})"))
         shipped.append(("held-out seeds", held["verdict"]["passed"]))
     for model in models:
         saved = saved_evaluation(model, off_grid=True)
@@ -414,9 +361,9 @@ def eta_record_checks(models: Sequence[str]) -> list[Check]:
                 continue
             again = off_grid_verdict(saved["rows"], coverage=saved["stated_coverage"], method=method)
             same &= all(again.record()[k] == saved[key][k] for k in ("passed", "detail", "offer"))
-            parts.append(f"{method}: {'ships' if again.passed else 'does not ship'}, offer {again.offer}")
+            parts.append(f"{method}: {_ships(again.passed)}, offer {again.offer}")
         checks.append(Check(name, same, "recomputed: " + "; ".join(parts)))
         shipped.append((model, saved["verdict"]["passed"]))
     checks.append(Check("no evaluation shipped the ETA", not any(p for _, p in shipped),
-                        ", ".join(f"{m}: {'ships' if p else 'does not ship'}" for m, p in shipped)))
+                        ", ".join(f"{m}: {_ships(p)}" for m, p in shipped)))
     return checks
