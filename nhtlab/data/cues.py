@@ -45,9 +45,7 @@ REGIONS = ("all", "background")
 
 def _colours(num_classes: int, colours, contrast: float = 1.0) -> torch.Tensor:
     if colours is None:
-        table = torch.tensor([CLASS_COLOURS[k % len(CLASS_COLOURS)] for k in range(num_classes)], dtype=torch.float32)
-        grey = table.mean(0, keepdim=True)
-        return grey + contrast * (table - grey)
+        colours = [CLASS_COLOURS[k % len(CLASS_COLOURS)] for k in range(num_classes)]
     try:
         colours = torch.as_tensor(colours, dtype=torch.float32)
     except (TypeError, ValueError, RuntimeError) as error:
@@ -97,7 +95,7 @@ def _cue_rgb(cue: torch.Tensor, colours: torch.Tensor) -> torch.Tensor:
     return rgb
 
 
-def _check_common(base, rho, seed, owner):
+def _check_common(base, rho, otherwise, clean, contrast, seed, owner):
     require_type(base, "base", ImageData, owner=owner)
     require_real(rho, "rho", 0.0, 1.0, owner=owner)
     require_seed(seed, owner)
@@ -109,6 +107,9 @@ def _check_common(base, rho, seed, owner):
         if x.numel() and (not bool(torch.isfinite(x).all()) or float(x.min()) < 0 or float(x.max()) > 1):
             raise ValueError(f"The 'base' parameter of {owner} must hold images with pixels in [0, 1] (no NaN). "
                              f"Its {name} ranges over [{float(x.min()):g}, {float(x.max()):g}]; divide by 255.")
+    require_choice(otherwise, "otherwise", OTHERWISE, owner=owner)
+    require_choice(clean, "clean", CLEAN, owner=owner)
+    require_real(contrast, "contrast", 0.0, 1.0, low_open=True, owner=owner)
 
 
 def border_shortcut(base: ImageData, rho: float = 0.95, width: int = 2, otherwise: str = "other",
@@ -140,19 +141,13 @@ def border_shortcut(base: ImageData, rho: float = 0.95, width: int = 2, otherwis
     ShortcutData
     """
     owner = "border_shortcut"
-    _check_common(base, rho, seed, owner)
+    _check_common(base, rho, otherwise, clean, contrast, seed, owner)
     require_int(width, "width", low=1, owner=owner)
-    require_choice(otherwise, "otherwise", OTHERWISE, owner=owner)
-    require_choice(clean, "clean", CLEAN, owner=owner)
     require_bool(pad, "pad", owner=owner)
-    require_real(contrast, "contrast", 0.0, 1.0, low_open=True, owner=owner)
     h, w = base.x_train.shape[-2:]
     if not pad and 2 * width >= min(h, w):
         raise ValueError(f"The 'width' parameter of border_shortcut must leave some image inside the border: "
                          f"2·width < {min(h, w)}. Got {width} instead.")
-    k = base.num_classes
-    palette = _colours(k, colours, contrast)
-    gen = torch.Generator().manual_seed(seed)
 
     def prepare(x):
         return torch.nn.functional.pad(x, (width,) * 4) if pad else x
@@ -160,8 +155,8 @@ def border_shortcut(base: ImageData, rho: float = 0.95, width: int = 2, otherwis
     def paint(x, rgb):
         return paint_border(prepare(x), rgb, width)
 
-    return _assemble(base, rho, otherwise, clean, palette, gen, paint, prepare, "border",
-                     dict(width=width, otherwise=otherwise, clean=clean, pad=pad, contrast=contrast, seed=seed))
+    return _assemble(base, rho, otherwise, clean, _colours(base.num_classes, colours, contrast), seed, paint, prepare,
+                     "border", dict(width=width, otherwise=otherwise, clean=clean, pad=pad, contrast=contrast, seed=seed))
 
 
 def tint_shortcut(base: ImageData, rho: float = 0.95, strength: float = 0.3, otherwise: str = "other",
@@ -174,15 +169,10 @@ def tint_shortcut(base: ImageData, rho: float = 0.95, strength: float = 0.3, oth
     object's bounding area.
     """
     owner = "tint_shortcut"
-    _check_common(base, rho, seed, owner)
+    _check_common(base, rho, otherwise, clean, contrast, seed, owner)
     require_real(strength, "strength", 0.0, 1.0, low_open=True, owner=owner)
-    require_choice(otherwise, "otherwise", OTHERWISE, owner=owner)
-    require_choice(clean, "clean", CLEAN, owner=owner)
-    require_real(contrast, "contrast", 0.0, 1.0, low_open=True, owner=owner)
     require_choice(region, "region", REGIONS, owner=owner)
     require_real(dark, "dark", 0.0, 1.0, low_open=True, owner=owner)
-    palette = _colours(base.num_classes, colours, contrast)
-    gen = torch.Generator().manual_seed(seed)
 
     def paint(x, rgb):
         has = ~torch.isnan(rgb[:, 0])
@@ -193,14 +183,14 @@ def tint_shortcut(base: ImageData, rho: float = 0.95, strength: float = 0.3, oth
         return out
 
     kind = "background" if region == "background" else "tint"
-    return _assemble(base, rho, otherwise, clean, palette, gen, paint, lambda x: x, kind,
-                     dict(strength=strength, otherwise=otherwise, clean=clean, contrast=contrast, seed=seed,
+    return _assemble(base, rho, otherwise, clean, _colours(base.num_classes, colours, contrast), seed, paint,
+                     lambda x: x, kind, dict(strength=strength, otherwise=otherwise, clean=clean, contrast=contrast, seed=seed,
                           region=region, dark=dark))
 
 
-def _assemble(base, rho, otherwise, clean, palette, gen, paint, prepare, kind, settings) -> ShortcutData:
-    """Draw the cues and build the training images and the four test sets."""
-    k = base.num_classes
+def _assemble(base, rho, otherwise, clean, palette, seed, paint, prepare, kind, settings) -> ShortcutData:
+    """Draw the cues (seeded by ``seed``) and build the training images and the four test sets."""
+    k, gen = base.num_classes, torch.Generator().manual_seed(seed)
     cue_train = draw_cue_classes(base.y_train, rho, k, otherwise, gen)
     x_train = paint(base.x_train, _cue_rgb(cue_train, palette))
     y_test = base.y_test

@@ -23,10 +23,7 @@ NORMS = ("none", "batch", "group")
 
 
 def _groups(channels: int, max_groups: int = 8) -> int:
-    for g in range(min(max_groups, channels), 0, -1):
-        if channels % g == 0:
-            return g
-    return 1
+    return max(g for g in range(1, min(max_groups, channels) + 1) if channels % g == 0)
 
 
 def make_norm(norm: str, channels: int) -> nn.Module:

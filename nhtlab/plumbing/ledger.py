@@ -81,10 +81,8 @@ def read_ledger(root: str | os.PathLike) -> list[dict[str, Any]]:
     A line cut short (a process killed while writing) is skipped.
     """
     path = Path(root) / LEDGER_NAME
-    if not path.exists():
-        return []
     lines = []
-    for text in path.read_text(encoding="utf-8").splitlines():
+    for text in path.read_text(encoding="utf-8").splitlines() if path.exists() else []:
         try:
             lines.append(json.loads(text))
         except json.JSONDecodeError:
@@ -146,8 +144,6 @@ def summarise(lines: Iterable[Mapping[str, Any]]) -> LedgerSummary:
         totals["steps"] += line.get("steps") or 0
         totals["cpu_s"] += line.get("cpu_s") or 0.0
     counts = Counter(line["run"] for line in lines)
-    first_label = {}
-    for line in lines:
-        first_label.setdefault(line["run"], line.get("label", line["run"]))
+    first_label = {line["run"]: line.get("label", line["run"]) for line in reversed(lines)}  # the first line wins
     twice = [{"run": key, "label": first_label[key], "times": n} for key, n in counts.items() if n > 1]
     return LedgerSummary(trainings=len(lines), by_kind=by_kind, twice=twice, by_chapter=by_chapter)

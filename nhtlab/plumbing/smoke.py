@@ -32,6 +32,8 @@ STEP_KEYS = ("steps", "budget", "budgets", "stop_after")
 EVAL_KEYS = ("eval_every", "every")
 BATCH_KEYS = ("batch_size", "batch")
 IMAGE_KEYS = ("train_limit", "test_limit", "n_train", "n_test")
+# the variable that caps each setting besides steps, evaluations and seeds, read when a setting needs it
+_LIMIT_OF = {**dict.fromkeys(BATCH_KEYS, "NHTLAB_SMOKE_BATCH"), **dict.fromkeys(IMAGE_KEYS, "NHTLAB_SMOKE_IMAGES")}
 
 
 def smoke_enabled() -> bool:
@@ -57,32 +59,13 @@ def smoke_steps() -> int:
     return _positive("NHTLAB_SMOKE_STEPS")
 
 
-def smoke_seeds() -> int:
-    """Seeds per sweep point under the cap (``NHTLAB_SMOKE_SEEDS``, default 1)."""
-    return _positive("NHTLAB_SMOKE_SEEDS")
-
-
-def smoke_images() -> int:
-    """Images per split of a downloaded dataset under the cap (``NHTLAB_SMOKE_IMAGES``, default 16)."""
-    return _positive("NHTLAB_SMOKE_IMAGES")
-
-
-def smoke_batch() -> int:
-    """Largest training minibatch under the cap (``NHTLAB_SMOKE_BATCH``, default 8)."""
-    return _positive("NHTLAB_SMOKE_BATCH")
-
-
-def smoke_eval_every() -> int:
-    """Largest evaluation interval under the cap: ``max(1, smoke_steps() // 2)``."""
-    return max(1, smoke_steps() // 2)
-
-
 def smoke_banner() -> str:
     """One line saying that this is a capped run (empty when the cap is off)."""
     if not smoke_enabled():
         return ""
-    return (f"SMOKE RUN ({SMOKE_ENV}=1): capped at {smoke_steps()} steps, {smoke_seeds()} seed(s), "
-            f"{smoke_images()} images per split, batch ≤ {smoke_batch()}; its numbers are not results")
+    return (f"SMOKE RUN ({SMOKE_ENV}=1): capped at {smoke_steps()} steps, {_positive('NHTLAB_SMOKE_SEEDS')} seed(s), "
+            f"{_positive('NHTLAB_SMOKE_IMAGES')} images per split, batch ≤ {_positive('NHTLAB_SMOKE_BATCH')}; its "
+            "numbers are not results")
 
 
 def _cap_value(key: str, value: Any) -> Any:
@@ -94,20 +77,18 @@ def _cap_value(key: str, value: Any) -> Any:
         return value
     if key == "seeds" or key.endswith("_seeds"):
         if isinstance(value, int):
-            return min(value, smoke_seeds())
+            return min(value, _positive("NHTLAB_SMOKE_SEEDS"))
         if isinstance(value, (list, tuple)):
-            return type(value)(value[:smoke_seeds()])
+            return type(value)(value[:_positive("NHTLAB_SMOKE_SEEDS")])
         return value
     if not isinstance(value, int):
         return value
     if key in STEP_KEYS or key.endswith("_steps"):
         return min(value, smoke_steps())
-    if key in EVAL_KEYS:
-        return min(value, smoke_eval_every())
-    if key in BATCH_KEYS:
-        return min(value, smoke_batch())
-    if key in IMAGE_KEYS:
-        return min(value, smoke_images())
+    if key in EVAL_KEYS:  # at least two evaluations per capped run
+        return min(value, max(1, smoke_steps() // 2))
+    if key in _LIMIT_OF:
+        return min(value, _positive(_LIMIT_OF[key]))
     return value
 
 

@@ -34,14 +34,8 @@ from ..measures.norms import layer_parameters
 from ..models import make_model
 from ..validation import require_type
 from .device import pick_device, seed_everything
-from .loop import (
-    _lr_factor,
-    diverged_at_evaluation,
-    diverged_in_training,
-    history_row,
-    reached_stop_accuracy,
-    stopped_after,
-)
+from .loop import (_lr_factor, diverged_at_evaluation, diverged_in_training, history_row, reached_stop_accuracy,
+                   stopped_after)
 from .progress import Progress
 from .modular_run import ModularRun
 from .compiled import compiled_forward

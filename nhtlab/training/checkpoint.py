@@ -27,17 +27,8 @@ import torch
 
 from ..validation import require_type
 
-__all__ = [
-    "atomic_write_bytes",
-    "capture_rng_state",
-    "restore_rng_state",
-    "save_checkpoint",
-    "load_checkpoint",
-    "claim_run_dir",
-    "checkpoint_path",
-    "checksum",
-    "set_aside",
-]
+__all__ = ["atomic_write_bytes", "capture_rng_state", "restore_rng_state", "save_checkpoint", "load_checkpoint",
+           "claim_run_dir", "checkpoint_path", "checksum", "set_aside"]
 
 CHECKPOINT_NAME = "checkpoint.pt"
 
@@ -158,8 +149,10 @@ def load_checkpoint(run_dir: str | os.PathLike, map_location: torch.device | str
         return None
 
 
-def claim_run_dir(run_dir: Path, run: Any, owner: str) -> None:
+def claim_run_dir(run_dir: str | os.PathLike, run: Any, owner: str) -> None:
     """Write ``run.json`` into a new run directory, or check that an existing one belongs to ``run``."""
+    require_type(run_dir, "run_dir", (str, os.PathLike), owner=owner)
+    run_dir = Path(run_dir)
     config_file = run_dir / "run.json"
     if config_file.exists():
         try:

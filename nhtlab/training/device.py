@@ -13,8 +13,7 @@ import torch
 
 from ..validation import require_choice, require_int, require_seed
 
-__all__ = ["pick_device", "seed_everything", "device_audit_enabled", "AUDIT_DEVICE", "AUDITS",
-           "estimate_eval_bytes",
+__all__ = ["pick_device", "seed_everything", "device_audit_enabled", "AUDIT_DEVICE", "AUDITS", "estimate_eval_bytes",
            "estimate_train_bytes", "suggest_eval_batch_size"]
 
 

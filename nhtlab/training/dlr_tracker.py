@@ -99,8 +99,5 @@ class DLRTracker:
 
     def spectrum_records(self) -> list[dict[str, Any]]:
         """All kept spectra as tidy records with a ``step`` field (for charts)."""
-        out: list[dict[str, Any]] = []
-        for step, spectrum in self.spectra_list:
-            out += spectrum.to_records(step=step)
-        return out
+        return [record for step, spectrum in self.spectra_list for record in spectrum.to_records(step=step)]
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import torch
@@ -112,8 +111,7 @@ def run_image_grok(run: ImageGrokRun, callbacks=(), progress: str | None = None,
     """
     require_type(run, "run", ImageGrokRun, owner="run_image_grok")
     if run_dir is not None:
-        require_type(run_dir, "run_dir", (str, os.PathLike), owner="run_image_grok")
-        claim_run_dir(Path(run_dir), run, owner="run_image_grok")
+        claim_run_dir(run_dir, run, owner="run_image_grok")
     data, model = run.data(), run.build_model()
     label = desc or f"MNIST{run.size} {run.arch} α={run.init_scale:g} λ={run.weight_decay:g}"
     history = train(model, data, run.train_config(), callbacks=callbacks, progress=progress, desc=label,

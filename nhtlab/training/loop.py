@@ -240,10 +240,6 @@ def _lr_factor(schedule: str, steps: int) -> Callable[[int], float]:
     return lambda t: 1.0
 
 
-def _finite_params(model: nn.Module) -> bool:
-    return all(bool(torch.isfinite(p).all()) for p in model.parameters())
-
-
 def _check_pair(x: Any, y: Any, parameter: str, what: str) -> None:
     """Inputs and integer class labels of the same length, as train needs them."""
     if not (isinstance(x, torch.Tensor) and isinstance(y, torch.Tensor)):
@@ -563,7 +559,8 @@ def train(
     if history.status == "running":
         history.status = "completed"
     if history.status == "diverged":
-        if not _finite_params(model) and "parameters" not in history.message:
+        finite = all(bool(torch.isfinite(p).all()) for p in model.parameters())
+        if not finite and "parameters" not in history.message:
             history.message += " (parameters are no longer finite)"
         warnings.warn(
             f"Training diverged: {history.message}. The history up to that point is kept and marked "

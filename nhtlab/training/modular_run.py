@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -139,9 +138,8 @@ def run_modular(
         model is attached as ``history.model`` (not serialised).
     """
     require_type(run, "run", ModularRun, owner="run_modular")
-    if run_dir is not None:
-        require_type(run_dir, "run_dir", (str, os.PathLike), owner="run_modular")
-        claim_run_dir(Path(run_dir), run, owner="run_modular")
+    if run_dir is not None:  # entered only with a directory: the path of a run stays short
+        claim_run_dir(run_dir, run, owner="run_modular")
     data = modular_data(run.p, run.operation, run.train_fraction, seed=run.seed)
     seed_everything(run.seed)
     model = make_model(run.model, run.p, **run.model_kwargs)

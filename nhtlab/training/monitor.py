@@ -245,9 +245,6 @@ class Monitor:
         self.record(0)
 
     # -- recording --------------------------------------------------------------------
-    def __call__(self, step: int | None = None, **scalars: float) -> dict[str, float] | None:
-        return self.step(step, **scalars)
-
     def step(self, step: int | None = None, **scalars: float) -> dict[str, float] | None:
         """Call after ``optimizer.step()``; records (and returns the row) when ``step`` is a multiple of ``every``.
 
@@ -264,6 +261,8 @@ class Monitor:
                 self.record(step)  # names the step out of order
             return None
         return self.record(step, **scalars)
+
+    __call__ = step
 
     @torch.no_grad()
     def record(self, step: int, **scalars: float) -> dict[str, float]:
@@ -288,7 +287,9 @@ class Monitor:
             self._broken = True
             self._diverged(step, row["norm"])
         else:
-            self._check_head(step, head)
+            self._head_peak = max(self._head_peak, head)
+            if self.head_contracting_step is None and head <= (1.0 - self.warn_drop) * self._head_peak:
+                self.head_contracting_step = step
             self._check_loss(step, row)
         return row
 
@@ -381,11 +382,6 @@ class Monitor:
                 warnings.warn(f"nhtlab.Monitor: DLR could not be measured on the probe ({self.dlr_failure}); it is NaN at "
                               f"the records where this happens.", RuntimeWarning, stacklevel=5)
             return math.nan
-
-    def _check_head(self, step: int, head: float) -> None:
-        self._head_peak = max(self._head_peak, head)
-        if self.head_contracting_step is None and head <= (1.0 - self.warn_drop) * self._head_peak:
-            self.head_contracting_step = step
 
     # -- reading ------------------------------------------------------------------------
     @property

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import Any
 
 import torch
@@ -159,8 +158,7 @@ def run_shortcut(run: ShortcutRun, callbacks=(), progress: str | None = None, de
     """
     require_type(run, "run", ShortcutRun, owner="run_shortcut")
     if run_dir is not None:
-        require_type(run_dir, "run_dir", (str, os.PathLike), owner="run_shortcut")
-        claim_run_dir(Path(run_dir), run, owner="run_shortcut")
+        claim_run_dir(run_dir, run, owner="run_shortcut")
     data = run.data()
     device = pick_device(run.device)
     model = run.build_model(data.num_classes).to(device)

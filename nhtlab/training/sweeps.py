@@ -123,11 +123,11 @@ class SweepRow:
         """A flat dict: config fields, events, summary numbers and status."""
         h = self.history
         config = {k: tuple(v) if isinstance(v, list) else v for k, v in self.run.to_dict().items()}
-        config.update({f"model.{k}": v for k, v in config.pop("model_kwargs", {}).items()})
-        out: dict[str, Any] = dict(config)
+        model = {f"model.{k}": v for k, v in config.pop("model_kwargs", {}).items()}
+        out: dict[str, Any] = {**config, **model}
         ev = self.events.to_dict() if self.events is not None else {}
-        for key in ("t_mem", "t_grok", "delay", "peak_step", "peak_norm", "final_norm", "norm_at_mem", "norm_at_grok", "contraction"):
-            out[key] = ev.get(key)
+        out.update({key: ev.get(key) for key in ("t_mem", "t_grok", "delay", "peak_step", "peak_norm", "final_norm",
+                                                 "norm_at_mem", "norm_at_grok", "contraction")})
         last = h.rows[-1] if h.rows else {}
         out.update(
             final_step=last.get("step"),
@@ -155,9 +155,6 @@ class SweepResult(Sequence):
 
     def __getitem__(self, i):  # type: ignore[override]
         return self.rows[i]
-
-    def __iter__(self) -> Iterator[SweepRow]:
-        return iter(self.rows)
 
     @property
     def histories(self) -> list[History]:
@@ -240,8 +237,8 @@ def _init_worker(threads: int, parent: int | None = None) -> None:
 _PROCESS_LOCK = threading.Lock()
 
 
-def _train_one(run: TrainConfig, cache: ResultCache | None = None) -> tuple[dict[str, Any], float, str, str | None]:
-    """Worker entry point: a run in; its history dict, seconds, source and note out.
+def _train_one(run: TrainConfig, cache: ResultCache | None = None) -> list[tuple[dict[str, Any], float, str, str | None]]:
+    """Worker entry point: a run in; its history dict, seconds, source and note out (a list of one, as a stack's).
 
     With a ``cache`` the run is claimed first: a run another process finished meanwhile comes from the cache.
     A cache that cannot be written leaves the run trained and returned, the reason in the note.
@@ -256,7 +253,7 @@ def _train_one(run: TrainConfig, cache: ResultCache | None = None) -> tuple[dict
         claim, hit, note, cache = nullcontext(), None, unwritable(cache, error), None
     try:
         if hit is not None:
-            return hit.to_dict(), 0.0, "cache", None
+            return [(hit.to_dict(), 0.0, "cache", None)]
         with _PROCESS_LOCK, warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)  # divergence is reported in the result
             # through the cache, a run checkpoints there when its checkpoints are on (ResultCache.train)
@@ -265,16 +262,17 @@ def _train_one(run: TrainConfig, cache: ResultCache | None = None) -> tuple[dict
             note = put_or_note(cache, config, history)
     finally:
         claim.__exit__(None, None, None)
-    return history.to_dict(), time.perf_counter() - start, "computed", note  # the dict leaves the model behind
+    return [(history.to_dict(), time.perf_counter() - start, "computed", note)]  # the dict leaves the model behind
 
 
-def _train_stack(runs: list[ModularRun]) -> tuple[list[dict[str, Any]], float]:
-    """Worker entry point of the batched strategy: one stack of runs, history dicts out."""
+def _train_stack(runs: list[ModularRun]) -> list[tuple[dict[str, Any], float, str, str | None]]:
+    """Worker entry point of the batched strategy: one stack of runs in; as :func:`_train_one`'s, one per run out."""
     start = time.perf_counter()
     with _PROCESS_LOCK, warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         trained = train_batched(runs, progress="none")
-    return [h.to_dict() for h in trained], time.perf_counter() - start
+    seconds = (time.perf_counter() - start) / len(runs)
+    return [(h.to_dict(), seconds, "computed", None) for h in trained]
 
 
 def default_executor(workers: int | None = None, threads_per_worker: int = 1) -> ProcessPoolExecutor:
@@ -439,23 +437,11 @@ def _sweep(runs: Sequence[TrainConfig], strategy: str, executor: Executor | None
             warnings.warn(note, RuntimeWarning, stacklevel=4)
         bar.update(1)
 
-    if todo and strategy == "sequential":
-        for i in todo:
-            history_dict, secs, source, note = _train_one(runs[i], claiming)
+    def collect(chunk: list[int], results: list[tuple[dict[str, Any], float, str, str | None]]) -> None:
+        for i, (history_dict, secs, source, note) in zip(chunk, results):
             done(i, History.from_dict(history_dict), secs, source, note)
-    elif todo and strategy == "parallel":
-        own = executor is None
-        pool = executor if executor is not None else default_executor(min(workers or os.cpu_count() or 1, len(todo)))
-        try:
-            futures = {i: pool.submit(_train_one, runs[i], claiming) for i in todo}
-            for i, future in futures.items():
-                history_dict, secs, source, note = future.result()
-                done(i, History.from_dict(history_dict), secs, source, note)
-        finally:
-            if own:
-                pool.shutdown()
-    elif todo:
 
+    if strategy == "batched":
         groups: dict[str, list[int]] = {}
         for i in todo:
             groups.setdefault(batch_key(runs[i]), []).append(i)
@@ -466,23 +452,23 @@ def _sweep(runs: Sequence[TrainConfig], strategy: str, executor: Executor | None
             size = -(-len(members) // n_workers) if executor is None else len(members)
             size = min(size, max_stack or size)
             chunks += [members[k:k + size] for k in range(0, len(members), size)]
-        if executor is None and n_workers == 1:
-            for chunk in chunks:
-                trained, secs = _train_stack([runs[i] for i in chunk])
-                for i, history_dict in zip(chunk, trained):
-                    done(i, History.from_dict(history_dict), secs / len(chunk))
-        else:
-            own = executor is None
-            pool = executor if executor is not None else default_executor(min(n_workers, len(chunks)))
-            try:
-                futures = [(chunk, pool.submit(_train_stack, [runs[i] for i in chunk])) for chunk in chunks]
-                for chunk, future in futures:
-                    trained, secs = future.result()
-                    for i, history_dict in zip(chunk, trained):
-                        done(i, History.from_dict(history_dict), secs / len(chunk))
-            finally:
-                if own:
-                    pool.shutdown()
+        jobs = [(chunk, _train_stack, ([runs[i] for i in chunk],)) for chunk in chunks]
+        in_process, pool_size = executor is None and n_workers == 1, min(n_workers, len(chunks))
+    else:
+        jobs = [([i], _train_one, (runs[i], claiming)) for i in todo]
+        in_process, pool_size = strategy == "sequential", min(workers or os.cpu_count() or 1, len(todo))
+    if jobs and in_process:
+        for chunk, job, args in jobs:
+            collect(chunk, job(*args))
+    elif jobs:
+        pool = executor if executor is not None else default_executor(pool_size)
+        try:
+            futures = [(chunk, pool.submit(job, *args)) for chunk, job, args in jobs]
+            for chunk, future in futures:
+                collect(chunk, future.result())
+        finally:
+            if executor is None:
+                pool.shutdown()
     bar.close()
 
     rows = []
