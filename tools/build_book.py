@@ -80,8 +80,9 @@ def run_papermill(notebook: Path, out: Path, profile: str, env: dict[str, str]) 
         papermill.execute_notebook(
             str(notebook), str(out), parameters={"profile": profile}, cwd=str(notebook.parent),
             kernel_name="python3", progress_bar=False, request_save_on_cell_execute=False,
-            # the kernel's own log (an unencrypted-TCP warning per chapter) is not the build's
-            extra_arguments=["--IPKernelApp.log_level=ERROR"],
+            # the kernel's own log is not the build's: an unencrypted-TCP warning per chapter, and an ERROR line
+            # when the shutdown's interrupt finds it idle; a failing cell or a dead kernel is papermill's to raise
+            extra_arguments=["--IPKernelApp.log_level=CRITICAL"],
         )
     finally:  # only env's keys: a whole-environment restore would blank it for the progress thread a moment
         for k, v in saved.items():
