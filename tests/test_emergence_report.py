@@ -109,3 +109,21 @@ def test_width_rows_findings_and_the_norm_gap_exercise():
     assert norm_gap(runs[0]) == pytest.approx(scale_table(runs[:1], key="width")[0]["log_gap"])
     assert norm_gap(runs[1]) is None
     assert check_function(solution, norm_gap, [(h,) for h in runs]).status == "correct"
+
+
+def test_small_readings_read_to_the_character():
+    from nhtlab.book.emergence_report import width_rows
+
+    assert law_link([{"log_gap": g, "delay": d} for g, d in [(0.1, 100), (0.5, 400), (1.0, 900)]]) == {
+        "runs": 3, "correlation": 1.0}
+    rows = [{"size": 32, "seed": 0, "g": 0.1}, {"size": 128, "seed": 0, "g": 1.2},
+            {"size": 32, "seed": 1, "g": None}, {"size": 64, "seed": 1, "g": 1.3}, {"size": 128, "seed": 1, "g": 1.0}]
+    assert direction_by_seed(rows, "g") == {0: "grows", 1: "shrinks"}
+    assert direction_by_seed(rows, "g", sizes=(32, 128)) == {0: "grows", 1: None}
+    rows = [{"size": 32, "seed": 0, "g": 0.5}, {"size": 128, "seed": 0, "g": 0.9}]
+    answer, _, why = trend_answer(trend_records(rows, {"log gap": "g"}, expected="shrinks"), "log gap")
+    assert answer == "grows" and why == ("the median log gap at the largest size minus at the smallest (32 → 128) is "
+                                         "+0.40, against a seed spread of 0.00; shrinks in 0 of 1 seeds (seed 0: grows)")
+    rows = [{"size": 32, "seed": 0, "T_mem": 500, "T_grok": 900, "delay": 400, "log_gap": 0.5,
+             "predicted": 500.0, "V_sc": 10.0, "V_st": 6.0}]
+    assert (width_rows(rows, budget=1000)[0]["generalised"], width_rows(rows, budget=800)[0]["within"]) == ("1 of 1", 0.0)

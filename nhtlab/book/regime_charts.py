@@ -37,14 +37,26 @@ def _regime_color(present: Sequence[str] | None = None, title: str = "verdict", 
                      scale=alt.Scale(domain=domain, range=[VERDICT_COLORS[r] for r in domain]))
 
 
-def _event_shape() -> alt.Shape:
-    return alt.Shape("event:N", title="event", scale=alt.Scale(domain=list(_EVENT_SHAPES),
-                                                               range=list(_EVENT_SHAPES.values())))
-
-
 def _tooltip(value: str, title: str, fmt: str) -> list:
     return [alt.Tooltip("weight_decay:Q", title="λ"), "seed:Q", alt.Tooltip("regime:N", title="verdict"),
             alt.Tooltip("step:Q", title="step"), alt.Tooltip(f"{value}:Q", title=title, format=fmt)]
+
+
+def _norm_lines(chart: alt.Chart, color: alt.Color, **encode: Any) -> alt.Chart:
+    """One ‖θ‖² line per run (log scale), coloured by verdict."""
+    return chart.mark_line().encode(
+        x=alt.X("step:Q", title="training step"),
+        y=alt.Y("norm:Q", title="‖θ‖² (log scale)", scale=alt.Scale(type="log")),
+        color=color, detail="run:N", **encode, tooltip=_tooltip("norm", "‖θ‖²", ",.0f"))
+
+
+def _event_marks(marks: alt.Chart, value: str, title: str, fmt: str, color: alt.Color, **encode: Any) -> alt.Chart:
+    """T_mem (circle) and T_grok (triangle) of ``marks``' events, placed on the ``value`` curves."""
+    shape = alt.Shape("event:N", title="event", scale=alt.Scale(domain=list(_EVENT_SHAPES),
+                                                                range=list(_EVENT_SHAPES.values())))
+    return marks.mark_point(filled=True, size=60).encode(
+        x="step:Q", y=f"{value}:Q", color=color, shape=shape, **encode,
+        tooltip=[alt.Tooltip("event:N", title="event"), *_tooltip(value, title, fmt)])
 
 
 def regime_norm_curves(curves: Sequence[Mapping[str, Any]], events: Sequence[Mapping[str, Any]] | None = None,
@@ -57,21 +69,12 @@ def regime_norm_curves(curves: Sequence[Mapping[str, Any]], events: Sequence[Map
     curves = list(curves)
     pick = alt.selection_point(fields=["regime"], bind="legend")
     color = _regime_color([r["regime"] for r in curves])
-    lines = alt.Chart(alt.Data(values=curves)).mark_line().encode(
-        x=alt.X("step:Q", title="training step"),
-        y=alt.Y("norm:Q", title="‖θ‖² (log scale)", scale=alt.Scale(type="log")),
-        color=color,
-        detail="run:N",
-        opacity=alt.condition(pick, alt.value(0.9), alt.value(0.1)),
-        tooltip=_tooltip("norm", "‖θ‖²", ",.0f"),
-    ).add_params(pick).properties(width=WIDTH, height=260, title=title)
+    lines = _norm_lines(alt.Chart(alt.Data(values=curves)), color,
+                        opacity=alt.condition(pick, alt.value(0.9), alt.value(0.1))).add_params(pick).properties(width=WIDTH, height=260, title=title)
     if events is None:
         return lines
-    marks = alt.Chart(alt.Data(values=list(events))).mark_point(filled=True, size=60).encode(
-        x="step:Q", y="norm:Q", color=color, shape=_event_shape(),
-        opacity=alt.condition(pick, alt.value(1.0), alt.value(0.1)),
-        tooltip=[alt.Tooltip("event:N", title="event"), *_tooltip("norm", "‖θ‖²", ",.0f")],
-    )
+    marks = _event_marks(alt.Chart(alt.Data(values=list(events))), "norm", "‖θ‖²", ",.0f", color,
+                         opacity=alt.condition(pick, alt.value(1.0), alt.value(0.1)))
     # each λ named once, at the end of its first seed's line: colour says the verdict, the label says λ
     first_seed: dict[float, int] = {}
     for rec in curves:
@@ -115,22 +118,11 @@ def lambda_slider(curves: Sequence[Mapping[str, Any]], lams: Sequence[float],
         detail="run:N",
         tooltip=[alt.Tooltip("split:N", title="line"), *_tooltip("accuracy", "accuracy", ".3f")],
     ).properties(width=WIDTH, height=170)
-    norm = base.mark_line().encode(
-        x=alt.X("step:Q", title="training step"),
-        y=alt.Y("norm:Q", title="‖θ‖² (log scale)", scale=alt.Scale(type="log")),
-        color=color,
-        detail="run:N",
-        tooltip=_tooltip("norm", "‖θ‖²", ",.0f"),
-    ).properties(width=WIDTH, height=170)
+    norm = _norm_lines(base, color).properties(width=WIDTH, height=170)
     if events is not None:
         marks = alt.Chart(alt.Data(values=list(events))).transform_filter(alt.datum.lam_index == slider)
-        point = dict(filled=True, size=60)
-        acc = alt.layer(acc, marks.mark_point(**point).encode(
-            x="step:Q", y="accuracy:Q", color=color, shape=_event_shape(),
-            tooltip=[alt.Tooltip("event:N", title="event"), *_tooltip("accuracy", "accuracy", ".3f")]))
-        norm = alt.layer(norm, marks.mark_point(**point).encode(
-            x="step:Q", y="norm:Q", color=color, shape=_event_shape(),
-            tooltip=[alt.Tooltip("event:N", title="event"), *_tooltip("norm", "‖θ‖²", ",.0f")]))
+        acc = alt.layer(acc, _event_marks(marks, "accuracy", "accuracy", ".3f", color))
+        norm = alt.layer(norm, _event_marks(marks, "norm", "‖θ‖²", ",.0f", color))
     label = alt.Chart(alt.Data(values=lam_labels)).transform_filter(alt.datum.lam_index == slider).mark_text(
         align="left", fontSize=15, fontWeight="bold").encode(text="label:N").properties(width=WIDTH, height=20)
     return alt.vconcat(label, acc, norm).add_params(slider).resolve_scale(color="shared", shape="shared")
