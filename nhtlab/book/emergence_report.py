@@ -61,36 +61,22 @@ def check_sizes_generalise(summary: Sequence[Mapping[str, Any]], at_least: int =
                  f"sizes with a run that generalised: {', '.join(map(str, sizes)) or 'none'}")
 
 
-def direction_by_seed(rows: Sequence[Mapping[str, Any]], key: str,
-                      sizes: tuple[Any, Any] | None = None) -> dict[int, str | None]:
-    """Seed → whether ``key`` is larger at the largest size than at the smallest (both with a value).
+def direction_by_seed(rows: Sequence[Mapping[str, Any]], key: str) -> tuple[tuple[Any, Any] | None, dict[int, str]]:
+    """The smallest and largest size at which ``key`` has a value (None below two sizes), and for each seed with a
+    value at both whether ``key`` ``"grows"``, ``"shrinks"`` or stays ``"flat"`` from the one to the other.
 
-    ``sizes`` fixes the two sizes (:func:`trend_records` passes the two its difference reads, so that the
-    seeds and the difference read the same data); by default each seed's own smallest and largest.
+    :func:`trend_records` reads its difference at the same two sizes, so that the seeds and the difference read
+    the same data.
     """
-    by_seed: dict[int, list[tuple[Any, float]]] = {}
-    for r in require_rows(rows, "rows", "direction_by_seed"):
-        by_seed.setdefault(r["seed"], [])
-        if r.get(key) is not None:
-            by_seed[r["seed"]].append((r["size"], float(r[key])))
-    out: dict[int, str | None] = {}
-    for seed in sorted(by_seed):
-        values = sorted(by_seed[seed])
-        if sizes is not None:
-            at = dict(values)
-            values = [(size, at[size]) for size in sizes if size in at]
-        change = values[-1][1] - values[0][1] if len({size for size, _ in values}) >= 2 else None
-        out[seed] = None if change is None else "grows" if change > 0 else "shrinks" if change < 0 else "flat"
-    return out
-
-
-def _directions(rows: list[Mapping[str, Any]], key: str) -> tuple[tuple[Any, Any] | None, dict[int, str]]:
-    """The smallest and largest size with a ``key`` (None below two), and each seed's direction between them."""
-    sizes = sorted({r["size"] for r in rows if r.get(key) is not None})
+    at = {(r["seed"], r["size"]): float(r[key]) for r in require_rows(rows, "rows", "direction_by_seed")
+          if r.get(key) is not None}
+    sizes = sorted({size for _, size in at})
     if len(sizes) < 2:
         return None, {}
-    ends = (sizes[0], sizes[-1])
-    return ends, {s: d for s, d in direction_by_seed(rows, key, sizes=ends).items() if d is not None}
+    small, large = sizes[0], sizes[-1]
+    changes = {seed: at[seed, large] - at[seed, small] for seed in sorted({seed for seed, _ in at})
+               if (seed, small) in at and (seed, large) in at}
+    return (small, large), {seed: "grows" if c > 0 else "shrinks" if c < 0 else "flat" for seed, c in changes.items()}
 
 
 def trend_records(rows: Sequence[Mapping[str, Any]], keys: Mapping[str, str],
@@ -103,7 +89,7 @@ def trend_records(rows: Sequence[Mapping[str, Any]], keys: Mapping[str, str],
     rows = require_rows(rows, "rows", "trend_records")
     out = []
     for label, key in keys.items():
-        ends, by_seed = _directions(rows, key)
+        ends, by_seed = direction_by_seed(rows, key)
         change = between_and_within(rows, key) if ends else None
         verdict = None if change is None else ("within seed noise" if abs(change["difference"]) <= change["seed_spread"]
                                                else "shrinks" if change["difference"] < 0 else "grows")
@@ -196,7 +182,7 @@ def run_table(rows: Sequence[Mapping[str, Any]]) -> Markdown:
 def trend_reading(rows: Sequence[Mapping[str, Any]]) -> Reading:
     """The norm gap's direction from the smallest to the largest width with a gap, over the seeds with a gap at
     both (the data :func:`trend_records` reads), against the emergence hypothesis that it shrinks."""
-    ends, by_seed = _directions(require_rows(rows, "rows", "trend_reading"), "log_gap")
+    ends, by_seed = direction_by_seed(require_rows(rows, "rows", "trend_reading"), "log_gap")
     return over_seeds("the norm gap with width" + (f" ({ends[0]} → {ends[1]})" if ends else ""), by_seed,
                       expected="shrinks")
 

@@ -30,10 +30,10 @@ VERDICT_COLORS = {**REGIME_COLORS, NOT_DECIDED: "#b279a2"}
 _EVENT_SHAPES = {"T_mem": "circle", "T_grok": "triangle-up"}
 
 
-def _regime_color(present: Sequence[str] | None = None, title: str = "verdict", legend: bool = True) -> alt.Color:
-    """Colour by verdict; the legend lists only the verdicts ``present`` (all of them when None)."""
-    domain = [r for r in VERDICT_COLORS if present is None or r in set(present)]
-    return alt.Color("regime:N", title=title, legend=alt.Legend() if legend else None,
+def _regime_color(present: Sequence[str], legend: bool = True) -> alt.Color:
+    """Colour by verdict; the legend lists only the verdicts ``present``."""
+    domain = [r for r in VERDICT_COLORS if r in set(present)]
+    return alt.Color("regime:N", title="verdict", legend=alt.Legend() if legend else None,
                      scale=alt.Scale(domain=domain, range=[VERDICT_COLORS[r] for r in domain]))
 
 
