@@ -1,9 +1,5 @@
-"""Charts for the weight-decay regimes and the delay law. They draw precomputed records only.
-
-Inputs come from :func:`nhtlab.analysis.regimes.regime_table`, :func:`nhtlab.book.regime_report.regime_curves`,
-:func:`nhtlab.analysis.delay.delay_point`, :func:`nhtlab.analysis.delay.delay_fits` and
-:func:`nhtlab.analysis.delay.contraction_fit`. The λ slider is a Vega-Lite param bound to
-a range input, so it works in the static book with no kernel behind it.
+"""Charts for the weight-decay regimes and the delay law. They draw precomputed records only (each names its
+inputs); the λ control is a Vega-Lite param, so it works in the static book with no kernel behind it.
 """
 
 from __future__ import annotations
@@ -70,15 +66,15 @@ def regime_norm_curves(curves: Sequence[Mapping[str, Any]], events: Sequence[Map
     pick = alt.selection_point(fields=["regime"], bind="legend")
     color = _regime_color([r["regime"] for r in curves])
     lines = _norm_lines(alt.Chart(alt.Data(values=curves)), color,
-                        opacity=alt.condition(pick, alt.value(0.9), alt.value(0.1))).add_params(pick).properties(width=WIDTH, height=260, title=title)
+                        opacity=alt.condition(pick, alt.value(0.9), alt.value(0.1)))
+    lines = lines.add_params(pick).properties(width=WIDTH, height=260, title=title)
     if events is None:
         return lines
     marks = _event_marks(alt.Chart(alt.Data(values=list(events))), "norm", "‖θ‖²", ",.0f", color,
                          opacity=alt.condition(pick, alt.value(1.0), alt.value(0.1)))
     # each λ named once, at the end of its first seed's line: colour says the verdict, the label says λ
-    first_seed: dict[float, int] = {}
-    for rec in curves:
-        first_seed[rec["weight_decay"]] = min(rec["seed"], first_seed.get(rec["weight_decay"], rec["seed"]))
+    first_seed = {lam: min(r["seed"] for r in curves if r["weight_decay"] == lam)
+                  for lam in {r["weight_decay"] for r in curves}}
     ends: dict[float, Mapping[str, Any]] = {}
     for rec in curves:
         lam = rec["weight_decay"]

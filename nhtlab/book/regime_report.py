@@ -118,10 +118,9 @@ def lambda_sentences(table: Sequence[Mapping[str, Any]]) -> list[str]:
     """One sentence per λ saying what its seeds did within their budget and the verdict it allows."""
     out = []
     for lam, rows in _by_lambda(table, "lambda_sentences").items():
-        n = len(rows)
+        n, ends = len(rows), _ends(rows)
         mem = [r for r in rows if r["t_mem"] is not None]
         gen = [r for r in rows if r["t_grok"] is not None]
-        ends = _ends(rows)
         fell = [r["contraction"] for r in mem if r["contraction"] is not None]
         every = "the seed" if n == 1 else f"all {n} seeds"
         if all(r["regime"] == "intermediate" for r in rows):
@@ -129,22 +128,20 @@ def lambda_sentences(table: Sequence[Mapping[str, Any]]) -> list[str]:
             out.append(f"**λ = {lam:g}**: {every} memorised, then ‖θ‖² fell {_span(fell, '{:.0%}')} and the test "
                        f"accuracy reached 99% {_span(delays, '{:,}')} steps later: intermediate in {n} of {n}.")
             continue
+        best_train, best_test = (_span([r[key] for r in rows], "{:.2f}") for key in ("max_train_acc", "max_test_acc"))
         if not mem:
-            tests = [r["max_test_acc"] for r in rows]
-            climbed = "yet the test accuracy reached" if 2 * sum(t >= 0.5 for t in tests) > n else \
-                "and the test accuracy reached only"
-            what = (f"no seed reached 99% training accuracy within {ends} steps (best "
-                    f"{_span([r['max_train_acc'] for r in rows], '{:.2f}')}), {climbed} {_span(tests, '{:.2f}')}")
+            climbed = ("yet the test accuracy reached" if 2 * sum(r["max_test_acc"] >= 0.5 for r in rows) > n
+                       else "and the test accuracy reached only")
+            what = (f"no seed reached 99% training accuracy within {ends} steps (best {best_train}), "
+                    f"{climbed} {best_test}")
         elif len(mem) == n and not gen:
-            what = (f"{every} memorised and {'it did not generalise' if n == 1 else 'none generalised'} within {ends} steps (best test accuracy "
-                    f"{_span([r['max_test_acc'] for r in rows], '{:.2f}')}); after memorising ‖θ‖² fell "
-                    f"{_span(fell, '{:.0%}')}")
+            what = (f"{every} memorised and {'it did not generalise' if n == 1 else 'none generalised'} within {ends} "
+                    f"steps (best test accuracy {best_test}); after memorising ‖θ‖² fell {_span(fell, '{:.0%}')}")
         else:
             what = f"{len(mem)} of {n} seeds memorised and {len(gen)} of {n} generalised within {ends} steps"
-        verdict = _verdicts(rows, "{} in {} of {}", ", ")
         needs = sorted({int(r["needed"]) for r in rows if r["regime"] == NOT_DECIDED})
         need = f" (a verdict needs {' / '.join(f'{v:,}' for v in needs)} steps)" if needs else ""
-        out.append(f"**λ = {lam:g}**: {what}; verdict: {verdict}{need}.")
+        out.append(f"**λ = {lam:g}**: {what}; verdict: {_verdicts(rows, '{} in {} of {}', ', ')}{need}.")
     return out
 
 
