@@ -37,9 +37,9 @@ def test_sizes_generalise_counts_sizes_with_a_transition():
 
 
 def test_directions_and_trends():
-    assert direction_by_seed(FOLLOWS, "log_gap") == {0: "grows", 1: "grows"}
+    assert direction_by_seed(FOLLOWS, "log_gap") == ((32, 128), {0: "grows", 1: "grows"})
     shrinking = [dict(r, log_gap=2 - r["log_gap"]) for r in FOLLOWS]
-    assert direction_by_seed(shrinking, "log_gap") == {0: "shrinks", 1: "shrinks"}
+    assert direction_by_seed(shrinking, "log_gap") == ((32, 128), {0: "shrinks", 1: "shrinks"})
     trends = trend_records(FOLLOWS, {"log gap": "log_gap", "delay": "delay"}, expected="shrinks")
     assert trends[0]["verdict"] == "grows" and trends[0]["seeds"].startswith("shrinks in 0 of 2 seeds")
     noisy = [row(32, 0, 0.1, 200), row(32, 1, 1.5, 300), row(64, 0, 0.2, 400), row(64, 1, 1.4, 500)]
@@ -109,3 +109,21 @@ def test_width_rows_findings_and_the_norm_gap_exercise():
     assert norm_gap(runs[0]) == pytest.approx(scale_table(runs[:1], key="width")[0]["log_gap"])
     assert norm_gap(runs[1]) is None
     assert check_function(solution, norm_gap, [(h,) for h in runs]).status == "correct"
+
+
+def test_small_readings_read_to_the_character():
+    from nhtlab.book.emergence_report import width_rows
+
+    assert law_link([{"log_gap": g, "delay": d} for g, d in [(0.1, 100), (0.5, 400), (1.0, 900)]]) == {
+        "runs": 3, "correlation": 1.0}
+    rows = [{"size": 32, "seed": 0, "g": 0.1}, {"size": 128, "seed": 0, "g": 1.2},
+            {"size": 32, "seed": 1, "g": None}, {"size": 64, "seed": 1, "g": 1.3}, {"size": 128, "seed": 1, "g": 1.0}]
+    assert direction_by_seed(rows, "g") == ((32, 128), {0: "grows"})  # seed 1 has no value at 32
+    assert direction_by_seed(rows[:1], "g") == (None, {})
+    rows = [{"size": 32, "seed": 0, "g": 0.5}, {"size": 128, "seed": 0, "g": 0.9}]
+    answer, _, why = trend_answer(trend_records(rows, {"log gap": "g"}, expected="shrinks"), "log gap")
+    assert answer == "grows" and why == ("the median log gap at the largest size minus at the smallest (32 → 128) is "
+                                         "+0.40, against a seed spread of 0.00; shrinks in 0 of 1 seeds (seed 0: grows)")
+    rows = [{"size": 32, "seed": 0, "T_mem": 500, "T_grok": 900, "delay": 400, "log_gap": 0.5,
+             "predicted": 500.0, "V_sc": 10.0, "V_st": 6.0}]
+    assert (width_rows(rows, budget=1000)[0]["generalised"], width_rows(rows, budget=800)[0]["within"]) == ("1 of 1", 0.0)

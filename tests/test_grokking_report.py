@@ -203,3 +203,28 @@ def test_event_rules_list_only_what_is_drawn_and_compare_runs_marks_the_events()
     assert scale["domain"] == ["T_mem (memorised)", "T_grok (generalised)"] and len(scale["range"]) == 2
     spec = compare_runs([("λ = 1", GROKS), ("λ = 0", GROKS)], ev).to_dict()
     assert all("layer" in panel for panel in spec["vconcat"])  # both panels carry the rules
+
+
+# --- what were the module's docstring examples: small readings checked to the character ---------------------------
+
+def test_small_readings_read_to_the_character():
+    from nhtlab.analysis.events import Events
+    from nhtlab.book.grokking_report import delay_window, generalise_answer, time_scale_why, train_acc_reading
+
+    r = checks_over_seeds("groks", {0: Check("groks", True), 1: Check("groks", False)}, rule="all")
+    assert (r.text(), r.holds) == ("holds in 1 of 2 seeds (seed 0: holds, seed 1: fails)", False)
+    ev = Events(600, 1500, peak_step=0, peak_norm=1.0, final_norm=1.0, norm_at_mem=1.0, norm_at_grok=1.0)
+    assert events_vs_paper({0: ev}, {"t_mem": None, "t_grok": (2100, 374)})[1] == {
+        "quantity": "T_grok", "seed 0": 1500, "paper": "2,100 ± 374"}
+    h = History([{"step": s, "train_acc": 1.0, "test_acc": 0.2, "norm": 9.0} for s in (0, 100, 200)])
+    why = "test accuracy reached 99% in 0 of 1 runs within their budgets (200 steps); the best it reached was 0.20"
+    assert generalise_answer({0: h}) == ("no", ("yes", "no"), why)
+    h = History([{"step": s, "train_acc": a, "test_acc": b, "norm": n} for s, a, b, n in
+                 [(0, 0.1, 0.0, 9.0), (100, 1.0, 0.1, 8.0), (200, 0.9, 0.5, 6.0), (300, 1.0, 1.0, 4.0)]])
+    w = delay_window(h)
+    assert (w["fall"], w["lowest train acc"], w["at step"]) == (0.5, 0.9, 200)
+    h = History([{"step": s, "train_acc": a, "test_acc": b, "norm": 9.0 - s / 100} for s, a, b in
+                 [(0, 0.1, 0.0), (100, 1.0, 0.1), (200, 0.9, 0.5), (300, 1.0, 1.0)]])
+    assert train_acc_reading({0: h}).text() == "stays ≥ 99% in 0 of 1 seeds (seed 0: dips below 99%)"
+    assert time_scale_why(4.0, lr=1e-3, weight_decay=0.5) == (
+        "that is log 4 / (ηλ) = 1.386 / 0.0005 ≈ 2,773 steps; the companion code's 2ηλ would give half, 1,386")

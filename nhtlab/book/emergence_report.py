@@ -9,6 +9,7 @@ between the largest and the smallest size against the seed spread, and reads the
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -32,11 +33,6 @@ def law_link(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """Spearman's rank correlation of each run's log(V_mem/V_grok) and its delay, over the runs that generalised.
 
     The correlation is NaN with fewer than 3 runs.
-
-    Examples
-    --------
-    >>> law_link([{"log_gap": g, "delay": d} for g, d in [(0.1, 100), (0.5, 400), (1.0, 900)]])
-    {'runs': 3, 'correlation': 1.0}
     """
     done = [r for r in require_rows(rows, "rows", "law_link")
             if r.get("log_gap") is not None and r.get("delay") is not None]
@@ -65,39 +61,22 @@ def check_sizes_generalise(summary: Sequence[Mapping[str, Any]], at_least: int =
                  f"sizes with a run that generalised: {', '.join(map(str, sizes)) or 'none'}")
 
 
-def direction_by_seed(rows: Sequence[Mapping[str, Any]], key: str,
-                      sizes: tuple[Any, Any] | None = None) -> dict[int, str | None]:
-    """Seed → whether ``key`` is larger at the largest size than at the smallest (both with a value).
+def direction_by_seed(rows: Sequence[Mapping[str, Any]], key: str) -> tuple[tuple[Any, Any] | None, dict[int, str]]:
+    """The smallest and largest size at which ``key`` has a value (None below two sizes), and for each seed with a
+    value at both whether ``key`` ``"grows"``, ``"shrinks"`` or stays ``"flat"`` from the one to the other.
 
-    ``sizes`` fixes the two sizes (:func:`trend_records` passes the two its difference reads, so that the
-    seeds and the difference read the same data); by default each seed's own smallest and largest.
-
-    Examples
-    --------
-    >>> rows = [{"size": 32, "seed": 0, "g": 0.1}, {"size": 128, "seed": 0, "g": 1.2},
-    ...         {"size": 32, "seed": 1, "g": None}, {"size": 64, "seed": 1, "g": 1.3}, {"size": 128, "seed": 1, "g": 1.0}]
-    >>> direction_by_seed(rows, "g")
-    {0: 'grows', 1: 'shrinks'}
-    >>> direction_by_seed(rows, "g", sizes=(32, 128))
-    {0: 'grows', 1: None}
+    :func:`trend_records` reads its difference at the same two sizes, so that the seeds and the difference read
+    the same data.
     """
-    by_seed: dict[int, list[tuple[Any, float]]] = {}
-    for r in require_rows(rows, "rows", "direction_by_seed"):
-        by_seed.setdefault(r["seed"], [])
-        if r.get(key) is not None:
-            by_seed[r["seed"]].append((r["size"], float(r[key])))
-    out: dict[int, str | None] = {}
-    for seed in sorted(by_seed):
-        values = sorted(by_seed[seed])
-        if sizes is not None:
-            at = dict(values)
-            values = [(size, at[size]) for size in sizes if size in at]
-        if len({size for size, _ in values}) < 2:
-            out[seed] = None
-            continue
-        change = values[-1][1] - values[0][1]
-        out[seed] = "grows" if change > 0 else "shrinks" if change < 0 else "flat"
-    return out
+    at = {(r["seed"], r["size"]): float(r[key]) for r in require_rows(rows, "rows", "direction_by_seed")
+          if r.get(key) is not None}
+    sizes = sorted({size for _, size in at})
+    if len(sizes) < 2:
+        return None, {}
+    small, large = sizes[0], sizes[-1]
+    changes = {seed: at[seed, large] - at[seed, small] for seed in sorted({seed for seed, _ in at})
+               if (seed, small) in at and (seed, large) in at}
+    return (small, large), {seed: "grows" if c > 0 else "shrinks" if c < 0 else "flat" for seed, c in changes.items()}
 
 
 def trend_records(rows: Sequence[Mapping[str, Any]], keys: Mapping[str, str],
@@ -110,14 +89,10 @@ def trend_records(rows: Sequence[Mapping[str, Any]], keys: Mapping[str, str],
     rows = require_rows(rows, "rows", "trend_records")
     out = []
     for label, key in keys.items():
-        sizes = sorted({r["size"] for r in rows if r.get(key) is not None})
-        change = between_and_within(rows, key) if len(sizes) >= 2 else None
-        verdict = None
-        if change is not None:
-            verdict = ("within seed noise" if abs(change["difference"]) <= change["seed_spread"]
-                       else "shrinks" if change["difference"] < 0 else "grows")
-        ends = (sizes[0], sizes[-1]) if len(sizes) >= 2 else None
-        by_seed = {s: d for s, d in direction_by_seed(rows, key, sizes=ends).items() if d is not None} if ends else {}
+        ends, by_seed = direction_by_seed(rows, key)
+        change = between_and_within(rows, key) if ends else None
+        verdict = None if change is None else ("within seed noise" if abs(change["difference"]) <= change["seed_spread"]
+                                               else "shrinks" if change["difference"] < 0 else "grows")
         out.append({"quantity": label, "widths": f"{ends[0]} → {ends[1]}" if ends else None,
                     "difference": None if change is None else change["difference"],
                     "seed spread": None if change is None else change["seed_spread"], "verdict": verdict,
@@ -132,16 +107,6 @@ def trend_answer(trends: Sequence[Mapping[str, Any]], quantity: str) -> tuple[st
     medians at the largest and the smallest size exceeds the seed spread, else ``"no clear change"``
     (also when fewer than two sizes have a value, which the explanation says). Raises ValueError naming
     ``quantity`` when no row has it.
-
-    Examples
-    --------
-    >>> rows = [{"size": 32, "seed": 0, "g": 0.5}, {"size": 128, "seed": 0, "g": 0.9}]
-    >>> trends = trend_records(rows, {"log gap": "g"}, expected="shrinks")
-    >>> answer, choices, why = trend_answer(trends, "log gap")
-    >>> answer
-    'grows'
-    >>> why
-    'the median log gap at the largest size minus at the smallest (32 → 128) is +0.40, against a seed spread of 0.00; shrinks in 0 of 1 seeds (seed 0: grows)'
     """
     rows = require_rows(trends, "trends", "trend_answer")
     row = next((r for r in rows if r.get("quantity") == quantity), None)
@@ -171,23 +136,12 @@ def norm_gap(history: History) -> float | None:
 
 
 def _median(values: list[float]) -> float | None:
-    values = sorted(values)
-    if not values:
-        return None
-    mid = len(values) // 2
-    return values[mid] if len(values) % 2 else (values[mid - 1] + values[mid]) / 2
+    return statistics.median(values) if values else None
 
 
 def width_rows(rows: Sequence[Mapping[str, Any]], budget: int) -> list[dict[str, Any]]:
     """Per width: how many seeds generalised, the medians of the norm gap log(V_mem/V_grok), the delay and the
     law's delay over those that did, and the share that generalised within ``budget``.
-
-    Examples
-    --------
-    >>> rows = [{"size": 32, "seed": 0, "T_mem": 500, "T_grok": 900, "delay": 400, "log_gap": 0.5,
-    ...          "predicted": 500.0, "V_sc": 10.0, "V_st": 6.0}]
-    >>> width_rows(rows, budget=1000)[0]["generalised"], width_rows(rows, budget=800)[0]["within"]
-    ('1 of 1', 0.0)
     """
     rows = require_rows(rows, "rows", "width_rows")
     within = {f["size"]: f["fraction"] for f in fraction_generalised(rows, budget)}
@@ -225,17 +179,12 @@ def run_table(rows: Sequence[Mapping[str, Any]]) -> Markdown:
                           "predicted": "law's delay"})
 
 
-def trend_reading(rows: Sequence[Mapping[str, Any]], key: str = "log_gap", name: str = "the norm gap",
-                  expected: str = "shrinks") -> Reading:
-    """``key``'s direction from the smallest to the largest width with a value, over the seeds with a value at
-    both (the data :func:`trend_records` reads), as a Reading named "<name> with width" (``expected``: the
-    emergence hypothesis, ``"shrinks"``)."""
-    rows = require_rows(rows, "rows", "trend_reading")
-    sizes = sorted({r["size"] for r in rows if r.get(key) is not None})
-    ends = (sizes[0], sizes[-1]) if len(sizes) >= 2 else None
-    by_seed = {s: d for s, d in direction_by_seed(rows, key, sizes=ends).items() if d is not None} if ends else {}
-    return over_seeds(f"{name} with width" + (f" ({ends[0]} → {ends[1]})" if ends else ""), by_seed,
-                      expected=expected)
+def trend_reading(rows: Sequence[Mapping[str, Any]]) -> Reading:
+    """The norm gap's direction from the smallest to the largest width with a gap, over the seeds with a gap at
+    both (the data :func:`trend_records` reads), against the emergence hypothesis that it shrinks."""
+    ends, by_seed = direction_by_seed(require_rows(rows, "rows", "trend_reading"), "log_gap")
+    return over_seeds("the norm gap with width" + (f" ({ends[0]} → {ends[1]})" if ends else ""), by_seed,
+                      expected="shrinks")
 
 
 def emergence_findings(rows: Sequence[Mapping[str, Any]], trends: Sequence[Mapping[str, Any]], budget: int) -> Markdown:

@@ -29,11 +29,10 @@ from ..analysis.events import Events, find_events, first_step_at_least
 from ..analysis.regimes import diagnose_regime
 from ..measures.fourier import KEY_FREQUENCIES, key_frequencies
 
-__all__ = ["check_grokking", "check_contraction", "check_weak", "check_norm_largest_at_init",
-           "checks_over_seeds", "events_vs_paper", "delay_law_records", "generalise_answer", "STRUCTURE_TIMES",
-           "fourier_timing", "fourier_table", "fourier_readings", "check_fourier_rises", "fourier_spectrum_records",
-           "fourier_at_grok", "delay_window", "delay_window_table", "train_acc_reading",
-           "layer_falls", "time_scale_why", "chapter_checks", "companion_paper", "events_evidence",
+__all__ = ["check_grokking", "check_contraction", "check_weak", "check_norm_largest_at_init", "checks_over_seeds",
+           "events_vs_paper", "delay_law_records", "generalise_answer", "STRUCTURE_TIMES", "fourier_timing",
+           "fourier_table", "fourier_readings", "check_fourier_rises", "fourier_spectrum_records", "fourier_at_grok",
+           "delay_window", "train_acc_reading", "layer_falls", "time_scale_why", "chapter_checks", "events_evidence",
            "delay_window_report", "layer_falls_report", "delay_law_text"]
 
 HOLDS, FAILS = "holds", "fails"
@@ -41,7 +40,6 @@ HOLDS, FAILS = "holds", "fails"
 
 def check_grokking(history: History, min_delay: int) -> Check:
     """Memorises (train accuracy ≥ 99%), then generalises (test ≥ 99%) ``min_delay`` steps later or more."""
-    require_type(history, "history", History, owner="check_grokking")
     require_int(min_delay, "min_delay", low=0, owner="check_grokking")
     ev = find_events(history)
     name = "memorises, then generalises later"
@@ -59,7 +57,6 @@ def check_contraction(history: History, at_least: float = 1 / 3) -> Check:
 
     Fails for a run that never memorised or generalised, and for one whose norm fell only before memorising.
     """
-    require_type(history, "history", History, owner="check_contraction")
     require_real(at_least, "at_least", 0.0, 1.0, high_open=True, owner="check_contraction")
     ev = find_events(history)
     name = f"‖θ‖² falls by at least {at_least:.0%} between T_mem and T_grok"
@@ -75,32 +72,23 @@ def check_weak(history: History) -> Check:
 
     Fails for a run that never memorises, and for one that generalises or whose norm contracts.
     """
-    require_type(history, "history", History, owner="check_weak")
     regime = diagnose_regime(history)
-    name = "memorises and stays weak"
-    return Check(name, regime.memorised and regime.regime == "weak", f"{regime.regime}: {regime.reason}")
+    return Check("memorises and stays weak", regime.memorised and regime.regime == "weak",
+                 f"{regime.regime}: {regime.reason}")
 
 
 def check_norm_largest_at_init(history: History) -> Check:
     """‖θ‖² is largest at the first evaluation (step 0): no later evaluation rises above it."""
     require_type(history, "history", History, owner="check_norm_largest_at_init")
-    norm = history.column("norm")
+    norm, steps = history.column("norm"), history.column("step")
     peak = int(np.nanargmax(norm))
-    step = int(history.column("step")[peak])
     return Check("‖θ‖² is largest at initialisation", peak == 0,
-                 f"‖θ‖² {norm[0]:,.0f} at step {int(history.column('step')[0]):,}, largest {norm[peak]:,.0f} "
-                 f"at step {step:,}")
+                 f"‖θ‖² {norm[0]:,.0f} at step {int(steps[0]):,}, largest {norm[peak]:,.0f} "
+                 f"at step {int(steps[peak]):,}")
 
 
 def checks_over_seeds(name: str, checks: Mapping[int, Check], rule: str = "majority") -> Reading:
-    """One check on several seeds as a reading: ``"holds in k of n seeds (seed 0: holds, …)"``.
-
-    Examples
-    --------
-    >>> r = checks_over_seeds("groks", {0: Check("groks", True), 1: Check("groks", False)}, rule="all")
-    >>> r.text(), r.holds
-    ('holds in 1 of 2 seeds (seed 0: holds, seed 1: fails)', False)
-    """
+    """One check on several seeds as a reading: ``"holds in k of n seeds (seed 0: holds, …)"``."""
     require_type(checks, "checks", Mapping, owner="checks_over_seeds")
     for seed, c in checks.items():
         require_type(c, f"checks[{seed}]", Check, owner="checks_over_seeds")
@@ -109,14 +97,7 @@ def checks_over_seeds(name: str, checks: Mapping[int, Check], rule: str = "major
 
 def events_vs_paper(events: Mapping[int, Events], paper: Mapping[str, tuple[float, float] | None]
                     ) -> list[dict[str, Any]]:
-    """T_mem and T_grok of each seed's run beside the paper's mean ± std.
-
-    Examples
-    --------
-    >>> ev = Events(600, 1500, peak_step=0, peak_norm=1.0, final_norm=1.0, norm_at_mem=1.0, norm_at_grok=1.0)
-    >>> events_vs_paper({0: ev}, {"t_mem": None, "t_grok": (2100, 374)})[1]
-    {'quantity': 'T_grok', 'seed 0': 1500, 'paper': '2,100 ± 374'}
-    """
+    """T_mem and T_grok of each seed's run beside the paper's mean ± std."""
     require_type(events, "events", Mapping, owner="events_vs_paper")
     for seed, ev in events.items():
         require_type(ev, f"events[{seed}]", Events, owner="events_vs_paper")
@@ -137,14 +118,8 @@ def delay_law_records(summary: Mapping[str, Any], paper: Mapping[str, Any]) -> l
         "grok": "—" if not (paper.get("t_grok") and paper.get("t_mem"))
         else f"delay ≈ {paper['t_grok'][0] - paper['t_mem'][0]:,.0f} (difference of the means)",
     }
-    rows = []
-    for name in ("companion", "grok"):
-        point = summary.get(name)
-        if point is None:
-            continue
-        rows.append({"definition": name, "measured": point["measured"], "predicted": point["predicted"],
-                     "predicted/measured": point["predicted/measured"], "paper": notes[name]})
-    return rows
+    return [{"definition": name, **{k: point[k] for k in ("measured", "predicted", "predicted/measured")},
+             "paper": notes[name]} for name in ("companion", "grok") if (point := summary.get(name)) is not None]
 
 
 def generalise_answer(histories: Mapping[int, History]) -> tuple[str, tuple[str, str], str]:
@@ -152,12 +127,6 @@ def generalise_answer(histories: Mapping[int, History]) -> tuple[str, tuple[str,
 
     ``"yes"`` when more than half of the runs reach test accuracy ≥ 99% within their budget. Raises
     ValueError naming ``histories`` when it is empty.
-
-    Examples
-    --------
-    >>> h = History([{"step": s, "train_acc": 1.0, "test_acc": 0.2, "norm": 9.0} for s in (0, 100, 200)])
-    >>> generalise_answer({0: h})
-    ('no', ('yes', 'no'), 'test accuracy reached 99% in 0 of 1 runs within their budgets (200 steps); the best it reached was 0.20')
     """
     require_type(histories, "histories", Mapping, owner="generalise_answer")
     if not histories:
@@ -175,16 +144,7 @@ def delay_window(history: History) -> dict[str, Any] | None:
 
     The window is T_mem ≤ step ≤ T_grok, both ends included (T_grok ≤ step ≤ T_mem for a run that
     generalised first); None when the run did not memorise and generalise.
-
-    Examples
-    --------
-    >>> h = History([{"step": s, "train_acc": a, "test_acc": b, "norm": n} for s, a, b, n in
-    ...              [(0, 0.1, 0.0, 9.0), (100, 1.0, 0.1, 8.0), (200, 0.9, 0.5, 6.0), (300, 1.0, 1.0, 4.0)]])
-    >>> w = delay_window(h)
-    >>> w["fall"], w["lowest train acc"], w["at step"]
-    (0.5, 0.9, 200)
     """
-    require_type(history, "history", History, owner="delay_window")
     ev = find_events(history)
     if not ev.grokked:
         return None
@@ -197,39 +157,16 @@ def delay_window(history: History) -> dict[str, Any] | None:
             "at step": int(steps[low])}
 
 
-def delay_window_table(histories: Mapping[int, History]) -> Markdown:
-    """:func:`delay_window` of each seed as a Markdown table (a seed without a transition says so)."""
-    require_type(histories, "histories", Mapping, owner="delay_window_table")
-    rows = []
-    for seed, h in histories.items():
-        w = delay_window(h)
-        rows.append({"seed": seed, **(w or {"t_mem": "no transition"})})
-    return table(rows, formats={"v_mem": "{:,.0f}", "v_grok": "{:,.0f}", "fall": "{:.0%}",
-                                "lowest train acc": "{:.2f}"},
-                 headers={"t_mem": "T_mem", "t_grok": "T_grok", "v_mem": "‖θ‖² at T_mem",
-                          "v_grok": "‖θ‖² at T_grok", "fall": "fall"})
-
-
-def train_acc_reading(histories: Mapping[int, History], level: float = FITTED_ACCURACY) -> Reading:
-    """Whether training accuracy stays at ``level`` or above from T_mem to T_grok, over seeds.
+def train_acc_reading(histories: Mapping[int, History]) -> Reading:
+    """Whether training accuracy stays at 99% or above from T_mem to T_grok, over seeds.
 
     Each seed reads ``"stays ≥ 99%"``, ``"dips below 99%"`` (its lowest value in :func:`delay_window`) or
     ``"no transition"``; the expected reading is the first.
-
-    Examples
-    --------
-    >>> h = History([{"step": s, "train_acc": a, "test_acc": b, "norm": 9.0 - s / 100} for s, a, b in
-    ...              [(0, 0.1, 0.0), (100, 1.0, 0.1), (200, 0.9, 0.5), (300, 1.0, 1.0)]])
-    >>> train_acc_reading({0: h}).text()
-    'stays ≥ 99% in 0 of 1 seeds (seed 0: dips below 99%)'
     """
     require_type(histories, "histories", Mapping, owner="train_acc_reading")
-    require_real(level, "level", 0.0, 1.0, low_open=True, owner="train_acc_reading")
-    stays, dips = f"stays ≥ {level:.0%}", f"dips below {level:.0%}"
-    by_seed = {}
-    for seed, h in histories.items():
-        w = delay_window(h)
-        by_seed[seed] = "no transition" if w is None else stays if w["lowest train acc"] >= level else dips
+    stays, dips = f"stays ≥ {FITTED_ACCURACY:.0%}", f"dips below {FITTED_ACCURACY:.0%}"
+    by_seed = {seed: "no transition" if (w := delay_window(h)) is None
+               else stays if w["lowest train acc"] >= FITTED_ACCURACY else dips for seed, h in histories.items()}
     return over_seeds("training accuracy between T_mem and T_grok", by_seed, expected=stays)
 
 
@@ -238,9 +175,7 @@ def layer_falls(history: History) -> list[dict[str, Any]]:
 
     Sorted by fall, largest first; empty when the run did not memorise and generalise.
     """
-
-    require_type(history, "history", History, owner="layer_falls")
-    at = _moments(history)
+    at = _moments(history)  # find_events refuses a non-History by name
     if "T_mem" not in at or "T_grok" not in at:
         return []
     rows = []
@@ -252,13 +187,7 @@ def layer_falls(history: History) -> list[dict[str, Any]]:
 
 
 def time_scale_why(ratio: float, lr: float, weight_decay: float) -> str:
-    """The working of the law's time scale log(V_mem/V_post)/(ηλ), for an exercise's revealed answer.
-
-    Examples
-    --------
-    >>> print(time_scale_why(4.0, lr=1e-3, weight_decay=0.5))
-    that is log 4 / (ηλ) = 1.386 / 0.0005 ≈ 2,773 steps; the companion code's 2ηλ would give half, 1,386
-    """
+    """The working of the law's time scale log(V_mem/V_post)/(ηλ), for an exercise's revealed answer."""
     require_real(ratio, "ratio", 0.0, low_open=True, owner="time_scale_why")
     require_real(lr, "lr", 0.0, low_open=True, owner="time_scale_why")
     require_real(weight_decay, "weight_decay", 0.0, low_open=True, owner="time_scale_why")
@@ -285,19 +214,14 @@ def chapter_checks(histories: Mapping[int, History], no_decay: Mapping[int, Hist
     return checks
 
 
-def companion_paper(lr: float) -> dict[str, Any]:
-    """The companion's values for λ = 1 at learning rate ``lr``: its λ sweep's row at η = 10⁻³, else its η
-    sweep's T_grok at ``lr`` (T_grok only)."""
-    if lr == 1e-3:
-        return dict(papers.COMPANION_LAMBDA_SWEEP[1.0])
-    return {"t_grok": papers.COMPANION_ETA_SWEEP[lr]}
-
-
 def events_evidence(histories: Mapping[int, History], lr: float) -> Markdown:
-    """Every seed's T_mem and T_grok beside the companion's (:func:`companion_paper`), closed under "How we
-    know", with how many seeds land within one standard deviation of the paper's T_grok (shown, not asserted)."""
+    """Every seed's T_mem and T_grok beside the companion's, closed under "How we know", with how many seeds land
+    within one standard deviation of the paper's T_grok (shown, not asserted).
+
+    The companion's values are its λ sweep's row for λ = 1 at η = 10⁻³, else its η sweep's T_grok at ``lr``.
+    """
     require_type(histories, "histories", Mapping, owner="events_evidence")
-    paper = companion_paper(lr)
+    paper = dict(papers.COMPANION_LAMBDA_SWEEP[1.0]) if lr == 1e-3 else {"t_grok": papers.COMPANION_ETA_SWEEP[lr]}
     events = {s: find_events(h) for s, h in histories.items()}
     mean, std = paper["t_grok"]
     near = sum(ev.t_grok is not None and abs(ev.t_grok - mean) <= std for ev in events.values())
@@ -310,12 +234,13 @@ def events_evidence(histories: Mapping[int, History], lr: float) -> Markdown:
 
 def delay_window_report(histories: Mapping[int, History]) -> Markdown:
     """What every seed does from T_mem to T_grok, in words (the fall of ‖θ‖², k of n seeds falling by a third,
-    k of n keeping training accuracy ≥ 99%, the lowest training accuracy in the window), then the table of
-    :func:`delay_window_table` closed under "How we know"."""
+    k of n keeping training accuracy ≥ 99%, the lowest training accuracy in the window), then every seed's
+    :func:`delay_window` as a table (a seed without a transition says so) closed under "How we know"."""
     require_type(histories, "histories", Mapping, owner="delay_window_report")
     contraction = checks_over_seeds(CONTRACTION, {s: check_contraction(h) for s, h in histories.items()})
     train_acc = train_acc_reading(histories)
-    windows = {s: w for s, w in ((s, delay_window(h)) for s, h in histories.items()) if w}
+    all_windows = {s: delay_window(h) for s, h in histories.items()}
+    windows = {s: w for s, w in all_windows.items() if w}
     if not windows:
         return Markdown(f"No seed memorised and generalised: {contraction.text()}.")
     falls = ", ".join(f"seed {s}: {w['fall']:.0%}" for s, w in windows.items())
@@ -325,7 +250,11 @@ def delay_window_report(histories: Mapping[int, History]) -> Markdown:
             f"{train_acc.n} seeds; the lowest training accuracy inside the window: {lows}. Test accuracy climbs to "
             f"{FITTED_ACCURACY:.0%} while the norm falls.")
     return Markdown(text + "\n\n" + evidence(
-        "every seed between T_mem and T_grok", delay_window_table(histories),
+        "every seed between T_mem and T_grok",
+        table([{"seed": s, **(w or {"t_mem": "no transition"})} for s, w in all_windows.items()],
+              formats={"v_mem": "{:,.0f}", "v_grok": "{:,.0f}", "fall": "{:.0%}", "lowest train acc": "{:.2f}"},
+              headers={"t_mem": "T_mem", "t_grok": "T_grok", "v_mem": "‖θ‖² at T_mem", "v_grok": "‖θ‖² at T_grok",
+                       "fall": "fall"}),
         "The window holds every evaluation from T_mem to T_grok, both included; the fall is "
         "1 − ‖θ‖²(T_grok)/‖θ‖²(T_mem)."))
 
@@ -411,12 +340,8 @@ def fourier_timing(history: History) -> dict[str, Any]:
     ev, steps, norm = find_events(history), history.column("step"), history.column("norm")
     start, end = share[0], share[-1]
     half = first_step_at_least(steps, share, start + (end - start) / 2) if end > start else None
-    if not ev.grokked:
-        when = STRUCTURE_TIMES[5]
-    elif half is None:
-        when = STRUCTURE_TIMES[4]
-    else:
-        when = STRUCTURE_TIMES[0 if half <= ev.t_mem else 1 if half < ev.t_grok else 2 if half == ev.t_grok else 3]
+    when = STRUCTURE_TIMES[5 if not ev.grokked else 4 if half is None else
+                           0 if half <= ev.t_mem else 1 if half < ev.t_grok else 2 if half == ev.t_grok else 3]
     at = _moments(history)
     contracted = None
     if ev.grokked and half is not None and ev.norm_at_mem != ev.norm_at_grok:
@@ -492,12 +417,14 @@ def fourier_at_grok(histories: Sequence[History]) -> Markdown:
     by_lam: dict[float, list[tuple[float, float, int]]] = {}
     for h in histories:
         share, ev = _fourier(h, "fourier_at_grok"), find_events(h)
-        by_lam.setdefault(float(h.config["weight_decay"]), [])
+        runs = by_lam.setdefault(float(h.config["weight_decay"]), [])
         if ev.grokked:
-            by_lam[float(h.config["weight_decay"])].append((share[0], share[_moments(h)["T_grok"]], ev.delay))
-    parts = [f"λ = {lam:g}: " + (f"{np.median([r[0] for r in runs]):.2f} → {np.median([r[1] for r in runs]):.2f}, "
-                                 f"delay {np.median([r[2] for r in runs]):,.0f} steps "
-                                 f"({len(runs)} run{'s' * (len(runs) != 1)})"
-                                 if runs else "no run grokked") for lam, runs in sorted(by_lam.items())]
+            runs.append((share[0], share[_moments(h)["T_grok"]], ev.delay))
+
+    def part(runs: list[tuple[float, float, int]]) -> str:
+        start, at_grok, delay = np.median(runs, axis=0)  # each column's median
+        return f"{start:.2f} → {at_grok:.2f}, delay {delay:,.0f} steps ({len(runs)} run{'s' * (len(runs) != 1)})"
+
+    parts = [f"λ = {lam:g}: " + (part(runs) if runs else "no run grokked") for lam, runs in sorted(by_lam.items())]
     return Markdown(f"The token embedding's top-{KEY_FREQUENCIES} Fourier share (chapter 01) from initialisation "
                     f"to T_grok, median per λ: {'; '.join(parts)}.")

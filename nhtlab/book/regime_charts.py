@@ -1,9 +1,5 @@
-"""Charts for the weight-decay regimes and the delay law. They draw precomputed records only.
-
-Inputs come from :func:`nhtlab.analysis.regimes.regime_table`, :func:`nhtlab.book.regime_report.regime_curves`,
-:func:`nhtlab.analysis.delay.delay_point`, :func:`nhtlab.analysis.delay.delay_fits` and
-:func:`nhtlab.analysis.delay.contraction_fit`. The λ slider is a Vega-Lite param bound to
-a range input, so it works in the static book with no kernel behind it.
+"""Charts for the weight-decay regimes and the delay law. They draw precomputed records only (each names its
+inputs); the λ control is a Vega-Lite param, so it works in the static book with no kernel behind it.
 """
 
 from __future__ import annotations
@@ -30,21 +26,33 @@ VERDICT_COLORS = {**REGIME_COLORS, NOT_DECIDED: "#b279a2"}
 _EVENT_SHAPES = {"T_mem": "circle", "T_grok": "triangle-up"}
 
 
-def _regime_color(present: Sequence[str] | None = None, title: str = "verdict", legend: bool = True) -> alt.Color:
-    """Colour by verdict; the legend lists only the verdicts ``present`` (all of them when None)."""
-    domain = [r for r in VERDICT_COLORS if present is None or r in set(present)]
-    return alt.Color("regime:N", title=title, legend=alt.Legend() if legend else None,
+def _regime_color(present: Sequence[str], legend: bool = True) -> alt.Color:
+    """Colour by verdict; the legend lists only the verdicts ``present``."""
+    domain = [r for r in VERDICT_COLORS if r in set(present)]
+    return alt.Color("regime:N", title="verdict", legend=alt.Legend() if legend else None,
                      scale=alt.Scale(domain=domain, range=[VERDICT_COLORS[r] for r in domain]))
-
-
-def _event_shape() -> alt.Shape:
-    return alt.Shape("event:N", title="event", scale=alt.Scale(domain=list(_EVENT_SHAPES),
-                                                               range=list(_EVENT_SHAPES.values())))
 
 
 def _tooltip(value: str, title: str, fmt: str) -> list:
     return [alt.Tooltip("weight_decay:Q", title="λ"), "seed:Q", alt.Tooltip("regime:N", title="verdict"),
             alt.Tooltip("step:Q", title="step"), alt.Tooltip(f"{value}:Q", title=title, format=fmt)]
+
+
+def _norm_lines(chart: alt.Chart, color: alt.Color, **encode: Any) -> alt.Chart:
+    """One ‖θ‖² line per run (log scale), coloured by verdict."""
+    return chart.mark_line().encode(
+        x=alt.X("step:Q", title="training step"),
+        y=alt.Y("norm:Q", title="‖θ‖² (log scale)", scale=alt.Scale(type="log")),
+        color=color, detail="run:N", **encode, tooltip=_tooltip("norm", "‖θ‖²", ",.0f"))
+
+
+def _event_marks(marks: alt.Chart, value: str, title: str, fmt: str, color: alt.Color, **encode: Any) -> alt.Chart:
+    """T_mem (circle) and T_grok (triangle) of ``marks``' events, placed on the ``value`` curves."""
+    shape = alt.Shape("event:N", title="event", scale=alt.Scale(domain=list(_EVENT_SHAPES),
+                                                                range=list(_EVENT_SHAPES.values())))
+    return marks.mark_point(filled=True, size=60).encode(
+        x="step:Q", y=f"{value}:Q", color=color, shape=shape, **encode,
+        tooltip=[alt.Tooltip("event:N", title="event"), *_tooltip(value, title, fmt)])
 
 
 def regime_norm_curves(curves: Sequence[Mapping[str, Any]], events: Sequence[Mapping[str, Any]] | None = None,
@@ -57,25 +65,16 @@ def regime_norm_curves(curves: Sequence[Mapping[str, Any]], events: Sequence[Map
     curves = list(curves)
     pick = alt.selection_point(fields=["regime"], bind="legend")
     color = _regime_color([r["regime"] for r in curves])
-    lines = alt.Chart(alt.Data(values=curves)).mark_line().encode(
-        x=alt.X("step:Q", title="training step"),
-        y=alt.Y("norm:Q", title="‖θ‖² (log scale)", scale=alt.Scale(type="log")),
-        color=color,
-        detail="run:N",
-        opacity=alt.condition(pick, alt.value(0.9), alt.value(0.1)),
-        tooltip=_tooltip("norm", "‖θ‖²", ",.0f"),
-    ).add_params(pick).properties(width=WIDTH, height=260, title=title)
+    lines = _norm_lines(alt.Chart(alt.Data(values=curves)), color,
+                        opacity=alt.condition(pick, alt.value(0.9), alt.value(0.1)))
+    lines = lines.add_params(pick).properties(width=WIDTH, height=260, title=title)
     if events is None:
         return lines
-    marks = alt.Chart(alt.Data(values=list(events))).mark_point(filled=True, size=60).encode(
-        x="step:Q", y="norm:Q", color=color, shape=_event_shape(),
-        opacity=alt.condition(pick, alt.value(1.0), alt.value(0.1)),
-        tooltip=[alt.Tooltip("event:N", title="event"), *_tooltip("norm", "‖θ‖²", ",.0f")],
-    )
+    marks = _event_marks(alt.Chart(alt.Data(values=list(events))), "norm", "‖θ‖²", ",.0f", color,
+                         opacity=alt.condition(pick, alt.value(1.0), alt.value(0.1)))
     # each λ named once, at the end of its first seed's line: colour says the verdict, the label says λ
-    first_seed: dict[float, int] = {}
-    for rec in curves:
-        first_seed[rec["weight_decay"]] = min(rec["seed"], first_seed.get(rec["weight_decay"], rec["seed"]))
+    first_seed = {lam: min(r["seed"] for r in curves if r["weight_decay"] == lam)
+                  for lam in {r["weight_decay"] for r in curves}}
     ends: dict[float, Mapping[str, Any]] = {}
     for rec in curves:
         lam = rec["weight_decay"]
@@ -115,22 +114,11 @@ def lambda_slider(curves: Sequence[Mapping[str, Any]], lams: Sequence[float],
         detail="run:N",
         tooltip=[alt.Tooltip("split:N", title="line"), *_tooltip("accuracy", "accuracy", ".3f")],
     ).properties(width=WIDTH, height=170)
-    norm = base.mark_line().encode(
-        x=alt.X("step:Q", title="training step"),
-        y=alt.Y("norm:Q", title="‖θ‖² (log scale)", scale=alt.Scale(type="log")),
-        color=color,
-        detail="run:N",
-        tooltip=_tooltip("norm", "‖θ‖²", ",.0f"),
-    ).properties(width=WIDTH, height=170)
+    norm = _norm_lines(base, color).properties(width=WIDTH, height=170)
     if events is not None:
         marks = alt.Chart(alt.Data(values=list(events))).transform_filter(alt.datum.lam_index == slider)
-        point = dict(filled=True, size=60)
-        acc = alt.layer(acc, marks.mark_point(**point).encode(
-            x="step:Q", y="accuracy:Q", color=color, shape=_event_shape(),
-            tooltip=[alt.Tooltip("event:N", title="event"), *_tooltip("accuracy", "accuracy", ".3f")]))
-        norm = alt.layer(norm, marks.mark_point(**point).encode(
-            x="step:Q", y="norm:Q", color=color, shape=_event_shape(),
-            tooltip=[alt.Tooltip("event:N", title="event"), *_tooltip("norm", "‖θ‖²", ",.0f")]))
+        acc = alt.layer(acc, _event_marks(marks, "accuracy", "accuracy", ".3f", color))
+        norm = alt.layer(norm, _event_marks(marks, "norm", "‖θ‖²", ",.0f", color))
     label = alt.Chart(alt.Data(values=lam_labels)).transform_filter(alt.datum.lam_index == slider).mark_text(
         align="left", fontSize=15, fontWeight="bold").encode(text="label:N").properties(width=WIDTH, height=20)
     return alt.vconcat(label, acc, norm).add_params(slider).resolve_scale(color="shared", shape="shared")

@@ -8,7 +8,9 @@ within N steps" (:func:`budget_regimes`).
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence
+from itertools import groupby
 from typing import Any
 
 from ..validation import require_int, require_real, require_type
@@ -32,21 +34,12 @@ def panel_budget(steps: int, rate: float, new_rate: float, cap: float = PANEL_BU
     The delay law's time scale goes as 1/(ηλ), so a run at a tenth of the rate needs about ten times
     the steps to get as far; the budget is ``steps · rate / new_rate``, never below ``steps`` and at
     most ``cap · steps`` (ηλ = 0, no decay, gets the cap).
-
-    Examples
-    --------
-    >>> panel_budget(4000, 1e-3, 1e-4)
-    40000
-    >>> panel_budget(4000, 1e-3, 3e-3), panel_budget(4000, 1e-3, 0.0), panel_budget(4000, 1e-3, 1e-5)
-    (4000, 40000, 40000)
     """
     require_int(steps, "steps", 1, owner="panel_budget")
     require_real(rate, "rate", 0.0, low_open=True, owner="panel_budget")
     require_real(new_rate, "new_rate", 0.0, owner="panel_budget")
     require_real(cap, "cap", 1.0, owner="panel_budget")
-    if new_rate == 0.0 or rate / new_rate >= cap:
-        return int(round(cap * steps))
-    return int(round(steps * max(1.0, rate / new_rate)))
+    return int(round(steps * (cap if new_rate == 0.0 else min(cap, max(1.0, rate / new_rate)))))
 
 
 def decision_budgets(budgets: Mapping[float, int], lr: float, base_lam: float = 1.0) -> dict[float, int]:
@@ -56,11 +49,6 @@ def decision_budgets(budgets: Mapping[float, int], lr: float, base_lam: float = 
     ``base_lam`` (where the grid's runs are expected to grok) times ``base_lam / λ``, never below it and
     at most :data:`~nhtlab.book.widgets.PANEL_BUDGET_CAP` times it. It reads only the settings, so it is
     fixed before the runs.
-
-    Examples
-    --------
-    >>> decision_budgets({0.1: 2000, 1.0: 4000, 2.0: 2000}, 1e-3)
-    {0.1: 40000, 1.0: 4000, 2.0: 4000}
     """
     require_type(budgets, "budgets", Mapping, owner="decision_budgets")
     if base_lam not in budgets:
@@ -75,13 +63,6 @@ def budget_regimes(table: Sequence[Mapping[str, Any]], needed: Mapping[float, in
 
     The rule's own label is kept as ``rule_regime``; ``needed`` is λ's budget from :func:`decision_budgets`, and
     the ``reason`` of a run not decided says so first.
-
-    Examples
-    --------
-    >>> rows = budget_regimes([{"weight_decay": 0.01, "regime": "weak", "last_step": 1500, "reason": "flat"}],
-    ...                       {0.01: 40_000})
-    >>> rows[0]["regime"], rows[0]["rule_regime"], verdict_label(rows[0])
-    ('not decided', 'weak', 'not decided within 1,500 steps')
     """
     rows = require_rows(table, "table", "budget_regimes")
     require_type(needed, "needed", Mapping, owner="budget_regimes")
@@ -98,51 +79,28 @@ def budget_regimes(table: Sequence[Mapping[str, Any]], needed: Mapping[float, in
 
 
 def verdict_label(row: Mapping[str, Any]) -> str:
-    """A run's label in words: its regime, or ``"not decided within N steps"`` (N its last step).
-
-    Examples
-    --------
-    >>> verdict_label({"regime": "not decided", "last_step": 2000}), verdict_label({"regime": "weak"})
-    ('not decided within 2,000 steps', 'weak')
-    """
-    if row["regime"] == NOT_DECIDED:
-        return f"{NOT_DECIDED} within {int(row['last_step']):,} steps"
-    return row["regime"]
+    """A run's label in words: its regime, or ``"not decided within N steps"`` (N its last step)."""
+    return f"{NOT_DECIDED} within {int(row['last_step']):,} steps" if row["regime"] == NOT_DECIDED else row["regime"]
 
 
 def regime_summary_records(table: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """One row per λ: the verdicts counted over its seeds, how many memorised, the best accuracies.
-
-    Examples
-    --------
-    >>> rows = [{"weight_decay": 5.0, "seed": s, "regime": "not decided", "last_step": 1000, "t_mem": None,
-    ...          "max_train_acc": a, "max_test_acc": a / 2} for s, a in ((0, 0.5), (1, 0.6))]
-    >>> regime_summary_records(rows)[0]
-    {'λ': 5.0, 'verdict': 'not decided within 1,000 steps: 2 of 2', 'memorised': '0 of 2', 'best train': '0.50–0.60', 'best test': '0.25–0.30'}
-    """
-    by_lam = _by_lambda(table, "regime_summary_records")
-
-    def spread(values: list[float]) -> str:
-        lo, hi = min(values), max(values)
-        return f"{lo:.2f}" if f"{lo:.2f}" == f"{hi:.2f}" else f"{lo:.2f}–{hi:.2f}"
-
-    out = []
-    for lam, rows in by_lam.items():
-        labels = [verdict_label(r) for r in rows]
-        counts = {label: labels.count(label) for label in dict.fromkeys(labels)}
-        out.append({"λ": lam, "verdict": "; ".join(f"{label}: {k} of {len(rows)}" for label, k in counts.items()),
-                    "memorised": f"{sum(r['t_mem'] is not None for r in rows)} of {len(rows)}",
-                    "best train": spread([r["max_train_acc"] for r in rows]),
-                    "best test": spread([r["max_test_acc"] for r in rows])})
-    return out
+    """One row per λ: the verdicts counted over its seeds, how many memorised, the best accuracies."""
+    return [{"λ": lam, "verdict": _verdicts(rows, "{}: {} of {}", "; "),
+             "memorised": f"{sum(r['t_mem'] is not None for r in rows)} of {len(rows)}",
+             "best train": _span([r["max_train_acc"] for r in rows], "{:.2f}"),
+             "best test": _span([r["max_test_acc"] for r in rows], "{:.2f}")}
+            for lam, rows in _by_lambda(table, "regime_summary_records").items()]
 
 
 def _by_lambda(table: Sequence[Mapping[str, Any]], owner: str) -> dict[float, list[Mapping[str, Any]]]:
     """λ → its rows, λ and then seed increasing."""
-    out: dict[float, list[Mapping[str, Any]]] = {}
-    for row in sorted(require_rows(table, "table", owner), key=lambda r: (r["weight_decay"], r["seed"])):
-        out.setdefault(row["weight_decay"], []).append(row)
-    return out
+    rows = sorted(require_rows(table, "table", owner), key=lambda r: (r["weight_decay"], r["seed"]))
+    return {lam: list(group) for lam, group in groupby(rows, key=lambda r: r["weight_decay"])}
+
+
+def _verdicts(rows: Sequence[Mapping[str, Any]], fmt: str, sep: str) -> str:
+    """Each verdict among ``rows`` with its count, ``fmt`` filled with (verdict, count, runs), first seen first."""
+    return sep.join(fmt.format(label, k, len(rows)) for label, k in Counter(map(verdict_label, rows)).items())
 
 
 def _ends(rows: Sequence[Mapping[str, Any]]) -> str:
@@ -157,22 +115,12 @@ def _span(values: Sequence[float], fmt: str) -> str:
 
 
 def lambda_sentences(table: Sequence[Mapping[str, Any]]) -> list[str]:
-    """One sentence per λ saying what its seeds did within their budget and the verdict it allows.
-
-    Examples
-    --------
-    >>> rows = [{"weight_decay": 5.0, "seed": s, "regime": "not decided", "last_step": 1000, "needed": 4000,
-    ...          "t_mem": None, "t_grok": None, "contraction": None, "max_train_acc": 0.5, "max_test_acc": 0.4}
-    ...         for s in (0, 1)]
-    >>> print(lambda_sentences(rows)[0])
-    **λ = 5**: no seed reached 99% training accuracy within 1,000 steps (best 0.50), and the test accuracy reached only 0.40; verdict: not decided within 1,000 steps in 2 of 2 (a verdict needs 4,000 steps).
-    """
+    """One sentence per λ saying what its seeds did within their budget and the verdict it allows."""
     out = []
     for lam, rows in _by_lambda(table, "lambda_sentences").items():
-        n = len(rows)
+        n, ends = len(rows), _ends(rows)
         mem = [r for r in rows if r["t_mem"] is not None]
         gen = [r for r in rows if r["t_grok"] is not None]
-        ends = _ends(rows)
         fell = [r["contraction"] for r in mem if r["contraction"] is not None]
         every = "the seed" if n == 1 else f"all {n} seeds"
         if all(r["regime"] == "intermediate" for r in rows):
@@ -180,23 +128,20 @@ def lambda_sentences(table: Sequence[Mapping[str, Any]]) -> list[str]:
             out.append(f"**λ = {lam:g}**: {every} memorised, then ‖θ‖² fell {_span(fell, '{:.0%}')} and the test "
                        f"accuracy reached 99% {_span(delays, '{:,}')} steps later: intermediate in {n} of {n}.")
             continue
+        best_train, best_test = (_span([r[key] for r in rows], "{:.2f}") for key in ("max_train_acc", "max_test_acc"))
         if not mem:
-            tests = [r["max_test_acc"] for r in rows]
-            climbed = "yet the test accuracy reached" if 2 * sum(t >= 0.5 for t in tests) > n else \
-                "and the test accuracy reached only"
-            what = (f"no seed reached 99% training accuracy within {ends} steps (best "
-                    f"{_span([r['max_train_acc'] for r in rows], '{:.2f}')}), {climbed} {_span(tests, '{:.2f}')}")
+            climbed = ("yet the test accuracy reached" if 2 * sum(r["max_test_acc"] >= 0.5 for r in rows) > n
+                       else "and the test accuracy reached only")
+            what = (f"no seed reached 99% training accuracy within {ends} steps (best {best_train}), "
+                    f"{climbed} {best_test}")
         elif len(mem) == n and not gen:
-            what = (f"{every} memorised and {'it did not generalise' if n == 1 else 'none generalised'} within {ends} steps (best test accuracy "
-                    f"{_span([r['max_test_acc'] for r in rows], '{:.2f}')}); after memorising ‖θ‖² fell "
-                    f"{_span(fell, '{:.0%}')}")
+            what = (f"{every} memorised and {'it did not generalise' if n == 1 else 'none generalised'} within {ends} "
+                    f"steps (best test accuracy {best_test}); after memorising ‖θ‖² fell {_span(fell, '{:.0%}')}")
         else:
             what = f"{len(mem)} of {n} seeds memorised and {len(gen)} of {n} generalised within {ends} steps"
-        labels = [verdict_label(r) for r in rows]
-        verdict = ", ".join(f"{label} in {labels.count(label)} of {n}" for label in dict.fromkeys(labels))
         needs = sorted({int(r["needed"]) for r in rows if r["regime"] == NOT_DECIDED})
         need = f" (a verdict needs {' / '.join(f'{v:,}' for v in needs)} steps)" if needs else ""
-        out.append(f"**λ = {lam:g}**: {what}; verdict: {verdict}{need}.")
+        out.append(f"**λ = {lam:g}**: {what}; verdict: {_verdicts(rows, '{} in {} of {}', ', ')}{need}.")
     return out
 
 
@@ -206,21 +151,12 @@ def regime_events(table: Sequence[Mapping[str, Any]], curves: Sequence[Mapping[s
     One record per event a run reached, with ``norm`` (‖θ‖²) there and ``accuracy`` (training accuracy at
     T_mem, test accuracy at T_grok); ``table`` and ``curves`` (:func:`regime_curves`) are of the same sweep.
     """
-    rows = require_rows(table, "table", "regime_events")
-    by_run: dict[int, dict[int, Mapping[str, Any]]] = {}
-    for rec in curves:
-        by_run.setdefault(rec["run"], {})[rec["step"]] = rec
-    out = []
-    for i, row in enumerate(rows):
-        points = by_run.get(i, {})
-        for event, step, split in (("T_mem", row["t_mem"], "train_acc"), ("T_grok", row["t_grok"], "test_acc")):
-            if step is None or step not in points:
-                continue
-            rec = points[step]
-            out.append({"run": i, "weight_decay": rec["weight_decay"], "lam_index": rec["lam_index"],
-                        "seed": rec["seed"], "regime": rec["regime"], "event": event, "step": step,
-                        "norm": rec["norm"], "accuracy": rec[split]})
-    return out
+    points = {(rec["run"], rec["step"]): rec for rec in curves}
+    return [{"run": i, **{k: rec[k] for k in ("weight_decay", "lam_index", "seed", "regime")}, "event": event,
+             "step": step, "norm": rec["norm"], "accuracy": rec[split]}
+            for i, row in enumerate(require_rows(table, "table", "regime_events"))
+            for event, step, split in (("T_mem", row["t_mem"], "train_acc"), ("T_grok", row["t_grok"], "test_acc"))
+            if (rec := points.get((i, step))) is not None]
 
 
 def decided_readings(table: Sequence[Mapping[str, Any]], expected: Mapping[float, str]) -> list[Reading]:
@@ -230,12 +166,9 @@ def decided_readings(table: Sequence[Mapping[str, Any]], expected: Mapping[float
     regime.
     """
     require_type(expected, "expected", Mapping, owner="decided_readings")
-    rows = require_rows(table, "table", "decided_readings")
-    out = []
-    for lam, regime in expected.items():
-        seeds = {r["seed"]: verdict_label(r) for r in sorted(rows, key=lambda r: r["seed"]) if r["weight_decay"] == lam}
-        out.append(over_seeds(f"λ = {lam:g}", seeds, expected=regime, rule="all"))
-    return out
+    by_lam = _by_lambda(table, "decided_readings")
+    return [over_seeds(f"λ = {lam:g}", {r["seed"]: verdict_label(r) for r in by_lam.get(lam, [])}, expected=regime,
+                       rule="all") for lam, regime in expected.items()]
 
 
 def regime_records(table: Sequence[Mapping[str, Any]],
@@ -243,36 +176,18 @@ def regime_records(table: Sequence[Mapping[str, Any]],
     """One row per run of a :func:`~nhtlab.analysis.regimes.regime_table`, for :func:`nhtlab.book.table`.
 
     ``grok_counts``: λ → (runs that grokked, runs) in the paper. None where a value does not exist.
-
-    Examples
-    --------
-    >>> row = dict(weight_decay=1.0, seed=0, regime="weak", t_mem=500, t_grok=None, v_mem=900.0,
-    ...            last_step=1500, contraction=0.01, max_test_acc=0.1, reason="…")
-    >>> regime_records([row], {1.0: (10, 10)})[0]["paper grokked"]
-    '10/10'
     """
-    rows = require_rows(table, "table", "regime_records")
-    counts = dict(grok_counts or {})
-    out = []
-    for row in rows:
-        count = counts.get(row["weight_decay"])
-        out.append({"λ": row["weight_decay"], "seed": row["seed"], "regime": verdict_label(row), "T_mem": row["t_mem"],
-                    "T_grok": row["t_grok"], "V_mem": row["v_mem"], "end": row["last_step"],
-                    "contraction": row["contraction"], "best test": row["max_test_acc"],
-                    "paper grokked": None if count is None else f"{count[0]}/{count[1]}", "reason": row["reason"],
-                    "needs": row.get("needed")})
-    return out
+    counts = grok_counts or {}
+    return [{"λ": row["weight_decay"], "seed": row["seed"], "regime": verdict_label(row), "T_mem": row["t_mem"],
+             "T_grok": row["t_grok"], "V_mem": row["v_mem"], "end": row["last_step"],
+             "contraction": row["contraction"], "best test": row["max_test_acc"],
+             "paper grokked": None if (n := counts.get(row["weight_decay"])) is None else f"{n[0]}/{n[1]}",
+             "reason": row["reason"], "needs": row.get("needed")}
+            for row in require_rows(table, "table", "regime_records")]
 
 
 def regimes_by_lambda(table: Sequence[Mapping[str, Any]]) -> dict[float, dict[int, str]]:
-    """λ → {seed: regime}, λ in increasing order.
-
-    Examples
-    --------
-    >>> regimes_by_lambda([{"weight_decay": 5.0, "seed": 0, "regime": "strong"},
-    ...                    {"weight_decay": 0.01, "seed": 0, "regime": "weak"}])
-    {0.01: {0: 'weak'}, 5.0: {0: 'strong'}}
-    """
+    """λ → {seed: regime}, λ in increasing order."""
     return {lam: {r["seed"]: r["regime"] for r in rows} for lam, rows in _by_lambda(table, "regimes_by_lambda").items()}
 
 
@@ -288,14 +203,7 @@ def check_regime_order(table: Sequence[Mapping[str, Any]]) -> Check:
 
 
 def norm_start_records(table: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Per λ, the seeds whose ‖θ‖² is largest at their first evaluation, and those whose norm rises first.
-
-    Examples
-    --------
-    >>> norm_start_records([{"weight_decay": 0.01, "seed": 0, "peak_step": 300},
-    ...                     {"weight_decay": 0.01, "seed": 1, "peak_step": 0}])
-    [{'λ': 0.01, 'largest at init': '1 of 2', 'rises first': 'seed 0'}]
-    """
+    """Per λ, the seeds whose ‖θ‖² is largest at their first evaluation, and those whose norm rises first."""
     out = []
     for lam, rows in _by_lambda(table, "norm_start_records").items():
         peaks = {r["seed"]: r["peak_step"] for r in rows}
@@ -305,34 +213,22 @@ def norm_start_records(table: Sequence[Mapping[str, Any]]) -> list[dict[str, Any
     return out
 
 
-def regime_curves(result: Any, table: list[dict[str, Any]], every: int = 1) -> list[dict[str, Any]]:
+def regime_curves(result: Any, table: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Long records of every run's curves, tagged with its λ, seed and regime, for charts.
 
-    ``lam_index`` ranks the run's λ among the sweep's (for sliders); ``every`` keeps one evaluation in ``every``.
+    ``lam_index`` ranks the run's λ among the sweep's (for sliders).
     """
     lams = sorted({row.run.weight_decay for row in result})
-    out = []
-    for i, (row, info) in enumerate(zip(result, table)):
-        for k, r in enumerate(row.history.rows):
-            if k % every and k != len(row.history.rows) - 1:
-                continue
-            out.append({"run": i, "weight_decay": row.run.weight_decay, "lam_index": lams.index(row.run.weight_decay),
-                        "seed": row.run.seed, "regime": info["regime"], "step": r["step"], "norm": r["norm"],
-                        "train_acc": r["train_acc"], "test_acc": r.get("test_acc")})
-    return out
+    return [{"run": i, "weight_decay": row.run.weight_decay, "lam_index": lams.index(row.run.weight_decay),
+             "seed": row.run.seed, "regime": info["regime"], "step": r["step"], "norm": r["norm"],
+             "train_acc": r["train_acc"], "test_acc": r.get("test_acc")}
+            for i, (row, info) in enumerate(zip(result, table)) for r in row.history.rows]
 
 
 def intermediate_answer(table: Sequence[Mapping[str, Any]]) -> tuple[str, tuple[str, ...], str]:
     """The answer the sweep gives to "at which smallest λ are most seeds intermediate?".
 
     Most: more than half of the seeds; ``"none"`` when no λ has them.
-
-    Examples
-    --------
-    >>> rows = [{"weight_decay": lam, "seed": 0, "regime": r}
-    ...         for lam, r in ((0.01, "weak"), (1.0, "intermediate"), (5.0, "strong"))]
-    >>> intermediate_answer(rows)
-    ('1', ('0.01', '1', '5', 'none'), 'seeds diagnosed intermediate: λ = 0.01: 0 of 1, λ = 1: 1 of 1, λ = 5: 0 of 1')
     """
     by_lam = regimes_by_lambda(require_rows(table, "table", "intermediate_answer"))
     counts = {lam: sum(r == "intermediate" for r in seeds.values()) for lam, seeds in by_lam.items()}
@@ -344,26 +240,15 @@ def intermediate_answer(table: Sequence[Mapping[str, Any]]) -> tuple[str, tuple[
 
 
 def learning_answer(table: Sequence[Mapping[str, Any]], lam: float, level: float = 0.5) -> tuple[str, tuple[str, str], str]:
-    """The answer the sweep gives to "at ``lam``, does the best test accuracy of most seeds climb past ``level``?".
-
-    Examples
-    --------
-    >>> rows = [{"weight_decay": 5.0, "seed": s, "max_test_acc": a, "max_train_acc": 0.9, "last_step": 1000}
-    ...         for s, a in ((0, 0.7), (1, 0.8), (2, 0.1))]
-    >>> learning_answer(rows, 5.0)
-    ('yes', ('yes', 'no'), 'at λ = 5 the best test accuracy passed 0.5 in 2 of 3 seeds within 1,000 steps (0.70, 0.80, 0.10; best training accuracy 0.90, 0.90, 0.90)')
-    """
-    rows = sorted((r for r in require_rows(table, "table", "learning_answer") if r["weight_decay"] == lam),
-                  key=lambda r: r.get("seed", 0))
+    """The answer the sweep gives to "at ``lam``, does the best test accuracy of most seeds climb past ``level``?"."""
+    rows = _by_lambda(table, "learning_answer").get(lam, [])
     if not rows:
         raise ValueError(f"learning_answer: the sweep has no run at 'lam' = {lam!r}")
     k = sum(r["max_test_acc"] >= level for r in rows)
-    ends = _ends(rows)
-    tests = ", ".join(f"{r['max_test_acc']:.2f}" for r in rows)
-    trains = ", ".join(f"{r['max_train_acc']:.2f}" for r in rows)
+    tests, trains = (", ".join(f"{r[key]:.2f}" for r in rows) for key in ("max_test_acc", "max_train_acc"))
     return ("yes" if 2 * k > len(rows) else "no"), ("yes", "no"), (
-        f"at λ = {lam:g} the best test accuracy passed {level:g} in {k} of {len(rows)} seeds within {ends} steps "
-        f"({tests}; best training accuracy {trains})")
+        f"at λ = {lam:g} the best test accuracy passed {level:g} in {k} of {len(rows)} seeds within {_ends(rows)} "
+        f"steps ({tests}; best training accuracy {trains})")
 
 
 def rule_check(table: Sequence[Mapping[str, Any]], lam: float, regime: str, words: str) -> Check:
@@ -372,40 +257,23 @@ def rule_check(table: Sequence[Mapping[str, Any]], lam: float, regime: str, word
     What the rule saw is a fact of the run even where the budget is too short to call it a regime:
     at the smallest λ "weak" means memorised with no contraction and no generalisation *within the
     budget*; at the largest, "strong" means the table was not fitted within it. Fails with no seed at ``lam``.
-
-    Examples
-    --------
-    >>> rows = [{"weight_decay": 5.0, "seed": 0, "regime": "not decided", "rule_regime": "strong", "last_step": 1000}]
-    >>> c = rule_check(rows, 5.0, "strong", "never fitted its table")
-    >>> bool(c), c.name, c.detail
-    (True, 'λ = 5 within its budget: never fitted its table', 'the rule alone reads strong in 1 of 1 seeds within 1,000 steps (seed 0: strong)')
     """
-    rows = sorted((r for r in require_rows(table, "table", "rule_check") if r["weight_decay"] == lam),
-                  key=lambda r: r["seed"])
+    rows = _by_lambda(table, "rule_check").get(lam, [])
     labels = {r["seed"]: r.get("rule_regime", r["regime"]) for r in rows}
     k = sum(v == regime for v in labels.values())
-    ends = _ends(rows)
     seeds = ", ".join(f"seed {s}: {v}" for s, v in labels.items())
     return Check(f"λ = {lam:g} within its budget: {words}", bool(rows) and k == len(rows),
-                 f"the rule alone reads {regime} in {k} of {len(rows)} seeds within {ends or 'no'} steps ({seeds})")
+                 f"the rule alone reads {regime} in {k} of {len(rows)} seeds within {_ends(rows) or 'no'} steps "
+                 f"({seeds})")
 
 
 def regime_findings(table: Sequence[Mapping[str, Any]], level: float = 0.5) -> list[str]:
     """The chapter's takeaway in sentences, each read from the budget-labelled table.
 
     ``level`` is the best test accuracy that counts as learning where the training set was not fitted.
-
-    Examples
-    --------
-    >>> rows = [{"weight_decay": lam, "seed": 0, "regime": r, "last_step": 1000, "t_mem": m, "max_test_acc": a}
-    ...         for lam, r, m, a in ((0.01, "not decided", 300, 0.01), (1.0, "intermediate", 500, 1.0),
-    ...                              (2.0, "not decided", None, 0.8), (5.0, "not decided", None, 0.01))]
-    >>> for s in regime_findings(rows): print(s)
-    1 of 4 runs reached a verdict within their budget, all intermediate (λ = 1).
-    The other 3 runs (λ = 0.01, 2, 5) stopped before the steps their λ needs: they are not decided, and nothing here calls them weak or strong.
-    Where no run fitted its training set, the best test accuracy reached 0.80 at λ = 2 within 1,000 steps (the decay slowed learning, it did not stop it) and stayed at 0.01 at λ = 5 within 1,000 steps (too short a run to tell slowed from stopped).
     """
-    rows = require_rows(table, "table", "regime_findings")
+    by_lam = _by_lambda(table, "regime_findings")
+    rows = [r for group in by_lam.values() for r in group]
     decided = [r for r in rows if r["regime"] != NOT_DECIDED]
     open_ = [r for r in rows if r["regime"] == NOT_DECIDED]
 
@@ -423,22 +291,14 @@ def regime_findings(table: Sequence[Mapping[str, Any]], level: float = 0.5) -> l
     if open_:
         out.append(f"The other {len(open_)} runs (λ = {lams(open_)}) stopped before the steps their λ needs: they are "
                    "not decided, and nothing here calls them weak or strong.")
-    by_lam: dict[float, list[Mapping[str, Any]]] = {}
-    for r in rows:
-        by_lam.setdefault(r["weight_decay"], []).append(r)
     clauses = []
-    for lam in sorted(by_lam):
-        group = by_lam[lam]
-        if any(r["t_mem"] is not None for r in group):
-            continue
-        best = _span([r["max_test_acc"] for r in group], "{:.2f}")
-        ends = _ends(group)
-        if 2 * sum(r["max_test_acc"] >= level for r in group) > len(group):
-            clauses.append(f"reached {best} at λ = {lam:g} within {ends} steps (the decay slowed learning, "
-                           "it did not stop it)")
-        else:
-            clauses.append(f"stayed at {best} at λ = {lam:g} within {ends} steps (too short a run to tell slowed "
-                           "from stopped)")
+    for lam, group in by_lam.items():
+        if all(r["t_mem"] is None for r in group):
+            slowed = 2 * sum(r["max_test_acc"] >= level for r in group) > len(group)
+            best = _span([r["max_test_acc"] for r in group], "{:.2f}")
+            clauses.append(f"{'reached' if slowed else 'stayed at'} {best} at λ = {lam:g} within {_ends(group)} steps "
+                           + ("(the decay slowed learning, it did not stop it)" if slowed
+                              else "(too short a run to tell slowed from stopped)"))
     if clauses:
         out.append("Where no run fitted its training set, the best test accuracy " + " and ".join(clauses) + ".")
     return out
