@@ -28,7 +28,7 @@ from ..analysis.eta import plateau_runs
 from ..analysis.events import find_events
 from ..analysis.regimes import diagnose_regime
 from .held_out_eta import eta_evaluation
-from .report import Markdown, evidence, table, what_we_found
+from .report import Markdown, evidence, significant, table, what_we_found
 
 __all__ = ["FIT_LAMBDA_RANGE", "MIN_FIT_LAMBDAS", "PaperComparison", "paper_comparison",
            "delay_records", "run_records", "eta_comparison", "law_fits", "fit_records", "contraction_records",
@@ -205,21 +205,9 @@ def fit_records(fits: Mapping[str, Mapping[str, LinearFit]]) -> list[dict[str, A
     return rows
 
 
-def _significant(value: float, digits: int = 3) -> str:
-    """``value`` to ``digits`` significant figures, in plain notation with thousands separators (no ``e+03``)."""
-    if value == 0 or not math.isfinite(value):
-        return f"{value:g}"
-    place = digits - 1 - math.floor(math.log10(abs(value)))
-    return f"{round(value, place):,.{max(0, place)}f}"
-
-
 def fit_table(fits: Mapping[str, Mapping[str, LinearFit]]) -> Markdown:
-    """:func:`fit_records` as a Markdown table, slopes to three significant figures in plain notation.
-
-    >>> _significant(1083.7), _significant(1.0349), _significant(0.6912)
-    ('1,080', '1.03', '0.691')
-    """
-    rows = [{**r, "slope": _significant(r["slope"])} for r in fit_records(fits)]
+    """:func:`fit_records` as a Markdown table, slopes to three significant figures in plain notation."""
+    rows = [{**r, "slope": significant(r["slope"])} for r in fit_records(fits)]
     return table(rows, columns=["definition", "x", "slope", "intercept", "R²", "n", "best"],
                  formats={"intercept": "{:,.0f}", "R²": "{:.3f}"}, headers={"n": "settings"})
 

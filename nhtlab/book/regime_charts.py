@@ -4,7 +4,6 @@ inputs); the λ control is a Vega-Lite param, so it works in the static book wit
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -13,6 +12,7 @@ import altair as alt
 from ..analysis.regimes import DIVERGED, NOT_DECIDED, REGIMES, UNDETERMINED
 from ..charts import check_arguments
 from ..charts.curves import WIDTH
+from .report import significant
 
 __all__ = ["REGIME_COLORS", "regime_norm_curves", "lambda_slider", "delay_fit_chart",
            "contraction_chart"]
@@ -128,14 +128,6 @@ _FAMILY_COLORS = ("#4c78a8", "#e45756", "#54a24b", "#b279a2", "#f58518")
 _FAMILY_SHAPES = ("circle", "triangle-up", "square", "diamond", "cross")
 
 
-def _plain(value: float, digits: int = 3) -> str:
-    """``value`` to ``digits`` significant figures without an exponent (1,390 rather than 1.39e+03)."""
-    if value == 0 or not math.isfinite(value):
-        return f"{value:g}"
-    place = digits - 1 - math.floor(math.log10(abs(value)))
-    return f"{round(value, place):,.{max(0, place)}f}"
-
-
 def delay_fit_chart(points: Sequence[Mapping[str, Any]], fit: Any, x: str = "predicted", x_title: str = "predicted (steps)",
                     y_title: str = "measured (steps)", color: str = "weight_decay", color_title: str = "λ") -> alt.LayerChart:
     """Measured delay against ``x`` (a key of :func:`nhtlab.analysis.delay.delay_point` records) with the fitted line and its R².
@@ -160,7 +152,7 @@ def delay_fit_chart(points: Sequence[Mapping[str, Any]], fit: Any, x: str = "pre
               "seeds": len(g)} for g in groups.values()]
     domain = list(dict.fromkeys(str(p[color]) for p in points))
     title = alt.TitleParams(
-        text=f"measured = {_plain(fit.slope)} × x + {fit.intercept:,.0f}   (R² = {fit.r2:.3f} over the {fit.n} large marks)",
+        text=f"measured = {significant(fit.slope)} × x + {fit.intercept:,.0f}   (R² = {fit.r2:.3f} over the {fit.n} large marks)",
         subtitle=f"large marks: the mean over seeds of each of the {len(means)} settings; small: the {len(points)} runs")
     encode = {
         "x": alt.X(f"{x}:Q", title=x_title + (" (log scale)" if log else ""), scale=scale),

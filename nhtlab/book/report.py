@@ -111,6 +111,18 @@ def cell(value: Any, fmt: str | None = None) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
+def significant(value: float, digits: int = 3) -> str:
+    """``value`` to ``digits`` significant figures, in plain notation with thousands separators (no ``e+03``).
+
+    >>> significant(1083.7), significant(1.0349), significant(0.6912)
+    ('1,080', '1.03', '0.691')
+    """
+    if value == 0 or not math.isfinite(value):
+        return f"{value:g}"
+    place = digits - 1 - math.floor(math.log10(abs(value)))
+    return f"{round(value, place):,.{max(0, place)}f}"
+
+
 def table(records: Iterable[Mapping[str, Any]], columns: Sequence[str] | None = None,
           formats: Mapping[str, str] | None = None, headers: Mapping[str, str] | None = None) -> Markdown:
     """A Markdown table of records (one row per record), for results a reader reads.
