@@ -11,7 +11,7 @@ reference values a reader compares our runs with.
 from __future__ import annotations
 
 __all__ = ["COMPANION_LAMBDA_SWEEP", "COMPANION_GROK_FIT", "COMPANION_ETA_SWEEP", "COMPANION_CONTRACTION",
-           "COMPANION_GROK_COUNTS", "COMPANION_CONTRACTION_RATE", "COMPANION_THEORY_RATIO", "paper_cell", "DLR_PAPER", "NHT_PAPER",
+           "COMPANION_GROK_COUNTS", "COMPANION_EDGE_LAMBDA_2", "COMPANION_CONTRACTION_RATE", "COMPANION_THEORY_RATIO", "paper_cell", "DLR_PAPER", "NHT_PAPER",
            "NHT_LAYER_ORDER"]
 
 #: λ → {quantity: (mean, std)} for the companion's λ sweep (η = 1e-3); V_final at T_grok + 2,000.
@@ -24,6 +24,10 @@ COMPANION_LAMBDA_SWEEP: dict[float, dict[str, tuple[float, float]]] = {
 #: λ → runs that grokked out of 10 within 50,000 steps (the regime edges of the companion's sweep).
 COMPANION_GROK_COUNTS: dict[float, tuple[int, int]] = {
     0.001: (0, 10), 0.01: (0, 10), 0.1: (10, 10), 0.3: (10, 10), 0.5: (10, 10), 1.0: (10, 10), 2.0: (3, 10), 5.0: (0, 10)}
+#: The companion's regime edge λ = 2 (per-seed data, 50,000 steps): about when its runs memorise and
+#: how many of 10 do, and about when they grok and how many do (chapters 02 and 03 quote it; tools/chapter_shape
+#: lets a chapter's prose type a number only when this module holds it).
+COMPANION_EDGE_LAMBDA_2 = {"t_mem_about": 21_000, "memorised": (7, 10), "t_grok_about": 44_000, "grokked": (3, 10)}
 #: Fit of T_grok against 1/λ on λ ∈ [0.1, 1] (seed means).
 COMPANION_GROK_FIT = {"slope": 1_182, "slope_ci": (1_082, 1_271), "intercept": 884, "r2": 0.971}
 #: η → (mean, std) of T_grok at λ = 1.
