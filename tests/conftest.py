@@ -47,8 +47,11 @@ class Background:
         args = [sys.executable, str(ROOT / "tests" / "chapter_executions.py"), str(cls.folder / "result.json")]
         args += [p for p in ("quick", "html") if p in parts]
         args += ["smoke", str(cls.folder / "smoke")] if "smoke" in parts else []
+        # The quick chapters share their runs as `make book`'s do, through a result cache this session alone
+        # writes (so nothing trained elsewhere is read); the smoke executions keep theirs off (smoke_env).
+        env = {**os.environ, "NHTLAB_CACHE": "on", "NHTLAB_RUN_CACHE": str(cls.folder / "runs")}
         with open(cls.folder / "log.txt", "w") as log:
-            cls.process = subprocess.Popen(args, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
+            cls.process = subprocess.Popen(args, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
                                            start_new_session=True)  # its own group: stopped as one
 
     @classmethod
