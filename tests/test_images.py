@@ -33,6 +33,15 @@ def test_the_digits_ignore_the_smoke_cap(monkeypatch):
     assert torch.equal(digits(size=8, seed=3).x_train, full.x_train) and len(full.y_train) + len(full.y_test) == 1797
 
 
+def test_digits_limits_keep_the_first_images_of_the_same_split():
+    whole, cut = digits(size=8, seed=3), digits(size=8, seed=3, train_limit=7, test_limit=2)
+    assert torch.equal(cut.x_train, whole.x_train[:7]) and torch.equal(cut.y_train, whole.y_train[:7])
+    assert torch.equal(cut.x_test, whole.x_test[:2]) and torch.equal(cut.y_test, whole.y_test[:2])
+    assert len(digits(size=8, train_limit=10**6).y_train) == len(whole.y_train)  # more than there are: all
+    with pytest.raises(ValueError, match="train_limit"):
+        digits(size=8, train_limit=0)
+
+
 def test_digits_native_size_is_the_sklearn_image():
     from sklearn.datasets import load_digits
 

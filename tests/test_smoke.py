@@ -54,6 +54,9 @@ def test_cap_settings_rules(smoke, monkeypatch):
     assert cap_settings({"budgets": {0.1: 2000, 2.0: 3}, "eta_seeds": [0, 1, 2]}) == {"budgets": {0.1: 8, 2.0: 3},
                                                                                        "eta_seeds": [0, 1]}
     assert cap_settings({"model": {"steps": 50, 1: 99}}) == {"model": {"steps": 8, 1: 99}}
+    # an image count of None (every image) is capped to the cap's count; a None of any other setting stays
+    assert cap_settings({"images": {"train_limit": None, "n_test": 40}, "batch_size": None}) == {
+        "images": {"train_limit": 16, "n_test": 16}, "batch_size": None}
 
 
 def test_a_bad_cap_names_the_variable(smoke, monkeypatch):

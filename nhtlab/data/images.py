@@ -86,7 +86,8 @@ def _split(n: int, test_fraction: float, seed: int) -> tuple[np.ndarray, np.ndar
     return order[n_test:], order[:n_test]
 
 
-def digits(size: int = 16, test_fraction: float = 0.3, seed: int = 0) -> ImageData:
+def digits(size: int = 16, test_fraction: float = 0.3, seed: int = 0, train_limit: int | None = None,
+           test_limit: int | None = None) -> ImageData:
     """scikit-learn's bundled handwritten digits (offline) in [0, 1], upsampled bilinearly to RGB ``size`` × ``size``.
 
     Parameters
@@ -95,6 +96,8 @@ def digits(size: int = 16, test_fraction: float = 0.3, seed: int = 0) -> ImageDa
     test_fraction : float in (0, 1)
         Share held out for testing (a random split seeded by ``seed``).
     seed : int
+    train_limit, test_limit : int, optional
+        Keep only the first this many images of each split (as :func:`cifar10`).
 
     Returns
     -------
@@ -110,6 +113,9 @@ def digits(size: int = 16, test_fraction: float = 0.3, seed: int = 0) -> ImageDa
     require_int(size, "size", low=8, high=256, owner="digits")  # 1,797 images of size² floats
     require_real(test_fraction, "test_fraction", 0.0, 1.0, low_open=True, high_open=True, owner="digits")
     require_int(seed, "seed", low=0, owner="digits")
+    for name, limit in (("train_limit", train_limit), ("test_limit", test_limit)):
+        if limit is not None:
+            require_int(limit, name, low=1, owner="digits")
     from sklearn.datasets import load_digits  # local: scikit-learn is slow to import; only the digits need it
 
     bunch = load_digits()
@@ -119,6 +125,7 @@ def digits(size: int = 16, test_fraction: float = 0.3, seed: int = 0) -> ImageDa
     x = x.clamp(0.0, 1.0).repeat(1, 3, 1, 1).contiguous()  # (n, 3, size, size)
     y = torch.tensor(bunch.target, dtype=torch.long)
     train_idx, test_idx = _split(len(y), test_fraction, seed)
+    train_idx, test_idx = train_idx[:train_limit], test_idx[:test_limit]  # [:None] keeps all
     return ImageData(x[train_idx], y[train_idx], x[test_idx], y[test_idx], 10, name=f"digits{size}",
                      class_names=tuple(str(k) for k in range(10)))
 

@@ -75,6 +75,8 @@ def _cap_value(key: str, value: Any) -> Any:
         return {k: _cap_value(k if isinstance(k, str) else key, v) for k, v in value.items()}
     if isinstance(value, bool):
         return value
+    if value is None and key in IMAGE_KEYS:  # no limit: every image, so the cap's count
+        return _positive(_LIMIT_OF[key])
     if key == "seeds" or key.endswith("_seeds"):
         if isinstance(value, int):
             return min(value, _positive("NHTLAB_SMOKE_SEEDS"))
