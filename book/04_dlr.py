@@ -73,8 +73,7 @@ PROFILES = {
         alphas=[0.3, 1.0, 10.0, 100.0],
         lazy_rich=dict(steps=100, width=128),
         mnist=dict(size=14, n_train=1000, seeds=2),
-        images=dict(train_limit=None, test_limit=None),  # all digits
-        size=16,
+        digits=dict(size=16, train_limit=None, test_limit=None),
         cnn=dict(steps=150, eval_every=50),
         channels=(8, 8, 16, 16, 32, 32),
         lr=dict(steps=100, seeds=2),  # the learning-rate sweep
@@ -86,8 +85,7 @@ PROFILES = {
         alphas=[0.3, 1.0, 3.0, 10.0, 100.0],
         lazy_rich=dict(steps=300, width=256),
         mnist=dict(size=14, n_train=1000, seeds=3),
-        images=dict(train_limit=None, test_limit=None),  # all digits
-        size=16,
+        digits=dict(size=16, train_limit=None, test_limit=None),
         cnn=dict(steps=600, eval_every=100),
         channels=(16, 16, 32, 32, 64, 64),
         lr=dict(steps=200, seeds=3),
@@ -99,8 +97,7 @@ PROFILES = {
         alphas=[0.3, 1.0, 3.0, 10.0, 30.0, 100.0],
         lazy_rich=dict(steps=1000, width=256),
         mnist=dict(size=28, n_train=4000, seeds=5),
-        images=dict(train_limit=None, test_limit=None),  # all digits
-        size=32,
+        digits=dict(size=32, train_limit=None, test_limit=None),
         cnn=dict(steps=3000, eval_every=250),
         channels=(32, 32, 64, 64, 128, 128),
         lr=dict(steps=600, seeds=3),
@@ -420,7 +417,7 @@ nb.spectra_explorer(
 # 128; DLR and NC1 are measured on the training images.
 
 # %%
-images = nhtlab.digits(size=cfg.size, seed=seed, **cfg.images)
+images = nhtlab.digits(seed=seed, **cfg.digits)
 cnn_config = nhtlab.TrainConfig(seed=seed, **cfg.cnn, **CNN_TRAIN)
 cnn_runs = nb.cnn_runs(images, cnn_config, cfg.channels)
 cnn_end = nb.final_records(cnn_runs)
