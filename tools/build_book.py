@@ -440,15 +440,21 @@ def cpu_ticks(stat: str | os.PathLike = "/proc/stat") -> tuple[int, int] | None:
 #: The book's time budget (issue 59): `make book` in 12 minutes, install included, on a 2-core machine. Each
 #: chapter's share is what it cost in the `book` build of 5d35cbf (AMD EPYC, AVX-512), in CPU seconds of that
 #: machine; the build converts its own CPU seconds by the two machines' torch.mm rates, so that a slower machine
-#: is not failed for being slow. A chapter more than BUDGET_SLACK over its share fails the build: a new run must
-#: fit in the budget or replace one.
+#: is not failed for being slow. A chapter more than BUDGET_SLACK over its share fails the build there: a new run
+#: must fit in the budget or replace one. Another CPU kind is shown its figures, not held to them: kinds differ in
+#: what share of their torch.mm rate the CNNs reach (27% against 64% of the floor, issue 59), which no rate
+#: conversion follows.
 BUDGET_MINUTES = 12
 CHAPTER_BUDGET = {"01_grokking": 124, "02_regimes": 170, "03_delay_law": 346, "04_dlr": 219, "05_layerwise": 688,
                   "06_shortcuts": 467, "07_emergence": 166, "08_own_model": 126, "08_evidence": 4}
 BUDGET_SLACK = 1.25
 MIN_SHARE = 20.0  #: CPU seconds: a kernel's start and imports vary by this much, so no share is held below it
 RATE_SHAPES = {(1, 512, 128, 512): 1, (1, 512, 512, 128): 1}  # the companion's largest matmuls
-REFERENCE_RATE = 86.0  #: GFLOP per CPU second of torch.mm on RATE_SHAPES, one thread, on the budget's machine
+#: GFLOP per CPU second of torch.mm on RATE_SHAPES, one thread, on the budget's machine when quiet: 101 at the end
+#: of the build of 0fe7c6a, less 3% because that build's ModularRun floor was 4.66 ms a step against 4.80 in the
+#: budget's build
+REFERENCE_RATE = 98.0
+BUDGET_MACHINE = {"cpu_model": "AMD EPYC", "cpu_isa": "AVX512"}  # where the shares were measured and are held
 
 
 def budget_check(cpu: dict[str, float], rate: float, budget: dict[str, float] | None = None,
@@ -528,9 +534,14 @@ def main() -> None:
     if args.profile == "book" and args.only is None and cold and cpu:  # a whole build's cost: every chapter trains its own
         from nhtlab.plumbing.floor import matmul_rate
 
+        from _record import cpu_isa, cpu_model
+
         lines, over = budget_check(cpu, matmul_rate(RATE_SHAPES))
         print(*lines, sep="\n", flush=True)
-        if over:
+        if {"cpu_model": cpu_model(), "cpu_isa": cpu_isa()} != BUDGET_MACHINE:
+            print(f"  shown, not held: the shares were measured on {BUDGET_MACHINE['cpu_model']} "
+                  f"({BUDGET_MACHINE['cpu_isa']})", flush=True)
+        elif over:
             sys.exit(f"Chapters over their share of the book's budget (×{BUDGET_SLACK:g}, CHAPTER_BUDGET): "
                      + ", ".join(over))
     if args.no_html:
