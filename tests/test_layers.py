@@ -95,6 +95,10 @@ def test_warning_times_against_the_drop():
     # readout/conv1 peaks where readout does (conv1 still rising at 300): a warning 300 steps ahead
     assert w["head_over_first_peak"] == 300 and w["total_lead"] == 600 - w["total_peak"]
     assert warning_times(h, drop_step=None)["head_over_first_lead"] is None
+    with pytest.raises(TypeError, match="'history' parameter of warning_times"):
+        warning_times("not a history", drop_step=600)
+    with pytest.raises(ValueError, match="'head' parameter of warning_times"):
+        warning_times(h, drop_step=600, head="no such layer")
 
 
 def test_warning_signals_chart_has_a_run_dropdown_and_event_rules():

@@ -208,6 +208,7 @@ def warning_times(history: History, drop_step: int | None, head: str | None = No
 
     Leads are drop_step − peak step (> 0: the signal turned down first; None without ``drop_step``).
     """
+    head, first = _check_history(history, "warning_times", head, first)  # a bad input names what was called
     signals = head_to_first_ratio(history, head, first)
     steps = signals["step"].astype(int)
     out: dict[str, Any] = {"drop_step": drop_step}
