@@ -239,7 +239,7 @@ ENTRIES: dict[str, Entry] = {
     "History": Entry(History, dict(rows=HISTORY.rows, status="completed", message="", config=CONFIG), History),
     "modular_data": Entry(nhtlab.modular_data, dict(p=7, operation="+", train_fraction=0.5, seed=0),
                           check=modular_reference),
-    "digits": Entry(nhtlab.digits, dict(size=8, test_fraction=0.3, seed=0), ImageData, examples=60),
+    "digits": Entry(nhtlab.digits, dict(size=8, test_fraction=0.3, seed=0, train_limit=20, test_limit=5), ImageData, examples=60),
     "mnist": Entry(nhtlab.mnist, dict(size=8, n_train=50, n_test=20, seed=0, channels=1), ImageData, examples=60),
     "cifar10": Entry(nhtlab.cifar10, {}, skip="needs the CIFAR-10 archive on disk; tests/test_bad_inputs.py feeds it crafted "
                                               "batch files"),
