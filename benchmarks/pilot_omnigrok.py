@@ -6,8 +6,8 @@ Fixed here before any run is read (issue 57, item 5):
   the MLP 196-200-200-10 with every parameter × 8, squared loss, full batch), AdamW η = 2e-3, at
   λ ∈ {0.05, 0.1, 0.2} × seeds {0, 1, 2}; each budget is 2/(ηλ) steps (two time scales of the decay).
 * **Events**: T_mem, the first evaluation with train accuracy ≥ 0.99 (:data:`nhtlab.thresholds.FITTED_ACCURACY`);
-  T_gen, the first with test accuracy ≥ 0.8 (these runs top out near 0.9, never at 0.99); the delay is
-  T_gen − T_mem where both exist and T_gen is later.
+  T_gen, the first with test accuracy ≥ 0.8 (:data:`~nhtlab.thresholds.IMAGE_GENERALISED`: these runs top out near
+  0.9, never at 0.99); the delay is T_gen − T_mem where both exist and T_gen is later.
 * **Readings**: (a) the delay law, :func:`nhtlab.analysis.scorecard.delay_scaling` on the (λ, delay) pairs:
   holds when the 95% interval of the exponent α in T ∝ λ^(−α) holds 1 and excludes 0; (b) P1, ‖θ‖² at T_mem
   above ‖θ‖² at the end, per run; (c) the layer order, :func:`nhtlab.contraction_order` (the read-out against
@@ -25,7 +25,7 @@ run (the paper's other reading, which needs no T_mem).
 
 Two worker processes, one torch thread each. Writes ``--out`` (JSON: the settings, each run's readings).
 
-    PYTHONPATH=. python benchmarks/pilot_omnigrok.py --out nhtlab/results/pilot_omnigrok.json
+    PYTHONPATH=. python benchmarks/pilot_omnigrok.py --out pilot_omnigrok.json  # chapter 05 trains its own
     PYTHONPATH=. python benchmarks/pilot_omnigrok.py --arch cnn --out nhtlab/results/pilot_omnigrok_cnn.json
 """
 
@@ -33,59 +33,25 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import time
 from concurrent.futures import ProcessPoolExecutor
 
 import torch
 
 from _record import pilot_about, write_pilot  # benchmarks/_record (this script's folder)
-from nhtlab.analysis.layers import contraction_order
-from nhtlab.analysis.scorecard import delay_scaling
-from nhtlab.history import first_step_at_least
-from nhtlab.thresholds import FITTED_ACCURACY
+from nhtlab.book.layer_report import grok_run_reading, omnigrok_record, omnigrok_runs
 from nhtlab.training.image_grok_run import ImageGrokRun
 
-BASE = dict(size=14, lr=2e-3, eval_every=100)
-SEEDS, TIME_SCALES, GENERALISED = (0, 1, 2), 2.0, 0.8
-LAMS = (0.05, 0.1, 0.2)
+# each budget 2/(ηλ) steps, rounded up to an evaluation
+SPEC = dict(size=14, lr=2e-3, eval_every=100, budgets={0.05: 20_000, 0.1: 10_000, 0.2: 5_000}, seeds=(0, 1, 2))
 
 
-def budget(lam: float) -> int:
-    steps = TIME_SCALES / (BASE["lr"] * lam)
-    return int(math.ceil(steps / BASE["eval_every"]) * BASE["eval_every"])
-
-
-def peaks(history) -> dict:
-    """Each layer's step of peak ‖θ_ℓ‖² and the share of that peak lost by the end (reading d)."""
-    steps = history.column("step")
-    out = {}
-    for layer in history.layers:
-        values = history.column(f"norm/{layer}")
-        top = int(values.argmax())
-        out[layer] = {"peak_step": int(steps[top]), "lost": round(1.0 - float(values[-1] / values[top]), 3)}
-    return out
-
-
-def one_run(job: tuple[str, float, int]) -> dict:
-    """Train one (arch, λ, seed) and read its events, norms and layer order."""
-    arch, lam, seed = job
+def one_run(run: ImageGrokRun) -> dict:
+    """Train one run and read it as chapter 05 does (its events, norms, layer order and peaks)."""
     torch.set_num_threads(1)
     start = time.process_time()
-    run = ImageGrokRun(**BASE, arch=arch, weight_decay=lam, steps=budget(lam), seed=seed)
-    history = run.execute(progress="none")
-    steps = history.column("step")
-    t_mem = first_step_at_least(steps, history.column("train_acc"), FITTED_ACCURACY)
-    t_gen = first_step_at_least(steps, history.column("test_acc"), GENERALISED)
-    delay = t_gen - t_mem if t_mem is not None and t_gen is not None and t_gen > t_mem else None
-    norm = {int(r["step"]): r["norm"] for r in history.rows}
-    order = contraction_order(history, window=(t_mem, t_gen)).to_dict() if delay else None
-    last = history.rows[-1]
-    return {"lam": lam, "seed": seed, "steps": budget(lam), "t_mem": t_mem, "t_gen": t_gen, "delay": delay,
-            "norm_start": round(history.rows[0]["norm"]), "norm_mem": None if t_mem is None else round(norm[t_mem]),
-            "norm_end": round(last["norm"]), "train_end": round(last["train_acc"], 3),
-            "test_end": round(last["test_acc"], 3), "order": order, "status": history.status,
-            "cpu_s": round(time.process_time() - start), "layers": peaks(history)}
+    reading = grok_run_reading(run, run.execute(progress="none"))
+    return {**reading, "cpu_s": round(time.process_time() - start)}
 
 
 def main() -> None:
@@ -93,17 +59,13 @@ def main() -> None:
     parser.add_argument("--out", help="write the pilot to this JSON file")
     parser.add_argument("--arch", choices=("mlp", "cnn"), default="mlp", help="ImageGrokRun's network")
     args = parser.parse_args()
-    jobs = sorted(((args.arch, lam, seed) for lam in LAMS for seed in SEEDS), key=lambda job: budget(job[1]),
-                  reverse=True)
+    spec = {**SPEC, "arch": args.arch}
+    jobs = sorted(omnigrok_runs(spec).values(), key=lambda run: run.steps, reverse=True)
     with ProcessPoolExecutor(max_workers=2) as pool:
         runs = sorted(pool.map(one_run, jobs), key=lambda r: (r["lam"], r["seed"]))
     for run in runs:
         print(json.dumps(run), flush=True)
-    law = delay_scaling({lam: [r["delay"] for r in runs if r["lam"] == lam] for lam in LAMS})
-    about = pilot_about(cpu_s=sum(r["cpu_s"] for r in runs))
-    base = {**BASE, "arch": args.arch, "time_scales": TIME_SCALES, "generalised": GENERALISED}
-    result = {"about": about, "base": base, "lams": list(LAMS), "seeds": list(SEEDS), "runs": runs,
-              "delay_law": {"passed": law.passed, "detail": law.detail, "alpha": law.value}}
+    result = omnigrok_record(runs, spec, about=pilot_about(cpu_s=sum(r["cpu_s"] for r in runs)))
     print(json.dumps(result["delay_law"]))
     write_pilot(args.out, result)
 

@@ -169,9 +169,79 @@ def test_tally_and_findings_count_every_seed():
               ("control", "border"): over_seeds("c", {0: "dropped"}, expected="kept"),
               ("main", "verdict"): over_seeds("v", {0: "undetermined"}, expected="backward"),
               ("main", "warning"): over_seeds("w", {0: "does not warn"}, expected="warns")}
-    box = layer_findings({"λ = 1": fwd}, small, images, 0.1)
+    mnist = {"runs": [{"delay": 400, "order": {"verdict": "backward"}}, {"delay": None, "order": None}],
+             "delay_law": {"passed": False, "detail": "1 λ with a measured delay (needs 3)", "alpha": float("nan")}}
+    box = layer_findings({"λ = 1": fwd}, small, images, 0.1, mnist)
     assert "What we found" in box and "holds at 0 of 1 λ" in box and "shorter in 1 of 2 seeds (longer 1)" in box
     assert "kept in 0 of 1 seeds (dropped 1)" in box and "warns in 0 of 1 seeds (does not warn 1)" in box
+    assert "1 of 2 runs memorised, then generalised; from T_mem their layer order reads backward in 1, not read in 1 " \
+           "of 2. Across λ the delay cannot be tested against 1/(ηλ) (1 λ with a measured delay (needs 3))." in box
+
+
+def grok_history(t_mem, t_gen, end=1000):
+    """A real-image run: train accuracy 1 from ``t_mem``, test 0.85 from ``t_gen`` (else 0.5); the read-out loses
+    20% at 600 and the first layer at 800, each from a peak at 200; ‖θ‖² is their sum."""
+    rows = []
+    for s in range(0, end + 1, 100):
+        readout = (1.0 + s / 200 if s <= 200 else 2.0) * (0.8 if s >= 600 else 1.0)
+        first = (4.0 + s / 100 if s <= 200 else 6.0) * (0.8 if s >= 800 else 1.0)
+        rows.append({"step": s, "train_acc": 1.0 if t_mem is not None and s >= t_mem else 0.5,
+                     "test_acc": 0.85 if t_gen is not None and s >= t_gen else 0.5, "norm": readout + first,
+                     "norm/layers.0": first, "norm/readout": readout})
+    return History(rows=rows, status="completed")
+
+
+def test_a_real_image_run_is_read_from_its_history():
+    from nhtlab.book.layer_report import grok_run_reading, omnigrok_runs
+    from nhtlab.training.image_grok_run import ImageGrokRun
+
+    runs = omnigrok_runs({"size": 7, "n_train": 100, "lr": 2e-3, "budgets": {0.1: 6300, 0.4: 1600},
+                          "seeds": [0, 1]}, seed=3)
+    assert list(runs) == [(0.1, 3), (0.1, 4), (0.4, 3), (0.4, 4)]
+    assert [r.steps for r in runs.values()] == [6300, 6300, 1600, 1600]
+    assert runs[(0.4, 4)] == ImageGrokRun(size=7, n_train=100, lr=2e-3, weight_decay=0.4, steps=1600, seed=4)
+    read = grok_run_reading(runs[(0.1, 3)], grok_history(300, 900))
+    assert (read["lam"], read["seed"], read["steps"], read["t_mem"], read["t_gen"], read["delay"]) == \
+        (0.1, 3, 6300, 300, 900, 600)
+    assert (read["norm_start"], read["norm_mem"], read["norm_end"]) == (5, 8, 6)  # 1 + 4; 2 + 6; 1.6 + 4.8
+    assert read["order"]["verdict"] == "backward"  # the read-out loses 10% at 600, the first layer at 800
+    assert read["layers"] == {"layers.0": {"peak_step": 200, "lost": 0.2}, "readout": {"peak_step": 200, "lost": 0.2}}
+    early = grok_run_reading(runs[(0.1, 3)], grok_history(700, 400))  # generalised before it memorised
+    assert early["delay"] is None and early["order"] is None and early["t_gen"] == 400
+    never = grok_run_reading(runs[(0.1, 3)], grok_history(None, 400))
+    assert never["t_mem"] is None and never["norm_mem"] is None and never["delay"] is None
+
+
+def test_the_real_image_runs_premise_and_record():
+    from nhtlab.book.layer_report import grok_run_reading, omnigrok_premise, omnigrok_record, omnigrok_runs
+    from nhtlab.book.report import omnigrok_summary
+    from nhtlab.papers import NHT_LAYER_ORDER
+
+    spec = {"size": 7, "n_train": 100, "lr": 2e-3, "budgets": {0.1: 1000, 0.2: 1000, 0.4: 1000}, "seeds": [0, 1, 2]}
+    runs = omnigrok_runs(spec)
+    # delays 800, 400 and 200 at λ = 0.1, 0.2, 0.4: exactly 1/λ; ‖θ‖² 8 at T_mem, 6.4 at the end
+    events = {0.1: (200, 1000), 0.2: (200, 600), 0.4: (200, 400)}
+    record = omnigrok_record([grok_run_reading(run, grok_history(*events[lam])) for (lam, _), run in runs.items()],
+                             spec)
+    # the shortest budget in time scales: 1,000 steps · 2e-3 · 0.1
+    assert record["base"] == {"size": 7, "n_train": 100, "lr": 2e-3, "time_scales": 0.2, "generalised": 0.8}
+    assert record["seeds"] == [0, 1, 2] and record["about"] is None
+    assert record["delay_law"]["passed"] and record["delay_law"]["alpha"] == pytest.approx(1.0)
+    premise = omnigrok_premise(record)
+    assert premise and premise.detail == "λ = 0.1: 3 of 3; λ = 0.2: 3 of 3; λ = 0.4: 3 of 3"
+    text = str(omnigrok_summary(record, NHT_LAYER_ORDER))
+    assert "on 100 MNIST-5k images at 7 × 7 pixels" in text and "Trained by this chapter." in text
+    assert "delay follows 1/(ηλ)" in text
+    # two seeds at λ = 0.4 never memorise: no strict majority there, so the premise fails, naming the λ
+    for r in record["runs"]:
+        if r["lam"] == 0.4 and r["seed"] < 2:
+            r.update(delay=None, norm_mem=None, t_mem=None)
+    failed = omnigrok_premise(record)
+    assert not failed and failed.detail.endswith("λ = 0.4: 1 of 3")
+    # memorised, then generalised, but with ‖θ‖² higher at the end than at T_mem: P1 fails, so the premise does
+    for r in record["runs"]:
+        r["norm_end"] = r["norm_mem"] or 0
+    assert not omnigrok_premise(record)
 
 
 def test_the_chapter_solution_agrees_with_order_reference():

@@ -13,16 +13,19 @@ from typing import Any
 import numpy as np
 
 from ..history import History, first_step_at_least
-from ..thresholds import FITTED_ACCURACY
+from ..thresholds import FITTED_ACCURACY, IMAGE_GENERALISED
+from ..training.image_grok_run import ImageGrokRun
 from ..validation import require_type
 from .claims import Check, Reading, over_seeds, reading_rows
 from ..analysis.events import border_times, find_events
+from ..analysis.scorecard import delay_scaling
 from ..analysis.layers import (
     CONTRACTION_VERDICTS,
     ContractionOrder,
     contraction_order,
     head_to_first_ratio,
     layer_label,
+    layer_transitions,
     normalised_layer_norms,
     warning_times,
 )
@@ -32,7 +35,8 @@ from .shortcut_report import border_reading
 __all__ = ["image_run_rows", "image_readings", "signal_records", "conflict_records", "window_records",
            "modular_order_rows", "order_readings", "order_determined", "layer_window_records", "order_answer",
            "order_reference", "order_cases", "embedding_scale_readings", "embedding_scale_report",
-           "tally", "order_summary", "layer_findings", "modular_order_table", "image_run_table", "peak_records"]
+           "tally", "order_summary", "layer_findings", "modular_order_table", "image_run_table", "peak_records",
+           "omnigrok_runs", "grok_run_reading", "omnigrok_record", "omnigrok_premise"]
 
 def image_run_rows(runs: Mapping[tuple[str, int], History]) -> list[dict[str, Any]]:
     """One record per digit-border run: the border's steps and fate, the layer order over [fitted, dropped], and
@@ -306,9 +310,12 @@ def order_summary(readings: Mapping[Any, Reading]) -> Markdown:
 
 
 def layer_findings(modular: Mapping[Any, Reading], small: Mapping[tuple[str, float], Reading],
-                   images: Mapping[tuple[str, str], Reading], scale: float) -> Markdown:
-    """Chapter 05's "What we found" box, every sentence counted from the runs' readings."""
+                   images: Mapping[tuple[str, str], Reading], scale: float, mnist: Mapping[str, Any]) -> Markdown:
+    """Chapter 05's "What we found" box, every sentence counted from the runs' readings (``mnist``: the real-image
+    runs' :func:`omnigrok_record`)."""
     held = [key for key, r in modular.items() if r.holds]
+    runs, law = mnist["runs"], mnist["delay_law"]
+    mnist_orders = Counter((r["order"] or {}).get("verdict") or "not read" for r in runs)
     orders = [r for (what, _), r in small.items() if what == "order"]
     delays = [r for (what, _), r in small.items() if what == "delay"]
     return what_we_found(
@@ -322,7 +329,12 @@ def layer_findings(modular: Mapping[Any, Reading], small: Mapping[tuple[str, flo
         f"control's {tally(images[('control', 'border')])}.",
         f"In the main digit runs the layer order reads {tally(images[('main', 'verdict')])}; the early warning "
         f"(the read-out's norm against its start turning down before the drop) reads "
-        f"{tally(images[('main', 'warning')])}.")
+        f"{tally(images[('main', 'warning')])}.",
+        f"On real MNIST digits, from a large initialisation, {sum(r['delay'] is not None for r in runs)} of "
+        f"{len(runs)} runs memorised, then generalised; from T_mem their layer order reads "
+        + ", ".join(f"{v} in {k}" for v, k in mnist_orders.items()) + f" of {len(runs)}. Across λ the delay "
+        + ("cannot be tested against 1/(ηλ)" if not math.isfinite(law["alpha"]) else
+           f"{'follows' if law['passed'] else 'does not follow'} 1/(ηλ)") + f" ({law['detail']}).")
 
 
 def modular_order_table(orders: Mapping[tuple[float, int], ContractionOrder]) -> Markdown:
@@ -341,3 +353,58 @@ def image_run_table(rows: list[dict[str, Any]]) -> Markdown:
                  formats={"conflict_acc": "{:.2f}"},
                  headers={"fitted": "border fitted", "dropped": "border dropped", "verdict": "layer order",
                           "warning": "‖θ_L‖²/‖θ_L(0)‖²", "conflict_acc": "final conflict acc."})
+
+
+def omnigrok_runs(spec: Mapping[str, Any], seed: int = 0) -> dict[tuple[float, int], ImageGrokRun]:
+    """The real-image grokking runs of ``spec``, keyed (λ, seed): one :class:`ImageGrokRun` per λ → steps of
+    ``spec["budgets"]`` and seed ``seed + s`` for s in ``spec["seeds"]``; ``spec``'s other keys are the runs' fields."""
+    require_type(spec, "spec", Mapping, owner="omnigrok_runs")
+    fields = {k: v for k, v in spec.items() if k not in ("budgets", "seeds")}
+    return {(lam, seed + s): ImageGrokRun(**fields, weight_decay=lam, steps=steps, seed=seed + s)
+            for lam, steps in spec["budgets"].items() for s in spec["seeds"]}
+
+
+def grok_run_reading(run: ImageGrokRun, history: History, generalised: float = IMAGE_GENERALISED) -> dict[str, Any]:
+    """One real-image grokking run read as chapter 05 and ``benchmarks/pilot_omnigrok.py`` read it: T_mem (train
+    accuracy ≥ FITTED_ACCURACY), T_gen (test ≥ ``generalised``), the delay where T_gen comes later, ‖θ‖² at the
+    start, T_mem and the end, the layer order over [T_mem, T_gen], and each layer's peak step and the share of its
+    peak lost by the end (the paper's CIFAR-10 reading, which needs no T_mem)."""
+    events = find_events(history)
+    t_gen = first_step_at_least(history.column("step").astype(int), history.column("test_acc"), generalised)
+    delay = t_gen - events.t_mem if events.t_mem is not None and t_gen is not None and t_gen > events.t_mem else None
+    last = history.rows[-1]
+    return {"lam": run.weight_decay, "seed": run.seed, "steps": run.steps, "t_mem": events.t_mem, "t_gen": t_gen,
+            "delay": delay, "norm_start": round(history.rows[0]["norm"]), "norm_end": round(events.final_norm),
+            "norm_mem": None if events.t_mem is None else round(events.norm_at_mem),
+            "train_end": round(last["train_acc"], 3), "test_end": round(last["test_acc"], 3),
+            "order": contraction_order(history, window=(events.t_mem, t_gen)).to_dict() if delay else None,
+            "status": history.status, "layers": {t.layer: {"peak_step": t.peak_step, "lost": round(t.contraction, 3)}
+                                                 for t in layer_transitions(history)}}
+
+
+def omnigrok_record(readings: Sequence[Mapping[str, Any]], spec: Mapping[str, Any],
+                    about: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """:func:`grok_run_reading`'s runs of one ``spec`` (as :func:`omnigrok_runs` takes it) with the delay law over
+    them (:func:`~nhtlab.analysis.scorecard.delay_scaling`), as :func:`~nhtlab.book.report.omnigrok_summary` reads
+    them; ``about`` says where a pilot script wrote them (None: trained by the chapter)."""
+    lams = list(spec["budgets"])
+    law = delay_scaling({lam: [r["delay"] for r in readings if r["lam"] == lam] for lam in lams})
+    base = {k: v for k, v in spec.items() if k not in ("budgets", "seeds")}
+    # the budgets' shortest length in time scales 1/(ηλ), which the text states
+    scales = min(steps * spec["lr"] * lam for lam, steps in spec["budgets"].items())
+    return {"about": about, "base": {**base, "time_scales": round(scales, 2), "generalised": IMAGE_GENERALISED},
+            "lams": lams,
+            "seeds": sorted({r["seed"] for r in readings}), "runs": list(readings),
+            "delay_law": {"passed": law.passed, "detail": law.detail, "alpha": law.value}}
+
+
+def omnigrok_premise(record: Mapping[str, Any]) -> Check:
+    """The real-image route meets the premise it is trained for (decided before its runs): at every λ a strict
+    majority of the seeds memorised, then generalised, with ‖θ‖² at T_mem above its final value (P1)."""
+    counts = []
+    for lam in record["lams"]:
+        runs = [r for r in record["runs"] if r["lam"] == lam]
+        good = sum(r["delay"] is not None and r["norm_mem"] > r["norm_end"] for r in runs)
+        counts.append((lam, good, len(runs)))
+    return Check("the MNIST runs memorise, then generalise as ‖θ‖² falls", all(2 * k > n for _, k, n in counts),
+                 "; ".join(f"λ = {lam:g}: {k} of {n}" for lam, k, n in counts))

@@ -27,8 +27,9 @@ from typing import Any
 
 from .._version import __version__
 from ..analysis.layers import head_and_first
+from ..training.image_grok_run import ImageGrokRun
 from .held_out_eta import saved_evaluation
-from ..validation import require_choice, require_type
+from ..validation import require_type
 
 __all__ = ["Markdown", "md", "table", "cell", "evidence", "what_we_found", "eta_report", "pilot_summary", "MNIST_CRITERIA",
            "read_mnist_pilot", "mnist_pilot_summary", "read_omnigrok_pilot", "omnigrok_summary"]
@@ -292,21 +293,20 @@ def read_mnist_pilot(path: str | os.PathLike | None = None) -> dict[str, Any]:
                         "an MNIST pilot file", path)
 
 
-def read_omnigrok_pilot(arch: str = "mlp", path: str | os.PathLike | None = None) -> dict[str, Any]:
-    """The real-image grokking pilot ``benchmarks/pilot_omnigrok.py --arch`` wrote (default: the one saved with
-    nhtlab): ``arch`` ``"mlp"`` (Omnigrok's MLP) or ``"cnn"`` (its CNN variant)."""
-    require_choice(arch, "arch", ("mlp", "cnn"), owner="read_omnigrok_pilot")
-    return _read_result("pilot_omnigrok.json" if arch == "mlp" else "pilot_omnigrok_cnn.json",
-                        {"about", "base", "lams", "seeds", "runs", "delay_law"}, "a real-image grokking pilot file", path)
+def read_omnigrok_pilot(path: str | os.PathLike | None = None) -> dict[str, Any]:
+    """The real-image grokking pilot of the CNN that ``benchmarks/pilot_omnigrok.py --arch cnn`` wrote (default:
+    the one saved with nhtlab; chapter 05 trains the MLP's runs itself)."""
+    return _read_result("pilot_omnigrok_cnn.json", {"about", "base", "lams", "seeds", "runs", "delay_law"},
+                        "a real-image grokking pilot file", path)
 
 
 def omnigrok_summary(pilot: Mapping[str, Any], paper: Mapping[str, Any]) -> Markdown:
-    """:func:`read_omnigrok_pilot`'s runs in words, k of n (memorised, generalised later, the delay law, P1, the
-    layer order and, where the pilot read them, each layer's peak, beside the paper's ``NHT_LAYER_ORDER``), with
-    each run closed under "How we know". The MLP's pilot and the CNN's (``base["arch"]``) read alike."""
+    """Real-image grokking runs in words, k of n (memorised, generalised later, the delay law, P1, the layer order
+    and each layer's peak, beside the paper's ``NHT_LAYER_ORDER``), with each run closed under "How we know":
+    :func:`~nhtlab.book.layer_report.omnigrok_record`'s runs, or :func:`read_omnigrok_pilot`'s CNN, alike."""
     require_type(pilot, "pilot", Mapping, owner="omnigrok_summary")
     runs, base, law = pilot["runs"], pilot["base"], pilot["delay_law"]
-    cnn = base.get("arch", "mlp") == "cnn"  # the MLP's pilot predates the CNN and names no arch
+    cnn = base.get("arch", "mlp") == "cnn"  # the MLP's pilot predates the CNN and names no arch (nor n_train)
     n = len(runs)
     delayed, memorised = [r for r in runs if r["delay"]], sum(r["t_mem"] is not None for r in runs)
     early = sum(r["t_gen"] is not None and (r["t_mem"] is None or r["t_gen"] <= r["t_mem"]) for r in runs)
@@ -315,8 +315,9 @@ def omnigrok_summary(pilot: Mapping[str, Any], paper: Mapping[str, Any]) -> Mark
     cifar = paper["cifar10"]
     net = (", with a CNN (conv1, a max-pool, then the MLP's hidden layer and the read-out fc; every parameter × α as "
            "in the MLP),") if cnn else ""
-    text = (f"Omnigrok's MNIST setting{net} on MNIST-5k at {base['size']} × {base['size']} pixels, AdamW η = "
-            f"{base['lr']:g}, λ ∈ {{{', '.join(f'{lam:g}' for lam in pilot['lams'])}}} × {len(pilot['seeds'])} seeds, "
+    text = (f"Omnigrok's MNIST setting{net} on {base.get('n_train', ImageGrokRun.n_train):,} MNIST-5k images at {base['size']} × "
+            f"{base['size']} pixels, AdamW η = "
+            f"{base['lr']:g}, λ ∈ {{{', '.join(f'{lam:g}' for lam in pilot['lams'])}}} × {len(pilot['seeds'])} seed{'s' * (len(pilot['seeds']) > 1)}, "
             f"each run for {base['time_scales']:g} time scales 1/(ηλ). The runs memorised (train accuracy ≥ 99%) in "
             f"{memorised} of {n}, and memorised, then generalised (test ≥ "
             f"{base['generalised']:.0%}) in {len(delayed)} of {n}"
@@ -340,11 +341,13 @@ def omnigrok_summary(pilot: Mapping[str, Any], paper: Mapping[str, Any]) -> Mark
                f" on these runs (it needs a strict majority of them)."))
     if all("layers" in r for r in runs):  # reading (d), added with the CNN: each layer against its own peak
         parts, lost = [], {}
-        for layer in head_and_first(list(runs[0]["layers"])):
+        first_layer = "conv1" if cnn else "the first layer"
+        words = dict(zip(head_and_first(list(runs[0]["layers"])), ("the read-out", first_layer)))
+        for layer, word in words.items():
             at_start = sum(r["layers"][layer]["peak_step"] == 0 for r in runs)
-            lost[layer] = statistics.median(r["layers"][layer]["lost"] for r in runs)
-            parts.append(f"{layer} peaked at initialisation in {at_start} of {n} and had lost a median "
-                         f"{lost[layer]:.0%} of its peak by the end")
+            lost[word] = statistics.median(r["layers"][layer]["lost"] for r in runs)
+            parts.append(f"{word} peaked at initialisation in {at_start} of {n} and had lost a median "
+                         f"{lost[word]:.0%} of its peak by the end")
         (head, h), (first, f) = lost.items()
         text += (f" Against each layer's own peak over the whole run, {'; '.join(parts)}: {head} lost "
                  f"{'more' if h > f else 'less' if h < f else 'as much'} than {first}, where the paper's read-out "
@@ -356,7 +359,8 @@ def omnigrok_summary(pilot: Mapping[str, Any], paper: Mapping[str, Any]) -> Mark
              "‖θ‖² start → T_mem → end": " → ".join(count(r[k]) for k in ("norm_start", "norm_mem", "norm_end")),
              "train, test at end": f"{r['train_end']:g}, {r['test_end']:g}", "order": (r["order"] or {}).get("verdict")}
             for r in runs]
-    source = "Written by `{command}` (nhtlab {nhtlab}, {machine}; {cpu_s:,} CPU s).".format(**pilot["about"])
+    source = ("Written by `{command}` (nhtlab {nhtlab}, {machine}; {cpu_s:,} CPU s).".format(**pilot["about"])
+              if pilot["about"] else "Trained by this chapter.")
     title = f"each real-image grokking run{' of the CNN' if cnn else ''}"
     return Markdown(text + "\n\n" + evidence(title, table(rows), source))
 
