@@ -295,8 +295,7 @@ class ShortcutStudy:
         return learnt, [below, under, *self.prediction_readings(trained, "background")]
 
     def worst_group_rows(self, trained: Histories) -> list[dict[str, Any]]:
-        """Per seed: the worst-group (``conflict``) accuracy at the end and the separation score (text:
-        ``"undefined"`` for NaN), border against background."""
+        """Per seed: the worst-group accuracy at the end and the separation score, border against background."""
         runs = {"border": self.main, "background": self._seed_runs("background")}
         ends = {k: _ends(by, trained) for k, by in runs.items()}
         seps = {k: self._separations(by, trained) for k, by in runs.items()}
@@ -519,9 +518,7 @@ def celeba_runs(study: ShortcutStudy) -> dict[float, list[ShortcutRun]]:
 
 
 def celeba_problem(study: ShortcutStudy) -> str | None:
-    """Why the study's CelebA runs cannot train here (the error's message), None when they can or there are none.
-
-    Reads a few faces, downloading CelebA first when the runs' ``download`` is True."""
+    """Why the study's CelebA runs cannot train here, None when they can or there are none (reads a few faces)."""
     runs = [r for rs in celeba_runs(study).values() for r in rs]
     try:
         if runs:
@@ -532,8 +529,7 @@ def celeba_problem(study: ShortcutStudy) -> str | None:
 
 
 def celeba_scorecard(study: ShortcutStudy, trained: Histories, cache: ResultCache | None = None) -> str:
-    """The CelebA section's markdown: our scorecard, worst groups, separations and readings beside the paper's,
-    or one line saying why there is none."""
+    """The CelebA section: our scorecard, worst groups, separations and readings beside the paper's, or why none."""
     paper = f"Paper: CelebA {NHT_PAPER['scorecard']['CelebA']}/6, separation {NHT_PAPER['separation']['CelebA']}."
     runs_by_lam = celeba_runs(study)
     if study.lam_main not in runs_by_lam:
