@@ -124,6 +124,6 @@ def test_small_readings_read_to_the_character():
     answer, _, why = trend_answer(trend_records(rows, {"log gap": "g"}, expected="shrinks"), "log gap")
     assert answer == "grows" and why == ("the median log gap at the largest size minus at the smallest (32 → 128) is "
                                          "+0.40, against a seed spread of 0.00; shrinks in 0 of 1 seeds (seed 0: grows)")
-    rows = [{"size": 32, "seed": 0, "T_mem": 500, "T_grok": 900, "delay": 400, "log_gap": 0.5,
+    rows = [{"size": 32, "seed": 0, "T_mem": 500, "T_grok": 900, "delay": 400, "log_gap": 0.5, "ratio": 1.65,
              "predicted": 500.0, "V_sc": 10.0, "V_st": 6.0}]
     assert (width_rows(rows, budget=1000)[0]["generalised"], width_rows(rows, budget=800)[0]["within"]) == ("1 of 1", 0.0)

@@ -20,7 +20,7 @@ True
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..analysis.checks import Check
@@ -69,11 +69,6 @@ class Reading:
         """``"<expected> in k of n seeds (seed 0: …, …)"``."""
         seeds = ", ".join(f"seed {s}: {v}" for s, v in self.by_seed.items())
         return f"{self.expected} in {self.k} of {self.n} seeds ({seeds})"
-
-    def to_dict(self) -> dict[str, Any]:
-        row = asdict(self)
-        row.update(k=self.k, n=self.n, holds=self.holds, flips=self.flips)
-        return row
 
 
 def over_seeds(name: str, by_seed: Mapping[int, Any], expected: Any, rule: str = "majority") -> Reading:

@@ -37,10 +37,7 @@ def _as_check(item: Check | Reading, owner: str) -> Check:
 
 
 def science_checks(cfg: Any = None) -> bool:
-    """Whether to run a chapter's scientific checks: False (with a printed notice) under the cap.
-
-    The cap is ``cfg.smoke`` or the ``NHTLAB_SMOKE`` environment variable.
-    """
+    """Whether to run a chapter's scientific checks: False, with a notice, under ``cfg.smoke`` or ``NHTLAB_SMOKE``."""
     capped = bool(getattr(cfg, "smoke", False)) or smoke_enabled()
     if not capped:
         return True
@@ -51,11 +48,8 @@ def science_checks(cfg: Any = None) -> bool:
 
 def closing_checks(checks: Iterable[Check | Reading], cfg: Any = None,
                    shown: Sequence[Check | Reading] = ()) -> Markdown:
-    """Table the chapter's claims, record them, and assert them on a real run.
-
-    A failing claim raises AssertionError naming each failure, after the table is displayed so that the
-    executed notebook shows what failed. ``cfg.profile`` is recorded.
-    """
+    """Table the chapter's claims, record them, and assert them on a real run (the table displayed first, so that
+    the executed notebook shows what failed)."""
     claims = [_as_check(c, "closing_checks") for c in checks]
     extra = [_as_check(c, "closing_checks") for c in shown]
     asserted = science_checks(cfg)

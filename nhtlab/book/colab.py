@@ -22,12 +22,8 @@ DRIVE_FOLDER = "/content/drive/MyDrive/nhtlab"
 
 
 def keep_on_drive(folder: str | os.PathLike = DRIVE_FOLDER, mount_point: str = "/content/drive") -> Path:
-    """Mount Google Drive (Colab asks once for access) and keep results and checkpoints in ``folder``.
-
-    Call it before the first run of a session; the chapters' Colab cell does when its
-    ``KEEP_ON_DRIVE`` is True. Sets ``NHTLAB_CACHE_DIR`` to ``folder/cache`` and
-    ``NHTLAB_CHECKPOINTS`` to ``on`` for this kernel and the sweep workers it starts; returns the cache folder.
-    """
+    """Mount Google Drive and keep results and checkpoints in ``folder``: sets ``NHTLAB_CACHE_DIR`` and
+    ``NHTLAB_CHECKPOINTS`` for this kernel and its sweep workers, before the session's first run."""
     require_type(folder, "folder", (str, os.PathLike), owner="keep_on_drive")
     try:
         from google.colab import drive
@@ -60,10 +56,7 @@ FULL_ON_T4: dict[str, tuple[str, str]] = {
 
 
 def colab_launch(chapter: str, keep: bool = False) -> str:
-    """The chapter's launch note in Colab, printed; with ``keep``, :func:`keep_on_drive` too.
-
-    Each chapter's Colab cell installs nhtlab, then calls this.
-    """
+    """The chapter's launch note in Colab, printed; with ``keep``, :func:`keep_on_drive` too."""
     require_type(chapter, "chapter", str, owner="colab_launch")
     if chapter not in FULL_ON_T4:
         raise ValueError(f"colab_launch: 'chapter' must be one of {sorted(FULL_ON_T4)}, got {chapter!r}")

@@ -21,11 +21,8 @@ __all__ = ["gap_and_delay", "fraction_threshold", "monitor_chart", "lambda_grid"
 
 
 def gap_and_delay(rows: Sequence[dict[str, Any]], law: Sequence[dict[str, Any]], size_title: str = "width") -> alt.VConcatChart:
-    """Top: each run's norm gap log(V_mem/V_grok) against size. Bottom: measured delay and the law's curves.
-
-    ``rows`` are :func:`nhtlab.analysis.emergence.scale_table` rows (runs without a gap left out);
-    ``law`` rows ``{size, series, delay}``. The two panels share the size axis.
-    """
+    """Top: each run's norm gap log(V_mem/V_grok) against size. Bottom: measured delay and the law's curves
+    (``law`` rows ``{size, series, delay}``)."""
     runs = [r for r in rows if r.get("log_gap") is not None]
     x = alt.X("size:Q", title=size_title, scale=alt.Scale(type="log", base=2))
     gap = alt.Chart(alt.Data(values=runs)).mark_point(filled=True, size=60, color="#333").encode(
@@ -49,12 +46,8 @@ def gap_and_delay(rows: Sequence[dict[str, Any]], law: Sequence[dict[str, Any]],
 
 def fraction_threshold(fractions: Sequence[dict[str, Any]], budgets: Sequence[int], start: int | None = None,
                        size_title: str = "width") -> alt.Chart:
-    """Fraction of runs generalised within a budget against size; a slider picks the budget.
-
-    ``fractions`` holds one record per (budget, size) with ``budget``, ``size``,
-    ``fraction``, ``generalised``, ``runs`` (from
-    :func:`nhtlab.analysis.emergence.fraction_generalised` over several budgets).
-    """
+    """Fraction of runs generalised within a budget (:func:`~nhtlab.analysis.emergence.fraction_generalised`'s
+    records over several budgets) against size; a slider picks the budget."""
     budgets = sorted(budgets)
     step = min((b - a for a, b in zip(budgets, budgets[1:])), default=1)
     slider = alt.binding_range(min=budgets[0], max=budgets[-1], step=step, name="training budget (steps) ")
@@ -92,11 +85,8 @@ def monitor_chart(history: History, title: str = "") -> alt.VConcatChart:
 
 
 def lambda_grid(records: Sequence[dict[str, Any]], value: str = "norm", title: str = "‖θ‖² over a λ grid") -> alt.Chart:
-    """One curve per λ (records with ``step``, ``lambda``, ``regime`` and ``value``), coloured by regime.
-
-    Colours are the regimes chapter's (:data:`nhtlab.book.regime_charts.REGIME_COLORS`); a dropdown
-    highlights one λ.
-    """
+    """One curve per λ (records with ``step``, ``lambda``, ``regime`` and ``value``), coloured as the regimes
+    chapter's; a dropdown highlights one λ."""
     lambdas = sorted({r["lambda"] for r in records})
     pick = alt.param(name="lam", value=None, bind=alt.binding_select(options=[None, *lambdas], labels=["all", *map(str, lambdas)], name="λ "))
     return alt.Chart(alt.Data(values=list(records))).mark_line().encode(

@@ -17,7 +17,7 @@ from ..history import History
 from ..validation import require_int, require_real, require_type
 from .report import Markdown, require_rows, table, what_we_found
 from .claims import Check, Reading, over_seeds
-from ..analysis.emergence import between_and_within, fraction_generalised, run_row
+from ..analysis.emergence import between_and_within, fraction_generalised, run_row, size_summary
 from ..analysis.separation import spearman
 
 __all__ = ["law_link", "check_law_link", "check_sizes_generalise", "direction_by_seed", "trend_records",
@@ -28,12 +28,8 @@ __all__ = ["law_link", "check_law_link", "check_sizes_generalise", "direction_by
 TREND_CHOICES = ("grows", "shrinks", "no clear change")
 
 
-
 def law_link(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """Spearman's rank correlation of each run's log(V_mem/V_grok) and its delay, over the runs that generalised.
-
-    The correlation is NaN with fewer than 3 runs.
-    """
+    """Spearman's rank correlation of log(V_mem/V_grok) and the delay over the runs that generalised (NaN below 3)."""
     done = [r for r in require_rows(rows, "rows", "law_link")
             if r.get("log_gap") is not None and r.get("delay") is not None]
     corr = spearman([r["log_gap"] for r in done], [r["delay"] for r in done]) if len(done) >= 3 else math.nan
@@ -41,10 +37,7 @@ def law_link(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
 
 
 def check_law_link(rows: Sequence[Mapping[str, Any]], at_least: float = 0.5) -> Check:
-    """The delay follows the norm gap: rank correlation of log gap and delay ≥ ``at_least``.
-
-    Fails too with fewer than 3 runs that generalised (the correlation is then NaN).
-    """
+    """The delay follows the norm gap: :func:`law_link`'s correlation ≥ ``at_least`` (NaN fails)."""
     require_real(at_least, "at_least", -1.0, 1.0, owner="check_law_link")
     link = law_link(rows)
     ok = not math.isnan(link["correlation"]) and link["correlation"] >= at_least
@@ -62,12 +55,8 @@ def check_sizes_generalise(summary: Sequence[Mapping[str, Any]], at_least: int =
 
 
 def direction_by_seed(rows: Sequence[Mapping[str, Any]], key: str) -> tuple[tuple[Any, Any] | None, dict[int, str]]:
-    """The smallest and largest size at which ``key`` has a value (None below two sizes), and for each seed with a
-    value at both whether ``key`` ``"grows"``, ``"shrinks"`` or stays ``"flat"`` from the one to the other.
-
-    :func:`trend_records` reads its difference at the same two sizes, so that the seeds and the difference read
-    the same data.
-    """
+    """The smallest and largest size at which ``key`` has a value (None below two), and each seed's direction
+    between them: the two sizes :func:`trend_records` reads its difference at, so that both read the same data."""
     at = {(r["seed"], r["size"]): float(r[key]) for r in require_rows(rows, "rows", "direction_by_seed")
           if r.get(key) is not None}
     sizes = sorted({size for _, size in at})
@@ -81,10 +70,7 @@ def direction_by_seed(rows: Sequence[Mapping[str, Any]], key: str) -> tuple[tupl
 
 def trend_records(rows: Sequence[Mapping[str, Any]], keys: Mapping[str, str],
                   expected: str = "shrinks") -> list[dict[str, Any]]:
-    """Per quantity, its change from the smallest to the largest size against the seed spread, and over seeds.
-
-    ``verdict`` is ``"within seed noise"``, ``"shrinks"`` or ``"grows"`` (None below two sizes with a value).
-    """
+    """Per quantity, its change from the smallest to the largest size against the seed spread, and over seeds."""
     require_type(keys, "keys", Mapping, owner="trend_records")
     rows = require_rows(rows, "rows", "trend_records")
     out = []
@@ -101,13 +87,8 @@ def trend_records(rows: Sequence[Mapping[str, Any]], keys: Mapping[str, str],
 
 
 def trend_answer(trends: Sequence[Mapping[str, Any]], quantity: str) -> tuple[str, tuple[str, ...], str]:
-    """How ``quantity`` changes from the smallest size to the largest, as the answer to a prediction.
-
-    Read from :func:`trend_records`: ``"grows"`` or ``"shrinks"`` when the difference between the
-    medians at the largest and the smallest size exceeds the seed spread, else ``"no clear change"``
-    (also when fewer than two sizes have a value, which the explanation says). Raises ValueError naming
-    ``quantity`` when no row has it.
-    """
+    """How ``quantity`` changes from the smallest size to the largest (its :func:`trend_records` verdict), as the
+    answer to a prediction: within the seed spread or unread is ``"no clear change"``."""
     rows = require_rows(trends, "trends", "trend_answer")
     row = next((r for r in rows if r.get("quantity") == quantity), None)
     if row is None:
@@ -126,11 +107,8 @@ def trend_answer(trends: Sequence[Mapping[str, Any]], quantity: str) -> tuple[st
 
 
 def norm_gap(history: History) -> float | None:
-    """A run's norm gap log(V_mem/V_grok): ‖θ‖² at T_mem over ‖θ‖² at T_grok, logged; chapter 07's exercise answer.
-
-    :func:`~nhtlab.analysis.emergence.run_row`'s ``log_gap``: T_mem and T_grok are the first evaluated steps
-    with training and test accuracy ≥ 99%, each norm read there. None for a run that never generalised.
-    """
+    """A run's norm gap log(V_mem/V_grok) (:func:`~nhtlab.analysis.emergence.run_row`'s ``log_gap``), chapter 07's
+    exercise answer; None for a run that never generalised."""
     require_type(history, "history", History, owner="norm_gap")
     return run_row(history, default_size="any")["log_gap"]  # the size is not read here
 
@@ -140,22 +118,12 @@ def _median(values: list[float]) -> float | None:
 
 
 def width_rows(rows: Sequence[Mapping[str, Any]], budget: int) -> list[dict[str, Any]]:
-    """Per width: how many seeds generalised, the medians of the norm gap log(V_mem/V_grok), the delay and the
-    law's delay over those that did, and the share that generalised within ``budget``.
-    """
+    """Per width: how many seeds generalised, medians over those that did, the share generalised within ``budget``."""
     rows = require_rows(rows, "rows", "width_rows")
-    within = {f["size"]: f["fraction"] for f in fraction_generalised(rows, budget)}
-    out = []
-    for size in sorted({r["size"] for r in rows}):
-        group = [r for r in rows if r["size"] == size]
-        done = [r for r in group if r.get("log_gap") is not None]
-        out.append({"size": size, "generalised": f"{len(done)} of {len(group)}",
-                    "gap": _median([r["log_gap"] for r in done]), "delay": _median([r["delay"] for r in done]),
-                    "law": _median([r["predicted"] for r in done]),
-                    "T_mem": _median([r["T_mem"] for r in group if r["T_mem"] is not None]),
-                    "V_mem": _median([r["V_sc"] for r in done]), "V_grok": _median([r["V_st"] for r in done]),
-                    "within": within[size]})
-    return out
+    return [{"size": w["size"], "generalised": f"{w['grokked']} of {w['runs']}",
+             "gap": _median([r["log_gap"] for r in rows if r["size"] == w["size"] and r.get("log_gap") is not None]),
+             "delay": w["delay"], "law": w["predicted"], "T_mem": w["T_mem"], "V_mem": w["V_sc"], "V_grok": w["V_st"],
+             "within": w["fraction"]} for w in size_summary(rows, budget)]
 
 
 def width_table(rows: Sequence[Mapping[str, Any]], budget: int, evidence: bool = False) -> Markdown:
@@ -180,17 +148,14 @@ def run_table(rows: Sequence[Mapping[str, Any]]) -> Markdown:
 
 
 def trend_reading(rows: Sequence[Mapping[str, Any]]) -> Reading:
-    """The norm gap's direction from the smallest to the largest width with a gap, over the seeds with a gap at
-    both (the data :func:`trend_records` reads), against the emergence hypothesis that it shrinks."""
+    """The norm gap's direction with width over seeds (:func:`direction_by_seed`), against the hypothesis: shrinks."""
     ends, by_seed = direction_by_seed(require_rows(rows, "rows", "trend_reading"), "log_gap")
     return over_seeds("the norm gap with width" + (f" ({ends[0]} → {ends[1]})" if ends else ""), by_seed,
                       expected="shrinks")
 
 
 def emergence_findings(rows: Sequence[Mapping[str, Any]], trends: Sequence[Mapping[str, Any]], budget: int) -> Markdown:
-    """Chapter 07's "What we found" box: the law's link, the gap's and the delay's direction with width, and what
-    the budget shows, each from the run.
-    """
+    """Chapter 07's "What we found": the law's link, the gap's and the delay's direction, the budget, from the run."""
     rows = require_rows(rows, "rows", "emergence_findings")
     link = law_link(rows)
     by = {t["quantity"]: t for t in trends}

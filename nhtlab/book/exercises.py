@@ -174,15 +174,14 @@ def check_function(fn: Callable[..., Any] | None, reference: Callable[..., Any],
     if not usable:
         return Feedback("unanswered", f"Nothing to check {name} on: this run gives no case nhtlab's function "
                                       f"accepts ({refused}).")
-    cases = [args for args, _ in usable]
     for i, (args, expected) in enumerate(usable, 1):
         try:
             got = fn(*args)
         except NotImplementedError:
             return Feedback("unanswered", f"Not written yet: replace the body of {name} and run the cell.")
         except Exception as error:  # the reader's code: say what it raised, never crash the chapter
-            return Feedback("wrong", f"On case {i} of {len(cases)}, {name} raised {type(error).__name__}: {error}")
+            return Feedback("wrong", f"On case {i} of {len(usable)}, {name} raised {type(error).__name__}: {error}")
         why = _difference(got, expected, rtol, atol)
         if why:
-            return Feedback("wrong", f"Not yet: on case {i} of {len(cases)}, {name} {why}.")
-    return Feedback("correct", f"Correct: {name} agrees with nhtlab on all {len(cases)} cases from this run.")
+            return Feedback("wrong", f"Not yet: on case {i} of {len(usable)}, {name} {why}.")
+    return Feedback("correct", f"Correct: {name} agrees with nhtlab on all {len(usable)} cases from this run.")

@@ -53,10 +53,7 @@ def check_grokking(history: History, min_delay: int) -> Check:
 
 
 def check_contraction(history: History, at_least: float = 1 / 3) -> Check:
-    """Between T_mem and T_grok, ‖θ‖² falls by at least ``at_least`` of its value at T_mem.
-
-    Fails for a run that never memorised or generalised, and for one whose norm fell only before memorising.
-    """
+    """Between T_mem and T_grok, ‖θ‖² falls by at least ``at_least`` of its value at T_mem."""
     require_real(at_least, "at_least", 0.0, 1.0, high_open=True, owner="check_contraction")
     ev = find_events(history)
     name = f"‖θ‖² falls by at least {at_least:.0%} between T_mem and T_grok"
@@ -68,10 +65,7 @@ def check_contraction(history: History, at_least: float = 1 / 3) -> Check:
 
 
 def check_weak(history: History) -> Check:
-    """The network memorises and :func:`~nhtlab.analysis.regimes.diagnose_regime` calls it weak.
-
-    Fails for a run that never memorises, and for one that generalises or whose norm contracts.
-    """
+    """The network memorises and :func:`~nhtlab.analysis.regimes.diagnose_regime` calls it weak."""
     regime = diagnose_regime(history)
     return Check("memorises and stays weak", regime.memorised and regime.regime == "weak",
                  f"{regime.regime}: {regime.reason}")
@@ -99,18 +93,13 @@ def events_vs_paper(events: Mapping[int, Events], paper: Mapping[str, tuple[floa
                     ) -> list[dict[str, Any]]:
     """T_mem and T_grok of each seed's run beside the paper's mean ± std."""
     require_type(events, "events", Mapping, owner="events_vs_paper")
-    for seed, ev in events.items():
-        require_type(ev, f"events[{seed}]", Events, owner="events_vs_paper")
     return [{"quantity": label, **{f"seed {seed}": getattr(ev, key) for seed, ev in events.items()},
              "paper": paper_cell(paper.get(key))}
             for key, label in (("t_mem", "T_mem"), ("t_grok", "T_grok"))]
 
 
 def delay_law_records(summary: Mapping[str, Any], paper: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """The delay law's two definitions on one run beside the paper's values, as table rows.
-
-    Empty when the run did not memorise and generalise.
-    """
+    """The delay law's two definitions on one run beside the paper's values, as table rows."""
     require_type(summary, "summary", Mapping, owner="delay_law_records")
     require_type(paper, "paper", Mapping, owner="delay_law_records")
     notes = {
@@ -123,11 +112,7 @@ def delay_law_records(summary: Mapping[str, Any], paper: Mapping[str, Any]) -> l
 
 
 def generalise_answer(histories: Mapping[int, History]) -> tuple[str, tuple[str, str], str]:
-    """The answer the runs give to "will this network generalise within its budget?".
-
-    ``"yes"`` when more than half of the runs reach test accuracy ≥ 99% within their budget. Raises
-    ValueError naming ``histories`` when it is empty.
-    """
+    """The answer the runs give to "will this network generalise within its budget?": a strict majority decides."""
     require_type(histories, "histories", Mapping, owner="generalise_answer")
     if not histories:
         raise ValueError("generalise_answer: 'histories' is empty")
@@ -140,11 +125,7 @@ def generalise_answer(histories: Mapping[int, History]) -> tuple[str, tuple[str,
 
 
 def delay_window(history: History) -> dict[str, Any] | None:
-    """What a run does between T_mem and T_grok: the fall of ‖θ‖² and the lowest training accuracy.
-
-    The window is T_mem ≤ step ≤ T_grok, both ends included (T_grok ≤ step ≤ T_mem for a run that
-    generalised first); None when the run did not memorise and generalise.
-    """
+    """What a run does between T_mem and T_grok, both included: the fall of ‖θ‖² and the lowest training accuracy."""
     ev = find_events(history)
     if not ev.grokked:
         return None
@@ -158,11 +139,7 @@ def delay_window(history: History) -> dict[str, Any] | None:
 
 
 def train_acc_reading(histories: Mapping[int, History]) -> Reading:
-    """Whether training accuracy stays at 99% or above from T_mem to T_grok, over seeds.
-
-    Each seed reads ``"stays ≥ 99%"``, ``"dips below 99%"`` (its lowest value in :func:`delay_window`) or
-    ``"no transition"``; the expected reading is the first.
-    """
+    """Whether training accuracy stays at 99% or above from T_mem to T_grok (:func:`delay_window`), over seeds."""
     require_type(histories, "histories", Mapping, owner="train_acc_reading")
     stays, dips = f"stays ≥ {FITTED_ACCURACY:.0%}", f"dips below {FITTED_ACCURACY:.0%}"
     by_seed = {seed: "no transition" if (w := delay_window(h)) is None
@@ -171,18 +148,13 @@ def train_acc_reading(histories: Mapping[int, History]) -> Reading:
 
 
 def layer_falls(history: History) -> list[dict[str, Any]]:
-    """Each layer's ‖θ_ℓ‖² at init, T_mem and T_grok, and its fall from T_mem to T_grok, as table rows.
-
-    Sorted by fall, largest first; empty when the run did not memorise and generalise.
-    """
+    """Each layer's ‖θ_ℓ‖² at init, T_mem and T_grok and its fall from T_mem to T_grok, largest fall first."""
     at = _moments(history)  # find_events refuses a non-History by name
     if "T_mem" not in at or "T_grok" not in at:
         return []
-    rows = []
-    for name in history.layers:
-        col = history.column(f"norm/{name}")
-        v = {m: float(col[at[m]]) for m in ("init", "T_mem", "T_grok")}
-        rows.append({"layer": layer_label(name), **v, "fall": 1.0 - v["T_grok"] / v["T_mem"] if v["T_mem"] else 0.0})
+    rows = [{"layer": layer_label(name), **{m: float(history.column(f"norm/{name}")[at[m]]) for m in MOMENTS[:3]}}
+            for name in history.layers]
+    rows = [{**r, "fall": 1.0 - r["T_grok"] / r["T_mem"] if r["T_mem"] else 0.0} for r in rows]
     return sorted(rows, key=lambda r: -r["fall"])
 
 
@@ -215,11 +187,8 @@ def chapter_checks(histories: Mapping[int, History], no_decay: Mapping[int, Hist
 
 
 def events_evidence(histories: Mapping[int, History], lr: float) -> Markdown:
-    """Every seed's T_mem and T_grok beside the companion's, closed under "How we know", with how many seeds land
-    within one standard deviation of the paper's T_grok (shown, not asserted).
-
-    The companion's values are its λ sweep's row for λ = 1 at η = 10⁻³, else its η sweep's T_grok at ``lr``.
-    """
+    """Every seed's T_mem and T_grok beside the companion's (its λ = 1 row at η = 10⁻³, else its η sweep's at
+    ``lr``), closed, with how many seeds land within one standard deviation of its T_grok (shown, not asserted)."""
     require_type(histories, "histories", Mapping, owner="events_evidence")
     paper = dict(papers.COMPANION_LAMBDA_SWEEP[1.0]) if lr == 1e-3 else {"t_grok": papers.COMPANION_ETA_SWEEP[lr]}
     events = {s: find_events(h) for s, h in histories.items()}
@@ -233,9 +202,7 @@ def events_evidence(histories: Mapping[int, History], lr: float) -> Markdown:
 
 
 def delay_window_report(histories: Mapping[int, History]) -> Markdown:
-    """What every seed does from T_mem to T_grok, in words (the fall of ‖θ‖², k of n seeds falling by a third,
-    k of n keeping training accuracy ≥ 99%, the lowest training accuracy in the window), then every seed's
-    :func:`delay_window` as a table (a seed without a transition says so) closed under "How we know"."""
+    """What every seed does from T_mem to T_grok in words, then every seed's :func:`delay_window` closed."""
     require_type(histories, "histories", Mapping, owner="delay_window_report")
     contraction = checks_over_seeds(CONTRACTION, {s: check_contraction(h) for s, h in histories.items()})
     train_acc = train_acc_reading(histories)
@@ -264,8 +231,7 @@ def _change(fall: float) -> str:
 
 
 def layer_falls_report(history: History, seed: int) -> Markdown:
-    """The run's ‖θ‖² at initialisation, T_mem and T_grok, the layers that shrink most and least from T_mem to
-    T_grok, then every layer (:func:`layer_falls`) closed under "How we know"."""
+    """The run's ‖θ‖² at its moments and the layers that shrink most and least, every layer's closed."""
     rows = layer_falls(history)
     if not rows:
         return Markdown(f"Seed {seed} did not memorise and generalise within "
@@ -281,9 +247,8 @@ def layer_falls_report(history: History, seed: int) -> Markdown:
 
 
 def delay_law_text(summary: Mapping[str, Any], seed: int) -> Markdown:
-    """The delay law on one λ = 1 run (:func:`nhtlab.analysis.delay.delay_summary`): the contraction factor and
-    the law's time scale over the measured delay, beside the companion's own range, then both definitions
-    (:func:`delay_law_records`) closed under "How we know"."""
+    """The delay law on one λ = 1 run (:func:`~nhtlab.analysis.delay.delay_summary`) beside the companion's range,
+    both definitions (:func:`delay_law_records`) closed."""
     require_type(summary, "summary", Mapping, owner="delay_law_text")
     law = delay_law_records(summary, papers.COMPANION_LAMBDA_SWEEP[1.0])
     if not law:
@@ -327,14 +292,10 @@ def _moments(history: History) -> dict[str, int]:
 
 
 def fourier_timing(history: History) -> dict[str, Any]:
-    """When the token embedding's top-K Fourier share rises, against T_mem and T_grok, as a table row.
+    """When the token embedding's top-K Fourier share is halfway risen (:data:`STRUCTURE_TIMES`), as a table row.
 
-    The share is *halfway* at the first evaluated step at which it reaches s₀ + (s_end − s₀)/2, s₀ its value
-    at initialisation and s_end at the run's last evaluation (a rule fixed before the runs). ``when`` is
-    one of :data:`STRUCTURE_TIMES`: halfway at or before T_mem, in the open interval (T_mem, T_grok), at
-    T_grok itself (the same evaluation as test accuracy), after T_grok; ``"no rise"`` when s_end ≤ s₀;
-    ``"no transition"`` when the run did not memorise and generalise. Raises ValueError naming
-    ``history`` when it has no ``fourier`` column.
+    Halfway: the first evaluation at s₀ + (s_end − s₀)/2 or above, s₀ at init and s_end at the end (fixed before
+    the runs).
     """
     share = _fourier(history, "fourier_timing")
     ev, steps, norm = find_events(history), history.column("step"), history.column("norm")
@@ -355,9 +316,7 @@ def fourier_timing(history: History) -> dict[str, Any]:
 
 
 def fourier_table(timings: Mapping[int, Mapping[str, Any]]) -> Markdown:
-    """:func:`fourier_timing` of each seed as two narrow Markdown tables (:func:`nhtlab.book.table`): when the
-    share is halfway risen (and how much of the contraction was done by then), then the share at each moment
-    and the key frequencies, shares to two decimals."""
+    """:func:`fourier_timing` of each seed as two narrow tables: when, then the share at each moment."""
     require_type(timings, "timings", Mapping, owner="fourier_table")
     when = table([{"seed": s, **{k: t[k] for k in ("t_mem", "t_half", "t_grok", "when", "contracted")}}
                   for s, t in timings.items()], formats={"contracted": "{:.2f}"},
@@ -378,10 +337,7 @@ def fourier_readings(timings: Mapping[int, Mapping[str, Any]]) -> Reading:
 
 
 def check_fourier_rises(history: History) -> Check:
-    """The top-K Fourier share is recorded at every evaluation, finite, and higher at the end than at init.
-
-    A run whose embedding stays as spread over the frequencies as at initialisation fails.
-    """
+    """The top-K Fourier share is recorded at every evaluation, finite, and higher at the end than at init."""
     share = _fourier(history, "check_fourier_rises")
     finite = bool(np.isfinite(share).all())
     return Check(f"the top-{KEY_FREQUENCIES} Fourier share rises", finite and share[-1] > share[0],
@@ -390,11 +346,8 @@ def check_fourier_rises(history: History) -> Check:
 
 
 def fourier_spectrum_records(histories: Mapping[int, History]) -> list[dict[str, Any]]:
-    """Each seed's token-embedding spectrum at init, T_mem, T_grok and the end, as chart rows.
-
-    Each row is ``seed, moment, k, share``: frequency k ≥ 1's share of the non-constant power at that
-    moment (so that moments compare while the norm shrinks).
-    """
+    """Each seed's token-embedding spectrum at its moments as chart rows: frequency k ≥ 1's share of the
+    non-constant power (so that moments compare while the norm shrinks)."""
     require_type(histories, "histories", Mapping, owner="fourier_spectrum_records")
     records = []
     for seed, h in histories.items():
@@ -408,11 +361,7 @@ def fourier_spectrum_records(histories: Mapping[int, History]) -> list[dict[str,
 
 
 def fourier_at_grok(histories: Sequence[History]) -> Markdown:
-    """One line for a λ sweep: the top-K Fourier share at initialisation and at T_grok, and the delay, per λ.
-
-    Medians over each λ's runs that memorised and generalised (``weight_decay`` read from each config);
-    a λ with none says so.
-    """
+    """One line for a λ sweep: per λ, the medians of the top-K Fourier share at init and T_grok and the delay."""
     require_type(histories, "histories", (list, tuple), owner="fourier_at_grok")
     by_lam: dict[float, list[tuple[float, float, int]]] = {}
     for h in histories:

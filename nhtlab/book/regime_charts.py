@@ -57,11 +57,8 @@ def _event_marks(marks: alt.Chart, value: str, title: str, fmt: str, color: alt.
 
 def regime_norm_curves(curves: Sequence[Mapping[str, Any]], events: Sequence[Mapping[str, Any]] | None = None,
                        title: str = "‖θ‖² of every run, coloured by its verdict") -> alt.Chart | alt.LayerChart:
-    """One ‖θ‖² line per run (log scale), coloured by verdict; click a legend entry to pick a verdict out.
-
-    With ``events`` (:func:`nhtlab.book.regime_report.regime_events`) each run's T_mem (circle) and
-    T_grok (triangle) are marked on its line. The legend lists only the verdicts the runs have.
-    """
+    """One ‖θ‖² line per run (log scale), coloured by verdict (click the legend to pick one), with
+    :func:`~nhtlab.book.regime_report.regime_events`' T_mem and T_grok marked when given."""
     curves = list(curves)
     pick = alt.selection_point(fields=["regime"], bind="legend")
     color = _regime_color([r["regime"] for r in curves])
@@ -73,15 +70,12 @@ def regime_norm_curves(curves: Sequence[Mapping[str, Any]], events: Sequence[Map
     marks = _event_marks(alt.Chart(alt.Data(values=list(events))), "norm", "‖θ‖²", ",.0f", color,
                          opacity=alt.condition(pick, alt.value(1.0), alt.value(0.1)))
     # each λ named once, at the end of its first seed's line: colour says the verdict, the label says λ
-    first_seed = {lam: min(r["seed"] for r in curves if r["weight_decay"] == lam)
-                  for lam in {r["weight_decay"] for r in curves}}
-    ends: dict[float, Mapping[str, Any]] = {}
-    for rec in curves:
-        lam = rec["weight_decay"]
-        if rec["seed"] == first_seed[lam] and (lam not in ends or rec["step"] > ends[lam]["step"]):
-            ends[lam] = rec
-    names = [{"step": r["step"], "norm": r["norm"], "regime": r["regime"], "name": f"λ = {lam:g}"}
-             for lam, r in ends.items()]
+    names = []
+    for lam in dict.fromkeys(r["weight_decay"] for r in curves):
+        runs = [r for r in curves if r["weight_decay"] == lam]
+        seed = min(r["seed"] for r in runs)
+        end = max((r for r in runs if r["seed"] == seed), key=lambda r: r["step"])
+        names.append({"step": end["step"], "norm": end["norm"], "regime": end["regime"], "name": f"λ = {lam:g}"})
     labels = alt.Chart(alt.Data(values=names)).mark_text(align="left", dx=4, fontSize=11).encode(
         x="step:Q", y="norm:Q", text="name:N", color=_regime_color([r["regime"] for r in curves], legend=False))
     return alt.layer(lines, marks, labels)
@@ -89,14 +83,8 @@ def regime_norm_curves(curves: Sequence[Mapping[str, Any]], events: Sequence[Map
 
 def lambda_slider(curves: Sequence[Mapping[str, Any]], lams: Sequence[float],
                   events: Sequence[Mapping[str, Any]] | None = None) -> alt.VConcatChart:
-    """Accuracy and ‖θ‖² of the runs at one λ, chosen with a control over the precomputed sweep.
-
-    ``lams`` are the sweep's distinct λ in increasing order. The control is a row of buttons
-    labelled with the λ values themselves (a range slider would show its position, not λ); it
-    selects ``lam_index`` in the records. Colour is the run's verdict in both panels; the line's
-    dash tells training from test accuracy; ``events`` (:func:`nhtlab.book.regime_report.regime_events`)
-    mark T_mem (circle) and T_grok (triangle) on the curves.
-    """
+    """Accuracy and ‖θ‖² of the runs at one λ of ``lams`` (increasing), picked with buttons labelled with λ itself
+    (a range slider would show its position, not λ); colour is the verdict, events marked when given."""
     curves = list(curves)
     lam_labels = [{"lam_index": i, "label": f"λ = {lam:g}"} for i, lam in enumerate(lams)]
     slider = alt.param(name="lam_index", value=len(lams) // 2,
@@ -130,13 +118,8 @@ _FAMILY_SHAPES = ("circle", "triangle-up", "square", "diamond", "cross")
 
 def delay_fit_chart(points: Sequence[Mapping[str, Any]], fit: Any, x: str = "predicted", x_title: str = "predicted (steps)",
                     y_title: str = "measured (steps)", color: str = "weight_decay", color_title: str = "λ") -> alt.LayerChart:
-    """Measured delay against ``x`` (a key of :func:`nhtlab.analysis.delay.delay_point` records) with the fitted line and its R².
-
-    Every run is a small mark; the mean over seeds of each setting (the points ``fit`` was made on when
-    it averages seeds, the companion's choice) is a large one, and the title counts both, so that its
-    ``n`` is the number of large marks. ``color`` names the field that colours and shapes the marks
-    (``"weight_decay"``, or a ``"family"`` label the chapter adds: which quantity a run varied).
-    """
+    """Measured delay against ``x`` with the fitted line and its R²: every run a small mark, the mean over seeds of
+    each setting (what ``fit`` averages, the companion's choice) a large one, coloured and shaped by ``color``."""
     xs = [p[x] for p in points]
     # values that span a decade or more are drawn on log axes, the fitted line sampled so that it curves there
     log = min(xs) > 0 and min(p["measured"] for p in points) > 0 and max(xs) >= 10 * min(xs)
@@ -176,13 +159,8 @@ def delay_fit_chart(points: Sequence[Mapping[str, Any]], fit: Any, x: str = "pre
 
 
 def contraction_chart(records: Sequence[Mapping[str, Any]], paper_ratio: float = 1.41) -> alt.LayerChart:
-    """Fitted contraction 1 − r per step against ηλ, with the lines 1 − r = ηλ, 2ηλ and the paper's ratio.
-
-    ``records``: dicts with ``eta_lambda``, ``ratio`` ((1 − r)/(ηλ)), ``weight_decay``,
-    ``seed`` (from :meth:`nhtlab.analysis.delay.ContractionFit.to_dict` plus the run's ηλ, λ and seed), and
-    optionally ``family``. Colour means one thing, the reference line; the runs are blue marks, one shape
-    per family.
-    """
+    """Fitted contraction 1 − r per step against ηλ, with the lines 1 − r = ηλ, 2ηλ and the paper's ratio; colour
+    means the reference line only, the runs are blue marks, one shape per ``family``."""
     data = [{**r, "one_minus_r": r["ratio"] * r["eta_lambda"]} for r in records]
     top = max(r["eta_lambda"] for r in data)
     refs = [{"eta_lambda": v, "one_minus_r": k * v, "line": name}

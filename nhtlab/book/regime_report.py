@@ -29,12 +29,8 @@ PANEL_BUDGET_CAP = 10
 
 
 def panel_budget(steps: int, rate: float, new_rate: float, cap: float = PANEL_BUDGET_CAP) -> int:
-    """The step budget for a run at decay rate ``new_rate`` = ηλ, scaled from ``steps`` at ``rate``.
-
-    The delay law's time scale goes as 1/(ηλ), so a run at a tenth of the rate needs about ten times
-    the steps to get as far; the budget is ``steps · rate / new_rate``, never below ``steps`` and at
-    most ``cap · steps`` (ηλ = 0, no decay, gets the cap).
-    """
+    """The step budget at decay rate ``new_rate`` = ηλ, scaled from ``steps`` at ``rate`` as the delay law's 1/(ηλ),
+    between ``steps`` and ``cap · steps`` (no decay gets the cap)."""
     require_int(steps, "steps", 1, owner="panel_budget")
     require_real(rate, "rate", 0.0, low_open=True, owner="panel_budget")
     require_real(new_rate, "new_rate", 0.0, owner="panel_budget")
@@ -43,13 +39,8 @@ def panel_budget(steps: int, rate: float, new_rate: float, cap: float = PANEL_BU
 
 
 def decision_budgets(budgets: Mapping[float, int], lr: float, base_lam: float = 1.0) -> dict[float, int]:
-    """λ → the steps a verdict other than intermediate needs, scaled from the budget at ``base_lam`` as 1/(ηλ).
-
-    The rule chapter 01's live panel trains by (:func:`nhtlab.book.panel_budget`): the budget at
-    ``base_lam`` (where the grid's runs are expected to grok) times ``base_lam / λ``, never below it and
-    at most :data:`~nhtlab.book.widgets.PANEL_BUDGET_CAP` times it. It reads only the settings, so it is
-    fixed before the runs.
-    """
+    """λ → the steps a verdict other than intermediate needs: :func:`panel_budget` from the budget at ``base_lam``
+    (chapter 01's live panel's rule); it reads only the settings, so it is fixed before the runs."""
     require_type(budgets, "budgets", Mapping, owner="decision_budgets")
     if base_lam not in budgets:
         raise ValueError(f"The 'budgets' parameter of decision_budgets must hold base_lam = {base_lam:g}; "
@@ -59,21 +50,16 @@ def decision_budgets(budgets: Mapping[float, int], lr: float, base_lam: float = 
 
 
 def budget_regimes(table: Sequence[Mapping[str, Any]], needed: Mapping[float, int]) -> list[dict[str, Any]]:
-    """The rows of a regime table, each labelled as its budget allows (:func:`~nhtlab.analysis.regimes.within_budget`).
-
-    The rule's own label is kept as ``rule_regime``; ``needed`` is λ's budget from :func:`decision_budgets`, and
-    the ``reason`` of a run not decided says so first.
-    """
+    """The rows of a regime table labelled as their budget (``needed``, λ → steps) allows, the rule's as ``rule_regime``."""
     rows = require_rows(table, "table", "budget_regimes")
     require_type(needed, "needed", Mapping, owner="budget_regimes")
     out = []
     for row in rows:
         need = int(needed[row["weight_decay"]])
         label = within_budget(row["regime"], int(row["last_step"]), need)
-        reason = row["reason"]
-        if label == NOT_DECIDED:
-            reason = (f"not decided within {row['last_step']:,} steps: a verdict at λ = {row['weight_decay']:g} "
-                      f"needs {need:,}; the rule alone would read {row['regime']} ({reason})")
+        reason = row["reason"] if label != NOT_DECIDED else (
+            f"not decided within {row['last_step']:,} steps: a verdict at λ = {row['weight_decay']:g} "
+            f"needs {need:,}; the rule alone would read {row['regime']} ({row['reason']})")
         out.append({**row, "regime": label, "rule_regime": row["regime"], "needed": need, "reason": reason})
     return out
 
@@ -146,11 +132,8 @@ def lambda_sentences(table: Sequence[Mapping[str, Any]]) -> list[str]:
 
 
 def regime_events(table: Sequence[Mapping[str, Any]], curves: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """The T_mem and T_grok marks of every run, placed on its curves, for the regime charts.
-
-    One record per event a run reached, with ``norm`` (‖θ‖²) there and ``accuracy`` (training accuracy at
-    T_mem, test accuracy at T_grok); ``table`` and ``curves`` (:func:`regime_curves`) are of the same sweep.
-    """
+    """The T_mem and T_grok marks of every run, placed on its :func:`regime_curves` (train accuracy at T_mem, test
+    at T_grok), for the regime charts."""
     points = {(rec["run"], rec["step"]): rec for rec in curves}
     return [{"run": i, **{k: rec[k] for k in ("weight_decay", "lam_index", "seed", "regime")}, "event": event,
              "step": step, "norm": rec["norm"], "accuracy": rec[split]}
@@ -160,11 +143,7 @@ def regime_events(table: Sequence[Mapping[str, Any]], curves: Sequence[Mapping[s
 
 
 def decided_readings(table: Sequence[Mapping[str, Any]], expected: Mapping[float, str]) -> list[Reading]:
-    """At each λ of ``expected``, every seed's label counted against the expected regime (rule "all").
-
-    A seed not decided within its budget reads ``"not decided within N steps"`` and does not count for the
-    regime.
-    """
+    """At each λ of ``expected``, every seed's :func:`verdict_label` counted against the expected regime (rule "all")."""
     require_type(expected, "expected", Mapping, owner="decided_readings")
     by_lam = _by_lambda(table, "decided_readings")
     return [over_seeds(f"λ = {lam:g}", {r["seed"]: verdict_label(r) for r in by_lam.get(lam, [])}, expected=regime,
@@ -173,10 +152,7 @@ def decided_readings(table: Sequence[Mapping[str, Any]], expected: Mapping[float
 
 def regime_records(table: Sequence[Mapping[str, Any]],
                    grok_counts: Mapping[float, tuple[int, int]] | None = None) -> list[dict[str, Any]]:
-    """One row per run of a :func:`~nhtlab.analysis.regimes.regime_table`, for :func:`nhtlab.book.table`.
-
-    ``grok_counts``: λ → (runs that grokked, runs) in the paper. None where a value does not exist.
-    """
+    """One row per run of a regime table; ``grok_counts``: λ → (runs that grokked, runs) in the paper."""
     counts = grok_counts or {}
     return [{"λ": row["weight_decay"], "seed": row["seed"], "regime": verdict_label(row), "T_mem": row["t_mem"],
              "T_grok": row["t_grok"], "V_mem": row["v_mem"], "end": row["last_step"],
@@ -192,10 +168,7 @@ def regimes_by_lambda(table: Sequence[Mapping[str, Any]]) -> dict[float, dict[in
 
 
 def check_regime_order(table: Sequence[Mapping[str, Any]]) -> Check:
-    """Sorted by λ, the diagnosed regimes never step backwards in weak → intermediate → strong.
-
-    Undetermined runs are skipped.
-    """
+    """Sorted by λ, the diagnosed regimes never step backwards in weak → intermediate → strong (undetermined skipped)."""
     rows = require_rows(table, "table", "check_regime_order")
     ok = regime_order_ok([r["weight_decay"] for r in rows], [r["regime"] for r in rows])
     detail = "; ".join(f"λ = {lam:g}: {', '.join(seeds.values())}" for lam, seeds in regimes_by_lambda(rows).items())
@@ -204,20 +177,13 @@ def check_regime_order(table: Sequence[Mapping[str, Any]]) -> Check:
 
 def norm_start_records(table: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """Per λ, the seeds whose ‖θ‖² is largest at their first evaluation, and those whose norm rises first."""
-    out = []
-    for lam, rows in _by_lambda(table, "norm_start_records").items():
-        peaks = {r["seed"]: r["peak_step"] for r in rows}
-        rising = [seed for seed, step in peaks.items() if step > 0]
-        out.append({"λ": lam, "largest at init": f"{len(peaks) - len(rising)} of {len(peaks)}",
-                    "rises first": ", ".join(f"seed {s}" for s in rising) or None})
-    return out
+    return [{"λ": lam, "largest at init": f"{sum(r['peak_step'] <= 0 for r in rows)} of {len(rows)}",
+             "rises first": ", ".join(f"seed {r['seed']}" for r in rows if r["peak_step"] > 0) or None}
+            for lam, rows in _by_lambda(table, "norm_start_records").items()]
 
 
 def regime_curves(result: Any, table: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Long records of every run's curves, tagged with its λ, seed and regime, for charts.
-
-    ``lam_index`` ranks the run's λ among the sweep's (for sliders).
-    """
+    """Long records of every run's curves, tagged with its λ, its rank among the λ (for sliders), seed and regime."""
     lams = sorted({row.run.weight_decay for row in result})
     return [{"run": i, "weight_decay": row.run.weight_decay, "lam_index": lams.index(row.run.weight_decay),
              "seed": row.run.seed, "regime": info["regime"], "step": r["step"], "norm": r["norm"],
@@ -226,10 +192,7 @@ def regime_curves(result: Any, table: list[dict[str, Any]]) -> list[dict[str, An
 
 
 def intermediate_answer(table: Sequence[Mapping[str, Any]]) -> tuple[str, tuple[str, ...], str]:
-    """The answer the sweep gives to "at which smallest λ are most seeds intermediate?".
-
-    Most: more than half of the seeds; ``"none"`` when no λ has them.
-    """
+    """The answer the sweep gives to "at which smallest λ are most (more than half) seeds intermediate?"."""
     by_lam = regimes_by_lambda(require_rows(table, "table", "intermediate_answer"))
     counts = {lam: sum(r == "intermediate" for r in seeds.values()) for lam, seeds in by_lam.items()}
     chosen = [lam for lam, seeds in by_lam.items() if 2 * counts[lam] > len(seeds)]
@@ -252,12 +215,8 @@ def learning_answer(table: Sequence[Mapping[str, Any]], lam: float, level: float
 
 
 def rule_check(table: Sequence[Mapping[str, Any]], lam: float, regime: str, words: str) -> Check:
-    """Every seed at ``lam`` got the rule's label ``regime`` within its budget, whatever the budget allows.
-
-    What the rule saw is a fact of the run even where the budget is too short to call it a regime:
-    at the smallest λ "weak" means memorised with no contraction and no generalisation *within the
-    budget*; at the largest, "strong" means the table was not fitted within it. Fails with no seed at ``lam``.
-    """
+    """Every seed at ``lam`` got the rule's label ``regime`` within its budget, whatever the budget allows: what the
+    rule saw is a fact of the run even where the budget is too short to call it a regime."""
     rows = _by_lambda(table, "rule_check").get(lam, [])
     labels = {r["seed"]: r.get("rule_regime", r["regime"]) for r in rows}
     k = sum(v == regime for v in labels.values())
@@ -268,10 +227,8 @@ def rule_check(table: Sequence[Mapping[str, Any]], lam: float, regime: str, word
 
 
 def regime_findings(table: Sequence[Mapping[str, Any]], level: float = 0.5) -> list[str]:
-    """The chapter's takeaway in sentences, each read from the budget-labelled table.
-
-    ``level`` is the best test accuracy that counts as learning where the training set was not fitted.
-    """
+    """The chapter's takeaway in sentences from the budget-labelled table; ``level``: the best test accuracy that
+    counts as learning where the training set was not fitted."""
     by_lam = _by_lambda(table, "regime_findings")
     rows = [r for group in by_lam.values() for r in group]
     decided = [r for r in rows if r["regime"] != NOT_DECIDED]

@@ -45,13 +45,8 @@ class Stamp(dict):
 
 
 def stamp(profile: str, settings: Any = None, device: torch.device | str | None = None) -> Stamp:
-    """Collect profile, settings, nhtlab/torch versions, git commit and device of a chapter run.
-
-    Under the smoke cap (:mod:`nhtlab.plumbing.smoke`) the first entry is ``SMOKE RUN``
-    with the cap's settings, the text form starts with it and the HTML summary
-    shows it in red, so a capped run is never mistaken for a real one.
-    """
-
+    """Collect profile, settings, nhtlab/torch versions, git commit and device of a chapter run; a capped run's
+    stamp starts with ``SMOKE RUN`` (red in HTML), so that it is never mistaken for a real one."""
     if device is None:
         device = pick_device()
     values = vars(settings) if settings is not None and hasattr(settings, "__dict__") else (settings or {})
@@ -74,10 +69,7 @@ def stamp(profile: str, settings: Any = None, device: torch.device | str | None 
 
 
 def cpu_model() -> str:
-    """The CPU's model name as ``lscpu`` shows it (from ``/proc/cpuinfo``), else :func:`platform.processor`.
-
-    ``"unknown CPU"`` where neither names it.
-    """
+    """The CPU's model name from ``/proc/cpuinfo`` (as ``lscpu`` shows it), else :func:`platform.processor`'s."""
     try:
         for line in Path("/proc/cpuinfo").read_text(encoding="utf-8").splitlines():
             if line.lower().startswith("model name"):

@@ -273,10 +273,8 @@ def _history_of(histories: Mapping[TrainConfig, History], run: TrainConfig, owne
 
 def score_runs(runs: Mapping[float, Sequence[TrainConfig]], histories: Mapping[TrainConfig, History],
                main: TrainConfig, fit: float = SHORTCUT_FITTED_ACCURACY) -> dict[str, Check]:
-    """The six predictions (:func:`~nhtlab.analysis.scorecard.score_predictions`) on a λ sweep of one run kind.
-
-    P2 reads the runs of ``main``'s seed, P6 every run, P1, P3, P4 and P5 ``main`` as its :class:`Domain` reads it.
-    """
+    """The six predictions on a λ sweep of one run kind: P2 on ``main``'s seed, P6 on every run, the others on
+    ``main`` as its :class:`Domain` reads it."""
     domain = domain_of(main, fit)
     main_h = _history_of(histories, main, "score_runs")
     fitted, dropped = domain.times(main_h)

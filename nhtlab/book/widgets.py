@@ -23,7 +23,6 @@ from ..validation import require_real, require_type
 __all__ = ["train_panel", "StaticNote"]
 
 
-
 class StaticNote:
     """What a live control shows in the static book: a sentence, not a dead widget."""
 
@@ -42,13 +41,8 @@ def _static() -> bool:
 
 
 def train_panel(base: ModularRun, weight_decays: tuple[float, ...] = (0.0, 0.1, 0.3, 1.0, 3.0, 10.0)) -> Any:
-    """A λ slider and a *Train* button that trains ``base`` with the chosen λ, draws its curves and diagnoses it.
-
-    The budget scales with 1/(ηλ) from ``base``'s (:func:`panel_budget`, at most
-    :data:`PANEL_BUDGET_CAP` times it), so that a smaller λ gets the time its delay needs; the
-    regime is :func:`~nhtlab.analysis.regimes.diagnose_regime`'s, the rule chapter 02 states. In the
-    book build, a :class:`StaticNote` instead.
-    """
+    """A λ slider and a *Train* button that trains ``base`` at that λ for :func:`panel_budget`'s steps, draws its
+    curves and diagnoses it; in the book build, a :class:`StaticNote`."""
     require_type(base, "base", ModularRun, owner="train_panel")
     require_real(base.weight_decay, "base.weight_decay", 0.0, low_open=True, owner="train_panel")
     if _static():
