@@ -72,6 +72,20 @@ def test_bad_inputs():
         normalised_layer_norms({"rows": []})
 
 
+def test_layer_order_needs_both_layers_to_contract():
+    from nhtlab.analysis.layers import layer_order
+
+    ts = {t.layer: t for t in layer_transitions(synthetic_history())}
+    assert layer_order(list(ts.values()), "readout", "conv1") == "backward"
+    assert layer_order(list(ts.values()), "conv1", "readout") == "forward"
+    # conv2 never contracts: layer_order does not call it backward
+    assert layer_order(list(ts.values()), "readout", "conv2") == "head only"
+    assert layer_order(list(ts.values()), "conv2", "readout") == "first only"
+    assert layer_order(list(ts.values()), "conv2", "norm1") == "neither"
+    with pytest.raises(ValueError, match="'head' and 'first' parameters of layer_order"):
+        layer_order(list(ts.values()), "fc", "conv1")
+
+
 def test_warning_times_against_the_drop():
     from nhtlab.analysis.layers import warning_times
 

@@ -21,7 +21,7 @@ from ..validation import require_choice, require_real, require_type
 from .events import find_events
 
 __all__ = ["layer_label", "LayerTransition", "layer_transitions", "normalised_layer_norms", "head_to_first_ratio",
-           "head_signals", "early_warning", "head_and_first", "warning_times", "CONTRACTION_SHARE", "CONTRACTION_VERDICTS",
+           "head_signals", "early_warning", "head_and_first", "layer_order", "ORDERS", "warning_times", "CONTRACTION_SHARE", "CONTRACTION_VERDICTS",
            "LayerContraction", "ContractionOrder", "contraction_order"]
 
 
@@ -175,6 +175,31 @@ def layer_transitions(history: History, layers: Sequence[str] | None = None,
         out.append(LayerTransition(name, float(values[0]), peak, int(steps[k]), final, contraction,
                                    contraction >= min_contraction))
     return out
+
+
+ORDERS = ("backward", "forward", "simultaneous", "head only", "first only", "neither")
+
+
+def layer_order(transitions: Sequence[LayerTransition], head: str, first: str) -> str:
+    """Which of two layers peaked *and contracted* first, one of ``ORDERS``.
+
+    ``"head only"`` / ``"first only"``: only that one contracted, so no order was observed.
+    A first layer that never contracted does not make the order
+    backward: "conv1 never contracted" is not "the read-out contracted first".
+    """
+    by_name = {t.layer: t for t in transitions}
+    for name in (head, first):
+        if name not in by_name:
+            raise ValueError(f"The 'head' and 'first' parameters of layer_order must name layers among the "
+                             f"transitions {list(by_name)}. Got {name!r}.")
+    h, f = by_name[head], by_name[first]
+    if h.peaked and f.peaked:
+        if h.peak_step == f.peak_step:
+            return "simultaneous"
+        return "backward" if h.peak_step < f.peak_step else "forward"
+    if h.peaked:
+        return "head only"
+    return "first only" if f.peaked else "neither"
 
 
 def warning_times(history: History, drop_step: int | None, head: str | None = None,
