@@ -43,8 +43,8 @@ class ImageData:
 
     def to(self, device: torch.device | str) -> "ImageData":
         """Return a copy with every tensor on ``device``."""
-        return ImageData(self.x_train.to(device), self.y_train.to(device), self.x_test.to(device),
-                         self.y_test.to(device), self.num_classes, self.name, self.class_names)
+        return ImageData(*(t.to(device) for t in (self.x_train, self.y_train, self.x_test, self.y_test)),
+                         self.num_classes, self.name, self.class_names)
 
 
 @dataclass

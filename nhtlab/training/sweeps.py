@@ -471,9 +471,7 @@ def _sweep(runs: Sequence[TrainConfig], strategy: str, executor: Executor | None
                 pool.shutdown()
     bar.close()
 
-    rows = []
-    for run, history, secs, source in zip(runs, histories, seconds, sources):
-        events = run.events(history) if history is not None else None
-        rows.append(SweepRow(run, history, events, secs, source))
+    rows = [SweepRow(run, history, None if history is None else run.events(history), secs, source)
+            for run, history, secs, source in zip(runs, histories, seconds, sources)]
     return SweepResult(rows, strategy, time.perf_counter() - start)
 
