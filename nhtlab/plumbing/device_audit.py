@@ -82,10 +82,6 @@ def _place(t: torch.Tensor) -> str | None:
     return getattr(t, _MARK, None)
 
 
-def _name(func: Any) -> str:
-    return getattr(func, "__name__", str(func))
-
-
 _FROM_NUMPY = torch.from_numpy
 _FROM_NUMPY_DEPTH = 0
 
@@ -135,7 +131,7 @@ class DeviceAudit(TorchFunctionMode):
 
     def __torch_function__(self, func, types, args=(), kwargs=None):  # noqa: C901 - one flat set of rules
         kwargs = kwargs or {}
-        name = _name(func)
+        name = getattr(func, "__name__", str(func))
         inputs = _tensors(args) + _tensors(kwargs.values())
         places = [_place(t) for t in inputs]
         if name in ("numpy", "__array__") and inputs and places[0] == "device":

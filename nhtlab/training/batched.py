@@ -154,10 +154,7 @@ def train_batched(runs: Sequence[ModularRun], progress: str | None = None, desc:
     for p in params.values():
         p.requires_grad_(True)
 
-    def forward_one(prm: dict[str, torch.Tensor], buf: dict[str, torch.Tensor], x: torch.Tensor) -> torch.Tensor:
-        return functional_call(base, (prm, buf), (x,))
-
-    forward = torch.vmap(forward_one, in_dims=(0, 0, 0))
+    forward = torch.vmap(lambda prm, buf, x: functional_call(base, (prm, buf), (x,)), in_dims=(0, 0, 0))
     step_forward, compiled = forward, None
     if first.compile:  # the stacked step fused by inductor, as train(compile=True); evaluations stay eager
         step_forward, compiled = compiled_forward(forward, device)
