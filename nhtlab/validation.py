@@ -66,28 +66,22 @@ def require_bool(value: Any, name: str, owner: str | None = None) -> bool:
     return value
 
 
-def _range_text(low: float | None, high: float | None, low_open: bool, high_open: bool) -> str:
-    if low is None or high is None:
-        return "" if low is high else (f" {'>' if low_open else '>='} {low}" if high is None
-                                       else f" {'<' if high_open else '<='} {high}")
-    return f" in the range {'(' if low_open else '['}{low}, {high}{')' if high_open else ']'}"
-
-
-def _in_range(x: float, low: float | None, high: float | None, low_open: bool, high_open: bool) -> bool:
-    return not ((low is not None and (x <= low if low_open else x < low))
-                or (high is not None and (x >= high if high_open else x > high)))
-
-
 def _require_number(value: Any, name: str, owner: str | None, integral: bool, low: float | None, high: float | None,
                     low_open: bool = False, high_open: bool = False, why: str = "") -> Any:
     """``value`` as an int (``integral``) or a finite float within the bounds, else the error that names ``name``."""
     kinds = ("an int", "an int") if integral else ("a float", "a finite float")
-    bounds = _range_text(low, high, low_open, high_open)
+    if low is None or high is None:
+        bounds = "" if low is high else (f" {'>' if low_open else '>='} {low}" if high is None
+                                         else f" {'<' if high_open else '<='} {high}")
+    else:
+        bounds = f" in the range {'(' if low_open else '['}{low}, {high}{')' if high_open else ']'}"
     if isinstance(value, bool) or not isinstance(value, Integral if integral else Real):
         raise TypeError(f"The {name!r} parameter{_where(owner)} must be {kinds[0]}{bounds}. "
                         f"Got {value!r} of type {type(value).__name__} instead.")
     number = int(value) if integral else float(value)
-    if not (integral or math.isfinite(number)) or not _in_range(number, low, high, low_open, high_open):
+    outside = ((low is not None and (number <= low if low_open else number < low))
+               or (high is not None and (number >= high if high_open else number > high)))
+    if not (integral or math.isfinite(number)) or outside:
         raise ValueError(f"The {name!r} parameter{_where(owner)} must be {kinds[1]}{bounds}{f' ({why})' if why else ''}. "
                          f"Got {(value if integral else number)!r} instead.")
     return number

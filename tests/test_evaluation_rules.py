@@ -18,7 +18,6 @@ from nhtlab.training.loop import (
     diverged_in_training,
     grok_step,
     history_row,
-    reached_stop_accuracy,
     stopped_after,
 )
 
@@ -71,16 +70,17 @@ def test_early_stop_closed_form():
     rows = [{"step": s, "test_acc": a} for s, a in [(0, 0.1), (25, 0.98), (50, FITTED_ACCURACY), (75, 0.5), (100, 1.0)]]
     assert grok_step(rows) == 50  # the first crossing counts, even if the accuracy falls back
     assert grok_step([{"step": 0, "train_acc": 1.0}]) is None  # no test set: never
-    assert not reached_stop_accuracy({"test_acc": 0.9899}) and reached_stop_accuracy({"test_acc": 0.99})
-    assert reached_stop_accuracy({"test_acc": FITTED_ACCURACY}) and not reached_stop_accuracy({"test_acc": math.nan})
-    # stop at the first evaluation with step ≥ grok + stop_after
+    assert grok_step([{"step": 0, "test_acc": 0.9899}]) is None and grok_step([{"step": 0, "test_acc": 0.99}]) == 0
+    assert grok_step([{"step": 0, "test_acc": FITTED_ACCURACY}]) == 0
+    assert grok_step([{"step": 0, "test_acc": math.nan}]) is None
+    # stop at the first evaluation with step ≥ grok + stop_after (grok read off the history's rows)
     for grok, step, stop_after, expected in [(50, 50, 0, True), (50, 75, 50, False), (50, 100, 50, True),
                                              (50, 125, 50, True), (None, 1000, 0, False), (50, 10**6, None, False)]:
-        h = History()
-        assert stopped_after(h, grok, step, stop_after) is expected
+        h = History([{"step": 0, "test_acc": 0.1}] + ([] if grok is None else [{"step": grok, "test_acc": 1.0}]))
+        assert stopped_after(h, step, stop_after) is expected
         assert h.status == ("stopped" if expected else "running")
-    h = History()
-    stopped_after(h, 50, 100, 50)
+    h = History(rows[:3])
+    stopped_after(h, 100, 50)
     assert h.message == "stopped 50 steps after test accuracy reached 99%"
 
 

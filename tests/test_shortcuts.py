@@ -64,7 +64,7 @@ def test_otherwise_none_leaves_image_unbordered():
 def test_the_four_test_sets():
     base = tiny()
     data = border_shortcut(base, rho=0.9, width=1, clean="mean", seed=0)
-    sets = data.eval_sets()
+    sets = data.test_sets
     assert set(sets) == {"coloured", "clean", "shortcut", "conflict", "cue"}
     palette = torch.tensor(CLASS_COLOURS)
     # cue: the conflicting images, labelled by their border's class
@@ -113,7 +113,7 @@ def test_tint_spreads_the_cue_over_every_pixel():
     palette = torch.tensor(CLASS_COLOURS)
     expected = 0.75 * base.x_train + 0.25 * palette[base.y_train][:, :, None, None]
     torch.testing.assert_close(data.x_train, expected)
-    assert set(data.eval_sets()) == {"coloured", "clean", "shortcut", "conflict", "cue"}
+    assert set(data.test_sets) == {"coloured", "clean", "shortcut", "conflict", "cue"}
     assert data.kind == "tint"
 
 

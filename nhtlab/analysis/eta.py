@@ -268,9 +268,6 @@ def synthetic_contraction(t_mem: int, t_grok: int | None, rate: float, v_mem: fl
     """
     require_real(rate, "rate", low=0.0, owner="synthetic_contraction")
     end = end if end is not None else (t_grok + 500 if t_grok is not None else 4 * t_mem)
-    rows = []
-    for s in range(0, end + 1, every):
-        v = v_mem * math.exp(-rate * max(s - t_mem, 0))
-        rows.append({"step": s, "norm": v, "train_acc": 1.0 if s >= t_mem else 0.5,
-                     "test_acc": 1.0 if (t_grok is not None and s >= t_grok) else 0.01})
+    rows = [{"step": s, "norm": v_mem * math.exp(-rate * max(s - t_mem, 0)), "train_acc": 1.0 if s >= t_mem else 0.5,
+             "test_acc": 1.0 if (t_grok is not None and s >= t_grok) else 0.01} for s in range(0, end + 1, every)]
     return History(rows=rows, status="completed", config={"lr": lr, "weight_decay": weight_decay})

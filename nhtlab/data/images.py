@@ -43,8 +43,8 @@ class ImageData:
 
     def to(self, device: torch.device | str) -> "ImageData":
         """Return a copy with every tensor on ``device``."""
-        return ImageData(self.x_train.to(device), self.y_train.to(device), self.x_test.to(device),
-                         self.y_test.to(device), self.num_classes, self.name, self.class_names)
+        return ImageData(*(t.to(device) for t in (self.x_train, self.y_train, self.x_test, self.y_test)),
+                         self.num_classes, self.name, self.class_names)
 
 
 @dataclass
@@ -74,16 +74,6 @@ class ShortcutData:
     @property
     def y_test(self) -> torch.Tensor:
         return self.test_sets["coloured"][1]
-
-    def eval_sets(self) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
-        """The test sets as :func:`nhtlab.training.loop.train` takes them (``eval_sets=``)."""
-        return dict(self.test_sets)
-
-
-def _split(n: int, test_fraction: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    order = np.random.default_rng(seed).permutation(n)
-    n_test = int(round(n * test_fraction))
-    return order[n_test:], order[:n_test]
 
 
 def digits(size: int = 16, test_fraction: float = 0.3, seed: int = 0, train_limit: int | None = None,
@@ -124,8 +114,9 @@ def digits(size: int = 16, test_fraction: float = 0.3, seed: int = 0, train_limi
         x = F.interpolate(x, size=(size, size), mode="bilinear", align_corners=False)
     x = x.clamp(0.0, 1.0).repeat(1, 3, 1, 1).contiguous()  # (n, 3, size, size)
     y = torch.tensor(bunch.target, dtype=torch.long)
-    train_idx, test_idx = _split(len(y), test_fraction, seed)
-    train_idx, test_idx = train_idx[:train_limit], test_idx[:test_limit]  # [:None] keeps all
+    order = np.random.default_rng(seed).permutation(len(y))
+    n_test = int(round(len(y) * test_fraction))
+    train_idx, test_idx = order[n_test:][:train_limit], order[:n_test][:test_limit]  # [:None] keeps all
     return ImageData(x[train_idx], y[train_idx], x[test_idx], y[test_idx], 10, name=f"digits{size}",
                      class_names=tuple(str(k) for k in range(10)))
 

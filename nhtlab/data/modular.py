@@ -8,6 +8,7 @@ and full-batch training needs no DataLoader.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,14 +30,7 @@ def require_p(p: Any, owner: str) -> int:
 
 def is_prime(n: int) -> bool:
     """Return True when ``n`` is a prime number (trial division; n is small here)."""
-    if n < 2:
-        return False
-    k = 2
-    while k * k <= n:
-        if n % k == 0:
-            return False
-        k += 1
-    return True
+    return n >= 2 and all(n % k for k in range(2, math.isqrt(n) + 1))
 
 
 @dataclass
@@ -59,22 +53,14 @@ class ModularData:
 
     def to(self, device: torch.device | str) -> "ModularData":
         """Return a copy with every tensor on ``device``."""
-        return ModularData(
-            self.x_train.to(device), self.y_train.to(device),
-            self.x_test.to(device), self.y_test.to(device), self.p, self.operation,
-        )
+        return ModularData(*(t.to(device) for t in (self.x_train, self.y_train, self.x_test, self.y_test)), self.p,
+                           self.operation)
 
 
 def _labels(a: torch.Tensor, b: torch.Tensor, p: int, operation: str) -> torch.Tensor:
-    if operation == "+":
-        return (a + b) % p
-    if operation == "-":
-        return (a - b) % p
-    if operation == "*":
-        return (a * b) % p
-    # a / b = a · b^(p-2) mod p by Fermat's little theorem (p prime, b ≠ 0).
-    inverse = torch.tensor([pow(int(v), p - 2, p) for v in range(p)], dtype=torch.long)
-    return (a * inverse[b]) % p
+    if operation == "/":  # a / b = a · b^(p-2) mod p by Fermat's little theorem (p prime, b ≠ 0)
+        b, operation = torch.tensor([pow(int(v), p - 2, p) for v in range(p)], dtype=torch.long)[b], "*"
+    return (a + b if operation == "+" else a - b if operation == "-" else a * b) % p
 
 
 def modular_data(p: int = 97, operation: str = "+", train_fraction: float = 0.5, seed: int = 0) -> ModularData:

@@ -17,7 +17,7 @@ import torch.nn.functional as F
 
 from ..validation import MAX_WIDTH, require_choice, require_int, require_real, require_type
 
-__all__ = ["NORMS", "SimpleCNN", "ImageCNN", "ResNet18", "make_norm", "count_parameters"]
+__all__ = ["NORMS", "SimpleCNN", "ImageCNN", "ResNet18", "make_norm"]
 
 NORMS = ("none", "batch", "group")
 
@@ -35,11 +35,6 @@ def make_norm(norm: str, channels: int) -> nn.Module:
     if norm == "group":
         return nn.GroupNorm(_groups(channels), channels)
     return nn.Identity()
-
-
-def count_parameters(model: nn.Module) -> int:
-    """Number of trainable parameters."""
-    return sum(p.numel() for p in model.parameters() if p.requires_grad)
 
 
 class SimpleCNN(nn.Module):

@@ -38,9 +38,8 @@ class EmbeddingMLP(nn.Module):
 
     def __init__(self, p: int, width: int = 256, depth: int = 1, embed_std: float = 0.1):
         super().__init__()
-        require_int(p, "p", low=2, owner="EmbeddingMLP")
-        require_int(width, "width", low=1, owner="EmbeddingMLP")
-        require_int(depth, "depth", low=1, owner="EmbeddingMLP")
+        for name, value in (("p", p), ("width", width), ("depth", depth)):
+            require_int(value, name, low=2 if name == "p" else 1, owner="EmbeddingMLP")
         require_real(embed_std, "embed_std", 0.0, low_open=True, owner="EmbeddingMLP")
         require_size((depth - 1) * width * (width + 1) + 3 * p * width + p, "'p', 'width' and 'depth'", "EmbeddingMLP")
         self.p = p

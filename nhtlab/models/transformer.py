@@ -99,11 +99,8 @@ class Transformer(nn.Module):
     def __init__(self, p: int, d_model: int = 128, n_heads: int = 4, d_ff: int = 512, n_layers: int = 1,
                  init_scale: float = 1.0, embed_init_scale: float = 1.0):
         super().__init__()
-        require_int(p, "p", low=2, owner="Transformer")
-        require_int(d_model, "d_model", low=1, owner="Transformer")
-        require_int(n_heads, "n_heads", low=1, owner="Transformer")
-        require_int(d_ff, "d_ff", low=1, owner="Transformer")
-        require_int(n_layers, "n_layers", low=1, owner="Transformer")
+        for name, value in (("p", p), ("d_model", d_model), ("n_heads", n_heads), ("d_ff", d_ff), ("n_layers", n_layers)):
+            require_int(value, name, low=2 if name == "p" else 1, owner="Transformer")
         require_real(init_scale, "init_scale", 0.0, low_open=True, owner="Transformer")
         require_size(n_layers * (4 * d_model + 2 * d_ff) * d_model + 2 * p * d_model, "'p', 'd_model', 'd_ff' and "
                      "'n_layers'", "Transformer")

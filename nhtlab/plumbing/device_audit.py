@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import Any
 
 import torch
@@ -60,30 +60,19 @@ def _tensors(values: Any) -> list[torch.Tensor]:
 
 
 def _mark(value: Any, place: str | None) -> None:
-    if place is None:
-        return
-    for t in _tensors([value]):
-        try:
+    for t in _tensors([value]) if place is not None else []:
+        with suppress(AttributeError, RuntimeError):  # some wrapper tensors take no attributes
             setattr(t, _MARK, place)
-        except (AttributeError, RuntimeError):  # pragma: no cover - some wrapper tensors take no attributes
-            pass
 
 
 def _forget(value: Any) -> None:
     for t in _tensors([value]):
-        if hasattr(t, _MARK):
-            try:
-                delattr(t, _MARK)
-            except (AttributeError, RuntimeError):  # pragma: no cover
-                pass
+        with suppress(AttributeError, RuntimeError):  # untagged, or a wrapper without attributes
+            delattr(t, _MARK)
 
 
 def _place(t: torch.Tensor) -> str | None:
     return getattr(t, _MARK, None)
-
-
-def _name(func: Any) -> str:
-    return getattr(func, "__name__", str(func))
 
 
 _FROM_NUMPY = torch.from_numpy
@@ -135,7 +124,7 @@ class DeviceAudit(TorchFunctionMode):
 
     def __torch_function__(self, func, types, args=(), kwargs=None):  # noqa: C901 - one flat set of rules
         kwargs = kwargs or {}
-        name = _name(func)
+        name = getattr(func, "__name__", str(func))
         inputs = _tensors(args) + _tensors(kwargs.values())
         places = [_place(t) for t in inputs]
         if name in ("numpy", "__array__") and inputs and places[0] == "device":

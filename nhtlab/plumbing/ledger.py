@@ -10,6 +10,7 @@ training of that run, since it repeats the same steps. Lines are appended with o
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import warnings
@@ -83,10 +84,8 @@ def read_ledger(root: str | os.PathLike) -> list[dict[str, Any]]:
     path = Path(root) / LEDGER_NAME
     lines = []
     for text in path.read_text(encoding="utf-8").splitlines() if path.exists() else []:
-        try:
+        with contextlib.suppress(json.JSONDecodeError):
             lines.append(json.loads(text))
-        except json.JSONDecodeError:
-            continue
     return lines
 
 

@@ -34,8 +34,7 @@ from ..measures.norms import layer_parameters
 from ..models import make_model
 from ..validation import require_type
 from .device import pick_device, seed_everything
-from .loop import (_lr_factor, diverged_at_evaluation, diverged_in_training, history_row, reached_stop_accuracy,
-                   stopped_after)
+from .loop import _lr_factor, diverged_at_evaluation, diverged_in_training, history_row, stopped_after
 from .progress import Progress
 from .modular_run import ModularRun
 from .compiled import compiled_forward
@@ -140,19 +139,14 @@ def train_batched(runs: Sequence[ModularRun], progress: str | None = None, desc:
     R = len(runs)
     steps, eval_every, batch_size = first.steps, first.eval_every, first.batch_size
 
-    models, xs_train, ys_train, xs_test, ys_test = [], [], [], [], []
+    models, datas = [], []
     for run in runs:  # exactly as run_modular builds them: split, then seed, then init
-        data = modular_data(run.p, run.operation, run.train_fraction, seed=run.seed)
+        datas.append(modular_data(run.p, run.operation, run.train_fraction, seed=run.seed))
         seed_everything(run.seed)
         models.append(make_model(run.model, run.p, **run.model_kwargs).to(device))
-        xs_train.append(data.x_train)
-        ys_train.append(data.y_train)
-        xs_test.append(data.x_test)
-        ys_test.append(data.y_test)
-    x_train = torch.stack(xs_train).to(device)  # (R, n, 2)
-    y_train = torch.stack(ys_train).to(device)  # (R, n)
-    x_test = torch.stack(xs_test).to(device)
-    y_test = torch.stack(ys_test).to(device)
+    # x (R, n, 2) and y (R, n) of each split
+    x_train, y_train, x_test, y_test = (torch.stack([getattr(d, name) for d in datas]).to(device)
+                                        for name in ("x_train", "y_train", "x_test", "y_test"))
     n = y_train.shape[1]
 
     params, buffers = stack_module_state(models)  # {name: (R, ...)}
@@ -160,10 +154,7 @@ def train_batched(runs: Sequence[ModularRun], progress: str | None = None, desc:
     for p in params.values():
         p.requires_grad_(True)
 
-    def forward_one(prm: dict[str, torch.Tensor], buf: dict[str, torch.Tensor], x: torch.Tensor) -> torch.Tensor:
-        return functional_call(base, (prm, buf), (x,))
-
-    forward = torch.vmap(forward_one, in_dims=(0, 0, 0))
+    forward = torch.vmap(lambda prm, buf, x: functional_call(base, (prm, buf), (x,)), in_dims=(0, 0, 0))
     step_forward, compiled = forward, None
     if first.compile:  # the stacked step fused by inductor, as train(compile=True); evaluations stay eager
         step_forward, compiled = compiled_forward(forward, device)
@@ -207,7 +198,6 @@ def train_batched(runs: Sequence[ModularRun], progress: str | None = None, desc:
         samplers = [samplers[k] for k in keep]
         live = [live[k] for k in keep]
 
-    grok: list[int | None] = [None] * R  # per run, the first step at 99% test accuracy
     bar = Progress(steps, f"{desc} ({R} runs)", mode=progress)
 
     @torch.no_grad()
@@ -233,9 +223,7 @@ def train_batched(runs: Sequence[ModularRun], progress: str | None = None, desc:
             if diverged_at_evaluation(h, row):
                 finish(k)
                 continue
-            if grok[r] is None and reached_stop_accuracy(row):
-                grok[r] = step
-            if stopped_after(h, grok[r], step, runs[r].stop_after):
+            if stopped_after(h, step, runs[r].stop_after):
                 finish(k)
 
     measure(0)

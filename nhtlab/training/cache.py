@@ -12,6 +12,7 @@ killed process resumes there. It reads no environment variable: the book wraps i
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -99,7 +100,9 @@ class ResultCache:
                 raise ValueError("the entry belongs to another key")
             history = History.from_dict(body["history"])
             if "columns" in body:  # the canonical JSON sorted each row's keys: put the history's own order back
-                history.rows = _in_order(history.rows, body["columns"])
+                rank = {name: i for i, name in enumerate(body["columns"])}  # keys not listed go last, as they are
+                history.rows = [dict(sorted(row.items(), key=lambda item: rank.get(item[0], len(rank))))
+                                for row in history.rows]
         except Exception as error:  # noqa: BLE001 — every kind of damage is handled alike
             self._set_aside(path, error)
             return None
@@ -171,22 +174,14 @@ class ResultCache:
     @staticmethod
     def _set_aside(path: Path, error: Exception) -> None:
         aside = path.with_name(path.name + ".corrupt")
-        try:
+        with contextlib.suppress(OSError):
             os.replace(path, aside)
-        except OSError:
-            pass
         warnings.warn(
             f"Ignoring a damaged result-cache entry {path} ({type(error).__name__}: {error}); "
             f"it was moved to {aside.name} and the run will be recomputed.",
             RuntimeWarning,
             stacklevel=3,
         )
-
-
-def _in_order(rows: list[dict[str, Any]], columns: list[str]) -> list[dict[str, Any]]:
-    """Each row with its keys in the order of ``columns`` (keys not listed go last, as they are)."""
-    rank = {name: i for i, name in enumerate(columns)}
-    return [dict(sorted(row.items(), key=lambda item: rank.get(item[0], len(rank)))) for row in rows]
 
 
 def cached_run(run: Any, cache: ResultCache | None = None, *, use_cache: bool = True, **kwargs: Any) -> History:

@@ -15,7 +15,6 @@ AdamW the effective contraction rate γ_eff is at least ηλ (arXiv 2603.07323).
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 import math
 import os
@@ -37,14 +36,15 @@ from ..measures.norms import layer_norms
 from ..models import require_fits
 from ..validation import require_bool, require_callable, require_model, require_choice, require_int, require_real, require_type
 from .cache_key import config_key
-from .checkpoint import capture_rng_state, checkpoint_path, load_checkpoint, restore_rng_state, save_checkpoint, set_aside
+from .checkpoint import (capture_rng_state, checkpoint_path, checksum, load_checkpoint, restore_rng_state, save_checkpoint,
+                         set_aside)
 from .device import pick_device
 from .progress import Progress
 from .compiled import compiled_forward
 from ..thresholds import FITTED_ACCURACY
 
 __all__ = ["TrainConfig", "TrainState", "train", "evaluate", "SCHEDULES", "history_row", "diverged_at_evaluation",
-           "diverged_in_training", "reached_stop_accuracy", "grok_step", "stopped_after"]
+           "diverged_in_training", "grok_step", "stopped_after"]
 
 #: The largest learning rate a config takes: one AdamW step moves each parameter by about lr, and
 #: above this torch's float32 arithmetic overflows before the run can even diverge.
@@ -253,18 +253,6 @@ def _check_pair(x: Any, y: Any, parameter: str, what: str) -> None:
                          f"they must match.")
 
 
-def data_fingerprint(sets: Mapping[str, tuple[torch.Tensor, torch.Tensor]]) -> str:
-    """SHA-256 of the named (x, y) tensors' dtypes, shapes and bytes: what a checkpoint's key holds of the data,
-    so that a checkpoint of (a + b) mod 7 never resumes a run on (a − b) mod 7."""
-    digest = hashlib.sha256()
-    for name in sorted(sets):
-        for tensor in sets[name]:
-            flat = tensor.detach().to("cpu").contiguous().reshape(-1)
-            digest.update(f"{name}|{tensor.dtype}|{tuple(tensor.shape)}|".encode())
-            digest.update(flat.view(torch.uint8).numpy().tobytes() if flat.numel() else b"")
-    return digest.hexdigest()
-
-
 def _check_same_run(saved: Mapping[str, Any], config: TrainConfig, device: torch.device, checkpoint_dir: Any) -> None:
     """Refuse to resume a checkpoint written by a different configuration or on another device."""
     # a field added in a later version holds its default in a checkpoint written before it existed
@@ -322,11 +310,6 @@ def diverged_in_training(history: History, step: int) -> None:
     history.status, history.message = "diverged", f"non-finite training loss at step {step}"
 
 
-def reached_stop_accuracy(row: Mapping[str, float]) -> bool:
-    """Whether the row's test accuracy reached :data:`~nhtlab.thresholds.FITTED_ACCURACY` (no test set: False)."""
-    return row.get("test_acc", 0.0) >= FITTED_ACCURACY
-
-
 def grok_step(rows: Sequence[Mapping[str, float]]) -> int | None:
     """T_grok: the first step whose test accuracy reached :data:`~nhtlab.thresholds.FITTED_ACCURACY`, or None.
 
@@ -342,16 +325,19 @@ def grok_step(rows: Sequence[Mapping[str, float]]) -> int | None:
     return first_step_at_least([r["step"] for r in rows], [r.get("test_acc", math.nan) for r in rows], FITTED_ACCURACY)
 
 
-def stopped_after(history: History, grok: int | None, step: int, stop_after: int | None) -> bool:
-    """True (and ``history`` marked stopped) once ``step`` ≥ ``grok`` + ``stop_after`` (either None: never).
+def stopped_after(history: History, step: int, stop_after: int | None) -> bool:
+    """True (and ``history`` marked stopped) once ``step`` ≥ its rows' :func:`grok_step` + ``stop_after`` (None: never).
 
     Examples
     --------
-    >>> h = History()
-    >>> stopped_after(h, 100, 125, 50), stopped_after(h, 100, 150, 50), h.status
+    >>> h = History([{"step": 0, "test_acc": 0.5}, {"step": 100, "test_acc": 1.0}])
+    >>> stopped_after(h, 125, 50), stopped_after(h, 150, 50), h.status
     (False, True, 'stopped')
     """
-    if stop_after is None or grok is None or step < grok + stop_after:
+    if stop_after is None:
+        return False
+    grok = grok_step(history.rows)
+    if grok is None or step < grok + stop_after:
         return False
     history.status, history.message = "stopped", f"stopped {stop_after} steps after test accuracy reached {FITTED_ACCURACY:.0%}"
     return True
@@ -444,10 +430,11 @@ def train(
         require_callable(callback, "callbacks", owner="train")
     if checkpoint_dir is not None:
         require_type(checkpoint_dir, "checkpoint_dir", (str, os.PathLike), owner="train")
-        # a checkpoint of another task, data or model shape must never resume this run
+        # a checkpoint of another task, data or model shape must never resume this run: the data's tensors are
+        # hashed (dtypes, shapes, bytes) as a checkpoint's content is, so (a + b) mod 7 never resumes (a − b) mod 7
         run_key = run_key or config_key({"train": asdict(config), "model": type(model).__qualname__,
                                          "shapes": [[name, list(p.shape)] for name, p in model.named_parameters()],
-                                         "data": data_fingerprint(sets)})
+                                         "data": checksum(sets)})
         checkpoint_every = require_int(10 * config.eval_every if checkpoint_every is None else checkpoint_every,
                                      "checkpoint_every", low=1, owner="train")
     elif checkpoint_every is not None:
@@ -470,13 +457,11 @@ def train(
     if config.compile:  # the step's forward (and backward) fused by inductor; evaluations stay eager
         forward, history.config["compiled"] = compiled_forward(model, device)
     bar = Progress(config.steps, desc, mode=progress)
-    grok: int | None = None  # first step at 99% test accuracy (rules.grok_step)
     n = len(y_train)
     embeddings = getattr(model, "token_embeddings", ())  # a model on Z_p names its token tables: the Fourier columns
 
     def measure(step: int) -> bool:
         """Evaluate, record a row and run callbacks; return False to stop."""
-        nonlocal grok
         scores = {name: evaluate(model, x, y, config.eval_batch_size) for name, (x, y) in sets.items()}
         fourier = fourier_rows(model, embeddings)[0] if embeddings else None
         row = history_row(step, optimizer.param_groups[0]["lr"], scores, layer_norms(model), fourier)
@@ -490,9 +475,7 @@ def train(
         if state.stop:
             history.status, history.message = "stopped", f"stopped by a callback at step {step}"
             return False
-        if grok is None and reached_stop_accuracy(row):
-            grok = step
-        return not stopped_after(history, grok, step, config.stop_after)
+        return not stopped_after(history, step, config.stop_after)
 
     unsaved: list[str] = []  # why a checkpoint could not be written (then no more are tried)
 
@@ -530,7 +513,6 @@ def train(
         restore_rng_state(saved["rng"])
         history = History.from_dict(saved["history"])
         step = saved["step"]
-        grok = grok_step(history.rows)
         keep_going = history.status == "running"
         bar.update(step)
     finished_before = saved is not None and not keep_going

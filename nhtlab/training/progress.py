@@ -26,27 +26,18 @@ def set_default_progress(mode: str) -> None:
     _default = require_choice(mode, "mode", PROGRESS_MODES, owner="set_default_progress")
 
 
-def progress_mode(mode: str | None = None) -> str:
-    """Resolve a progress mode: explicit argument, else the process's default (``"auto"`` unless set)."""
-    mode = _default if mode is None else require_choice(mode, "progress", PROGRESS_MODES)
-    if mode == "auto":
-        return "widget" if _in_kernel() else "bar"
-    return mode
-
-
 def _in_kernel() -> bool:
-    shell = sys.modules.get("IPython")
-    if shell is None:
-        return False
-    ip = shell.get_ipython() if hasattr(shell, "get_ipython") else None
-    return ip is not None and type(ip).__name__ == "ZMQInteractiveShell"
+    """Whether this process is a Jupyter/Colab kernel (IPython loaded, a ZMQ shell running)."""
+    ip = getattr(sys.modules.get("IPython"), "get_ipython", lambda: None)()
+    return type(ip).__name__ == "ZMQInteractiveShell"
 
 
 class Progress:
     """A counter over ``total`` units with a short postfix, in one of the modes above."""
 
     def __init__(self, total: int, desc: str, mode: str | None = None, unit: str = "step"):
-        self.mode = progress_mode(mode)
+        mode = _default if mode is None else require_choice(mode, "progress", PROGRESS_MODES)  # None: the process's
+        self.mode = ("widget" if _in_kernel() else "bar") if mode == "auto" else mode
         self.total, self.desc, self.unit = total, desc, unit
         self.count = 0
         self.postfix: dict[str, Any] = {}

@@ -166,7 +166,7 @@ def run_shortcut(run: ShortcutRun, callbacks=(), progress: str | None = None, de
     config = replace(config, eval_batch_size=min(config.eval_batch_size,
                                                  suggest_eval_batch_size(model, data.x_test[:2].to(device))))
     label = desc or f"{run.kind} ρ={run.rho:g} λ={run.weight_decay:g} {run.norm}"
-    history = train(model, data, config, callbacks=callbacks, eval_sets=data.eval_sets(),
+    history = train(model, data, config, callbacks=callbacks, eval_sets=data.test_sets,
                     progress=progress, desc=label, checkpoint_dir=run_dir, checkpoint_every=checkpoint_every,
                     run_key=config_key(run.cache_config()), record=run.to_dict())
     history.model = model  # type: ignore[attr-defined]

@@ -142,13 +142,13 @@ class SweepRow:
         return out
 
 
+@dataclass(eq=False)
 class SweepResult(Sequence):
     """The runs of a sweep, in the order they were given (a sequence of :class:`SweepRow`)."""
 
-    def __init__(self, rows: Sequence[SweepRow], strategy: str, seconds: float):
-        self.rows = list(rows)
-        self.strategy = strategy
-        self.seconds = seconds
+    rows: list[SweepRow]
+    strategy: str
+    seconds: float
 
     def __len__(self) -> int:
         return len(self.rows)
@@ -294,16 +294,6 @@ def default_executor(workers: int | None = None, threads_per_worker: int = 1) ->
                                initializer=_init_worker, initargs=(threads_per_worker, os.getpid()))
 
 
-def _check_cache(cache: Any) -> None:
-    if cache is None:
-        return
-    if not (callable(getattr(cache, "get", None)) and callable(getattr(cache, "put", None))):
-        raise TypeError(
-            "The 'cache' parameter of sweep must have get(config_dict) -> History | None and "
-            f"put(config_dict, history) methods. Got {type(cache).__name__} instead."
-        )
-
-
 def sweep(
     runs: Sequence[TrainConfig],
     strategy: str = "auto",
@@ -380,11 +370,8 @@ def _sweep(runs: Sequence[TrainConfig], strategy: str, executor: Executor | None
         parts = [(stack, _sweep([runs[i] for i in stack], "auto", executor, workers, cache, progress, max_stack)),
                  (rest, _sweep([runs[i] for i in rest], strategy.split(" + ")[1], executor, workers, cache, progress,
                                max_stack))]
-        rows: list[SweepRow | None] = [None] * len(runs)
-        for where, part in parts:
-            for i, row in zip(where, part):
-                rows[i] = row
-        return SweepResult(rows, strategy, sum(part.seconds for _, part in parts))  # type: ignore[arg-type]
+        by_index = {i: row for where, part in parts for i, row in zip(where, part)}
+        return SweepResult([by_index[i] for i in range(len(runs))], strategy, sum(part.seconds for _, part in parts))
     if requested == "auto" and strategy == "batched" and executor is None:
         workers = 1  # on a GPU the stacks train in this process: ``workers`` sizes a CPU pool
     if strategy == "batched":
@@ -398,7 +385,9 @@ def _sweep(runs: Sequence[TrainConfig], strategy: str, executor: Executor | None
         require_int(workers, "workers", low=1, owner="sweep")
     if max_stack is not None:
         require_int(max_stack, "max_stack", low=1, owner="sweep")
-    _check_cache(cache)
+    if cache is not None and not (callable(getattr(cache, "get", None)) and callable(getattr(cache, "put", None))):
+        raise TypeError("The 'cache' parameter of sweep must have get(config_dict) -> History | None and "
+                        f"put(config_dict, history) methods. Got {type(cache).__name__} instead.")
 
     start = time.perf_counter()
     # a stacked run rounds otherwise than the run trained alone: its own cache entry
@@ -471,9 +460,7 @@ def _sweep(runs: Sequence[TrainConfig], strategy: str, executor: Executor | None
                 pool.shutdown()
     bar.close()
 
-    rows = []
-    for run, history, secs, source in zip(runs, histories, seconds, sources):
-        events = run.events(history) if history is not None else None
-        rows.append(SweepRow(run, history, events, secs, source))
+    rows = [SweepRow(run, history, None if history is None else run.events(history), secs, source)
+            for run, history, secs, source in zip(runs, histories, seconds, sources)]
     return SweepResult(rows, strategy, time.perf_counter() - start)
 
