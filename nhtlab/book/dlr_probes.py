@@ -1,18 +1,12 @@
 """One run, measured by a probe callback, kept in the result cache beside the plain run it is.
 
-A chapter that needs more than a run's history (DLR on a fixed probe, which needs the model's features at
-every evaluation) would otherwise train a run another chapter already trained. :func:`tracked_run` trains
-the run *with* the probe once and keeps two entries: the tracked history (keyed by the run's config and the
-probe's settings) and the plain history under the run's own key, which :func:`nhtlab.sweep` and
-:func:`nhtlab.training.cache.cached_run` read. A probe only reads the model (evaluation mode, no gradient,
-no random numbers), so the trajectory is the plain run's: an existing plain entry is compared with the
-tracked run's own columns, number for number (:func:`same_run_check`).
-
-Which chapter reaches a shared run first does not matter: a run that chapter 4 reads through a probe
-(:func:`shared_probe`) is trained with that probe by whoever trains it
-(:meth:`BookCache.train <nhtlab.book.runs.BookCache.train>`, under the plain run's claim, through
-:func:`train_probed`), and both entries are written. Any other probe on a run cached before trains the run
-once more: the cache holds measurements, not the models needed to compute a probe afterwards.
+:func:`tracked_run` trains a run *with* a probe (DLR needs the model's features at every evaluation) once and
+keeps two entries: the tracked history (keyed by the run's config and the probe's settings) and the plain
+history under the run's own key. A probe only reads the model, so the trajectory is the plain run's
+(:func:`same_run_check` compares them number for number). A run chapter 4 probes (:func:`shared_probe`) is
+trained with its probe by whichever chapter trains it first (:meth:`BookCache.train
+<nhtlab.book.runs.BookCache.train>`); any other probe on a cached run trains it again, since the cache holds
+measurements, not models.
 """
 
 from __future__ import annotations
