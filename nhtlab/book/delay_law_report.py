@@ -207,16 +207,11 @@ def fit_table(fits: Mapping[str, Mapping[str, LinearFit]]) -> Markdown:
 
 def contraction_records(histories: Sequence[History], labels: Sequence[str] | None = None) -> list[dict[str, Any]]:
     """The companion's contraction fit on every grokked run with weight decay, beside the companion's ratio."""
-    out = []
-    for h, label in zip(histories, _labels(histories, labels, "contraction_records")):
-        lr, wd = float(h.config["lr"]), float(h.config["weight_decay"])
-        fit = contraction_fit(h)
-        if fit is None or wd <= 0 or not find_events(h).grokked:
-            continue
-        out.append({**fit.to_dict(), "eta_lambda": lr * wd, "weight_decay": wd, "lr": lr,
-                    "seed": h.config.get("seed"), "family": label,
-                    "companion": COMPANION_CONTRACTION.get(wd) if lr == COMPANION_LR else None})
-    return out
+    return [{**fit.to_dict(), "eta_lambda": lr * wd, "weight_decay": wd, "lr": lr, "seed": h.config.get("seed"),
+             "family": label, "companion": COMPANION_CONTRACTION.get(wd) if lr == COMPANION_LR else None}
+            for h, label in zip(histories, _labels(histories, labels, "contraction_records"))
+            for lr, wd in [(float(h.config["lr"]), float(h.config["weight_decay"]))]
+            if (fit := contraction_fit(h)) is not None and wd > 0 and find_events(h).grokked]
 
 
 def ratio_records(points: Mapping[str, Sequence[Mapping[str, Any]]]) -> list[dict[str, Any]]:

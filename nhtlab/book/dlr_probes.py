@@ -46,14 +46,7 @@ def _tensor_digest(x: torch.Tensor | None) -> str | None:
 
 
 def probe_key(tracker: DLRTracker) -> dict[str, Any]:
-    """The settings of a :class:`DLRTracker` that decide what it writes, as plain JSON values.
-
-    Examples
-    --------
-    >>> a = DLRTracker(torch.zeros(4, 2, dtype=torch.long))
-    >>> probe_key(a) == probe_key(DLRTracker(torch.zeros(4, 2, dtype=torch.long)))
-    True
-    """
+    """The settings of a :class:`DLRTracker` that decide what it writes, as plain JSON values."""
     require_type(tracker, "tracker", DLRTracker, owner="probe_key")
     return {
         "probe": "DLRTracker", "x": _tensor_digest(tracker.x), "labels": _tensor_digest(tracker.labels),
@@ -90,14 +83,6 @@ def shared_probe(run: Any) -> DLRTracker | None:
     (:data:`~nhtlab.training.presets.COMPANION_SWEEPS`, any seed), which chapters 1, 2 and 3 train too, at
     the probe's price (a forward pass over the p² pairs and a few small eigendecompositions per evaluation).
     Every other run has None.
-
-    Examples
-    --------
-    >>> from nhtlab.training.presets import companion, companion_grid_run, companion_sweep
-    >>> shared_probe(companion_grid_run(companion_sweep("book"), 1.0, seed=2)) is not None
-    True
-    >>> shared_probe(companion(1.0, seed=2, lr=1e-3, steps=4000)) is None  # the default 2,000-step window
-    True
     """
     shared = (isinstance(run, ModularRun) and run.weight_decay == 1.0
               and any(run == companion_grid_run(grid, 1.0, run.seed) for grid in COMPANION_SWEEPS.values()))

@@ -5,9 +5,6 @@ discard the *weak* runs (the norm still rising) and the *strong* ones (not fitte
 *intermediate* runs (the norm peaked, then contracted); check it on held-out data against the weakest λ. Monitors
 are read as records (numbers and labels, no tensors); a *weak* or *strong* label needs a budget of
 :data:`DECIDED_AFTER` time scales 1/(ηλ) (:func:`decided_regime`).
-
->>> decided_regime("weak", lr=3e-3, lam=0.01, steps=1500)
-'not decided within 1,500 steps'
 """
 
 from __future__ import annotations
