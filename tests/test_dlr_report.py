@@ -310,3 +310,17 @@ def test_the_chapters_text_puts_its_evidence_in_closed_blocks_and_no_run_time_on
     timing = report.timing_text(first, over_seeds("t", {0: "falls with generalisation"}, "falls with generalisation"),
                                     {0: first}, [], Check("same", True, "both entries read"), 1100)
     assert timing.index("<details") < timing.index("both entries read")  # the run's provenance is evidence
+
+
+def test_seed_timings_trains_each_other_seed_with_the_chapters_probe_after_the_first(monkeypatch):
+    from nhtlab.book.claims import Check
+    from nhtlab.training.presets import companion
+
+    trained = []
+    monkeypatch.setattr(report, "companion_probe", lambda run: f"probe {run.seed}")
+    monkeypatch.setattr(report, "tracked_run", lambda run, probe: trained.append((run.seed, probe)) or run.seed)
+    monkeypatch.setattr(report, "run_timing", lambda seed: Check("timing", seed % 2 == 1, f"seed {seed}"))
+    first = Check("timing", False, "the shown run")
+    out = report.seed_timings(companion(1.0, seed=2), first, [1, 3])
+    assert list(out) == [2, 3, 5] and out[2] is first and [bool(c) for c in out.values()] == [False, True, True]
+    assert trained == [(3, "probe 3"), (5, "probe 5")]

@@ -333,11 +333,8 @@ def seed_timings(run: Any, first: Check, seeds: Sequence[int]) -> dict[int, Chec
 
     ``seeds`` are offsets (each runs at ``run.seed + s``); ``first`` is ``run``'s own timing, first in the dict.
     """
-    out = {run.seed: first}
-    for s in seeds:
-        other = run.replace(seed=run.seed + s)
-        out[run.seed + s] = run_timing(tracked_run(other, companion_probe(other)))
-    return out
+    others = [run.replace(seed=run.seed + s) for s in seeds]
+    return {run.seed: first, **{o.seed: run_timing(tracked_run(o, companion_probe(o))) for o in others}}
 
 
 def timing_reading(checks: Mapping[int, Check]) -> Any:
@@ -383,11 +380,8 @@ def dlr_fourier_text(marks: Sequence[Mapping[str, Any]]) -> str:
 
 def timing_text(timing: Check, seeds: Reading, by_seed: Mapping[int, Check], marks: Sequence[Mapping[str, Any]],
                 same_run: Check, last_step: int) -> Markdown:
-    """The transformer's DLR timing on this run and over seeds, with the per-seed evidence closed.
-
-    From :func:`run_timing`, :func:`timing_reading`, :func:`dlr_marks` and
-    :func:`~nhtlab.book.dlr_probes.same_run_check`.
-    """
+    """The transformer's DLR timing on this run and over seeds (:func:`run_timing`, :func:`timing_reading`), with
+    the per-seed evidence closed."""
     proof = evidence("this is chapter 1's run, and every seed's timing",
                      f"{same_run}. Its last step is {last_step:,}.", table(reading_rows([seeds])),
                      "; ".join(f"seed {s}: {c}" for s, c in by_seed.items()) + ".")
@@ -480,10 +474,8 @@ def additive_share(features: torch.Tensor, pairs: torch.Tensor, p: int) -> float
 
 def mlp_text(terms: Sequence[Mapping[str, Any]], t_mem: int | None, t_grok: int | None, seed: int,
              additive: float) -> Markdown:
-    """The one-hidden-layer MLP's DLR from its first mark to the end, and how much of its energy is additive.
-
-    ``terms`` and ``additive`` come from :func:`layer_change` and :func:`additive_share`.
-    """
+    """The one-hidden-layer MLP's DLR from its first mark to the end (:func:`layer_change`), and how much of its
+    energy is additive (:func:`additive_share`)."""
     first, last = terms[0], terms[-1]
     move = "rises" if last["dlr"] > first["dlr"] else "falls"
     prose = md(f"""
@@ -499,10 +491,7 @@ def mlp_text(terms: Sequence[Mapping[str, Any]], t_mem: int | None, t_grok: int 
 
 
 def cnn_settings(images: ImageData, seed: int = 0) -> dict[str, tuple[str, ImageData]]:
-    """The chapter's three CNN settings: name → (normalisation, data); the third has shuffled training labels.
-
-    The shuffle is seeded with ``seed + 1``.
-    """
+    """The chapter's three CNN settings: name → (normalisation, data); the third's training labels shuffled."""
     require_type(images, "images", ImageData, owner="cnn_settings")
     order = torch.randperm(len(images.y_train), generator=torch.Generator().manual_seed(seed + 1))
     shuffled = ImageData(images.x_train, images.y_train[order], images.x_test, images.y_test, images.num_classes,
@@ -511,9 +500,8 @@ def cnn_settings(images: ImageData, seed: int = 0) -> dict[str, tuple[str, Image
 
 
 def cnn_runs(images: ImageData, config: TrainConfig, channels: Sequence[int]) -> dict[str, History]:
-    """The chapter's three CNN settings (:func:`cnn_settings`), each trained with a
-    :class:`~nhtlab.training.dlr_tracker.DLRTracker` on its own training images and labels.
-    """
+    """The chapter's three CNN settings (:func:`cnn_settings`), each trained with a DLR tracker on its own training
+    images and labels."""
     require_type(config, "config", TrainConfig, owner="cnn_runs")
     runs = {}
     for name, (norm, dataset) in cnn_settings(images, config.seed).items():
