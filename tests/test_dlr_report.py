@@ -71,14 +71,13 @@ def rows_for(dlrs, step=100):
 
 def test_timing_holds_only_when_dlr_falls_more_after_t_mem():
     rows = rows_for([0.3, 0.32, 0.1, 0.05])
-    t = report.dlr_timing(rows, t_mem=100, t_grok=200)
-    assert t["change_to_mem"] == pytest.approx(0.02) and t["fall_mem_to_grok"] == pytest.approx(0.22)
-    assert t["holds"] and report.timing_check(t)
-    early = report.dlr_timing(rows_for([0.5, 0.2, 0.15, 0.1]), t_mem=100, t_grok=200)  # fell during memorisation
-    assert early["holds"] is False and not report.timing_check(early)
-    missing = report.dlr_timing(rows, t_mem=100, t_grok=None)
-    assert missing["holds"] is None and not report.timing_check(missing)
-    reading = report.timing_reading({0: report.timing_check(t), 1: report.timing_check(early)})
+    t = report.timing_check(rows, t_mem=100, t_grok=200)
+    assert t.passed is True and t.detail == "change before T_mem +0.020, fall T_mem → T_grok +0.220"
+    early = report.timing_check(rows_for([0.5, 0.2, 0.15, 0.1]), t_mem=100, t_grok=200)  # fell during memorisation
+    assert early.passed is False and "change before T_mem -0.300" in early.detail
+    missing = report.timing_check(rows, t_mem=100, t_grok=None)
+    assert missing.passed is False and "did not both" in missing.detail
+    reading = report.timing_reading({0: t, 1: early})
     assert (reading.k, reading.n, reading.holds, reading.flips) == (1, 2, False, True)
 
 
@@ -304,8 +303,24 @@ def test_the_chapters_text_puts_its_evidence_in_closed_blocks_and_no_run_time_on
     runs = [{"lr": lr, "seed": s, "dlr": 0.2, "used": 3, "pr": 2.0, "train_acc": 0.9, "test_acc": a, "cpu_s": 9.0}
             for lr, a in ((1e-3, 0.8), (1e-2, 0.9)) for s in (0, 1)]
     section = report.lr_section(runs, [over_seeds("p: (a)", {0: "yes", 1: "yes"}, "yes")], {1e-3: (0.5, 0.6)})
-    assert "CPU" not in section and "best rate is 0.01" in section and section.count("<details") == 1
+    assert "CPU" not in section and section.count("<details") == 1
+    assert ("By mean test accuracy the best rate is 0.01 (0.900, DLR 0.200). The paper's readings on our runs: "
+            "(a): 2 of 2 seeds (holds).") in section
     first = Check("x", True, "d")
     timing = report.timing_text(first, over_seeds("t", {0: "falls with generalisation"}, "falls with generalisation"),
                                     {0: first}, [], Check("same", True, "both entries read"), 1100)
     assert timing.index("<details") < timing.index("both entries read")  # the run's provenance is evidence
+
+
+def test_seed_timings_trains_each_other_seed_with_the_chapters_probe_after_the_first(monkeypatch):
+    from nhtlab.book.claims import Check
+    from nhtlab.training.presets import companion
+
+    trained = []
+    monkeypatch.setattr(report, "companion_probe", lambda run: f"probe {run.seed}")
+    monkeypatch.setattr(report, "tracked_run", lambda run, probe: trained.append((run.seed, probe)) or run.seed)
+    monkeypatch.setattr(report, "run_timing", lambda seed: Check("timing", seed % 2 == 1, f"seed {seed}"))
+    first = Check("timing", False, "the shown run")
+    out = report.seed_timings(companion(1.0, seed=2), first, [1, 3])
+    assert list(out) == [2, 3, 5] and out[2] is first and [bool(c) for c in out.values()] == [False, True, True]
+    assert trained == [(3, "probe 3"), (5, "probe 5")]

@@ -176,14 +176,11 @@ def run_records(histories: Sequence[History], labels: Sequence[str] | None = Non
 def eta_comparison(points: Sequence[Mapping[str, Any]], weight_decay: float = 1.0) -> list[dict[str, Any]]:
     """T_grok and the delay at one λ (default init) for each η, beside the companion's η sweep."""
     at = [p for p in points if p["weight_decay"] == weight_decay and p.get("init_scale", 1.0) == 1.0]
-    rows = []
-    for lr in sorted({p["lr"] for p in at}):
-        mine = [p for p in at if p["lr"] == lr]
-        delay = mean_std(mine, "measured")
-        rows.append({"η": lr, "runs": len(mine), "T_grok": paper_cell(mean_std(mine, "t_grok")),
-                     "T_grok (companion)": paper_cell(COMPANION_ETA_SWEEP.get(lr) if weight_decay == 1.0 else None),
-                     "delay": paper_cell(delay), "mean delay": delay[0]})
-    return rows
+    return [{"η": lr, "runs": len(mine), "T_grok": paper_cell(mean_std(mine, "t_grok")),
+             "T_grok (companion)": paper_cell(COMPANION_ETA_SWEEP.get(lr) if weight_decay == 1.0 else None),
+             "delay": paper_cell(delay), "mean delay": delay[0]}
+            for lr in sorted({p["lr"] for p in at}) for mine in [[p for p in at if p["lr"] == lr]]
+            for delay in [mean_std(mine, "measured")]]
 
 
 def law_fits(points: Mapping[str, Sequence[Mapping[str, Any]]]) -> dict[str, dict[str, LinearFit]]:
@@ -194,15 +191,11 @@ def law_fits(points: Mapping[str, Sequence[Mapping[str, Any]]]) -> dict[str, dic
 
 def fit_records(fits: Mapping[str, Mapping[str, LinearFit]]) -> list[dict[str, Any]]:
     """The fits of :func:`law_fits` as table records, ``best`` (``"✓"``) on each definition's highest R²."""
-    rows = []
-    for name, fitset in fits.items():
-        best = max(fitset, key=lambda k: fitset[k].r2) if fitset else None
-        for axis, label in _AXIS_LABELS.items():
-            f = fitset.get(axis)
-            if f is not None:
-                rows.append({"definition": name, "x": label, "slope": f.slope, "intercept": f.intercept,
-                             "R²": f.r2, "n": f.n, "best": "✓" if axis == best else ""})
-    return rows
+    best = {name: max(fitset, key=lambda k: fitset[k].r2) for name, fitset in fits.items() if fitset}
+    return [{"definition": name, "x": label, "slope": f.slope, "intercept": f.intercept, "R²": f.r2, "n": f.n,
+             "best": "✓" if axis == best.get(name) else ""}
+            for name, fitset in fits.items() for axis, label in _AXIS_LABELS.items()
+            if (f := fitset.get(axis)) is not None]
 
 
 def fit_table(fits: Mapping[str, Mapping[str, LinearFit]]) -> Markdown:
@@ -214,28 +207,19 @@ def fit_table(fits: Mapping[str, Mapping[str, LinearFit]]) -> Markdown:
 
 def contraction_records(histories: Sequence[History], labels: Sequence[str] | None = None) -> list[dict[str, Any]]:
     """The companion's contraction fit on every grokked run with weight decay, beside the companion's ratio."""
-    out = []
-    for h, label in zip(histories, _labels(histories, labels, "contraction_records")):
-        lr, wd = float(h.config["lr"]), float(h.config["weight_decay"])
-        fit = contraction_fit(h)
-        if fit is None or wd <= 0 or not find_events(h).grokked:
-            continue
-        out.append({**fit.to_dict(), "eta_lambda": lr * wd, "weight_decay": wd, "lr": lr,
-                    "seed": h.config.get("seed"), "family": label,
-                    "companion": COMPANION_CONTRACTION.get(wd) if lr == COMPANION_LR else None})
-    return out
+    return [{**fit.to_dict(), "eta_lambda": lr * wd, "weight_decay": wd, "lr": lr, "seed": h.config.get("seed"),
+             "family": label, "companion": COMPANION_CONTRACTION.get(wd) if lr == COMPANION_LR else None}
+            for h, label in zip(histories, _labels(histories, labels, "contraction_records"))
+            for lr, wd in [(float(h.config["lr"]), float(h.config["weight_decay"]))]
+            if (fit := contraction_fit(h)) is not None and wd > 0 and find_events(h).grokked]
 
 
 def ratio_records(points: Mapping[str, Sequence[Mapping[str, Any]]]) -> list[dict[str, Any]]:
     """Predicted over measured, per definition: median and range over the runs."""
-    rows = []
-    for name, pts in points.items():
-        ratios = [p["predicted"] / p["measured"] for p in pts if p["measured"]]
-        if ratios:
-            rows.append({"definition": name, "median": float(np.median(ratios)), "min": min(ratios),
-                         "max": max(ratios), "runs": len(ratios), "measured": DEFINITIONS[name][0],
-                         "predicted": DEFINITIONS[name][1]})
-    return rows
+    return [{"definition": name, "median": float(np.median(ratios)), "min": min(ratios), "max": max(ratios),
+             "runs": len(ratios), "measured": DEFINITIONS[name][0], "predicted": DEFINITIONS[name][1]}
+            for name, pts in points.items()
+            for ratios in [[p["predicted"] / p["measured"] for p in pts if p["measured"]]] if ratios]
 
 
 # --- Readings over seeds, and checks -------------------------------------------------------------

@@ -45,10 +45,7 @@ def dlr_timeline(history: History, events: Events | None = None, title: str = ""
 
 
 def dlr_decomposition(history: History, title: str = "DLR = 1 − f_in · √(PR / r)") -> alt.VConcatChart:
-    """The three numbers DLR is made of, over training: f_in, √(PR / r) with PR and r.
-
-    The legends sit under their panels with room for their full labels (no label is cut short).
-    """
+    """The three numbers DLR is made of, over training: f_in, √(PR / r) with PR and r (legends below, uncut)."""
     def panel(labels: dict[str, str], colours: list[str], y_title: str, fmt: str) -> alt.Chart:
         return alt.Chart(alt.Data(values=long_records(history, labels))).mark_line().encode(
             x=alt.X("step:Q", title="step"), y=alt.Y("value:Q", title=y_title),
@@ -153,8 +150,7 @@ def dlr_band(records: Sequence[Mapping[str, Any]], events: Events | None = None,
              title: str = "") -> alt.LayerChart:
     """DLR under the chosen rule (line) inside the band of the other rank rules (shaded).
 
-    ``records`` are :func:`nhtlab.book.dlr_report.rule_band` rows (``step``, ``dlr``, ``low``, ``high``).
-    """
+    ``records`` are :func:`~nhtlab.book.dlr_report.rule_band`'s rows."""
     zoom = alt.selection_interval(bind="scales", encodings=["x"])
     base = alt.Chart(alt.Data(values=list(records)))
     band = base.mark_area(opacity=0.25, color="#d62728").encode(
@@ -171,11 +167,8 @@ def dlr_band(records: Sequence[Mapping[str, Any]], events: Events | None = None,
 
 
 def lr_panels(records: Sequence[Mapping[str, Any]], title: str = "") -> alt.HConcatChart:
-    """DLR and test accuracy against the learning rate, in two panels with their own y-axes, one colour per seed.
-
-    ``records`` carry ``lr``, ``seed``, ``dlr`` and ``test_acc`` (one per run, as
-    :func:`nhtlab.book.dlr_report.lr_sweep` returns them).
-    """
+    """DLR and test accuracy against the learning rate (:func:`~nhtlab.book.dlr_report.lr_sweep`'s records), one
+    panel each, one colour per seed."""
     rows = [{"lr": r["lr"], "seed": f"seed {r['seed']}", "dlr": r["dlr"], "test_acc": r["test_acc"]} for r in records]
     panels = [alt.Chart(alt.Data(values=rows)).mark_line(point=True).encode(
         x=alt.X("lr:Q", title="learning rate (AdamW)", scale=alt.Scale(type="log")),

@@ -1,18 +1,12 @@
 """One run, measured by a probe callback, kept in the result cache beside the plain run it is.
 
-A chapter that needs more than a run's history (DLR on a fixed probe, which needs the model's features at
-every evaluation) would otherwise train a run another chapter already trained. :func:`tracked_run` trains
-the run *with* the probe once and keeps two entries: the tracked history (keyed by the run's config and the
-probe's settings) and the plain history under the run's own key, which :func:`nhtlab.sweep` and
-:func:`nhtlab.training.cache.cached_run` read. A probe only reads the model (evaluation mode, no gradient,
-no random numbers), so the trajectory is the plain run's: an existing plain entry is compared with the
-tracked run's own columns, number for number (:func:`same_run_check`).
-
-Which chapter reaches a shared run first does not matter: a run that chapter 4 reads through a probe
-(:func:`shared_probe`) is trained with that probe by whoever trains it
-(:meth:`BookCache.train <nhtlab.book.runs.BookCache.train>`, under the plain run's claim, through
-:func:`train_probed`), and both entries are written. Any other probe on a run cached before trains the run
-once more: the cache holds measurements, not the models needed to compute a probe afterwards.
+:func:`tracked_run` trains a run *with* a probe (DLR needs the model's features at every evaluation) once and
+keeps two entries: the tracked history (keyed by the run's config and the probe's settings) and the plain
+history under the run's own key. A probe only reads the model, so the trajectory is the plain run's
+(:func:`same_run_check` compares them number for number). A run chapter 4 probes (:func:`shared_probe`) is
+trained with its probe by whichever chapter trains it first (:meth:`BookCache.train
+<nhtlab.book.runs.BookCache.train>`); any other probe on a cached run trains it again, since the cache holds
+measurements, not models.
 """
 
 from __future__ import annotations
@@ -52,14 +46,7 @@ def _tensor_digest(x: torch.Tensor | None) -> str | None:
 
 
 def probe_key(tracker: DLRTracker) -> dict[str, Any]:
-    """The settings of a :class:`DLRTracker` that decide what it writes, as plain JSON values.
-
-    Examples
-    --------
-    >>> a = DLRTracker(torch.zeros(4, 2, dtype=torch.long))
-    >>> probe_key(a) == probe_key(DLRTracker(torch.zeros(4, 2, dtype=torch.long)))
-    True
-    """
+    """The settings of a :class:`DLRTracker` that decide what it writes, as plain JSON values."""
     require_type(tracker, "tracker", DLRTracker, owner="probe_key")
     return {
         "probe": "DLRTracker", "x": _tensor_digest(tracker.x), "labels": _tensor_digest(tracker.labels),
@@ -96,14 +83,6 @@ def shared_probe(run: Any) -> DLRTracker | None:
     (:data:`~nhtlab.training.presets.COMPANION_SWEEPS`, any seed), which chapters 1, 2 and 3 train too, at
     the probe's price (a forward pass over the p² pairs and a few small eigendecompositions per evaluation).
     Every other run has None.
-
-    Examples
-    --------
-    >>> from nhtlab.training.presets import companion, companion_grid_run, companion_sweep
-    >>> shared_probe(companion_grid_run(companion_sweep("book"), 1.0, seed=2)) is not None
-    True
-    >>> shared_probe(companion(1.0, seed=2, lr=1e-3, steps=4000)) is None  # the default 2,000-step window
-    True
     """
     shared = (isinstance(run, ModularRun) and run.weight_decay == 1.0
               and any(run == companion_grid_run(grid, 1.0, run.seed) for grid in COMPANION_SWEEPS.values()))

@@ -6,9 +6,9 @@ returns records, a table (:func:`dlr_table`), text with its evidence closed unde
 (:func:`cnn_runs`, and :func:`lr_run` for the learning-rate experiment).
 
 >>> rows = [{"step": 0, "dlr": 0.2}, {"step": 100, "dlr": 0.25}, {"step": 200, "dlr": 0.05}]
->>> t = dlr_timing(rows, t_mem=100, t_grok=200)
->>> round(t["change_to_mem"], 2), round(t["fall_mem_to_grok"], 2), t["holds"]
-(0.05, 0.2, True)
+>>> t = timing_check(rows, t_mem=100, t_grok=200)
+>>> t.passed, t.detail
+(True, 'change before T_mem +0.050, fall T_mem → T_grok +0.200')
 >>> print(dlr_table("paper_cnn", [{"run": "a", "dlr": 0.5, "test_acc": 0.25}]))
 | the paper's run | DLR | test acc |
 |---|---|---|
@@ -42,7 +42,7 @@ from .report import Markdown, evidence, md, table
 
 __all__ = [
     "mnist_pair_records", "mnist_pair_reading", "mnist_pair_text", "toy_curve", "lazy_rich_answer", "rule_records",
-    "lazy_rich_records", "dlr_marks", "dlr_timing", "timing_check", "spectra_marks", "layer_change",
+    "lazy_rich_records", "dlr_marks", "timing_check", "spectra_marks", "layer_change",
     "additive_share", "cnn_settings", "final_records", "measure_summary",
     "transformer_check", "CNN_NAMES", "TABLES", "paper_cnn_records", "chosen_rule_check",
     "timing_reading", "run_timing", "seed_timings", "lazy_rich_checks", "cnn_checks", "dlr_fourier_text",
@@ -50,8 +50,8 @@ __all__ = [
     "dlr_table", "toy_text", "rule_evidence", "timing_text", "spectra_text", "mlp_text", "cnn_text",
     # the CNNs and the learning-rate experiment
     "cnn_runs", "features_used", "lr_run", "lr_sweep", "lr_readings", "lr_checks", "lr_section",
-    # the lesson's furniture: the spectrum's knee, the learning-rate text, the exercise, the takeaway
-    "spectrum_knee", "lr_lesson", "dlr_of_arrays", "dlr_exercise_cases", "dlr_found",
+    # the lesson's furniture: the spectrum's knee, the exercise, the takeaway
+    "spectrum_knee", "dlr_of_arrays", "dlr_exercise_cases", "dlr_found",
     # the rank-rule study (chapter 04's choice of rank rule), and its rules (nhtlab.measures.dlr)
     "CANDIDATE_RULES", "RULE_THRESHOLDS", "rule_band", "rule_properties", ]
 
@@ -121,13 +121,10 @@ def toy_text(records: Sequence[Mapping[str, Any]]) -> Markdown:
 
 def lazy_rich_records(results: Iterable[Any]) -> list[dict[str, Any]]:
     """One record per lazy/rich run: α, DLR, the independent signals and the band of the other rules."""
-    out = []
-    for r in results:
-        band = list(r.compare.values()) or [r.dlr]
-        out.append({"alpha": r.alpha, "dlr": r.dlr, "cka_to_init": r.cka_to_init, "nc1": r.nc1,
-                    "test_acc": r.test_acc, "train_loss": r.train_loss, "band": f"{min(band):.3f}–{max(band):.3f}",
-                    **{f"dlr[{name}]": value for name, value in r.compare.items()}})
-    return out
+    return [{"alpha": r.alpha, "dlr": r.dlr, "cka_to_init": r.cka_to_init, "nc1": r.nc1, "test_acc": r.test_acc,
+             "train_loss": r.train_loss, "band": f"{min(band):.3f}–{max(band):.3f}",
+             **{f"dlr[{name}]": value for name, value in r.compare.items()}}
+            for r in results for band in [list(r.compare.values()) or [r.dlr]]]
 
 
 def _ends(records: Sequence[Mapping[str, Any]], owner: str) -> tuple[Mapping[str, Any], Mapping[str, Any]]:
@@ -313,31 +310,22 @@ def rule_band(rows: Sequence[Mapping[str, Any]], rules: Sequence[str]) -> list[d
     return out
 
 
-def dlr_timing(rows: Sequence[Mapping[str, Any]], t_mem: int | None, t_grok: int | None) -> dict[str, Any]:
-    """How DLR changed before T_mem and between T_mem and T_grok (the chapter's timing claim).
-
-    ``holds``: the fall from T_mem to T_grok exceeds the fall before T_mem; None values when an event is missing.
-    """
+def timing_check(rows: Sequence[Mapping[str, Any]], t_mem: int | None, t_grok: int | None) -> Check:
+    """Whether DLR fell more between T_mem and T_grok than before T_mem (the chapter's timing claim; False when an
+    event is missing)."""
+    name = "DLR falls more between T_mem and T_grok than before T_mem"
     if t_mem is None or t_grok is None:
-        return {"change_to_mem": None, "fall_mem_to_grok": None, "holds": None}
+        return Check(name, False, "the run did not both memorise and generalise")
     at = _at(rows)
     init, mem, grok = rows[0]["dlr"], at[t_mem]["dlr"], at[t_grok]["dlr"]
-    return {"change_to_mem": mem - init, "fall_mem_to_grok": mem - grok, "holds": (mem - grok) > (init - mem)}
-
-
-def timing_check(timing: Mapping[str, Any]) -> Check:
-    """Whether DLR fell more between T_mem and T_grok than before T_mem (False when it cannot be read)."""
-    name = "DLR falls more between T_mem and T_grok than before T_mem"
-    if timing["holds"] is None:
-        return Check(name, False, "the run did not both memorise and generalise")
-    return Check(name, bool(timing["holds"]), f"change before T_mem {timing['change_to_mem']:+.3f}, "
-                 f"fall T_mem → T_grok {timing['fall_mem_to_grok']:+.3f}")
+    return Check(name, bool((mem - grok) > (init - mem)),
+                 f"change before T_mem {mem - init:+.3f}, fall T_mem → T_grok {mem - grok:+.3f}")
 
 
 def run_timing(history: History) -> Check:
     """:func:`timing_check` of a run's own DLR rows, read at the run's own events."""
     events = find_events(history)
-    return timing_check(dlr_timing(history.rows, events.t_mem, events.t_grok))
+    return timing_check(history.rows, events.t_mem, events.t_grok)
 
 
 def seed_timings(run: Any, first: Check, seeds: Sequence[int]) -> dict[int, Check]:
@@ -345,11 +333,8 @@ def seed_timings(run: Any, first: Check, seeds: Sequence[int]) -> dict[int, Chec
 
     ``seeds`` are offsets (each runs at ``run.seed + s``); ``first`` is ``run``'s own timing, first in the dict.
     """
-    out = {run.seed: first}
-    for s in seeds:
-        other = run.replace(seed=run.seed + s)
-        out[run.seed + s] = run_timing(tracked_run(other, companion_probe(other)))
-    return out
+    others = [run.replace(seed=run.seed + s) for s in seeds]
+    return {run.seed: first, **{o.seed: run_timing(tracked_run(o, companion_probe(o))) for o in others}}
 
 
 def timing_reading(checks: Mapping[int, Check]) -> Any:
@@ -375,14 +360,10 @@ def dlr_marks(rows: Sequence[Mapping[str, Any]], t_mem: int | None, t_grok: int 
     marks = [(f"step {s:,}", s) for s in sorted(paper)]
     marks += [("T_mem", t_mem), ("T_grok", t_grok), ("last", int(rows[-1]["step"]))]
     marks.sort(key=lambda m: (m[1] is None, m[1] or 0))
-    out = []
-    for label, step in marks:
-        row, b = at.get(step, {}), bands.get(step)
-        p_dlr, p_acc = paper.get(step, (None, None))
-        out.append({"mark": label, "step": step, "paper_dlr": p_dlr, "dlr": row.get("dlr"),
-                    "band": f"{b['low']:.3f}–{b['high']:.3f}" if b else None, "paper_acc": p_acc,
-                    "test_acc": row.get("test_acc"), "fourier": row.get("fourier")})
-    return out
+    return [{"mark": label, "step": step, "paper_dlr": paper.get(step, (None, None))[0], "dlr": row.get("dlr"),
+             "band": f"{b['low']:.3f}–{b['high']:.3f}" if b else None, "paper_acc": paper.get(step, (None, None))[1],
+             "test_acc": row.get("test_acc"), "fourier": row.get("fourier")}
+            for label, step in marks for row, b in [(at.get(step, {}), bands.get(step))]]
 
 
 def dlr_fourier_text(marks: Sequence[Mapping[str, Any]]) -> str:
@@ -391,22 +372,16 @@ def dlr_fourier_text(marks: Sequence[Mapping[str, Any]]) -> str:
     A mark the run did not reach, or a share it did not record, is said to be missing, not guessed.
     """
     by = {m["mark"]: m for m in marks}
-    parts = []
-    for mark in ("T_mem", "T_grok", "last"):
-        m = by.get(mark, {})
-        parts.append(f"not read at {mark} (not reached or not recorded)"
-                     if m.get("dlr") is None or m.get("fourier") is None
-                     else f"{m['dlr']:.3f} and {m['fourier']:.3f} at {mark} (step {m['step']:,})")
+    parts = [f"not read at {mark} (not reached or not recorded)" if m.get("dlr") is None or m.get("fourier") is None
+             else f"{m['dlr']:.3f} and {m['fourier']:.3f} at {mark} (step {m['step']:,})"
+             for mark in ("T_mem", "T_grok", "last") for m in [by.get(mark, {})]]
     return "DLR and the top-5 Fourier share: " + "; ".join(parts)
 
 
 def timing_text(timing: Check, seeds: Reading, by_seed: Mapping[int, Check], marks: Sequence[Mapping[str, Any]],
                 same_run: Check, last_step: int) -> Markdown:
-    """The transformer's DLR timing on this run and over seeds, with the per-seed evidence closed.
-
-    From :func:`run_timing`, :func:`timing_reading`, :func:`dlr_marks` and
-    :func:`~nhtlab.book.dlr_probes.same_run_check`.
-    """
+    """The transformer's DLR timing on this run and over seeds (:func:`run_timing`, :func:`timing_reading`), with
+    the per-seed evidence closed."""
     proof = evidence("this is chapter 1's run, and every seed's timing",
                      f"{same_run}. Its last step is {last_step:,}.", table(reading_rows([seeds])),
                      "; ".join(f"seed {s}: {c}" for s, c in by_seed.items()) + ".")
@@ -478,13 +453,10 @@ def spectra_text(records: Sequence[Mapping[str, Any]], t_mem: int | None, t_grok
 def layer_change(rows: Sequence[Mapping[str, Any]], t_mem: int | None, others: Sequence[str]) -> list[dict[str, Any]]:
     """DLR and its terms at T_mem (or the first row) and at the last row, and the other rules' values."""
     first = _at(rows)[t_mem] if t_mem is not None else rows[0]
-    out = []
-    for label, row in (("T_mem" if t_mem is not None else "step 0", first), ("last", rows[-1])):
-        values = [row["dlr"]] + [row[f"dlr[{n}]"] for n in others]
-        out.append({"mark": label, "step": row["step"], "test_acc": row["test_acc"], "dlr": row["dlr"],
-                    "f_in": row["dlr_f_in"], "pr": row["dlr_pr"], "r": row["dlr_rank"],
-                    "low": min(values), "high": max(values)})
-    return out
+    return [{"mark": label, "step": row["step"], "test_acc": row["test_acc"], "dlr": row["dlr"],
+             "f_in": row["dlr_f_in"], "pr": row["dlr_pr"], "r": row["dlr_rank"], "low": min(values), "high": max(values)}
+            for label, row in (("T_mem" if t_mem is not None else "step 0", first), ("last", rows[-1]))
+            for values in [[row["dlr"]] + [row[f"dlr[{n}]"] for n in others]]]
 
 
 def additive_share(features: torch.Tensor, pairs: torch.Tensor, p: int) -> float:
@@ -502,10 +474,8 @@ def additive_share(features: torch.Tensor, pairs: torch.Tensor, p: int) -> float
 
 def mlp_text(terms: Sequence[Mapping[str, Any]], t_mem: int | None, t_grok: int | None, seed: int,
              additive: float) -> Markdown:
-    """The one-hidden-layer MLP's DLR from its first mark to the end, and how much of its energy is additive.
-
-    ``terms`` and ``additive`` come from :func:`layer_change` and :func:`additive_share`.
-    """
+    """The one-hidden-layer MLP's DLR from its first mark to the end (:func:`layer_change`), and how much of its
+    energy is additive (:func:`additive_share`)."""
     first, last = terms[0], terms[-1]
     move = "rises" if last["dlr"] > first["dlr"] else "falls"
     prose = md(f"""
@@ -521,10 +491,7 @@ def mlp_text(terms: Sequence[Mapping[str, Any]], t_mem: int | None, t_grok: int 
 
 
 def cnn_settings(images: ImageData, seed: int = 0) -> dict[str, tuple[str, ImageData]]:
-    """The chapter's three CNN settings: name → (normalisation, data); the third has shuffled training labels.
-
-    The shuffle is seeded with ``seed + 1``.
-    """
+    """The chapter's three CNN settings: name → (normalisation, data); the third's training labels shuffled."""
     require_type(images, "images", ImageData, owner="cnn_settings")
     order = torch.randperm(len(images.y_train), generator=torch.Generator().manual_seed(seed + 1))
     shuffled = ImageData(images.x_train, images.y_train[order], images.x_test, images.y_test, images.num_classes,
@@ -533,9 +500,8 @@ def cnn_settings(images: ImageData, seed: int = 0) -> dict[str, tuple[str, Image
 
 
 def cnn_runs(images: ImageData, config: TrainConfig, channels: Sequence[int]) -> dict[str, History]:
-    """The chapter's three CNN settings (:func:`cnn_settings`), each trained with a
-    :class:`~nhtlab.training.dlr_tracker.DLRTracker` on its own training images and labels.
-    """
+    """The chapter's three CNN settings (:func:`cnn_settings`), each trained with a DLR tracker on its own training
+    images and labels."""
     require_type(config, "config", TrainConfig, owner="cnn_runs")
     runs = {}
     for name, (norm, dataset) in cnn_settings(images, config.seed).items():
@@ -548,13 +514,9 @@ def cnn_runs(images: ImageData, config: TrainConfig, channels: Sequence[int]) ->
 
 def final_records(runs: Mapping[str, History]) -> list[dict[str, Any]]:
     """The last row of each run: DLR, its terms, NC1, ‖θ‖² and accuracies."""
-    out = []
-    for name, h in runs.items():
-        last = h.rows[-1]
-        out.append({"run": name, "dlr": last["dlr"], "nc1": last.get("nc1"), "norm": last["norm"],
-                    "train_acc": last["train_acc"], "test_acc": last["test_acc"], "f_in": last["dlr_f_in"],
-                    "pr": last["dlr_pr"], "r": last["dlr_rank"]})
-    return out
+    return [{"run": name, "dlr": last["dlr"], "nc1": last.get("nc1"), "norm": last["norm"],
+             "train_acc": last["train_acc"], "test_acc": last["test_acc"], "f_in": last["dlr_f_in"],
+             "pr": last["dlr_pr"], "r": last["dlr_rank"]} for name, h in runs.items() for last in [h.rows[-1]]]
 
 
 def cnn_checks(records: Sequence[Mapping[str, Any]], bn_margin: float = 0.1,
@@ -587,13 +549,10 @@ def paper_cnn_records(paper: Mapping[str, tuple[float, float]]) -> list[dict[str
 
 def measure_summary(runs: Sequence[tuple[str, History]]) -> list[dict[str, Any]]:
     """DLR, NC1 and ‖θ‖² at the first and last evaluation of each run, with NC1's and ‖θ‖²'s extremes."""
-    out = []
-    for name, h in runs:
-        nc = h.column("nc1")
-        out.append({"run": name, "dlr_first": h.rows[0]["dlr"], "dlr_last": h.rows[-1]["dlr"],
-                    "nc1_first": float(nc[0]), "nc1_min": float(nc.min()), "nc1_max": float(nc.max()),
-                    "nc1_last": float(nc[-1]), "norm_first": h.rows[0]["norm"], "norm_last": h.rows[-1]["norm"]})
-    return out
+    return [{"run": name, "dlr_first": h.rows[0]["dlr"], "dlr_last": h.rows[-1]["dlr"], "nc1_first": float(nc[0]),
+             "nc1_min": float(nc.min()), "nc1_max": float(nc.max()), "nc1_last": float(nc[-1]),
+             "norm_first": h.rows[0]["norm"], "norm_last": h.rows[-1]["norm"]}
+            for name, h in runs for nc in [h.column("nc1")]]
 
 
 def features_used(utilisation: Sequence[float]) -> int | None:
@@ -668,34 +627,21 @@ def lr_checks(records: Sequence[Mapping[str, Any]]) -> list[Check]:
                   "mean test accuracy: " + ", ".join(f"lr {lr:g}: {a:.3f}" for lr, a in mean.items()))]
 
 
-def lr_lesson(records: Sequence[Mapping[str, Any]], readings: Sequence[Any]) -> str:
-    """The learning-rate section in words: the best rate by mean accuracy and the paper's readings k of n.
-
-    Examples
-    --------
-    >>> from nhtlab.book.claims import over_seeds
-    >>> recs = [{"lr": lr, "seed": 0, "dlr": d, "test_acc": a} for lr, d, a in ((1e-3, 0.5, 0.6), (1e-2, 0.3, 0.9))]
-    >>> print(lr_lesson(recs, [over_seeds("DLR paper (a): the best rate has the lowest DLR", {0: "yes"}, "yes")]))
-    By mean test accuracy the best rate is 0.01 (0.900, DLR 0.300). The paper's readings on our runs: the best rate has the lowest DLR: 1 of 1 seeds (holds).
-    """
-    mean = _means(records, "lr", ("dlr", "test_acc"))
-    best = max(mean, key=lambda lr: mean[lr]["test_acc"])
-    said = "; ".join(f"{r.name.split(': ', 1)[-1]}: {r.k} of {r.n} seeds ({'holds' if r.holds else 'fails here'})"
-                     for r in readings)
-    return (f"By mean test accuracy the best rate is {best:g} ({mean[best]['test_acc']:.3f}, DLR "
-            f"{mean[best]['dlr']:.3f}). The paper's readings on our runs: {said}.")
-
-
 def lr_section(records: Sequence[Mapping[str, Any]], readings: Sequence[Reading],
                paper: Mapping[float, tuple[float, float]]) -> Markdown:
-    """The learning-rate runs: their means per rate, the readings in words, the paper's rates (``paper``: rate →
-    (DLR, test accuracy)) and the readings seed by seed closed under "How we know" (no run time on the page)."""
+    """The learning-rate runs: their means per rate, the best rate and the paper's readings k of n in words, the
+    paper's rates (``paper``: rate → (DLR, test accuracy)) and the readings seed by seed closed under "How we know"
+    (no run time on the page)."""
     means = _means(records, "lr", ("dlr", "used", "pr", "train_acc", "test_acc"))
+    best = max(means, key=lambda lr: means[lr]["test_acc"])
+    said = "; ".join(f"{r.name.split(': ', 1)[-1]}: {r.k} of {r.n} seeds ({'holds' if r.holds else 'fails here'})"
+                     for r in readings)
     proof = evidence("the paper's rates and the readings seed by seed",
                      dlr_table("lr_paper", [{"lr": lr, "dlr": d, "test_acc": a} for lr, (d, a) in paper.items()]),
                      table(reading_rows(readings)))
     return md(f"{dlr_table('lr', [{'lr': lr, **m} for lr, m in means.items()])}\n\n"
-              f"{lr_lesson(records, readings)}\n\n{proof}")
+              f"By mean test accuracy the best rate is {best:g} ({means[best]['test_acc']:.3f}, DLR "
+              f"{means[best]['dlr']:.3f}). The paper's readings on our runs: {said}.\n\n{proof}")
 
 
 def _f(fmt: str, *columns: str) -> dict[str, str]:

@@ -36,13 +36,11 @@ def select_profile(profiles: Mapping[str, Mapping[str, Any]], profile: str, **ov
     if missing:
         raise ValueError(f"The 'profiles' parameter of select_profile must define every profile; missing {missing}.")
     settings = dict(profiles[profile])
-    for key, value in overrides.items():
-        if key not in settings:
-            raise ValueError(
-                f"The override {key!r} of select_profile is not a setting of profile {profile!r}; "
-                f"settings are {sorted(settings)}."
-            )
-        settings[key] = value
+    unknown = [key for key in overrides if key not in settings]
+    if unknown:
+        raise ValueError(f"The override {unknown[0]!r} of select_profile is not a setting of profile {profile!r}; "
+                         f"settings are {sorted(settings)}.")
+    settings.update(overrides)
     for reserved in ("profile", "smoke"):
         if reserved in settings:
             raise ValueError(f"The profile {profile!r} of select_profile defines {reserved!r}, a name select_profile sets itself; rename it.")

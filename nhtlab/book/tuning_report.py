@@ -5,9 +5,6 @@ discard the *weak* runs (the norm still rising) and the *strong* ones (not fitte
 *intermediate* runs (the norm peaked, then contracted); check it on held-out data against the weakest λ. Monitors
 are read as records (numbers and labels, no tensors); a *weak* or *strong* label needs a budget of
 :data:`DECIDED_AFTER` time scales 1/(ηλ) (:func:`decided_regime`).
-
->>> decided_regime("weak", lr=3e-3, lam=0.01, steps=1500)
-'not decided within 1,500 steps'
 """
 
 from __future__ import annotations
@@ -127,10 +124,9 @@ def _by_seed(records: Sequence[Mapping[str, Any]]) -> dict[int, list[Mapping[str
 
 def regimes_by_seed(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """The regime of each λ in each seed, side by side: one row per λ, one column ``seed s`` per seed."""
-    table: dict[float, dict[str, Any]] = {}
-    for r in sorted(records, key=lambda r: (r["λ"], r["seed"])):
-        table.setdefault(r["λ"], {"λ": r["λ"]})[f"seed {r['seed']}"] = r["regime"]
-    return list(table.values())
+    by_seed = _by_seed(records)
+    return [{"λ": lam, **{f"seed {seed}": r["regime"] for seed, runs in by_seed.items() for r in runs if r["λ"] == lam}}
+            for lam in sorted({r["λ"] for r in records})]
 
 
 def head_reading(record: Mapping[str, Any]) -> str:
@@ -309,10 +305,10 @@ def grid_evidence(records: Sequence[Mapping[str, Any]], recipe: Sequence[Mapping
 
 def forecast_verdicts() -> dict[str, Any]:
     """The saved ETA evaluations found, how many ``shipped`` the ETA, and the off-grid ones' ``offers`` (in words)."""
-    found = {name: saved_evaluation(profile, off_grid) for name, profile, off_grid in
+    found = {name: v for name, profile, off_grid in
              (("held-out seeds", "full", False), ("companion transformer", "book", True),
-              ("MLP, full batch", "mlp_full_batch", True), ("MLP, minibatches", "mlp_minibatch", True))}
-    found = {k: v for k, v in found.items() if v is not None}
+              ("MLP, full batch", "mlp_full_batch", True), ("MLP, minibatches", "mlp_minibatch", True))
+             if (v := saved_evaluation(profile, off_grid)) is not None}
     return {"evaluations": len(found), "shipped": sum(bool(v["verdict"]["passed"]) for v in found.values()),
             "offers": {k: _METHOD_NAMES.get(v["verdict"].get("offer"), "none") for k, v in found.items()
                        if v.get("design") == "off-grid"}}
