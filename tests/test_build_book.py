@@ -213,19 +213,29 @@ def test_the_progress_line_names_each_running_chapter_its_time_and_its_runs(tmp_
     assert progress.lines(1090.0) == ["  … 04_dlr: 90 s of ~530 s expected, 2 runs trained"]
 
 
-def test_the_budget_scales_cpu_by_the_machines_rates_and_names_the_chapters_over_their_share():
-    budget = {"01_a": 100.0, "02_b": 200.0, "03_c": 4.0}
-    # this machine half as fast: 120 s here are 60 s there, within 100; 300 s here are 150 of 200
-    lines, over = build_book.budget_check({"01_a": 120.0, "02_b": 300.0}, rate=43.0, budget=budget,
-                                          reference_rate=86.0)
-    assert over == [] and "01 60 of 100" in lines[1] and "02 150 of 200" in lines[1]
+def test_the_budget_scales_cpu_by_the_machines_speed_pools_shared_runs_and_names_the_chapters_over_their_share():
+    budget = {"01_a": 100.0, "02_b": 200.0, "03_c": 4.0, "04_d": 100.0, "05_e": 100.0}
+    same = (86.0, 0.5)  # the budget build's torch.mm rate and training efficiency
+    # a machine whose torch.mm is as fast but whose training reaches half the floor's share: 120 s here are 60 s
+    # there, within 100; 300 s here are 150 of 200
+    lines, over = build_book.budget_check({"01_a": 120.0, "02_b": 300.0}, 86.0, 0.25, budget, (), reference=same)
+    assert over == [] and "01 60 of 100" in lines[1] and "02 150 of 200" in lines[1] and "× 0.50" in lines[0]
+    # half the torch.mm rate counts the same as half the efficiency
+    assert build_book.budget_check({"01_a": 120.0, "02_b": 300.0}, 43.0, 0.5, budget, (), reference=same)[1] == []
     # the same CPU on an equally fast machine: 01 at ×1.2 of its share passes, 02 at ×1.5 fails
-    assert build_book.budget_check({"01_a": 120.0, "02_b": 300.0}, 86.0, budget, 86.0)[1] == ["02_b"]
+    assert build_book.budget_check({"01_a": 120.0, "02_b": 300.0}, 86.0, 0.5, budget, (), reference=same)[1] == ["02_b"]
     # a tiny share is held to MIN_SHARE, so a kernel's start does not fail it; a chapter with no share fails
-    assert build_book.budget_check({"03_c": build_book.MIN_SHARE}, 86.0, budget, 86.0)[1] == []
-    assert build_book.budget_check({"04_new": 1.0}, 86.0, budget, 86.0)[1] == ["04_new"]
-    with pytest.raises(ValueError, match="rate"):
-        build_book.budget_check({"01_a": 1.0}, 0.0, budget)
+    assert build_book.budget_check({"03_c": build_book.MIN_SHARE}, 86.0, 0.5, budget, (), reference=same)[1] == []
+    assert build_book.budget_check({"09_new": 1.0}, 86.0, 0.5, budget, (), reference=same)[1] == ["09_new"]
+    # two chapters that share runs trade them between builds: their pool is held to the sum of their shares
+    traded = {"04_d": 160.0, "05_e": 40.0}  # 04 alone is ×1.6, the pool ×1.0
+    assert build_book.budget_check(traded, 86.0, 0.5, budget, (), reference=same)[1] == ["04_d"]
+    lines, over = build_book.budget_check(traded, 86.0, 0.5, budget, (("04_d", "05_e"),), reference=same)
+    assert over == [] and "  pooled (they share runs): 04 + 05 200 of 200" in lines
+    assert build_book.budget_check({"04_d": 200.0, "05_e": 60.0}, 86.0, 0.5, budget, (("04_d", "05_e"),),
+                                   reference=same)[1] == ["04 + 05"]  # 260 of 200: ×1.3
+    with pytest.raises(ValueError, match="rate and efficiency"):
+        build_book.budget_check({"01_a": 1.0}, 0.0, 0.5, budget)
 
 
 def test_every_chapter_has_a_share_of_the_budget():
