@@ -8,7 +8,8 @@ Usage: python chapter_executions.py RESULT [quick] [html] [smoke FOLDER]
 into FOLDER (:func:`test_full_smoke.execute_all_smoke`). RESULT gets ``{"quick": ..., "html": ...,
 "smoke": ...}``: per chapter its seconds or the error's text, and the html folder. ``tests/conftest.py``
 starts this when collection holds tests that read chapters, so the other tests run beside the
-executions instead of after them.
+executions instead of after them. RESULT is written after each part, so the tests that read the
+quick chapters run while the smoke executes.
 """
 
 import json
@@ -18,6 +19,14 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent / "tools")]
+
+
+def publish(result_file: Path, result: dict) -> None:
+    """Write the parts done so far, whole or not at all: a fixture reads its part as soon as it is there."""
+    partial = result_file.with_suffix(".partial")
+    partial.write_text(json.dumps(result))
+    partial.replace(result_file)
+
 
 if __name__ == "__main__":
     result_file, parts = Path(sys.argv[1]), sys.argv[2:]
@@ -35,8 +44,9 @@ if __name__ == "__main__":
                 result["html"] = {"html": str(build_book.render("quick", build_book.BUILD / "html-quick"))}
             except Exception:  # left out: the browser fixture renders again in the test process and reports it
                 pass
+        publish(result_file, result)  # the quick and html readers start while the smoke executes
     if "smoke" in parts:
         from test_full_smoke import execute_all_smoke
 
         result["smoke"] = execute_all_smoke(Path(parts[parts.index("smoke") + 1]), jobs)
-    result_file.write_text(json.dumps(result))
+    publish(result_file, result)

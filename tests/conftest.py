@@ -16,6 +16,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -59,12 +60,18 @@ class Background:
         """``part``'s results once the process is done; None where it was not started for it or it failed."""
         if cls.process is None or part not in cls.parts:
             return None
-        cls.process.wait()
         path = cls.folder / "result.json"
+        while True:  # the process writes the file after each part: a part is read as soon as it is done
+            exited = cls.process.poll() is not None
+            if path.exists() and part in (done := json.loads(path.read_text())):
+                return done[part]
+            if exited:
+                break
+            time.sleep(1)
         if not path.exists():
             log = (cls.folder / "log.txt").read_text()[-3000:]
             pytest.fail(f"tests/chapter_executions.py exited {cls.process.returncode} without a result:\n{log}")
-        return json.loads(path.read_text()).get(part)  # None where it failed: the fixture computes it again
+        return None  # it failed: the fixture computes it again
 
     @classmethod
     def stop(cls) -> None:
@@ -80,8 +87,10 @@ def _reading(item) -> set[str]:
 
 
 def pytest_collection_modifyitems(config, items) -> None:
-    """Tests that read executed chapters go last, so that the others run while the chapters execute."""
-    items.sort(key=lambda item: bool(_reading(item)))  # stable: the order within each group is kept
+    """Tests that read executed chapters go last, so that the others run while the chapters execute, and
+    those that read the smoke executions, done last, after them."""
+    # stable: the order within each group is kept
+    items.sort(key=lambda item: (bool(_reading(item)), "smoke_outputs" in _reading(item)))
 
 
 def pytest_collection_finish(session) -> None:
