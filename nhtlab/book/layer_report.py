@@ -364,13 +364,13 @@ def omnigrok_runs(spec: Mapping[str, Any], seed: int = 0) -> dict[tuple[float, i
             for lam, steps in spec["budgets"].items() for s in spec["seeds"]}
 
 
-def grok_run_reading(run: ImageGrokRun, history: History, generalised: float = IMAGE_GENERALISED) -> dict[str, Any]:
+def grok_run_reading(run: ImageGrokRun, history: History) -> dict[str, Any]:
     """One real-image grokking run read as chapter 05 and ``benchmarks/pilot_omnigrok.py`` read it: T_mem (train
-    accuracy ≥ FITTED_ACCURACY), T_gen (test ≥ ``generalised``), the delay where T_gen comes later, ‖θ‖² at the
+    accuracy ≥ FITTED_ACCURACY), T_gen (test ≥ IMAGE_GENERALISED, which :func:`omnigrok_record` states), the delay where T_gen comes later, ‖θ‖² at the
     start, T_mem and the end, the layer order over [T_mem, T_gen], and each layer's peak step and the share of its
     peak lost by the end (the paper's CIFAR-10 reading, which needs no T_mem)."""
     events = find_events(history)
-    t_gen = first_step_at_least(history.column("step").astype(int), history.column("test_acc"), generalised)
+    t_gen = first_step_at_least(history.column("step").astype(int), history.column("test_acc"), IMAGE_GENERALISED)
     delay = t_gen - events.t_mem if events.t_mem is not None and t_gen is not None and t_gen > events.t_mem else None
     last = history.rows[-1]
     return {"lam": run.weight_decay, "seed": run.seed, "steps": run.steps, "t_mem": events.t_mem, "t_gen": t_gen,
@@ -393,8 +393,7 @@ def omnigrok_record(readings: Sequence[Mapping[str, Any]], spec: Mapping[str, An
     # the budgets' shortest length in time scales 1/(ηλ), which the text states
     scales = min(steps * spec["lr"] * lam for lam, steps in spec["budgets"].items())
     return {"about": about, "base": {**base, "time_scales": round(scales, 2), "generalised": IMAGE_GENERALISED},
-            "lams": lams,
-            "seeds": sorted({r["seed"] for r in readings}), "runs": list(readings),
+            "lams": lams, "seeds": sorted({r["seed"] for r in readings}), "runs": list(readings),
             "delay_law": {"passed": law.passed, "detail": law.detail, "alpha": law.value}}
 
 
