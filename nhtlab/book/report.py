@@ -306,7 +306,7 @@ def omnigrok_summary(pilot: Mapping[str, Any], paper: Mapping[str, Any]) -> Mark
     :func:`~nhtlab.book.layer_report.omnigrok_record`'s runs, or :func:`read_omnigrok_pilot`'s CNN, alike."""
     require_type(pilot, "pilot", Mapping, owner="omnigrok_summary")
     runs, base, law = pilot["runs"], pilot["base"], pilot["delay_law"]
-    cnn = base.get("arch", "mlp") == "cnn"  # the MLP's pilot predates the CNN and names no arch (nor n_train)
+    cnn = base.get("arch", "mlp") == "cnn"  # chapter 05's runs name no arch; the CNN's pilot names no n_train
     n = len(runs)
     delayed, memorised = [r for r in runs if r["delay"]], sum(r["t_mem"] is not None for r in runs)
     early = sum(r["t_gen"] is not None and (r["t_mem"] is None or r["t_gen"] <= r["t_mem"]) for r in runs)
@@ -315,9 +315,10 @@ def omnigrok_summary(pilot: Mapping[str, Any], paper: Mapping[str, Any]) -> Mark
     cifar = paper["cifar10"]
     net = (", with a CNN (conv1, a max-pool, then the MLP's hidden layer and the read-out fc; every parameter × α as "
            "in the MLP),") if cnn else ""
-    text = (f"Omnigrok's MNIST setting{net} on {base.get('n_train', ImageGrokRun.n_train):,} MNIST-5k images at {base['size']} × "
-            f"{base['size']} pixels, AdamW η = "
-            f"{base['lr']:g}, λ ∈ {{{', '.join(f'{lam:g}' for lam in pilot['lams'])}}} × {len(pilot['seeds'])} seed{'s' * (len(pilot['seeds']) > 1)}, "
+    seeds = len(pilot["seeds"])
+    text = (f"Omnigrok's MNIST setting{net} on {base.get('n_train', ImageGrokRun.n_train):,} MNIST-5k images at "
+            f"{base['size']} × {base['size']} pixels, AdamW η = {base['lr']:g}, λ ∈ "
+            f"{{{', '.join(f'{lam:g}' for lam in pilot['lams'])}}} × {seeds} seed{'s' * (seeds > 1)}, "
             f"each run for {base['time_scales']:g} time scales 1/(ηλ). The runs memorised (train accuracy ≥ 99%) in "
             f"{memorised} of {n}, and memorised, then generalised (test ≥ "
             f"{base['generalised']:.0%}) in {len(delayed)} of {n}"
