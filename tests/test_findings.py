@@ -73,7 +73,7 @@ def test_the_staged_page_is_the_records_and_lists_every_check(executed_chapters)
     for stem, record in records.items():
         for c in record["checks"]:
             said = f"{c['check']}: {c['detail']}"
-            assert said in page or findings_page._cell(said) in page, (stem, c["check"])
+            assert said in page or findings_page.cell(said) in page, (stem, c["check"])
     assert "profile `quick`" in page
 
 

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from measurements_page import cell, table  # tools/: the pages' one Markdown cell and table
 from nhtlab import papers
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -365,9 +366,6 @@ def load_records(executed: Path, chapters: list[str]) -> dict[str, dict]:
     return {stem: json.loads(path.read_text(encoding="utf-8")) for stem, path in paths.items() if path.exists()}
 
 
-def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
-
 
 def _found(check: dict) -> str:
     verdict = ("✓ holds" if check["passed"] else "✗ fails") + (" (asserted)" if check["claim"] else " (shown)")
@@ -430,8 +428,8 @@ def render(records: dict[str, dict], profile: str) -> str:
         ran = any(p.stem in records for p in claim.phrases)
         counts = "; ".join(dict.fromkeys(s for p, _, c in found.matched if (s := support(p, c)))) or "—"
         chapters = ", ".join(_chapter(s) for s in dict.fromkeys(s for _, s, _ in found.matched)) or "—"
-        rows.append(f"| {_cell(claim.claim)} | **{verdict}** | {_cell(counts)} | {_cell(sentence(claim, found, verdict, ran))} "
-                    f"| {_cell(claim.reports)} {{cite:p}}`{claim.cite}` | {chapters} |")
+        rows.append(f"| {cell(claim.claim)} | **{verdict}** | {cell(counts)} | {cell(sentence(claim, found, verdict, ran))} "
+                    f"| {cell(claim.reports)} {{cite:p}}`{claim.cite}` | {chapters} |")
         items = [f"- chapter {stem[:2].lstrip('0')}: {_found(check)}" for _, stem, check in found.matched]
         items += [f"- chapter {stem[:2].lstrip('0')}: {_found(check)}. {ctx.why}" for ctx, stem, check in context]
         missing = [PENDING[(p.stem, p.pattern)] for p in claim.phrases if (p.stem, p.pattern) in PENDING
@@ -459,13 +457,12 @@ def render(records: dict[str, dict], profile: str) -> str:
     lines += [line for block in blocks for line in (block, "")]
     own = [(stem, check) for stem, record in records.items() for check in record["checks"] if id(check) not in used]
     if own:
-        table = ["| this book finds | chapter |", "|---|---|"]
-        table += [f"| {_cell(_found(check))} | {_chapter(stem)} |" for stem, check in own]
+        own_table = table([{"this book finds": _found(check), "chapter": _chapter(stem)} for stem, check in own])
         held = sum(check["passed"] for _, check in own)
         lines += ["## The book's own checks", "",
                   ("Checks of the book's methods and runs, not claims of the papers: that a measure passes the "
                   "properties it was chosen for, that runs are determined, that nothing diverged."), "",
-                  _details(f"the book's own checks ({held} of {len(own)} hold)", "\n".join(table)), ""]
+                  _details(f"the book's own checks ({held} of {len(own)} hold)", "\n".join(own_table)), ""]
     return "\n".join(lines).rstrip("\n") + "\n"
 
 

@@ -28,6 +28,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
 import build_book  # noqa: E402  (tools/ is not a package)
+from measurements_page import table  # noqa: E402  (the pages' one Markdown table)
 
 RECORD = ROOT / "book" / "data" / "kernel_paths.json"
 PAGE = ROOT / "book" / "across_machines.md"
@@ -81,9 +82,6 @@ def _mark(side: dict[str, Any] | None) -> str:
     return "—" if side is None else ("✓" if side["passed"] else "✗")
 
 
-def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
-
 
 def _against_native(pairs: list[tuple[dict[str, Any], dict[str, Any] | None]], label: str) -> tuple[int, str]:
     """How many of ``pairs`` (a check, another build's side) measured otherwise than native; the turned ones."""
@@ -132,14 +130,13 @@ def render(record: dict[str, Any]) -> str:
             f"- {turned}" + (f"; {len(absent)} not recorded there" if absent else "") + ".",
             "",
         ]
+    heads = ["native", OTHER] + [m["label"] for m in more]
     for stem, checks in record["chapters"].items():
-        heads = ["native", OTHER] + [m["label"] for m in more]
-        lines += [f"**{stem}**", "", "| check | kind | " + " | ".join(heads) + " |", "|---" * (len(heads) + 2) + "|"]
-        for r in checks:
-            sides = [r["native"], r["other"]] + [m["chapters"].get(stem, {}).get(r["check"]) for m in more]
-            cells = [f"{_mark(side)} {_cell(side['detail']) if side else ''}".strip() for side in sides]
-            lines.append(f"| {_cell(r['check'])} | {'claim' if r['claim'] else 'shown'} | " + " | ".join(cells) + " |")
-        lines.append("")
+        rows = [{"check": r["check"], "kind": "claim" if r["claim"] else "shown"}
+                | {head: f"{_mark(side)} {side['detail'] if side else ''}".strip() for head, side in
+                   zip(heads, [r["native"], r["other"], *(m["chapters"].get(stem, {}).get(r["check"]) for m in more)])}
+                for r in checks]
+        lines += [f"**{stem}**", "", *table(rows), ""]
     return "\n".join(lines).rstrip() + "\n"
 
 
