@@ -10,7 +10,6 @@ of a build appears, under its claim or among the book's own checks.
 
 from __future__ import annotations
 
-import html
 import json
 import re
 import sys
@@ -18,8 +17,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from measurements_page import cell, table  # tools/: the pages' one Markdown cell and table
 from nhtlab import papers
+from nhtlab.book.report import cell, evidence, table  # the chapters' own cells and "How we know" blocks
 
 ROOT = Path(__file__).resolve().parent.parent
 LAMBDA = papers.COMPANION_LAMBDA_SWEEP
@@ -376,12 +375,6 @@ def _chapter(stem: str) -> str:
     return f"{{doc}}`{stem[:2].lstrip('0')} <{stem}>`"
 
 
-def _details(title: str, body: str) -> str:
-    """A closed "How we know" block, as :func:`nhtlab.book.evidence` writes it."""
-    return (f'<details class="nhtlab-evidence">\n<summary>How we know: {html.escape(title)}</summary>'
-            f"\n\n{body.strip()}\n\n</details>")
-
-
 def _style() -> str:
     """Fixed column widths and a smaller font, as a raw HTML block."""
     cols = " ".join(f".findings-table td:nth-child({i}), .findings-table th:nth-child({i}) {{width: {w}%}}"
@@ -436,7 +429,7 @@ def render(records: dict[str, dict], profile: str) -> str:
                    and not any(q is p for q, _, _ in found.matched)]
         items += [f"- Not recorded by this build: {why}, not in its closing checks." for why in missing]
         used |= {id(check) for _, _, check in [*found.matched, *context]}
-        blocks.append(_details(claim.claim, "\n".join(items) or "No chapter of this build tested it."))
+        blocks.append(evidence(claim.claim, "\n".join(items) or "No chapter of this build tested it."))
     lines = [
         "# Findings", "",
         ("Each claim of the papers, and what this build of the book found for it (profile "
@@ -457,12 +450,13 @@ def render(records: dict[str, dict], profile: str) -> str:
     lines += [line for block in blocks for line in (block, "")]
     own = [(stem, check) for stem, record in records.items() for check in record["checks"] if id(check) not in used]
     if own:
-        own_table = table([{"this book finds": _found(check), "chapter": _chapter(stem)} for stem, check in own])
         held = sum(check["passed"] for _, check in own)
         lines += ["## The book's own checks", "",
                   ("Checks of the book's methods and runs, not claims of the papers: that a measure passes the "
                   "properties it was chosen for, that runs are determined, that nothing diverged."), "",
-                  _details(f"the book's own checks ({held} of {len(own)} hold)", "\n".join(own_table)), ""]
+                  evidence(f"the book's own checks ({held} of {len(own)} hold)",
+                           table([{"this book finds": _found(check), "chapter": _chapter(stem)} for stem, check in own])),
+                  ""]
     return "\n".join(lines).rstrip("\n") + "\n"
 
 

@@ -25,10 +25,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from nhtlab.book.report import table
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
 import build_book  # noqa: E402  (tools/ is not a package)
-from measurements_page import table  # noqa: E402  (the pages' one Markdown table)
 
 RECORD = ROOT / "book" / "data" / "kernel_paths.json"
 PAGE = ROOT / "book" / "across_machines.md"
@@ -50,25 +51,22 @@ def claims(folder: Path) -> dict[str, dict[str, Any]]:
             for p in sorted(folder.glob("*.claims.json"))}
 
 
-def compare(native: dict[str, dict[str, Any]], other: dict[str, dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
-    """Each chapter's checks side by side, ``{stem: [{check, claim, native, other}]}``; None on a side that
-    lacks the check (a chapter that failed under one path records nothing)."""
-    out: dict[str, list[dict[str, Any]]] = {}
-    for stem in sorted(set(native) | set(other)):
-        mine = {c["check"]: c for c in native.get(stem, {}).get("checks", [])}
-        theirs = {c["check"]: c for c in other.get(stem, {}).get("checks", [])}
-        names = list(mine) + [n for n in theirs if n not in mine]
-        out[stem] = [{"check": n, "claim": (mine.get(n) or theirs[n])["claim"],
-                      "native": {k: mine[n][k] for k in ("passed", "detail")} if n in mine else None,
-                      "other": {k: theirs[n][k] for k in ("passed", "detail")} if n in theirs else None}
-                     for n in names]
-    return out
-
-
 def verdicts(chapters: dict[str, dict[str, Any]]) -> dict[str, dict[str, dict[str, Any]]]:
     """``{stem: {check: {passed, detail}}}`` of a build's claims records."""
     return {stem: {c["check"]: {"passed": c["passed"], "detail": c["detail"]} for c in rec.get("checks", [])}
             for stem, rec in chapters.items()}
+
+
+def compare(native: dict[str, dict[str, Any]], other: dict[str, dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """Each chapter's checks side by side, ``{stem: [{check, claim, native, other}]}``; None on a side that
+    lacks the check (a chapter that failed under one path records nothing)."""
+    mine, theirs = verdicts(native), verdicts(other)
+    claim = {(stem, c["check"]): c["claim"] for build in (other, native) for stem, rec in build.items()
+             for c in rec.get("checks", [])}  # native's word wins where both have the check
+    return {stem: [{"check": n, "claim": claim[stem, n], "native": mine.get(stem, {}).get(n),
+                    "other": theirs.get(stem, {}).get(n)}
+                   for n in dict.fromkeys([*mine.get(stem, {}), *theirs.get(stem, {})])]
+            for stem in sorted(set(native) | set(other))}
 
 
 def add_machine(record: dict[str, Any], machine: dict[str, Any]) -> dict[str, Any]:
@@ -136,7 +134,7 @@ def render(record: dict[str, Any]) -> str:
                 | {head: f"{_mark(side)} {side['detail'] if side else ''}".strip() for head, side in
                    zip(heads, [r["native"], r["other"], *(m["chapters"].get(stem, {}).get(r["check"]) for m in more)])}
                 for r in checks]
-        lines += [f"**{stem}**", "", *table(rows), ""]
+        lines += [f"**{stem}**", "", table(rows), ""]
     return "\n".join(lines).rstrip() + "\n"
 
 

@@ -61,8 +61,7 @@ def load(sources: tuple[Path, ...] | list[Path] = SOURCES) -> list[dict[str, Any
     return sorted(records, key=lambda r: (r["benchmark"], r["date"]))
 
 
-def cell(value: Any) -> str:
-    """A Markdown table cell: a float rounded for a reader, ``|`` escaped, on one line (the pages share it)."""
+def _cell(value: Any) -> str:
     if isinstance(value, float):
         text = f"{value:,.3g}" if abs(value) < 1000 else f"{value:,.0f}"
     else:
@@ -70,11 +69,10 @@ def cell(value: Any) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def table(rows: list[dict[str, Any]]) -> list[str]:
-    """A Markdown table of ``rows``, its columns every key in first-seen order."""
+def _table(rows: list[dict[str, Any]]) -> list[str]:
     columns = list(dict.fromkeys(key for row in rows for key in row))
     lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
-    lines += ["| " + " | ".join(cell(row.get(c, "")) for c in columns) + " |" for row in rows]
+    lines += ["| " + " | ".join(_cell(row.get(c, "")) for c in columns) + " |" for row in rows]
     return lines
 
 
@@ -87,7 +85,7 @@ def _machine_name(record: dict[str, Any], machines: list[tuple]) -> str:
 
 
 def _section(title: str, intro: str, rows: list[dict[str, Any]]) -> list[str]:
-    return [f"## {title}", "", intro, "", *table(rows), ""] if rows else []
+    return [f"## {title}", "", intro, "", *_table(rows), ""] if rows else []
 
 
 #: The rows "<kind>: <suffix>" of a ``build_book`` record (``tools/build_book.py``) the efficiency table reads.
@@ -147,7 +145,7 @@ def render(records: list[dict[str, Any]]) -> str:
     # numbered in the order they first recorded a run
     machines = list(dict.fromkeys(_machine_key(r) for r in sorted(records, key=lambda r: r["date"])))
     lines += ["## Machines", ""]
-    lines += table([{"machine": f"M{i + 1}", "CPU model": cpu, "vector ISA (torch)": isa or "not recorded",
+    lines += _table([{"machine": f"M{i + 1}", "CPU model": cpu, "vector ISA (torch)": isa or "not recorded",
                       "cores": cores, "torch": torch} for i, (cpu, isa, cores, torch) in enumerate(machines)])
     lines.append("")
     lines += render_efficiency(records, machines)
@@ -164,7 +162,7 @@ def render(records: list[dict[str, Any]]) -> str:
             lines += [f"**{heading}**" + (f" ({settings})" if settings else ""), ""]
             if r.get("note"):
                 lines += [r["note"], ""]
-            lines += table(r["results"]) + [""]
+            lines += _table(r["results"]) + [""]
     return "\n".join(lines)
 
 
@@ -193,7 +191,7 @@ def render_chapter_times(records: list[dict[str, Any]], chapters: list[str]) -> 
             seconds = next((x["value"] for x in r["results"] if x["what"] == f"chapter {stem}"), None) if r else None
             row[f"`{profile}`"] = _duration(seconds) if seconds is not None else "not measured yet"
         rows.append(row)
-    lines = table(rows) + [""]
+    lines = _table(rows) + [""]
     for profile in PROFILES:
         r = newest.get(profile)
         if r is None:
