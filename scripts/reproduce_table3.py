@@ -14,20 +14,12 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from collections.abc import Sequence
 from pathlib import Path
 
 import nhtlab
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 from _record import record  # noqa: E402  (benchmarks/_record: the measurements page's records)
-
-
-def table3_markdown(histories: Sequence[nhtlab.History], header: str) -> str:
-    """``header``, the λ sweep beside the companion's Table 3 and the 1/λ fit, as Markdown."""
-    comparison = nhtlab.book.paper_comparison(list(histories))
-    note = "Cells: ours, seed mean ± std (the companion's 10-seed value)."
-    return "\n\n".join([header, str(nhtlab.book.table(comparison.rows)), note, comparison.fit_text()]) + "\n"
 
 
 def main() -> None:
@@ -46,14 +38,15 @@ def main() -> None:
     start = time.perf_counter()
     result = nhtlab.sweep(runs, strategy="parallel", workers=args.workers, cache=nhtlab.book.cache(), progress="text")
     wall = time.perf_counter() - start
+    comparison = nhtlab.book.paper_comparison(list(result.histories))
     header = (f"Companion λ sweep reproduced with nhtlab {nhtlab.__version__}: {len(runs)} runs, {wall / 60:.1f} min "
               f"wall, {args.workers} worker processes.")
-    text = table3_markdown(result.histories, header)
+    note = "Cells: ours, seed mean ± std (the companion's 10-seed value)."
+    text = "\n\n".join([header, str(nhtlab.book.table(comparison.rows)), note, comparison.fit_text()]) + "\n"
     print(text)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(text)
     print(f"written to {args.out}")
-    comparison = nhtlab.book.paper_comparison(list(result.histories))
     rows = [{k: str(v) for k, v in row.items()} for row in comparison.rows]
     cached = sum(row.cached for row in result)  # trained earlier (make reproduce, evaluate_eta.py) and read back
     path = record("reproduce_table3", rows, settings={"seeds": args.seeds, "runs": len(runs), "from_cache": cached,

@@ -93,20 +93,9 @@ def test_paper_comparison_refuses_a_mixed_sweep():
         paper_comparison([])
 
 
-def test_reproduce_table3_script_renders_the_shared_comparison(tmp_path, monkeypatch):
-    """scripts/reproduce_table3.py builds its Markdown from paper_comparison (no training here)."""
-    spec = importlib.util.spec_from_file_location("reproduce_table3", ROOT / "scripts" / "reproduce_table3.py")
-    script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)
-    histories = [run(wd=lam, seed=s) for lam in (0.1, 0.3, 0.5, 1.0) for s in (0, 1)]
-    text = script.table3_markdown(histories, header="test header")
-    assert text.startswith("test header") and "| λ | grokked |" in text
-    assert paper_comparison(histories).fit_text() in text
-    assert str(nhtlab.book.table(paper_comparison(histories).rows)) in text
-
-
 def test_reproduce_table3_main_writes_the_table(tmp_path, monkeypatch, capsys):
-    """The whole script, its sweep replaced by synthetic histories of the runs it asks for."""
+    """The whole script, its sweep replaced by synthetic histories of the runs it asks for: its Markdown is the
+    shared comparison, written and recorded."""
     spec = importlib.util.spec_from_file_location("reproduce_table3", ROOT / "scripts" / "reproduce_table3.py")
     script = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(script)
@@ -118,7 +107,8 @@ def test_reproduce_table3_main_writes_the_table(tmp_path, monkeypatch, capsys):
         def __iter__(self):  # rows: none of these came from the cache
             return iter([type("Row", (), {"cached": False})() for _ in self.histories])
 
-    monkeypatch.setattr(script.nhtlab, "sweep", lambda runs, **kwargs: Result(runs))
+    swept = []
+    monkeypatch.setattr(script.nhtlab, "sweep", lambda runs, **kwargs: swept.append(Result(runs)) or swept[-1])
     monkeypatch.setenv("NHTLAB_MEASUREMENTS_DIR", str(tmp_path / "records"))
     out = tmp_path / "table3.md"
     monkeypatch.setattr("sys.argv", ["reproduce_table3.py", "--seeds", "2", "--lams", "0.3", "0.5", "1.0",
@@ -127,6 +117,10 @@ def test_reproduce_table3_main_writes_the_table(tmp_path, monkeypatch, capsys):
     text = out.read_text()
     assert "| 2 | 0/2 (3/10) |" in text and "| 0.01 | 0/2 (0/10) |" in text
     assert "seed means of 3 λ values" in text and "written to" in capsys.readouterr().out
+    # its Markdown is the shared comparison (paper_comparison), as chapter 3 renders it
+    comparison = paper_comparison(swept[0].histories)
+    assert text.startswith("Companion λ sweep reproduced") and "| λ | grokked |" in text
+    assert str(nhtlab.book.table(comparison.rows)) in text and comparison.fit_text() in text
     # ... and the same table is recorded for the generated measurements page (tools/measurements_page.py)
     import measurements_page  # tools/ is on sys.path (conftest.py)
 
