@@ -89,21 +89,10 @@ for _name, _batch in (("mlp_full_batch", None), ("mlp_minibatch", 128)):
                            run=dict(MLP_RUN, batch_size=_batch), weak=dict(weight_decay=0.01, steps=3000))
 
 
-def settings(cfg: dict) -> list[tuple[float, float]]:
-    """Every (η, λ) of the profile, the cheapest budget first (so an interrupted run leaves the most settings)."""
-    pairs = [(cfg["lr"], lam) for lam in cfg["grid"]] + [tuple(p) for p in cfg["off_grid"]]
-    return sorted(pairs, key=lambda p: cfg["budgets"].get(p, cfg["budget"]))
-
-
 def make_run(cfg: dict, lr: float, lam: float, seed: int, steps: int, stop_after: int | None):
     if "run" in cfg:  # the second model: its own settings, not the companion's
         return nhtlab.ModularRun(weight_decay=lam, seed=seed, lr=lr, steps=steps, stop_after=stop_after, **cfg["run"])
     return nhtlab.companion(weight_decay=lam, seed=seed, lr=lr, steps=steps, stop_after=stop_after)
-
-
-def runs_for(cfg: dict) -> list:
-    return [make_run(cfg, lr, lam, s, cfg["budgets"].get((lr, lam), cfg["budget"]), cfg["stop_after"])
-            for lr, lam in settings(cfg) for s in cfg["seeds"]]
 
 
 def main() -> None:
@@ -119,7 +108,11 @@ def main() -> None:
 
     torch.set_num_threads(1)  # one process, one thread: CPU seconds are the machine's cost, the cache keys on it
     cpu, wall = time.process_time(), time.perf_counter()
-    runs = runs_for(cfg)
+    # every (η, λ) of the profile, the cheapest budget first (so an interrupted run leaves the most settings)
+    pairs = sorted([(cfg["lr"], lam) for lam in cfg["grid"]] + [tuple(p) for p in cfg["off_grid"]],
+                   key=lambda p: cfg["budgets"].get(p, cfg["budget"]))
+    runs = [make_run(cfg, lr, lam, s, cfg["budgets"].get((lr, lam), cfg["budget"]), cfg["stop_after"])
+            for lr, lam in pairs for s in cfg["seeds"]]
     # the runs that should never warn (none in the companion profiles: the seed split's λ = 0.01 runs are those)
     weak = [make_run(cfg, cfg["lr"], cfg["weak"]["weight_decay"], s, cfg["weak"]["steps"], None)
             for s in cfg["seeds"]] if "weak" in cfg else []
