@@ -161,10 +161,6 @@ PENDING = {
 }
 
 
-def _eta_cell() -> str:
-    return "λ = 1, T_grok: " + ", ".join(f"η = {eta:g}: {papers.paper_cell(v)}" for eta, v in ETA.items()) + " ¹"
-
-
 CLAIMS = (
     PaperClaim(
         "A network memorises first and generalises much later, while ‖θ‖² contracts", "khanh2026delay",
@@ -208,7 +204,8 @@ CLAIMS = (
          Phrase("03_delay_law", r"the delay falls as λ grows", "the delay fell as λ grew",
                 "the delay did not fall as λ grew"))),
     PaperClaim(
-        "The delay falls as 1/(ηλ): with η", "khanh2026delay", _eta_cell(),
+        "The delay falls as 1/(ηλ): with η", "khanh2026delay",
+        "λ = 1, T_grok: " + ", ".join(f"η = {eta:g}: {papers.paper_cell(v)}" for eta, v in ETA.items()) + " ¹",
         (Phrase("03_delay_law", r"the delay falls as η grows", "the delay fell as η grew",
                 "the delay did not fall as η grew"),)),
     PaperClaim(
