@@ -44,16 +44,12 @@ DESIGNS = [dict(rho=rho, contrast=contrast, train_size=n) for rho in (1.0, 0.95)
 CONTROL, MIDDLE, STRONG = 0.01, 0.3, 3.0
 
 
-def norm_at(history, step: int) -> float:
-    return next(row["norm"] for row in history.rows if row["step"] == step)
-
-
 def reading(history) -> dict:
     """A run's border events, norms and final accuracies."""
     fitted, dropped = border_times(history)
-    last = history.rows[-1]
-    return {"fitted": fitted, "dropped": dropped, "norm_fitted": None if fitted is None else round(norm_at(history, fitted)),
-            "norm_peak": round(max(r["norm"] for r in history.rows)), "norm_end": round(last["norm"]),
+    last, norms = history.rows[-1], {r["step"]: r["norm"] for r in history.rows}
+    return {"fitted": fitted, "dropped": dropped, "norm_fitted": None if fitted is None else round(norms[fitted]),
+            "norm_peak": round(max(norms.values())), "norm_end": round(last["norm"]),
             "train_end": round(last["train_acc"], 3), "conflict_end": round(last["conflict_acc"], 3),
             "clean_end": round(last["clean_acc"], 3), "status": history.status}
 

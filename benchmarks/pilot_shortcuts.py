@@ -28,12 +28,6 @@ HARDER = {"all": dict(train_size=None, noise=0.0), "n400": dict(train_size=400, 
           "noise": dict(train_size=None, noise=0.3)}
 
 
-def task(run: ShortcutRun) -> str:
-    """How many training images, and the pixel noise if any."""
-    n = len(run.data().y_train)
-    return f"{n:,} images" + (f", noise {run.noise:g}" if run.noise else "")
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--otherwise", nargs="+", default=["other"])
@@ -55,7 +49,8 @@ def main() -> None:
                           weight_decay=lam, seed=seed, steps=args.steps)
         t = time.process_time()
         h = run_shortcut(run, progress="none")
-        r = pilot_row(h, dict(otherwise=otherwise, task=task(run), contrast=contrast, rho=rho, lam=lam, seed=seed))
+        task = f"{len(run.data().y_train):,} images" + (f", noise {run.noise:g}" if run.noise else "")
+        r = pilot_row(h, dict(otherwise=otherwise, task=task, contrast=contrast, rho=rho, lam=lam, seed=seed))
         r["cpu s"] = round(time.process_time() - t)
         rows.append(r)
         print("| " + " | ".join("—" if r[k] is None else str(r[k]) for k in header) + " |", flush=True)
