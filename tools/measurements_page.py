@@ -170,11 +170,6 @@ TIMES_OUT = ROOT / "book" / "chapter_times.md"
 PROFILES = ("quick", "book", "full")
 
 
-def _duration(seconds: float) -> str:
-    """Seconds under two minutes, else whole minutes: what a reader plans with."""
-    return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.0f} min"
-
-
 def render_chapter_times(records: list[dict[str, Any]], chapters: list[str]) -> str:
     """Each chapter's wall time in the newest ``build_book`` record of each profile, and its machine: a
     Markdown fragment for the landing page and Run a chapter."""
@@ -189,7 +184,9 @@ def render_chapter_times(records: list[dict[str, Any]], chapters: list[str]) -> 
         for profile in PROFILES:
             r = newest.get(profile)
             seconds = next((x["value"] for x in r["results"] if x["what"] == f"chapter {stem}"), None) if r else None
-            row[f"`{profile}`"] = _duration(seconds) if seconds is not None else "not measured yet"
+            # seconds under two minutes, else whole minutes: what a reader plans with
+            row[f"`{profile}`"] = ("not measured yet" if seconds is None else f"{seconds:.0f} s" if seconds < 120
+                                   else f"{seconds / 60:.0f} min")
         rows.append(row)
     lines = _table(rows) + [""]
     for profile in PROFILES:

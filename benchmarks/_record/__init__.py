@@ -106,14 +106,6 @@ def commit(root: Path = ROOT) -> str | None:
     return head + (" with uncommitted changes" if changed else "")
 
 
-def _load_average() -> float | None:
-    """The 1-minute load average (None where there is none): above zero, the timings are inflated."""
-    try:
-        return round(os.getloadavg()[0], 2)
-    except (AttributeError, OSError):
-        return None
-
-
 def record(benchmark: str, results: list[dict[str, Any]], *, settings: dict[str, Any] | None = None,
            note: str = "", smoke: bool = False, out_dir: Path | str | None = None,
            when: _dt.datetime | None = None) -> Path:
@@ -129,11 +121,15 @@ def record(benchmark: str, results: list[dict[str, Any]], *, settings: dict[str,
     if not rows or any(set(row) != set(rows[0]) for row in rows):
         raise ValueError(f"{benchmark}: results must be one or more rows with the same keys. Got {rows!r} instead.")
     when = (when or _dt.datetime.now(_dt.timezone.utc)).astimezone(_dt.timezone.utc)
+    try:  # the 1-minute load average: above zero, the timings are inflated
+        load = round(os.getloadavg()[0], 2)
+    except (AttributeError, OSError):  # none on this platform
+        load = None
     folder = Path(out_dir or os.environ.get("NHTLAB_MEASUREMENTS_DIR") or DEFAULT_DIR)
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{benchmark}-{when:%Y%m%dT%H%M%SZ}.json"
     payload = {"schema": SCHEMA, "benchmark": benchmark, "date": when.isoformat(timespec="seconds"),
-               "machine": machine(), "commit": commit(), "load_average": _load_average(), "smoke": bool(smoke),
+               "machine": machine(), "commit": commit(), "load_average": load, "smoke": bool(smoke),
                "settings": dict(settings or {}), "note": note, "results": rows}
     path.write_text(json.dumps(payload, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     return path
