@@ -34,19 +34,21 @@ def test_cpu_ticks_count_this_process_busy_loop_as_busy():
     assert busy <= total
 
 
-def test_a_lane_keeps_going_past_a_failed_chapter_only_when_asked(monkeypatch):
-    def execute_one(item, threads=None):
-        if item[0].endswith("02_regimes.ipynb"):
+def test_the_build_keeps_going_past_a_failed_chapter_only_when_asked(tmp_path, monkeypatch):
+    def execute(notebook, profile, force):
+        if notebook.stem == "02_regimes":
             raise RuntimeError("closing checks: regime: λ = 5 read weak")
-        return item[0] + ".out", 12.0, False
+        return notebook.with_suffix(".out"), 12.0, False
 
-    monkeypatch.setattr(build_book, "_execute_one", execute_one)
-    todo = [("book/02_regimes.ipynb", "quick", False), ("book/08_own_model.ipynb", "quick", False)]
+    monkeypatch.setattr(build_book, "execute", execute)
+    monkeypatch.setattr(build_book, "BUILD", tmp_path)  # the running markers
+    only = ["02_regimes", "08_own_model"]
     with pytest.raises(RuntimeError, match="λ = 5"):
-        build_book._execute_chapters(todo)
-    done = build_book._execute_chapters(todo, keep_going=True)
-    assert [seconds for _, seconds, _ in done][1] == 12.0
-    assert math.isnan(done[0][1])  # the failed chapter, and the lane went on to the next one
+        build_book.execute_all("quick", only=only)
+    done = build_book.execute_all("quick", only=only, keep_going=True)
+    assert done["08_own_model"] == (12.0, False)
+    assert math.isnan(done["02_regimes"][0])  # the failed chapter, and the build went on to the next one
+    assert not list(tmp_path.rglob("*.running"))  # a failed chapter's marker is gone too
 
 
 def test_the_build_record_names_each_chapter_and_what_the_ledger_says(tmp_path, monkeypatch):
@@ -116,14 +118,15 @@ def test_expected_seconds_come_from_this_folders_stamps_else_this_machines_newes
     assert build_book.expected_seconds("book", books) == ({"01_a": 7.5, "02_b": 3.0}, "this build folder's last executions")
 
 
-def test_one_process_executes_the_chapters_in_the_order_given(monkeypatch):
+def test_one_process_executes_the_chapters_in_the_order_given(tmp_path, monkeypatch):
     seen = []
 
-    def execute_one(item, threads=None):
-        seen.append(Path(item[0]).stem)
-        return item[0] + ".out", float(len(seen)), False
+    def execute(notebook, profile, force):
+        seen.append(notebook.stem)
+        return notebook.with_suffix(".out"), float(len(seen)), False
 
-    monkeypatch.setattr(build_book, "_execute_one", execute_one)
+    monkeypatch.setattr(build_book, "execute", execute)
+    monkeypatch.setattr(build_book, "BUILD", tmp_path)  # the running markers
     books = build_book.chapters()
     results = build_book.execute_all("quick", jobs=1, order=books[::-1])
     assert seen == [nb.stem for nb in books[::-1]]

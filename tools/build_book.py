@@ -210,46 +210,37 @@ def execute(notebook: Path, profile: str, force: bool = False) -> tuple[Path, fl
     return out, seconds, False
 
 
-def _execute_one(args: tuple[str, str, bool], threads: int | None = None) -> tuple[str, float, bool]:
+def execute_chapter(notebook: Path, profile: str, force: bool, threads: int | None = None,
+                    keep_going: bool = False) -> tuple[float, bool]:
+    """:func:`execute` in a build's pool (``threads``: one per kernel), printing its line: (seconds, cached);
+    with ``keep_going`` a failed chapter gets seconds NaN instead of raising."""
     if threads is not None:
         # Parallel chapters: one BLAS/OpenMP thread per kernel, or the threads spin against each other.
         os.environ["OMP_NUM_THREADS"] = os.environ["MKL_NUM_THREADS"] = str(threads)
         # Side by side, chapters and pools run more loops than cores: each loop holds a slot instead.
         os.environ.setdefault("NHTLAB_CPU_SLOTS", str(os.cpu_count() or 1))
     # the progress lines read it: a pool marks a queued task "running" already
-    marker = running_marker(Path(args[0]).stem, args[1])
+    marker = running_marker(notebook.stem, profile)
     marker.parent.mkdir(parents=True, exist_ok=True)
     marker.write_text(str(time.time()))
     try:
-        out, seconds, cached = execute(Path(args[0]), args[1], args[2])
+        out, seconds, cached = execute(notebook, profile, force)
+    except Exception as err:  # papermill's execution error, re-raised unless keep_going
+        if not keep_going:
+            raise
+        print(f"  {notebook.stem}: FAILED ({str(err).strip().splitlines()[-1][:200]})", flush=True)
+        return float("nan"), False
     finally:
         marker.unlink(missing_ok=True)
-    return str(out), seconds, cached
+    stamp = read_stamp(out)
+    cpu = f", {stamp[2]:,.0f} CPU s" if stamp and stamp[2] is not None else ""
+    print(f"  {notebook.stem}: {'cached' if cached else f'{seconds:.0f} s{cpu}'}", flush=True)
+    return seconds, cached
 
 
 def running_marker(stem: str, profile: str) -> Path:
     """The file that says chapter ``stem`` is executing in ``profile`` now."""
     return BUILD / "executed" / profile / f"{stem}.running"
-
-
-def _execute_chapters(todo: list[tuple[str, str, bool]], threads: int | None = 1,
-                      keep_going: bool = False) -> list[tuple[str, float, bool]]:
-    """Execute chapters one after another; with ``keep_going`` a failed one gets seconds NaN and the next runs."""
-    done = []
-    for item in todo:
-        try:
-            out, seconds, cached = _execute_one(item, threads=threads)
-        except Exception as err:  # papermill's execution error, re-raised unless keep_going
-            if not keep_going:
-                raise
-            print(f"  {Path(item[0]).stem}: FAILED ({str(err).strip().splitlines()[-1][:200]})", flush=True)
-            done.append((str(item[0]), float("nan"), False))
-            continue
-        done.append((out, seconds, cached))
-        stamp = read_stamp(Path(out))
-        cpu = f", {stamp[2]:,.0f} CPU s" if stamp and stamp[2] is not None else ""
-        print(f"  {Path(item[0]).stem}: {'cached' if cached else f'{seconds:.0f} s{cpu}'}", flush=True)
-    return done
 
 
 def expected_seconds(profile: str, notebooks: list[Path]) -> tuple[dict[str, float], str]:
@@ -258,22 +249,15 @@ def expected_seconds(profile: str, notebooks: list[Path]) -> tuple[dict[str, flo
     This folder's stamps where every chapter has one; else the newest ``build_book`` record, this
     machine's kind preferred; else none.
     """
-    stamps = {}
-    for nb in notebooks:
-        stamp = read_stamp(BUILD / "executed" / profile / nb.name)
-        if stamp is not None and math.isfinite(stamp[1]):
-            stamps[nb.stem] = stamp[1]
+    stamps = {nb.stem: stamp[1] for nb in notebooks
+              if (stamp := read_stamp(BUILD / "executed" / profile / nb.name)) and math.isfinite(stamp[1])}
     if len(stamps) == len(notebooks):
         return stamps, "this build folder's last executions"
-    records = []  # this checkout's kept build records of the profile, and this machine's
-    for path in [*sorted((ROOT / "benchmarks" / "results").glob("build_book-*.json")),
-                 *sorted((BUILD / "measurements").glob("build_book-*.json"))]:
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            continue
-        if data.get("settings", {}).get("profile") == profile:
-            records.append(data)
+    import measurements_page
+
+    # this checkout's kept build records of the profile, and this machine's
+    records = [r for r in measurements_page.load([ROOT / "benchmarks" / "results", BUILD / "measurements"])
+               if r["benchmark"] == "build_book" and r.get("settings", {}).get("profile") == profile]
     if not records:
         return {}, "no measured build"
     from _record import machine
@@ -345,22 +329,17 @@ def execute_all(profile: str, jobs: int = 1, force: bool = False, only: list[str
     if jobs > 1:
         # One chapter per task: a free process takes the next chapter in ``order``.
         with ProcessPoolExecutor(max(1, min(jobs, len(order)))) as pool:
-            futures = {nb.stem: pool.submit(_execute_chapters, [(str(nb), profile, force)], 1, keep_going)
-                       for nb in order}
+            futures = {nb.stem: pool.submit(execute_chapter, nb, profile, force, 1, keep_going) for nb in order}
             # a chapter runs once its worker has written its marker (a queued task already counts as running)
             with ChapterProgress(expected, lambda: [stem for stem, f in futures.items()
                                                     if f.running() and running_marker(stem, profile).exists()]):
-                for stem, future in futures.items():
-                    (_, seconds, cached), = future.result()
-                    results[stem] = (seconds, cached)
+                results = {stem: future.result() for stem, future in futures.items()}
     else:  # every chapter in this process, with torch's default threads
         current: list[str] = []
         with ChapterProgress(expected, lambda: list(current)):
             for nb in order:
                 current[:] = [nb.stem]
-                (_, seconds, cached), = _execute_chapters([(str(nb), profile, force)], threads=None,
-                                                          keep_going=keep_going)
-                results[nb.stem] = (seconds, cached)
+                results[nb.stem] = execute_chapter(nb, profile, force, keep_going=keep_going)
     return {nb.stem: results[nb.stem] for nb in notebooks}
 
 
@@ -371,7 +350,8 @@ def stage(profile: str, only: list[str] | None = None) -> Path:
         shutil.rmtree(target)
     target.mkdir(parents=True)
     shutil.copy(ROOT / "_config.yml", target / "_config.yml")
-    built = {nb.stem for nb in chapters(only)}
+    notebooks = chapters(only)
+    built = [nb.stem for nb in notebooks]
     toc = [line for line in (ROOT / "_toc.yml").read_text().splitlines()
            if not re.search(r"file: book/\d\d_", line) or line.split("book/")[1].strip() in built]
     (target / "_toc.yml").write_text("\n".join(toc) + "\n")
@@ -380,11 +360,11 @@ def stage(profile: str, only: list[str] | None = None) -> Path:
     from vendor_js import vendor
 
     shutil.copytree(vendor(), target / "_static" / "vendor")
-    for nb in chapters(only):
+    for nb in notebooks:
         shutil.copy(BUILD / "executed" / profile / nb.name, target / "book" / nb.name)
     import findings_page
 
-    records = findings_page.load_records(BUILD / "executed" / profile, [nb.stem for nb in chapters(only)])
+    records = findings_page.load_records(BUILD / "executed" / profile, built)
     (target / "book" / "findings.md").write_text(findings_page.render(records, profile), encoding="utf-8")
     return target
 
