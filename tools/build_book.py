@@ -33,6 +33,8 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import yaml
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(ROOT / "benchmarks"))  # benchmarks/_record: the machine's name and the build's record
@@ -352,9 +354,12 @@ def stage(profile: str, only: list[str] | None = None) -> Path:
     shutil.copy(ROOT / "_config.yml", target / "_config.yml")
     notebooks = chapters(only)
     built = [nb.stem for nb in notebooks]
-    toc = [line for line in (ROOT / "_toc.yml").read_text().splitlines()
-           if not re.search(r"file: book/\d\d_", line) or line.split("book/")[1].strip() in built]
-    (target / "_toc.yml").write_text("\n".join(toc) + "\n")
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    for part in toc["parts"]:  # chapters left out by --only leave the toc, and a part left empty goes with them
+        part["chapters"] = [c for c in part["chapters"]
+                            if not re.match(r"book/\d\d_", c["file"]) or c["file"].split("/")[1] in built]
+    toc["parts"] = [part for part in toc["parts"] if part["chapters"]]
+    (target / "_toc.yml").write_text(yaml.safe_dump(toc, sort_keys=False))
     shutil.copytree(BOOK, target / "book",
                     ignore=shutil.ignore_patterns("*.ipynb", "*.py", "__pycache__", ".ipynb_checkpoints"))
     from vendor_js import vendor
