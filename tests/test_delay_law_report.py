@@ -70,8 +70,6 @@ def test_paper_comparison_needs_three_lambdas_to_fit():
     cmp = paper_comparison(two)
     assert cmp.fit is None and cmp.fit_lambdas == [0.5, 1.0]
     assert "fit needs 3" in cmp.fit_text()
-    assert paper_comparison(two, min_fit_lambdas=2).fit["n"] == 2  # a line through two points...
-    assert paper_comparison(two, min_fit_lambdas=2).fit["r2"] == pytest.approx(1.0)  # ...always fits
 
 
 def test_paper_comparison_counts_runs_that_do_not_grok_and_the_edges():
@@ -169,7 +167,6 @@ def test_eta_fit_contraction_and_ratio_records():
     eta = eta_comparison(points["grok"])
     assert [r["η"] for r in eta] == [1e-3, 2e-3] and eta[1]["T_grok (companion)"] == "840 ± 80"
     assert eta[1]["delay"] == "550 ± 50" and eta[1]["mean delay"] == pytest.approx(550.0)
-    assert eta_comparison(points["grok"], weight_decay=0.5)[0]["T_grok (companion)"] == "—"
     fits = law_fits(points)
     assert set(fits) == {"companion", "grok"}
     rows = fit_records(fits)

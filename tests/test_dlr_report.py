@@ -219,13 +219,10 @@ def test_the_knee_is_the_fewest_eigenfunctions_holding_the_share_at_the_nearest_
     records = spectrum(0, [0.1, 0.2, 0.3, 0.4]) + spectrum(100, [0.5, 0.9, 0.95, 1.0])
     knee = report.spectrum_knee(records, 90)
     assert (knee["step"], knee["k"], knee["top"], knee["utilisation"]) == (100, 2, 4, 0.9)
-    assert report.spectrum_knee(records, 90, share=0.96)["k"] == 4
     assert report.spectrum_knee(records, 0)["k"] == 4  # 0.3 < 0.9 × 0.4 ≤ 0.4
     text = report.spectra_text(records, None, 100, 100).split("<details")[0]
     assert "At T_grok (step 100) look at k = 2" in text and "0.900" in text and "all 4 kept" in text
     assert "no T_grok" in report.spectra_text(records, None, None, 100)
-    with pytest.raises(ValueError, match="share"):
-        report.spectrum_knee(records, 0, share=0)
     with pytest.raises(ValueError, match="records"):
         report.spectrum_knee([], 0)
 

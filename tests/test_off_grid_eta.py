@@ -9,7 +9,7 @@ import pytest
 
 import nhtlab
 import nhtlab.book.off_grid_eta as og
-from nhtlab.analysis.eta import synthetic_contraction
+from nhtlab.analysis.eta import conformal_quantile, nearest_setting, synthetic_contraction
 from nhtlab.book.off_grid_eta import off_grid_verdict
 
 GRID = [(1e-3, lam) for lam in (0.1, 0.3, 0.5, 1.0)]
@@ -38,9 +38,9 @@ def test_baseline_b_is_exact_on_runs_that_obey_the_delay_law():
 
 
 def test_nearest_setting_is_nearest_in_log_eta_lambda_with_ties_to_the_larger():
-    assert og.nearest_setting((1e-3, 0.2), GRID) == (1e-3, 0.3)
-    assert og.nearest_setting((3e-3, 0.3), GRID) == (1e-3, 1.0)
-    assert og.nearest_setting((1e-3, 0.2), [(1e-3, 0.1), (1e-3, 0.4)]) == (1e-3, 0.4)  # log-equidistant
+    assert nearest_setting((1e-3, 0.2), GRID) == (1e-3, 0.3)
+    assert nearest_setting((3e-3, 0.3), GRID) == (1e-3, 1.0)
+    assert nearest_setting((1e-3, 0.2), [(1e-3, 0.1), (1e-3, 0.4)]) == (1e-3, 0.4)  # log-equidistant
 
 
 def test_conformal_quantile_covers_exchangeable_errors_at_about_the_stated_level():
@@ -48,11 +48,11 @@ def test_conformal_quantile_covers_exchangeable_errors_at_about_the_stated_level
     hits = []
     for _ in range(400):  # marginal coverage over calibration draws: ≥ 0.8, and < 0.8 + 1/(n+1)
         scores = np.abs(rng.normal(size=20))
-        q = og.conformal_quantile(scores, 0.8)
+        q = conformal_quantile(scores, 0.8)
         hits.extend(np.abs(rng.normal(size=50)) <= q)
     assert 0.78 <= np.mean(hits) <= 0.80 + 1 / 21 + 0.02
-    assert og.conformal_quantile([0.1, 0.2], 0.8) == math.inf  # too few scores: an unbounded interval
-    assert og.conformal_quantile([0.1, 0.2, 0.3, 0.4], 0.5) == 0.3
+    assert conformal_quantile([0.1, 0.2], 0.8) == math.inf  # too few scores: an unbounded interval
+    assert conformal_quantile([0.1, 0.2, 0.3, 0.4], 0.5) == 0.3
 
 
 def test_wilson_interval_brackets_the_rate_and_widens_with_fewer_runs():
@@ -177,9 +177,9 @@ def test_bad_inputs_raise_named_errors():
     with pytest.raises(ValueError, match="'k' parameter of wilson_interval"):
         og.wilson_interval(5, 3)
     with pytest.raises(ValueError, match="'coverage'"):
-        og.conformal_quantile([0.1], 1.0)
+        conformal_quantile([0.1], 1.0)
     with pytest.raises(ValueError, match="'calibrated' parameter of nearest_setting"):
-        og.nearest_setting((1e-3, 1.0), [])
+        nearest_setting((1e-3, 1.0), [])
 
 
 def test_monitor_readings_set_the_online_regime_beside_the_finished_diagnosis():

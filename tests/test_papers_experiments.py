@@ -99,7 +99,7 @@ def test_the_learning_rate_experiment_gives_one_finite_row_per_rate_and_seed():
     records = nb.lr_sweep(images, [1e-3, 1e-2], [0, 1], channels=(4, 4, 4, 4, 8, 8), steps=3, weight_decay=0.05,
                           batch_size=32, lr=0.5)  # an lr among the training settings is replaced
     assert [(r["lr"], r["seed"]) for r in records] == [(1e-3, 0), (1e-3, 1), (1e-2, 0), (1e-2, 1)]
-    assert all(math.isfinite(r["dlr"]) and 0 <= r["dlr"] <= 1 and r["cpu_s"] >= 0 for r in records)
+    assert all(math.isfinite(r["dlr"]) and 0 <= r["dlr"] <= 1 for r in records)
     readings = nb.lr_readings(records)
     assert len(readings) == 3 and all(r.n == 2 for r in readings)
     finite, brackets = nb.lr_checks(records)
@@ -112,7 +112,7 @@ def test_lr_readings_follow_the_records():
     a, b, c = nb.lr_readings(rows)
     assert (a.by_seed[0], b.by_seed[0], c.by_seed[0]) == ("yes", "lazier", "more")
     assert nb.lr_checks(rows)[1]
-    assert nb.features_used([0.2, 0.97]) == 2
+    assert nb.features_used([0.2, 0.97]) == 2 and nb.features_used([0.5, 0.8]) is None
 
 
 def test_ledger_cpu_seconds_reads_the_latest_training_of_each_run(tmp_path):

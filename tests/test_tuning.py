@@ -8,6 +8,7 @@ from types import SimpleNamespace
 import pytest
 
 import nhtlab
+from nhtlab.analysis.regimes import budget_regime
 from nhtlab.book import tuning_report as tuning
 
 
@@ -47,8 +48,6 @@ def test_fit_threshold_closed_form():
 def test_contracting_step_is_the_monitor_rule():
     assert tuning.contracting_step([0, 1, 2, 3], [1, 2, 3, 4], 0.05) is None
     assert tuning.contracting_step([0, 1, 2, 3], [1, 10, 9.6, 9.4], 0.05) == 3
-    with pytest.raises(ValueError):
-        tuning.contracting_step([0, 1], [1.0], 0.05)
 
 
 def test_records_regimes_and_recipe():
@@ -94,8 +93,6 @@ def test_checks_hold_on_a_good_grid_and_fail_on_bad_ones():
     verdicts = nhtlab.book.lambda_checks(nhtlab.book.lambda_readings(bad))
     assert [c.passed for c in verdicts] == [False, False, False]
     assert [c.passed for c in nhtlab.book.lambda_checks(nhtlab.book.lambda_readings(good, rule="all"))] == [True, True, False]
-    with pytest.raises(ValueError):
-        nhtlab.book.lambda_checks({})
 
 
 def test_readout_first_reading_is_displayed_not_asserted():
@@ -141,10 +138,13 @@ def test_first_turn_answer_counts_a_lone_contraction_as_first():
 
 
 def test_a_weak_or_strong_label_needs_one_time_scale_of_budget():
-    assert tuning.decided_regime("weak", lr=3e-3, lam=0.01, steps=1500) == "not decided within 1,500 steps"
-    assert tuning.decided_regime("strong", lr=3e-3, lam=0.1, steps=1500) == "not decided within 1,500 steps"
-    assert tuning.decided_regime("strong", lr=3e-3, lam=1.0, steps=1500) == "strong"  # 4.5 time scales
-    assert tuning.decided_regime("intermediate", lr=3e-3, lam=0.01, steps=1500) == "intermediate"  # observed
+    def decided(regime, lam):  # the chapter's budget rule: one time scale 1/(ηλ), η = 3·10⁻³, 1,500 steps
+        return budget_regime(regime, 1500, 3e-3 * lam, tuning.DECIDED_AFTER)
+
+    assert decided("weak", 0.01) == "not decided within 1,500 steps"
+    assert decided("strong", 0.1) == "not decided within 1,500 steps"
+    assert decided("strong", 1.0) == "strong"  # 4.5 time scales
+    assert decided("intermediate", 0.01) == "intermediate"  # observed
     records = tuning.lambda_grid_records(grid({0: GOOD}), fit=0.6, lr=3e-3, steps=1500)
     assert [r["regime"] for r in records] == ["not decided within 1,500 steps", "intermediate", "strong"]
     assert [r["online regime"] for r in records] == list(GOOD)

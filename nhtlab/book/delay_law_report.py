@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from itertools import pairwise
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -20,7 +20,7 @@ from ..history import History
 from ..thresholds import ETA_SHIP_CUT
 from ..papers import (COMPANION_CONTRACTION, COMPANION_THEORY_RATIO, COMPANION_ETA_SWEEP, COMPANION_GROK_COUNTS, COMPANION_GROK_FIT,
                       COMPANION_LAMBDA_SWEEP, paper_cell)
-from ..validation import require_int, require_real, require_type
+from ..validation import require_real, require_type
 from .claims import Check, Reading, over_seeds
 from .exercises import Feedback, check_answer
 from ..analysis.delay import DEFINITIONS, LinearFit, contraction_fit, delay_fits, delay_point, linear_fit, mean_std
@@ -64,14 +64,13 @@ def _labels(histories: Sequence[History], labels: Sequence[str] | None, owner: s
 @dataclass
 class PaperComparison:
     """The λ sweep beside the companion's Table 3 (:func:`paper_comparison`): ``rows`` of display cells
-    ``"ours (companion)"``, and ``fit`` (None with fewer than ``min_fit_lambdas`` grokked λ values).
+    ``"ours (companion)"``, and ``fit`` (None with fewer than :data:`MIN_FIT_LAMBDAS` grokked λ values).
     """
 
     rows: list[dict[str, Any]]
     stats: dict[float, dict[str, Any]]
     fit: dict[str, Any] | None
-    fit_lambdas: list[float] = field(default_factory=list)
-    min_fit_lambdas: int = MIN_FIT_LAMBDAS
+    fit_lambdas: list[float]
 
     def fit_text(self) -> str:
         """The fit as a sentence, beside the companion's, or why there is none."""
@@ -81,7 +80,7 @@ class PaperComparison:
                   f"intercept {paper['intercept']:,}, R² {paper['r2']}")
         if self.fit is None:
             return (f"T_grok against 1/λ on λ ∈ [{lo:g}, {hi:g}]: {len(self.fit_lambdas)} λ value(s) in range "
-                    f"grokked, and the fit needs {self.min_fit_lambdas} ({theirs}).")
+                    f"grokked, and the fit needs {MIN_FIT_LAMBDAS} ({theirs}).")
         f = self.fit
         inside = "inside" if f["slope_within_ci"] else "outside"
         fitted = ", ".join(f"{lam:g}" for lam in self.fit_lambdas)
@@ -95,7 +94,7 @@ def _pair(ours: str, theirs: str) -> str:
     return ours if theirs == "—" else f"{ours} ({theirs})"
 
 
-def paper_comparison(histories: Sequence[History], min_fit_lambdas: int = MIN_FIT_LAMBDAS) -> PaperComparison:
+def paper_comparison(histories: Sequence[History]) -> PaperComparison:
     """Our λ sweep beside the companion's Table 3, and the fit of T_grok (seed means) against 1/λ.
 
     T_mem and T_grok are averaged over the grokked runs, T_escape over those whose ‖θ‖² came within
@@ -104,7 +103,6 @@ def paper_comparison(histories: Sequence[History], min_fit_lambdas: int = MIN_FI
     require_type(histories, "histories", Sequence, owner="paper_comparison")
     for i, h in enumerate(histories):
         require_type(h, f"histories[{i}]", History, owner="paper_comparison")
-    require_int(min_fit_lambdas, "min_fit_lambdas", low=2, owner="paper_comparison")
     if not histories:
         raise ValueError("The 'histories' parameter of paper_comparison must hold at least one run. Got none.")
     lrs = {float(h.config["lr"]) for h in histories}
@@ -138,12 +136,12 @@ def paper_comparison(histories: Sequence[History], min_fit_lambdas: int = MIN_FI
     lo, hi = FIT_LAMBDA_RANGE
     fit_lambdas = [lam for lam in sorted(stats) if lo <= lam <= hi and stats[lam]["t_grok"] is not None]
     fit = None
-    if len(fit_lambdas) >= min_fit_lambdas:
+    if len(fit_lambdas) >= MIN_FIT_LAMBDAS:
         line = linear_fit([1.0 / lam for lam in fit_lambdas], [stats[lam]["t_grok"][0] for lam in fit_lambdas])
         ci = COMPANION_GROK_FIT["slope_ci"]
         fit = {"slope": line.slope, "intercept": line.intercept, "r2": line.r2, "n": line.n,
                "lambdas": fit_lambdas, "slope_within_ci": bool(ci[0] <= line.slope <= ci[1])}
-    return PaperComparison(rows=rows, stats=stats, fit=fit, fit_lambdas=fit_lambdas, min_fit_lambdas=min_fit_lambdas)
+    return PaperComparison(rows=rows, stats=stats, fit=fit, fit_lambdas=fit_lambdas)
 
 
 # --- Records of a set of runs ---------------------------------------------------------------------
@@ -173,11 +171,11 @@ def run_records(histories: Sequence[History], labels: Sequence[str] | None = Non
     return rows
 
 
-def eta_comparison(points: Sequence[Mapping[str, Any]], weight_decay: float = 1.0) -> list[dict[str, Any]]:
-    """T_grok and the delay at one λ (default init) for each η, beside the companion's η sweep."""
-    at = [p for p in points if p["weight_decay"] == weight_decay and p.get("init_scale", 1.0) == 1.0]
+def eta_comparison(points: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """T_grok and the delay at λ = 1 (default init) for each η, beside the companion's η sweep."""
+    at = [p for p in points if p["weight_decay"] == 1.0 and p.get("init_scale", 1.0) == 1.0]
     return [{"η": lr, "runs": len(mine), "T_grok": paper_cell(mean_std(mine, "t_grok")),
-             "T_grok (companion)": paper_cell(COMPANION_ETA_SWEEP.get(lr) if weight_decay == 1.0 else None),
+             "T_grok (companion)": paper_cell(COMPANION_ETA_SWEEP.get(lr)),
              "delay": paper_cell(delay), "mean delay": delay[0]}
             for lr in sorted({p["lr"] for p in at}) for mine in [[p for p in at if p["lr"] == lr]]
             for delay in [mean_std(mine, "measured")]]
@@ -296,11 +294,6 @@ def lr_scaling_exercise(answer: float | None, points: Sequence[Mapping[str, Any]
 
     The law's delay goes as 1/η at fixed λ and norm gap, so its answer is the base run's measured
     delay scaled by ``lr / new_lr``; ``unanswered`` when the base run did not grok.
-
-    >>> pts = [dict(weight_decay=1.0, lr=lr, seed=0, init_scale=1.0, measured=m) for lr, m in ((1e-3, 3000), (2e-3, 1400))]
-    >>> print(lr_scaling_exercise(1500, pts, lr=1e-3, new_lr=2e-3, seed=0))
-    Correct: 1500 is within 10% of the expected value.
-    The expected answer: 1,500. The λ = 1 run at η = 0.001 waited 3,000 steps, and 3,000 · 0.001 / 0.002 = 1,500; the run at η = 0.002 measured 1,400.
     """
     require_real(lr, "lr", 0.0, low_open=True, owner="lr_scaling_exercise")
     require_real(new_lr, "new_lr", 0.0, low_open=True, owner="lr_scaling_exercise")
@@ -324,9 +317,6 @@ def law_line(points: Sequence[Mapping[str, Any]]) -> tuple[float, float]:
 
     The reference of chapter 3's code exercise: the reader fits T_grok − T_mem against
     log(V_mem/V_grok)/(ηλ) with numpy and compares.
-
-    >>> [round(v, 6) for v in law_line([{"measured": 1100, "predicted": 1000}, {"measured": 2100, "predicted": 2000}])]
-    [1.0, 100.0]
     """
     fit = linear_fit([p["predicted"] for p in points], [p["measured"] for p in points])
     return float(fit.slope), float(fit.intercept)

@@ -63,19 +63,18 @@ def dlr_decomposition(history: History, title: str = "DLR = 1 − f_in · √(PR
 
 
 def spectra_explorer(records: Sequence[Mapping[str, Any]], title: str = "", events: Events | None = None,
-                     history: History | None = None, start: int | None = None) -> alt.VConcatChart:
+                     history: History | None = None) -> alt.VConcatChart:
     """Relative eigenvalues, cumulative quality Π* and utilisation Π̂ against k, with a step slider.
 
     ``records`` are :meth:`nhtlab.measures.spectra.Spectrum.to_records` rows with a ``step``
-    field, for evenly spaced steps (the slider moves in that spacing). The slider opens at
-    ``start`` (the recorded step nearest it; by default T_grok of ``events``, else the first step).
-    With ``history``, a top panel draws DLR and test accuracy over training with T_mem and T_grok
-    (``events``) marked and a black rule at the step the slider shows.
+    field, for evenly spaced steps (the slider moves in that spacing). The slider opens at the
+    recorded step nearest T_grok of ``events`` (else T_mem, else the first step). With ``history``, a
+    top panel draws DLR and test accuracy over training with T_mem and T_grok (``events``) marked and
+    a black rule at the step the slider shows.
     """
     steps = sorted({int(r["step"]) for r in records})
     spacing = steps[1] - steps[0] if len(steps) > 1 else 1
-    if start is None and events is not None:
-        start = events.t_grok if events.t_grok is not None else events.t_mem
+    start = None if events is None else events.t_grok if events.t_grok is not None else events.t_mem
     named = ", ".join(f"{n} = {s:,}" for n, s in (("T_mem", getattr(events, "t_mem", None)),
                                                   ("T_grok", getattr(events, "t_grok", None))) if s is not None)
     nearest = steps[0] if start is None else min(steps, key=lambda s: (abs(s - start), s))
@@ -135,20 +134,19 @@ def compare_measures(runs: Sequence[tuple[str, History]]) -> alt.VConcatChart:
     return alt.vconcat(*panels)
 
 
-def toy_chart(records: Sequence[Mapping[str, Any]], x: str = "alpha", title: str = "") -> alt.Chart:
-    """DLR (and any other numeric fields named in the records) against the toy's mixing knob ``x``."""
-    fields = [k for k in records[0] if k != x]
+def toy_chart(records: Sequence[Mapping[str, Any]], title: str = "") -> alt.Chart:
+    """DLR (and any other numeric fields named in the records) against the toy's mixing knob α."""
+    fields = [k for k in records[0] if k != "alpha"]
     return alt.Chart(alt.Data(values=list(records))).transform_fold(fields, as_=["series", "value"]).mark_line(point=True).encode(
-        x=alt.X(f"{x}:Q", title=x),
+        x=alt.X("alpha:Q", title="alpha"),
         y=alt.Y("value:Q", title="value", scale=alt.Scale(domain=[0, 1])),
         color=alt.Color("series:N", title=""),
-        tooltip=["series:N", f"{x}:Q", alt.Tooltip("value:Q", format=".3f")],
+        tooltip=["series:N", "alpha:Q", alt.Tooltip("value:Q", format=".3f")],
     ).properties(width=WIDTH, height=220, title=title)
 
 
-def dlr_band(records: Sequence[Mapping[str, Any]], events: Events | None = None, rule: str = "energy 0.99",
-             title: str = "") -> alt.LayerChart:
-    """DLR under the chosen rule (line) inside the band of the other rank rules (shaded).
+def dlr_band(records: Sequence[Mapping[str, Any]], events: Events | None = None, title: str = "") -> alt.LayerChart:
+    """DLR under the chosen rule, energy 0.99 (line), inside the band of the other rank rules (shaded).
 
     ``records`` are :func:`~nhtlab.book.dlr_report.rule_band`'s rows."""
     zoom = alt.selection_interval(bind="scales", encodings=["x"])
@@ -158,12 +156,12 @@ def dlr_band(records: Sequence[Mapping[str, Any]], events: Events | None = None,
         tooltip=["step:Q", alt.Tooltip("low:Q", format=".3f"), alt.Tooltip("high:Q", format=".3f")],
     )
     line = base.mark_line(color="#d62728", point=True).encode(
-        x="step:Q", y="dlr:Q", tooltip=["step:Q", alt.Tooltip("dlr:Q", format=".3f", title=f"DLR ({rule})")],
+        x="step:Q", y="dlr:Q", tooltip=["step:Q", alt.Tooltip("dlr:Q", format=".3f", title="DLR (energy 0.99)")],
     )
     chart = band + line
     if events is not None:
         chart = chart + event_rules(events)
-    return chart.add_params(zoom).properties(width=WIDTH, height=220, title=title or f"DLR ({rule}) and the band of the other rank rules")
+    return chart.add_params(zoom).properties(width=WIDTH, height=220, title=title or "DLR (energy 0.99) and the band of the other rank rules")
 
 
 def lr_panels(records: Sequence[Mapping[str, Any]], title: str = "") -> alt.HConcatChart:

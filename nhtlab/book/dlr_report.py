@@ -3,24 +3,13 @@
 Each function takes the runs' own measurements (history rows, lazy/rich results, spectrum records) and
 returns records, a table (:func:`dlr_table`), text with its evidence closed under "How we know", or a
 :class:`~nhtlab.book.claims.Check` verdict the chapter asserts. Only the CNN runs train
-(:func:`cnn_runs`, and :func:`lr_run` for the learning-rate experiment).
-
->>> rows = [{"step": 0, "dlr": 0.2}, {"step": 100, "dlr": 0.25}, {"step": 200, "dlr": 0.05}]
->>> t = timing_check(rows, t_mem=100, t_grok=200)
->>> t.passed, t.detail
-(True, 'change before T_mem +0.050, fall T_mem → T_grok +0.200')
->>> print(dlr_table("paper_cnn", [{"run": "a", "dlr": 0.5, "test_acc": 0.25}]))
-| the paper's run | DLR | test acc |
-|---|---|---|
-| a | 0.500 | 25.0% |
->>> features_used([0.5, 0.8, 0.96, 0.99]), features_used([0.5, 0.8])
-(3, None)
+(:func:`cnn_runs`, and :func:`lr_sweep` for the learning-rate experiment).
 """
 
 from __future__ import annotations
 
+import itertools
 import math
-import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -35,7 +24,7 @@ from ..measures.dlr import CANDIDATE_RULES, RULE_THRESHOLDS, _check_rank, dlr, d
 from ..models.cnn import SimpleCNN
 from ..training.dlr_tracker import DLRTracker
 from ..training.loop import TrainConfig, train
-from ..validation import require_int, require_real, require_type
+from ..validation import require_int, require_type
 from .claims import Check, Reading, over_seeds, reading_rows
 from .dlr_probes import companion_probe, tracked_run
 from .report import Markdown, evidence, md, table
@@ -49,7 +38,7 @@ __all__ = [
     # the chapter's tables and text
     "dlr_table", "toy_text", "rule_evidence", "timing_text", "spectra_text", "mlp_text", "cnn_text",
     # the CNNs and the learning-rate experiment
-    "cnn_runs", "features_used", "lr_run", "lr_sweep", "lr_readings", "lr_checks", "lr_section",
+    "cnn_runs", "features_used", "lr_sweep", "lr_readings", "lr_checks", "lr_section",
     # the lesson's furniture: the spectrum's knee, the exercise, the takeaway
     "spectrum_knee", "dlr_of_arrays", "dlr_exercise_cases", "dlr_found",
     # the rank-rule study (chapter 04's choice of rank rule), and its rules (nhtlab.measures.dlr)
@@ -158,14 +147,7 @@ def lazy_rich_checks(records: Sequence[Mapping[str, Any]], margin: float = 0.2, 
 
 
 def lazy_rich_answer(records: Sequence[Mapping[str, Any]]) -> tuple[str, tuple[str, str], str]:
-    """The answer the lazy/rich runs give to "which has the higher DLR, lazy (large α) or rich (small α)?".
-
-    Examples
-    --------
-    >>> rows = [dict(alpha=0.3, dlr=0.1, cka_to_init=0.2), dict(alpha=100.0, dlr=0.8, cka_to_init=0.99)]
-    >>> lazy_rich_answer(rows)[0]
-    'lazy'
-    """
+    """The answer the lazy/rich runs give to "which has the higher DLR, lazy (large α) or rich (small α)?"."""
     rich, lazy = _ends(records, "lazy_rich_answer")
     answer = "lazy" if lazy["dlr"] > rich["dlr"] else "rich"
     return answer, ("lazy", "rich"), (f"DLR is {lazy['dlr']:.3f} at α = {lazy['alpha']:g} (CKA to its initial features "
@@ -401,29 +383,16 @@ def spectra_marks(records: Sequence[Mapping[str, Any]], marks: Mapping[str, int 
             for label, step in marks.items() if step is not None]
 
 
-def spectrum_knee(records: Sequence[Mapping[str, Any]], step: int, share: float = _KNEE_SHARE) -> dict[str, Any]:
-    """Where the cumulative utilisation bends at ``step``: the fewest top-k eigenfunctions holding ``share`` of it.
-
-    The utilisation Π̂(k) rises with k and levels off; the knee is the smallest k at which it reaches
-    ``share`` of its value at the largest kept k. Read from the spectrum recorded nearest ``step``.
-
-    Examples
-    --------
-    >>> rows = [{"step": 0, "k": k, "relative": 1 / k, "quality": 0.1 * k, "utilisation": min(1.0, k / 4)}
-    ...         for k in range(1, 9)]
-    >>> knee = spectrum_knee(rows, 10)
-    >>> knee["step"], knee["k"], knee["top"], knee["utilisation"]
-    (0, 4, 8, 1.0)
-    """
-    if not 0 < share <= 1:
-        raise ValueError(f"The 'share' parameter of spectrum_knee must be in (0, 1]; got {share!r}.")
+def spectrum_knee(records: Sequence[Mapping[str, Any]], step: int) -> dict[str, Any]:
+    """Where the cumulative utilisation bends at ``step``: the fewest top-k eigenfunctions holding
+    :data:`_KNEE_SHARE` of its value at the largest kept k, read from the spectrum recorded nearest ``step``."""
     steps = sorted({int(r["step"]) for r in records})
     if not steps:
         raise ValueError("The 'records' parameter of spectrum_knee holds no spectrum.")
     at = min(steps, key=lambda s: (abs(s - step), s))
     rows = sorted((r for r in records if int(r["step"]) == at), key=lambda r: r["k"])
     top = rows[-1]
-    knee = next(r for r in rows if r["utilisation"] >= share * top["utilisation"])
+    knee = next(r for r in rows if r["utilisation"] >= _KNEE_SHARE * top["utilisation"])
     return {"step": at, "k": int(knee["k"]), "top": int(top["k"]), "utilisation": knee["utilisation"],
             "quality": knee.get("quality"), "relative": knee["relative"], "utilisation_top": top["utilisation"],
             "quality_top": top.get("quality")}
@@ -560,31 +529,21 @@ def features_used(utilisation: Sequence[float]) -> int | None:
     return next((k + 1 for k, u in enumerate(utilisation) if u >= USED_SHARE), None)
 
 
-def lr_run(images: ImageData, lr: float, seed: int, *, channels: Sequence[int], steps: int,
-           **training: Any) -> dict[str, Any]:
-    """Train the chapter's BatchNorm CNN at one learning rate and read DLR, the features used and accuracy at the end.
-
-    An ``eval_every`` among ``training`` is replaced: one evaluation, at the end.
-    """
-    require_type(images, "images", ImageData, owner="lr_run")
-    lr = require_real(lr, "lr", 0.0, None, low_open=True, owner="lr_run")
-    cpu = time.process_time()
-    torch.manual_seed(seed)
-    model = SimpleCNN(images.num_classes, norm="batch", channels=tuple(channels))
-    config = TrainConfig(**{**training, "seed": seed, "steps": steps, "eval_every": steps, "lr": lr})
-    history = train(model, images, config, progress="none", desc=f"lr {lr:g}")
-    tracker = DLRTracker(images.x_train, labels=images.y_train, spectra=True, top=max(channels))
-    row, spectrum = tracker.measure(model)
-    last = history.rows[-1]
-    return {"lr": lr, "seed": seed, "dlr": row["dlr"], "used": features_used(spectrum.utilisation),
-            "pr": row["dlr_pr"], "train_acc": last["train_acc"], "test_acc": last["test_acc"],
-            "cpu_s": time.process_time() - cpu}
-
-
-def lr_sweep(images: ImageData, rates: Iterable[float], seeds: Iterable[int], **settings: Any) -> list[dict[str, Any]]:
-    """:func:`lr_run` at every (rate, seed), rates outermost: one record each (an ``lr`` in ``settings`` is replaced)."""
-    seeds, settings = list(seeds), {k: v for k, v in settings.items() if k != "lr"}
-    return [lr_run(images, lr, s, **settings) for lr in rates for s in seeds]
+def lr_sweep(images: ImageData, rates: Iterable[float], seeds: Iterable[int], *, channels: Sequence[int], steps: int,
+             **training: Any) -> list[dict[str, Any]]:
+    """The chapter's BatchNorm CNN trained at every (rate, seed), rates outermost, and read at the end: DLR, the
+    features used and accuracy (one evaluation, at the end: an ``lr`` or ``eval_every`` in ``training`` is replaced)."""
+    require_type(images, "images", ImageData, owner="lr_sweep")
+    records = []
+    for lr, seed in itertools.product(rates, seeds):
+        torch.manual_seed(seed)
+        model = SimpleCNN(images.num_classes, norm="batch", channels=tuple(channels))
+        config = TrainConfig(**{**training, "seed": seed, "steps": steps, "eval_every": steps, "lr": lr})
+        last = train(model, images, config, progress="none", desc=f"lr {lr:g}").rows[-1]
+        row, spectrum = DLRTracker(images.x_train, labels=images.y_train, spectra=True, top=max(channels)).measure(model)
+        records.append({"lr": lr, "seed": seed, "dlr": row["dlr"], "used": features_used(spectrum.utilisation),
+                        "pr": row["dlr_pr"], "train_acc": last["train_acc"], "test_acc": last["test_acc"]})
+    return records
 
 
 # The DLR paper (Nam et al., ICLR 2026) reads DLR as a guide to the learning rate; its readings are shown seed by
@@ -700,13 +659,7 @@ def dlr_table(kind: str, records: Iterable[Mapping[str, Any]]) -> Markdown:
 
 
 def dlr_of_arrays(features: np.ndarray, outputs: np.ndarray, r: int) -> float:
-    """:func:`nhtlab.dlr` of two NumPy arrays with the output span's dimension fixed at ``r``: the exercise's reference.
-
-    >>> rng = np.random.default_rng(0)
-    >>> f = rng.normal(size=(50, 4))
-    >>> round(dlr_of_arrays(f, f[:, :2], 2), 3) < 1
-    True
-    """
+    """:func:`nhtlab.dlr` of two NumPy arrays, the output span's dimension fixed at ``r``: the exercise's reference."""
     return dlr(torch.as_tensor(np.asarray(features, dtype=np.float64)),
                torch.as_tensor(np.asarray(outputs, dtype=np.float64)), rank=int(r))
 

@@ -33,7 +33,7 @@ import numpy as np
 from .._version import __version__
 from ..analysis.early_warnings import evaluate_warnings, warning_step
 from ..analysis.eta import (FRACTIONS, EtaCalibration, calibrate_eta, conformal_quantile, cut_history,
-                            law_scaled_delay, nearest_setting, plateau_cuts, plateau_runs, predict_grok)
+                            law_scaled_delay, plateau_cuts, plateau_runs, predict_grok)
 from ..analysis.events import find_events
 from ..analysis.regimes import diagnose_regime
 from ..history import History
@@ -43,9 +43,8 @@ from ..validation import require_type
 from .claims import Check
 from .held_out_eta import companion_fit
 
-__all__ = ["ETA_METHODS", "setting_of", "nearest_setting", "fit_eta_method", "conformal_quantile",
-           "wilson_interval", "leave_one_out_splits", "forecast_rows", "error_table", "coverage_table",
-           "OffGridVerdict", "off_grid_verdict", "off_grid_evaluation", "monitor_readings"]
+__all__ = ["ETA_METHODS", "setting_of", "fit_eta_method", "wilson_interval", "leave_one_out_splits", "forecast_rows",
+           "error_table", "coverage_table", "OffGridVerdict", "off_grid_verdict", "off_grid_evaluation", "monitor_readings"]
 
 #: The methods in the order the tables show them; the first is the ETA the ship rule reads.
 ETA_METHODS = ("eta", "eta_rate", "loss_rise", "nearest_delay", "law_scaled", "companion_fit")
@@ -125,11 +124,7 @@ def fit_eta_method(method: str, calibration: Sequence[History], coverage: float 
 
 
 def wilson_interval(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
-    """Wilson score interval (``z`` standard errors: 95% by default) of ``k`` of ``n``, by :func:`scipy.stats.binomtest`.
-
-    >>> [round(x, 3) for x in wilson_interval(8, 10)]
-    [0.49, 0.943]
-    """
+    """Wilson score interval (``z`` standard errors: 95% by default) of ``k`` of ``n``, by scipy's ``binomtest``."""
     # local: scipy.stats is slow to import
     from scipy import stats
 

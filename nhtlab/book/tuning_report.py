@@ -4,7 +4,7 @@ Train the same model briefly at each λ of a grid, over several seeds, with a :c
 discard the *weak* runs (the norm still rising) and the *strong* ones (not fitted); take the smallest λ among the
 *intermediate* runs (the norm peaked, then contracted); check it on held-out data against the weakest λ. Monitors
 are read as records (numbers and labels, no tensors); a *weak* or *strong* label needs a budget of
-:data:`DECIDED_AFTER` time scales 1/(ηλ) (:func:`decided_regime`).
+:data:`DECIDED_AFTER` time scales 1/(ηλ) (:func:`nhtlab.analysis.regimes.budget_regime`).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import numpy as np
 
 from ..analysis.regimes import TOO_EARLY, budget_regime
 from ..analysis.events import first_step_at_least
-from ..validation import require_real, require_type
+from ..validation import require_type
 from .claims import Check, Reading, over_seeds
 from ..measures.norms import layer_names
 from .held_out_eta import eta_verdict, saved_evaluation
@@ -27,7 +27,7 @@ from .report import _METHOD_NAMES, eta_report, evidence, table
 __all__ = ["contracting_step", "lambda_grid_records", "regimes_by_seed", "lambda_recipe",
            "head_reading", "lambda_readings", "lambda_checks", "norm_curve_records", "monitor_dlr_check",
            "FIRST_TURN_CHOICES", "first_turn_answer", "DECIDED_AFTER",
-           "decided_regime", "layer_words", "NOT_READ", "NOT_CONTRACTED",
+           "layer_words", "NOT_READ", "NOT_CONTRACTED",
            "largest_fit_answer", "contraction_sentence", "grid_evidence", "forecast_verdicts",
            "off_grid_section", "eta_record_checks"]
 
@@ -52,34 +52,13 @@ _FIRST_TURN = {READOUT_FIRST: "the read-out", "only the read-out contracts": "th
 
 def contracting_step(steps: Sequence[int], values: Sequence[float], drop: float) -> int | None:
     """First step at which a curve is ``drop`` (a fraction) below its running peak (the Monitor's rule), or None."""
-    if len(steps) != len(values):
-        raise ValueError(f"contracting_step needs one value per step. Got {len(steps)} steps and {len(values)} values.")
     values = np.asarray(values, dtype=float)
     below = values <= (1.0 - drop) * np.fmax.accumulate(values)  # fmax: a NaN is no peak
     return int(steps[int(below.argmax())]) if below.any() else None
 
 
-def decided_regime(regime: str, lr: float, lam: float, steps: int, factor: float = DECIDED_AFTER) -> str:
-    """A run's regime label, or "not decided within N steps" when its budget is too short for it.
-
-    *Weak* and *strong* say where a run goes, so they stand only if ``steps · η · λ ≥ factor``; *intermediate* is
-    observed and stands whatever the budget (:func:`nhtlab.analysis.regimes.budget_regime`).
-
-    >>> decided_regime("strong", lr=3e-3, lam=10.0, steps=1500), decided_regime("intermediate", 3e-3, 0.01, 1500)
-    ('strong', 'intermediate')
-    """
-    require_real(lr, "lr", 0.0, low_open=True, owner="decided_regime")
-    require_real(lam, "lam", 0.0, owner="decided_regime")
-    return budget_regime(regime, steps, lr * lam, factor)  # the one budget rule, this chapter's factor
-
-
 def layer_words(model: Any) -> dict[str, str]:
-    """Each parameter-owning layer of a model named in words for a chart (an index says nothing): class and rank.
-
-    >>> import torch.nn as nn
-    >>> layer_words(nn.Sequential(nn.Conv2d(3, 4, 3), nn.ReLU(), nn.Flatten(), nn.Linear(4, 8), nn.Linear(8, 2)))
-    {'0': 'Conv2d 1', '3': 'Linear 1', '4': 'read-out (Linear 2)'}
-    """
+    """Each parameter-owning layer of a model named in words for a chart (an index says nothing): class and rank."""
     names = layer_names(model)
     kinds = [type(model.get_submodule(name)).__name__ for name in names]
     words = {name: f"{kind} {kinds[:i + 1].count(kind)}" for i, (name, kind) in enumerate(zip(names, kinds))}
@@ -91,9 +70,10 @@ def lambda_grid_records(monitors: Mapping[tuple[int, float], Any], fit: float, l
                         steps: int | None = None) -> list[dict[str, Any]]:
     """One row per monitored run of a λ grid: regime, norm peak and contraction, warnings, DLR, accuracies.
 
-    ``monitors`` maps ``(seed, λ)`` to a :class:`nhtlab.Monitor`. With ``lr``, ``regime`` is :func:`decided_regime`'s
-    label over ``steps`` (default: the last step). The contracting steps are read from the fitted step on: a turn
-    before the fit is an initialisation transient, not an escape.
+    ``monitors`` maps ``(seed, λ)`` to a :class:`nhtlab.Monitor`. With ``lr``, ``regime`` is the label that a
+    budget of ``steps`` (default: the last step) backs, by :data:`DECIDED_AFTER` time scales
+    (:func:`~nhtlab.analysis.regimes.budget_regime`). The contracting steps are read from the fitted step on: a
+    turn before the fit is an initialisation transient, not an escape.
     """
     records = []
     for (seed, lam), monitor in sorted(monitors.items()):
@@ -104,7 +84,8 @@ def lambda_grid_records(monitors: Mapping[tuple[int, float], Any], fit: float, l
         at = [r["step"] for r in after]
         records.append({
             "seed": seed, "λ": lam, "online regime": summary["regime"],
-            "regime": summary["regime"] if lr is None else decided_regime(summary["regime"], lr, lam, budget),
+            "regime": summary["regime"] if lr is None else budget_regime(summary["regime"], budget, lr * lam,
+                                                                          DECIDED_AFTER),
             "budget × ηλ": None if lr is None else budget * lr * lam,
             "norm peak": summary["norm peak"], "norm peak step": summary["norm peak step"],
             "norm contraction": summary["norm contraction"], "fitted step": fitted,
@@ -190,9 +171,6 @@ def lambda_readings(records: Sequence[Mapping[str, Any]], margin: float = 0.03,
 
 def lambda_checks(readings: Mapping[str, Reading]) -> list[Check]:
     """The verdicts a chapter asserts: the readings of :data:`ASSERTED`, each holding under its rule."""
-    missing = [key for key in ASSERTED if key not in readings]
-    if missing:
-        raise ValueError(f"lambda_checks needs the readings {list(ASSERTED)}. Missing: {missing}.")
     return [Check(f"{readings[key].name}: {readings[key].expected} ({readings[key].rule} of seeds)",
                   readings[key].holds, readings[key].text()) for key in ASSERTED]
 
@@ -224,16 +202,7 @@ def monitor_dlr_check(row: Mapping[str, Any], recomputed: float, last_step: int,
 
 
 def first_turn_answer(recipe: Sequence[Mapping[str, Any]], seed: int) -> tuple[str, tuple[str, ...], str]:
-    """Which contracted first on a seed's shown run, the read-out or the total norm, as the answer to a prediction.
-
-    >>> rows = [{"seed": 0, "shown λ": 1.0, "norm contracting from step": 300, "head contracting from step": 200,
-    ...          "head": "read-out first"}]
-    >>> answer, choices, why = first_turn_answer(rows, seed=0)
-    >>> answer
-    'the read-out'
-    >>> why
-    'on the shown run (seed 0, λ = 1) the read-out contracted from step 200 and the total norm contracted from step 300; by seed: seed 0: the read-out'
-    """
+    """Which contracted first on a seed's shown run, the read-out or the total norm, as the answer to a prediction."""
     require_type(recipe, "recipe", (list, tuple), owner="first_turn_answer")
     row = next((r for r in recipe if r["seed"] == seed), None)
     if row is None:
