@@ -60,23 +60,8 @@ def md(text: str) -> Markdown:
 
 
 def evidence(title: str, *parts: str) -> Markdown:
-    """Evidence behind a lesson's statement, in a block the reader opens with one click.
-
-    The per-run tables, closing checks and audits sit closed under "How we know: ``title``" (an HTML
-    ``<details>`` block, which Jupyter, Colab and the built book all render).
-
-    Examples
-    --------
-    >>> print(evidence("the runs", table([{"seed": 0, "T_grok": 900}])))
-    <details class="nhtlab-evidence">
-    <summary>How we know: the runs</summary>
-    <BLANKLINE>
-    | seed | T_grok |
-    |---|---|
-    | 0 | 900 |
-    <BLANKLINE>
-    </details>
-    """
+    """Evidence behind a lesson's statement (per-run tables, closing checks, audits), closed under "How we know:
+    ``title``" in an HTML ``<details>`` block that Jupyter, Colab and the built book all render."""
     require_type(title, "title", str, owner="evidence")
     for i, part in enumerate(parts):
         require_type(part, f"parts[{i}]", str, owner="evidence")
