@@ -26,12 +26,11 @@ def test_panel_budget_scales_with_one_over_eta_lambda_between_the_base_and_the_c
     assert widgets.panel_budget(4000, 1e-3, 1e-5) == 40000  # capped at ten times
     assert widgets.panel_budget(4000, 1e-3, 0.0) == 40000  # no decay: the cap
     assert widgets.panel_budget(4000, 1e-3, 1e-2) == 4000  # a larger λ never gets less than the base
-    assert widgets.panel_budget(4000, 1e-3, 1e-5, cap=3) == 12000
     assert widgets.PANEL_BUDGET_CAP == 10
 
 
 @pytest.mark.parametrize("args, name", [((0, 1e-3, 1e-3), "steps"), ((4000, 0.0, 1e-3), "rate"),
-                                        ((4000, 1e-3, -1.0), "new_rate"), ((4000, 1e-3, 1e-3, 0.5), "cap")])
+                                        ((4000, 1e-3, -1.0), "new_rate")])
 def test_panel_budget_errors_name_the_parameter(args, name):
     with pytest.raises(ValueError, match=name):
         widgets.panel_budget(*args)

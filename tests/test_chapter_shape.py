@@ -91,7 +91,7 @@ def test_chapters_use_one_import_style(report, stem):
 
 @pytest.mark.parametrize("source, flagged", [
     ("import nhtlab\nnhtlab.charts.training_curves(h)\nnhtlab.papers.NHT_PAPER", False),
-    ("import nhtlab\nfrom nhtlab import book as nb\nnb.table(nb.events_vs_paper(e))", False),
+    ("import nhtlab\nfrom nhtlab import book as nb\nnb.events_evidence(h, 1e-3)", False),
     ("import nhtlab\nrun = nhtlab.companion(lam=1.0)", False),
     ("from nhtlab import charts", True),
     ("from nhtlab import book", True),

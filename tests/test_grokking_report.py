@@ -6,7 +6,7 @@ import pytest
 import nhtlab
 from nhtlab.book.claims import Check
 from nhtlab.book.grokking_report import (check_contraction, check_grokking, check_norm_largest_at_init, check_weak,
-                                        checks_over_seeds, delay_law_records, events_vs_paper)
+                                        checks_over_seeds, delay_law_text, events_evidence)
 from nhtlab.book.claims import reading_rows
 from nhtlab.history import History
 
@@ -78,18 +78,17 @@ def test_checks_over_seeds_counts_and_rules():
         checks_over_seeds("groks", {0: True})
 
 
-def test_records_for_the_tables():
-    ev = nhtlab.find_events(GROKS)
-    rows = events_vs_paper({0: ev, 1: ev}, {"t_mem": (1100, 200), "t_grok": None})
-    assert rows[0] == {"quantity": "T_mem", "seed 0": 800, "seed 1": 800, "paper": "1,100 ± 200"}
-    assert rows[1]["paper"] == "—"
-    summary = nhtlab.delay_summary(GROKS)
-    law = delay_law_records(summary, nhtlab.papers.COMPANION_LAMBDA_SWEEP[1.0])
-    assert [r["definition"] for r in law] == ["companion", "grok"]
-    assert law[1]["measured"] == 1200 and "difference of the means" in law[1]["paper"]
-    assert "|" in str(nhtlab.book.table(law))
+def test_the_tables_beside_the_companions_values():
+    events = events_evidence({0: GROKS, 1: GROKS}, lr=1e-3)  # the companion's λ = 1 row: T_mem 1,100 ± 200
+    assert "| T_mem | 800 | 800 | 1,100 ± 200 |" in events and "| T_grok | 2000 | 2000 | 2,100 ± 374 |" in events
+    assert "(η = 0.001): 2 of 2 seeds" in events  # 2,000 lies within one standard deviation of 2,100
+    law = delay_law_text(nhtlab.delay_summary(GROKS), seed=0)
+    rows = [line for line in law.splitlines() if line.startswith("| companion") or line.startswith("| grok")]
+    assert [r.split(" | ")[0] for r in rows] == ["| companion", "| grok"]
+    assert rows[1].startswith("| grok | 1,200 |") and rows[1].endswith("| delay ≈ 1,000 (difference of the means) |")
+    assert "T_escape 3,350 ± 229, theory 1,140 ± 163" in rows[0]
     no_transition = nhtlab.delay_summary(history(ramp(800), np.full(len(STEPS), 0.05), FALLING))
-    assert delay_law_records(no_transition, {}) == []
+    assert delay_law_text(no_transition, seed=0) == "No delay to compare: the run did not generalise."
 
 
 # --- chapter 01's Fourier view: where the share rises against T_mem and T_grok ---------------------
@@ -208,14 +207,11 @@ def test_event_rules_list_only_what_is_drawn_and_compare_runs_marks_the_events()
 # --- what were the module's docstring examples: small readings checked to the character ---------------------------
 
 def test_small_readings_read_to_the_character():
-    from nhtlab.analysis.events import Events
     from nhtlab.book.grokking_report import delay_window, generalise_answer, time_scale_why, train_acc_reading
 
     r = checks_over_seeds("groks", {0: Check("groks", True), 1: Check("groks", False)}, rule="all")
     assert (r.text(), r.holds) == ("holds in 1 of 2 seeds (seed 0: holds, seed 1: fails)", False)
-    ev = Events(600, 1500, peak_step=0, peak_norm=1.0, final_norm=1.0, norm_at_mem=1.0, norm_at_grok=1.0)
-    assert events_vs_paper({0: ev}, {"t_mem": None, "t_grok": (2100, 374)})[1] == {
-        "quantity": "T_grok", "seed 0": 1500, "paper": "2,100 ± 374"}
+    assert "| T_grok | 2000 | 2,100 ± 374 |" in events_evidence({0: GROKS}, lr=1e-3)
     h = History([{"step": s, "train_acc": 1.0, "test_acc": 0.2, "norm": 9.0} for s in (0, 100, 200)])
     why = "test accuracy reached 99% in 0 of 1 runs within their budgets (200 steps); the best it reached was 0.20"
     assert generalise_answer({0: h}) == ("no", ("yes", "no"), why)

@@ -5,7 +5,7 @@ import pytest
 from nhtlab.book.layer_report import (
     image_readings,
     image_run_rows,
-    modular_order_rows,
+    modular_order_table,
     signal_records,
 )
 from nhtlab.analysis.layers import contraction_order
@@ -66,8 +66,8 @@ def test_image_rows_and_readings_count_seeds():
 def test_modular_rows_and_signal_records():
     h = border_run()
     orders = {(1.0, 0): contraction_order(h, window=(100, 500))}
-    rows = modular_order_rows(orders)
-    assert rows[0]["λ"] == 1.0 and rows[0]["verdict"] == "backward" and rows[0]["head_step"] == 200
+    row = modular_order_table(orders).splitlines()[2]  # λ, seed, T_mem, T_grok, the read-out's step first
+    assert row.startswith("| 1 | 0 | 100 | 500 | 200 |") and row.endswith("| backward |")
     assert order_readings(orders)[1.0].k == 1
     records, events = signal_records({"main": h})
     assert {r["signal"] for r in records} == {"‖θ_L‖²/‖θ_L(0)‖²", "‖θ_L‖²/‖θ_1‖²", "‖θ‖²/‖θ(0)‖²"}

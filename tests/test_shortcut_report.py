@@ -11,7 +11,7 @@ from nhtlab.analysis.separation import clean_norm_separation
 from nhtlab.book.claims import check_reading, reading_answer, reading_rows
 from nhtlab.book.shortcut_report import (PILOT_COLUMNS, border_reading, border_record, check_border_escape,
                                              check_rho_trend, check_separation_defined, final_accuracy_records,
-                                             higher_reading, norm_record, pilot_row, read_pilot, rho_drop,
+                                             norm_record, pilot_row, read_pilot, rho_drop,
                                              rho_reading, separation_records, write_pilot)
 from nhtlab.history import History
 
@@ -54,15 +54,6 @@ def test_norm_record_peak_and_contraction():
                           norm=np.r_[10, 50, 90, 100, 95, 80, 60, 50, 45, 42, 40.0]))
     assert rec == {"norm peak step": 300, "norm peak": 100.0, "norm end": 40.0, "contraction": pytest.approx(0.6)}
     assert norm_record(KEPT)["contraction"] == 0.0  # still rising at the end
-
-
-def test_higher_reading_names_the_run_that_ends_higher():
-    low = run(KEPT.column("cue_acc"), KEPT.column("conflict_acc"), clean=np.full(11, 0.5))
-    assert higher_reading({"batch": ESCAPE, "none": low}, "clean_acc") == "batch higher"
-    assert higher_reading({"batch": low, "none": ESCAPE}, "clean_acc") == "none higher"
-    assert higher_reading({"batch": ESCAPE, "none": ESCAPE}, "clean_acc") == "tie"
-    with pytest.raises(ValueError, match="exactly two"):
-        higher_reading({"batch": ESCAPE}, "clean_acc")
 
 
 def test_rho_reading_needs_a_fall_above_the_margin():
@@ -132,8 +123,6 @@ def test_pilot_rows_round_trip_through_the_file(tmp_path):
 
 
 def test_the_books_pilot_file_reads():
-    from pathlib import Path
-
     about, rows = read_pilot()
     assert {"machine", "nhtlab", "command"} <= set(about) and len(rows) == 16
     assert all(set(r) == set(PILOT_COLUMNS) for r in rows)

@@ -128,6 +128,9 @@ def test_prediction_answers_follow_the_runs():
     # the border kept, ρ without effect, no normalisation ahead: every answer turns to "no"
     kept = trained_for(study, lambda run: image(drop_at=10_000, end_conflict=0.1))
     assert [study.escape_answer(kept)[0], study.rho_answer(kept)[0], study.norm_answer(kept)[0]] == ["no"] * 3
+    assert set(study.norm_reading(kept).by_seed.values()) == {"tie"}  # both end at clean accuracy 0.8
+    ahead = trained_for(study, lambda run: image(clean=0.7 if run.norm == "batch" else 0.8))
+    assert set(study.norm_reading(ahead).by_seed.values()) == {"none higher"}
     assert "dropped at never" in study.escape_answer(kept)[2]
     # a fall smaller than the margin is a "no"
     assert study.rho_answer(trained, margin=0.65)[0] == "no"

@@ -68,11 +68,8 @@ def closing_checks(checks: Iterable[Check | Reading], cfg: Any = None,
         Path(path).write_text(json.dumps(record, indent=1, ensure_ascii=False), encoding="utf-8")
     failed = [c for c in claims if not c.passed]
     if asserted and failed:
-        try:
-            from IPython.display import display
+        from IPython.display import display  # local: slow to import; ipywidgets, a dependency, brings it
 
-            display(text)
-        except ImportError:  # outside IPython the message below carries everything
-            pass
+        display(text)
         raise AssertionError("; ".join(f"{c.name}: {c.detail}" for c in failed))
     return text

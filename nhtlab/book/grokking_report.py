@@ -25,15 +25,15 @@ from ..validation import require_int, require_real, require_type
 from .claims import Check, Reading, over_seeds
 from .report import Markdown, evidence, table
 from ..analysis.delay import predicted_delay
-from ..analysis.events import Events, find_events, first_step_at_least
+from ..analysis.events import find_events, first_step_at_least
 from ..analysis.regimes import diagnose_regime
 from ..measures.fourier import KEY_FREQUENCIES, key_frequencies
 
 __all__ = ["check_grokking", "check_contraction", "check_weak", "check_norm_largest_at_init", "checks_over_seeds",
-           "events_vs_paper", "delay_law_records", "generalise_answer", "STRUCTURE_TIMES", "fourier_timing",
-           "fourier_table", "fourier_readings", "check_fourier_rises", "fourier_spectrum_records", "fourier_at_grok",
-           "delay_window", "train_acc_reading", "layer_falls", "time_scale_why", "chapter_checks", "events_evidence",
-           "delay_window_report", "layer_falls_report", "delay_law_text"]
+           "generalise_answer", "STRUCTURE_TIMES", "fourier_timing", "fourier_table", "fourier_readings",
+           "check_fourier_rises", "fourier_spectrum_records", "fourier_at_grok", "delay_window", "train_acc_reading",
+           "layer_falls", "time_scale_why", "chapter_checks", "events_evidence", "delay_window_report",
+           "layer_falls_report", "delay_law_text"]
 
 HOLDS, FAILS = "holds", "fails"
 
@@ -87,28 +87,6 @@ def checks_over_seeds(name: str, checks: Mapping[int, Check], rule: str = "major
     for seed, c in checks.items():
         require_type(c, f"checks[{seed}]", Check, owner="checks_over_seeds")
     return over_seeds(name, {seed: HOLDS if c else FAILS for seed, c in checks.items()}, expected=HOLDS, rule=rule)
-
-
-def events_vs_paper(events: Mapping[int, Events], paper: Mapping[str, tuple[float, float] | None]
-                    ) -> list[dict[str, Any]]:
-    """T_mem and T_grok of each seed's run beside the paper's mean ± std."""
-    require_type(events, "events", Mapping, owner="events_vs_paper")
-    return [{"quantity": label, **{f"seed {seed}": getattr(ev, key) for seed, ev in events.items()},
-             "paper": paper_cell(paper.get(key))}
-            for key, label in (("t_mem", "T_mem"), ("t_grok", "T_grok"))]
-
-
-def delay_law_records(summary: Mapping[str, Any], paper: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """The delay law's two definitions on one run beside the paper's values, as table rows."""
-    require_type(summary, "summary", Mapping, owner="delay_law_records")
-    require_type(paper, "paper", Mapping, owner="delay_law_records")
-    notes = {
-        "companion": f"T_escape {paper_cell(paper.get('t_escape'))}, theory {paper_cell(paper.get('escape_theory'))}",
-        "grok": "—" if not (paper.get("t_grok") and paper.get("t_mem"))
-        else f"delay ≈ {paper['t_grok'][0] - paper['t_mem'][0]:,.0f} (difference of the means)",
-    }
-    return [{"definition": name, **{k: point[k] for k in ("measured", "predicted", "predicted/measured")},
-             "paper": notes[name]} for name in ("companion", "grok") if (point := summary.get(name)) is not None]
 
 
 def generalise_answer(histories: Mapping[int, History]) -> tuple[str, tuple[str, str], str]:
@@ -194,8 +172,10 @@ def events_evidence(histories: Mapping[int, History], lr: float) -> Markdown:
     events = {s: find_events(h) for s, h in histories.items()}
     mean, std = paper["t_grok"]
     near = sum(ev.t_grok is not None and abs(ev.t_grok - mean) <= std for ev in events.values())
+    rows = [{"quantity": label, **{f"seed {seed}": getattr(ev, key) for seed, ev in events.items()},
+             "paper": paper_cell(paper.get(key))} for key, label in (("t_mem", "T_mem"), ("t_grok", "T_grok"))]
     return evidence("every seed's T_mem and T_grok beside the paper's",
-                    table(events_vs_paper(events, paper), headers={"paper": "companion (10 seeds)"}),
+                    table(rows, headers={"paper": "companion (10 seeds)"}),
                     f"T_grok within one standard deviation of the companion's {paper_cell(paper['t_grok'])} "
                     f"(η = {lr:g}): {near} of {len(events)} seeds. Shown, not asserted: a few seeds are not "
                     "the paper's mean over ten.")
@@ -248,9 +228,13 @@ def layer_falls_report(history: History, seed: int) -> Markdown:
 
 def delay_law_text(summary: Mapping[str, Any], seed: int) -> Markdown:
     """The delay law on one λ = 1 run (:func:`~nhtlab.analysis.delay.delay_summary`) beside the companion's range,
-    both definitions (:func:`delay_law_records`) closed."""
+    both definitions, each beside the companion's value, closed."""
     require_type(summary, "summary", Mapping, owner="delay_law_text")
-    law = delay_law_records(summary, papers.COMPANION_LAMBDA_SWEEP[1.0])
+    paper = papers.COMPANION_LAMBDA_SWEEP[1.0]
+    notes = {"companion": f"T_escape {paper_cell(paper['t_escape'])}, theory {paper_cell(paper['escape_theory'])}",
+             "grok": f"delay ≈ {paper['t_grok'][0] - paper['t_mem'][0]:,.0f} (difference of the means)"}
+    law = [{"definition": name, **{k: point[k] for k in ("measured", "predicted", "predicted/measured")},
+            "paper": notes[name]} for name in ("companion", "grok") if (point := summary.get(name)) is not None]
     if not law:
         return Markdown("No delay to compare: the run did not generalise.")
     low, high = papers.COMPANION_THEORY_RATIO

@@ -33,9 +33,8 @@ from .report import Markdown, evidence, table, what_we_found
 from .shortcut_report import border_reading
 
 __all__ = ["image_run_rows", "image_readings", "signal_records", "conflict_records", "window_records",
-           "modular_order_rows", "order_readings", "order_determined", "layer_window_records", "order_answer",
-           "order_reference", "order_cases", "embedding_scale_readings", "embedding_scale_report",
-           "tally", "order_summary", "layer_findings", "modular_order_table", "image_run_table", "peak_records",
+           "order_readings", "order_determined", "layer_window_records", "order_answer", "order_reference",
+           "order_cases", "embedding_scale_readings", "embedding_scale_report", "tally", "order_summary", "layer_findings", "modular_order_table", "image_run_table", "peak_records",
            "omnigrok_runs", "grok_run_reading", "omnigrok_record", "omnigrok_premise"]
 
 def image_run_rows(runs: Mapping[tuple[str, int], History]) -> list[dict[str, Any]]:
@@ -59,12 +58,6 @@ def image_readings(rows: list[dict[str, Any]], expected: Mapping[tuple[str, str]
     require_type(expected, "expected", Mapping, owner="image_readings")
     return {(label, field): over_seeds(f"{label}: {field}", {r["seed"]: r[field] for r in rows if r["run"] == label},
                                       expected=want) for (label, field), want in expected.items()}
-
-
-def modular_order_rows(orders: Mapping[tuple[float, int], ContractionOrder]) -> list[dict[str, Any]]:
-    """One record per companion run: λ, seed and :meth:`ContractionOrder.to_dict`."""
-    require_type(orders, "orders", Mapping, owner="modular_order_rows")
-    return [{"λ": lam, "seed": seed, **o.to_dict()} for (lam, seed), o in orders.items()]
 
 
 def signal_records(runs: Mapping[str, History]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
@@ -251,15 +244,7 @@ def conflict_records(runs: Mapping[str, History]) -> list[dict[str, Any]]:
 
 
 def order_reference(history: History, layers: list[str], t_mem: int, t_end: int, share: float = 0.1) -> list[str]:
-    """The contraction order nhtlab reads in the window [t_mem, t_end] (chapter 05's code exercise's answer).
-
-    Examples
-    --------
-    >>> rows = [{"step": s, "norm/tok": a, "norm/readout": b} for s, a, b in
-    ...         [(0, 9.0, 1.0), (100, 8.0, 4.0), (200, 7.5, 3.0), (300, 6.0, 2.0)]]
-    >>> order_reference(History(rows), ["tok", "readout"], 100, 300)
-    ['readout', 'tok']
-    """
+    """The contraction order nhtlab reads in the window [t_mem, t_end] (chapter 05's code exercise's answer)."""
     order = contraction_order(history, window=(t_mem, t_end), share=share)
     unknown = sorted(set(order.order) - set(layers))
     if unknown:
@@ -339,7 +324,7 @@ def layer_findings(modular: Mapping[Any, Reading], small: Mapping[tuple[str, flo
 
 def modular_order_table(orders: Mapping[tuple[float, int], ContractionOrder]) -> Markdown:
     """Every companion run's window and the steps its read-out and token embedding lost their share, as a table."""
-    return table(modular_order_rows(orders),
+    return table([{"λ": lam, "seed": seed, **o.to_dict()} for (lam, seed), o in orders.items()],
                  columns=["λ", "seed", "t_mem", "t_end", "head_step", "first_step", "head_lost", "first_lost", "verdict"],
                  formats={"λ": "{:g}", "head_lost": "{:.0%}", "first_lost": "{:.0%}"},
                  headers={"t_mem": "T_mem", "t_end": "T_grok", "head_step": "read-out −10% at",

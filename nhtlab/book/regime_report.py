@@ -28,14 +28,14 @@ __all__ = ["panel_budget", "PANEL_BUDGET_CAP", "regime_records", "regimes_by_lam
 PANEL_BUDGET_CAP = 10
 
 
-def panel_budget(steps: int, rate: float, new_rate: float, cap: float = PANEL_BUDGET_CAP) -> int:
+def panel_budget(steps: int, rate: float, new_rate: float) -> int:
     """The step budget at decay rate ``new_rate`` = ηλ, scaled from ``steps`` at ``rate`` as the delay law's 1/(ηλ),
-    between ``steps`` and ``cap · steps`` (no decay gets the cap)."""
+    between ``steps`` and :data:`PANEL_BUDGET_CAP` × ``steps`` (no decay gets the cap)."""
     require_int(steps, "steps", 1, owner="panel_budget")
     require_real(rate, "rate", 0.0, low_open=True, owner="panel_budget")
     require_real(new_rate, "new_rate", 0.0, owner="panel_budget")
-    require_real(cap, "cap", 1.0, owner="panel_budget")
-    return int(round(steps * (cap if new_rate == 0.0 else min(cap, max(1.0, rate / new_rate)))))
+    scale = PANEL_BUDGET_CAP if new_rate == 0.0 else min(PANEL_BUDGET_CAP, max(1.0, rate / new_rate))
+    return int(round(steps * scale))
 
 
 def decision_budgets(budgets: Mapping[float, int], lr: float, base_lam: float = 1.0) -> dict[float, int]:

@@ -60,23 +60,8 @@ def md(text: str) -> Markdown:
 
 
 def evidence(title: str, *parts: str) -> Markdown:
-    """Evidence behind a lesson's statement, in a block the reader opens with one click.
-
-    The per-run tables, closing checks and audits sit closed under "How we know: ``title``" (an HTML
-    ``<details>`` block, which Jupyter, Colab and the built book all render).
-
-    Examples
-    --------
-    >>> print(evidence("the runs", table([{"seed": 0, "T_grok": 900}])))
-    <details class="nhtlab-evidence">
-    <summary>How we know: the runs</summary>
-    <BLANKLINE>
-    | seed | T_grok |
-    |---|---|
-    | 0 | 900 |
-    <BLANKLINE>
-    </details>
-    """
+    """Evidence behind a lesson's statement (per-run tables, closing checks, audits), closed under "How we know:
+    ``title``" in an HTML ``<details>`` block that Jupyter, Colab and the built book all render."""
     require_type(title, "title", str, owner="evidence")
     for i, part in enumerate(parts):
         require_type(part, f"parts[{i}]", str, owner="evidence")
@@ -171,22 +156,21 @@ def _off_grid_report(saved: Mapping[str, Any]) -> Markdown:
                      formats={"fraction": pct, "stated": pct, "coverage": pct, "median_width": steps},
                      headers={"fraction": "cut", "wilson": "95% Wilson", "median_width": "median width"})
 
-    verdict, rise = saved["verdict"], saved.get("verdict_loss_rise")
+    # every record scripts/evaluate_eta.py saves holds the loss-rise verdict, the CPU cost and the Monitor's readings
+    verdict, rise = saved["verdict"], saved["verdict_loss_rise"]
     runs = "; ".join(f"η = {r['eta']:g}, λ = {r['lam']:g}: {r['grokked']} of {r['runs']} grokked" for r in saved["runs"])
-    offer = _METHOD_NAMES.get(rise["offer"] if rise and not verdict["passed"] else verdict.get("offer"), "none")
-    rise_text = "" if rise is None else (
-        f"\n\nThe loss-rise method, fixed "
-        f"{saved.get('loss_rise_fixed', 'after these runs existed and the other methods results were read')}; "
-        f"its interval's coverage on the same runs:\n\n"
-        f"{coverage(saved['coverage_loss_rise'])}\n\n**{'Ships' if rise['passed'] else 'Does not ship'}.** "
-        f"The rule: {rise['name']}. Measured: {rise['detail']}.")
-    cpu = (f" CPU {saved['cpu_seconds']:,.0f} s on {saved.get('cpu_model', 'an unnamed CPU')}."
-           if "cpu_seconds" in saved else "")
+    offer = _METHOD_NAMES.get(verdict["offer"] if verdict["passed"] else rise["offer"], "none")
+    rise_text = (f"\n\nThe loss-rise method, fixed {saved['loss_rise_fixed']}; its interval's coverage on the same runs:"
+                 f"\n\n{coverage(saved['coverage_loss_rise'])}\n\n**{'Ships' if rise['passed'] else 'Does not ship'}.** "
+                 f"The rule: {rise['name']}. Measured: {rise['detail']}.")
     by_split = "\n\n".join(f"*{name}* forecasts only:\n\n{errors(rec)}"
-                            for name, rec in saved.get("errors_by_split", {}).items() if rec)
+                            for name, rec in saved["errors_by_split"].items() if rec)
+    moved = (f" ({saved['moved']} of the runs meant never to grok did grok within their budget and are scored as "
+             "grokking runs)") if saved.get("moved") else ""
     return Markdown(
         f"Off-grid evaluation ({saved['profile']} profile, nhtlab {saved['nhtlab']}): each grid setting "
-        f"forecast from the other grid settings, each off-grid setting from the whole grid. Runs: {runs}.{cpu}"
+        f"forecast from the other grid settings, each off-grid setting from the whole grid. Runs: {runs}. "
+        f"CPU {saved['cpu_seconds']:,.0f} s on {saved['cpu_model']}."
         f"\n\nMedian absolute error of T_grok (steps) per cut:\n\n{errors(saved['errors'])}\n\n{by_split}\n\n"
         f"Coverage of the ETA's per-cut conformal interval on the forecast runs:\n\n{coverage(saved['coverage'])}"
         f"\n\nThe same for baseline (b)'s interval:\n\n{coverage(saved['coverage_baseline'])}\n\n"
@@ -194,7 +178,9 @@ def _off_grid_report(saved: Mapping[str, Any]) -> Markdown:
         f"Measured: {verdict['detail']}.{rise_text} "
         f"Least error at 50%: {_METHOD_NAMES.get(verdict['winner'], 'none')}; best baseline: "
         f"{_METHOD_NAMES.get(verdict['best_baseline'], 'none')}; the best tested forecast is {offer}."
-        + _monitor_tables(saved))
+        f"\n\nThe Monitor's grok warning is the `train_loss` row; every signal on the same runs{moved}:"
+        f"\n\n{_warning_table(saved['warnings'])}\n\nThe Monitor's online `regime()` at each cut and at the end, "
+        f"against `diagnose_regime` on the finished run (k of n agreeing):\n\n{table(saved['regimes'])}")
 
 
 def _warning_table(rows: Sequence[Mapping[str, Any]]) -> Markdown:
@@ -212,18 +198,6 @@ def _warning_table(rows: Sequence[Mapping[str, Any]]) -> Markdown:
     return table(rows, formats={"median_lead": "{:,.0f}", "median_lead_eta_lambda": "{:.2f}"},
                  headers={"median_lead": "median lead (steps)", "median_lead_eta_lambda": "median lead × ηλ",
                           "false_alarms": "false alarms", "recorded": "runs measured"})
-
-
-def _monitor_tables(saved: Mapping[str, Any]) -> str:
-    """The Monitor's warning and online-regime readings of an off-grid record, when it holds them."""
-    if "regimes" not in saved:
-        return ""
-    warnings = _warning_table(saved["warnings"])
-    moved = (f" ({saved['moved']} of the runs meant never to grok did grok within their budget and are scored as "
-             "grokking runs)") if saved.get("moved") else ""
-    return (f"\n\nThe Monitor's grok warning is the `train_loss` row; every signal on the same runs{moved}:"
-            f"\n\n{warnings}\n\nThe Monitor's online `regime()` at each cut and at the end, against "
-            f"`diagnose_regime` on the finished run (k of n agreeing):\n\n{table(saved['regimes'])}")
 
 
 def eta_report(saved: Mapping[str, Any] | str, off_grid: bool = False) -> Markdown:

@@ -36,7 +36,7 @@ from ..analysis.regimes import diagnose_regime
 from ..analysis.scorecard import score_predictions
 from ..analysis.separation import Separation, format_score, separation_from_history
 from ..history import History
-from ..thresholds import CONTRACTION_DROP, SHORTCUT_FITTED_ACCURACY
+from ..thresholds import SHORTCUT_FITTED_ACCURACY
 from ..training.loop import TrainConfig
 from ..training.modular_run import ModularRun
 from ..training.monitor import online_regime
@@ -44,7 +44,7 @@ from ..training.shortcut_run import ShortcutRun
 from ..validation import require_real, require_type
 from .claims import Check, Reading, check_reading, over_seeds
 
-__all__ = ["RECORD_COLUMNS", "RECORD_FORMATS", "SET_LABELS", "border_record", "norm_record", "border_reading", "higher_reading",
+__all__ = ["RECORD_COLUMNS", "RECORD_FORMATS", "SET_LABELS", "border_record", "norm_record", "border_reading",
            "rho_drop", "rho_reading", "final_accuracy_records", "separation_records",
            "check_border_escape", "check_rho_trend", "check_separation_defined", "pilot_row", "write_pilot",
            "read_pilot", "PILOT_COLUMNS", "REGIME_BUDGET", "Domain", "domain_of",
@@ -84,13 +84,7 @@ def border_record(history: History) -> dict[str, Any]:
 
 
 def norm_record(history: History) -> dict[str, Any]:
-    """Where ‖θ‖² peaked and how far it contracted by the end of the run.
-
-    Examples
-    --------
-    >>> norm_record(History([{"step": 0, "norm": 2.0}, {"step": 100, "norm": 4.0}, {"step": 200, "norm": 3.0}]))
-    {'norm peak step': 100, 'norm peak': 4.0, 'norm end': 3.0, 'contraction': 0.25}
-    """
+    """Where ‖θ‖² peaked and how far it contracted by the end of the run."""
     history = _history(history, "norm_record")
     norm = history.column("norm")
     k = int(np.nanargmax(norm))
@@ -105,18 +99,6 @@ def border_reading(history: History) -> str:
     if fitted is None:
         return "never fitted"
     return "kept" if dropped is None else "dropped"
-
-
-def higher_reading(histories: Mapping[str, History], column: str) -> str:
-    """Which of two runs ends higher on ``column``: ``"<name> higher"``, or ``"tie"``."""
-    require_type(histories, "histories", Mapping, owner="higher_reading")
-    if len(histories) != 2:
-        raise ValueError(f"The 'histories' parameter of higher_reading must hold exactly two runs. "
-                         f"Got {len(histories)}: {list(histories)}.")
-    (a, ha), (b, hb) = histories.items()
-    va = float(_history(ha, "higher_reading").column(column)[-1])
-    vb = float(_history(hb, "higher_reading").column(column)[-1])
-    return "tie" if va == vb else f"{a if va > vb else b} higher"
 
 
 def rho_drop(low: History, high: History) -> float:
@@ -226,7 +208,6 @@ class Domain:
     worst_column: str
     memorised: bool = False
     fit: float = SHORTCUT_FITTED_ACCURACY
-    drop: float = CONTRACTION_DROP
 
     def times(self, history: History) -> tuple[int | None, int | None]:
         """(step the shortcut is fitted, step it is dropped): T_mem and T_grok, or :func:`border_times`."""
@@ -239,7 +220,7 @@ class Domain:
         """The run's regime: :func:`diagnose_regime`'s for a memorised table, :func:`online_regime`'s for a cue."""
         if self.memorised:
             return diagnose_regime(history).regime
-        return online_regime(history.column("norm"), history.column("train_acc"), drop=self.drop, fit=self.fit)
+        return online_regime(history.column("norm"), history.column("train_acc"), fit=self.fit)
 
     def separation(self, history: History) -> Separation:
         """The clean-norm-separation score of the run, from the step the shortcut is fitted."""
@@ -319,13 +300,6 @@ def prediction_readings(cards: Mapping[int, Mapping[str, Check]],
 
 
 def sweep_checks(card: Mapping[str, Check]) -> list[Check]:
-    """P2 and P6, read on one λ sweep (one seed per λ: no count over seeds), as checks a closing cell shows.
-
-    Examples
-    --------
-    >>> card = {"P2 three regimes": Check("three regimes", False, "weak → intermediate", 2.0)}
-    >>> [str(c) for c in sweep_checks(card)]
-    ['✗ P2 three regimes (one sweep): one sweep, 1 seed: weak → intermediate']
-    """
+    """P2 and P6, read on one λ sweep (one seed per λ: no count over seeds), as checks a closing cell shows."""
     return [Check(f"{name} (one sweep)", card[name].passed, f"one sweep, 1 seed: {card[name].detail}", card[name].value)
             for name in ("P2 three regimes", "P6 delay scaling") if name in card]

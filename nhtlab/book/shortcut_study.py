@@ -1,8 +1,5 @@
 """The runs of a shortcut study (chapter 06) and what it reads off them: records, readings over seeds, checks.
 
-A :class:`ShortcutStudy` holds one border design at a main λ over seeds, a λ sweep, a border-less control, a ρ
-sweep, normalisations, the entangled tint, the background cue (Waterbirds-like), the companion paper's modular
-runs and, where the data can be had, the NHT paper's CelebA task (:data:`CELEBA_DESIGN`).
 :meth:`ShortcutStudy.runs` lists every run once for one :func:`nhtlab.sweep`; the other methods read the
 ``{run: History}`` mapping it returned.
 """
@@ -33,9 +30,8 @@ from .claims import Check, Reading, check_reading, over_seeds, reading_answer, r
 from .report import Markdown, evidence, table
 from .run_stamp import cpu_model
 from .shortcut_report import (REGIME_BUDGET, RECORD_COLUMNS, RECORD_FORMATS, border_reading, check_border_escape,
-                              check_rho_trend, check_separation_defined, domain_of, higher_reading,
-                              prediction_readings, rho_reading, score_runs, scorecard_rows, separation_records,
-                              sweep_records)
+                              check_rho_trend, check_separation_defined, domain_of, prediction_readings,
+                              rho_reading, score_runs, scorecard_rows, separation_records, sweep_records)
 
 __all__ = ["ShortcutStudy", "SEED_PREDICTIONS", "ledger_cpu_seconds", "CELEBA_DESIGN", "celeba_runs",
            "celeba_problem", "celeba_scorecard"]
@@ -75,7 +71,9 @@ def _seed_readings(runs: Mapping[int, TrainConfig], trained: Histories, lam: flo
 
 @dataclass(frozen=True)
 class ShortcutStudy:
-    """Every run of the shortcut study, built from profile settings.
+    """Every run of the shortcut study, built from profile settings: one border design at a main λ over seeds, a λ
+    sweep, a border-less control, a ρ sweep, normalisations, the entangled tint, the background cue (Waterbirds-like),
+    the companion paper's modular runs and, where the data can be had, the NHT paper's CelebA task.
 
     ``base`` is the border design at ``seeds[0]``; readings run over ``seeds``, the sweeps at ``seeds[0]`` only.
     ``modular`` is a :func:`nhtlab.companion_sweep` dict and ``celeba`` ShortcutRun fields (empty: none);
@@ -234,12 +232,13 @@ class ShortcutStudy:
 
     def norm_reading(self, trained: Histories) -> Reading | None:
         """Over seeds: does BatchNorm end with a higher clean accuracy than no normalisation (the paper's order)?"""
-        by = self.norm_seeds
-        if not by:
+        if not self.norm_seeds:
             return None
+        batch, none = (_ends(self.norm_seeds[n], trained) for n in ("batch", "none"))
+        ends = {s: (e["clean_acc"], none[s]["clean_acc"]) for s, e in batch.items()}
         return over_seeds("clean accuracy at the end, BatchNorm against none",
-                          {s: higher_reading({n: trained[by[n][s]] for n in ("batch", "none")}, "clean_acc")
-                           for s in self.seeds}, expected="batch higher")
+                          {s: "tie" if b == n else f"{'batch' if b > n else 'none'} higher" for s, (b, n) in ends.items()},
+                          expected="batch higher")
 
     def _separations(self, runs: Mapping[Any, TrainConfig], trained: Histories) -> dict[Any, Separation]:
         """key → the separation score of its run (read as its run kind says)."""

@@ -36,16 +36,12 @@ class StaticNote:
         return f"Live control. {self.text}"
 
 
-def _static() -> bool:
-    return in_book_build()
-
-
 def train_panel(base: ModularRun, weight_decays: tuple[float, ...] = (0.0, 0.1, 0.3, 1.0, 3.0, 10.0)) -> Any:
     """A λ slider and a *Train* button that trains ``base`` at that λ for :func:`panel_budget`'s steps, draws its
     curves and diagnoses it; in the book build, a :class:`StaticNote`."""
     require_type(base, "base", ModularRun, owner="train_panel")
     require_real(base.weight_decay, "base.weight_decay", 0.0, low_open=True, owner="train_panel")
-    if _static():
+    if in_book_build():
         return StaticNote(
             f"Run this notebook in Jupyter or Colab to get a λ slider ({', '.join(map(str, weight_decays))}) "
             "and a Train button that retrains this chapter's model, redraws its accuracy and norm curves and "
