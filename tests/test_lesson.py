@@ -75,7 +75,9 @@ def test_check_function_accepts_its_reference_and_rejects_a_scaled_copy(values, 
     x = np.array(values)
     assert nb.check_function(np.sort, np.sort, [(x,)]).status == "correct"
     scaled = nb.check_function(lambda v: np.sort(v) * (1 + scale), np.sort, [(x,)])
-    assert scaled.status == ("correct" if np.allclose(x, 0, atol=1e-8) else "wrong")
+    # check_function's own tolerances decide: a copy scaled by less than atol (x near 0) is right
+    assert scaled.status == ("correct" if np.allclose(np.sort(x) * (1 + scale), np.sort(x), rtol=1e-4, atol=1e-8)
+                             else "wrong")
 
 
 def test_check_function_skips_cases_its_reference_refuses():
