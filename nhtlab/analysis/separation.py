@@ -165,16 +165,14 @@ def clean_norm_separation(steps: np.ndarray, norm: np.ndarray, phi: np.ndarray, 
 
 
 def separation_from_history(history: History, num_classes: int, kind: str = "shortcut",
-                            column: str | None = None, start_step: int | None | str = "auto",
-                            min_points: int = 4) -> Separation:
+                            start_step: int | None | str = "auto", min_points: int = 4) -> Separation:
     """The score for a training history: φ from ``cue_acc`` (``"shortcut"``) or ``test_acc`` (``"generalisation"``).
 
     ``start_step="auto"``: the first step the border is fitted for a shortcut, T_mem for generalisation.
     """
     require_history(history, "separation_from_history", norms=["norm"], fractions=["cue_acc", "test_acc"])
     require_choice(kind, "kind", ("shortcut", "generalisation"), owner="separation_from_history")
-    column = column or ("cue_acc" if kind == "shortcut" else "test_acc")
-    acc = history.column(column)
+    acc = history.column("cue_acc" if kind == "shortcut" else "test_acc")
     phi = reliance_from_shortcut(acc, num_classes) if kind == "shortcut" else reliance_from_generalisation(acc, num_classes)
     if isinstance(start_step, str):
         if start_step != "auto":
