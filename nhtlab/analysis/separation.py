@@ -61,21 +61,9 @@ class Separation:
         return format_score(self)
 
 
-def format_score(separation: "Separation | float", digits: int = 2) -> str:
-    """The score as text: the number, or "undefined (reason)" for NaN — never 0.
-
-    >>> format_score(float("nan"))
-    'undefined'
-    >>> format_score(0.8712)
-    '0.87'
-    """
-    if isinstance(separation, Separation):
-        if not separation.defined:
-            return f"undefined ({separation.reason})"
-        value = separation.score
-    else:
-        value = float(separation)
-    return "undefined" if not np.isfinite(value) else f"{value:.{digits}f}"
+def format_score(separation: Separation) -> str:
+    """The score as text: two decimals, or "undefined (reason)" — never 0 (a defined score is finite)."""
+    return f"{separation.score:.2f}" if separation.defined else f"undefined ({separation.reason})"
 
 
 def spearman(x: np.ndarray, y: np.ndarray) -> float:
