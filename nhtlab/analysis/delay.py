@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from ..history import History, require_history
-from ..validation import require_bool, require_choice, require_int, require_rates, require_real
+from ..validation import require_bool, require_choice, require_rates, require_real
 from .events import find_events
 
 __all__ = ["DEFINITIONS", "predicted_delay", "delay_point", "delay_summary", "mean_std", "LinearFit",
@@ -87,16 +87,15 @@ def _setting(config: Mapping[str, Any]) -> str:
     return json.dumps(keep, sort_keys=True, default=str)
 
 
-def delay_point(history: History, definition: str = "companion", escape_factor: float = ESCAPE_FACTOR) -> dict[str, Any] | None:
+def delay_point(history: History, definition: str = "companion") -> dict[str, Any] | None:
     """One run's measured and predicted delay under ``definition``, or None if it did not grok (or λ = 0).
 
     The record also holds the run's events, norms, ``setting`` (the config without its seed),
     ``final_window`` (t_end − T_grok), ``t_escape`` (None when ‖θ‖² never came within
-    ``escape_factor``·V_final) and ``escape_theory``.
+    :data:`ESCAPE_FACTOR`·V_final) and ``escape_theory``.
     """
     require_history(history, "delay_point", norms=["norm"], fractions=("train_acc", "test_acc"))
     require_choice(definition, "definition", DEFINITIONS, owner="delay_point")
-    require_real(escape_factor, "escape_factor", 1.0, low_open=True, owner="delay_point")
     events = find_events(history)
     lr, wd = require_rates(history.config, "history", "delay_point")
     if events.delay is None or wd == 0.0:
@@ -106,7 +105,7 @@ def delay_point(history: History, definition: str = "companion", escape_factor: 
     if not all(map(math.isfinite, (v_mem, v_grok, v_final))):
         raise ValueError(f"The 'history' parameter of delay_point has no finite norm at T_mem, T_grok or its last step "
                          f"(V_mem={v_mem}, V_grok={v_grok}, V_final={v_final}): the delay law has no gap to read.")
-    escaped = np.flatnonzero((steps >= events.t_mem) & (norm <= escape_factor * v_final))
+    escaped = np.flatnonzero((steps >= events.t_mem) & (norm <= ESCAPE_FACTOR * v_final))
     t_escape = int(steps[escaped[0]]) if escaped.size else None
     escape_theory = predicted_delay(v_mem, v_final, lr, wd, rate_factor=2.0)
     if definition == "companion":
@@ -174,12 +173,6 @@ class LinearFit:
     intercept: float
     r2: float
     n: int
-
-    def predict(self, x: np.ndarray | float) -> np.ndarray:
-        return self.slope * np.asarray(x, dtype=float) + self.intercept
-
-    def to_dict(self) -> dict[str, float]:
-        return asdict(self)
 
 
 def linear_fit(x: Sequence[float], y: Sequence[float]) -> LinearFit:
@@ -302,21 +295,18 @@ def _fit_offset_exponential(t: np.ndarray, v: np.ndarray, max_offset: float) -> 
     return amp, k, off, ssr
 
 
-def contraction_fit(history: History, stop: str = "end", min_points: int = 5) -> ContractionFit | None:
-    """Fit ‖θ_t‖² ≈ A·r^t + C from T_mem to the run's end (the companion's choice) or T_grok.
+def contraction_fit(history: History) -> ContractionFit | None:
+    """Fit ‖θ_t‖² ≈ A·r^t + C from T_mem to the run's end (the companion's choice).
 
-    None when the run never memorised or the window has fewer than ``min_points`` (the companion needs 5).
+    None when the run never memorised or the window has fewer than 5 evaluations (the companion needs 5).
     """
     require_history(history, "contraction_fit", norms=["norm"], fractions=("train_acc", "test_acc"))
-    require_choice(stop, "stop", ("end", "grok"), owner="contraction_fit")
-    require_int(min_points, "min_points", low=3, owner="contraction_fit")
     events = find_events(history)
     if events.t_mem is None:
         return None
     steps, norm = history.column("step"), history.column("norm")
-    end = events.t_grok if (stop == "grok" and events.t_grok is not None) else int(steps[-1])
-    window = (steps >= events.t_mem) & (steps <= end) & np.isfinite(norm)
-    if window.sum() < min_points:
+    window = (steps >= events.t_mem) & np.isfinite(norm)
+    if window.sum() < 5:
         return None
     t = steps[window] - steps[window][0]
     v = norm[window]

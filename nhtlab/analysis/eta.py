@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from numbers import Real
 from typing import Any
 
@@ -85,9 +85,6 @@ class GrokEstimate:
             return f"at step {self.step:,}: no estimate ({self.reason})"
         return (f"at step {self.step:,}: grokking expected near step {self.t_grok:,.0f}, "
                 f"interval [{self.low:,.0f}, {self.high:,.0f}]")
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def cut_history(history: History, step: int) -> History:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -21,17 +21,13 @@ from ..validation import require_choice, require_real, require_type
 from .events import find_events
 
 __all__ = ["layer_label", "LayerTransition", "layer_transitions", "normalised_layer_norms", "head_to_first_ratio",
-           "head_signals", "early_warning", "head_and_first", "layer_order", "ORDERS", "warning_times", "CONTRACTION_SHARE", "CONTRACTION_VERDICTS",
+           "head_signals", "early_warning", "head_and_first", "warning_times", "CONTRACTION_SHARE", "CONTRACTION_VERDICTS",
            "LayerContraction", "ContractionOrder", "contraction_order"]
 
 
 @dataclass
 class LayerTransition:
-    """How one layer's ‖θ_ℓ‖² moved during a run.
-
-    ``contraction`` is 1 − final/peak (0 if none); ``peaked`` is True when the layer lost at
-    least ``min_contraction`` of its peak by the end.
-    """
+    """How one layer's ‖θ_ℓ‖² moved during a run; ``contraction`` is 1 − final/peak (0 if none)."""
 
     layer: str
     initial_norm: float
@@ -39,10 +35,6 @@ class LayerTransition:
     peak_step: int
     final_norm: float
     contraction: float
-    peaked: bool
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 # The models' layer names, as a reader says them (nhtlab.models: transformer, MLP, CNN).
@@ -160,11 +152,9 @@ def normalised_layer_norms(history: History, layers: Sequence[str] | None = None
             for name, values in columns.items()}
 
 
-def layer_transitions(history: History, layers: Sequence[str] | None = None,
-                      min_contraction: float = 0.02) -> list[LayerTransition]:
+def layer_transitions(history: History, layers: Sequence[str] | None = None) -> list[LayerTransition]:
     """Peak step, peak and final norm, and contraction of every layer (default: all, in model order)."""
     _check_history(history, "layer_transitions")
-    require_real(min_contraction, "min_contraction", 0.0, 1.0, high_open=True, owner="layer_transitions")
     steps = history.column("step").astype(int)
     out = []
     for name in _select(history, layers, "layer_transitions"):
@@ -172,34 +162,8 @@ def layer_transitions(history: History, layers: Sequence[str] | None = None,
         k = int(np.nanargmax(values))
         peak, final = float(values[k]), float(values[-1])
         contraction = max(0.0, 1.0 - final / peak) if peak > 0 else 0.0
-        out.append(LayerTransition(name, float(values[0]), peak, int(steps[k]), final, contraction,
-                                   contraction >= min_contraction))
+        out.append(LayerTransition(name, float(values[0]), peak, int(steps[k]), final, contraction))
     return out
-
-
-ORDERS = ("backward", "forward", "simultaneous", "head only", "first only", "neither")
-
-
-def layer_order(transitions: Sequence[LayerTransition], head: str, first: str) -> str:
-    """Which of two layers peaked *and contracted* first, one of ``ORDERS``.
-
-    ``"head only"`` / ``"first only"``: only that one contracted, so no order was observed.
-    A first layer that never contracted does not make the order
-    backward: "conv1 never contracted" is not "the read-out contracted first".
-    """
-    by_name = {t.layer: t for t in transitions}
-    for name in (head, first):
-        if name not in by_name:
-            raise ValueError(f"The 'head' and 'first' parameters of layer_order must name layers among the "
-                             f"transitions {list(by_name)}. Got {name!r}.")
-    h, f = by_name[head], by_name[first]
-    if h.peaked and f.peaked:
-        if h.peak_step == f.peak_step:
-            return "simultaneous"
-        return "backward" if h.peak_step < f.peak_step else "forward"
-    if h.peaked:
-        return "head only"
-    return "first only" if f.peaked else "neither"
 
 
 def warning_times(history: History, drop_step: int | None, head: str | None = None,

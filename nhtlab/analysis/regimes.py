@@ -44,7 +44,7 @@ from __future__ import annotations
 import itertools
 import warnings
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -117,11 +117,6 @@ class Regime:
     growth: float | None
     reason: str
     events: Events | None
-
-    def to_dict(self) -> dict:
-        d = asdict(self)
-        d["events"] = None if self.events is None else self.events.to_dict()
-        return d
 
 
 def fit_threshold(noise: float, classes: int, margin: float = 0.9) -> float:

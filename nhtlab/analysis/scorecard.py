@@ -14,8 +14,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
-from typing import Any
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -162,9 +161,6 @@ class DelayExponent:
     n: int
     n_lams: int
     confidence: float
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def fit_delay_exponent(delays: Sequence[tuple[float, float]], confidence: float = 0.95) -> DelayExponent:

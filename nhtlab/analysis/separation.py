@@ -61,21 +61,9 @@ class Separation:
         return format_score(self)
 
 
-def format_score(separation: "Separation | float", digits: int = 2) -> str:
-    """The score as text: the number, or "undefined (reason)" for NaN — never 0.
-
-    >>> format_score(float("nan"))
-    'undefined'
-    >>> format_score(0.8712)
-    '0.87'
-    """
-    if isinstance(separation, Separation):
-        if not separation.defined:
-            return f"undefined ({separation.reason})"
-        value = separation.score
-    else:
-        value = float(separation)
-    return "undefined" if not np.isfinite(value) else f"{value:.{digits}f}"
+def format_score(separation: Separation) -> str:
+    """The score as text: two decimals, or "undefined (reason)" — never 0 (a defined score is finite)."""
+    return f"{separation.score:.2f}" if separation.defined else f"undefined ({separation.reason})"
 
 
 def spearman(x: np.ndarray, y: np.ndarray) -> float:
@@ -165,16 +153,14 @@ def clean_norm_separation(steps: np.ndarray, norm: np.ndarray, phi: np.ndarray, 
 
 
 def separation_from_history(history: History, num_classes: int, kind: str = "shortcut",
-                            column: str | None = None, start_step: int | None | str = "auto",
-                            min_points: int = 4) -> Separation:
+                            start_step: int | None | str = "auto", min_points: int = 4) -> Separation:
     """The score for a training history: φ from ``cue_acc`` (``"shortcut"``) or ``test_acc`` (``"generalisation"``).
 
     ``start_step="auto"``: the first step the border is fitted for a shortcut, T_mem for generalisation.
     """
     require_history(history, "separation_from_history", norms=["norm"], fractions=["cue_acc", "test_acc"])
     require_choice(kind, "kind", ("shortcut", "generalisation"), owner="separation_from_history")
-    column = column or ("cue_acc" if kind == "shortcut" else "test_acc")
-    acc = history.column(column)
+    acc = history.column("cue_acc" if kind == "shortcut" else "test_acc")
     phi = reliance_from_shortcut(acc, num_classes) if kind == "shortcut" else reliance_from_generalisation(acc, num_classes)
     if isinstance(start_step, str):
         if start_step != "auto":
