@@ -298,17 +298,16 @@ class Monitor:
 
     def _check_scalars(self, scalars: Mapping[str, Any]) -> None:
         """Refuse a non-real scalar, an accuracy outside [0, 1], a negative loss or a measured column's name."""
-        for name in scalars:
+        for name, value in scalars.items():
             if name in self.MEASURED or name.startswith("norm/"):
                 raise ValueError(f"The {name!r} scalar of Monitor is a column the Monitor measures itself "
                                  f"({', '.join(self.MEASURED)}, norm/<layer>); pass your reading under another name.")
-        for name, value in scalars.items():
             if isinstance(value, (str, bytes, bool)) or not isinstance(value, (float, int, np.number, torch.Tensor)) \
                     or (isinstance(value, torch.Tensor) and value.numel() != 1):
                 raise TypeError(f"The {name!r} scalar of Monitor must be a real number (a float, int or one-element "
                                 f"tensor). Got {value!r} of type {type(value).__name__} instead.")
-        for name in [n for n in scalars if n.endswith("_acc")]:
-            require_fractions(float(scalars[name]), name, owner="Monitor")
+            if name.endswith("_acc"):
+                require_fractions(float(value), name, owner="Monitor")
         if float(scalars.get("train_loss", 0.0)) < 0:
             raise ValueError(f"The 'train_loss' scalar of Monitor must be ≥ 0 (a cross-entropy, whose minimum the "
                              f"early warning compares against). Got {float(scalars['train_loss'])!r} instead.")
@@ -337,21 +336,21 @@ class Monitor:
         self._loss_min = min(self._loss_min, loss)  # since memorisation, this record included
         if self.grok_warning_step is None and loss >= GROK_WARNING_LOSS_RATIO * self._loss_min:
             self.grok_warning_step = step
-            message = (f"step {step}: the train loss {loss:.3g} is {loss / self._loss_min:.1f}× its minimum "
-                       f"{self._loss_min:.3g} since memorisation (step {self.memorised_step}): in the book's "
-                       f"evaluation this preceded grokking")
-            self.warnings.append((step, message))
-            if self.on_warning is not None:
-                self.on_warning(step, message)
+            self._warn(step, f"step {step}: the train loss {loss:.3g} is {loss / self._loss_min:.1f}× its minimum "
+                             f"{self._loss_min:.3g} since memorisation (step {self.memorised_step}): in the book's "
+                             f"evaluation this preceded grokking")
 
     def _diverged(self, step: int, norm: float) -> None:
-        if self.diverged_step is not None:
-            return
-        self.diverged_step = step
-        message = (f"step {step}: ‖θ‖² is {norm} — the run diverged; the monitor reports regime 'diverged' "
-                   f"from here (a smaller learning rate usually helps)")
+        if self.diverged_step is None:
+            self.diverged_step = step
+            self._warn(step, f"step {step}: ‖θ‖² is {norm} — the run diverged; the monitor reports regime 'diverged' "
+                             f"from here (a smaller learning rate usually helps)", loud=True)
+
+    def _warn(self, step: int, message: str, loud: bool = False) -> None:
+        """Keep ``message`` in :attr:`warnings`, hand it to ``on_warning``; ``loud``: a RuntimeWarning too."""
         self.warnings.append((step, message))
-        warnings.warn(message, RuntimeWarning, stacklevel=4)
+        if loud:
+            warnings.warn(message, RuntimeWarning, stacklevel=5)
         if self.on_warning is not None:
             self.on_warning(step, message)
 
@@ -389,10 +388,6 @@ class Monitor:
         """The records as a :class:`nhtlab.history.History` (so nhtlab's charts and events apply)."""
         return History(rows=list(self.rows), status="running",
                        config={"monitor_every": self.every, "head": self.head, "first": self.first})
-
-    def column(self, name: str) -> np.ndarray:
-        """One recorded column as a float array."""
-        return self.history.column(name)
 
     def regime(self, drop: float = CONTRACTION_DROP, fit: float = FITTED_ACCURACY, acc_key: str = "train_acc") -> str:
         """The regime so far (:func:`online_regime`), using ``acc_key`` if it was recorded; O(1) a call.
@@ -450,21 +445,3 @@ class Monitor:
         if missing:
             raise ValueError(f"Monitor.diagnose needs {missing} recorded: pass them to monitor(step, train_acc=..., test_acc=...).")
         return diagnose_regime(self.history, **thresholds)
-
-    def summary(self, drop: float = CONTRACTION_DROP, fit: float = FITTED_ACCURACY, acc_key: str = "train_acc") -> dict[str, Any]:
-        """Headline readings: regime (as :meth:`regime`), norm peak, contraction, head warning, last ratio, DLR."""
-        norm = np.array([r["norm"] for r in self.rows])
-        peak = int(np.argmax(norm))
-        out: dict[str, Any] = {
-            "regime": self.regime(drop=drop, fit=fit, acc_key=acc_key),
-            "records": len(self.rows),
-            "norm peak": round(float(norm[peak]), 3),
-            "norm peak step": int(self.rows[peak]["step"]),
-            "norm contraction": round(float(max(0.0, 1.0 - norm[-1] / norm[peak])), 4),
-            "head contracting from step": self.head_contracting_step,
-            "grok warning at step": self.grok_warning_step,
-            "head/first ratio (last)": round(self.rows[-1]["head_ratio"], 4),
-        }
-        if "dlr" in self.rows[-1]:
-            out["DLR first → last"] = (round(self.rows[0]["dlr"], 4), round(self.rows[-1]["dlr"], 4))
-        return out
