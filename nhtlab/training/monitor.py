@@ -10,12 +10,8 @@ loss at least twice its minimum since memorisation**, memorisation being the fir
 is at least :data:`~nhtlab.thresholds.FITTED_ACCURACY`. Pass ``train_loss=`` on the whole training set, not a
 minibatch loss, whose noise alone can double it.
 
-On the companion's Table 3 runs (``nhtlab/results/eta_full.json``, chapter 08) the rule fired before T_grok in
-most grokking runs and on none that never grok, where ‖θ‖² 10% below its value at memorisation (nhtlab 0.3.0's
-rule) fired on those too; the read-out's signals did worse and are only recorded. On the MLP on Z_47
-(``eta_offgrid_mlp_*.json``) the warning fired before T_grok in none of the grokking runs and :meth:`regime`
-never matched :func:`~nhtlab.analysis.regimes.diagnose_regime`: on that model neither rule is supported.
-:meth:`Monitor.forecast` gives the delay law's baseline; the ETA did not ship.
+Chapter 08 reads how the rule, the read-out's signals and :meth:`regime` fared on the companion's runs and on
+an MLP on Z_47 (``nhtlab/results/eta_*.json``). :meth:`Monitor.forecast` gives the delay law's baseline.
 
 Plain loop::
 
