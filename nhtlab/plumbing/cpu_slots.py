@@ -58,14 +58,6 @@ def cpu_slot(slots: int | None = None, directory: str | os.PathLike | None = Non
     ``slots`` defaults to ``NHTLAB_CPU_SLOTS`` (unset: nothing is limited) and counts over every process
     that uses the same ``directory``. Yields the slot held, or None when nothing is limited or this
     thread already holds one.
-
-    Examples
-    --------
-    >>> import tempfile
-    >>> with tempfile.TemporaryDirectory() as folder:
-    ...     with cpu_slot(1, folder) as outer, cpu_slot(1, folder) as inner:
-    ...         (outer, inner)  # the inner block reuses the thread's slot
-    (0, None)
     """
     if slots is None:
         slots = cpu_slots()

@@ -164,11 +164,6 @@ def floors(lines: Iterable[Mapping[str, Any]], folder: str | Path, seconds: floa
 def efficiency(lines: Iterable[Mapping[str, Any]], floor_s: Mapping[str, float]) -> dict[str, dict[str, float]]:
     """Per run kind: ``Σ steps × floor per step / Σ training CPU seconds``, over the ledger ``lines`` whose
     run has a floor (``floor_s``: run key → seconds per step) and whose CPU seconds are known.
-
-    Examples
-    --------
-    >>> efficiency([{"run": "a", "kind": "ModularRun", "steps": 1000, "cpu_s": 8.0}], {"a": 0.004})["ModularRun"]
-    {'trainings': 1, 'steps': 1000, 'cpu_s': 8.0, 'floor_s': 4.0, 'share': 0.5}
     """
     kept = [line for line in lines if line["run"] in floor_s and line.get("cpu_s")]
     by_kind = summarise(kept).by_kind  # trainings, steps and CPU seconds by kind, as the ledger's summary counts them

@@ -57,15 +57,6 @@ def resolve_strategy(runs: Sequence[TrainConfig], strategy: str = "auto", worker
     ``"auto"`` stacks the modular runs on CUDA (one small run leaves a GPU idle) and trains the others
     ``"parallel"`` (on a CPU processes win: ``benchmarks/bench_sweeps.py``), ``"sequential"`` with one worker;
     a mix gives ``"batched + parallel"``.
-
-    Examples
-    --------
-    >>> resolve_strategy([ModularRun(p=7, device="cpu")])
-    'parallel'
-    >>> resolve_strategy([ModularRun(p=7, device="cpu")], workers=1)
-    'sequential'
-    >>> resolve_strategy([ModularRun(p=7, device="cpu")], "batched")
-    'batched'
     """
     require_choice(strategy, "strategy", STRATEGIES, owner="sweep")
     if strategy != "auto":
@@ -78,14 +69,7 @@ def resolve_strategy(runs: Sequence[TrainConfig], strategy: str = "auto", worker
 
 
 def grid(base: TrainConfig, **axes: Iterable[Any]) -> list[TrainConfig]:
-    """The runs of ``base`` over the Cartesian product of ``axes`` (field → values), last axis fastest.
-
-    Examples
-    --------
-    >>> runs = grid(ModularRun(p=7), weight_decay=[0.0, 1.0], seed=[0, 1])
-    >>> [(r.weight_decay, r.seed) for r in runs]
-    [(0.0, 0), (0.0, 1), (1.0, 0), (1.0, 1)]
-    """
+    """The runs of ``base`` over the Cartesian product of ``axes`` (field → values), last axis fastest."""
     require_type(base, "base", TrainConfig, owner="grid")
     kind = type(base).__name__
     names = {f.name for f in fields(base)}
