@@ -142,6 +142,7 @@ def test_no_grok_warning_without_train_accuracy_or_train_loss():
     ([1, 5, 9, 10, 9, 8, 7], None, "intermediate"),
     ([10, 8, 6, 5, 4, 3, 3], [0.1] * 7, "strong"),
     ([1, 2, 3], None, "too early"),
+    ([1, 2, float("nan")], None, "diverged"),
     ([1, 5, 9, 10, 9.9, 9.8, 9.7], [1] * 7, "weak"),   # 3% below the peak: not a contraction at 5%
 ])
 def test_online_regime_on_synthetic_curves(norm, acc, expected):

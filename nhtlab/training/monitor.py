@@ -107,17 +107,6 @@ def online_regime(
     accuracy reached ``fit`` (or none was given), else ``"strong"`` (decay suppresses learning). Fewer than
     ``min_points`` records are ``"too early"``; a non-finite norm is ``"diverged"``; all-NaN accuracies are
     ``"undetermined"``.
-
-    Examples
-    --------
-    >>> online_regime([1, 2, 3, 4, 5, 6])
-    'weak'
-    >>> online_regime([1, 4, 6, 5, 4, 3], train_acc=[0.1, 0.9, 1, 1, 1, 1])
-    'intermediate'
-    >>> online_regime([5, 4, 3, 2, 1, 1], train_acc=[0.1] * 6)
-    'strong'
-    >>> online_regime([1, 2, float("nan")])
-    'diverged'
     """
     require_real(drop, "drop", 0.0, 1.0, low_open=True, high_open=True, owner="online_regime")
     require_real(fit, "fit", 0.0, 1.0, low_open=True, owner="online_regime")
