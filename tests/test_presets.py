@@ -15,6 +15,12 @@ def test_book_grid_is_the_runs_the_chapters_share():
     assert quick == {"lr": 2e-3, "stop_after": 200, "compile": False, "seeds": [0], "budgets": {1.0: 3000}}
 
 
+def test_a_grid_run_takes_its_lambdas_budget_and_the_grids_settings():
+    from nhtlab.training.presets import companion_grid_run
+    run = companion_grid_run(companion_sweep("book"), 1.0, seed=2)
+    assert (run.weight_decay, run.seed, run.steps, run.stop_after) == (1.0, 2, 4000, 500)
+
+
 def test_only_the_gpu_profile_compiles_the_step():
     # quick and book train eagerly (the rounding the book's pages were measured in); full compiles
     assert [companion_sweep(name)["compile"] for name in ("quick", "book", "full")] == [False, False, True]

@@ -44,7 +44,7 @@ def test_strategies_agree_and_results_are_tidy():
     for key in ("weight_decay", "seed", "model.width", "t_mem", "t_grok", "delay", "peak_norm", "status", "final_test_acc"):
         assert key in records[0]
     assert [r["weight_decay"] for r in records] == [0.0, 0.0, 2.0, 2.0]
-    assert len(seq.where(seed=1)) == 2 and seq.diverged == []
+    assert seq.diverged == []
 
 
 def test_any_executor_can_run_the_sweep():

@@ -26,6 +26,7 @@ except ImportError:  # pragma: no cover - Windows
     fcntl = None  # type: ignore[assignment]
 
 from ..validation import require_int
+from .flags import positive_int
 
 __all__ = ["cpu_slot", "cpu_slots", "SLOTS_VARIABLE"]
 
@@ -37,17 +38,8 @@ _held = threading.local()  # per thread: .slot is True while this thread holds a
 
 def cpu_slots() -> int | None:
     """The number of slots set by ``NHTLAB_CPU_SLOTS``, or None when it is unset or empty."""
-    value = os.environ.get(SLOTS_VARIABLE, "").strip()
-    if not value:
-        return None
-    try:
-        slots = int(value)
-    except ValueError:
-        slots = 0
-    if slots < 1:
-        raise ValueError(f"The {SLOTS_VARIABLE} environment variable must be a positive integer (the number of "
-                         f"training loops that may compute at once) or unset. Got {value!r} instead.")
-    return slots
+    return positive_int(SLOTS_VARIABLE, None, f"The {SLOTS_VARIABLE} environment variable must be a positive integer "
+                                              f"(the number of training loops that may compute at once) or unset.")
 
 
 def slot_dir() -> Path:
@@ -66,14 +58,6 @@ def cpu_slot(slots: int | None = None, directory: str | os.PathLike | None = Non
     ``slots`` defaults to ``NHTLAB_CPU_SLOTS`` (unset: nothing is limited) and counts over every process
     that uses the same ``directory``. Yields the slot held, or None when nothing is limited or this
     thread already holds one.
-
-    Examples
-    --------
-    >>> import tempfile
-    >>> with tempfile.TemporaryDirectory() as folder:
-    ...     with cpu_slot(1, folder) as outer, cpu_slot(1, folder) as inner:
-    ...         (outer, inner)  # the inner block reuses the thread's slot
-    (0, None)
     """
     if slots is None:
         slots = cpu_slots()

@@ -8,7 +8,6 @@ process at import, :func:`device_audit` for a block; each audit it starts is reg
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from typing import Any
@@ -17,6 +16,7 @@ import torch
 from torch.overrides import TorchFunctionMode
 
 from ..training.device import AUDIT_DEVICE, AUDITS, device_audit_enabled
+from .flags import switched_on
 
 __all__ = ["DeviceAudit", "DeviceMixError", "device_audit", "device_audit_enabled", "AUDIT_DEVICE"]
 
@@ -207,7 +207,7 @@ def device_audit() -> Iterator[DeviceAudit]:
 
 def _audit_from_environment() -> None:
     """``NHTLAB_DEVICE_CHECK=1`` at import: the whole process runs under the audit (CPU-only machines)."""
-    if os.environ.get(DEVICE_CHECK_ENV, "").strip().lower() in ("1", "on", "true", "yes") and not torch.cuda.is_available():
+    if switched_on(DEVICE_CHECK_ENV) and not torch.cuda.is_available():
         audit = DeviceAudit()
         audit.__enter__()  # left active for the life of the process (a notebook kernel, a pool worker)
         AUDITS.append(audit)

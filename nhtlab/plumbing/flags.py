@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 
 __all__ = ["in_book_build", "BOOK_ENV", "cache_dir", "cache_enabled", "checkpoints_enabled", "progress_setting",
-           "cifar_root"]
+           "cifar_root", "switched_on", "positive_int"]
 
 #: Set to "1" by ``tools/build_book.py`` while it executes the chapters.
 BOOK_ENV = "NHTLAB_BOOK"
@@ -27,9 +27,30 @@ def cache_dir() -> Path:
     return Path(base) / "nhtlab"
 
 
+def switched_on(name: str) -> bool:
+    """True when the environment variable ``name`` is ``1``, ``on``, ``true`` or ``yes`` (case-insensitive)."""
+    return os.environ.get(name, "").strip().lower() in ("1", "on", "true", "yes")
+
+
+def positive_int(name: str, default: int | None, rule: str = "") -> int | None:
+    """The environment variable ``name`` as a positive integer, ``default`` when it is unset or empty; the
+    error of another value says ``rule`` (default: that it must be a positive integer)."""
+    raw = os.environ.get(name, "")
+    if not raw.strip():
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        value = 0
+    if value < 1:
+        rule = rule or f"The environment variable {name} must be a positive integer."
+        raise ValueError(f"{rule} Got {raw!r} instead.")
+    return value
+
+
 def checkpoints_enabled() -> bool:
-    """True when ``NHTLAB_CHECKPOINTS`` is ``on``, ``1``, ``yes`` or ``true``."""
-    return os.environ.get("NHTLAB_CHECKPOINTS", "off").strip().lower() in ("on", "1", "yes", "true")
+    """True when ``NHTLAB_CHECKPOINTS`` is switched on (:func:`switched_on`)."""
+    return switched_on("NHTLAB_CHECKPOINTS")
 
 
 def cache_enabled() -> bool:

@@ -28,6 +28,7 @@ from ..data.modular import modular_data
 from ..models import make_model
 from ..training.modular_run import ModularRun
 from ..training.shortcut_run import ShortcutRun
+from .ledger import summarise
 
 __all__ = ["count_step", "matmul_rate", "shape_key", "step_counts", "floors", "efficiency",
            "efficiency_lines"]
@@ -163,21 +164,12 @@ def floors(lines: Iterable[Mapping[str, Any]], folder: str | Path, seconds: floa
 def efficiency(lines: Iterable[Mapping[str, Any]], floor_s: Mapping[str, float]) -> dict[str, dict[str, float]]:
     """Per run kind: ``Σ steps × floor per step / Σ training CPU seconds``, over the ledger ``lines`` whose
     run has a floor (``floor_s``: run key → seconds per step) and whose CPU seconds are known.
-
-    Examples
-    --------
-    >>> efficiency([{"run": "a", "kind": "ModularRun", "steps": 1000, "cpu_s": 8.0}], {"a": 0.004})["ModularRun"]
-    {'trainings': 1, 'steps': 1000, 'cpu_s': 8.0, 'floor_s': 4.0, 'share': 0.5}
     """
-    by_kind: dict[str, dict[str, float]] = {}
-    for line in lines:
-        if line["run"] not in floor_s or not line.get("cpu_s"):
-            continue
-        totals = by_kind.setdefault(line["kind"], {"trainings": 0, "steps": 0, "cpu_s": 0.0, "floor_s": 0.0})
-        totals["trainings"] += 1
-        totals["steps"] += line.get("steps") or 0
-        totals["cpu_s"] += line["cpu_s"]
-        totals["floor_s"] += (line.get("steps") or 0) * floor_s[line["run"]]
+    kept = [line for line in lines if line["run"] in floor_s and line.get("cpu_s")]
+    by_kind = summarise(kept).by_kind  # trainings, steps and CPU seconds by kind, as the ledger's summary counts them
+    for line in kept:
+        totals = by_kind[line["kind"]]
+        totals["floor_s"] = totals.get("floor_s", 0.0) + (line.get("steps") or 0) * floor_s[line["run"]]
     for totals in by_kind.values():
         totals["share"] = totals["floor_s"] / totals["cpu_s"]
     return by_kind

@@ -16,16 +16,16 @@ checks go under ``if nhtlab.book.science_checks(cfg):``, which is False on a smo
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from typing import Any
+
+from .flags import positive_int, switched_on
 
 __all__ = [
     "SMOKE_ENV", "smoke_enabled", "smoke_steps", "cap_settings", "smoke_banner",
 ]
 
 SMOKE_ENV = "NHTLAB_SMOKE"
-_ON = ("1", "on", "true", "yes")
 _DEFAULTS = {"NHTLAB_SMOKE_STEPS": 8, "NHTLAB_SMOKE_SEEDS": 1, "NHTLAB_SMOKE_IMAGES": 16, "NHTLAB_SMOKE_BATCH": 8}
 
 STEP_KEYS = ("steps", "budget", "budgets", "stop_after")
@@ -37,21 +37,12 @@ _LIMIT_OF = {**dict.fromkeys(BATCH_KEYS, "NHTLAB_SMOKE_BATCH"), **dict.fromkeys(
 
 
 def smoke_enabled() -> bool:
-    """True when ``NHTLAB_SMOKE`` is ``1``, ``on``, ``true`` or ``yes`` (case-insensitive)."""
-    return os.environ.get(SMOKE_ENV, "").strip().lower() in _ON
+    """True when ``NHTLAB_SMOKE`` is switched on (:func:`~nhtlab.plumbing.flags.switched_on`)."""
+    return switched_on(SMOKE_ENV)
 
 
 def _positive(name: str) -> int:
-    raw = os.environ.get(name)
-    if raw is None or raw.strip() == "":
-        return _DEFAULTS[name]
-    try:
-        value = int(raw)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise ValueError(f"The environment variable {name} must be a positive integer. Got {raw!r} instead.")
-    return value
+    return positive_int(name, _DEFAULTS[name])
 
 
 def smoke_steps() -> int:

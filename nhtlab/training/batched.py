@@ -47,8 +47,6 @@ SHARED_FIELDS = (
     "batch_size", "eval_every", "schedule", "device", "compile", "loss", "optimizer",
 )
 
-_EPS = 1e-8  # torch.optim.AdamW's default eps
-
 
 def batch_key(run: ModularRun) -> str:
     """A string equal for runs that can share one stack (see ``SHARED_FIELDS``)."""
@@ -63,12 +61,12 @@ class StackedAdamW:
     """
 
     def __init__(self, params: dict[str, torch.Tensor], lr: torch.Tensor, weight_decay: torch.Tensor,
-                 betas: tuple[float, float] = (0.9, 0.999), eps: float = _EPS):
+                 betas: tuple[float, float] = (0.9, 0.999)):
         self.params = params
         self.base_lr = lr.double().cpu()
         self.weight_decay = weight_decay.double().cpu()
         self.betas = betas
-        self.eps = eps
+        self.eps = 1e-8  # torch.optim.AdamW's default
         self.step_count = 0
         self.exp_avg = {k: torch.zeros_like(v) for k, v in params.items()}
         self.exp_avg_sq = {k: torch.zeros_like(v) for k, v in params.items()}

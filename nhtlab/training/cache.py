@@ -45,15 +45,7 @@ def default_cache_dir() -> Path:
 
 
 class ResultCache:
-    """Finished runs on disk under ``root`` (default :func:`default_cache_dir`), keyed by :func:`config_key`.
-
-    Examples
-    --------
-    >>> import tempfile
-    >>> cache = ResultCache(tempfile.mkdtemp())
-    >>> cache.get({"lr": 1e-3}) is None
-    True
-    """
+    """Finished runs on disk under ``root`` (default :func:`default_cache_dir`), keyed by :func:`config_key`."""
 
     def __init__(self, root: str | os.PathLike | None = None, checkpoints: bool = False):
         if root is not None:
@@ -137,14 +129,6 @@ class ResultCache:
         Waits while another process holds the claim (a file lock, released on an error or death too), then
         yields the cached history or None: the caller trains and puts it *before leaving the block*.
         Without POSIX file locks (Windows) nothing waits.
-
-        Examples
-        --------
-        >>> import tempfile
-        >>> cache = ResultCache(tempfile.mkdtemp())
-        >>> with cache.claim({"lr": 1e-3}) as hit:
-        ...     hit is None or hit.status
-        True
         """
         require_type(config, "config", Mapping, owner="ResultCache.claim")
         if fcntl is None:  # pragma: no cover - Windows

@@ -100,13 +100,7 @@ def key_threads(config: Mapping[str, Any]) -> int | None:
 
 
 def config_key(config: Mapping[str, Any]) -> str:
-    """SHA-256 (hex) of ``config`` and of what computes its run (the module docstring lists it).
-
-    Examples
-    --------
-    >>> config_key({"a": 1, "b": [1, 2]}) == config_key({"b": (1.0, 2), "a": 1})
-    True
-    """
+    """SHA-256 (hex) of ``config`` and of what computes its run (the module docstring lists it)."""
     require_type(config, "config", Mapping, owner="config_key")
     keyed: dict[str, Any] = {"config": _one_spelling(config), "nhtlab": _version.__version__,  # read at call time
                              "torch": torch.__version__, "device": "cuda" if _on_cuda(config) else "cpu",

@@ -114,14 +114,14 @@ def save_checkpoint(run_dir: str | os.PathLike, payload: dict[str, Any]) -> Path
     return atomic_write_bytes(checkpoint_path(run_dir), buffer.getvalue())
 
 
-def set_aside(path: Path, why: str, stacklevel: int = 3) -> None:
+def set_aside(path: Path, why: str) -> None:
     """Move a checkpoint that cannot be trusted to ``<name>.corrupt`` and warn that the run starts again."""
     os.replace(path, path.with_name(path.name + ".corrupt"))
     warnings.warn(f"The checkpoint {path} {why}; it was moved to {path.name}.corrupt and the run starts again "
-                  f"from step 0.", RuntimeWarning, stacklevel=stacklevel)
+                  f"from step 0.", RuntimeWarning, stacklevel=3)
 
 
-def load_checkpoint(run_dir: str | os.PathLike, map_location: torch.device | str | None = None) -> dict[str, Any] | None:
+def load_checkpoint(run_dir: str | os.PathLike) -> dict[str, Any] | None:
     """Read the checkpoint of ``run_dir``; None when there is none.
 
     An unreadable file or a wrong :func:`checksum` is set aside (:func:`set_aside`) and gives None, so the run
@@ -135,7 +135,7 @@ def load_checkpoint(run_dir: str | os.PathLike, map_location: torch.device | str
     if not path.exists():
         return None
     try:
-        payload = torch.load(path, map_location=map_location, weights_only=True)
+        payload = torch.load(path, weights_only=True)
         if not isinstance(payload, dict) or "step" not in payload or "checksum" not in payload:
             raise ValueError("not an nhtlab checkpoint with a checksum")
         if checksum(payload) != payload["checksum"]:

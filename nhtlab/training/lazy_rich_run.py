@@ -108,30 +108,13 @@ def lazy_rich_run(
     tol: float | None = None,
     compare: Mapping[str, tuple[str | int, float | None]] | None = None,
 ) -> LazyRichResult:
-    """Train f_α = α (g − g₀) on the digits and read DLR beside CKA-to-init and NC1.
+    """Train f_α = α (g − g₀) on ``data`` (:func:`nhtlab.digits`, channel 0: :func:`flat_inputs`) and read DLR
+    beside CKA-to-init and NC1.
 
-    Parameters
-    ----------
-    data : ImageData
-        :func:`nhtlab.digits` (channel 0 is used, :func:`flat_inputs`).
-    alpha : float > 0
-        Output scale: large → lazy, small → rich.
-    steps : int ≥ 1
-        Full-batch gradient steps.
-    lr : float > 0
-        Step size on L(f_α)/α², L = ½ mean ‖f − y‖² (one-hot y).
-    width, depth : int
-        Hidden units per layer; number of hidden layers.
-    seed : int
-        Seeds the initialisation.
-    rank, tol
-        DLR's rank rule (:func:`nhtlab.dlr`).
-    compare : mapping name → (rank, tol), optional
-        Further rank rules whose DLR goes in ``compare``.
-
-    Returns
-    -------
-    LazyRichResult
+    Large ``alpha`` is lazy, small is rich. ``steps`` full-batch gradient steps of size ``lr`` on L(f_α)/α², with
+    L = ½ mean ‖f − y‖² (one-hot y); ``width`` hidden units in each of ``depth`` hidden layers, initialised from
+    ``seed``. ``rank, tol`` is DLR's rank rule (:func:`nhtlab.dlr`); ``compare`` maps names to further
+    ``(rank, tol)`` rules whose DLR goes in the result's ``compare``.
     """
     owner = "lazy_rich_run"
     alpha = require_real(alpha, "alpha", 0.0, None, low_open=True, owner=owner)

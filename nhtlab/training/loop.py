@@ -280,11 +280,6 @@ def history_row(step: int, lr: float, scores: Mapping[str, tuple[float, float]],
     """One evaluation as a row: ``scores`` maps a set to (mean cross-entropy, accuracy), ``"train"`` first.
 
     ``fourier`` (a model on Z_p: :func:`~nhtlab.measures.fourier.fourier_rows`) adds the Fourier columns.
-
-    Examples
-    --------
-    >>> history_row(10, 1e-3, {"train": (0.5, 0.9)}, {"a": 1.0, "b": 2.0})
-    {'step': 10, 'lr': 0.001, 'train_loss': 0.5, 'train_acc': 0.9, 'norm': 3.0, 'norm/a': 1.0, 'norm/b': 2.0}
     """
     row: dict[str, float] = {"step": step, "lr": lr}
     for name, (loss, acc) in scores.items():
@@ -314,25 +309,12 @@ def grok_step(rows: Sequence[Mapping[str, float]]) -> int | None:
     """T_grok: the first step whose test accuracy reached :data:`~nhtlab.thresholds.FITTED_ACCURACY`, or None.
 
     The one finder that :func:`~nhtlab.analysis.events.find_events` uses too.
-
-    Examples
-    --------
-    >>> grok_step([{"step": 0, "test_acc": 0.1}, {"step": 50, "test_acc": 0.995}, {"step": 75, "test_acc": 1.0}])
-    50
-    >>> grok_step([{"step": 0, "test_acc": 0.1}]) is None
-    True
     """
     return first_step_at_least([r["step"] for r in rows], [r.get("test_acc", math.nan) for r in rows], FITTED_ACCURACY)
 
 
 def stopped_after(history: History, step: int, stop_after: int | None) -> bool:
     """True (and ``history`` marked stopped) once ``step`` ≥ its rows' :func:`grok_step` + ``stop_after`` (None: never).
-
-    Examples
-    --------
-    >>> h = History([{"step": 0, "test_acc": 0.5}, {"step": 100, "test_acc": 1.0}])
-    >>> stopped_after(h, 125, 50), stopped_after(h, 150, 50), h.status
-    (False, True, 'stopped')
     """
     if stop_after is None:
         return False

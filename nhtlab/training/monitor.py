@@ -10,12 +10,8 @@ loss at least twice its minimum since memorisation**, memorisation being the fir
 is at least :data:`~nhtlab.thresholds.FITTED_ACCURACY`. Pass ``train_loss=`` on the whole training set, not a
 minibatch loss, whose noise alone can double it.
 
-On the companion's Table 3 runs (``nhtlab/results/eta_full.json``, chapter 08) the rule fired before T_grok in
-most grokking runs and on none that never grok, where ‖θ‖² 10% below its value at memorisation (nhtlab 0.3.0's
-rule) fired on those too; the read-out's signals did worse and are only recorded. On the MLP on Z_47
-(``eta_offgrid_mlp_*.json``) the warning fired before T_grok in none of the grokking runs and :meth:`regime`
-never matched :func:`~nhtlab.analysis.regimes.diagnose_regime`: on that model neither rule is supported.
-:meth:`Monitor.forecast` gives the delay law's baseline; the ETA did not ship.
+Chapter 08 reads how the rule, the read-out's signals and :meth:`regime` fared on the companion's runs and on
+an MLP on Z_47 (``nhtlab/results/eta_*.json``). :meth:`Monitor.forecast` gives the delay law's baseline.
 
 Plain loop::
 
@@ -111,17 +107,6 @@ def online_regime(
     accuracy reached ``fit`` (or none was given), else ``"strong"`` (decay suppresses learning). Fewer than
     ``min_points`` records are ``"too early"``; a non-finite norm is ``"diverged"``; all-NaN accuracies are
     ``"undetermined"``.
-
-    Examples
-    --------
-    >>> online_regime([1, 2, 3, 4, 5, 6])
-    'weak'
-    >>> online_regime([1, 4, 6, 5, 4, 3], train_acc=[0.1, 0.9, 1, 1, 1, 1])
-    'intermediate'
-    >>> online_regime([5, 4, 3, 2, 1, 1], train_acc=[0.1] * 6)
-    'strong'
-    >>> online_regime([1, 2, float("nan")])
-    'diverged'
     """
     require_real(drop, "drop", 0.0, 1.0, low_open=True, high_open=True, owner="online_regime")
     require_real(fit, "fit", 0.0, 1.0, low_open=True, owner="online_regime")
@@ -298,17 +283,16 @@ class Monitor:
 
     def _check_scalars(self, scalars: Mapping[str, Any]) -> None:
         """Refuse a non-real scalar, an accuracy outside [0, 1], a negative loss or a measured column's name."""
-        for name in scalars:
+        for name, value in scalars.items():
             if name in self.MEASURED or name.startswith("norm/"):
                 raise ValueError(f"The {name!r} scalar of Monitor is a column the Monitor measures itself "
                                  f"({', '.join(self.MEASURED)}, norm/<layer>); pass your reading under another name.")
-        for name, value in scalars.items():
             if isinstance(value, (str, bytes, bool)) or not isinstance(value, (float, int, np.number, torch.Tensor)) \
                     or (isinstance(value, torch.Tensor) and value.numel() != 1):
                 raise TypeError(f"The {name!r} scalar of Monitor must be a real number (a float, int or one-element "
                                 f"tensor). Got {value!r} of type {type(value).__name__} instead.")
-        for name in [n for n in scalars if n.endswith("_acc")]:
-            require_fractions(float(scalars[name]), name, owner="Monitor")
+            if name.endswith("_acc"):
+                require_fractions(float(value), name, owner="Monitor")
         if float(scalars.get("train_loss", 0.0)) < 0:
             raise ValueError(f"The 'train_loss' scalar of Monitor must be ≥ 0 (a cross-entropy, whose minimum the "
                              f"early warning compares against). Got {float(scalars['train_loss'])!r} instead.")
@@ -337,21 +321,21 @@ class Monitor:
         self._loss_min = min(self._loss_min, loss)  # since memorisation, this record included
         if self.grok_warning_step is None and loss >= GROK_WARNING_LOSS_RATIO * self._loss_min:
             self.grok_warning_step = step
-            message = (f"step {step}: the train loss {loss:.3g} is {loss / self._loss_min:.1f}× its minimum "
-                       f"{self._loss_min:.3g} since memorisation (step {self.memorised_step}): in the book's "
-                       f"evaluation this preceded grokking")
-            self.warnings.append((step, message))
-            if self.on_warning is not None:
-                self.on_warning(step, message)
+            self._warn(step, f"step {step}: the train loss {loss:.3g} is {loss / self._loss_min:.1f}× its minimum "
+                             f"{self._loss_min:.3g} since memorisation (step {self.memorised_step}): in the book's "
+                             f"evaluation this preceded grokking")
 
     def _diverged(self, step: int, norm: float) -> None:
-        if self.diverged_step is not None:
-            return
-        self.diverged_step = step
-        message = (f"step {step}: ‖θ‖² is {norm} — the run diverged; the monitor reports regime 'diverged' "
-                   f"from here (a smaller learning rate usually helps)")
+        if self.diverged_step is None:
+            self.diverged_step = step
+            self._warn(step, f"step {step}: ‖θ‖² is {norm} — the run diverged; the monitor reports regime 'diverged' "
+                             f"from here (a smaller learning rate usually helps)", loud=True)
+
+    def _warn(self, step: int, message: str, loud: bool = False) -> None:
+        """Keep ``message`` in :attr:`warnings`, hand it to ``on_warning``; ``loud``: a RuntimeWarning too."""
         self.warnings.append((step, message))
-        warnings.warn(message, RuntimeWarning, stacklevel=4)
+        if loud:
+            warnings.warn(message, RuntimeWarning, stacklevel=5)
         if self.on_warning is not None:
             self.on_warning(step, message)
 
@@ -389,10 +373,6 @@ class Monitor:
         """The records as a :class:`nhtlab.history.History` (so nhtlab's charts and events apply)."""
         return History(rows=list(self.rows), status="running",
                        config={"monitor_every": self.every, "head": self.head, "first": self.first})
-
-    def column(self, name: str) -> np.ndarray:
-        """One recorded column as a float array."""
-        return self.history.column(name)
 
     def regime(self, drop: float = CONTRACTION_DROP, fit: float = FITTED_ACCURACY, acc_key: str = "train_acc") -> str:
         """The regime so far (:func:`online_regime`), using ``acc_key`` if it was recorded; O(1) a call.
@@ -450,21 +430,3 @@ class Monitor:
         if missing:
             raise ValueError(f"Monitor.diagnose needs {missing} recorded: pass them to monitor(step, train_acc=..., test_acc=...).")
         return diagnose_regime(self.history, **thresholds)
-
-    def summary(self, drop: float = CONTRACTION_DROP, fit: float = FITTED_ACCURACY, acc_key: str = "train_acc") -> dict[str, Any]:
-        """Headline readings: regime (as :meth:`regime`), norm peak, contraction, head warning, last ratio, DLR."""
-        norm = np.array([r["norm"] for r in self.rows])
-        peak = int(np.argmax(norm))
-        out: dict[str, Any] = {
-            "regime": self.regime(drop=drop, fit=fit, acc_key=acc_key),
-            "records": len(self.rows),
-            "norm peak": round(float(norm[peak]), 3),
-            "norm peak step": int(self.rows[peak]["step"]),
-            "norm contraction": round(float(max(0.0, 1.0 - norm[-1] / norm[peak])), 4),
-            "head contracting from step": self.head_contracting_step,
-            "grok warning at step": self.grok_warning_step,
-            "head/first ratio (last)": round(self.rows[-1]["head_ratio"], 4),
-        }
-        if "dlr" in self.rows[-1]:
-            out["DLR first → last"] = (round(self.rows[0]["dlr"], 4), round(self.rows[-1]["dlr"], 4))
-        return out

@@ -86,12 +86,6 @@ def companion_grid_run(grid: Mapping[str, Any], lam: float, seed: int, **changes
     """The run of a companion grid (a :func:`companion_sweep` dict) at weight decay ``lam`` and ``seed``.
 
     ``changes`` override any other :func:`companion` setting.
-
-    Examples
-    --------
-    >>> run = companion_grid_run(companion_sweep("book"), 1.0, seed=2)
-    >>> (run.weight_decay, run.seed, run.steps, run.stop_after)
-    (1.0, 2, 4000, 500)
     """
     require_type(grid, "grid", Mapping, owner="companion_grid_run")
     missing = [name for name in ("lr", "stop_after", "compile", "budgets") if name not in grid]

@@ -57,15 +57,6 @@ def resolve_strategy(runs: Sequence[TrainConfig], strategy: str = "auto", worker
     ``"auto"`` stacks the modular runs on CUDA (one small run leaves a GPU idle) and trains the others
     ``"parallel"`` (on a CPU processes win: ``benchmarks/bench_sweeps.py``), ``"sequential"`` with one worker;
     a mix gives ``"batched + parallel"``.
-
-    Examples
-    --------
-    >>> resolve_strategy([ModularRun(p=7, device="cpu")])
-    'parallel'
-    >>> resolve_strategy([ModularRun(p=7, device="cpu")], workers=1)
-    'sequential'
-    >>> resolve_strategy([ModularRun(p=7, device="cpu")], "batched")
-    'batched'
     """
     require_choice(strategy, "strategy", STRATEGIES, owner="sweep")
     if strategy != "auto":
@@ -78,14 +69,7 @@ def resolve_strategy(runs: Sequence[TrainConfig], strategy: str = "auto", worker
 
 
 def grid(base: TrainConfig, **axes: Iterable[Any]) -> list[TrainConfig]:
-    """The runs of ``base`` over the Cartesian product of ``axes`` (field → values), last axis fastest.
-
-    Examples
-    --------
-    >>> runs = grid(ModularRun(p=7), weight_decay=[0.0, 1.0], seed=[0, 1])
-    >>> [(r.weight_decay, r.seed) for r in runs]
-    [(0.0, 0), (0.0, 1), (1.0, 0), (1.0, 1)]
-    """
+    """The runs of ``base`` over the Cartesian product of ``axes`` (field → values), last axis fastest."""
     require_type(base, "base", TrainConfig, owner="grid")
     kind = type(base).__name__
     names = {f.name for f in fields(base)}
@@ -175,11 +159,6 @@ class SweepResult(Sequence):
         """One flat dict per run (see :meth:`SweepRow.record`): the tidy table."""
         return [row.record() for row in self.rows]
 
-    def where(self, **conditions: Any) -> "SweepResult":
-        """The rows whose config fields equal ``conditions`` (e.g. ``where(seed=0)``)."""
-        keep = [r for r in self.rows if all(getattr(r.run, k) == v for k, v in conditions.items())]
-        return SweepResult(keep, self.strategy, self.seconds)
-
     def __repr__(self) -> str:
         n_div = len(self.diverged)
         return (f"SweepResult({len(self)} runs, strategy={self.strategy!r}, {self.seconds:.1f} s"
@@ -225,11 +204,10 @@ def _watch_parent(parent: int, every: float = 0.5) -> None:
     os._exit(1)
 
 
-def _init_worker(threads: int, parent: int | None = None) -> None:
-    torch.set_num_threads(threads)
+def _init_worker(parent: int) -> None:
+    torch.set_num_threads(1)
     set_default_progress("none")  # a worker's bar would interleave with the sweep's own
-    if parent is not None:
-        threading.Thread(target=_watch_parent, args=(parent,), daemon=True, name="nhtlab-parent-watch").start()
+    threading.Thread(target=_watch_parent, args=(parent,), daemon=True, name="nhtlab-parent-watch").start()
 
 
 # Runs seed torch's global RNG (per process) to build their model: runs sharing a process through
@@ -275,7 +253,7 @@ def _train_stack(runs: list[ModularRun]) -> list[tuple[dict[str, Any], float, st
     return [(h.to_dict(), seconds, "computed", None) for h in trained]
 
 
-def default_executor(workers: int | None = None, threads_per_worker: int = 1) -> ProcessPoolExecutor:
+def default_executor(workers: int | None = None) -> ProcessPoolExecutor:
     """A local process pool: ``workers`` processes (default: CPU count), one torch thread each.
 
     Workers start with ``forkserver`` (``spawn`` without it): forking a parent that ran torch's thread pools
@@ -291,7 +269,7 @@ def default_executor(workers: int | None = None, threads_per_worker: int = 1) ->
         context.set_forkserver_preload([__name__, "torch._dynamo"])
     # each worker watches this process and exits when it dies (a killed kernel leaves no orphans training)
     return ProcessPoolExecutor(max_workers=workers, mp_context=context,
-                               initializer=_init_worker, initargs=(threads_per_worker, os.getpid()))
+                               initializer=_init_worker, initargs=(os.getpid(),))
 
 
 def sweep(
