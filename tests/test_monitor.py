@@ -166,6 +166,8 @@ def test_monitor_regime_reads_recorded_accuracy():
             model[2].weight.mul_(0.8)
             monitor(step, train_acc=0.1)
     assert monitor.regime() == "strong"
+    assert monitor.summary()["regime"] == "strong"
+    assert monitor.summary()["norm peak step"] == 0
 
 
 def test_validation_errors_name_the_parameter():

@@ -10,8 +10,12 @@ loss at least twice its minimum since memorisation**, memorisation being the fir
 is at least :data:`~nhtlab.thresholds.FITTED_ACCURACY`. Pass ``train_loss=`` on the whole training set, not a
 minibatch loss, whose noise alone can double it.
 
-Chapter 08 reads how the rule, the read-out's signals and :meth:`regime` fared on the companion's runs and on
-an MLP on Z_47 (``nhtlab/results/eta_*.json``). :meth:`Monitor.forecast` gives the delay law's baseline.
+On the companion's Table 3 runs (``nhtlab/results/eta_full.json``, chapter 08) the rule fired before T_grok in
+most grokking runs and on none that never grok, where ‖θ‖² 10% below its value at memorisation (nhtlab 0.3.0's
+rule) fired on those too; the read-out's signals did worse and are only recorded. On the MLP on Z_47
+(``eta_offgrid_mlp_*.json``) the warning fired before T_grok in none of the grokking runs and :meth:`regime`
+never matched :func:`~nhtlab.analysis.regimes.diagnose_regime`: on that model neither rule is supported.
+:meth:`Monitor.forecast` gives the delay law's baseline; the ETA did not ship.
 
 Plain loop::
 
@@ -430,3 +434,21 @@ class Monitor:
         if missing:
             raise ValueError(f"Monitor.diagnose needs {missing} recorded: pass them to monitor(step, train_acc=..., test_acc=...).")
         return diagnose_regime(self.history, **thresholds)
+
+    def summary(self, drop: float = CONTRACTION_DROP, fit: float = FITTED_ACCURACY, acc_key: str = "train_acc") -> dict[str, Any]:
+        """Headline readings: regime (as :meth:`regime`), norm peak, contraction, head warning, last ratio, DLR."""
+        norm = np.array([r["norm"] for r in self.rows])
+        peak = int(np.argmax(norm))
+        out: dict[str, Any] = {
+            "regime": self.regime(drop=drop, fit=fit, acc_key=acc_key),
+            "records": len(self.rows),
+            "norm peak": round(float(norm[peak]), 3),
+            "norm peak step": int(self.rows[peak]["step"]),
+            "norm contraction": round(float(max(0.0, 1.0 - norm[-1] / norm[peak])), 4),
+            "head contracting from step": self.head_contracting_step,
+            "grok warning at step": self.grok_warning_step,
+            "head/first ratio (last)": round(self.rows[-1]["head_ratio"], 4),
+        }
+        if "dlr" in self.rows[-1]:
+            out["DLR first → last"] = (round(self.rows[0]["dlr"], 4), round(self.rows[-1]["dlr"], 4))
+        return out
