@@ -1,5 +1,7 @@
 """Chapter 05's readings over seeds, on synthetic digit-border histories with known answers."""
 
+import re
+
 import pytest
 
 from nhtlab.book.layer_report import (
@@ -212,6 +214,14 @@ def test_a_real_image_run_is_read_from_its_history():
     assert never["t_mem"] is None and never["norm_mem"] is None and never["delay"] is None
 
 
+@pytest.mark.parametrize("spec, missing", [({"seeds": [0]}, "['budgets']"), ({"budgets": {0.1: 100}}, "['seeds']"),
+                                           ({"budgets": [0.1], "seeds": [0]}, "[]")])
+def test_a_real_image_spec_without_its_budgets_or_seeds_is_named(spec, missing):
+    """A reader who edits chapter 05's profile gets the spec's needs named, not a KeyError."""
+    from nhtlab.book.layer_report import omnigrok_runs
+
+    with pytest.raises(ValueError, match=rf"'spec' parameter of omnigrok_runs needs 'budgets'.*missing {re.escape(missing)}"):
+        omnigrok_runs(spec)
 def test_the_real_image_runs_premise_and_record():
     from nhtlab.book.layer_report import grok_run_reading, omnigrok_premise, omnigrok_record, omnigrok_runs
     from nhtlab.book.report import omnigrok_summary

@@ -344,6 +344,10 @@ def omnigrok_runs(spec: Mapping[str, Any], seed: int = 0) -> dict[tuple[float, i
     """The real-image grokking runs of ``spec``, keyed (λ, seed): one :class:`ImageGrokRun` per λ → steps of
     ``spec["budgets"]`` and seed ``seed + s`` for s in ``spec["seeds"]``; ``spec``'s other keys are the runs' fields."""
     require_type(spec, "spec", Mapping, owner="omnigrok_runs")
+    missing = sorted({"budgets", "seeds"} - spec.keys())
+    if missing or not isinstance(spec["budgets"], Mapping):
+        raise ValueError(f"The 'spec' parameter of omnigrok_runs needs 'budgets' (a mapping λ → steps) and 'seeds' "
+                         f"(offsets from 'seed'); missing {missing}. Got {dict(spec)!r} instead.")
     fields = {k: v for k, v in spec.items() if k not in ("budgets", "seeds")}
     return {(lam, seed + s): ImageGrokRun(**fields, weight_decay=lam, steps=steps, seed=seed + s)
             for lam, steps in spec["budgets"].items() for s in spec["seeds"]}
