@@ -34,8 +34,9 @@ from .shortcut_report import border_reading
 
 __all__ = ["image_run_rows", "image_readings", "signal_records", "conflict_records", "window_records",
            "order_readings", "order_determined", "layer_window_records", "order_answer", "order_reference",
-           "order_cases", "embedding_scale_readings", "embedding_scale_report", "tally", "order_summary", "layer_findings", "modular_order_table", "image_run_table", "peak_records",
-           "omnigrok_runs", "grok_run_reading", "omnigrok_record", "omnigrok_premise"]
+           "order_cases", "embedding_scale_readings", "embedding_scale_report", "tally", "order_summary",
+           "layer_findings", "modular_order_table", "image_run_table", "peak_records", "omnigrok_runs",
+           "grok_run_reading", "omnigrok_record", "omnigrok_premise"]
 
 def image_run_rows(runs: Mapping[tuple[str, int], History]) -> list[dict[str, Any]]:
     """One record per digit-border run: the border's steps and fate, the layer order over [fitted, dropped], and
@@ -317,7 +318,8 @@ def layer_findings(modular: Mapping[Any, Reading], small: Mapping[tuple[str, flo
         f"{tally(images[('main', 'warning')])}.",
         f"On real MNIST digits, from a large initialisation, {sum(r['delay'] is not None for r in runs)} of "
         f"{len(runs)} runs memorised, then generalised; from T_mem their layer order reads "
-        + ", ".join(f"{v} in {k}" for v, k in mnist_orders.items()) + f" of {len(runs)}. Across λ the delay "
+        + ", ".join(f"{verdict} in {count}" for verdict, count in mnist_orders.items())
+        + f" of {len(runs)}. Across λ the delay "
         + ("cannot be tested against 1/(ηλ)" if not math.isfinite(law["alpha"]) else
            f"{'follows' if law['passed'] else 'does not follow'} 1/(ηλ)") + f" ({law['detail']}).")
 
@@ -355,9 +357,9 @@ def omnigrok_runs(spec: Mapping[str, Any], seed: int = 0) -> dict[tuple[float, i
 
 def grok_run_reading(run: ImageGrokRun, history: History) -> dict[str, Any]:
     """One real-image grokking run read as chapter 05 and ``benchmarks/pilot_omnigrok.py`` read it: T_mem (train
-    accuracy ≥ FITTED_ACCURACY), T_gen (test ≥ IMAGE_GENERALISED, which :func:`omnigrok_record` states), the delay where T_gen comes later, ‖θ‖² at the
-    start, T_mem and the end, the layer order over [T_mem, T_gen], and each layer's peak step and the share of its
-    peak lost by the end (the paper's CIFAR-10 reading, which needs no T_mem)."""
+    accuracy ≥ FITTED_ACCURACY), T_gen (test ≥ IMAGE_GENERALISED, which :func:`omnigrok_record` states), the delay
+    where T_gen comes later, ‖θ‖² at the start, T_mem and the end, the layer order over [T_mem, T_gen], and each
+    layer's peak step and the share of its peak lost by the end (the paper's CIFAR-10 reading, which needs no T_mem)."""
     events = find_events(history)
     t_gen = first_step_at_least(history.column("step").astype(int), history.column("test_acc"), IMAGE_GENERALISED)
     delay = t_gen - events.t_mem if events.t_mem is not None and t_gen is not None and t_gen > events.t_mem else None
