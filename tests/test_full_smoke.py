@@ -25,6 +25,9 @@ from test_cifar_offline import write_fake_cifar10
 
 ROOT = Path(__file__).resolve().parent.parent
 CHAPTERS = sorted((ROOT / "book").glob("[0-9][0-9]_*.ipynb"))
+# Images per class in each split of the fake CIFAR-10: two, so that no class is a single image, and few,
+# since each evaluation of chapter 06's ResNet-18 runs over every split.
+SMOKE_PER_CLASS = 2
 
 
 def smoke_env(cifar_root: Path) -> dict[str, str]:
@@ -59,7 +62,7 @@ def outputs_text(path: Path) -> str:
 
 @pytest.fixture(scope="module")
 def cifar_root(tmp_path_factory) -> Path:
-    return write_fake_cifar10(tmp_path_factory.mktemp("cifar"), per_class=4)
+    return write_fake_cifar10(tmp_path_factory.mktemp("cifar"), per_class=SMOKE_PER_CLASS)
 
 
 def test_harness_runs_a_notebook_under_the_cap(tmp_path, cifar_root):
@@ -103,7 +106,7 @@ def execute_all_smoke(folder: Path, jobs: int) -> dict[str, float | str]:
     from concurrent.futures import ProcessPoolExecutor
 
     folder.mkdir(parents=True, exist_ok=True)
-    env = smoke_env(write_fake_cifar10(folder / "cifar", per_class=4))
+    env = smoke_env(write_fake_cifar10(folder / "cifar", per_class=SMOKE_PER_CLASS))
     with ProcessPoolExecutor(max(1, jobs)) as pool:
         futures = {nb.stem: pool.submit(execute_smoke, nb, folder / nb.name, env) for nb in CHAPTERS}
         # a chapter that fails is reported by its own test, not by all of them
