@@ -294,7 +294,7 @@ def run_timing(history: History) -> Check:
 
 
 def seed_timings(run: Any, first: Check, seeds: Sequence[int]) -> dict[int, Check]:
-    """:func:`run_timing` of ``run`` (``first``, already read) and of its seeds ``run.seed + s``, with the chapter's probe."""
+    """:func:`run_timing` of ``run`` (``first``, already read) and of its seeds ``run.seed + s``, with its probe."""
     others = [run.replace(seed=run.seed + s) for s in seeds]
     return {run.seed: first, **{o.seed: run_timing(tracked_run(o, companion_probe(o))) for o in others}}
 
@@ -346,7 +346,7 @@ def timing_text(timing: Check, seeds: Reading, by_seed: Mapping[int, Check], mar
 
 
 def spectra_marks(records: Sequence[Mapping[str, Any]], marks: Mapping[str, int | None]) -> list[dict[str, Any]]:
-    """Relative eigenvalue, quality Π* and utilisation Π̂ at k = 10 and 40 per marked step (None beyond the spectrum)."""
+    """Relative eigenvalue, quality Π* and utilisation Π̂ at k = 10 and 40 per marked step (None past the spectrum)."""
     by = {(int(r["step"]), int(r["k"])): r for r in records}
     names = {"rho": "relative", "quality": "quality", "utilisation": "utilisation"}
     return [{"mark": label, "step": step, **{f"{q}_{k}": by.get((step, k), {}).get(key)
