@@ -32,6 +32,9 @@ def test_toy_dlr_falls_monotonically_from_near_one_to_zero():
     assert toy[0]["DLR"] > 0.9 and toy[-1]["DLR"] < 1e-6
     assert all(a["DLR"] >= b["DLR"] - 1e-9 for a, b in zip(toy, toy[1:]))
     assert toy[-1]["f_in"] == pytest.approx(1.0)
+    text = report.toy_text([{"alpha": 0.0, "DLR": 0.9, "f_in": 0.1}, {"alpha": 0.5, "DLR": 0.6, "f_in": 0.4},
+                            {"alpha": 1.0, "DLR": 0.0, "f_in": 1.0}])
+    assert text.split(".")[0] == "DLR starts at 0"
 
 
 def test_the_chosen_rule_passes_the_synthetic_properties_and_full_fails():

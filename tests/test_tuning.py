@@ -169,6 +169,12 @@ def test_largest_fit_answer_and_layer_words():
     assert tuning.largest_fit_answer(records, seed=0, fit=0.6)[0] == "fits"  # the fakes all fit
     with pytest.raises(ValueError):
         tuning.largest_fit_answer(records, seed=5, fit=0.6)
+    rows = [{"seed": 0, "λ": 1.0, "fitted step": 50, "train acc": 0.7},
+            {"seed": 0, "λ": 10.0, "fitted step": None, "train acc": 0.2}]
+    assert tuning.largest_fit_answer(rows, seed=0, fit=0.657)[0] == "does not fit"
+    assert tuning.contraction_sentence({"λ": 1.0, "norm peak": 120.0, "norm peak step": 200, "norm contraction": 0.125}) == (
+        "‖θ‖² peaked at 120.0 (step 200) and ended 12.5% below its peak; the panel's axis does not start at zero, "
+        "so the fall looks larger than it is.")
     import torch.nn as nn
     words = tuning.layer_words(nn.Sequential(nn.Conv2d(3, 4, 3), nn.ReLU(), nn.Conv2d(4, 4, 3), nn.Linear(4, 2)))
     assert words == {"0": "Conv2d 1", "2": "Conv2d 2", "3": "read-out (Linear 1)"}

@@ -1,9 +1,7 @@
-"""The delay law on our runs, beside the companion paper's: records a chapter or a script renders, and the checks.
+"""The delay law on our runs, beside the companion paper's: chapter 3's records, sentences and checks.
 
-One place computes the paper-vs-ours comparison (the companion's Table 3 and its T_grok-against-1/λ
-fit), so that chapter 3 and ``scripts/reproduce_table3.py`` cannot drift apart. Records are plain
-dicts that the caller renders with ``nhtlab.book.table`` / ``nhtlab.book.md``; the checks return a
-:class:`~nhtlab.book.claims.Check`. The reference of the chapter's code exercise is :func:`law_line`.
+One place builds the companion's Table 3 beside ours (:func:`paper_comparison`), so that chapter 3 and
+``scripts/reproduce_table3.py`` cannot drift apart.
 """
 
 from __future__ import annotations
@@ -313,11 +311,7 @@ def lr_scaling_exercise(answer: float | None, points: Sequence[Mapping[str, Any]
 
 
 def law_line(points: Sequence[Mapping[str, Any]]) -> tuple[float, float]:
-    """The straight line of the measured delay against the law's prediction, one point per run.
-
-    The reference of chapter 3's code exercise: the reader fits T_grok − T_mem against
-    log(V_mem/V_grok)/(ηλ) with numpy and compares.
-    """
+    """The line of the measured delay against the law's prediction, one point per run: the code exercise's reference."""
     fit = linear_fit([p["predicted"] for p in points], [p["measured"] for p in points])
     return float(fit.slope), float(fit.intercept)
 
@@ -336,10 +330,8 @@ def escape_ratios(comparison: PaperComparison) -> list[dict[str, Any]]:
 
 
 def forecast_report(histories: Sequence[History], test_seeds: Sequence[int], profile: str) -> tuple[Markdown, Markdown]:
-    """The forecast of T_grok evaluated on a chapter's λ sweep, the seeds ``test_seeds`` held out.
-
-    A warning signal that no held-out run recorded reads "not measured", not "fired 0 of n".
-    """
+    """The forecast of T_grok evaluated on a chapter's λ sweep, the seeds ``test_seeds`` held out (a warning signal
+    that no held-out run recorded reads "not measured", not "fired 0 of n")."""
     seeds = sorted({int(h.config["seed"]) for h in histories})
     if len(seeds) < 2:
         return (Markdown(f"*The `{profile}` profile runs {len(seeds)} seed: nothing to hold out, so the "

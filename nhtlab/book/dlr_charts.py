@@ -1,7 +1,7 @@
-"""Charts for DLR and its spectra. They draw precomputed records; nothing is measured here.
+"""Chapter 04's charts of DLR and its spectra, drawn from precomputed records; nothing is measured here.
 
-Every chart carries its data inline and uses Vega-Lite params (zoom, legend
-selection, a step slider) so it stays interactive in the static HTML book.
+Every chart carries its data inline and uses Vega-Lite params (zoom, legend selection, a step slider), so it
+stays interactive in the static HTML book.
 """
 
 from __future__ import annotations
@@ -66,11 +66,9 @@ def spectra_explorer(records: Sequence[Mapping[str, Any]], title: str = "", even
                      history: History | None = None) -> alt.VConcatChart:
     """Relative eigenvalues, cumulative quality Π* and utilisation Π̂ against k, with a step slider.
 
-    ``records`` are :meth:`nhtlab.measures.spectra.Spectrum.to_records` rows with a ``step``
-    field, for evenly spaced steps (the slider moves in that spacing). The slider opens at the
-    recorded step nearest T_grok of ``events`` (else T_mem, else the first step). With ``history``, a
-    top panel draws DLR and test accuracy over training with T_mem and T_grok (``events``) marked and
-    a black rule at the step the slider shows.
+    ``records`` are :meth:`nhtlab.measures.spectra.Spectrum.to_records` rows with a ``step``, at evenly spaced
+    steps. The slider opens at the step nearest T_grok (else T_mem, else the first step). With ``history``, a top
+    panel draws DLR and test accuracy over training, the events marked and a black rule at the slider's step.
     """
     steps = sorted({int(r["step"]) for r in records})
     spacing = steps[1] - steps[0] if len(steps) > 1 else 1

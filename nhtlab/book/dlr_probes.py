@@ -59,10 +59,7 @@ def probe_key(tracker: DLRTracker) -> dict[str, Any]:
 
 def pair_probe(run: ModularRun, compare: Mapping[str, tuple[str | int, float | None]] | None = None,
                spectra: bool = False, top: int = 64) -> DLRTracker:
-    """A :class:`DLRTracker` on every pair (a, b) of ``run``'s table, with the labels (for NC1 and Π*).
-
-    Its ``x`` is the p² × 2 table: training pairs first, then test pairs.
-    """
+    """A :class:`DLRTracker` on every pair (a, b) of ``run``'s table (training pairs first), with the labels."""
     require_type(run, "run", ModularRun, owner="pair_probe")
     data = modular_data(run.p, run.operation, run.train_fraction, seed=run.seed)
     return DLRTracker(torch.cat([data.x_train, data.x_test]), labels=torch.cat([data.y_train, data.y_test]),
@@ -77,12 +74,10 @@ def companion_probe(run: ModularRun) -> DLRTracker:
 
 
 def shared_probe(run: Any) -> DLRTracker | None:
-    """The probe a chapter reads of ``run``, so that whoever trains the run trains it with the probe.
+    """The probe a chapter reads of ``run`` (else None), so that whoever trains the run trains it with the probe.
 
-    Chapter 4 reads DLR on the λ = 1 runs of any profile's companion grid
-    (:data:`~nhtlab.training.presets.COMPANION_SWEEPS`, any seed), which chapters 1, 2 and 3 train too, at
-    the probe's price (a forward pass over the p² pairs and a few small eigendecompositions per evaluation).
-    Every other run has None.
+    Chapter 4 reads DLR on the λ = 1 runs of any profile's companion grid (any seed), which chapters 1, 2 and 3
+    train too, at the probe's price: a forward pass over the p² pairs and a few small eigendecompositions.
     """
     shared = (isinstance(run, ModularRun) and run.weight_decay == 1.0
               and any(run == companion_grid_run(grid, 1.0, run.seed) for grid in COMPANION_SWEEPS.values()))
@@ -190,10 +185,8 @@ def _read_tracked(cache: ResultCache, run: ModularRun, tracker: DLRTracker) -> H
 
 
 def same_run_check(tracked: History, plain: History | None = None) -> Check:
-    """Whether a tracked history is the plain run: the same steps and the same value in every plain column.
-
-    ``plain`` defaults to ``tracked.plain_history``; with none, the check fails.
-    """
+    """Whether a tracked history is the plain run (default ``tracked.plain_history``; none fails): the same steps
+    and the same value in every plain column."""
     require_type(tracked, "tracked", History, owner="same_run_check")
     plain = plain if plain is not None else getattr(tracked, "plain_history", None)
     name = "the DLR run is the plain run (same steps, same measurements)"

@@ -1,9 +1,6 @@
-"""What chapter 04 reports about DLR: records, checks, tables and sentences built from its runs.
+"""What chapter 04 reports about DLR: records, checks, tables (:func:`dlr_table`) and sentences read from its runs.
 
-Each function takes the runs' own measurements (history rows, lazy/rich results, spectrum records) and
-returns records, a table (:func:`dlr_table`), text with its evidence closed under "How we know", or a
-:class:`~nhtlab.book.claims.Check` verdict the chapter asserts. Only the CNN runs train
-(:func:`cnn_runs`, and :func:`lr_sweep` for the learning-rate experiment).
+Only the CNN runs train here (:func:`cnn_runs`, and :func:`lr_sweep` for the learning-rate experiment).
 """
 
 from __future__ import annotations
@@ -79,10 +76,8 @@ def _means(records: Iterable[Mapping[str, Any]], by: str, columns: Sequence[str]
 
 def toy_curve(seed: int = 0, n: int = 400, useful: int = 3, unused: int = 61,
               outputs: int = 10) -> list[dict[str, float]]:
-    """DLR of features α · (output span) + (1 − α) · (unused random features), for α from 0 to 1 in 21 steps.
-
-    The span has ``useful`` centred orthonormal dimensions; the ``outputs`` columns are random combinations of it.
-    """
+    """DLR of features α · (output span) + (1 − α) · (unused random features), for α from 0 to 1 in 21 steps;
+    the outputs are random combinations of ``useful`` centred orthonormal directions."""
     g = torch.Generator().manual_seed(seed)
     span = _orthonormal(n, useful, g)
     noise = torch.randn(n, unused, generator=g, dtype=torch.float64) / n**0.5
@@ -93,12 +88,7 @@ def toy_curve(seed: int = 0, n: int = 400, useful: int = 3, unused: int = 61,
 
 
 def toy_text(records: Sequence[Mapping[str, Any]]) -> Markdown:
-    """What the toy curve shows, read from :func:`toy_curve`'s records.
-
-    >>> print(toy_text([{"alpha": 0.0, "DLR": 0.9, "f_in": 0.1}, {"alpha": 0.5, "DLR": 0.6, "f_in": 0.4},
-    ...                 {"alpha": 1.0, "DLR": 0.0, "f_in": 1.0}]).split(".")[0])
-    DLR starts at 0
-    """
+    """What the toy curve shows, read from :func:`toy_curve`'s records."""
     half = min(records, key=lambda row: abs(row["alpha"] - 0.5))
     return md(f"""
         DLR starts at {records[0]["DLR"]:.2f} at α = {records[0]["alpha"]:g} (random features overlap the
@@ -190,24 +180,18 @@ def _scaled_to_share(extra: torch.Tensor, base: torch.Tensor, share: float) -> t
 
 def rule_properties(rules: Mapping[str, tuple[str | int, float | None]] | None = None,
                     seed: int = 0) -> list[dict[str, Any]]:
-    """Score rank rules on three synthetic properties that do not depend on any training story.
+    """Score rank rules on three synthetic properties, each (near) zero for a good rule, on 600 samples:
 
-    Each property is a number that should be (near) zero for a good rule:
+    * ``noise``: abs(ΔDLR) when output directions carrying 10⁻³ of the outputs' energy are appended, once as pure
+      noise and once as a weak function of the features (the larger change is kept). Features: 24 tanh units;
+      outputs: 10 logits of exact rank 5 read from them.
+    * ``known_rank``: abs(DLR − DLR(r = 5)) on outputs of known rank 5 whose singular values fall geometrically from
+      1 to 0.3 (plus noise of 10⁻⁸ of their energy), the features being the output span plus 20 unused directions;
+      ``rank_found`` is the r chosen.
+    * ``log_probs``: abs(DLR(logits) − DLR(log-softmax)) for confident logits (scale 4) of 10 classes: softmax
+      ignores a per-sample constant, so the log-sum-exp term should not change the answer much.
 
-    * ``noise``: abs(ΔDLR) when output directions carrying 10⁻³ of the outputs'
-      energy are appended, once as pure noise (unrelated to the features) and
-      once as a weak function of the features (the largest change is kept).
-      Features: 24 tanh units; outputs: 10 logits of exact rank 5 read from them.
-    * ``known_rank``: abs(DLR − DLR(r = k)) on outputs of known rank k = 5 whose
-      singular values fall geometrically from 1 to 0.3 (plus noise of 10⁻⁸ of
-      their energy), with features = the output span plus 20 unused directions
-      (so the true value is known in closed form); ``rank_found`` gives the r chosen.
-    * ``log_probs``: abs(DLR(logits) − DLR(log-softmax)) for confident logits
-      (scale 4) of 10 classes read from the same features; softmax ignores a
-      per-sample constant, so a rank rule should not let the log-sum-exp term
-      change the answer much.
-
-    A rule ``passes`` when all three are within :data:`RULE_THRESHOLDS`. Each uses 600 samples.
+    A rule ``passes`` when all three are within :data:`RULE_THRESHOLDS`.
     """
     rules = CANDIDATE_RULES if rules is None else rules
     for rank, tol in rules.values():
@@ -243,7 +227,6 @@ def rule_properties(rules: Mapping[str, tuple[str | int, float | None]] | None =
             "known_rank": abs(known_terms.dlr - truth),
             "rank_found": known_terms.rank,
             "log_probs": abs(dlr(phi, logits, rank, tol) - dlr(phi, centred_log_probs, rank, tol)),
-            "raw_log_probs": abs(dlr(phi, logits, rank, tol) - dlr(phi, log_probs, rank, tol)),
         }
         row["passes"] = all(row[k] <= v for k, v in RULE_THRESHOLDS.items())
         rows.append(row)
@@ -311,10 +294,7 @@ def run_timing(history: History) -> Check:
 
 
 def seed_timings(run: Any, first: Check, seeds: Sequence[int]) -> dict[int, Check]:
-    """:func:`run_timing` of a companion run and of its other seeds, each trained with the chapter's probe.
-
-    ``seeds`` are offsets (each runs at ``run.seed + s``); ``first`` is ``run``'s own timing, first in the dict.
-    """
+    """:func:`run_timing` of ``run`` (``first``, already read) and of its seeds ``run.seed + s``, with its probe."""
     others = [run.replace(seed=run.seed + s) for s in seeds]
     return {run.seed: first, **{o.seed: run_timing(tracked_run(o, companion_probe(o))) for o in others}}
 
@@ -333,11 +313,8 @@ def transformer_check(t_mem: int | None, t_grok: int | None) -> Check:
 
 def dlr_marks(rows: Sequence[Mapping[str, Any]], t_mem: int | None, t_grok: int | None,
               band: Sequence[Mapping[str, Any]], paper: Mapping[int, tuple[float, float]]) -> list[dict[str, Any]]:
-    """DLR, its band and test accuracy at the paper's steps, T_mem, T_grok and the last step.
-
-    ``paper`` maps step → (its DLR, its test accuracy); a mark the run did not reach has None in the run's
-    columns, and ``fourier`` (the top-5 Fourier share) is None off Z_p.
-    """
+    """DLR, its band, test accuracy and the top-5 Fourier share at the paper's steps (``paper``: step → (DLR, test
+    accuracy)), T_mem, T_grok and the last step; None where the run did not reach a mark or record a column."""
     at, bands = _at(rows), _at(band)
     marks = [(f"step {s:,}", s) for s in sorted(paper)]
     marks += [("T_mem", t_mem), ("T_grok", t_grok), ("last", int(rows[-1]["step"]))]
@@ -349,10 +326,7 @@ def dlr_marks(rows: Sequence[Mapping[str, Any]], t_mem: int | None, t_grok: int 
 
 
 def dlr_fourier_text(marks: Sequence[Mapping[str, Any]]) -> str:
-    """One sentence on DLR and the top-5 Fourier share at T_mem, T_grok and the last step, from :func:`dlr_marks`.
-
-    A mark the run did not reach, or a share it did not record, is said to be missing, not guessed.
-    """
+    """One sentence on DLR and the top-5 Fourier share at T_mem, T_grok and the last step (a missing one said so)."""
     by = {m["mark"]: m for m in marks}
     parts = [f"not read at {mark} (not reached or not recorded)" if m.get("dlr") is None or m.get("fourier") is None
              else f"{m['dlr']:.3f} and {m['fourier']:.3f} at {mark} (step {m['step']:,})"
@@ -372,10 +346,7 @@ def timing_text(timing: Check, seeds: Reading, by_seed: Mapping[int, Check], mar
 
 
 def spectra_marks(records: Sequence[Mapping[str, Any]], marks: Mapping[str, int | None]) -> list[dict[str, Any]]:
-    """Relative eigenvalue, quality Π* and utilisation Π̂ at k = 10 and 40 for each marked step.
-
-    A k beyond the kept spectrum, like a mark at None, gives None.
-    """
+    """Relative eigenvalue, quality Π* and utilisation Π̂ at k = 10 and 40 per marked step (None past the spectrum)."""
     by = {(int(r["step"]), int(r["k"])): r for r in records}
     names = {"rho": "relative", "quality": "quality", "utilisation": "utilisation"}
     return [{"mark": label, "step": step, **{f"{q}_{k}": by.get((step, k), {}).get(key)
@@ -429,10 +400,7 @@ def layer_change(rows: Sequence[Mapping[str, Any]], t_mem: int | None, others: S
 
 
 def additive_share(features: torch.Tensor, pairs: torch.Tensor, p: int) -> float:
-    """Share of the centred feature energy that is additive, f(a) + g(b), on the full p × p table.
-
-    In [0, 1]: 1 when every feature is a function of a plus a function of b.
-    """
+    """Share (in [0, 1]) of the centred feature energy that is additive, f(a) + g(b), on the full p × p table."""
     require_type(features, "features", torch.Tensor, owner="additive_share")
     table = torch.zeros(p, p, features.shape[1], dtype=torch.float64)
     table[pairs[:, 0], pairs[:, 1]] = features.double()
@@ -573,11 +541,8 @@ def lr_readings(records: Sequence[Mapping[str, Any]]) -> list[Reading]:
 
 
 def lr_checks(records: Sequence[Mapping[str, Any]]) -> list[Check]:
-    """What the chapter asserts, decided before the runs: every run finite; the grid brackets the best rate.
-
-    The best rate is the one of the highest mean test accuracy over the seeds; it brackets when it is
-    neither the smallest nor the largest rate of the grid (so "too small" and "too large" are both in it).
-    """
+    """What the chapter asserts, decided before the runs: every run finite; the best rate (highest mean test
+    accuracy) is neither the grid's smallest nor its largest, so "too small" and "too large" are both in it."""
     finite = all(math.isfinite(r["dlr"]) and math.isfinite(r["test_acc"]) for r in records)
     mean = {lr: m["test_acc"] for lr, m in _means(records, "lr", ["test_acc"]).items()}
     best = max(mean, key=mean.get)
@@ -666,11 +631,8 @@ def dlr_of_arrays(features: np.ndarray, outputs: np.ndarray, r: int) -> float:
 
 def dlr_exercise_cases(features: torch.Tensor, outputs: torch.Tensor,
                        n: int = 400) -> list[tuple[np.ndarray, np.ndarray, int]]:
-    """The exercise's inputs: ``n`` random rows (seed 0) of a run's features and outputs, at two dimensions r.
-
-    The first case uses the r that the chapter's rule (energy 0.99) picks on those outputs, the
-    second r = 3 (a narrower output span), so a solution that ignores ``r`` is caught.
-    """
+    """The exercise's inputs: ``n`` random rows (seed 0) of a run's features and outputs, at the r the chapter's rule
+    picks and at r = 3, so that a solution ignoring ``r`` is caught."""
     require_int(n, "n", low=3, owner="dlr_exercise_cases")
     rows = torch.randperm(features.shape[0], generator=torch.Generator().manual_seed(0))[:n]
     f = features[rows].detach().double().cpu().numpy()

@@ -113,17 +113,14 @@ def norm_gap(history: History) -> float | None:
     return run_row(history, default_size="any")["log_gap"]  # the size is not read here
 
 
-def _median(values: list[float]) -> float | None:
-    return statistics.median(values) if values else None
-
-
 def width_rows(rows: Sequence[Mapping[str, Any]], budget: int) -> list[dict[str, Any]]:
     """Per width: how many seeds generalised, medians over those that did, the share generalised within ``budget``."""
     rows = require_rows(rows, "rows", "width_rows")
     return [{"size": w["size"], "generalised": f"{w['grokked']} of {w['runs']}",
-             "gap": _median([r["log_gap"] for r in rows if r["size"] == w["size"] and r.get("log_gap") is not None]),
+             "gap": statistics.median(gaps) if gaps else None,
              "delay": w["delay"], "law": w["predicted"], "T_mem": w["T_mem"], "V_mem": w["V_sc"], "V_grok": w["V_st"],
-             "within": w["fraction"]} for w in size_summary(rows, budget)]
+             "within": w["fraction"]} for w in size_summary(rows, budget)
+            for gaps in [[r["log_gap"] for r in rows if r["size"] == w["size"] and r.get("log_gap") is not None]]]
 
 
 def width_table(rows: Sequence[Mapping[str, Any]], budget: int, evidence: bool = False) -> Markdown:

@@ -80,11 +80,8 @@ def eta_verdict(records: Sequence[Mapping[str, Any]], fraction: float = ETA_SHIP
 
 def eta_evaluation(histories: Sequence[History], test_seeds: Sequence[int], no_grok: Sequence[History] = (),
                    profile: str = "book", coverage: float = ETA_COVERAGE) -> dict[str, Any]:
-    """The ETA and early-warning evaluation of runs split by seed, as ``scripts/evaluate_eta_seeds.py`` saves it.
-
-    The runs of ``test_seeds`` are held out: the constants come from the others only, and the warnings are scored
-    on the held-out runs against ``no_grok``.
-    """
+    """The ETA and early-warning evaluation of runs split by seed, as ``scripts/evaluate_eta_seeds.py`` saves it: the
+    constants come from the runs not of ``test_seeds`` only, and the warnings are scored on the held-out runs."""
     def seeds(hs: Sequence[History]) -> list[int]:
         return sorted({int(h.config["seed"]) for h in hs})
 
@@ -110,11 +107,8 @@ def eta_evaluation(histories: Sequence[History], test_seeds: Sequence[int], no_g
 
 
 def saved_evaluation(profile: str = "book", off_grid: bool = False) -> dict[str, Any] | None:
-    """The evaluation ``scripts/evaluate_eta.py --profile PROFILE`` saved with the package, or None.
-
-    ``off_grid`` reads ``eta_offgrid_<profile>.json`` (issue 46) instead of the held-out-seed
-    ``eta_<profile>.json``; the ``mlp_*`` profiles are off-grid only (the second model).
-    """
+    """The evaluation saved with the package, or None: the off-grid ``eta_offgrid_<profile>.json`` (issue 46; the
+    ``mlp_*`` profiles are off-grid only) or the held-out-seed ``eta_<profile>.json``."""
     require_choice(profile, "profile", ("quick", "book", "full", "mlp_full_batch", "mlp_minibatch"),
                    owner="saved_evaluation")
     path = resources.files("nhtlab") / "results" / f"eta_{'offgrid_' if off_grid else ''}{profile}.json"

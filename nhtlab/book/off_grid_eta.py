@@ -76,10 +76,8 @@ def _eta_lambda(history: History) -> float:
 
 
 def fit_eta_method(method: str, calibration: Sequence[History], coverage: float = ETA_COVERAGE) -> Predictor:
-    """Fit ``method`` on calibration runs; returns ``predict(history, events, step) → T̂_grok or None`` (unfloored).
-
-    The ETAs and ``loss_rise`` read the history up to ``step`` only; the baselines read ``T_mem`` and the setting.
-    """
+    """Fit ``method`` on calibration runs; returns ``predict(history, events, step) → T̂_grok or None`` (unfloored),
+    which reads the history up to ``step`` only (the baselines read ``T_mem`` and the setting)."""
     if method not in ETA_METHODS:
         raise ValueError(f"The 'method' parameter of fit_eta_method must be one of {ETA_METHODS}. Got {method!r} instead.")
     runs = plateau_runs(calibration)
@@ -174,10 +172,8 @@ def _scores(method: str, calibration: Sequence[History], coverage: float) -> dic
 
 def forecast_rows(histories: Sequence[History], grid: Sequence[Setting], off_grid: Sequence[Setting] = (),
                   coverage: float = ETA_COVERAGE, methods: Sequence[str] = ETA_METHODS) -> list[dict[str, Any]]:
-    """Every forecast of the design: one row per split, forecast run, cut and method (``forecast`` None: none).
-
-    Each split calibrates only on its ``calibrate`` settings; a run of another setting is never used.
-    """
+    """Every forecast of the design: one row per split, forecast run, cut and method (``forecast`` None: none), each
+    split calibrated on its ``calibrate`` settings only."""
     groups = _by_setting(histories)
     rows = []
     for split in leave_one_out_splits(grid, off_grid):

@@ -149,10 +149,8 @@ def lambda_recipe(records: Sequence[Mapping[str, Any]], margin: float = 0.03) ->
 
 def lambda_readings(records: Sequence[Mapping[str, Any]], margin: float = 0.03,
                     rule: str = "majority") -> dict[str, Reading]:
-    """The grid's qualitative readings, each counted over seeds against the reading the text states.
-
-    Those of :data:`ASSERTED` are checked; :data:`READOUT_FIRST`, the paper's early warning, is shown only.
-    """
+    """The grid's readings, each counted over seeds against the one the text states: those of :data:`ASSERTED` are
+    checked; :data:`READOUT_FIRST`, the paper's early warning, is shown only."""
     recipe = lambda_recipe(records, margin=margin)
     runs = _by_seed(records)
     smallest = {seed: rs[0].get("online regime", rs[0]["regime"]) for seed, rs in runs.items()}
@@ -188,10 +186,8 @@ def norm_curve_records(monitors: Mapping[tuple[int, float], Any], records: Seque
 
 
 def monitor_dlr_check(row: Mapping[str, Any], recomputed: float, last_step: int, tol: float = 1e-9) -> Check:
-    """Whether the monitor's last DLR is the DLR recomputed independently on the final model.
-
-    It fails if the monitor hooked the wrong layer, read a stale model or missed the last step.
-    """
+    """Whether the monitor's last DLR is the DLR recomputed independently on the final model: it fails if the
+    monitor hooked the wrong layer, read a stale model or missed the last step."""
     recorded = row.get("dlr")
     passed = (row.get("step") == last_step and recorded is not None
               and bool(np.isfinite(recorded)) and abs(recorded - recomputed) <= tol)
@@ -226,29 +222,20 @@ FIT_CHOICES = ("fits", "does not fit")
 
 
 def largest_fit_answer(records: Sequence[Mapping[str, Any]], seed: int, fit: float) -> tuple[str, tuple[str, ...], str]:
-    """Whether the run at the grid's largest λ reached the fit threshold in its budget, as the answer to a prediction.
-
-    >>> rows = [{"seed": 0, "λ": 1.0, "fitted step": 50, "train acc": 0.7},
-    ...         {"seed": 0, "λ": 10.0, "fitted step": None, "train acc": 0.2}]
-    >>> largest_fit_answer(rows, seed=0, fit=0.657)[0]
-    'does not fit'
-    """
-    answers = {s: FIT_CHOICES[runs[-1]["fitted step"] is None] for s, runs in _by_seed(records).items()}
-    if seed not in answers:
+    """Whether the run at the grid's largest λ reached the fit threshold in its budget, as the answer to a prediction."""
+    last = {s: runs[-1] for s, runs in _by_seed(records).items()}
+    if seed not in last:
         raise ValueError(f"The 'seed' parameter of largest_fit_answer must be a seed of the records "
-                         f"({sorted(answers)}). Got {seed!r}.")
-    run = _by_seed(records)[seed][-1]
+                         f"({sorted(last)}). Got {seed!r}.")
+    answers = {s: FIT_CHOICES[run["fitted step"] is None] for s, run in last.items()}
+    run = last[seed]
     why = (f"at λ = {run['λ']:g} (seed {seed}) the training accuracy ended at {run['train acc']:.3f} against the "
            f"fit threshold {fit:.3f}; by seed: " + ", ".join(f"seed {s}: {a}" for s, a in answers.items()))
     return answers[seed], FIT_CHOICES, why
 
 
 def contraction_sentence(record: Mapping[str, Any]) -> str:
-    """The shown run's norm contraction in words, for the chart whose ‖θ‖² axis does not start at zero.
-
-    >>> print(contraction_sentence({"λ": 1.0, "norm peak": 120.0, "norm peak step": 200, "norm contraction": 0.125}))
-    ‖θ‖² peaked at 120.0 (step 200) and ended 12.5% below its peak; the panel's axis does not start at zero, so the fall looks larger than it is.
-    """
+    """The shown run's norm contraction in words, for the chart whose ‖θ‖² axis does not start at zero."""
     return (f"‖θ‖² peaked at {record['norm peak']:,.1f} (step {record['norm peak step']:,}) and ended "
             f"{record['norm contraction']:.1%} below its peak; the panel's axis does not start at zero, so the fall "
             "looks larger than it is.")
@@ -301,10 +288,8 @@ def _ships(passed: bool) -> str:
 
 
 def eta_record_checks(models: Sequence[str]) -> list[Check]:
-    """The evidence page's claims: each saved verdict follows from its saved forecasts, and no ETA shipped.
-
-    Each verdict is recomputed from its record's own forecasts; one that differs, or a missing record, fails.
-    """
+    """The evidence page's claims: each saved verdict, recomputed from its record's own forecasts, is the saved one
+    (a missing record fails), and no ETA shipped."""
     checks, shipped = [], []
     held, name = saved_evaluation("full"), "held-out seeds: the saved verdict follows from the saved forecasts"
     if held is None:
@@ -322,8 +307,6 @@ def eta_record_checks(models: Sequence[str]) -> list[Check]:
             continue
         parts, same = [], True
         for method, key in (("eta", "verdict"), ("loss_rise", "verdict_loss_rise")):
-            if key not in saved:
-                continue
             again = off_grid_verdict(saved["rows"], coverage=saved["stated_coverage"], method=method)
             same &= all(again.record()[k] == saved[key][k] for k in ("passed", "detail", "offer"))
             parts.append(f"{method}: {_ships(again.passed)}, offer {again.offer}")
