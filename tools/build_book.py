@@ -140,13 +140,14 @@ def read_stamp(executed: Path) -> tuple[str, float, float | None] | None:
 
 def claims_summary(profile: str, only: list[str] | None = None) -> list[str]:
     """One line per executed chapter: how many of its claims held, how many readings it showed."""
-    lines = []
+    from findings_page import load_records
+
+    lines, records = [], load_records(BUILD / "executed" / profile, [nb.stem for nb in chapters(only)])
     for nb in chapters(only):
-        path = BUILD / "executed" / profile / f"{nb.stem}.claims.json"  # nhtlab.book.closing_checks writes it
-        if not path.exists():
+        if nb.stem not in records:
             lines.append(f"  {nb.stem}: no claims recorded")
             continue
-        checks = json.loads(path.read_text())["checks"]
+        checks = records[nb.stem]["checks"]
         claims = [c for c in checks if c["claim"]]
         shown = [c for c in checks if not c["claim"]]
         lines.append(f"  {nb.stem}: {sum(c['passed'] for c in claims)} of {len(claims)} claims held"

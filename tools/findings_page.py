@@ -356,8 +356,11 @@ TWO_VALUES = (
     "not a change of setting.")
 
 
-def load_records(executed: Path, chapters: list[str]) -> dict[str, dict]:
-    """Each chapter's closing-check record (``<stem>.claims.json``) in ``executed``; a missing one is left out."""
+def load_records(executed: Path, chapters: list[str] | None = None) -> dict[str, dict]:
+    """Each chapter's closing-check record (``<stem>.claims.json``) in ``executed``, of ``chapters`` (default:
+    every one there); a missing one is left out."""
+    if chapters is None:
+        chapters = sorted(path.name.removesuffix(".claims.json") for path in executed.glob("*.claims.json"))
     paths = {stem: executed / f"{stem}.claims.json" for stem in chapters}
     return {stem: json.loads(path.read_text(encoding="utf-8")) for stem, path in paths.items() if path.exists()}
 
