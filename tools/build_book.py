@@ -484,7 +484,6 @@ def main() -> None:
     parser.add_argument("--profile", default="book", choices=["quick", "book", "full"])
     parser.add_argument("--jobs", type=int, default=1, help="chapters executed at a time, longest first")
     parser.add_argument("--force", action="store_true", help="re-execute even when cached")
-    parser.add_argument("--html", type=Path, default=None, help="output folder (default _build/html)")
     parser.add_argument("--only", nargs="*", default=None, help="chapter stems to build (default: all)")
     parser.add_argument("--no-html", action="store_true", help="execute the chapters only (tools/kernel_paths.py)")
     parser.add_argument("--keep-going", action="store_true",
@@ -549,7 +548,7 @@ def main() -> None:
                      + ", ".join(over))
     if args.no_html:
         return
-    html = render(args.profile, args.html, args.only)
+    html = render(args.profile, only=args.only)
     done = time.perf_counter()  # one reading, so that the total is the sum of its two parts
     print(f"Book written to {html / 'index.html'} in {done - start:.0f} s "
           f"(chapters {executed - start:.0f} s, HTML {done - executed:.0f} s)", flush=True)
