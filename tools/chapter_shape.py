@@ -2,7 +2,6 @@
 and numbers typed into Markdown that are neither a paper's value nor a setting.
 
     .venv/bin/python tools/chapter_shape.py            # the table, then every unlisted number
-    .venv/bin/python tools/chapter_shape.py --json     # the same as JSON
 
 Prose must stay true on every CPU and profile, so a number in a chapter's Markdown must be a paper's
 value (:mod:`nhtlab.papers`), a setting (a literal of the chapter's PROFILES cell or of
@@ -13,10 +12,8 @@ tests/test_chapter_shape.py holds the chapters to the targets.
 
 from __future__ import annotations
 
-import argparse
 import ast
 import itertools
-import json
 import math
 import re
 import sys
@@ -254,13 +251,7 @@ def report(paths: list[Path] | None = None) -> dict:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--json", action="store_true", help="print the report as JSON")
-    args = parser.parse_args()
     result = report()
-    if args.json:
-        print(json.dumps(result, indent=1, ensure_ascii=False))
-        return 0
     print(f"{'chapter':<16}{'code lines':>11}{'file lines':>11}{'unlisted numbers':>18}")
     for row in result["chapters"]:
         print(f"{row['chapter']:<16}{row['code_lines']:>11}{row['file_lines']:>11}{len(row['unlisted_numbers']):>18}")
