@@ -259,8 +259,8 @@ def expected_seconds(profile: str, notebooks: list[Path]) -> tuple[dict[str, flo
     import measurements_page
 
     # this checkout's kept build records of the profile, and this machine's
-    records = [r for r in measurements_page.load([ROOT / "benchmarks" / "results", BUILD / "measurements"])
-               if r["benchmark"] == "build_book" and r.get("settings", {}).get("profile") == profile]
+    records = measurements_page.build_records(measurements_page.load([ROOT / "benchmarks" / "results",
+                                                                       BUILD / "measurements"]), profile)
     if not records:
         return {}, "no measured build"
     from _record import machine
@@ -268,8 +268,7 @@ def expected_seconds(profile: str, notebooks: list[Path]) -> tuple[dict[str, flo
     here = machine()
     same = lambda r: all(r["machine"].get(k) == here.get(k) for k in ("cpu_model", "cpu_isa", "cores"))  # noqa: E731
     newest = max(records, key=lambda r: (same(r), r["date"]))
-    seconds = {row["what"].removeprefix("chapter "): float(row["value"]) for row in newest["results"]
-               if row["what"].startswith("chapter ")}
+    seconds = measurements_page.chapter_seconds(newest)
     where = "this machine's" if same(newest) else f"{newest['machine'].get('cpu_model')}'s"
     return seconds, f"{where} build of {newest['date'][:16]}"
 
