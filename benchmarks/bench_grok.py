@@ -279,7 +279,7 @@ def main() -> None:
     from _record import cpu_isa, cpu_model  # benchmarks/_record: the same names the measurements records give
 
     print(f"torch {torch.__version__}, {cpu_model()!r} (lscpu's model name), "
-          f"{cpu_isa() or 'unknown'} kernels, {os.cpu_count()} CPUs; "
+          f"{cpu_isa()} kernels, {os.cpu_count()} CPUs; "
           f"load average {os.getloadavg()[0]:.1f} (inflated timings when > 0)\n")
     bench_cpu(args)
     compiled = bench_compile(args.compile_steps, *args.floor)

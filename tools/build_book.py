@@ -160,7 +160,7 @@ def machine_line() -> str:
     """CPU model, torch's vector ISA and cores: lscpu names an AVX-512 and an AVX2 machine both "AMD EPYC"."""
     from _record import cpu_isa, cpu_model
 
-    return f"{cpu_model()!r} ({cpu_isa() or 'vector ISA unknown'}, {os.cpu_count()} cores)"
+    return f"{cpu_model()!r} ({cpu_isa()}, {os.cpu_count()} cores)"
 
 
 def run_cache() -> Path:
