@@ -3,13 +3,10 @@
 Per page: console errors, charts drawn, controls, the Colab and download links, formulas typeset,
 Markdown shown as text, empty tables, code wider than its column, and a screenshot. ``make book`` fails on
 :func:`problems`. Playwright drives the system's Chromium: no browser is ever downloaded.
-
-    python tools/browser_check.py _build/html --screenshots _build/screenshots
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import re
 import shutil
@@ -200,16 +197,3 @@ def save_report(reports: list[PageReport], screenshots: Path) -> Path:
     path = screenshots / "report.json"
     path.write_text(json.dumps([vars(r) for r in reports], indent=1))
     return path
-
-
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("html", type=Path)
-    parser.add_argument("--screenshots", type=Path, default=None)
-    args = parser.parse_args()
-    for report in check_book(args.html, args.screenshots):
-        print(json.dumps(vars(report)))
-
-
-if __name__ == "__main__":
-    main()

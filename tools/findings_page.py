@@ -1,7 +1,5 @@
 """The findings page: each paper claim, a one-word verdict, and what this build's chapters found.
 
-    python tools/findings_page.py _build/executed/book     # print the page from a build's records
-
 Staged by ``tools/build_book.py`` as ``book/findings.md`` from the chapters' closing-check records
 (``<chapter>.claims.json``): only the claims, the papers' values (:mod:`nhtlab.papers`) and the phrases a
 verdict selects are typed. One row per claim, and under "How we know" every check behind it; every check
@@ -12,7 +10,6 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,7 +17,6 @@ from pathlib import Path
 from nhtlab import papers
 from nhtlab.book.report import cell, evidence, table  # the chapters' own cells and "How we know" blocks
 
-ROOT = Path(__file__).resolve().parent.parent
 LAMBDA = papers.COMPANION_LAMBDA_SWEEP
 ETA = papers.COMPANION_ETA_SWEEP
 GROKS = papers.COMPANION_GROK_COUNTS
@@ -456,14 +452,3 @@ def render(records: dict[str, dict], profile: str) -> str:
                            table([{"this book finds": _found(check), "chapter": _chapter(stem)} for stem, check in own])),
                   ""]
     return "\n".join(lines).rstrip("\n") + "\n"
-
-
-def main() -> None:
-    executed = Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "_build" / "executed" / "book"
-    import build_book
-
-    print(render(load_records(executed, [notebook.stem for notebook in build_book.chapters()]), executed.name))
-
-
-if __name__ == "__main__":
-    main()
