@@ -11,7 +11,7 @@ of the book holding the executed chapters.
 (:func:`expected_seconds`), so that the short ones fill the end. The chapters share runs through
 the result cache, whose claims make a chapter wait for a run another is training: the order only
 decides the time. Each kernel has one thread, and every training loop holds one of the machine's
-CPU slots (``NHTLAB_CPU_SLOTS``): time-slicing more loops than cores costs ~8%.
+CPU slots (``NHTLAB_CPU_SLOTS``): time-slicing more loops than cores costs time (``benchmarks/bench_slots.py``).
 """
 
 from __future__ import annotations
@@ -222,7 +222,7 @@ def execute_chapter(notebook: Path, profile: str, force: bool, threads: int | No
         os.environ["OMP_NUM_THREADS"] = os.environ["MKL_NUM_THREADS"] = str(threads)
         # Side by side, chapters and pools run more loops than cores: each loop holds a slot instead.
         os.environ.setdefault("NHTLAB_CPU_SLOTS", str(os.cpu_count() or 1))
-    # the progress lines read it: a pool marks a queued task "running" already
+    # the progress lines read it (execute_all)
     marker = running_marker(notebook.stem, profile)
     marker.parent.mkdir(parents=True, exist_ok=True)
     marker.write_text(str(time.time()))
@@ -325,23 +325,17 @@ def execute_all(profile: str, jobs: int = 1, force: bool = False, only: list[str
     """
     notebooks = chapters(only)
     expected = expected_seconds(profile, notebooks)[0]
-    if order is None:
-        order = longest_first(notebooks, expected)
-    results: dict[str, tuple[float, bool]] = {}
-    if jobs > 1:
-        # One chapter per task: a free process takes the next chapter in ``order``.
-        with ProcessPoolExecutor(max(1, min(jobs, len(order)))) as pool:
-            futures = {nb.stem: pool.submit(execute_chapter, nb, profile, force, 1, keep_going) for nb in order}
-            # a chapter runs once its worker has written its marker (a queued task already counts as running)
-            with ChapterProgress(expected, lambda: [stem for stem, f in futures.items()
-                                                    if f.running() and running_marker(stem, profile).exists()]):
+    order = longest_first(notebooks, expected) if order is None else order
+    for nb in order:  # a marker a killed build left behind is no running chapter
+        running_marker(nb.stem, profile).unlink(missing_ok=True)
+    # a chapter runs once its process has written its marker (a pool's queued task already counts as running)
+    with ChapterProgress(expected, lambda: [nb.stem for nb in order if running_marker(nb.stem, profile).exists()]):
+        if jobs > 1:  # one chapter per task: a free process takes the next chapter in ``order``
+            with ProcessPoolExecutor(max(1, min(jobs, len(order)))) as pool:
+                futures = {nb.stem: pool.submit(execute_chapter, nb, profile, force, 1, keep_going) for nb in order}
                 results = {stem: future.result() for stem, future in futures.items()}
-    else:  # every chapter in this process, with torch's default threads
-        current: list[str] = []
-        with ChapterProgress(expected, lambda: list(current)):
-            for nb in order:
-                current[:] = [nb.stem]
-                results[nb.stem] = execute_chapter(nb, profile, force, keep_going=keep_going)
+        else:  # every chapter in this process, with torch's default threads
+            results = {nb.stem: execute_chapter(nb, profile, force, keep_going=keep_going) for nb in order}
     return {nb.stem: results[nb.stem] for nb in notebooks}
 
 
