@@ -15,6 +15,8 @@ from __future__ import annotations
 import argparse
 import os
 import time
+from pathlib import Path
+
 import torch
 import torch.nn.functional as F
 
@@ -22,10 +24,16 @@ import nhtlab
 from nhtlab.plumbing.floor import count_step, matmul_rate
 
 
-def _step_fn(model, opt, x, y, idx_gen, batch):
+def _stepper(run, data, model, fused: bool, forward=None):
+    """One training step of ``model`` (through ``forward``, default the model itself) on a random batch of
+    ``data``, with its own AdamW set as ``run`` trains."""
+    opt = torch.optim.AdamW(model.parameters(), lr=run.lr, betas=run.betas, weight_decay=run.weight_decay, fused=fused)
+    x, y, gen = data.x_train, data.y_train, torch.Generator().manual_seed(0)
+    forward = model if forward is None else forward  # not `or`: a compiled module has no truth value
+
     def step():
-        idx = torch.randint(0, len(y), (batch,), generator=idx_gen, device=x.device)
-        loss = F.cross_entropy(model(x[idx]), y[idx])
+        idx = torch.randint(0, len(y), (run.batch_size,), generator=gen, device=x.device)
+        loss = F.cross_entropy(forward(x[idx]), y[idx])
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
@@ -59,10 +67,7 @@ def _companion(fused: bool, compiled: bool = False):
     data = nhtlab.modular_data(run.p, run.operation, run.train_fraction, seed=run.seed)
     nhtlab.seed_everything(0)
     model = nhtlab.make_model(run.model, run.p, **run.model_kwargs)
-    forward = compiled_forward(model, "cpu")[0] if compiled else model
-    opt = torch.optim.AdamW(model.parameters(), lr=run.lr, betas=run.betas, weight_decay=run.weight_decay, fused=fused)
-    step = _step_fn(forward, opt, data.x_train, data.y_train, torch.Generator().manual_seed(0), run.batch_size)
-    return run, data, model, step
+    return run, data, model, _stepper(run, data, model, fused, compiled_forward(model, "cpu")[0] if compiled else None)
 
 
 def bench_optimizer(steps: int) -> float:
@@ -73,16 +78,11 @@ def bench_optimizer(steps: int) -> float:
     run = nhtlab.ShortcutRun(seed=0, **BORDER_DESIGN)
     data = run.data()
 
-    def cnn_stepper(fused: bool):
-        model = run.build_model(data.num_classes)
-        opt = torch.optim.AdamW(model.parameters(), lr=run.lr, betas=run.betas, weight_decay=run.weight_decay,
-                                fused=fused)
-        return _step_fn(model, opt, data.x_train, data.y_train, torch.Generator().manual_seed(0), run.batch_size)
-
     print(f"\nAdamW, fused against foreach, {ROUNDS} alternating blocks of {steps} steps each, 1 thread:")
     ratios = []
     for name, make in (("companion transformer, batch 512", lambda fused: _companion(fused)[3]),
-                       (f"SimpleCNN border run, batch {run.batch_size}", cnn_stepper)):
+                       (f"SimpleCNN border run, batch {run.batch_size}",
+                        lambda fused: _stepper(run, data, run.build_model(data.num_classes), fused))):
         rates = _alternate({"fused": make(True), "foreach": make(False)}, steps, ROUNDS)
         print(f"  {name:<34} fused {rates['fused']:6.1f}, foreach {rates['foreach']:6.1f} steps per CPU second; "
               f"fused / foreach ×{rates['fused'] / rates['foreach']:.3f}")
@@ -90,16 +90,15 @@ def bench_optimizer(steps: int) -> float:
     return ratios[0]
 
 
-COMPILE_CHILD = """
-import time, torch
-torch.set_num_threads(1)
-import nhtlab
-from nhtlab.training.compiled import compiled_forward
+# the first compiled step of the companion, as _companion builds it, in a fresh process
+COMPILE_CHILD = f"""
+import sys, time, torch
 import torch.nn.functional as F
-run = nhtlab.companion(1.0, seed=0, device="cpu")
-data = nhtlab.modular_data(run.p, run.operation, run.train_fraction, seed=run.seed)
-nhtlab.seed_everything(0)
-model = nhtlab.make_model(run.model, run.p)
+torch.set_num_threads(1)
+sys.path.insert(0, {str(Path(__file__).resolve().parent)!r})
+from bench_grok import _companion
+from nhtlab.training.compiled import compiled_forward
+run, data, model, _ = _companion(fused=True)
 forward, path = compiled_forward(model, "cpu")
 x, y = data.x_train[:run.batch_size], data.y_train[:run.batch_size]
 t0 = time.perf_counter()
@@ -280,7 +279,7 @@ def main() -> None:
     from _record import cpu_isa, cpu_model  # benchmarks/_record: the same names the measurements records give
 
     print(f"torch {torch.__version__}, {cpu_model()!r} (lscpu's model name), "
-          f"{cpu_isa() or 'unknown'} kernels, {os.cpu_count()} CPUs; "
+          f"{cpu_isa()} kernels, {os.cpu_count()} CPUs; "
           f"load average {os.getloadavg()[0]:.1f} (inflated timings when > 0)\n")
     bench_cpu(args)
     compiled = bench_compile(args.compile_steps, *args.floor)

@@ -3,17 +3,14 @@
 Per page: console errors, charts drawn, controls, the Colab and download links, formulas typeset,
 Markdown shown as text, empty tables, code wider than its column, and a screenshot. ``make book`` fails on
 :func:`problems`. Playwright drives the system's Chromium: no browser is ever downloaded.
-
-    python tools/browser_check.py _build/html --screenshots _build/screenshots
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import re
 import shutil
-from dataclasses import asdict, dataclass, field
+from types import SimpleNamespace
 from pathlib import Path
 
 from playwright.sync_api import ConsoleMessage, Error, Page, sync_playwright
@@ -98,28 +95,9 @@ PROBE = """() => {
 }"""
 
 
-@dataclass
-class PageReport:
-    page: str
-    title: str = ""
-    charts: int = 0
-    drawn: int = 0
-    controls: int = 0
-    widgets: int = 0
-    colab: list[str] = field(default_factory=list)
-    downloads: list[str] = field(default_factory=list)
-    math: int = 0
-    formulas: int = 0
-    overflow: list[str] = field(default_factory=list)  # code blocks wider than the column
-    raw_markdown: list[str] = field(default_factory=list)  # Markdown shown as text, not rendered
-    tables: int = 0  # HTML tables on the page
-    empty_tables: list[str] = field(default_factory=list)  # tables without a data row
-    visible_tables: list[dict] = field(default_factory=list)  # outside closed blocks: rows, width, column, head
-    log_text: list[str] = field(default_factory=list)  # build or research-log text outside closed blocks
-    found: int = 0  # "What we found" boxes
-    height: int = 0  # the page's height in CSS px
-    errors: list[str] = field(default_factory=list)
-    screenshot: str = ""
+class PageReport(SimpleNamespace):
+    """One page: its path (``page``), what it logged (``errors``), its ``screenshot``, and :data:`PROBE`'s keys
+    (charts drawn, tables, formulas, Markdown shown as text, …) as attributes."""
 
 
 def find_chromium() -> str | None:
@@ -153,7 +131,7 @@ def _check(page: Page, html: Path, errors: list[str], shots: Path | None, settle
         if probe["drawn"] >= probe["charts"] and probe["formulas"] >= probe["math"]:
             break
         page.wait_for_timeout(250)
-    report = PageReport(page=str(html), errors=list(errors), **probe)
+    report = PageReport(page=str(html), errors=list(errors), screenshot="", **probe)
     if shots is not None:
         # a window as tall as the page (at most 16,000 px), so that its sticky sidebars run along it
         page.set_viewport_size({"width": 1280, "height": min(page.evaluate("document.documentElement.scrollHeight"), 16000)})
@@ -217,18 +195,5 @@ def problems(report: PageReport) -> list[str]:
 def save_report(reports: list[PageReport], screenshots: Path) -> Path:
     """``report.json`` beside the screenshots: every page's probe, for a reviewer or a test."""
     path = screenshots / "report.json"
-    path.write_text(json.dumps([asdict(r) for r in reports], indent=1))
+    path.write_text(json.dumps([vars(r) for r in reports], indent=1))
     return path
-
-
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("html", type=Path)
-    parser.add_argument("--screenshots", type=Path, default=None)
-    args = parser.parse_args()
-    for report in check_book(args.html, args.screenshots):
-        print(json.dumps(asdict(report)))
-
-
-if __name__ == "__main__":
-    main()

@@ -11,7 +11,7 @@ of the book holding the executed chapters.
 (:func:`expected_seconds`), so that the short ones fill the end. The chapters share runs through
 the result cache, whose claims make a chapter wait for a run another is training: the order only
 decides the time. Each kernel has one thread, and every training loop holds one of the machine's
-CPU slots (``NHTLAB_CPU_SLOTS``): time-slicing more loops than cores costs ~8%.
+CPU slots (``NHTLAB_CPU_SLOTS``): time-slicing more loops than cores costs time (``benchmarks/bench_slots.py``).
 """
 
 from __future__ import annotations
@@ -140,13 +140,14 @@ def read_stamp(executed: Path) -> tuple[str, float, float | None] | None:
 
 def claims_summary(profile: str, only: list[str] | None = None) -> list[str]:
     """One line per executed chapter: how many of its claims held, how many readings it showed."""
-    lines = []
+    from findings_page import load_records
+
+    lines, records = [], load_records(BUILD / "executed" / profile, [nb.stem for nb in chapters(only)])
     for nb in chapters(only):
-        path = BUILD / "executed" / profile / f"{nb.stem}.claims.json"  # nhtlab.book.closing_checks writes it
-        if not path.exists():
+        if nb.stem not in records:
             lines.append(f"  {nb.stem}: no claims recorded")
             continue
-        checks = json.loads(path.read_text())["checks"]
+        checks = records[nb.stem]["checks"]
         claims = [c for c in checks if c["claim"]]
         shown = [c for c in checks if not c["claim"]]
         lines.append(f"  {nb.stem}: {sum(c['passed'] for c in claims)} of {len(claims)} claims held"
@@ -159,7 +160,7 @@ def machine_line() -> str:
     """CPU model, torch's vector ISA and cores: lscpu names an AVX-512 and an AVX2 machine both "AMD EPYC"."""
     from _record import cpu_isa, cpu_model
 
-    return f"{cpu_model()!r} ({cpu_isa() or 'vector ISA unknown'}, {os.cpu_count()} cores)"
+    return f"{cpu_model()!r} ({cpu_isa()}, {os.cpu_count()} cores)"
 
 
 def run_cache() -> Path:
@@ -221,7 +222,7 @@ def execute_chapter(notebook: Path, profile: str, force: bool, threads: int | No
         os.environ["OMP_NUM_THREADS"] = os.environ["MKL_NUM_THREADS"] = str(threads)
         # Side by side, chapters and pools run more loops than cores: each loop holds a slot instead.
         os.environ.setdefault("NHTLAB_CPU_SLOTS", str(os.cpu_count() or 1))
-    # the progress lines read it: a pool marks a queued task "running" already
+    # the progress lines read it (execute_all)
     marker = running_marker(notebook.stem, profile)
     marker.parent.mkdir(parents=True, exist_ok=True)
     marker.write_text(str(time.time()))
@@ -258,8 +259,8 @@ def expected_seconds(profile: str, notebooks: list[Path]) -> tuple[dict[str, flo
     import measurements_page
 
     # this checkout's kept build records of the profile, and this machine's
-    records = [r for r in measurements_page.load([ROOT / "benchmarks" / "results", BUILD / "measurements"])
-               if r["benchmark"] == "build_book" and r.get("settings", {}).get("profile") == profile]
+    records = measurements_page.build_records(measurements_page.load([ROOT / "benchmarks" / "results",
+                                                                       BUILD / "measurements"]), profile)
     if not records:
         return {}, "no measured build"
     from _record import machine
@@ -267,8 +268,7 @@ def expected_seconds(profile: str, notebooks: list[Path]) -> tuple[dict[str, flo
     here = machine()
     same = lambda r: all(r["machine"].get(k) == here.get(k) for k in ("cpu_model", "cpu_isa", "cores"))  # noqa: E731
     newest = max(records, key=lambda r: (same(r), r["date"]))
-    seconds = {row["what"].removeprefix("chapter "): float(row["value"]) for row in newest["results"]
-               if row["what"].startswith("chapter ")}
+    seconds = measurements_page.chapter_seconds(newest)
     where = "this machine's" if same(newest) else f"{newest['machine'].get('cpu_model')}'s"
     return seconds, f"{where} build of {newest['date'][:16]}"
 
@@ -325,23 +325,17 @@ def execute_all(profile: str, jobs: int = 1, force: bool = False, only: list[str
     """
     notebooks = chapters(only)
     expected = expected_seconds(profile, notebooks)[0]
-    if order is None:
-        order = longest_first(notebooks, expected)
-    results: dict[str, tuple[float, bool]] = {}
-    if jobs > 1:
-        # One chapter per task: a free process takes the next chapter in ``order``.
-        with ProcessPoolExecutor(max(1, min(jobs, len(order)))) as pool:
-            futures = {nb.stem: pool.submit(execute_chapter, nb, profile, force, 1, keep_going) for nb in order}
-            # a chapter runs once its worker has written its marker (a queued task already counts as running)
-            with ChapterProgress(expected, lambda: [stem for stem, f in futures.items()
-                                                    if f.running() and running_marker(stem, profile).exists()]):
+    order = longest_first(notebooks, expected) if order is None else order
+    for nb in order:  # a marker a killed build left behind is no running chapter
+        running_marker(nb.stem, profile).unlink(missing_ok=True)
+    # a chapter runs once its process has written its marker (a pool's queued task already counts as running)
+    with ChapterProgress(expected, lambda: [nb.stem for nb in order if running_marker(nb.stem, profile).exists()]):
+        if jobs > 1:  # one chapter per task: a free process takes the next chapter in ``order``
+            with ProcessPoolExecutor(max(1, min(jobs, len(order)))) as pool:
+                futures = {nb.stem: pool.submit(execute_chapter, nb, profile, force, 1, keep_going) for nb in order}
                 results = {stem: future.result() for stem, future in futures.items()}
-    else:  # every chapter in this process, with torch's default threads
-        current: list[str] = []
-        with ChapterProgress(expected, lambda: list(current)):
-            for nb in order:
-                current[:] = [nb.stem]
-                results[nb.stem] = execute_chapter(nb, profile, force, keep_going=keep_going)
+        else:  # every chapter in this process, with torch's default threads
+            results = {nb.stem: execute_chapter(nb, profile, force, keep_going=keep_going) for nb in order}
     return {nb.stem: results[nb.stem] for nb in notebooks}
 
 
@@ -483,7 +477,6 @@ def main() -> None:
     parser.add_argument("--profile", default="book", choices=["quick", "book", "full"])
     parser.add_argument("--jobs", type=int, default=1, help="chapters executed at a time, longest first")
     parser.add_argument("--force", action="store_true", help="re-execute even when cached")
-    parser.add_argument("--html", type=Path, default=None, help="output folder (default _build/html)")
     parser.add_argument("--only", nargs="*", default=None, help="chapter stems to build (default: all)")
     parser.add_argument("--no-html", action="store_true", help="execute the chapters only (tools/kernel_paths.py)")
     parser.add_argument("--keep-going", action="store_true",
@@ -548,7 +541,7 @@ def main() -> None:
                      + ", ".join(over))
     if args.no_html:
         return
-    html = render(args.profile, args.html, args.only)
+    html = render(args.profile, only=args.only)
     done = time.perf_counter()  # one reading, so that the total is the sum of its two parts
     print(f"Book written to {html / 'index.html'} in {done - start:.0f} s "
           f"(chapters {executed - start:.0f} s, HTML {done - executed:.0f} s)", flush=True)

@@ -2,7 +2,6 @@
 and numbers typed into Markdown that are neither a paper's value nor a setting.
 
     .venv/bin/python tools/chapter_shape.py            # the table, then every unlisted number
-    .venv/bin/python tools/chapter_shape.py --json     # the same as JSON
 
 Prose must stay true on every CPU and profile, so a number in a chapter's Markdown must be a paper's
 value (:mod:`nhtlab.papers`), a setting (a literal of the chapter's PROFILES cell or of
@@ -13,10 +12,8 @@ tests/test_chapter_shape.py holds the chapters to the targets.
 
 from __future__ import annotations
 
-import argparse
 import ast
 import itertools
-import json
 import math
 import re
 import sys
@@ -240,27 +237,20 @@ def chapter_imports(path: Path) -> list[str]:
     return found + [f"missing: {line}" for line in missing]
 
 
-def report(paths: list[Path] | None = None) -> dict:
-    """Per-chapter shape, unlisted numbers and repeated blocks, with whether each target is met."""
-    paths = CHAPTERS if paths is None else paths
+def report() -> dict:
+    """Per-chapter shape, unlisted numbers and repeated blocks of every chapter."""
     papers, shared = paper_values(), shared_settings()
     rows = []
-    for path in paths:
+    for path in CHAPTERS:
         row = shape(path)
         row["unlisted_numbers"] = unlisted_numbers(path, papers, shared)
         row["import_style"] = chapter_imports(path)
         rows.append(row)
-    return {"chapters": rows, "repeated_blocks": repeated_blocks(paths), "allowed": len(ALLOWED)}
+    return {"chapters": rows, "repeated_blocks": repeated_blocks(CHAPTERS), "allowed": len(ALLOWED)}
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--json", action="store_true", help="print the report as JSON")
-    args = parser.parse_args()
     result = report()
-    if args.json:
-        print(json.dumps(result, indent=1, ensure_ascii=False))
-        return 0
     print(f"{'chapter':<16}{'code lines':>11}{'file lines':>11}{'unlisted numbers':>18}")
     for row in result["chapters"]:
         print(f"{row['chapter']:<16}{row['code_lines']:>11}{row['file_lines']:>11}{len(row['unlisted_numbers']):>18}")

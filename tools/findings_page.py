@@ -1,7 +1,5 @@
 """The findings page: each paper claim, a one-word verdict, and what this build's chapters found.
 
-    python tools/findings_page.py _build/executed/book     # print the page from a build's records
-
 Staged by ``tools/build_book.py`` as ``book/findings.md`` from the chapters' closing-check records
 (``<chapter>.claims.json``): only the claims, the papers' values (:mod:`nhtlab.papers`) and the phrases a
 verdict selects are typed. One row per claim, and under "How we know" every check behind it; every check
@@ -12,15 +10,13 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from nhtlab import papers
 from nhtlab.book.report import cell, evidence, table  # the chapters' own cells and "How we know" blocks
 
-ROOT = Path(__file__).resolve().parent.parent
 LAMBDA = papers.COMPANION_LAMBDA_SWEEP
 ETA = papers.COMPANION_ETA_SWEEP
 GROKS = papers.COMPANION_GROK_COUNTS
@@ -56,16 +52,14 @@ class Context:
     why: str
 
 
-@dataclass
-class Found:
-    """The checks a row matched: (phrase, chapter stem, check record) in the row's order."""
+#: The checks a row matched: (phrase, chapter stem, check record) in the row's order.
+Found = list[tuple[Phrase, str, dict]]
 
-    matched: list[tuple[Phrase, str, dict]] = field(default_factory=list)
 
-    def held(self, pattern: str) -> bool | None:
-        """Whether every matched check whose name matches ``pattern`` held; None when none matched."""
-        hits = [c["passed"] for _, _, c in self.matched if re.search(pattern, c["check"])]
-        return all(hits) if hits else None
+def held(found: Found, pattern: str) -> bool | None:
+    """Whether every matched check whose name matches ``pattern`` held; None when none matched."""
+    hits = [c["passed"] for _, _, c in found if re.search(pattern, c["check"])]
+    return all(hits) if hits else None
 
 
 @dataclass(frozen=True)
@@ -83,7 +77,7 @@ class PaperClaim:
 
 
 def _agree(found: Found) -> str:
-    passed = [c["passed"] for _, _, c in found.matched]
+    passed = [c["passed"] for _, _, c in found]
     if not passed:
         return UNTESTED
     return HOLDS if all(passed) else FAILS if not any(passed) else MIXED
@@ -92,8 +86,8 @@ def _agree(found: Found) -> str:
 def _drop_verdict(found: Found) -> str:
     """Weight decay drops the shortcut: ✓ only when the border is dropped *and* the norm falls with it (P1, P5);
     a drop seen without those readings leaves the claim, which is about weight decay, untested."""
-    dropped = found.held(r"^main: border$|fitted, then dropped")
-    decay = [d for d in (found.held(r"^P1 norm ordering$"), found.held(r"^P5 clean separation$")) if d is not None]
+    dropped = held(found, r"^main: border$|fitted, then dropped")
+    decay = [d for d in (held(found, r"^P1 norm ordering$"), held(found, r"^P5 clean separation$")) if d is not None]
     if dropped is None or (dropped and not decay):
         return UNTESTED
     if not dropped:
@@ -102,17 +96,17 @@ def _drop_verdict(found: Found) -> str:
 
 
 def _drop_ending(found: Found, verdict: str) -> str:
-    if verdict == MIXED and found.held(r"^control: border$"):
+    if verdict == MIXED and held(found, r"^control: border$"):
         return "so chapter 6 credits the 5% exceptions, not the decay"
-    if verdict == UNTESTED and found.matched:
+    if verdict == UNTESTED and found:
         return "whether weight decay drives the drop (P1, P5 in chapter 6) is not in this build"
     return ""
 
 
 def _background_verdict(found: Found) -> str:
     """The law fails on an entangled cue: ✓ when its predictions fail there and the score tells it apart."""
-    fails_there = found.held(r"separation below 0\.5")
-    apart = found.held(r"below the border's")
+    fails_there = held(found, r"separation below 0\.5")
+    apart = held(found, r"below the border's")
     if fails_there is None:
         return UNTESTED
     if not fails_there:
@@ -356,8 +350,11 @@ TWO_VALUES = (
     "not a change of setting.")
 
 
-def load_records(executed: Path, chapters: list[str]) -> dict[str, dict]:
-    """Each chapter's closing-check record (``<stem>.claims.json``) in ``executed``; a missing one is left out."""
+def load_records(executed: Path, chapters: list[str] | None = None) -> dict[str, dict]:
+    """Each chapter's closing-check record (``<stem>.claims.json``) in ``executed``, of ``chapters`` (default:
+    every one there); a missing one is left out."""
+    if chapters is None:
+        chapters = sorted(path.name.removesuffix(".claims.json") for path in executed.glob("*.claims.json"))
     paths = {stem: executed / f"{stem}.claims.json" for stem in chapters}
     return {stem: json.loads(path.read_text(encoding="utf-8")) for stem, path in paths.items() if path.exists()}
 
@@ -386,16 +383,16 @@ def match(claim: PaperClaim, records: dict[str, dict]) -> tuple[Found, list[tupl
         return [(it, it.stem, check) for it in items for check in records.get(it.stem, {}).get("checks", [])
                 if re.search(it.pattern, check["check"])]
 
-    return Found(hits(claim.phrases)), hits(claim.context)
+    return hits(claim.phrases), hits(claim.context)
 
 
 def sentence(claim: PaperClaim, found: Found, verdict: str, ran: bool = False) -> str:
     """The row's sentence: each phrase its checks select, with counts where the row is mixed; when nothing
     matched, whether a chapter that would test it ran (``ran``)."""
-    if not found.matched:
+    if not found:
         return "not recorded by this build's closing checks" if ran else "not tested in this profile"
     parts: dict[str, list[tuple[Phrase, dict]]] = {}
-    for phrase, _, check in found.matched:
+    for phrase, _, check in found:
         parts.setdefault(phrase.holds if check["passed"] else phrase.fails, []).append((phrase, check))
     said = []
     for text, hits in parts.items():
@@ -416,16 +413,16 @@ def render(records: dict[str, dict], profile: str) -> str:
         found, context = match(claim, records)
         verdict = (claim.verdict or _agree)(found)
         ran = any(p.stem in records for p in claim.phrases)
-        counts = "; ".join(dict.fromkeys(s for p, _, c in found.matched if (s := support(p, c)))) or "—"
-        chapters = ", ".join(_chapter(s) for s in dict.fromkeys(s for _, s, _ in found.matched)) or "—"
+        counts = "; ".join(dict.fromkeys(s for p, _, c in found if (s := support(p, c)))) or "—"
+        chapters = ", ".join(_chapter(s) for s in dict.fromkeys(s for _, s, _ in found)) or "—"
         rows.append(f"| {cell(claim.claim)} | **{verdict}** | {cell(counts)} | {cell(sentence(claim, found, verdict, ran))} "
                     f"| {cell(claim.reports)} {{cite:p}}`{claim.cite}` | {chapters} |")
-        items = [f"- chapter {stem[:2].lstrip('0')}: {_found(check)}" for _, stem, check in found.matched]
+        items = [f"- chapter {stem[:2].lstrip('0')}: {_found(check)}" for _, stem, check in found]
         items += [f"- chapter {stem[:2].lstrip('0')}: {_found(check)}. {ctx.why}" for ctx, stem, check in context]
         missing = [PENDING[(p.stem, p.pattern)] for p in claim.phrases if (p.stem, p.pattern) in PENDING
-                   and not any(q is p for q, _, _ in found.matched)]
+                   and not any(q is p for q, _, _ in found)]
         items += [f"- Not recorded by this build: {why}, not in its closing checks." for why in missing]
-        used |= {id(check) for _, _, check in [*found.matched, *context]}
+        used |= {id(check) for _, _, check in [*found, *context]}
         blocks.append(evidence(claim.claim, "\n".join(items) or "No chapter of this build tested it."))
     lines = [
         "# Findings", "",
@@ -447,22 +444,11 @@ def render(records: dict[str, dict], profile: str) -> str:
     lines += [line for block in blocks for line in (block, "")]
     own = [(stem, check) for stem, record in records.items() for check in record["checks"] if id(check) not in used]
     if own:
-        held = sum(check["passed"] for _, check in own)
+        holding = sum(check["passed"] for _, check in own)
         lines += ["## The book's own checks", "",
                   ("Checks of the book's methods and runs, not claims of the papers: that a measure passes the "
                   "properties it was chosen for, that runs are determined, that nothing diverged."), "",
-                  evidence(f"the book's own checks ({held} of {len(own)} hold)",
+                  evidence(f"the book's own checks ({holding} of {len(own)} hold)",
                            table([{"this book finds": _found(check), "chapter": _chapter(stem)} for stem, check in own])),
                   ""]
     return "\n".join(lines).rstrip("\n") + "\n"
-
-
-def main() -> None:
-    executed = Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "_build" / "executed" / "book"
-    import build_book
-
-    print(render(load_records(executed, [notebook.stem for notebook in build_book.chapters()]), executed.name))
-
-
-if __name__ == "__main__":
-    main()

@@ -30,6 +30,7 @@ from nhtlab.book.report import table
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
 import build_book  # noqa: E402  (tools/ is not a package)
+from findings_page import load_records  # noqa: E402
 
 RECORD = ROOT / "book" / "data" / "kernel_paths.json"
 PAGE = ROOT / "book" / "across_machines.md"
@@ -43,12 +44,6 @@ def capability(env: dict[str, str] | None = None) -> str:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          env={**os.environ, **(env or {})})
     return out.stdout.strip()
-
-
-def claims(folder: Path) -> dict[str, dict[str, Any]]:
-    """Stem → claims record of every chapter executed in ``folder``."""
-    return {p.name.removesuffix(".claims.json"): json.loads(p.read_text(encoding="utf-8"))
-            for p in sorted(folder.glob("*.claims.json"))}
 
 
 def verdicts(chapters: dict[str, dict[str, Any]]) -> dict[str, dict[str, dict[str, Any]]]:
@@ -163,38 +158,33 @@ def main() -> int:
 
         import nhtlab
 
-        from _record import cpu_model  # benchmarks/_record, on the path build_book sets
+        from _record import commit, cpu_model  # benchmarks/_record, on the path build_book sets
 
         machine = {"cpu_model": cpu_model(), "cores": os.cpu_count(), "torch": torch.__version__}
         native_dir = build_book.BUILD / "executed" / PROFILE
-    if args.add_native:
-        record = json.loads(RECORD.read_text(encoding="utf-8"))
-        built = claims(native_dir)
-        missing = sorted(set(record["chapters"]) - set(built))
-        if missing:
-            sys.exit(f"--add-native needs this machine's whole `make book` first; no claims for {', '.join(missing)}")
-        path = capability()
-        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=False,
-                                cwd=ROOT).stdout.strip() or "unknown"
-        record = add_machine(record, {
-            "label": f"{path.lower()} ({machine['cpu_model']})", "machine": machine, "path": path,
-            "date": dt.date.today().isoformat(), "commit": commit, "nhtlab": nhtlab.__version__,
-            "chapters": verdicts(built)})
-        RECORD.write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-    elif not args.render:
-        wanted = [nb.stem for nb in build_book.chapters(args.only)]
-        if not set(wanted) <= set(claims(native_dir)):
-            execute_book(args.only)
-        other = ROOT / "_build" / "kernel-paths" / OTHER  # the second build's own folder
-        if execute_book(args.only, env={**os.environ, "NHTLAB_BUILD_DIR": str(other), "ATEN_CPU_CAPABILITY": OTHER}):
-            print(f"some chapters failed under ATEN_CPU_CAPABILITY={OTHER}: compared as recorded", flush=True)
-        other_dir = other / "executed" / PROFILE
-        record = {
-            "date": dt.date.today().isoformat(), "nhtlab": nhtlab.__version__, "profile": PROFILE, "machine": machine,
-            "paths": {"native": capability(), "other": capability({"ATEN_CPU_CAPABILITY": OTHER})},
-            "chapters": compare({k: v for k, v in claims(native_dir).items() if k in wanted},
-                                {k: v for k, v in claims(other_dir).items() if k in wanted}),
-        }
+        if args.add_native:
+            record = json.loads(RECORD.read_text(encoding="utf-8"))
+            built = load_records(native_dir)
+            missing = sorted(set(record["chapters"]) - set(built))
+            if missing:
+                sys.exit(f"--add-native needs this machine's whole `make book` first; no claims for {', '.join(missing)}")
+            path = capability()
+            record = add_machine(record, {
+                "label": f"{path.lower()} ({machine['cpu_model']})", "machine": machine, "path": path,
+                "date": dt.date.today().isoformat(), "commit": commit() or "unknown", "nhtlab": nhtlab.__version__,
+                "chapters": verdicts(built)})
+        else:
+            wanted = [nb.stem for nb in build_book.chapters(args.only)]
+            if len(load_records(native_dir, wanted)) < len(wanted):
+                execute_book(args.only)
+            other = ROOT / "_build" / "kernel-paths" / OTHER  # the second build's own folder
+            if execute_book(args.only, env={**os.environ, "NHTLAB_BUILD_DIR": str(other), "ATEN_CPU_CAPABILITY": OTHER}):
+                print(f"some chapters failed under ATEN_CPU_CAPABILITY={OTHER}: compared as recorded", flush=True)
+            record = {
+                "date": dt.date.today().isoformat(), "nhtlab": nhtlab.__version__, "profile": PROFILE, "machine": machine,
+                "paths": {"native": capability(), "other": capability({"ATEN_CPU_CAPABILITY": OTHER})},
+                "chapters": compare(load_records(native_dir, wanted), load_records(other / "executed" / PROFILE, wanted)),
+            }
         RECORD.parent.mkdir(parents=True, exist_ok=True)
         RECORD.write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     PAGE.write_text(render(json.loads(RECORD.read_text(encoding="utf-8"))), encoding="utf-8")

@@ -170,29 +170,33 @@ TIMES_OUT = ROOT / "book" / "chapter_times.md"
 PROFILES = ("quick", "book", "full")
 
 
+def build_records(records: list[dict[str, Any]], profile: str) -> list[dict[str, Any]]:
+    """The ``build_book`` records (``tools/build_book.py``) of ``profile``."""
+    return [r for r in records if r["benchmark"] == "build_book" and r.get("settings", {}).get("profile") == profile]
+
+
+def chapter_seconds(record: dict[str, Any]) -> dict[str, float]:
+    """Each chapter's wall seconds in a ``build_book`` record."""
+    return {row["what"].removeprefix("chapter "): float(row["value"]) for row in record["results"]
+            if row["what"].startswith("chapter ")}
+
+
 def render_chapter_times(records: list[dict[str, Any]], chapters: list[str]) -> str:
     """Each chapter's wall time in the newest ``build_book`` record of each profile, and its machine: a
     Markdown fragment for the landing page and Run a chapter."""
-    newest = {}
-    for r in records:
-        profile = r.get("settings", {}).get("profile")
-        if r["benchmark"] == "build_book" and profile in PROFILES and r["date"] >= newest.get(profile, {}).get("date", ""):
-            newest[profile] = r
+    newest = {profile: max(builds, key=lambda r: r["date"]) for profile in PROFILES
+              if (builds := build_records(records, profile))}
     rows = []
     for stem in chapters:
         row = {"chapter": f"{{doc}}`{stem}`"}
         for profile in PROFILES:
-            r = newest.get(profile)
-            seconds = next((x["value"] for x in r["results"] if x["what"] == f"chapter {stem}"), None) if r else None
+            seconds = chapter_seconds(newest[profile]).get(stem) if profile in newest else None
             # seconds under two minutes, else whole minutes: what a reader plans with
             row[f"`{profile}`"] = ("not measured yet" if seconds is None else f"{seconds:.0f} s" if seconds < 120
                                    else f"{seconds / 60:.0f} min")
         rows.append(row)
     lines = _table(rows) + [""]
-    for profile in PROFILES:
-        r = newest.get(profile)
-        if r is None:
-            continue
+    for profile, r in newest.items():  # in PROFILES' order
         m = r["machine"]
         jobs = r.get("settings", {}).get("chapters at a time")
         lines.append(f"- `{profile}`: {m['cpu_model']} ({m.get('cpu_isa') or 'vector ISA not recorded'}), "

@@ -1,7 +1,6 @@
 """The package's shape: lines per layer, the public face, and imports from the core into the other layers.
 
     .venv/bin/python tools/package_shape.py          # the table and the targets
-    .venv/bin/python tools/package_shape.py --json   # the same as JSON
 
 Layers: the science core (every module of ``nhtlab`` outside ``book/`` and ``plumbing/``), the book's
 layer (``nhtlab/book``) and the build's plumbing (``nhtlab/plumbing``). Lines are ``wc -l`` lines,
@@ -11,9 +10,7 @@ tests/test_layout.py holds the package to the targets below.
 
 from __future__ import annotations
 
-import argparse
 import ast
-import json
 import sys
 from pathlib import Path
 
@@ -136,13 +133,7 @@ def report() -> dict:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--json", action="store_true", help="print the report as JSON")
-    args = parser.parse_args()
     result = report()
-    if args.json:
-        print(json.dumps(result, indent=1))
-        return 0
     print(f"{'layer':<8}{'files':>7}{'lines':>8}")
     for name, row in result["layers"].items():
         print(f"{name:<8}{row['files']:>7}{row['lines']:>8}")

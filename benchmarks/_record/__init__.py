@@ -47,27 +47,22 @@ def cpu_model(lscpu_text: str | None = None) -> str:
     return found.group(1) if found else (platform.processor() or "unknown")
 
 
-def cpu_isa() -> str | None:
-    """The vector ISA torch's CPU kernels run on (``"AVX512"``, ``"AVX2"``, ``"DEFAULT"``; None where torch does
-    not say): two machines ``lscpu`` names alike ("AMD EPYC") can differ here, and their timings with it."""
-    try:
-        import torch
-        return str(torch.backends.cpu.get_cpu_capability())
-    except (ImportError, AttributeError):
-        return None
+def cpu_isa() -> str:
+    """The vector ISA torch's CPU kernels run on (``"AVX512"``, ``"AVX2"``, ``"DEFAULT"``): two machines ``lscpu``
+    names alike ("AMD EPYC") can differ here, and their timings with it."""
+    import torch
+
+    return str(torch.backends.cpu.get_cpu_capability())
 
 
 def machine() -> dict[str, Any]:
-    """What the numbers depend on: CPU model and ISA, cores, torch, nhtlab and Python versions (None where
-    not installed), platform."""
-    def version(module: str) -> str | None:
-        try:
-            return __import__(module).__version__
-        except ImportError:
-            return None
+    """What the numbers depend on: CPU model and ISA, cores, torch, nhtlab and Python versions, platform."""
+    import torch
 
-    return {"cpu_model": cpu_model(), "cpu_isa": cpu_isa(), "cores": os.cpu_count(), "torch": version("torch"),
-            "nhtlab": version("nhtlab"), "python": platform.python_version(), "platform": platform.platform()}
+    import nhtlab
+
+    return {"cpu_model": cpu_model(), "cpu_isa": cpu_isa(), "cores": os.cpu_count(), "torch": torch.__version__,
+            "nhtlab": nhtlab.__version__, "python": platform.python_version(), "platform": platform.platform()}
 
 
 def pilot_about(**extra: Any) -> dict[str, Any]:
