@@ -278,7 +278,6 @@ def omnigrok_summary(pilot: Mapping[str, Any], paper: Mapping[str, Any]) -> Mark
     """Real-image grokking runs in words, k of n (memorised, generalised later, the delay law, P1, the layer order
     and each layer's peak, beside the paper's ``NHT_LAYER_ORDER``), with each run closed under "How we know":
     :func:`~nhtlab.book.layer_report.omnigrok_record`'s runs, or :func:`read_omnigrok_pilot`'s CNN, alike."""
-    require_type(pilot, "pilot", Mapping, owner="omnigrok_summary")
     runs, base, law = pilot["runs"], pilot["base"], pilot["delay_law"]
     cnn = base.get("arch", "mlp") == "cnn"  # chapter 05's runs name no arch; the CNN's pilot names no n_train
     n = len(runs)
@@ -343,7 +342,6 @@ def omnigrok_summary(pilot: Mapping[str, Any], paper: Mapping[str, Any]) -> Mark
 def mnist_pilot_summary(pilot: Mapping[str, Any]) -> Markdown:
     """:func:`read_mnist_pilot`'s pilot in words (each criterion's count, the chosen design, its seeds' layer
     order at the middle λ), with its verdicts and seeds closed under "How we know"."""
-    require_type(pilot, "pilot", Mapping, owner="mnist_pilot_summary")
     verdicts, seeds, chosen = pilot["verdicts"], pilot["seeds"], pilot["verdicts"][pilot["chosen"]]
     values = lambda key: ", ".join(f"{v:,g}" for v in sorted({d[key] for d in pilot["designs"]}, reverse=True))  # noqa: E731
     base, lams = pilot.get("base", {}), ", ".join(f"{v:g}" for v in sorted({r["lam"] for r in pilot["rows"]}))
