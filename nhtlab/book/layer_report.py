@@ -106,15 +106,8 @@ def layer_window_records(history: History, order: ContractionOrder, **constants:
 
 
 def order_answer(orders: Mapping[Any, ContractionOrder]) -> tuple[str, tuple[str, ...], str]:
-    """The verdict most runs share on "which layer contracts first?" (a tie: ``"undetermined"``), for check_prediction.
-
-    Examples
-    --------
-    >>> from nhtlab.analysis.layers import LayerContraction
-    >>> layers = [LayerContraction("tok", 10.0, 7.0, 0.3, 200), LayerContraction("readout", 5.0, 4.0, 0.2, 400)]
-    >>> order_answer({(1.0, 0): ContractionOrder(100, 500, 0.1, "readout", "tok", layers, "forward")})
-    ('forward', ('backward', 'forward', 'simultaneous', 'undetermined'), 'forward in 1 of 1 runs; the read-out lost its share at a median 300 steps after the window opens, the first layer at a median 100 steps after the window opens')
-    """
+    """The verdict most runs share on "which layer contracts first?" (a tie: ``"undetermined"``), for
+    check_prediction."""
     require_type(orders, "orders", Mapping, owner="order_answer")
     if not orders:
         raise ValueError("order_answer: 'orders' is empty")
@@ -255,17 +248,7 @@ def order_cases(runs: Mapping[Any, History], orders: Mapping[Any, ContractionOrd
 
 
 def tally(readings: Reading | Sequence[Reading]) -> str:
-    """Readings pooled over their seeds: ``"<expected> in k of n seeds (<other> j, …)"`` ("runs" when several).
-
-    Examples
-    --------
-    >>> a = over_seeds("x", {0: "forward", 1: "backward"}, expected="backward")
-    >>> b = over_seeds("y", {0: "forward", 1: "undetermined"}, expected="backward")
-    >>> tally([a, b])
-    'backward in 1 of 4 runs (forward 2, undetermined 1)'
-    >>> tally(a)
-    'backward in 1 of 2 seeds (forward 1)'
-    """
+    """Readings pooled over their seeds: ``"<expected> in k of n seeds (<other> j, …)"`` ("runs" when several)."""
     group = [readings] if isinstance(readings, Reading) else list(readings)
     if not group:
         raise ValueError("tally: 'readings' is empty")

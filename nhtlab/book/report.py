@@ -84,13 +84,7 @@ def what_we_found(*points: str) -> Markdown:
 
 
 def cell(value: Any, fmt: str | None = None) -> str:
-    """One table cell: ``fmt.format(value)``, ``—`` for None, and ``|`` escaped.
-
-    Examples
-    --------
-    >>> cell(None), cell(0.12345, "{:.2f}"), cell("a|b")
-    ('—', '0.12', 'a\\\\|b')
-    """
+    """One table cell: ``fmt.format(value)``, ``—`` for None, and ``|`` escaped."""
     if value is None:
         return "—"
     text = fmt.format(value) if fmt else str(value)
@@ -98,11 +92,7 @@ def cell(value: Any, fmt: str | None = None) -> str:
 
 
 def significant(value: float, digits: int = 3) -> str:
-    """``value`` to ``digits`` significant figures, in plain notation with thousands separators (no ``e+03``).
-
-    >>> significant(1083.7), significant(1.0349), significant(0.6912)
-    ('1,080', '1.03', '0.691')
-    """
+    """``value`` to ``digits`` significant figures, in plain notation with thousands separators (no ``e+03``)."""
     if value == 0 or not math.isfinite(value):
         return f"{value:g}"
     place = digits - 1 - math.floor(math.log10(abs(value)))
@@ -184,14 +174,7 @@ def _off_grid_report(saved: Mapping[str, Any]) -> Markdown:
 
 
 def _warning_table(rows: Sequence[Mapping[str, Any]]) -> Markdown:
-    """The early-warning rows as a table; a signal recorded on no run reads "not measured", not "fired 0 of n".
-
-    >>> print(_warning_table([{"signal": "dlr", "fired": "0 of 20", "late": 0, "false_alarms": "0 of 5",
-    ...                        "recorded": 0}]))
-    | signal | fired | late | false alarms | runs measured |
-    |---|---|---|---|---|
-    | dlr | not measured | — | not measured | 0 |
-    """
+    """The early-warning rows as a table; a signal recorded on no run reads "not measured", not "fired 0 of n"."""
     unmeasured = {"fired": "not measured", "late": None, "false_alarms": "not measured",
                   "median_lead": None, "median_lead_eta_lambda": None}
     rows = [{**r, **{k: v for k, v in unmeasured.items() if k in r}} if r.get("recorded") == 0 else r for r in rows]

@@ -5,17 +5,6 @@ Qualitative readings are stated only over seeds; the pilot grid that chose the b
 The NHT paper scores its predictions on domains whose shortcuts differ: the memorised table of modular arithmetic
 (T_mem, T_grok), an image's border (:func:`~nhtlab.analysis.events.border_times`). :func:`domain_of` maps a run
 to the :class:`Domain` that knows its kind's. The rules are the core's (:mod:`nhtlab.analysis.scorecard`).
-
->>> rows = [dict(step=s, cue_acc=c, conflict_acc=d, norm=n) for s, c, d, n in
-...         [(0, 0.1, 0.1, 5.0), (100, 0.6, 0.2, 8.0), (200, 0.3, 0.4, 7.0), (300, 0.1, 0.7, 6.0)]]
->>> border_reading(History(rows))
-'dropped'
->>> from nhtlab.training.shortcut_run import ShortcutRun
->>> from nhtlab.training.modular_run import ModularRun
->>> domain_of(ModularRun(p=7)).num_classes, domain_of(ModularRun(p=7)).worst_column
-(7, 'test_acc')
->>> domain_of(ShortcutRun()).worst_column
-'conflict_acc'
 """
 
 from __future__ import annotations
