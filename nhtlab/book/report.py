@@ -107,8 +107,6 @@ def table(records: Iterable[Mapping[str, Any]], columns: Sequence[str] | None = 
     ``*(no rows)*``. With explicit ``columns``, every key of ``formats`` must be shown.
     """
     rows = list(records)
-    for i, row in enumerate(rows):
-        require_type(row, f"records[{i}]", Mapping, owner="table")
     if not rows:
         return Markdown("*(no rows)*")
     explicit = columns is not None
