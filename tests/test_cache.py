@@ -141,6 +141,7 @@ def test_the_book_cache_trains_in_a_slot_and_writes_the_ledger(tmp_path):
     from nhtlab.plumbing.ledger import read_ledger
 
     cache = BookCache(tmp_path / "c")
+    assert cache.get(RUN.cache_config()) is None
     history = cached_run(RUN, cache, progress="none")
     (line,) = read_ledger(cache.root)
     assert line["run"] == config_key(RUN.cache_config()) and line["how"] == "alone"

@@ -89,6 +89,10 @@ def test_order_answer_reads_the_majority_and_names_a_tie():
     answer, choices, why = order_answer({0: order("forward", 400, 200), 1: order("forward", 300, 200),
                                          2: order("backward", 200, 300)})
     assert answer == "forward" and "forward in 2 of 3 runs" in why and "backward" in choices
+    assert order_answer({(1.0, 0): order("forward", 400, 200)}) == (
+        "forward", ("backward", "forward", "simultaneous", "undetermined"),
+        "forward in 1 of 1 runs; the read-out lost its share at a median 300 steps after the window opens, the first "
+        "layer at a median 100 steps after the window opens")
     tie, _, why = order_answer({0: order("forward", 400, 200), 1: order("backward", 200, 300)})
     assert tie == "undetermined" and "a tie, backward in 1 and forward in 1 of 2 runs" in why
     with pytest.raises(ValueError, match="'orders' is empty"):
@@ -164,6 +168,10 @@ def test_tally_and_findings_count_every_seed():
 
     fwd = over_seeds("layer order at λ = 1", {0: "forward", 1: "forward"}, expected="backward")
     assert tally(fwd) == "backward in 0 of 2 seeds (forward 2)"
+    a = over_seeds("x", {0: "forward", 1: "backward"}, expected="backward")
+    b = over_seeds("y", {0: "forward", 1: "undetermined"}, expected="backward")
+    assert tally([a, b]) == "backward in 1 of 4 runs (forward 2, undetermined 1)"
+    assert tally(a) == "backward in 1 of 2 seeds (forward 1)"
     assert order_summary({"λ = 1": fwd}) == ("On this setting the paper's P4 **holds at 0 of 1 λ** (backward in a "
                                              "strict majority of seeds): λ = 1: backward in 0 of 2 seeds (forward 2).")
     small = {("order", 1.0): fwd, ("delay", 1.0): over_seeds("d", {0: "shorter", 1: "longer"}, expected="shorter")}

@@ -91,3 +91,14 @@ def test_check_function_skips_cases_its_reference_refuses():
     assert nb.check_function(np.mean, reference, [([],), ([1.0, 3.0],)]).status == "correct"
     empty = nb.check_function(np.mean, reference, [([],)], name="my_fit")
     assert empty.status == "unanswered" and "Nothing to check my_fit on" in empty.message and "2 points" in empty.message
+
+
+def test_cells_numbers_and_the_warning_table_read_as_the_book_prints_them():
+    from nhtlab.book.report import _warning_table, cell, significant
+
+    assert (cell(None), cell(0.12345, "{:.2f}"), cell("a|b")) == ("—", "0.12", "a\\|b")
+    assert (significant(1083.7), significant(1.0349), significant(0.6912)) == ("1,080", "1.03", "0.691")
+    unmeasured = _warning_table([{"signal": "dlr", "fired": "0 of 20", "late": 0, "false_alarms": "0 of 5",
+                                  "recorded": 0}])
+    assert unmeasured == ("| signal | fired | late | false alarms | runs measured |\n|---|---|---|---|---|\n"
+                          "| dlr | not measured | — | not measured | 0 |")

@@ -66,9 +66,6 @@ def check_answer(answer: float | None, expected: float, rel_tol: float = 0.05, w
     Not quite: 50 is off by more than 5%. Look at the hint and try again.
     The expected answer: 100. The run measured 120.
     """
-    require_real(expected, "expected", owner="check_answer")
-    require_real(rel_tol, "rel_tol", 0.0, low_open=True, owner="check_answer")
-    require_type(why, "why", str, owner="check_answer")
     why = why.strip()
     reveal = (f"The expected answer: {expected:,.4g}. {why[:1].upper()}{why[1:]}" + ("" if why.endswith(".") else ".")
               if why else "")
@@ -156,8 +153,6 @@ def check_function(fn: Callable[..., Any] | None, reference: Callable[..., Any],
     Not yet: on case 2 of 2, double returned 9 where nhtlab gives 6.
     """
     require_type(name, "name", str, owner="check_function")
-    if not callable(reference):
-        raise TypeError(f"check_function: 'reference' must be callable, got {type(reference).__name__}")
     cases = list(cases)
     if not cases or not all(isinstance(c, tuple) for c in cases):
         raise ValueError("check_function: 'cases' must be a non-empty sequence of argument tuples")

@@ -21,7 +21,7 @@ from ..history import History
 from .. import papers
 from ..papers import paper_cell
 from ..thresholds import FITTED_ACCURACY
-from ..validation import require_int, require_real, require_type
+from ..validation import require_int, require_type
 from .claims import Check, Reading, over_seeds
 from .report import Markdown, evidence, table
 from ..analysis.delay import predicted_delay
@@ -54,7 +54,6 @@ def check_grokking(history: History, min_delay: int) -> Check:
 
 def check_contraction(history: History, at_least: float = 1 / 3) -> Check:
     """Between T_mem and T_grok, ‖θ‖² falls by at least ``at_least`` of its value at T_mem."""
-    require_real(at_least, "at_least", 0.0, 1.0, high_open=True, owner="check_contraction")
     ev = find_events(history)
     name = f"‖θ‖² falls by at least {at_least:.0%} between T_mem and T_grok"
     if ev.norm_at_mem is None or ev.norm_at_grok is None:
@@ -73,7 +72,6 @@ def check_weak(history: History) -> Check:
 
 def check_norm_largest_at_init(history: History) -> Check:
     """‖θ‖² is largest at the first evaluation (step 0): no later evaluation rises above it."""
-    require_type(history, "history", History, owner="check_norm_largest_at_init")
     norm, steps = history.column("norm"), history.column("step")
     peak = int(np.nanargmax(norm))
     return Check("‖θ‖² is largest at initialisation", peak == 0,
@@ -91,7 +89,6 @@ def checks_over_seeds(name: str, checks: Mapping[int, Check], rule: str = "major
 
 def generalise_answer(histories: Mapping[int, History]) -> tuple[str, tuple[str, str], str]:
     """The answer the runs give to "will this network generalise within its budget?": a strict majority decides."""
-    require_type(histories, "histories", Mapping, owner="generalise_answer")
     if not histories:
         raise ValueError("generalise_answer: 'histories' is empty")
     grokked = [find_events(h).t_grok is not None for h in histories.values()]
@@ -118,7 +115,6 @@ def delay_window(history: History) -> dict[str, Any] | None:
 
 def train_acc_reading(histories: Mapping[int, History]) -> Reading:
     """Whether training accuracy stays at 99% or above from T_mem to T_grok (:func:`delay_window`), over seeds."""
-    require_type(histories, "histories", Mapping, owner="train_acc_reading")
     stays, dips = f"stays ≥ {FITTED_ACCURACY:.0%}", f"dips below {FITTED_ACCURACY:.0%}"
     by_seed = {seed: "no transition" if (w := delay_window(h)) is None
                else stays if w["lowest train acc"] >= FITTED_ACCURACY else dips for seed, h in histories.items()}
@@ -138,9 +134,6 @@ def layer_falls(history: History) -> list[dict[str, Any]]:
 
 def time_scale_why(ratio: float, lr: float, weight_decay: float) -> str:
     """The working of the law's time scale log(V_mem/V_post)/(ηλ), for an exercise's revealed answer."""
-    require_real(ratio, "ratio", 0.0, low_open=True, owner="time_scale_why")
-    require_real(lr, "lr", 0.0, low_open=True, owner="time_scale_why")
-    require_real(weight_decay, "weight_decay", 0.0, low_open=True, owner="time_scale_why")
     steps = predicted_delay(ratio, 1.0, lr=lr, weight_decay=weight_decay)
     return (f"that is log {ratio:g} / (ηλ) = {np.log(ratio):.3f} / {lr * weight_decay:g} ≈ {steps:,.0f} steps; "
             f"the companion code's 2ηλ would give half, {steps / 2:,.0f}")
@@ -153,8 +146,6 @@ def chapter_checks(histories: Mapping[int, History], no_decay: Mapping[int, Hist
                    min_delay: int) -> dict[str, dict[int, Check]]:
     """Chapter 01's claims on every seed: ``{claim: {seed: Check}}``, the runs with decay (``histories``)
     for the first four, those without (``no_decay``) for the last; ``min_delay`` as in :func:`check_grokking`."""
-    require_type(histories, "histories", Mapping, owner="chapter_checks")
-    require_type(no_decay, "no_decay", Mapping, owner="chapter_checks")
     decay = {"memorises, then generalises later": lambda h: check_grokking(h, min_delay=min_delay),
              CONTRACTION: lambda h: check_contraction(h, at_least=1 / 3),
              "‖θ‖² is largest at initialisation": check_norm_largest_at_init,
@@ -167,7 +158,6 @@ def chapter_checks(histories: Mapping[int, History], no_decay: Mapping[int, Hist
 def events_evidence(histories: Mapping[int, History], lr: float) -> Markdown:
     """Every seed's T_mem and T_grok beside the companion's (its λ = 1 row at η = 10⁻³, else its η sweep's at
     ``lr``), closed, with how many seeds land within one standard deviation of its T_grok (shown, not asserted)."""
-    require_type(histories, "histories", Mapping, owner="events_evidence")
     paper = dict(papers.COMPANION_LAMBDA_SWEEP[1.0]) if lr == 1e-3 else {"t_grok": papers.COMPANION_ETA_SWEEP[lr]}
     events = {s: find_events(h) for s, h in histories.items()}
     mean, std = paper["t_grok"]
@@ -183,7 +173,6 @@ def events_evidence(histories: Mapping[int, History], lr: float) -> Markdown:
 
 def delay_window_report(histories: Mapping[int, History]) -> Markdown:
     """What every seed does from T_mem to T_grok in words, then every seed's :func:`delay_window` closed."""
-    require_type(histories, "histories", Mapping, owner="delay_window_report")
     contraction = checks_over_seeds(CONTRACTION, {s: check_contraction(h) for s, h in histories.items()})
     train_acc = train_acc_reading(histories)
     all_windows = {s: delay_window(h) for s, h in histories.items()}
@@ -229,7 +218,6 @@ def layer_falls_report(history: History, seed: int) -> Markdown:
 def delay_law_text(summary: Mapping[str, Any], seed: int) -> Markdown:
     """The delay law on one λ = 1 run (:func:`~nhtlab.analysis.delay.delay_summary`) beside the companion's range,
     both definitions, each beside the companion's value, closed."""
-    require_type(summary, "summary", Mapping, owner="delay_law_text")
     paper = papers.COMPANION_LAMBDA_SWEEP[1.0]
     notes = {"companion": f"T_escape {paper_cell(paper['t_escape'])}, theory {paper_cell(paper['escape_theory'])}",
              "grok": f"delay ≈ {paper['t_grok'][0] - paper['t_mem'][0]:,.0f} (difference of the means)"}
@@ -301,7 +289,6 @@ def fourier_timing(history: History) -> dict[str, Any]:
 
 def fourier_table(timings: Mapping[int, Mapping[str, Any]]) -> Markdown:
     """:func:`fourier_timing` of each seed as two narrow tables: when, then the share at each moment."""
-    require_type(timings, "timings", Mapping, owner="fourier_table")
     when = table([{"seed": s, **{k: t[k] for k in ("t_mem", "t_half", "t_grok", "when", "contracted")}}
                   for s, t in timings.items()], formats={"contracted": "{:.2f}"},
                  headers={"t_mem": "T_mem", "t_half": "share halfway", "t_grok": "T_grok",
@@ -315,7 +302,6 @@ def fourier_table(timings: Mapping[int, Mapping[str, Any]]) -> Markdown:
 
 def fourier_readings(timings: Mapping[int, Mapping[str, Any]]) -> Reading:
     """Where the Fourier share is halfway risen, over seeds; a strict majority decides."""
-    require_type(timings, "timings", Mapping, owner="fourier_readings")
     return over_seeds("the embedding's Fourier structure is halfway formed",
                       {s: t["when"] for s, t in timings.items()}, expected=STRUCTURE_TIMES[1])
 
@@ -332,7 +318,6 @@ def check_fourier_rises(history: History) -> Check:
 def fourier_spectrum_records(histories: Mapping[int, History]) -> list[dict[str, Any]]:
     """Each seed's token-embedding spectrum at its moments as chart rows: frequency k ≥ 1's share of the
     non-constant power (so that moments compare while the norm shrinks)."""
-    require_type(histories, "histories", Mapping, owner="fourier_spectrum_records")
     records = []
     for seed, h in histories.items():
         _fourier(h, "fourier_spectrum_records")

@@ -41,7 +41,6 @@ __all__ = ["image_run_rows", "image_readings", "signal_records", "conflict_recor
 def image_run_rows(runs: Mapping[tuple[str, int], History]) -> list[dict[str, Any]]:
     """One record per digit-border run: the border's steps and fate, the layer order over [fitted, dropped], and
     whether ‖θ_L‖²/‖θ_L(0)‖² turned down before the drop."""
-    require_type(runs, "runs", Mapping, owner="image_run_rows")
     rows = []
     for (label, seed), h in runs.items():
         fitted, dropped = border_times(h)
@@ -56,14 +55,12 @@ def image_run_rows(runs: Mapping[tuple[str, int], History]) -> list[dict[str, An
 
 def image_readings(rows: list[dict[str, Any]], expected: Mapping[tuple[str, str], str]) -> dict[tuple[str, str], Reading]:
     """Count readings of :func:`image_run_rows` over seeds, one per (setting, field) the text states."""
-    require_type(expected, "expected", Mapping, owner="image_readings")
     return {(label, field): over_seeds(f"{label}: {field}", {r["seed"]: r[field] for r in rows if r["run"] == label},
                                       expected=want) for (label, field), want in expected.items()}
 
 
 def signal_records(runs: Mapping[str, History]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """The paper's two early-warning signals and the total norm of every run, with the border's events."""
-    require_type(runs, "runs", Mapping, owner="signal_records")
     records, events = [], []
     for label, h in runs.items():
         sig = head_to_first_ratio(h)
@@ -79,17 +76,14 @@ def signal_records(runs: Mapping[str, History]) -> tuple[list[dict[str, Any]], l
 
 def order_readings(orders: Mapping[tuple[Any, int], ContractionOrder]) -> dict[Any, Reading]:
     """The layer order of every setting counted over its seeds (:func:`nhtlab.book.over_seeds`), backward expected."""
-    require_type(orders, "orders", Mapping, owner="order_readings")
     groups: dict[Any, dict[int, str]] = {}
     for (group, seed), order in orders.items():
-        require_type(order, f"orders[{group!r}, {seed!r}]", ContractionOrder, owner="order_readings")
         groups.setdefault(group, {})[seed] = order.verdict
     return {g: over_seeds(f"layer order at {g}", by_seed, expected="backward") for g, by_seed in groups.items()}
 
 
 def order_determined(orders: Mapping[Any, ContractionOrder]) -> Check:
     """Check: every run's layer order is determined (the window exists and a layer contracts in it); fails on none."""
-    require_type(orders, "orders", Mapping, owner="order_determined")
     open_ = [key for key, o in orders.items() if o.verdict == "undetermined"]
     detail = f"{len(orders) - len(open_)} of {len(orders)} runs determined" + (
         f"; undetermined: {open_}" if open_ else "")
@@ -112,15 +106,8 @@ def layer_window_records(history: History, order: ContractionOrder, **constants:
 
 
 def order_answer(orders: Mapping[Any, ContractionOrder]) -> tuple[str, tuple[str, ...], str]:
-    """The verdict most runs share on "which layer contracts first?" (a tie: ``"undetermined"``), for check_prediction.
-
-    Examples
-    --------
-    >>> from nhtlab.analysis.layers import LayerContraction
-    >>> layers = [LayerContraction("tok", 10.0, 7.0, 0.3, 200), LayerContraction("readout", 5.0, 4.0, 0.2, 400)]
-    >>> order_answer({(1.0, 0): ContractionOrder(100, 500, 0.1, "readout", "tok", layers, "forward")})
-    ('forward', ('backward', 'forward', 'simultaneous', 'undetermined'), 'forward in 1 of 1 runs; the read-out lost its share at a median 300 steps after the window opens, the first layer at a median 100 steps after the window opens')
-    """
+    """The verdict most runs share on "which layer contracts first?" (a tie: ``"undetermined"``), for
+    check_prediction."""
     require_type(orders, "orders", Mapping, owner="order_answer")
     if not orders:
         raise ValueError("order_answer: 'orders' is empty")
@@ -153,8 +140,6 @@ def embedding_scale_readings(default: Mapping[tuple[float, int], History], small
                              scale: float) -> dict[tuple[str, float], Reading]:
     """Per λ over seeds, with embeddings at ``scale`` × the default: ``("order", λ)`` expects ``"backward"``, and
     ``("delay", λ)``, against the same seed's default run, ``"shorter"`` (Omnigrok: a smaller initial norm)."""
-    require_type(default, "default", Mapping, owner="embedding_scale_readings")
-    require_type(small, "small", Mapping, owner="embedding_scale_readings")
     missing = sorted(set(small) - set(default))
     if missing:
         raise ValueError(f"The 'small' parameter of embedding_scale_readings has runs without a default run: {missing}.")
@@ -199,7 +184,6 @@ def embedding_scale_report(default: Mapping[tuple[float, int], History], small: 
 
 def window_records(runs: Mapping[str, History], border: bool = False) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """What :func:`nhtlab.book.contraction_curves` draws: every run's layers in its window, and its events."""
-    require_type(runs, "runs", Mapping, owner="window_records")
     records, events = [], []
     for label, h in runs.items():
         if border:
@@ -219,7 +203,6 @@ def peak_records(runs: Mapping[str, History]) -> tuple[list[dict[str, Any]], lis
     ``first`` in each record is the layer :func:`~nhtlab.analysis.layers.contraction_order` reads first over
     [border fitted, border dropped]; the events are the border fitted and dropped, and T_mem where reached.
     """
-    require_type(runs, "runs", Mapping, owner="peak_records")
     records, events = [], []
     for label, h in runs.items():
         fitted, dropped = border_times(h)
@@ -239,7 +222,6 @@ def peak_records(runs: Mapping[str, History]) -> tuple[list[dict[str, Any]], lis
 
 def conflict_records(runs: Mapping[str, History]) -> list[dict[str, Any]]:
     """``{step, run, value}`` rows of each run's ``conflict_acc``, for :func:`nhtlab.book.warning_signals`' top panel."""
-    require_type(runs, "runs", Mapping, owner="conflict_records")
     return [{"step": int(s), "run": label, "value": float(v)} for label, h in runs.items()
             for s, v in zip(h.column("step"), h.column("conflict_acc"))]
 
@@ -256,7 +238,6 @@ def order_reference(history: History, layers: list[str], t_mem: int, t_end: int,
 def order_cases(runs: Mapping[Any, History], orders: Mapping[Any, ContractionOrder]) -> list[tuple]:
     """:func:`order_reference`'s arguments ``(history, layers, t_mem, t_end)`` for every run with a window (none
     has one: the first run's whole history, so the exercise still has a case)."""
-    require_type(orders, "orders", Mapping, owner="order_cases")
     cases = [(runs[key], [c.layer for c in o.layers], o.t_mem, o.t_end) for key, o in orders.items()
              if o.t_mem is not None]
     if not cases:
@@ -267,17 +248,7 @@ def order_cases(runs: Mapping[Any, History], orders: Mapping[Any, ContractionOrd
 
 
 def tally(readings: Reading | Sequence[Reading]) -> str:
-    """Readings pooled over their seeds: ``"<expected> in k of n seeds (<other> j, …)"`` ("runs" when several).
-
-    Examples
-    --------
-    >>> a = over_seeds("x", {0: "forward", 1: "backward"}, expected="backward")
-    >>> b = over_seeds("y", {0: "forward", 1: "undetermined"}, expected="backward")
-    >>> tally([a, b])
-    'backward in 1 of 4 runs (forward 2, undetermined 1)'
-    >>> tally(a)
-    'backward in 1 of 2 seeds (forward 1)'
-    """
+    """Readings pooled over their seeds: ``"<expected> in k of n seeds (<other> j, …)"`` ("runs" when several)."""
     group = [readings] if isinstance(readings, Reading) else list(readings)
     if not group:
         raise ValueError("tally: 'readings' is empty")

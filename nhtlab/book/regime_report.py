@@ -52,7 +52,6 @@ def decision_budgets(budgets: Mapping[float, int], lr: float, base_lam: float = 
 def budget_regimes(table: Sequence[Mapping[str, Any]], needed: Mapping[float, int]) -> list[dict[str, Any]]:
     """The rows of a regime table labelled as their budget (``needed``, λ → steps) allows, the rule's as ``rule_regime``."""
     rows = require_rows(table, "table", "budget_regimes")
-    require_type(needed, "needed", Mapping, owner="budget_regimes")
     out = []
     for row in rows:
         need = int(needed[row["weight_decay"]])
@@ -144,7 +143,6 @@ def regime_events(table: Sequence[Mapping[str, Any]], curves: Sequence[Mapping[s
 
 def decided_readings(table: Sequence[Mapping[str, Any]], expected: Mapping[float, str]) -> list[Reading]:
     """At each λ of ``expected``, every seed's :func:`verdict_label` counted against the expected regime (rule "all")."""
-    require_type(expected, "expected", Mapping, owner="decided_readings")
     by_lam = _by_lambda(table, "decided_readings")
     return [over_seeds(f"λ = {lam:g}", {r["seed"]: verdict_label(r) for r in by_lam.get(lam, [])}, expected=regime,
                        rule="all") for lam, regime in expected.items()]

@@ -84,13 +84,7 @@ def what_we_found(*points: str) -> Markdown:
 
 
 def cell(value: Any, fmt: str | None = None) -> str:
-    """One table cell: ``fmt.format(value)``, ``—`` for None, and ``|`` escaped.
-
-    Examples
-    --------
-    >>> cell(None), cell(0.12345, "{:.2f}"), cell("a|b")
-    ('—', '0.12', 'a\\\\|b')
-    """
+    """One table cell: ``fmt.format(value)``, ``—`` for None, and ``|`` escaped."""
     if value is None:
         return "—"
     text = fmt.format(value) if fmt else str(value)
@@ -98,11 +92,7 @@ def cell(value: Any, fmt: str | None = None) -> str:
 
 
 def significant(value: float, digits: int = 3) -> str:
-    """``value`` to ``digits`` significant figures, in plain notation with thousands separators (no ``e+03``).
-
-    >>> significant(1083.7), significant(1.0349), significant(0.6912)
-    ('1,080', '1.03', '0.691')
-    """
+    """``value`` to ``digits`` significant figures, in plain notation with thousands separators (no ``e+03``)."""
     if value == 0 or not math.isfinite(value):
         return f"{value:g}"
     place = digits - 1 - math.floor(math.log10(abs(value)))
@@ -117,8 +107,6 @@ def table(records: Iterable[Mapping[str, Any]], columns: Sequence[str] | None = 
     ``*(no rows)*``. With explicit ``columns``, every key of ``formats`` must be shown.
     """
     rows = list(records)
-    for i, row in enumerate(rows):
-        require_type(row, f"records[{i}]", Mapping, owner="table")
     if not rows:
         return Markdown("*(no rows)*")
     explicit = columns is not None
@@ -184,14 +172,7 @@ def _off_grid_report(saved: Mapping[str, Any]) -> Markdown:
 
 
 def _warning_table(rows: Sequence[Mapping[str, Any]]) -> Markdown:
-    """The early-warning rows as a table; a signal recorded on no run reads "not measured", not "fired 0 of n".
-
-    >>> print(_warning_table([{"signal": "dlr", "fired": "0 of 20", "late": 0, "false_alarms": "0 of 5",
-    ...                        "recorded": 0}]))
-    | signal | fired | late | false alarms | runs measured |
-    |---|---|---|---|---|
-    | dlr | not measured | — | not measured | 0 |
-    """
+    """The early-warning rows as a table; a signal recorded on no run reads "not measured", not "fired 0 of n"."""
     unmeasured = {"fired": "not measured", "late": None, "false_alarms": "not measured",
                   "median_lead": None, "median_lead_eta_lambda": None}
     rows = [{**r, **{k: v for k, v in unmeasured.items() if k in r}} if r.get("recorded") == 0 else r for r in rows]
@@ -278,7 +259,6 @@ def omnigrok_summary(pilot: Mapping[str, Any], paper: Mapping[str, Any]) -> Mark
     """Real-image grokking runs in words, k of n (memorised, generalised later, the delay law, P1, the layer order
     and each layer's peak, beside the paper's ``NHT_LAYER_ORDER``), with each run closed under "How we know":
     :func:`~nhtlab.book.layer_report.omnigrok_record`'s runs, or :func:`read_omnigrok_pilot`'s CNN, alike."""
-    require_type(pilot, "pilot", Mapping, owner="omnigrok_summary")
     runs, base, law = pilot["runs"], pilot["base"], pilot["delay_law"]
     cnn = base.get("arch", "mlp") == "cnn"  # chapter 05's runs name no arch; the CNN's pilot names no n_train
     n = len(runs)
@@ -343,7 +323,6 @@ def omnigrok_summary(pilot: Mapping[str, Any], paper: Mapping[str, Any]) -> Mark
 def mnist_pilot_summary(pilot: Mapping[str, Any]) -> Markdown:
     """:func:`read_mnist_pilot`'s pilot in words (each criterion's count, the chosen design, its seeds' layer
     order at the middle λ), with its verdicts and seeds closed under "How we know"."""
-    require_type(pilot, "pilot", Mapping, owner="mnist_pilot_summary")
     verdicts, seeds, chosen = pilot["verdicts"], pilot["seeds"], pilot["verdicts"][pilot["chosen"]]
     values = lambda key: ", ".join(f"{v:,g}" for v in sorted({d[key] for d in pilot["designs"]}, reverse=True))  # noqa: E731
     base, lams = pilot.get("base", {}), ", ".join(f"{v:g}" for v in sorted({r["lam"] for r in pilot["rows"]}))

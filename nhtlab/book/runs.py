@@ -24,14 +24,7 @@ __all__ = ["BookCache", "cache", "lazy_rich_run"]
 
 class BookCache(ResultCache):
     """A :class:`~nhtlab.training.cache.ResultCache` whose trainings hold a CPU slot, carry the shared probe
-    and are written to the ledger; reading and storing are the core cache's.
-
-    Examples
-    --------
-    >>> import tempfile
-    >>> BookCache(tempfile.mkdtemp()).get({"lr": 1e-3}) is None
-    True
-    """
+    and are written to the ledger; reading and storing are the core cache's."""
 
     def train(self, run: Any, **kwargs: Any) -> History:
         """Train ``run`` as :meth:`ResultCache.train` does, inside a CPU slot, with its shared probe when it

@@ -459,7 +459,6 @@ class ShortcutStudy:
 
     def rho_answer(self, trained: Histories, margin: float = 0.2) -> tuple[str, tuple[str, str], str]:
         """Does the worst-group accuracy at the end fall by more than ``margin`` from the smallest ρ to the largest?"""
-        require_type(trained, "trained", Mapping, owner="ShortcutStudy.rho_answer")
         if len(self.rho_ends) != 2:
             raise ValueError(f"ShortcutStudy.rho_answer needs two ρ or more in 'rhos'. Got {list(self.rhos)}.")
         low, high = (_ends(self.rho_ends[k], trained) for k in sorted(self.rho_ends))
@@ -469,7 +468,6 @@ class ShortcutStudy:
 
     def norm_answer(self, trained: Histories) -> tuple[str, tuple[str, str], str]:
         """Does BatchNorm end with a higher clean accuracy than no normalisation (:meth:`norm_reading`)?"""
-        require_type(trained, "trained", Mapping, owner="ShortcutStudy.norm_answer")
         reading = self.norm_reading(trained)
         if reading is None:
             raise ValueError(f"ShortcutStudy.norm_answer needs 'batch' and 'none' in 'norms'. Got {list(self.norms)}.")
@@ -479,7 +477,6 @@ class ShortcutStudy:
 
     def checks(self, trained: Histories, margin: float = 0.2) -> list[Check]:
         """The study's pre-fixed checks over seeds: the border escaped, the ρ trend (``margin``), separation defined."""
-        require_type(trained, "trained", Mapping, owner="ShortcutStudy.checks")
         out = [check_border_escape({s: trained[r] for s, r in self.main.items()})]
         if len(self.rho_ends) == 2:
             low, high = ({s: trained[r] for s, r in self.rho_ends[k].items()} for k in sorted(self.rho_ends))
