@@ -25,6 +25,12 @@ def test_evidence_names_a_part_that_is_not_text():
         nb.evidence("x", "fine", 3)
 
 
+def test_a_table_of_tuples_names_the_row_that_is_not_a_mapping():
+    # a reader tabling their own results as tuples gets the row named, not an AttributeError
+    with pytest.raises(TypeError, match=r"records\[1\].* of table"):
+        nb.table([{"λ": 1.0}, (1.0, 2)])
+
+
 def test_what_we_found_is_a_list_in_a_tip_box():
     box = nb.what_we_found("The norm falls in 3 of 3 seeds.", "The   delay\nfollows 1/λ.")
     assert 'class="admonition tip nhtlab-found"' in box and "What we found" in box

@@ -107,6 +107,8 @@ def table(records: Iterable[Mapping[str, Any]], columns: Sequence[str] | None = 
     ``*(no rows)*``. With explicit ``columns``, every key of ``formats`` must be shown.
     """
     rows = list(records)
+    for i, row in enumerate(rows):  # a reader's own rows: a list of tuples gets a named error, not an AttributeError
+        require_type(row, f"records[{i}]", Mapping, owner="table")
     if not rows:
         return Markdown("*(no rows)*")
     explicit = columns is not None
