@@ -20,7 +20,7 @@ PKG = ROOT / "nhtlab"
 MAX_PUBLIC_NAMES = 50  #: issue 44's target
 #: The whole package may not grow past this, wherever its code sits: a cap on one layer pushed science out of
 #: the core (issue 56), so the bound is on the total. Issue 56's targets, not met yet, are printed beside it.
-MAX_PACKAGE_LINES = 15_850
+MAX_PACKAGE_LINES = 15_670
 MAX_RUN_PATH = 25  #: issue 56: the cross-module function entries on one run's path
 TARGETS = {"package": 13_000, "core": 8_000, "tools, scripts, benchmarks": 3_000}
 OUTSIDE = ("tools", "scripts", "benchmarks")
