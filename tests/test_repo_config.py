@@ -175,3 +175,5 @@ def test_run_a_chapter_table_gives_the_launch_notes_estimates():
         assert rows[number] == FULL_ON_T4[stem][0], (stem, rows[number])
     with pytest.raises(ValueError, match="'chapter' must be one of"):
         colab_launch("09_missing")
+    with pytest.raises(TypeError, match="'chapter' parameter of colab_launch"):
+        colab_launch(["03_delay_law"])

@@ -57,6 +57,7 @@ FULL_ON_T4: dict[str, tuple[str, str]] = {
 
 def colab_launch(chapter: str, keep: bool = False) -> str:
     """The chapter's launch note in Colab, printed; with ``keep``, :func:`keep_on_drive` too."""
+    require_type(chapter, "chapter", str, owner="colab_launch")  # a list would fail the lookup as "unhashable"
     if chapter not in FULL_ON_T4:
         raise ValueError(f"colab_launch: 'chapter' must be one of {sorted(FULL_ON_T4)}, got {chapter!r}")
     takes, why = FULL_ON_T4[chapter]
