@@ -116,11 +116,14 @@ def norm_gap(history: History) -> float | None:
 def width_rows(rows: Sequence[Mapping[str, Any]], budget: int) -> list[dict[str, Any]]:
     """Per width: how many seeds generalised, medians over those that did, the share generalised within ``budget``."""
     rows = require_rows(rows, "rows", "width_rows")
-    return [{"size": w["size"], "generalised": f"{w['grokked']} of {w['runs']}",
-             "gap": statistics.median(gaps) if gaps else None,
+    gaps: dict[Any, list[float]] = {}
+    for r in rows:
+        if r.get("log_gap") is not None:
+            gaps.setdefault(r["size"], []).append(r["log_gap"])
+    median_gap = {size: statistics.median(values) for size, values in gaps.items()}
+    return [{"size": w["size"], "generalised": f"{w['grokked']} of {w['runs']}", "gap": median_gap.get(w["size"]),
              "delay": w["delay"], "law": w["predicted"], "T_mem": w["T_mem"], "V_mem": w["V_sc"], "V_grok": w["V_st"],
-             "within": w["fraction"]} for w in size_summary(rows, budget)
-            for gaps in [[r["log_gap"] for r in rows if r["size"] == w["size"] and r.get("log_gap") is not None]]]
+             "within": w["fraction"]} for w in size_summary(rows, budget)]
 
 
 def width_table(rows: Sequence[Mapping[str, Any]], budget: int, evidence: bool = False) -> Markdown:
