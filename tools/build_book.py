@@ -328,7 +328,7 @@ def execute_all(profile: str, jobs: int = 1, force: bool = False, only: list[str
     order = longest_first(notebooks, expected) if order is None else order
     for nb in order:  # a marker a killed build left behind is no running chapter
         running_marker(nb.stem, profile).unlink(missing_ok=True)
-    # a chapter runs once its process has written its marker (a pool's queued task already counts as running)
+    # a chapter runs once its process has written its marker, so a task still queued in the pool is not shown
     with ChapterProgress(expected, lambda: [nb.stem for nb in order if running_marker(nb.stem, profile).exists()]):
         if jobs > 1:  # one chapter per task: a free process takes the next chapter in ``order``
             with ProcessPoolExecutor(max(1, min(jobs, len(order)))) as pool:
