@@ -55,7 +55,8 @@ def resolve_strategy(runs: Sequence[TrainConfig], strategy: str = "auto", worker
     """The strategy :func:`sweep` trains ``runs`` with: ``strategy`` itself, or what ``"auto"`` picks.
 
     ``"auto"`` stacks the modular runs on CUDA (one small run leaves a GPU idle) and trains the others
-    ``"parallel"`` (on a CPU processes win: ``benchmarks/bench_sweeps.py``), ``"sequential"`` with one worker;
+    ``"parallel"`` (on a CPU the processes give the speed-up and stacks add little, ``benchmarks/bench_sweeps.py``,
+    while a run trained alone keeps the one history the cache shares), ``"sequential"`` with one worker;
     a mix gives ``"batched + parallel"``.
     """
     require_choice(strategy, "strategy", STRATEGIES, owner="sweep")
