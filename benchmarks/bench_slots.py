@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor
@@ -23,7 +22,7 @@ import torch
 
 import nhtlab
 from nhtlab.plumbing.cpu_slots import cpu_slot
-from _record import record  # benchmarks/_record (this script's folder): the measurements page's records
+from _record import cpu_model, record  # benchmarks/_record (this script's folder): the measurements page's records
 
 
 def _wait(seconds: float) -> int:
@@ -51,7 +50,7 @@ def main() -> None:
         args.runs, args.steps, args.rounds, warm = 2, 2, 1, 1
         os.environ.setdefault("NHTLAB_CACHE", "off")
     cores = os.cpu_count() or 1
-    print(f"{platform.processor() or platform.machine()}, {cores} cores, torch {torch.__version__}; "
+    print(f"{cpu_model()!r}, {cores} cores, torch {torch.__version__}; "
           f"{args.runs} companion runs of {args.steps} steps, one thread each, in {args.runs} processes")
     os.environ.pop("NHTLAB_CPU_SLOTS", None)  # the workers' train() must not take slots of its own
     pool = ProcessPoolExecutor(args.runs, initializer=torch.set_num_threads, initargs=(1,))  # one thread per worker

@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import time
 
 import torch
 
 import nhtlab
 from nhtlab.training.sweeps import grid, sweep
-from _record import record  # benchmarks/_record (this script's folder): the measurements page's records
+from _record import cpu_model, record  # benchmarks/_record (this script's folder): the measurements page's records
 
 
 def timed(label: str, runs, **kwargs) -> tuple[str, float, float, object]:
@@ -46,7 +45,7 @@ def main() -> None:
                              steps=args.steps, eval_every=min(25, args.steps), lr=1e-2, device="cpu")
     runs = grid(base, weight_decay=[0.0, 0.1, 0.3, 0.5, 1.0, 2.0, 3.0, 10.0], seed=[0, 1])
     print(f"16 runs of EmbeddingMLP p={args.p} width={args.width}, {args.steps} full-batch steps each; "
-          f"{os.cpu_count()} CPUs ({platform.processor() or platform.machine()}), torch {torch.__version__}, 1 thread per process")
+          f"{os.cpu_count()} CPUs ({cpu_model()!r}), torch {torch.__version__}, 1 thread per process")
     # the fork server starts (and imports torch) once per process: started here, so that the first pooled
     # strategy timed is not charged for it and the others are not spared it
     sweep(runs[:args.workers], strategy="parallel", workers=args.workers, progress="none")
