@@ -71,7 +71,9 @@ def test_quick_start_runs(tmp_path):
     """The quick start as printed, trained for real: the core reads no smoke cap, so it groks as a reader's does."""
     code = quick_start()
     assert len(code.strip().splitlines()) <= 10
-    env = {**os.environ, "NHTLAB_PROGRESS": "none", "NHTLAB_CACHE_DIR": str(tmp_path / "cache")}
+    # one thread, as the suite's pool workers train: on two cores shared with the background chapters, two
+    # threads cost half again the CPU for little less wall time (a reader's thread count is their machine's)
+    env = {**os.environ, "NHTLAB_PROGRESS": "none", "NHTLAB_CACHE_DIR": str(tmp_path / "cache"), "OMP_NUM_THREADS": "1"}
     result = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True,
                             timeout=3600)  # a guard against a hang, not a time limit: a busy machine is slower
     assert result.returncode == 0, result.stdout + result.stderr
