@@ -13,9 +13,10 @@ import shutil
 from types import SimpleNamespace
 from pathlib import Path
 
-from playwright.sync_api import ConsoleMessage, Error, Page, sync_playwright
+from playwright.sync_api import BrowserContext, ConsoleMessage, Error, Page, sync_playwright
 
 WINDOW = {"width": 1280, "height": 900}  # CSS px, at one device pixel each
+TABS = 6  #: pages loading at once, each in its own tab
 # Beside Playwright's own flags: no name resolves, so a page that reaches for any host fails loudly.
 CHROMIUM_FLAGS = ["--disable-gpu", "--disable-quic", "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1"]
 
@@ -115,11 +116,18 @@ def _error(message: ConsoleMessage) -> str | None:
     return f"log: {message.text[:200]} {message.location.get('url', '')}"
 
 
-def _check(page: Page, html: Path, errors: list[str], shots: Path | None, settle: float) -> PageReport:
-    """Open ``html`` in ``page`` and probe it; ``errors`` is where the page's listeners put what it logs."""
+def _open(context: BrowserContext, html: Path) -> tuple[Page, Path, list[str]]:
+    """A new tab loading ``html``, with listeners that put what the page logs in the list returned."""
+    page, errors = context.new_page(), []
+    page.on("pageerror", lambda e: errors.append("exception: " + (e.stack or e.message)[:300]))
+    page.on("console", lambda m: errors.extend(filter(None, [_error(m)])))
     page.goto(html.resolve().as_uri(), wait_until="commit")
-    errors.clear()  # what the page before logged as it was left (a failed image again) is not this page's
-    page.wait_for_timeout(settle * 1000)
+    return page, html, errors
+
+
+def _check(page: Page, html: Path, errors: list[str], shots: Path | None) -> PageReport:
+    """Probe ``html``, loaded in ``page``, once it is complete and its charts and formulas are drawn."""
+    page.bring_to_front()  # a background tab's animation frames are throttled: charts would draw late
     # a blank page would pass for one without charts: probe once loaded, up to a minute on a busy machine
     page.wait_for_function("document.readyState == 'complete' && !!document.body", timeout=60_000)
     # charts draw and MathJax typesets asynchronously
@@ -137,12 +145,13 @@ def _check(page: Page, html: Path, errors: list[str], shots: Path | None, settle
         page.set_viewport_size({"width": 1280, "height": min(page.evaluate("document.documentElement.scrollHeight"), 16000)})
         report.screenshot = str(shots / (html.stem + ".png"))
         page.screenshot(path=report.screenshot)
-        page.set_viewport_size(WINDOW)
+    page.close()
     return report
 
 
 def check_book(html_dir: Path, screenshots: Path | None = None, settle: float = 1.5) -> list[PageReport]:
-    """Check every ``*.html`` page under ``html_dir`` (search and genindex excluded)."""
+    """Check every ``*.html`` page under ``html_dir`` (search and genindex excluded), :data:`TABS` pages at a time,
+    each given ``settle`` seconds after it starts loading to log what it logs late."""
     chromium = find_chromium()
     if chromium is None:
         raise FileNotFoundError("Chromium is not installed (Debian package 'chromium').")
@@ -150,12 +159,14 @@ def check_book(html_dir: Path, screenshots: Path | None = None, settle: float = 
                    and "_static" not in p.parts and "_sources" not in p.parts)
     if screenshots is not None:
         screenshots.mkdir(parents=True, exist_ok=True)
+    reports: list[PageReport] = []
     with sync_playwright() as playwright, playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_FLAGS) as browser:
-        page = browser.new_page(viewport=WINDOW, device_scale_factor=1, offline=True)
-        errors: list[str] = []
-        page.on("pageerror", lambda e: errors.append("exception: " + (e.stack or e.message)[:300]))
-        page.on("console", lambda m: errors.extend(filter(None, [_error(m)])))
-        return [_check(page, html, errors, screenshots, settle) for html in pages]
+        context = browser.new_context(viewport=WINDOW, device_scale_factor=1, offline=True)
+        for start in range(0, len(pages), TABS):  # the pages of a batch settle at the same time, not one after another
+            opened = [_open(context, html) for html in pages[start:start + TABS]]
+            opened[0][0].wait_for_timeout(settle * 1000)
+            reports += [_check(*tab, screenshots) for tab in opened]
+    return reports
 
 
 #: A lesson page's budget: tables a reader sees without opening a block, and rows in each.
