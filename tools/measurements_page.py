@@ -186,11 +186,12 @@ def render_chapter_times(records: list[dict[str, Any]], chapters: list[str]) -> 
     Markdown fragment for the landing page and Run a chapter."""
     newest = {profile: max(builds, key=lambda r: r["date"]) for profile in PROFILES
               if (builds := build_records(records, profile))}
+    seconds_by = {profile: chapter_seconds(r) for profile, r in newest.items()}
     rows = []
     for stem in chapters:
         row = {"chapter": f"{{doc}}`{stem}`"}
         for profile in PROFILES:
-            seconds = chapter_seconds(newest[profile]).get(stem) if profile in newest else None
+            seconds = seconds_by.get(profile, {}).get(stem)
             # seconds under two minutes, else whole minutes: what a reader plans with
             row[f"`{profile}`"] = ("not measured yet" if seconds is None else f"{seconds:.0f} s" if seconds < 120
                                    else f"{seconds / 60:.0f} min")
